@@ -1,0 +1,241 @@
+package ledger
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+)
+
+// AuditReport is what Audit found. The bank is sound iff Problems is empty.
+type AuditReport struct {
+	Entries     uint64   `json:"entries"`
+	Allocations int      `json:"allocations"`
+	Nodes       int      `json:"nodes"`
+	Problems    []string `json:"problems"`
+}
+
+// maxProblems stops an audit of a badly damaged bank from listing every
+// consequence of the first few problems.
+const maxProblems = 100
+
+// Audit replays the whole journal in one consistent snapshot: it checks the
+// hash chain, recomputes every allocation from the journaled deltas
+// (checking the history kept for point-in-time queries after every entry),
+// and compares the result, and every node, user and machine, with the
+// stored state.
+func (l *Ledger) Audit() (AuditReport, error) {
+	var rep AuditReport
+	err := l.store.View(func(tx Tx) error {
+		rep = AuditReport{}
+		a := auditor{tx: tx, rep: &rep, allocs: map[uint64]Allocation{}, nodes: map[string]Node{},
+			users: map[string]User{}, machines: map[string]Machine{}}
+		if err := tx.Entries(1, ^uint64(0), a.replay); err != nil {
+			return err
+		}
+		return a.compareStored()
+	})
+	return rep, err
+}
+
+type auditor struct {
+	tx       Tx
+	rep      *AuditReport
+	prev     Entry
+	settings *Settings
+	allocs   map[uint64]Allocation
+	nodes    map[string]Node
+	users    map[string]User
+	machines map[string]Machine
+}
+
+func (a *auditor) problem(format string, args ...any) {
+	if len(a.rep.Problems) < maxProblems {
+		a.rep.Problems = append(a.rep.Problems, fmt.Sprintf(format, args...))
+	}
+}
+
+// replay checks one entry against the chain and applies it.
+func (a *auditor) replay(e Entry) (bool, error) {
+	a.rep.Entries++
+	if e.Seq != a.prev.Seq+1 {
+		a.problem("journal: entry %d follows entry %d", e.Seq, a.prev.Seq)
+	}
+	if e.PrevHash != a.prev.Hash {
+		a.problem("journal: entry %d: previous hash %.12s… does not match entry %d's hash %.12s…", e.Seq, e.PrevHash, a.prev.Seq, a.prev.Hash)
+	}
+	if h, err := e.ComputeHash(); err != nil || h != e.Hash {
+		a.problem("journal: entry %d: stored hash %.12s… is not the hash of its content %.12s…", e.Seq, e.Hash, h)
+	}
+	if e.Time.Before(a.prev.Time) {
+		a.problem("journal: entry %d at %s is earlier than entry %d", e.Seq, e.Time, a.prev.Seq)
+	}
+	a.prev = e
+	if e.Settings != nil {
+		a.settings = e.Settings
+	}
+	if e.NodeState != nil {
+		a.nodes[e.NodeState.Name] = *e.NodeState
+	}
+	if e.UserState != nil {
+		a.users[e.UserState.Name] = *e.UserState
+	}
+	if e.Machine != nil {
+		a.machines[e.Machine.Name] = *e.Machine
+	}
+	touched := map[uint64]bool{}
+	for _, t := range e.Terms {
+		al := a.allocs[t.ID]
+		al.AllocationTerms = t
+		a.allocs[t.ID] = al
+		touched[t.ID] = true
+	}
+	for _, d := range e.Deltas {
+		al, ok := a.allocs[d.Allocation]
+		if !ok {
+			a.problem("journal: entry %d changes allocation %d, which no earlier entry created", e.Seq, d.Allocation)
+			continue
+		}
+		if d.Account != al.Account {
+			a.problem("journal: entry %d names account %s for allocation %d of %s", e.Seq, d.Account, d.Allocation, al.Account)
+		}
+		al.Amount = al.Amount.Add(d.Amount)
+		al.Deposited = al.Deposited.Add(d.Deposited)
+		a.allocs[d.Allocation] = al
+		touched[d.Allocation] = true
+	}
+	for id := range touched {
+		hist, ok, err := a.tx.AllocationAsOf(id, e.Seq)
+		if err != nil {
+			return false, err
+		}
+		if !ok {
+			a.problem("history: allocation %d has no state recorded for entry %d", id, e.Seq)
+		} else if diff := allocationDiff(a.allocs[id], hist); diff != "" {
+			a.problem("history: allocation %d after entry %d: %s", id, e.Seq, diff)
+		}
+	}
+	return true, nil
+}
+
+// compareStored compares the replayed state with what is stored.
+func (a *auditor) compareStored() error {
+	stored, ok, err := a.tx.Settings()
+	if err != nil {
+		return err
+	}
+	if !ok || a.settings == nil || *a.settings != stored {
+		a.problem("settings: stored %+v, journaled %+v", stored, a.settings)
+	}
+	allocs, err := a.tx.Allocations()
+	if err != nil {
+		return err
+	}
+	a.rep.Allocations = len(allocs)
+	byAccount := map[string][]uint64{}
+	for _, s := range allocs {
+		byAccount[s.Account] = append(byAccount[s.Account], s.ID)
+		want, ok := a.allocs[s.ID]
+		if !ok {
+			a.problem("allocation %d of %s is stored but no journal entry created it", s.ID, s.Account)
+			continue
+		}
+		if diff := allocationDiff(want, s); diff != "" {
+			a.problem("allocation %d of %s: %s", s.ID, s.Account, diff)
+		}
+		if a.settings != nil && !s.Amount.Equal(s.Amount.Round(a.settings.Precision)) {
+			a.problem("allocation %d: amount %s has more than %d decimal places", s.ID, s.Amount, a.settings.Precision)
+		}
+		delete(a.allocs, s.ID)
+	}
+	for id, al := range a.allocs {
+		a.problem("allocation %d of %s was journaled but is not stored", id, al.Account)
+	}
+	nodes, err := a.tx.Nodes()
+	if err != nil {
+		return err
+	}
+	a.rep.Nodes = len(nodes)
+	for _, n := range nodes {
+		if n.IsAccount() {
+			if err := a.compareAccountIndex(n.Name, byAccount[n.Name]); err != nil {
+				return err
+			}
+		}
+	}
+	users, err := a.tx.Users()
+	if err != nil {
+		return err
+	}
+	machines, err := a.tx.Machines()
+	if err != nil {
+		return err
+	}
+	compareRecords(a, "node", nodes, a.nodes, func(n Node) string { return n.Name })
+	compareRecords(a, "user", users, a.users, func(u User) string { return u.Name })
+	compareRecords(a, "machine", machines, a.machines, func(m Machine) string { return m.Name })
+	return nil
+}
+
+func (a *auditor) compareAccountIndex(account string, want []uint64) error {
+	listed, err := a.tx.AccountAllocations(account)
+	if err != nil {
+		return err
+	}
+	got := make([]uint64, len(listed))
+	for i, al := range listed {
+		got[i] = al.ID
+	}
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		a.problem("account %s: its allocation index lists %v, its allocations are %v", account, got, want)
+	}
+	return nil
+}
+
+// compareRecords checks stored records against the replayed ones, by their
+// JSON form (the journal stores them that way).
+func compareRecords[T any](a *auditor, what string, stored []T, replayed map[string]T, name func(T) string) {
+	seen := map[string]bool{}
+	for _, s := range stored {
+		n := name(s)
+		seen[n] = true
+		want, ok := replayed[n]
+		if !ok {
+			a.problem("%s %s is stored but no journal entry made it", what, n)
+			continue
+		}
+		if !sameJSON(want, s) {
+			a.problem("%s %s: stored state differs from the journal's", what, n)
+		}
+	}
+	for n := range replayed {
+		if !seen[n] {
+			a.problem("%s %s was journaled but is not stored", what, n)
+		}
+	}
+}
+
+func sameJSON(a, b any) bool {
+	ja, errA := json.Marshal(a)
+	jb, errB := json.Marshal(b)
+	return errA == nil && errB == nil && string(ja) == string(jb)
+}
+
+// allocationDiff describes how got differs from want ("" if not at all).
+func allocationDiff(want, got Allocation) string {
+	switch {
+	case !got.Amount.Equal(want.Amount):
+		return fmt.Sprintf("amount is %s, the journal says %s", got.Amount, want.Amount)
+	case !got.Deposited.Equal(want.Deposited):
+		return fmt.Sprintf("deposited is %s, the journal says %s", got.Deposited, want.Deposited)
+	case normTerms(got.AllocationTerms) != normTerms(want.AllocationTerms):
+		return fmt.Sprintf("terms are %+v, the journal says %+v", got.AllocationTerms, want.AllocationTerms)
+	}
+	return ""
+}
+
+// normTerms puts terms in a form where equal values compare equal
+// (decimals and times have several representations).
+func normTerms(t AllocationTerms) [7]string {
+	return [7]string{fmt.Sprint(t.ID), t.Account, t.CreditLimit.String(), t.Start.UTC().String(), t.End.UTC().String(), t.Machine, t.Description + "|" + t.Created.UTC().String()}
+}

@@ -1,0 +1,145 @@
+package ledger
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/shopspring/decimal"
+)
+
+// Balance is Gold's view of a set of allocations at one time.
+type Balance struct {
+	Amount      decimal.Decimal `json:"amount"`
+	Reserved    decimal.Decimal `json:"reserved"`
+	Balance     decimal.Decimal `json:"balance"`
+	CreditLimit decimal.Decimal `json:"credit_limit"`
+	Available   decimal.Decimal `json:"available"`
+}
+
+// NodeBalance is the balance of one node, with the allocations behind it.
+type NodeBalance struct {
+	Node string    `json:"node"`
+	At   time.Time `json:"at"`
+	// Seq is the last journal entry the figures include.
+	Seq uint64 `json:"seq"`
+	Balance
+	// Allocations are all of the account's allocations that existed at At,
+	// active or not; only the active ones count in Balance.
+	Allocations []AllocationStatus `json:"allocations"`
+}
+
+// AllocationStatus is an allocation as it stood at a time.
+type AllocationStatus struct {
+	Allocation
+	Active bool `json:"active"`
+}
+
+// sumBalances totals the allocations given (the caller picks the active ones).
+func sumBalances(allocs []Allocation) Balance {
+	b := Balance{Amount: decimal.Zero, Reserved: decimal.Zero, CreditLimit: decimal.Zero}
+	for _, a := range allocs {
+		b.Amount = b.Amount.Add(a.Amount)
+		b.CreditLimit = b.CreditLimit.Add(a.CreditLimit)
+	}
+	b.Balance = b.Amount.Sub(b.Reserved)
+	b.Available = b.Balance.Add(b.CreditLimit)
+	return b
+}
+
+// BalanceAt returns a node's balance at time at (the zero time: now). For a
+// time in the past the amounts are those after the last journal entry made
+// at or before it. A project draws on its account's allocations, so it shows
+// its account's figures.
+func (l *Ledger) BalanceAt(name string, at time.Time) (NodeBalance, error) {
+	now := l.Now()
+	if at.IsZero() || at.After(now) {
+		at = now
+	}
+	var nb NodeBalance
+	err := l.store.View(func(tx Tx) error {
+		if _, err := getNode(tx, name); err != nil {
+			return err
+		}
+		seq, err := seqAtOrBefore(tx, at)
+		if err != nil {
+			return err
+		}
+		allocs, err := allocationsAsOf(tx, AccountOf(name), seq)
+		if err != nil {
+			return err
+		}
+		nb = NodeBalance{Node: name, At: at, Seq: seq, Allocations: make([]AllocationStatus, len(allocs))}
+		for i, a := range allocs {
+			nb.Allocations[i] = AllocationStatus{Allocation: a, Active: a.ActiveAt(at)}
+		}
+		nb.Balance = sumBalances(activeAt(allocs, at))
+		return nil
+	})
+	return nb, err
+}
+
+// Balances returns the balance of each account at time at, in name order.
+func (l *Ledger) Balances(at time.Time) ([]NodeBalance, error) {
+	nodes, err := l.Nodes("")
+	if err != nil {
+		return nil, err
+	}
+	var out []NodeBalance
+	for _, n := range nodes {
+		if !n.IsAccount() {
+			continue
+		}
+		b, err := l.BalanceAt(n.Name, at)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, b)
+	}
+	return out, nil
+}
+
+// allocationsAsOf is the account's allocations as they stood after entry seq.
+func allocationsAsOf(tx Tx, account string, seq uint64) ([]Allocation, error) {
+	current, err := tx.AccountAllocations(account)
+	if err != nil {
+		return nil, err
+	}
+	last, ok, err := tx.LastEntry()
+	if err != nil || (ok && last.Seq == seq) {
+		return current, err
+	}
+	var out []Allocation
+	for _, a := range current {
+		old, ok, err := tx.AllocationAsOf(a.ID, seq)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			out = append(out, old)
+		}
+	}
+	return out, nil
+}
+
+// seqAtOrBefore is the last journal entry made at or before t (0 if none).
+// Entry times never decrease, so a binary search finds it.
+func seqAtOrBefore(tx Tx, t time.Time) (uint64, error) {
+	last, ok, err := tx.LastEntry()
+	if err != nil || !ok {
+		return 0, err
+	}
+	var searchErr error
+	n := sort.Search(int(last.Seq), func(i int) bool {
+		e, ok, err := tx.Entry(uint64(i) + 1)
+		if err == nil && !ok {
+			err = fmt.Errorf("%w: journal entry %d is missing", ErrCorrupt, i+1)
+		}
+		if err != nil {
+			searchErr = err
+			return true
+		}
+		return e.Time.After(t)
+	})
+	return uint64(n), searchErr
+}

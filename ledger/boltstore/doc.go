@@ -1,0 +1,27 @@
+// Package boltstore is the embedded storage engine of ingot: a ledger.Store
+// on one bbolt file.
+//
+// Every record is JSON in a bucket. Integer keys (journal sequence numbers,
+// allocation ids) are 8-byte big-endian so that bbolt's byte order is their
+// numeric order:
+//
+//	meta                   "schema" -> version, "settings" -> ledger.Settings
+//	nodes                  name -> ledger.Node
+//	users                  name -> ledger.User
+//	machines               name -> ledger.Machine
+//	allocations            id -> ledger.Allocation
+//	allocations_by_account account NUL id -> (empty)
+//	balance_history        id ‖ seq -> ledger.Allocation after entry seq
+//	journal                seq -> ledger.Entry
+//	requests               client NUL request id -> ledger.RequestRecord
+//
+// # Group commit
+//
+// All writers go through one committer goroutine. It takes every Update
+// call that is waiting, runs them one after another in a single bbolt
+// transaction, and commits once: one fsync for the whole group. A function
+// that fails before writing anything simply gets its error; one that fails
+// after writing rolls the group back, and the group is run again without it
+// (so functions must be safe to run more than once, as ledger.Store says).
+// An idle store commits a lone call at once: there is no batching delay.
+package boltstore

@@ -1,0 +1,236 @@
+package boltstore
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/ingot-hpc/ingot/ledger"
+)
+
+// schemaVersion is the layout of the buckets; Open refuses a newer one.
+const schemaVersion = 1
+
+// maxGroup bounds how many calls share one transaction, so that one commit
+// does not hold a huge dirty page set in memory.
+const maxGroup = 1024
+
+var (
+	bucketMeta        = []byte("meta")
+	bucketNodes       = []byte("nodes")
+	bucketUsers       = []byte("users")
+	bucketMachines    = []byte("machines")
+	bucketAllocations = []byte("allocations")
+	bucketByAccount   = []byte("allocations_by_account")
+	bucketHistory     = []byte("balance_history")
+	bucketJournal     = []byte("journal")
+	bucketRequests    = []byte("requests")
+	allBuckets        = [][]byte{bucketMeta, bucketNodes, bucketUsers, bucketMachines,
+		bucketAllocations, bucketByAccount, bucketHistory, bucketJournal, bucketRequests}
+	keySchema   = []byte("schema")
+	keySettings = []byte("settings")
+)
+
+// ErrClosed is returned by calls on a closed store.
+var ErrClosed = errors.New("boltstore: store is closed")
+
+// ErrLocked is returned when another process holds the database file.
+var ErrLocked = errors.New("boltstore: database is in use by another process")
+
+// Options tune Open.
+type Options struct {
+	// ReadOnly opens the file with a shared lock, beside other readers.
+	ReadOnly bool
+	// LockTimeout is how long to wait for another process to release the
+	// file (default 2s).
+	LockTimeout time.Duration
+}
+
+// Store is a ledger.Store on a bbolt file.
+type Store struct {
+	db       *bolt.DB
+	calls    chan *call
+	mu       sync.RWMutex // guards closed against sends on calls
+	closed   bool
+	finished chan struct{}
+}
+
+type call struct {
+	fn   func(ledger.Tx) error
+	err  error
+	done chan struct{}
+}
+
+// Open opens (creating if needed, unless read-only) the database at path.
+func Open(path string, opts Options) (*Store, error) {
+	if opts.LockTimeout == 0 {
+		opts.LockTimeout = 2 * time.Second
+	}
+	if opts.ReadOnly {
+		if _, err := os.Stat(path); err != nil {
+			return nil, fmt.Errorf("boltstore: open %s: %w", path, err)
+		}
+	}
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: opts.LockTimeout, ReadOnly: opts.ReadOnly, FreelistType: bolt.FreelistMapType})
+	if errors.Is(err, bolt.ErrTimeout) {
+		return nil, fmt.Errorf("%w: %s (waited %s for its lock)", ErrLocked, path, opts.LockTimeout)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("boltstore: open %s: %w", path, err)
+	}
+	if err := prepare(db, opts.ReadOnly); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("boltstore: open %s: %w", path, err)
+	}
+	s := &Store{db: db, calls: make(chan *call, maxGroup), finished: make(chan struct{})}
+	go s.commitLoop()
+	return s, nil
+}
+
+// prepare creates the buckets of a new file and checks the schema version.
+func prepare(db *bolt.DB, readOnly bool) error {
+	check := func(tx *bolt.Tx) error {
+		meta := tx.Bucket(bucketMeta)
+		if meta == nil {
+			return fmt.Errorf("%w: not an ingot database (no meta bucket)", ledger.ErrNotInitialized)
+		}
+		v := meta.Get(keySchema)
+		if len(v) != 8 {
+			return fmt.Errorf("%w: schema version missing", ledger.ErrCorrupt)
+		}
+		if got := decodeUint(v); got > schemaVersion {
+			return fmt.Errorf("database schema %d is newer than this ingot's %d: upgrade ingot", got, schemaVersion)
+		}
+		return nil
+	}
+	if readOnly {
+		return db.View(check)
+	}
+	return db.Update(func(tx *bolt.Tx) error {
+		for _, name := range allBuckets {
+			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+				return err
+			}
+		}
+		meta := tx.Bucket(bucketMeta)
+		if meta.Get(keySchema) == nil {
+			if err := meta.Put(keySchema, encodeUint(schemaVersion)); err != nil {
+				return err
+			}
+		}
+		return check(tx)
+	})
+}
+
+// View runs fn in a read-only bbolt transaction.
+func (s *Store) View(fn func(ledger.Tx) error) error {
+	return s.db.View(func(btx *bolt.Tx) error { return fn(&tx{btx: btx}) })
+}
+
+// Update queues fn for the committer and waits until its group is durable.
+func (s *Store) Update(fn func(ledger.Tx) error) error {
+	c := &call{fn: fn, done: make(chan struct{})}
+	s.mu.RLock()
+	if s.closed {
+		s.mu.RUnlock()
+		return ErrClosed
+	}
+	s.calls <- c
+	s.mu.RUnlock()
+	<-c.done
+	return c.err
+}
+
+// commitLoop takes whatever calls are waiting and commits them as a group.
+func (s *Store) commitLoop() {
+	defer close(s.finished)
+	for first := range s.calls {
+		group := []*call{first}
+	gather:
+		for len(group) < maxGroup {
+			select {
+			case c, ok := <-s.calls:
+				if !ok {
+					break gather
+				}
+				group = append(group, c)
+			default:
+				break gather
+			}
+		}
+		s.commit(group)
+	}
+}
+
+// commit runs the group in one transaction. A call that fails after writing
+// spoils the transaction: it is answered with its error and the rest run
+// again in a fresh one.
+func (s *Store) commit(group []*call) {
+	for len(group) > 0 {
+		spoiled := -1
+		err := s.db.Update(func(btx *bolt.Tx) error {
+			for i, c := range group {
+				t := &tx{btx: btx}
+				c.err = runCall(c.fn, t)
+				if c.err != nil && t.wrote {
+					spoiled = i
+					return c.err
+				}
+			}
+			return nil
+		})
+		if spoiled >= 0 {
+			close(group[spoiled].done)
+			group = append(group[:spoiled], group[spoiled+1:]...)
+			continue
+		}
+		for _, c := range group {
+			if err != nil {
+				c.err = fmt.Errorf("boltstore: commit: %w", err)
+			}
+			close(c.done)
+		}
+		return
+	}
+}
+
+// runCall runs fn, turning a panic into an error so that one bad call cannot
+// stop the committer that every writer waits on.
+func runCall(fn func(ledger.Tx) error, t *tx) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			t.wrote = true // unknown: roll back to be safe
+			err = fmt.Errorf("boltstore: update panicked: %v", r)
+		}
+	}()
+	return fn(t)
+}
+
+// Backup writes a consistent copy of the database to w.
+func (s *Store) Backup(w io.Writer) (int64, error) {
+	var n int64
+	err := s.db.View(func(btx *bolt.Tx) (err error) {
+		n, err = btx.WriteTo(w)
+		return err
+	})
+	return n, err
+}
+
+// Close waits for queued updates, then closes the file.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return ErrClosed
+	}
+	s.closed = true
+	close(s.calls)
+	s.mu.Unlock()
+	<-s.finished
+	return s.db.Close()
+}

@@ -1,0 +1,214 @@
+package boltstore
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/ingot-hpc/ingot/ledger"
+)
+
+// tx is a ledger.Tx on a bbolt transaction. wrote records whether the
+// caller changed anything, which decides whether its failure spoils a group.
+type tx struct {
+	btx   *bolt.Tx
+	wrote bool
+}
+
+func encodeUint(n uint64) []byte {
+	b := make([]byte, 8)
+	binary.BigEndian.PutUint64(b, n)
+	return b
+}
+
+func decodeUint(b []byte) uint64 { return binary.BigEndian.Uint64(b) }
+
+func historyKey(id, seq uint64) []byte {
+	return binary.BigEndian.AppendUint64(encodeUint(id), seq)
+}
+
+func accountKey(account string, id uint64) []byte {
+	return binary.BigEndian.AppendUint64(append([]byte(account), 0), id)
+}
+
+func requestKey(k ledger.RequestKey) []byte {
+	return append(append([]byte(k.Client), 0), k.ID...)
+}
+
+// get decodes the value at key into v; ok is false if there is none.
+func get[T any](t *tx, bucket, key []byte) (v T, ok bool, err error) {
+	raw := t.btx.Bucket(bucket).Get(key)
+	if raw == nil {
+		return v, false, nil
+	}
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return v, false, fmt.Errorf("%w: %s/%x: %v", ledger.ErrCorrupt, bucket, key, err)
+	}
+	return v, true, nil
+}
+
+func (t *tx) put(bucket, key []byte, v any) error {
+	t.wrote = true
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("boltstore: encode %s record: %w", bucket, err)
+	}
+	if err := t.btx.Bucket(bucket).Put(key, raw); err != nil {
+		return fmt.Errorf("boltstore: write %s: %w", bucket, err)
+	}
+	return nil
+}
+
+// all decodes every value of a bucket in key order.
+func all[T any](t *tx, bucket []byte) ([]T, error) {
+	var out []T
+	err := t.btx.Bucket(bucket).ForEach(func(k, raw []byte) error {
+		var v T
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return fmt.Errorf("%w: %s/%x: %v", ledger.ErrCorrupt, bucket, k, err)
+		}
+		out = append(out, v)
+		return nil
+	})
+	return out, err
+}
+
+func (t *tx) Settings() (ledger.Settings, bool, error) {
+	return get[ledger.Settings](t, bucketMeta, keySettings)
+}
+
+func (t *tx) PutSettings(s ledger.Settings) error { return t.put(bucketMeta, keySettings, s) }
+
+func (t *tx) Node(name string) (ledger.Node, bool, error) {
+	return get[ledger.Node](t, bucketNodes, []byte(name))
+}
+
+func (t *tx) PutNode(n ledger.Node) error { return t.put(bucketNodes, []byte(n.Name), n) }
+
+func (t *tx) Nodes() ([]ledger.Node, error) { return all[ledger.Node](t, bucketNodes) }
+
+func (t *tx) User(name string) (ledger.User, bool, error) {
+	return get[ledger.User](t, bucketUsers, []byte(name))
+}
+
+func (t *tx) PutUser(u ledger.User) error { return t.put(bucketUsers, []byte(u.Name), u) }
+
+func (t *tx) Users() ([]ledger.User, error) { return all[ledger.User](t, bucketUsers) }
+
+func (t *tx) Machine(name string) (ledger.Machine, bool, error) {
+	return get[ledger.Machine](t, bucketMachines, []byte(name))
+}
+
+func (t *tx) PutMachine(m ledger.Machine) error { return t.put(bucketMachines, []byte(m.Name), m) }
+
+func (t *tx) Machines() ([]ledger.Machine, error) { return all[ledger.Machine](t, bucketMachines) }
+
+func (t *tx) NextAllocationID() (uint64, error) {
+	t.wrote = true
+	id, err := t.btx.Bucket(bucketAllocations).NextSequence()
+	if err != nil {
+		return 0, fmt.Errorf("boltstore: next allocation id: %w", err)
+	}
+	return id, nil
+}
+
+func (t *tx) Allocation(id uint64) (ledger.Allocation, bool, error) {
+	return get[ledger.Allocation](t, bucketAllocations, encodeUint(id))
+}
+
+func (t *tx) PutAllocation(a ledger.Allocation, seq uint64) error {
+	if err := t.put(bucketAllocations, encodeUint(a.ID), a); err != nil {
+		return err
+	}
+	if err := t.btx.Bucket(bucketByAccount).Put(accountKey(a.Account, a.ID), nil); err != nil {
+		return fmt.Errorf("boltstore: index allocation %d: %w", a.ID, err)
+	}
+	return t.put(bucketHistory, historyKey(a.ID, seq), a)
+}
+
+func (t *tx) AccountAllocations(account string) ([]ledger.Allocation, error) {
+	prefix := append([]byte(account), 0)
+	var out []ledger.Allocation
+	c := t.btx.Bucket(bucketByAccount).Cursor()
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+		id := decodeUint(k[len(prefix):])
+		a, ok, err := t.Allocation(id)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return nil, fmt.Errorf("%w: account %s lists allocation %d, which does not exist", ledger.ErrCorrupt, account, id)
+		}
+		out = append(out, a)
+	}
+	return out, nil
+}
+
+func (t *tx) Allocations() ([]ledger.Allocation, error) {
+	return all[ledger.Allocation](t, bucketAllocations)
+}
+
+func (t *tx) AllocationAsOf(id, seq uint64) (ledger.Allocation, bool, error) {
+	var a ledger.Allocation
+	c := t.btx.Bucket(bucketHistory).Cursor()
+	// The state after seq is the record with the greatest key <= id‖seq.
+	k, raw := c.Seek(historyKey(id, seq+1))
+	if k == nil {
+		k, raw = c.Last()
+	} else {
+		k, raw = c.Prev()
+	}
+	if k == nil || decodeUint(k[:8]) != id {
+		return a, false, nil
+	}
+	if err := json.Unmarshal(raw, &a); err != nil {
+		return a, false, fmt.Errorf("%w: history of allocation %d: %v", ledger.ErrCorrupt, id, err)
+	}
+	return a, true, nil
+}
+
+func (t *tx) LastEntry() (ledger.Entry, bool, error) {
+	k, _ := t.btx.Bucket(bucketJournal).Cursor().Last()
+	if k == nil {
+		return ledger.Entry{}, false, nil
+	}
+	return t.Entry(decodeUint(k))
+}
+
+func (t *tx) Entry(seq uint64) (ledger.Entry, bool, error) {
+	return get[ledger.Entry](t, bucketJournal, encodeUint(seq))
+}
+
+func (t *tx) AppendEntry(e ledger.Entry) error {
+	key := encodeUint(e.Seq)
+	if t.btx.Bucket(bucketJournal).Get(key) != nil {
+		return fmt.Errorf("%w: journal entry %d already exists", ledger.ErrCorrupt, e.Seq)
+	}
+	return t.put(bucketJournal, key, e)
+}
+
+func (t *tx) Entries(from, to uint64, fn func(ledger.Entry) (bool, error)) error {
+	c := t.btx.Bucket(bucketJournal).Cursor()
+	for k, raw := c.Seek(encodeUint(from)); k != nil && decodeUint(k) <= to; k, raw = c.Next() {
+		var e ledger.Entry
+		if err := json.Unmarshal(raw, &e); err != nil {
+			return fmt.Errorf("%w: journal entry %d: %v", ledger.ErrCorrupt, decodeUint(k), err)
+		}
+		more, err := fn(e)
+		if err != nil || !more {
+			return err
+		}
+	}
+	return nil
+}
+
+func (t *tx) Request(k ledger.RequestKey) (ledger.RequestRecord, bool, error) {
+	return get[ledger.RequestRecord](t, bucketRequests, requestKey(k))
+}
+
+func (t *tx) PutRequest(k ledger.RequestKey, r ledger.RequestRecord) error {
+	return t.put(bucketRequests, requestKey(k), r)
+}

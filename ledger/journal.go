@@ -1,0 +1,78 @@
+package ledger
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/shopspring/decimal"
+)
+
+// Kind names what a journal entry did. Kinds are stored: add, never rename.
+type Kind string
+
+// The journal entry kinds.
+const (
+	KindInit           Kind = "init"
+	KindNodeCreate     Kind = "node_create"
+	KindNodeModify     Kind = "node_modify"
+	KindNodeDeactivate Kind = "node_deactivate"
+	KindUserAdd        Kind = "user_add"
+	KindUserModify     Kind = "user_modify"
+	KindMachineAdd     Kind = "machine_add"
+	KindMachineModify  Kind = "machine_modify"
+	KindDeposit        Kind = "deposit"
+	KindWithdraw       Kind = "withdraw"
+	KindTransfer       Kind = "transfer"
+)
+
+// Kinds lists every entry kind, for validation and help texts.
+var Kinds = []Kind{
+	KindInit, KindNodeCreate, KindNodeModify, KindNodeDeactivate,
+	KindUserAdd, KindUserModify, KindMachineAdd, KindMachineModify,
+	KindDeposit, KindWithdraw, KindTransfer,
+}
+
+// Delta is the change one entry made to one allocation's amounts.
+type Delta struct {
+	Allocation uint64          `json:"allocation"`
+	Account    string          `json:"account"`
+	Amount     decimal.Decimal `json:"amount"`
+	Deposited  decimal.Decimal `json:"deposited"`
+}
+
+// Entry is one journaled change. The state fields (Terms, NodeState, ...)
+// carry the new value of whatever the entry created or modified; amounts move
+// only through Deltas, so a replay recomputes them.
+type Entry struct {
+	Seq         uint64            `json:"seq"`
+	Time        time.Time         `json:"time"`
+	Actor       string            `json:"actor"`
+	RequestID   string            `json:"request_id,omitempty"`
+	Kind        Kind              `json:"kind"`
+	Node        string            `json:"node,omitempty"`
+	Ref         string            `json:"ref,omitempty"`
+	Description string            `json:"description,omitempty"`
+	Settings    *Settings         `json:"settings,omitempty"`
+	NodeState   *Node             `json:"node_state,omitempty"`
+	UserState   *User             `json:"user_state,omitempty"`
+	Machine     *Machine          `json:"machine_state,omitempty"`
+	Terms       []AllocationTerms `json:"terms,omitempty"`
+	Deltas      []Delta           `json:"deltas,omitempty"`
+	PrevHash    string            `json:"prev_hash"`
+	Hash        string            `json:"hash"`
+}
+
+// ComputeHash is the SHA-256 of the entry's JSON encoding with Hash empty.
+// PrevHash is inside the hashed text, which is what chains the entries.
+func (e Entry) ComputeHash() (string, error) {
+	e.Hash = ""
+	b, err := json.Marshal(e)
+	if err != nil {
+		return "", fmt.Errorf("ledger: encode entry %d for hashing: %w", e.Seq, err)
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:]), nil
+}

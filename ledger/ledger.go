@@ -1,0 +1,195 @@
+package ledger
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"time"
+)
+
+// Ledger is the bank. It is safe for concurrent use.
+type Ledger struct {
+	store    Store
+	settings Settings
+	now      func() time.Time
+}
+
+// Option configures a Ledger.
+type Option func(*Ledger)
+
+// WithClock replaces the wall clock, for tests that move through time.
+func WithClock(now func() time.Time) Option {
+	return func(l *Ledger) { l.now = now }
+}
+
+// Request says who asks for a change and under which request id. A retry
+// with the same Actor and ID gets the first answer; an empty ID makes the
+// request not retryable.
+type Request struct {
+	Actor string
+	ID    string
+}
+
+// Init creates a bank in an empty store: its settings and the first journal
+// entry. It refuses a store that already holds one.
+func Init(store Store, s Settings, req Request, now time.Time) error {
+	if s.Precision < 0 || s.Precision > 8 {
+		return fmt.Errorf("%w: precision %d must be 0 to 8 decimal places", ErrInvalid, s.Precision)
+	}
+	return store.Update(func(tx Tx) error {
+		if _, ok, err := tx.Settings(); err != nil {
+			return err
+		} else if ok {
+			return fmt.Errorf("%w: this database already holds a bank", ErrExists)
+		}
+		if err := tx.PutSettings(s); err != nil {
+			return err
+		}
+		w := &writer{tx: tx, req: req, now: stamp(now)}
+		_, err := w.append(Entry{Kind: KindInit, Settings: &s})
+		return err
+	})
+}
+
+// Open opens the bank held in store.
+func Open(store Store, opts ...Option) (*Ledger, error) {
+	l := &Ledger{store: store, now: time.Now}
+	for _, o := range opts {
+		o(l)
+	}
+	err := store.View(func(tx Tx) error {
+		s, ok, err := tx.Settings()
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return ErrNotInitialized
+		}
+		l.settings = s
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("open bank: %w", err)
+	}
+	return l, nil
+}
+
+// Settings are the bank's fixed settings.
+func (l *Ledger) Settings() Settings { return l.settings }
+
+// Now is the ledger's clock, in UTC to the microsecond (what every engine
+// can store exactly).
+func (l *Ledger) Now() time.Time { return stamp(l.now()) }
+
+// Backup writes a consistent copy of the bank to w while it is in use.
+func (l *Ledger) Backup(w io.Writer) (int64, error) {
+	n, err := l.store.Backup(w)
+	if err != nil {
+		return n, fmt.Errorf("backup: %w", err)
+	}
+	return n, nil
+}
+
+// Close closes the store.
+func (l *Ledger) Close() error { return l.store.Close() }
+
+func stamp(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
+
+// mutate runs one idempotent change. content is what the request asks
+// (hashed to detect a reused id); fn does the change through a writer and
+// returns the answer, which is recorded for retries.
+func mutate[R any](l *Ledger, req Request, kind Kind, content any, fn func(w *writer) (R, error)) (R, error) {
+	var result R
+	hash, err := contentHash(kind, content)
+	if err != nil {
+		return result, err
+	}
+	key := RequestKey{Client: req.Actor, ID: req.ID}
+	err = l.store.Update(func(tx Tx) error {
+		var zero R
+		result = zero // the store may run this function again
+		if req.ID != "" {
+			rec, ok, err := tx.Request(key)
+			if err != nil {
+				return err
+			}
+			if ok {
+				if rec.ContentHash != hash {
+					return fmt.Errorf("%w: request %q was first used at %s for other content (entry %d)", ErrRequestConflict, req.ID, rec.Time.Format(time.RFC3339), rec.Seq)
+				}
+				if err := json.Unmarshal(rec.Result, &result); err != nil {
+					return fmt.Errorf("%w: stored answer of request %q: %v", ErrCorrupt, req.ID, err)
+				}
+				return nil
+			}
+		}
+		w := &writer{tx: tx, req: req, now: l.Now()}
+		r, err := fn(w)
+		if err != nil {
+			return err
+		}
+		result = r
+		if req.ID == "" {
+			return nil
+		}
+		b, err := json.Marshal(r)
+		if err != nil {
+			return fmt.Errorf("ledger: encode answer: %w", err)
+		}
+		return tx.PutRequest(key, RequestRecord{ContentHash: hash, Result: b, Seq: w.lastSeq, Time: w.now})
+	})
+	return result, err
+}
+
+func contentHash(kind Kind, content any) (string, error) {
+	b, err := json.Marshal(content)
+	if err != nil {
+		return "", fmt.Errorf("ledger: encode request: %w", err)
+	}
+	h := sha256.New()
+	h.Write([]byte(kind))
+	h.Write([]byte{0})
+	h.Write(b)
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// writer appends journal entries and the state they change in one
+// transaction.
+type writer struct {
+	tx      Tx
+	req     Request
+	now     time.Time
+	lastSeq uint64
+}
+
+// append journals e (filling in its sequence, time, actor, request and
+// hashes) and stores the allocations it changed.
+func (w *writer) append(e Entry, changed ...Allocation) (Entry, error) {
+	last, ok, err := w.tx.LastEntry()
+	if err != nil {
+		return Entry{}, err
+	}
+	e.Seq, e.Time, e.PrevHash = 1, w.now, ""
+	if ok {
+		e.Seq, e.PrevHash = last.Seq+1, last.Hash
+		if last.Time.After(e.Time) {
+			e.Time = last.Time // entry times never go backwards
+		}
+	}
+	e.Actor, e.RequestID = w.req.Actor, w.req.ID
+	if e.Hash, err = e.ComputeHash(); err != nil {
+		return Entry{}, err
+	}
+	if err := w.tx.AppendEntry(e); err != nil {
+		return Entry{}, err
+	}
+	for _, a := range changed {
+		if err := w.tx.PutAllocation(a, e.Seq); err != nil {
+			return Entry{}, err
+		}
+	}
+	w.lastSeq = e.Seq
+	return e, nil
+}

@@ -1,0 +1,158 @@
+package ledgertest
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/shopspring/decimal"
+
+	"github.com/ingot-hpc/ingot/ledger"
+	"github.com/ingot-hpc/ingot/ledger/boltstore"
+)
+
+// Epoch is where every test bank's clock starts: a Monday, in UTC.
+var Epoch = time.Date(2026, 1, 5, 9, 0, 0, 0, time.UTC)
+
+// Clock is a settable clock for tests.
+type Clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+// Now returns the clock's time.
+func (c *Clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+// Advance moves the clock forward.
+func (c *Clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+// Bank is a temporary bank for one test.
+type Bank struct {
+	*ledger.Ledger
+	Store ledger.Store
+	Clock *Clock
+	t     testing.TB
+	reqs  atomic.Int64
+}
+
+// OpenStore opens a new, empty store for a test.
+type OpenStore func(t testing.TB) ledger.Store
+
+// Bolt opens a bbolt store in the test's temporary directory.
+func Bolt(t testing.TB) ledger.Store {
+	s, err := boltstore.Open(filepath.Join(t.TempDir(), "bank.db"), boltstore.Options{})
+	if err != nil {
+		t.Fatalf("open bolt store: %v", err)
+	}
+	return s
+}
+
+// NewBank initialises a bank (precision 2) on a new store and audits it
+// when the test ends: any audit problem fails the test.
+func NewBank(t testing.TB, open OpenStore) *Bank {
+	t.Helper()
+	return NewBankWithPrecision(t, open, ledger.DefaultPrecision)
+}
+
+// NewBankWithPrecision is NewBank with another currency precision.
+func NewBankWithPrecision(t testing.TB, open OpenStore, precision int32) *Bank {
+	t.Helper()
+	store := open(t)
+	clock := &Clock{now: Epoch}
+	if err := ledger.Init(store, ledger.Settings{Precision: precision}, ledger.Request{Actor: "test"}, clock.Now()); err != nil {
+		t.Fatalf("init bank: %v", err)
+	}
+	l, err := ledger.Open(store, ledger.WithClock(clock.Now))
+	if err != nil {
+		t.Fatalf("open bank: %v", err)
+	}
+	b := &Bank{Ledger: l, Store: store, Clock: clock, t: t}
+	t.Cleanup(func() {
+		b.MustAudit()
+		if err := store.Close(); err != nil {
+			t.Errorf("close store: %v", err)
+		}
+	})
+	return b
+}
+
+// MustAudit runs the audit and fails the test on any problem.
+func (b *Bank) MustAudit() ledger.AuditReport {
+	b.t.Helper()
+	rep, err := b.Audit()
+	if err != nil {
+		b.t.Fatalf("audit: %v", err)
+	}
+	if len(rep.Problems) > 0 {
+		b.t.Fatalf("audit found %d problems:\n%s", len(rep.Problems), strings.Join(rep.Problems, "\n"))
+	}
+	return rep
+}
+
+// Req is a fresh request with a unique id.
+func (b *Bank) Req() ledger.Request {
+	return ledger.Request{Actor: "test", ID: fmt.Sprintf("req-%d", b.reqs.Add(1))}
+}
+
+// Dec parses a decimal or fails the test.
+func Dec(t testing.TB, s string) decimal.Decimal {
+	t.Helper()
+	d, err := decimal.NewFromString(s)
+	if err != nil {
+		t.Fatalf("decimal %q: %v", s, err)
+	}
+	return d
+}
+
+// MustNode creates nodes or fails the test.
+func (b *Bank) MustNode(names ...string) {
+	b.t.Helper()
+	for _, n := range names {
+		if _, err := b.CreateNode(b.Req(), ledger.NodeSpec{Name: n}); err != nil {
+			b.t.Fatalf("create node %s: %v", n, err)
+		}
+	}
+}
+
+// MustDeposit deposits into a new allocation ending at end (zero: never)
+// and returns its id.
+func (b *Bank) MustDeposit(account, amount string, end time.Time) uint64 {
+	b.t.Helper()
+	r, err := b.Deposit(b.Req(), ledger.DepositSpec{Account: account, Amount: Dec(b.t, amount), End: end})
+	if err != nil {
+		b.t.Fatalf("deposit %s into %s: %v", amount, account, err)
+	}
+	return r.Allocations[0].ID
+}
+
+// MustBalance returns a node's balance now or fails the test.
+func (b *Bank) MustBalance(name string) ledger.NodeBalance {
+	b.t.Helper()
+	nb, err := b.BalanceAt(name, time.Time{})
+	if err != nil {
+		b.t.Fatalf("balance of %s: %v", name, err)
+	}
+	return nb
+}
+
+// JournalLen is the number of journal entries.
+func (b *Bank) JournalLen() int {
+	b.t.Helper()
+	es, err := b.Journal(ledger.JournalFilter{})
+	if err != nil {
+		b.t.Fatalf("journal: %v", err)
+	}
+	return len(es)
+}

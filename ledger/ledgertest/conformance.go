@@ -1,0 +1,719 @@
+package ledgertest
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/shopspring/decimal"
+
+	"github.com/ingot-hpc/ingot/ledger"
+)
+
+// Conformance runs the ledger's behaviour suite on a store engine. Every
+// engine must pass it unchanged; each scenario ends with an audit.
+func Conformance(t *testing.T, open OpenStore) {
+	for _, tc := range []struct {
+		name string
+		run  func(*testing.T, OpenStore)
+	}{
+		{"Nodes", testNodes},
+		{"Policies", testPolicies},
+		{"UsersAndMachines", testUsersAndMachines},
+		{"DepositRefusals", testDepositRefusals},
+		{"DepositAndTopUp", testDepositAndTopUp},
+		{"WithdrawDebitOrder", testWithdrawDebitOrder},
+		{"WithdrawCreditLimit", testWithdrawCreditLimit},
+		{"ExpiredAllocationsDoNotCount", testExpired},
+		{"Transfer", testTransfer},
+		{"MoveRefusals", testMoveRefusals},
+		{"BalanceAtTime", testBalanceAtTime},
+		{"Statement", testStatement},
+		{"JournalFilter", testJournalFilter},
+		{"Idempotency", testIdempotency},
+		{"ConcurrentDeposits", testConcurrentDeposits},
+		{"ConcurrentWithdrawalsStopAtAvailable", testConcurrentWithdrawals},
+		{"AuditFindsTampering", testAuditFindsTampering},
+		{"Precision", testPrecision},
+	} {
+		t.Run(tc.name, func(t *testing.T) { tc.run(t, open) })
+	}
+}
+
+func wantErr(t *testing.T, err, target error) {
+	t.Helper()
+	if !errors.Is(err, target) {
+		t.Fatalf("error = %v, want %v", err, target)
+	}
+}
+
+func wantAmount(t *testing.T, what string, got decimal.Decimal, want string) {
+	t.Helper()
+	if !got.Equal(Dec(t, want)) {
+		t.Errorf("%s = %s, want %s", what, got, want)
+	}
+}
+
+// refusedWritesNothing checks that a refused call left the journal as it was.
+func refusedWritesNothing(t *testing.T, b *Bank, target error, call func() error) {
+	t.Helper()
+	before := b.JournalLen()
+	wantErr(t, call(), target)
+	if after := b.JournalLen(); after != before {
+		t.Fatalf("refused call wrote %d journal entries", after-before)
+	}
+}
+
+func testNodes(t *testing.T, open OpenStore) {
+	b := NewBank(t, open)
+	b.MustNode("chem", "chem.lab1", "chem.lab1.spectra", "bio")
+	for _, tc := range []struct {
+		name, node string
+		want       error
+	}{
+		{"duplicate", "chem", ledger.ErrExists},
+		{"uppercase", "Chem2", ledger.ErrInvalid},
+		{"space", "chem lab", ledger.ErrInvalid},
+		{"empty component", "chem..x", ledger.ErrInvalid},
+		{"leading dash", "-x", ledger.ErrInvalid},
+		{"empty", "", ledger.ErrInvalid},
+		{"missing parent", "phys.lab1", ledger.ErrNotFound},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			refusedWritesNothing(t, b, tc.want, func() error {
+				_, err := b.CreateNode(b.Req(), ledger.NodeSpec{Name: tc.node})
+				return err
+			})
+		})
+	}
+	if _, err := b.DeactivateNode(b.Req(), "chem.lab1"); err != nil {
+		t.Fatal(err)
+	}
+	refusedWritesNothing(t, b, ledger.ErrInactive, func() error {
+		_, err := b.CreateNode(b.Req(), ledger.NodeSpec{Name: "chem.lab1.new"})
+		return err
+	})
+	// A node inside a deactivated one is inactive too.
+	refusedWritesNothing(t, b, ledger.ErrInactive, func() error {
+		desc := "x"
+		_, err := b.ModifyNode(b.Req(), "chem.lab1.spectra", ledger.NodeChange{Description: &desc})
+		return err
+	})
+	nodes, err := b.Nodes("chem")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(nodes) != 3 || nodes[0].Name != "chem" || nodes[1].Name != "chem.lab1" || nodes[1].Active {
+		t.Errorf("nodes under chem = %+v", nodes)
+	}
+}
+
+func testPolicies(t *testing.T, open OpenStore) {
+	b := NewBank(t, open)
+	b.MustNode("phys", "phys.lab1")
+	lim := Dec(t, "-1")
+	for _, tc := range []struct {
+		name string
+		node string
+		p    ledger.Policy
+	}{
+		{"fraction above 1", "phys.lab1", ledger.Policy{QuotaKind: ledger.QuotaDynamic, Quota: Dec(t, "1.5")}},
+		{"negative fraction", "phys.lab1", ledger.Policy{QuotaKind: ledger.QuotaDynamic, Quota: Dec(t, "-0.1")}},
+		{"negative static", "phys.lab1", ledger.Policy{QuotaKind: ledger.QuotaStatic, Quota: Dec(t, "-5")}},
+		{"negative limit", "phys.lab1", ledger.Policy{Limit: &lim}},
+		{"non_shared above quota", "phys.lab1", ledger.Policy{QuotaKind: ledger.QuotaStatic, Quota: Dec(t, "5"), NonShared: Dec(t, "6")}},
+		{"unknown kind", "phys.lab1", ledger.Policy{QuotaKind: "fixed", Quota: Dec(t, "5")}},
+		{"quota on an account", "phys", ledger.Policy{QuotaKind: ledger.QuotaStatic, Quota: Dec(t, "5")}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			refusedWritesNothing(t, b, ledger.ErrInvalid, func() error {
+				_, err := b.ModifyNode(b.Req(), tc.node, ledger.NodeChange{Policy: &tc.p})
+				return err
+			})
+		})
+	}
+	p := ledger.Policy{QuotaKind: ledger.QuotaDynamic, Quota: Dec(t, "0.5"), AcceptSurplus: true}
+	n, err := b.ModifyNode(b.Req(), "phys.lab1", ledger.NodeChange{Policy: &p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := b.Node("phys.lab1"); !got.Policy.Quota.Equal(n.Policy.Quota) || !got.Policy.AcceptSurplus {
+		t.Errorf("stored policy = %+v", got.Policy)
+	}
+}
+
+func testUsersAndMachines(t *testing.T, open OpenStore) {
+	b := NewBank(t, open)
+	b.MustNode("chem", "chem.lab1", "bio")
+	u, err := b.AddUser(b.Req(), ledger.UserSpec{Name: "amy", DefaultProject: "chem.lab1",
+		Memberships: []ledger.Membership{{Node: "chem", Role: ledger.RoleManager}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u.RoleIn("chem.lab1") != ledger.RoleManager || u.RoleIn("bio") != "" {
+		t.Errorf("roles of amy: %+v", u.Memberships)
+	}
+	for _, tc := range []struct {
+		name string
+		spec ledger.UserSpec
+		want error
+	}{
+		{"duplicate", ledger.UserSpec{Name: "amy"}, ledger.ErrExists},
+		{"bad name", ledger.UserSpec{Name: "a b"}, ledger.ErrInvalid},
+		{"default project not a member", ledger.UserSpec{Name: "bob", DefaultProject: "bio"}, ledger.ErrInvalid},
+		{"unknown project", ledger.UserSpec{Name: "bob", Memberships: []ledger.Membership{{Node: "nope", Role: ledger.RoleMember}}}, ledger.ErrNotFound},
+		{"bad role", ledger.UserSpec{Name: "bob", Memberships: []ledger.Membership{{Node: "bio", Role: "owner"}}}, ledger.ErrInvalid},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			refusedWritesNothing(t, b, tc.want, func() error {
+				_, err := b.AddUser(b.Req(), tc.spec)
+				return err
+			})
+		})
+	}
+	u, err = b.ModifyUser(b.Req(), "amy", ledger.UserChange{Add: []ledger.Membership{{Node: "bio", Role: ledger.RoleMember}}, Remove: []string{"chem"}, DefaultProject: ptr("bio")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(u.Memberships) != 1 || u.Memberships[0].Node != "bio" || u.DefaultProject != "bio" {
+		t.Errorf("amy after modify: %+v", u)
+	}
+	if _, err := b.AddMachine(b.Req(), ledger.MachineSpec{Name: "hpc1", Shape: ledger.Shape{Cores: 64, MemoryMB: 256000}}); err != nil {
+		t.Fatal(err)
+	}
+	refusedWritesNothing(t, b, ledger.ErrExists, func() error {
+		_, err := b.AddMachine(b.Req(), ledger.MachineSpec{Name: "hpc1"})
+		return err
+	})
+	refusedWritesNothing(t, b, ledger.ErrInvalid, func() error {
+		_, err := b.AddMachine(b.Req(), ledger.MachineSpec{Name: "hpc2", Shape: ledger.Shape{Cores: -1}})
+		return err
+	})
+	m, err := b.ModifyMachine(b.Req(), "hpc1", ledger.MachineChange{Active: ptr(false)})
+	if err != nil || m.Active {
+		t.Fatalf("deactivate machine: %+v %v", m, err)
+	}
+	refusedWritesNothing(t, b, ledger.ErrInactive, func() error {
+		_, err := b.Deposit(b.Req(), ledger.DepositSpec{Account: "chem", Amount: Dec(t, "5"), Machine: "hpc1"})
+		return err
+	})
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func testDepositRefusals(t *testing.T, open OpenStore) {
+	b := NewBank(t, open)
+	b.MustNode("chem", "chem.lab1", "old")
+	if _, err := b.DeactivateNode(b.Req(), "old"); err != nil {
+		t.Fatal(err)
+	}
+	id := b.MustDeposit("chem", "10", time.Time{})
+	b.MustNode("bio")
+	other := b.MustDeposit("bio", "10", time.Time{})
+	now := b.Clock.Now()
+	for _, tc := range []struct {
+		name string
+		spec ledger.DepositSpec
+		want error
+	}{
+		{"zero", ledger.DepositSpec{Account: "chem", Amount: Dec(t, "0")}, ledger.ErrInvalid},
+		{"negative", ledger.DepositSpec{Account: "chem", Amount: Dec(t, "-5")}, ledger.ErrInvalid},
+		{"too many decimals", ledger.DepositSpec{Account: "chem", Amount: Dec(t, "1.001")}, ledger.ErrInvalid},
+		{"absurd", ledger.DepositSpec{Account: "chem", Amount: Dec(t, "1e16")}, ledger.ErrInvalid},
+		{"negative credit limit", ledger.DepositSpec{Account: "chem", Amount: Dec(t, "1"), CreditLimit: Dec(t, "-1")}, ledger.ErrInvalid},
+		{"unknown account", ledger.DepositSpec{Account: "nope", Amount: Dec(t, "1")}, ledger.ErrNotFound},
+		{"inactive account", ledger.DepositSpec{Account: "old", Amount: Dec(t, "1")}, ledger.ErrInactive},
+		{"project", ledger.DepositSpec{Account: "chem.lab1", Amount: Dec(t, "1")}, ledger.ErrInvalid},
+		{"end before start", ledger.DepositSpec{Account: "chem", Amount: Dec(t, "1"), Start: now, End: now.Add(-time.Hour)}, ledger.ErrInvalid},
+		{"end equals start", ledger.DepositSpec{Account: "chem", Amount: Dec(t, "1"), Start: now, End: now}, ledger.ErrInvalid},
+		{"unknown machine", ledger.DepositSpec{Account: "chem", Amount: Dec(t, "1"), Machine: "nope"}, ledger.ErrNotFound},
+		{"top-up with terms", ledger.DepositSpec{Account: "chem", Amount: Dec(t, "1"), Allocation: id, End: now.Add(time.Hour)}, ledger.ErrInvalid},
+		{"top-up of another account's allocation", ledger.DepositSpec{Account: "chem", Amount: Dec(t, "1"), Allocation: other}, ledger.ErrNotFound},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			refusedWritesNothing(t, b, tc.want, func() error {
+				_, err := b.Deposit(b.Req(), tc.spec)
+				return err
+			})
+		})
+	}
+	wantAmount(t, "chem amount", b.MustBalance("chem").Amount, "10")
+}
+
+func testDepositAndTopUp(t *testing.T, open OpenStore) {
+	b := NewBank(t, open)
+	b.MustNode("chem", "chem.lab1")
+	now := b.Clock.Now()
+	r, err := b.Deposit(b.Req(), ledger.DepositSpec{Account: "chem", Amount: Dec(t, "100.50"), CreditLimit: Dec(t, "20"),
+		End: now.Add(30 * 24 * time.Hour), Description: "grant 1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := r.Allocations[0]
+	if !a.Start.Equal(now) || a.Description != "grant 1" {
+		t.Errorf("new allocation = %+v", a)
+	}
+	if _, err := b.Deposit(b.Req(), ledger.DepositSpec{Account: "chem", Amount: Dec(t, "50"), Allocation: a.ID}); err != nil {
+		t.Fatal(err)
+	}
+	bal := b.MustBalance("chem")
+	wantAmount(t, "amount", bal.Amount, "150.50")
+	wantAmount(t, "reserved", bal.Reserved, "0")
+	wantAmount(t, "balance", bal.Balance.Balance, "150.50")
+	wantAmount(t, "credit limit", bal.CreditLimit, "20")
+	wantAmount(t, "available", bal.Available, "170.50")
+	wantAmount(t, "deposited", bal.Allocations[0].Deposited, "150.50")
+	// A project shows its account's figures.
+	wantAmount(t, "project available", b.MustBalance("chem.lab1").Available, "170.50")
+}
+
+func testWithdrawDebitOrder(t *testing.T, open OpenStore) {
+	b := NewBank(t, open)
+	b.MustNode("chem")
+	if _, err := b.AddMachine(b.Req(), ledger.MachineSpec{Name: "hpc1"}); err != nil {
+		t.Fatal(err)
+	}
+	now := b.Clock.Now()
+	late := b.MustDeposit("chem", "100", now.Add(60*24*time.Hour))
+	never := b.MustDeposit("chem", "100", time.Time{})
+	anyMachine := b.MustDeposit("chem", "100", now.Add(30*24*time.Hour))
+	r, err := b.Deposit(b.Req(), ledger.DepositSpec{Account: "chem", Amount: Dec(t, "100"), End: now.Add(30 * 24 * time.Hour), Machine: "hpc1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	specific := r.Allocations[0].ID
+	// 250 leaves: the machine-specific allocation ending first, then the
+	// any-machine one with the same end, then 50 of the next to end.
+	r, err = b.Withdraw(b.Req(), ledger.WithdrawSpec{Account: "chem", Amount: Dec(t, "250")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []struct {
+		id     uint64
+		amount string
+	}{{specific, "-100"}, {anyMachine, "-100"}, {late, "-50"}}
+	if len(r.Deltas) != len(want) {
+		t.Fatalf("deltas = %+v", r.Deltas)
+	}
+	for i, w := range want {
+		if r.Deltas[i].Allocation != w.id || !r.Deltas[i].Amount.Equal(Dec(t, w.amount)) {
+			t.Errorf("delta %d = %+v, want allocation %d %s", i, r.Deltas[i], w.id, w.amount)
+		}
+	}
+	// Naming an allocation takes from it alone.
+	if _, err := b.Withdraw(b.Req(), ledger.WithdrawSpec{Account: "chem", Amount: Dec(t, "10"), Allocation: never}); err != nil {
+		t.Fatal(err)
+	}
+	wantAmount(t, "amount", b.MustBalance("chem").Amount, "140")
+}
+
+func testWithdrawCreditLimit(t *testing.T, open OpenStore) {
+	b := NewBank(t, open)
+	b.MustNode("chem")
+	if _, err := b.Deposit(b.Req(), ledger.DepositSpec{Account: "chem", Amount: Dec(t, "10"), CreditLimit: Dec(t, "5")}); err != nil {
+		t.Fatal(err)
+	}
+	refusedWritesNothing(t, b, ledger.ErrInsufficientFunds, func() error {
+		_, err := b.Withdraw(b.Req(), ledger.WithdrawSpec{Account: "chem", Amount: Dec(t, "15.01")})
+		return err
+	})
+	if _, err := b.Withdraw(b.Req(), ledger.WithdrawSpec{Account: "chem", Amount: Dec(t, "15")}); err != nil {
+		t.Fatal(err)
+	}
+	bal := b.MustBalance("chem")
+	wantAmount(t, "amount", bal.Amount, "-5")
+	wantAmount(t, "available", bal.Available, "0")
+}
+
+func testExpired(t *testing.T, open OpenStore) {
+	b := NewBank(t, open)
+	b.MustNode("chem")
+	now := b.Clock.Now()
+	b.MustDeposit("chem", "100", now.Add(time.Hour))
+	b.MustDeposit("chem", "40", time.Time{})
+	if _, err := b.Deposit(b.Req(), ledger.DepositSpec{Account: "chem", Amount: Dec(t, "500"), Start: now.Add(24 * time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	wantAmount(t, "amount before expiry", b.MustBalance("chem").Amount, "140")
+	b.Clock.Advance(2 * time.Hour)
+	bal := b.MustBalance("chem")
+	wantAmount(t, "amount after expiry", bal.Amount, "40")
+	if len(bal.Allocations) != 3 || bal.Allocations[0].Active || !bal.Allocations[1].Active || bal.Allocations[2].Active {
+		t.Errorf("allocation states = %+v", bal.Allocations)
+	}
+	refusedWritesNothing(t, b, ledger.ErrInsufficientFunds, func() error {
+		_, err := b.Withdraw(b.Req(), ledger.WithdrawSpec{Account: "chem", Amount: Dec(t, "41")})
+		return err
+	})
+	b.Clock.Advance(24 * time.Hour)
+	wantAmount(t, "amount once the future allocation starts", b.MustBalance("chem").Amount, "540")
+}
+
+func testTransfer(t *testing.T, open OpenStore) {
+	b := NewBank(t, open)
+	b.MustNode("chem", "bio")
+	now := b.Clock.Now()
+	end1, end2 := now.Add(30*24*time.Hour), now.Add(90*24*time.Hour)
+	b.MustDeposit("chem", "100", end1)
+	b.MustDeposit("chem", "100", end2)
+	r, err := b.Transfer(b.Req(), ledger.TransferSpec{From: "chem", To: "bio", Amount: Dec(t, "150")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bio := b.MustBalance("bio")
+	if len(bio.Allocations) != 2 {
+		t.Fatalf("bio allocations = %+v", bio.Allocations)
+	}
+	// The pieces keep the dates of where they came from.
+	wantAmount(t, "bio first", bio.Allocations[0].Amount, "100")
+	wantAmount(t, "bio second", bio.Allocations[1].Amount, "50")
+	if !bio.Allocations[0].End.Equal(end1) || !bio.Allocations[1].End.Equal(end2) || !bio.Allocations[0].Start.Equal(now) {
+		t.Errorf("bio allocation dates = %+v", bio.Allocations)
+	}
+	wantAmount(t, "chem", b.MustBalance("chem").Amount, "50")
+	if len(r.Deltas) != 4 {
+		t.Errorf("deltas = %+v", r.Deltas)
+	}
+	// A second transfer with the same window tops up, not creates.
+	if _, err := b.Transfer(b.Req(), ledger.TransferSpec{From: "chem", To: "bio", Amount: Dec(t, "20")}); err != nil {
+		t.Fatal(err)
+	}
+	bio = b.MustBalance("bio")
+	if len(bio.Allocations) != 2 {
+		t.Fatalf("bio allocations after top-up transfer = %+v", bio.Allocations)
+	}
+	wantAmount(t, "bio second after top-up", bio.Allocations[1].Amount, "70")
+}
+
+func testMoveRefusals(t *testing.T, open OpenStore) {
+	b := NewBank(t, open)
+	b.MustNode("chem", "chem.lab1", "bio", "old")
+	b.MustDeposit("chem", "100", time.Time{})
+	b.MustDeposit("old", "100", time.Time{})
+	if _, err := b.DeactivateNode(b.Req(), "old"); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		spec ledger.TransferSpec
+		want error
+	}{
+		{"beyond available", ledger.TransferSpec{From: "chem", To: "bio", Amount: Dec(t, "100.01")}, ledger.ErrInsufficientFunds},
+		{"to itself", ledger.TransferSpec{From: "chem", To: "chem", Amount: Dec(t, "1")}, ledger.ErrInvalid},
+		{"to a project", ledger.TransferSpec{From: "chem", To: "chem.lab1", Amount: Dec(t, "1")}, ledger.ErrInvalid},
+		{"from inactive", ledger.TransferSpec{From: "old", To: "bio", Amount: Dec(t, "1")}, ledger.ErrInactive},
+		{"to unknown", ledger.TransferSpec{From: "chem", To: "nope", Amount: Dec(t, "1")}, ledger.ErrNotFound},
+		{"zero", ledger.TransferSpec{From: "chem", To: "bio", Amount: Dec(t, "0")}, ledger.ErrInvalid},
+		{"unknown allocation", ledger.TransferSpec{From: "chem", To: "bio", Amount: Dec(t, "1"), Allocation: 99}, ledger.ErrNotFound},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			refusedWritesNothing(t, b, tc.want, func() error {
+				_, err := b.Transfer(b.Req(), tc.spec)
+				return err
+			})
+		})
+	}
+	refusedWritesNothing(t, b, ledger.ErrInsufficientFunds, func() error {
+		_, err := b.Withdraw(b.Req(), ledger.WithdrawSpec{Account: "chem", Amount: Dec(t, "100.01")})
+		return err
+	})
+	wantAmount(t, "chem", b.MustBalance("chem").Amount, "100")
+}
+
+func testBalanceAtTime(t *testing.T, open OpenStore) {
+	b := NewBank(t, open)
+	b.MustNode("chem")
+	t0 := b.Clock.Now()
+	b.MustDeposit("chem", "100", t0.Add(10*24*time.Hour))
+	b.Clock.Advance(time.Hour)
+	b.MustDeposit("chem", "50", time.Time{})
+	b.Clock.Advance(time.Hour)
+	if _, err := b.Withdraw(b.Req(), ledger.WithdrawSpec{Account: "chem", Amount: Dec(t, "30")}); err != nil {
+		t.Fatal(err)
+	}
+	b.Clock.Advance(20 * 24 * time.Hour) // the first allocation has expired
+	for _, tc := range []struct {
+		name   string
+		at     time.Time
+		amount string
+		allocs int
+	}{
+		{"before anything", t0.Add(-time.Minute), "0", 0},
+		{"at the first deposit", t0, "100", 1},
+		{"between deposits", t0.Add(30 * time.Minute), "100", 1},
+		{"after the second deposit", t0.Add(90 * time.Minute), "150", 2},
+		{"after the withdrawal", t0.Add(3 * time.Hour), "120", 2},
+		{"after the first expired", t0.Add(11 * 24 * time.Hour), "50", 2},
+		{"now", time.Time{}, "50", 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			nb, err := b.BalanceAt("chem", tc.at)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantAmount(t, "amount", nb.Amount, tc.amount)
+			if len(nb.Allocations) != tc.allocs {
+				t.Errorf("allocations = %d, want %d", len(nb.Allocations), tc.allocs)
+			}
+		})
+	}
+}
+
+func testStatement(t *testing.T, open OpenStore) {
+	b := NewBank(t, open)
+	b.MustNode("chem", "bio")
+	t0 := b.Clock.Now()
+	b.MustDeposit("chem", "1000", time.Time{})
+	b.MustDeposit("bio", "300", time.Time{})
+	b.Clock.Advance(24 * time.Hour)
+	from := b.Clock.Now()
+	b.MustDeposit("chem", "200", time.Time{})
+	if _, err := b.Withdraw(b.Req(), ledger.WithdrawSpec{Account: "chem", Amount: Dec(t, "50")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Transfer(b.Req(), ledger.TransferSpec{From: "chem", To: "bio", Amount: Dec(t, "100")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Transfer(b.Req(), ledger.TransferSpec{From: "bio", To: "chem", Amount: Dec(t, "25")}); err != nil {
+		t.Fatal(err)
+	}
+	b.Clock.Advance(time.Hour)
+	to := b.Clock.Now()
+	b.MustDeposit("chem", "7", time.Time{}) // after the period
+	st, err := b.Statement("chem", from, to, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantAmount(t, "beginning", st.Beginning, "1000")
+	wantAmount(t, "credits", st.Credits, "225")
+	wantAmount(t, "debits", st.Debits, "150")
+	wantAmount(t, "ending", st.Ending, "1075")
+	if !st.Beginning.Add(st.Credits).Sub(st.Debits).Equal(st.Ending) {
+		t.Errorf("statement does not add up: %+v", st)
+	}
+	if len(st.CreditLines) != 2 || len(st.DebitLines) != 2 || st.DebitLines[1].Ref != "bio" || st.CreditLines[1].Ref != "bio" {
+		t.Errorf("lines: credits %+v debits %+v", st.CreditLines, st.DebitLines)
+	}
+	sum, err := b.Statement("chem", t0, to.Add(time.Hour), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantAmount(t, "whole-period ending", sum.Ending, "1082")
+	if len(sum.CreditLines) != 2 || sum.CreditLines[0].Kind != ledger.KindDeposit || sum.CreditLines[0].Count != 3 {
+		t.Errorf("summarized credits = %+v", sum.CreditLines)
+	}
+	_, err = b.Statement("chem", to, from, false)
+	wantErr(t, err, ledger.ErrInvalid)
+}
+
+func testJournalFilter(t *testing.T, open OpenStore) {
+	b := NewBank(t, open)
+	b.MustNode("chem", "chem.lab1", "bio")
+	b.MustDeposit("chem", "10", time.Time{})
+	b.Clock.Advance(time.Hour)
+	mid := b.Clock.Now()
+	b.MustDeposit("bio", "10", time.Time{})
+	if _, err := b.Transfer(b.Req(), ledger.TransferSpec{From: "bio", To: "chem", Amount: Dec(t, "1")}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name  string
+		f     ledger.JournalFilter
+		kinds []ledger.Kind
+	}{
+		{"node and subtree", ledger.JournalFilter{Node: "chem"}, []ledger.Kind{ledger.KindNodeCreate, ledger.KindNodeCreate, ledger.KindDeposit, ledger.KindTransfer}},
+		{"kind", ledger.JournalFilter{Kinds: []ledger.Kind{ledger.KindDeposit}}, []ledger.Kind{ledger.KindDeposit, ledger.KindDeposit}},
+		{"from", ledger.JournalFilter{From: mid}, []ledger.Kind{ledger.KindDeposit, ledger.KindTransfer}},
+		{"to", ledger.JournalFilter{To: mid, Node: "bio"}, []ledger.Kind{ledger.KindNodeCreate}},
+		{"limit", ledger.JournalFilter{Limit: 1}, []ledger.Kind{ledger.KindTransfer}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			es, err := b.Journal(tc.f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []ledger.Kind
+			for _, e := range es {
+				got = append(got, e.Kind)
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tc.kinds) {
+				t.Errorf("kinds = %v, want %v", got, tc.kinds)
+			}
+		})
+	}
+}
+
+func testIdempotency(t *testing.T, open OpenStore) {
+	b := NewBank(t, open)
+	b.MustNode("chem")
+	req := ledger.Request{Actor: "sched", ID: "dep-1"}
+	spec := ledger.DepositSpec{Account: "chem", Amount: Dec(t, "10")}
+	first, err := b.Deposit(req, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := b.JournalLen()
+	for i := 0; i < 20; i++ {
+		again, err := b.Deposit(req, spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if again.Seq != first.Seq || again.Allocations[0].ID != first.Allocations[0].ID {
+			t.Fatalf("retry answer %+v differs from first %+v", again, first)
+		}
+	}
+	if b.JournalLen() != before {
+		t.Fatal("a retry wrote to the journal")
+	}
+	wantAmount(t, "amount", b.MustBalance("chem").Amount, "10")
+	refusedWritesNothing(t, b, ledger.ErrRequestConflict, func() error {
+		_, err := b.Deposit(req, ledger.DepositSpec{Account: "chem", Amount: Dec(t, "11")})
+		return err
+	})
+	// The same id from another client is another request.
+	if _, err := b.Deposit(ledger.Request{Actor: "other", ID: "dep-1"}, spec); err != nil {
+		t.Fatal(err)
+	}
+	wantAmount(t, "amount", b.MustBalance("chem").Amount, "20")
+}
+
+func testConcurrentDeposits(t *testing.T, open OpenStore) {
+	b := NewBank(t, open)
+	b.MustNode("chem")
+	const workers, each = 32, 20
+	var wg sync.WaitGroup
+	errs := make(chan error, workers*each)
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < each; i++ {
+				_, err := b.Deposit(b.Req(), ledger.DepositSpec{Account: "chem", Amount: Dec(t, "1.25")})
+				errs <- err
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	wantAmount(t, "amount", b.MustBalance("chem").Amount, decimal.NewFromFloat(1.25).Mul(decimal.NewFromInt(workers*each)).String())
+}
+
+func testConcurrentWithdrawals(t *testing.T, open OpenStore) {
+	b := NewBank(t, open)
+	b.MustNode("chem")
+	b.MustDeposit("chem", "100", time.Time{})
+	const tries = 200 // each takes 1; exactly 100 fit
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	ok, refused := 0, 0
+	for i := 0; i < tries; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := b.Withdraw(b.Req(), ledger.WithdrawSpec{Account: "chem", Amount: Dec(t, "1")})
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				ok++
+			case errors.Is(err, ledger.ErrInsufficientFunds):
+				refused++
+			default:
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	if ok != 100 || refused != tries-100 {
+		t.Errorf("%d withdrawals succeeded and %d were refused, want 100 and %d", ok, refused, tries-100)
+	}
+	wantAmount(t, "amount", b.MustBalance("chem").Amount, "0")
+}
+
+func testAuditFindsTampering(t *testing.T, open OpenStore) {
+	store := open(t)
+	clock := &Clock{now: Epoch}
+	if err := ledger.Init(store, ledger.Settings{Precision: 2}, ledger.Request{Actor: "test"}, clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	l, err := ledger.Open(store, ledger.WithClock(clock.Now))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	if _, err := l.CreateNode(ledger.Request{Actor: "t"}, ledger.NodeSpec{Name: "chem"}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := l.Deposit(ledger.Request{Actor: "t"}, ledger.DepositSpec{Account: "chem", Amount: Dec(t, "10")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := l.Audit(); err != nil || len(rep.Problems) != 0 {
+		t.Fatalf("audit of a sound bank: %+v %v", rep, err)
+	}
+	tamper := func(fn func(ledger.Tx) error) {
+		t.Helper()
+		if err := store.Update(fn); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// An amount changed behind the journal's back.
+	a := r.Allocations[0]
+	a.Amount = Dec(t, "1000")
+	tamper(func(tx ledger.Tx) error { return tx.PutAllocation(a, r.Seq) })
+	rep, err := l.Audit()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Problems) == 0 {
+		t.Fatal("audit missed a changed amount")
+	}
+	wantProblem(t, rep, "allocation 1 of chem: amount is 1000, the journal says 10")
+	// A node changed behind the journal's back.
+	tamper(func(tx ledger.Tx) error { return tx.PutNode(ledger.Node{Name: "chem", Active: false}) })
+	// A forged entry appended without the chain.
+	tamper(func(tx ledger.Tx) error {
+		last, _, err := tx.LastEntry()
+		if err != nil {
+			return err
+		}
+		return tx.AppendEntry(ledger.Entry{Seq: last.Seq + 1, Time: last.Time, Kind: ledger.KindDeposit, PrevHash: "forged", Hash: "forged"})
+	})
+	rep, err = l.Audit()
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantProblem(t, rep, "node chem: stored state differs from the journal's")
+	wantProblem(t, rep, "journal: entry 4: previous hash forged")
+	wantProblem(t, rep, "journal: entry 4: stored hash forged")
+}
+
+// wantProblem fails unless one of the audit's problems starts with prefix.
+func wantProblem(t *testing.T, rep ledger.AuditReport, prefix string) {
+	t.Helper()
+	for _, p := range rep.Problems {
+		if strings.HasPrefix(p, prefix) {
+			return
+		}
+	}
+	t.Errorf("audit problems %q lack %q", rep.Problems, prefix)
+}
+
+func testPrecision(t *testing.T, open OpenStore) {
+	b := NewBankWithPrecision(t, open, 0)
+	b.MustNode("chem")
+	refusedWritesNothing(t, b, ledger.ErrInvalid, func() error {
+		_, err := b.Deposit(b.Req(), ledger.DepositSpec{Account: "chem", Amount: Dec(t, "1.5")})
+		return err
+	})
+	b.MustDeposit("chem", "15", time.Time{})
+	wantAmount(t, "amount", b.MustBalance("chem").Amount, "15")
+}

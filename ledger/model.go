@@ -1,0 +1,142 @@
+package ledger
+
+import (
+	"strings"
+	"time"
+
+	"github.com/shopspring/decimal"
+)
+
+// Settings are fixed when a bank is created.
+type Settings struct {
+	// Precision is the number of decimal places every stored amount is
+	// rounded to (half-even).
+	Precision int32 `json:"precision"`
+}
+
+// DefaultPrecision is the currency precision of a new bank.
+const DefaultPrecision = 2
+
+// QuotaKind says how a node's quota is expressed (DESIGN section 4).
+type QuotaKind string
+
+// The quota kinds. The empty kind means no quota, which HFS treats as
+// dynamic 0.
+const (
+	QuotaNone    QuotaKind = ""
+	QuotaStatic  QuotaKind = "static"
+	QuotaDynamic QuotaKind = "dynamic"
+	QuotaShares  QuotaKind = "shares"
+)
+
+// Policy is a node's HFS policy: how much of its parent's credits it is
+// entitled to and how it lends and borrows surplus.
+type Policy struct {
+	QuotaKind     QuotaKind        `json:"quota_kind,omitempty"`
+	Quota         decimal.Decimal  `json:"quota"`
+	AcceptSurplus bool             `json:"accept_surplus,omitempty"`
+	Limit         *decimal.Decimal `json:"limit,omitempty"`
+	NonShared     decimal.Decimal  `json:"non_shared"`
+}
+
+// Node is an account (top level) or a project (below an account).
+type Node struct {
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+	Active      bool   `json:"active"`
+	// AnyUser admits liens and charges by users who are not members.
+	AnyUser bool      `json:"any_user,omitempty"`
+	Policy  Policy    `json:"policy"`
+	Created time.Time `json:"created"`
+}
+
+// IsAccount reports whether the node is top level, and so holds allocations.
+func (n Node) IsAccount() bool { return !strings.Contains(n.Name, ".") }
+
+// Account is the name of the account the node belongs to.
+func (n Node) Account() string { return AccountOf(n.Name) }
+
+// AccountOf is the top-level component of a node name.
+func AccountOf(name string) string {
+	account, _, _ := strings.Cut(name, ".")
+	return account
+}
+
+// ParentOf is the name of a node's parent, or "" for an account.
+func ParentOf(name string) string {
+	i := strings.LastIndexByte(name, '.')
+	if i < 0 {
+		return ""
+	}
+	return name[:i]
+}
+
+// Role is a user's role in a project.
+type Role string
+
+// The roles a membership can carry.
+const (
+	RoleMember  Role = "member"
+	RoleManager Role = "manager"
+)
+
+// Membership makes a user a member or manager of a node and its subtree.
+type Membership struct {
+	Node string `json:"node"`
+	Role Role   `json:"role"`
+}
+
+// User is a person who runs jobs.
+type User struct {
+	Name           string       `json:"name"`
+	Description    string       `json:"description,omitempty"`
+	DefaultProject string       `json:"default_project,omitempty"`
+	Memberships    []Membership `json:"memberships,omitempty"`
+	Active         bool         `json:"active"`
+	Created        time.Time    `json:"created"`
+}
+
+// Shape is the size of one node of a machine; zero means not known. The PE
+// and BLOCKED charge policies need it.
+type Shape struct {
+	Cores    int64 `json:"cores,omitempty"`
+	MemoryMB int64 `json:"memory_mb,omitempty"`
+	GPUs     int64 `json:"gpus,omitempty"`
+}
+
+// Machine is a cluster.
+type Machine struct {
+	Name        string    `json:"name"`
+	Description string    `json:"description,omitempty"`
+	Shape       Shape     `json:"shape"`
+	Active      bool      `json:"active"`
+	Created     time.Time `json:"created"`
+}
+
+// AllocationTerms are what an allocation is apart from its amounts: set when
+// it is created, changed only by an explicit modification.
+type AllocationTerms struct {
+	ID          uint64          `json:"id"`
+	Account     string          `json:"account"`
+	CreditLimit decimal.Decimal `json:"credit_limit"`
+	Start       time.Time       `json:"start"`
+	// End is exclusive; zero means the allocation never expires.
+	End         time.Time `json:"end,omitzero"`
+	Machine     string    `json:"machine,omitempty"`
+	Description string    `json:"description,omitempty"`
+	Created     time.Time `json:"created"`
+}
+
+// Allocation is an account's credit with a validity window.
+type Allocation struct {
+	AllocationTerms
+	// Amount is what remains; it goes negative when a charge overdraws.
+	Amount decimal.Decimal `json:"amount"`
+	// Deposited is the sum of all deposits into the allocation.
+	Deposited decimal.Decimal `json:"deposited"`
+}
+
+// ActiveAt reports whether the allocation counts at time t.
+func (a AllocationTerms) ActiveAt(t time.Time) bool {
+	return !t.Before(a.Start) && (a.End.IsZero() || t.Before(a.End))
+}

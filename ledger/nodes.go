@@ -1,0 +1,202 @@
+package ledger
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/shopspring/decimal"
+)
+
+// NodeSpec is a node to create.
+type NodeSpec struct {
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+	AnyUser     bool   `json:"any_user,omitempty"`
+	Policy      Policy `json:"policy"`
+}
+
+// NodeChange lists what to modify in a node; nil fields stay as they are.
+type NodeChange struct {
+	Description *string `json:"description,omitempty"`
+	AnyUser     *bool   `json:"any_user,omitempty"`
+	Policy      *Policy `json:"policy,omitempty"`
+}
+
+// CreateNode creates an account (a name without dots) or a project under an
+// existing active parent.
+func (l *Ledger) CreateNode(req Request, spec NodeSpec) (Node, error) {
+	if err := CheckNodeName(spec.Name); err != nil {
+		return Node{}, err
+	}
+	if err := checkPolicy(spec.Name, spec.Policy); err != nil {
+		return Node{}, err
+	}
+	return mutate(l, req, KindNodeCreate, spec, func(w *writer) (Node, error) {
+		if _, ok, err := w.tx.Node(spec.Name); err != nil {
+			return Node{}, err
+		} else if ok {
+			return Node{}, fmt.Errorf("%w: node %q", ErrExists, spec.Name)
+		}
+		if parent := ParentOf(spec.Name); parent != "" {
+			if _, err := activeNode(w.tx, parent); err != nil {
+				return Node{}, fmt.Errorf("create %s: parent: %w", spec.Name, err)
+			}
+		}
+		n := Node{Name: spec.Name, Description: spec.Description, Active: true, AnyUser: spec.AnyUser, Policy: spec.Policy, Created: w.now}
+		return n, putNode(w, KindNodeCreate, n)
+	})
+}
+
+// ModifyNode changes a node's description, any-user flag or HFS policy.
+func (l *Ledger) ModifyNode(req Request, name string, change NodeChange) (Node, error) {
+	if change.Policy != nil {
+		if err := checkPolicy(name, *change.Policy); err != nil {
+			return Node{}, err
+		}
+	}
+	return mutate(l, req, KindNodeModify, struct {
+		Name   string     `json:"name"`
+		Change NodeChange `json:"change"`
+	}{name, change}, func(w *writer) (Node, error) {
+		n, err := activeNode(w.tx, name)
+		if err != nil {
+			return Node{}, err
+		}
+		if change.Description != nil {
+			n.Description = *change.Description
+		}
+		if change.AnyUser != nil {
+			n.AnyUser = *change.AnyUser
+		}
+		if change.Policy != nil {
+			n.Policy = *change.Policy
+		}
+		return n, putNode(w, KindNodeModify, n)
+	})
+}
+
+// DeactivateNode stops a node and its subtree from taking part in any
+// further change. Its history, balances and statements stay readable.
+func (l *Ledger) DeactivateNode(req Request, name string) (Node, error) {
+	return mutate(l, req, KindNodeDeactivate, name, func(w *writer) (Node, error) {
+		n, err := activeNode(w.tx, name)
+		if err != nil {
+			return Node{}, err
+		}
+		n.Active = false
+		return n, putNode(w, KindNodeDeactivate, n)
+	})
+}
+
+func putNode(w *writer, kind Kind, n Node) error {
+	if err := w.tx.PutNode(n); err != nil {
+		return err
+	}
+	_, err := w.append(Entry{Kind: kind, Node: n.Name, NodeState: &n})
+	return err
+}
+
+// Node returns one node.
+func (l *Ledger) Node(name string) (Node, error) {
+	var n Node
+	err := l.store.View(func(tx Tx) (err error) {
+		n, err = getNode(tx, name)
+		return err
+	})
+	return n, err
+}
+
+// Nodes lists the nodes under prefix (a node and its subtree; "" for all),
+// in name order.
+func (l *Ledger) Nodes(prefix string) ([]Node, error) {
+	var out []Node
+	err := l.store.View(func(tx Tx) error {
+		all, err := tx.Nodes()
+		if err != nil {
+			return err
+		}
+		for _, n := range all {
+			if prefix == "" || InSubtree(n.Name, prefix) {
+				out = append(out, n)
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+// InSubtree reports whether name is root or one of its descendants.
+func InSubtree(name, root string) bool {
+	return name == root || strings.HasPrefix(name, root+".")
+}
+
+func getNode(tx Tx, name string) (Node, error) {
+	n, ok, err := tx.Node(name)
+	if err != nil {
+		return Node{}, err
+	}
+	if !ok {
+		return Node{}, fmt.Errorf("%w: no node named %q", ErrNotFound, name)
+	}
+	return n, nil
+}
+
+// activeNode returns a node that, with all its ancestors, is active.
+func activeNode(tx Tx, name string) (Node, error) {
+	n, err := getNode(tx, name)
+	if err != nil {
+		return Node{}, err
+	}
+	for cur := n; ; {
+		if !cur.Active {
+			if cur.Name == name {
+				return Node{}, fmt.Errorf("%w: node %q is deactivated", ErrInactive, name)
+			}
+			return Node{}, fmt.Errorf("%w: node %q is inside deactivated %q", ErrInactive, name, cur.Name)
+		}
+		parent := ParentOf(cur.Name)
+		if parent == "" {
+			return n, nil
+		}
+		if cur, err = getNode(tx, parent); err != nil {
+			return Node{}, err
+		}
+	}
+}
+
+// checkPolicy refuses a policy that HFS could not use. An account is the
+// root of its tree and takes the whole pool, so it carries no quota.
+func checkPolicy(name string, p Policy) error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: policy of %s: %s", ErrInvalid, name, fmt.Sprintf(format, args...))
+	}
+	switch p.QuotaKind {
+	case QuotaNone:
+		if !p.Quota.IsZero() {
+			return bad("a quota value needs a kind (static, dynamic or shares)")
+		}
+	case QuotaStatic, QuotaShares:
+		if p.Quota.IsNegative() {
+			return bad("%s quota %s is negative", p.QuotaKind, p.Quota)
+		}
+	case QuotaDynamic:
+		if p.Quota.IsNegative() || p.Quota.GreaterThan(decimal.NewFromInt(1)) {
+			return bad("dynamic quota %s is not a fraction between 0 and 1", p.Quota)
+		}
+	default:
+		return bad("unknown quota kind %q (static, dynamic or shares)", p.QuotaKind)
+	}
+	if !strings.Contains(name, ".") && p.QuotaKind != QuotaNone {
+		return bad("an account takes its whole pool; quotas are for projects")
+	}
+	if p.Limit != nil && p.Limit.IsNegative() {
+		return bad("limit %s is negative", p.Limit)
+	}
+	if p.NonShared.IsNegative() {
+		return bad("non_shared %s is negative", p.NonShared)
+	}
+	if p.QuotaKind == QuotaStatic && p.NonShared.GreaterThan(p.Quota) {
+		return bad("non_shared %s is above the static quota %s", p.NonShared, p.Quota)
+	}
+	return nil
+}

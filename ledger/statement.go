@@ -1,0 +1,214 @@
+package ledger
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/shopspring/decimal"
+)
+
+// Statement is Gold's gstatement for an account over [From, To): the
+// balance before, every credit and debit in the period, and the balance
+// after. Balances here are the sum of the remaining amounts of all of the
+// account's allocations, active or not, so that
+// Beginning + Credits - Debits = Ending always holds; `balance` shows what
+// is usable now.
+type Statement struct {
+	Account   string          `json:"account"`
+	From      time.Time       `json:"from"`
+	To        time.Time       `json:"to"`
+	Beginning decimal.Decimal `json:"beginning_balance"`
+	Credits   decimal.Decimal `json:"total_credits"`
+	Debits    decimal.Decimal `json:"total_debits"`
+	Ending    decimal.Decimal `json:"ending_balance"`
+	// CreditLines and DebitLines are one line per journal entry, or, with
+	// summarize, one line per kind.
+	CreditLines []StatementLine `json:"credits"`
+	DebitLines  []StatementLine `json:"debits"`
+}
+
+// StatementLine is one credit or debit (always a positive amount).
+type StatementLine struct {
+	Seq         uint64          `json:"seq,omitempty"`
+	Time        time.Time       `json:"time,omitzero"`
+	Kind        Kind            `json:"kind"`
+	Count       int             `json:"count"`
+	Amount      decimal.Decimal `json:"amount"`
+	Allocations []uint64        `json:"allocations,omitempty"`
+	Ref         string          `json:"ref,omitempty"`
+	Actor       string          `json:"actor,omitempty"`
+	Description string          `json:"description,omitempty"`
+}
+
+// Statement reports an account's credits and debits over [from, to).
+func (l *Ledger) Statement(account string, from, to time.Time, summarize bool) (Statement, error) {
+	from, to = stamp(from), stamp(to)
+	if !to.After(from) {
+		return Statement{}, fmt.Errorf("%w: statement: end %s is not after start %s", ErrInvalid, to.Format(time.RFC3339), from.Format(time.RFC3339))
+	}
+	st := Statement{Account: account, From: from, To: to, Credits: decimal.Zero, Debits: decimal.Zero}
+	err := l.store.View(func(tx Tx) error {
+		n, err := getNode(tx, account)
+		if err != nil {
+			return err
+		}
+		if !n.IsAccount() {
+			return fmt.Errorf("%w: statement: %s is a project of %s; statements are per account", ErrInvalid, account, n.Account())
+		}
+		first, err := seqAtOrBefore(tx, from.Add(-time.Microsecond))
+		if err != nil {
+			return err
+		}
+		last, err := seqAtOrBefore(tx, to.Add(-time.Microsecond))
+		if err != nil {
+			return err
+		}
+		if st.Beginning, err = totalAsOf(tx, account, first); err != nil {
+			return err
+		}
+		if st.Ending, err = totalAsOf(tx, account, last); err != nil {
+			return err
+		}
+		return tx.Entries(first+1, last, func(e Entry) (bool, error) {
+			credit, debit := statementLines(e, account)
+			if credit != nil {
+				st.Credits = st.Credits.Add(credit.Amount)
+				st.CreditLines = append(st.CreditLines, *credit)
+			}
+			if debit != nil {
+				st.Debits = st.Debits.Add(debit.Amount)
+				st.DebitLines = append(st.DebitLines, *debit)
+			}
+			return true, nil
+		})
+	})
+	if err != nil {
+		return Statement{}, err
+	}
+	if summarize {
+		st.CreditLines, st.DebitLines = summarizeLines(st.CreditLines), summarizeLines(st.DebitLines)
+	}
+	return st, nil
+}
+
+// statementLines splits what an entry did to the account's allocations into
+// a credit line and a debit line (either may be nil).
+func statementLines(e Entry, account string) (credit, debit *StatementLine) {
+	for _, d := range e.Deltas {
+		if d.Account != account || d.Amount.IsZero() {
+			continue
+		}
+		line := &credit
+		if d.Amount.IsNegative() {
+			line = &debit
+		}
+		if *line == nil {
+			ref := e.Ref
+			if ref == account {
+				ref = e.Node // a transfer in names where it came from
+			}
+			*line = &StatementLine{Seq: e.Seq, Time: e.Time, Kind: e.Kind, Count: 1, Amount: decimal.Zero,
+				Ref: ref, Actor: e.Actor, Description: e.Description}
+		}
+		(*line).Amount = (*line).Amount.Add(d.Amount.Abs())
+		if !slices.Contains((*line).Allocations, d.Allocation) {
+			(*line).Allocations = append((*line).Allocations, d.Allocation)
+		}
+	}
+	return credit, debit
+}
+
+// summarizeLines folds lines into one per kind, in order of first
+// appearance.
+func summarizeLines(lines []StatementLine) []StatementLine {
+	var out []StatementLine
+	for _, l := range lines {
+		i := slices.IndexFunc(out, func(s StatementLine) bool { return s.Kind == l.Kind })
+		if i < 0 {
+			out = append(out, StatementLine{Kind: l.Kind, Amount: decimal.Zero})
+			i = len(out) - 1
+		}
+		out[i].Count++
+		out[i].Amount = out[i].Amount.Add(l.Amount)
+	}
+	return out
+}
+
+// totalAsOf sums the remaining amounts of all the account's allocations
+// after entry seq.
+func totalAsOf(tx Tx, account string, seq uint64) (decimal.Decimal, error) {
+	allocs, err := allocationsAsOf(tx, account, seq)
+	total := decimal.Zero
+	for _, a := range allocs {
+		total = total.Add(a.Amount)
+	}
+	return total, err
+}
+
+// JournalFilter selects journal entries; zero fields select everything.
+type JournalFilter struct {
+	// Node selects entries that name the node or a node of its subtree, or
+	// change one of its allocations.
+	Node  string
+	Kinds []Kind
+	From  time.Time // inclusive
+	To    time.Time // exclusive
+	// Limit keeps the newest Limit entries.
+	Limit int
+}
+
+// Journal lists entries in order.
+func (l *Ledger) Journal(f JournalFilter) ([]Entry, error) {
+	var out []Entry
+	err := l.store.View(func(tx Tx) error {
+		var first, last uint64 = 1, ^uint64(0)
+		if !f.From.IsZero() {
+			s, err := seqAtOrBefore(tx, stamp(f.From).Add(-time.Microsecond))
+			if err != nil {
+				return err
+			}
+			first = s + 1
+		}
+		if !f.To.IsZero() {
+			s, err := seqAtOrBefore(tx, stamp(f.To).Add(-time.Microsecond))
+			if err != nil {
+				return err
+			}
+			last = s
+		}
+		return tx.Entries(first, last, func(e Entry) (bool, error) {
+			if f.matches(e) {
+				out = append(out, e)
+			}
+			return true, nil
+		})
+	})
+	if f.Limit > 0 && len(out) > f.Limit {
+		out = out[len(out)-f.Limit:]
+	}
+	return out, err
+}
+
+func (f JournalFilter) matches(e Entry) bool {
+	if len(f.Kinds) > 0 && !slices.Contains(f.Kinds, e.Kind) {
+		return false
+	}
+	if f.Node == "" || InSubtree(e.Node, f.Node) || InSubtree(e.Ref, f.Node) {
+		return true
+	}
+	for _, d := range e.Deltas {
+		if InSubtree(d.Account, f.Node) {
+			return true
+		}
+	}
+	return false
+}
+
+// ParseKind checks a journal entry kind given by name.
+func ParseKind(s string) (Kind, error) {
+	if k := Kind(s); slices.Contains(Kinds, k) {
+		return k, nil
+	}
+	return "", fmt.Errorf("%w: unknown journal entry kind %q (one of %v)", ErrInvalid, s, Kinds)
+}

@@ -1,0 +1,85 @@
+package ledger
+
+import (
+	"io"
+	"time"
+)
+
+// Store is a storage engine. The ledger's logic is written once against it;
+// each engine (boltstore, later pgstore) passes the same conformance tests
+// (package ledgertest).
+type Store interface {
+	// View runs fn in a read-only transaction with a consistent snapshot.
+	View(fn func(Tx) error) error
+	// Update runs fn in a read-write transaction and makes its writes
+	// durable before returning nil. The engine may commit fn together with
+	// other callers' functions (group commit) and may run fn more than once,
+	// so fn keeps its effects inside the transaction. If fn returns an
+	// error, none of its writes persist.
+	Update(fn func(Tx) error) error
+	// Backup writes a consistent copy of the whole store to w while other
+	// transactions go on.
+	Backup(w io.Writer) (int64, error)
+	Close() error
+}
+
+// Tx is one transaction. Getters report a missing record with ok = false,
+// never with an error. Writes are only allowed in Update.
+type Tx interface {
+	Settings() (s Settings, ok bool, err error)
+	PutSettings(Settings) error
+
+	Node(name string) (n Node, ok bool, err error)
+	PutNode(Node) error
+	// Nodes lists every node in name order.
+	Nodes() ([]Node, error)
+
+	User(name string) (u User, ok bool, err error)
+	PutUser(User) error
+	Users() ([]User, error)
+
+	Machine(name string) (m Machine, ok bool, err error)
+	PutMachine(Machine) error
+	Machines() ([]Machine, error)
+
+	// NextAllocationID reserves a new allocation id (ids start at 1).
+	NextAllocationID() (uint64, error)
+	Allocation(id uint64) (a Allocation, ok bool, err error)
+	// PutAllocation stores the allocation's state after journal entry seq,
+	// both as the current state and in its history.
+	PutAllocation(a Allocation, seq uint64) error
+	// AccountAllocations lists the account's allocations in id order.
+	AccountAllocations(account string) ([]Allocation, error)
+	// Allocations lists every allocation in id order.
+	Allocations() ([]Allocation, error)
+	// AllocationAsOf is the allocation's state after the last entry
+	// numbered <= seq that changed it; ok is false if it did not exist yet.
+	AllocationAsOf(id uint64, seq uint64) (a Allocation, ok bool, err error)
+
+	// LastEntry is the newest journal entry; ok is false for an empty journal.
+	LastEntry() (e Entry, ok bool, err error)
+	Entry(seq uint64) (e Entry, ok bool, err error)
+	AppendEntry(Entry) error
+	// Entries calls fn for entries from..to (inclusive) in order until fn
+	// returns false or an error.
+	Entries(from, to uint64, fn func(Entry) (bool, error)) error
+
+	Request(key RequestKey) (r RequestRecord, ok bool, err error)
+	PutRequest(key RequestKey, r RequestRecord) error
+}
+
+// RequestKey names a request: the client that sent it and its id.
+type RequestKey struct {
+	Client string
+	ID     string
+}
+
+// RequestRecord is what is kept of a request to answer its retries.
+type RequestRecord struct {
+	// ContentHash is the SHA-256 of the request's kind and content.
+	ContentHash string `json:"content_hash"`
+	// Result is the first answer, JSON-encoded.
+	Result []byte    `json:"result"`
+	Seq    uint64    `json:"seq"`
+	Time   time.Time `json:"time"`
+}
