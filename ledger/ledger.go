@@ -13,6 +13,7 @@ import (
 type Ledger struct {
 	store    Store
 	settings Settings
+	created  time.Time
 	now      func() time.Time
 }
 
@@ -68,6 +69,11 @@ func Open(store Store, opts ...Option) (*Ledger, error) {
 			return ErrNotInitialized
 		}
 		l.settings = s
+		first, ok, err := tx.Entry(1)
+		if err != nil || !ok {
+			return fmt.Errorf("%w: the journal has no first entry (%v)", ErrCorrupt, err)
+		}
+		l.created = first.Time
 		return nil
 	})
 	if err != nil {
@@ -78,6 +84,9 @@ func Open(store Store, opts ...Option) (*Ledger, error) {
 
 // Settings are the bank's fixed settings.
 func (l *Ledger) Settings() Settings { return l.settings }
+
+// Created is when the bank was initialised (its first journal entry).
+func (l *Ledger) Created() time.Time { return l.created }
 
 // Now is the ledger's clock, in UTC to the microsecond (what every engine
 // can store exactly).

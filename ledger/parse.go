@@ -21,6 +21,23 @@ var amountSyntax = regexp.MustCompile(`^[0-9]{1,16}(\.[0-9]{1,18})?$`)
 // signs, exponents, separators, zero, more decimal places than the bank's
 // precision, and anything above MaxAmount.
 func ParseAmount(s string, precision int32) (decimal.Decimal, error) {
+	d, err := parsePlain(s)
+	if err != nil {
+		return d, err
+	}
+	return d, CheckAmount(d, precision)
+}
+
+// ParseCreditLimit is ParseAmount that also takes zero (no credit).
+func ParseCreditLimit(s string, precision int32) (decimal.Decimal, error) {
+	d, err := parsePlain(s)
+	if err != nil {
+		return d, err
+	}
+	return d, CheckCreditLimit(d, precision)
+}
+
+func parsePlain(s string) (decimal.Decimal, error) {
 	if !amountSyntax.MatchString(s) {
 		return decimal.Decimal{}, fmt.Errorf("%w: amount %q is not a plain positive decimal number like 100 or 12.50", ErrInvalid, s)
 	}
@@ -28,7 +45,7 @@ func ParseAmount(s string, precision int32) (decimal.Decimal, error) {
 	if err != nil {
 		return decimal.Decimal{}, fmt.Errorf("%w: amount %q: %v", ErrInvalid, s, err)
 	}
-	return d, CheckAmount(d, precision)
+	return d, nil
 }
 
 // CheckAmount refuses an amount that is not positive, has more decimal

@@ -148,7 +148,9 @@ type MachineSpec struct {
 // MachineChange lists what to modify in a machine; nil fields stay.
 type MachineChange struct {
 	Description *string `json:"description,omitempty"`
-	Shape       *Shape  `json:"shape,omitempty"`
+	Cores       *int64  `json:"cores,omitempty"`
+	MemoryMB    *int64  `json:"memory_mb,omitempty"`
+	GPUs        *int64  `json:"gpus,omitempty"`
 	Active      *bool   `json:"active,omitempty"`
 }
 
@@ -173,11 +175,6 @@ func (l *Ledger) AddMachine(req Request, spec MachineSpec) (Machine, error) {
 
 // ModifyMachine changes a machine's description, node shape or active state.
 func (l *Ledger) ModifyMachine(req Request, name string, change MachineChange) (Machine, error) {
-	if change.Shape != nil {
-		if err := change.Shape.check(); err != nil {
-			return Machine{}, err
-		}
-	}
 	return mutate(l, req, KindMachineModify, struct {
 		Name   string        `json:"name"`
 		Change MachineChange `json:"change"`
@@ -192,8 +189,16 @@ func (l *Ledger) ModifyMachine(req Request, name string, change MachineChange) (
 		if change.Description != nil {
 			m.Description = *change.Description
 		}
-		if change.Shape != nil {
-			m.Shape = *change.Shape
+		for _, f := range []struct {
+			to   *int64
+			from *int64
+		}{{&m.Shape.Cores, change.Cores}, {&m.Shape.MemoryMB, change.MemoryMB}, {&m.Shape.GPUs, change.GPUs}} {
+			if f.from != nil {
+				*f.to = *f.from
+			}
+		}
+		if err := m.Shape.check(); err != nil {
+			return Machine{}, err
 		}
 		if change.Active != nil {
 			m.Active = *change.Active

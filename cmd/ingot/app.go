@@ -1,0 +1,184 @@
+package main
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/user"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/ingot-hpc/ingot/ledger"
+	"github.com/ingot-hpc/ingot/ledger/boltstore"
+)
+
+// errNoDatabase is returned when neither --db nor INGOT_DB names a file.
+var errNoDatabase = errors.New("no database: pass --db FILE or set INGOT_DB (make run prints it)")
+
+// lockTimeout is how long a command waits for another ingot process that
+// holds the database file.
+const lockTimeout = 10 * time.Second
+
+// run runs the command line and returns the exit code.
+func run(args []string, stdout, stderr io.Writer) int {
+	app := newApp(stdout, stderr)
+	err := app.Run(interspersed(app, args))
+	if err != nil {
+		fmt.Fprintf(stderr, "ingot: %v\n", err)
+	}
+	return exitCode(err)
+}
+
+// commonFlags are accepted both before and after the command name.
+func commonFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "db", Usage: "bank database `FILE`", EnvVars: []string{"INGOT_DB"}},
+		&cli.BoolFlag{Name: "json", Usage: "print JSON"},
+		&cli.BoolFlag{Name: "parsable", Aliases: []string{"P"}, Usage: "print '|'-separated fields with a header line"},
+		&cli.StringFlag{Name: "request-id", Usage: "request `ID` that makes a change safe to retry (default: a random one)"},
+	}
+}
+
+func newApp(stdout, stderr io.Writer) *cli.App {
+	app := &cli.App{
+		Name:                 "ingot",
+		Usage:                "an allocation bank for HPC centres",
+		Writer:               stdout,
+		ErrWriter:            stderr,
+		EnableBashCompletion: true,
+		Suggest:              true,
+		HideHelpCommand:      true,
+		Flags:                commonFlags(),
+		ExitErrHandler:       func(*cli.Context, error) {}, // run prints errors and picks the exit code
+		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
+			return usageError{err.Error()}
+		},
+		Commands: joinCommands(
+			initCommands(),
+			nodeCommands(),
+			peopleCommands(),
+			fundsCommands(),
+			reportCommands(),
+			adminCommands(),
+		),
+	}
+	addCommonFlags(app.Commands)
+	return app
+}
+
+func joinCommands(groups ...[]*cli.Command) []*cli.Command {
+	var out []*cli.Command
+	for _, g := range groups {
+		out = append(out, g...)
+	}
+	return out
+}
+
+// addCommonFlags gives every leaf command the common flags and the usage
+// error handler, so `ingot balance --json` works like `ingot --json balance`.
+func addCommonFlags(cmds []*cli.Command) {
+	for _, c := range cmds {
+		c.OnUsageError = func(_ *cli.Context, err error, _ bool) error { return usageError{err.Error()} }
+		if len(c.Subcommands) > 0 {
+			addCommonFlags(c.Subcommands)
+			continue
+		}
+		c.Flags = append(c.Flags, commonFlags()...)
+	}
+}
+
+// flagString is the first non-empty value of a flag given at any level.
+func flagString(c *cli.Context, name string) string {
+	for _, ctx := range c.Lineage() {
+		if v := ctx.String(name); v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// flagBool reports whether a flag was given at any level.
+func flagBool(c *cli.Context, name string) bool {
+	for _, ctx := range c.Lineage() {
+		if ctx.Bool(name) {
+			return true
+		}
+	}
+	return false
+}
+
+// openBank opens the bank at --db for the length of one command.
+func openBank(c *cli.Context) (*ledger.Ledger, error) {
+	path := flagString(c, "db")
+	if path == "" {
+		return nil, errNoDatabase
+	}
+	if _, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("%w: %s does not exist (create a bank with `ingot init --db %s`)", ledger.ErrNotInitialized, path, path)
+	}
+	store, err := boltstore.Open(path, boltstore.Options{LockTimeout: lockTimeout})
+	if err != nil {
+		return nil, err
+	}
+	l, err := ledger.Open(store)
+	if err != nil {
+		store.Close()
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return l, nil
+}
+
+// withBank runs fn on the bank opened for this command and closes it.
+func withBank(c *cli.Context, fn func(*ledger.Ledger) error) error {
+	l, err := openBank(c)
+	if err != nil {
+		return err
+	}
+	err = fn(l)
+	if cerr := l.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("close bank: %w", cerr)
+	}
+	return err
+}
+
+// request is the identity of a change made from this command line: the
+// local user, and --request-id or a random id.
+func request(c *cli.Context) ledger.Request {
+	actor := "local"
+	if u, err := user.Current(); err == nil {
+		actor = "local:" + u.Username
+	}
+	id := flagString(c, "request-id")
+	if id == "" {
+		b := make([]byte, 16)
+		rand.Read(b)
+		id = hex.EncodeToString(b)
+	}
+	return ledger.Request{Actor: actor, ID: id}
+}
+
+// args checks the number of positional arguments and returns them.
+func args(c *cli.Context, names ...string) ([]string, error) {
+	got := c.Args().Slice()
+	if len(got) != len(names) {
+		return nil, usageError{fmt.Sprintf("%s takes %d argument(s): %s (got %d)", c.Command.FullName(), len(names), strings.Join(names, " "), len(got))}
+	}
+	return got, nil
+}
+
+func parseTimeFlag(c *cli.Context, name string) (time.Time, error) {
+	s := c.String(name)
+	if s == "" {
+		return time.Time{}, nil
+	}
+	t, err := ledger.ParseTime(s, time.Now(), time.Local)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("--%s: %w", name, err)
+	}
+	return t, nil
+}

@@ -1,0 +1,154 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/ingot-hpc/ingot/ledger"
+	"github.com/ingot-hpc/ingot/ledger/boltstore"
+)
+
+func adminCommands() []*cli.Command {
+	return []*cli.Command{
+		{
+			Name:   "audit",
+			Usage:  "replay the journal, check its hash chain and compare every balance with the stored state",
+			Action: audit,
+		},
+		{
+			Name:      "backup",
+			Usage:     "write a consistent copy of the bank to FILE (safe while the bank is in use), then audit the copy",
+			ArgsUsage: "FILE",
+			Flags:     []cli.Flag{&cli.BoolFlag{Name: "force", Usage: "replace FILE if it exists"}},
+			Action:    backup,
+		},
+		{
+			Name:      "completion",
+			Usage:     "print a shell completion script: eval \"$(ingot completion bash)\"",
+			ArgsUsage: "bash|zsh",
+			Action:    completion,
+		},
+	}
+}
+
+func audit(c *cli.Context) error {
+	return withBank(c, func(l *ledger.Ledger) error {
+		rep, err := l.Audit()
+		if err != nil {
+			return fmt.Errorf("audit: %w", err)
+		}
+		return reportAudit(c, rep)
+	})
+}
+
+func reportAudit(c *cli.Context, rep ledger.AuditReport) error {
+	f, err := outputFormat(c)
+	if err != nil {
+		return err
+	}
+	if f == formatJSON {
+		if err := writeJSON(c.App.Writer, rep); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintf(c.App.Writer, "audit: %d journal entries, %d allocations, %d nodes replayed\n", rep.Entries, rep.Allocations, rep.Nodes)
+		for _, p := range rep.Problems {
+			fmt.Fprintf(c.App.Writer, "PROBLEM: %s\n", p)
+		}
+	}
+	if len(rep.Problems) > 0 {
+		return fmt.Errorf("%w: %d problems", errAuditFailed, len(rep.Problems))
+	}
+	if f != formatJSON {
+		fmt.Fprintln(c.App.Writer, "audit: OK")
+	}
+	return nil
+}
+
+// backup writes the copy to a temporary file beside FILE, syncs it, audits
+// it, and only then renames it into place: FILE is never half-written.
+func backup(c *cli.Context) error {
+	a, err := args(c, "FILE")
+	if err != nil {
+		return err
+	}
+	dest := a[0]
+	if _, err := os.Stat(dest); err == nil && !c.Bool("force") {
+		return fmt.Errorf("%w: backup: %s exists (use --force to replace it)", ledger.ErrExists, dest)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(dest), ".ingot-backup-*")
+	if err != nil {
+		return fmt.Errorf("backup: %w", err)
+	}
+	defer os.Remove(tmp.Name()) // a no-op once renamed
+	var size int64
+	err = withBank(c, func(l *ledger.Ledger) error {
+		size, err = l.Backup(tmp)
+		return err
+	})
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("backup: %w", err)
+	}
+	rep, err := auditFile(tmp.Name())
+	if err != nil {
+		return fmt.Errorf("backup: audit of the copy: %w", err)
+	}
+	if len(rep.Problems) > 0 {
+		return fmt.Errorf("%w: backup copy: %s", errAuditFailed, strings.Join(rep.Problems, "; "))
+	}
+	if err := os.Rename(tmp.Name(), dest); err != nil {
+		return fmt.Errorf("backup: %w", err)
+	}
+	fmt.Fprintf(c.App.Writer, "backup: wrote %s (%d bytes, %d journal entries, audit OK)\n", dest, size, rep.Entries)
+	return nil
+}
+
+func auditFile(path string) (ledger.AuditReport, error) {
+	store, err := boltstore.Open(path, boltstore.Options{ReadOnly: true})
+	if err != nil {
+		return ledger.AuditReport{}, err
+	}
+	defer store.Close()
+	l, err := ledger.Open(store)
+	if err != nil {
+		return ledger.AuditReport{}, err
+	}
+	return l.Audit()
+}
+
+// The completion scripts ask ingot itself for candidates through urfave/cli's
+// --generate-bash-completion flag.
+const bashCompletion = `_ingot_complete() {
+  local cur="${COMP_WORDS[COMP_CWORD]}"
+  local opts
+  opts=$("${COMP_WORDS[0]}" "${COMP_WORDS[@]:1:COMP_CWORD-1}" --generate-bash-completion 2>/dev/null)
+  COMPREPLY=($(compgen -W "${opts}" -- "${cur}"))
+}
+complete -o default -F _ingot_complete ingot
+`
+
+func completion(c *cli.Context) error {
+	a, err := args(c, "SHELL")
+	if err != nil {
+		return err
+	}
+	switch a[0] {
+	case "bash":
+		fmt.Fprint(c.App.Writer, bashCompletion)
+	case "zsh":
+		fmt.Fprint(c.App.Writer, "autoload -U +X bashcompinit && bashcompinit\n"+bashCompletion)
+	default:
+		return usageError{fmt.Sprintf("completion: unknown shell %q (bash or zsh)", a[0])}
+	}
+	return nil
+}

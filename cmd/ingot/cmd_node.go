@@ -1,0 +1,265 @@
+package main
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/shopspring/decimal"
+	"github.com/urfave/cli/v2"
+
+	"github.com/ingot-hpc/ingot/ledger"
+)
+
+// nodeKind is "account" or "project": the same node tree seen from two
+// commands, which differ in what names they accept.
+type nodeKind string
+
+func (k nodeKind) check(name string) error {
+	isAccount := !strings.Contains(name, ".")
+	switch {
+	case k == "account" && !isAccount:
+		return usageError{fmt.Sprintf("%q is a project name; accounts have no dot (use `ingot project`)", name)}
+	case k == "project" && isAccount:
+		return usageError{fmt.Sprintf("%q is an account name; a project is named ACCOUNT.PROJECT, e.g. %s.lab1", name, name)}
+	}
+	return nil
+}
+
+func nodeCommands() []*cli.Command {
+	return []*cli.Command{nodeCommand("account"), nodeCommand("project")}
+}
+
+func nodeCommand(kind nodeKind) *cli.Command {
+	var policyFlags []cli.Flag
+	if kind == "project" {
+		policyFlags = []cli.Flag{
+			&cli.StringFlag{Name: "quota", Usage: "HFS quota: static:CREDITS, dynamic:FRACTION, shares:WEIGHT or none"},
+			&cli.BoolFlag{Name: "accept-surplus", Usage: "may receive surplus from above (--accept-surplus=false to stop)"},
+			&cli.StringFlag{Name: "limit", Usage: "cap on what the subtree may be allocated (none to remove)"},
+			&cli.StringFlag{Name: "non-shared", Usage: "part of the own quota never lent as surplus"},
+		}
+	}
+	common := []cli.Flag{
+		&cli.StringFlag{Name: "description", Aliases: []string{"d"}},
+		&cli.BoolFlag{Name: "any-user", Usage: "admit jobs of users who are not members (--any-user=false to stop)"},
+	}
+	list := "list accounts"
+	if kind == "project" {
+		list = "list projects, all or of one account or project"
+	}
+	return &cli.Command{
+		Name:  string(kind),
+		Usage: fmt.Sprintf("create, list, show, modify and deactivate %ss", kind),
+		Subcommands: []*cli.Command{
+			{Name: "create", Usage: "create a " + string(kind), ArgsUsage: "NAME", Flags: append(common, policyFlags...), Action: kind.create},
+			{Name: "list", Usage: list, ArgsUsage: "[NAME]", Action: kind.list},
+			{Name: "show", Usage: "show one " + string(kind), ArgsUsage: "NAME", Action: kind.show},
+			{Name: "modify", Usage: "change a " + string(kind), ArgsUsage: "NAME", Flags: append(common, policyFlags...), Action: kind.modify},
+			{Name: "deactivate", Usage: "stop a " + string(kind) + " and everything under it from taking part in changes", ArgsUsage: "NAME", Action: kind.deactivate},
+		},
+	}
+}
+
+func (k nodeKind) create(c *cli.Context) error {
+	a, err := args(c, "NAME")
+	if err != nil {
+		return err
+	}
+	if err := k.check(a[0]); err != nil {
+		return err
+	}
+	spec := ledger.NodeSpec{Name: a[0], Description: c.String("description"), AnyUser: c.Bool("any-user")}
+	if err := applyPolicyFlags(c, &spec.Policy); err != nil {
+		return err
+	}
+	return withBank(c, func(l *ledger.Ledger) error {
+		n, err := l.CreateNode(request(c), spec)
+		if err != nil {
+			return err
+		}
+		return showNode(c, n)
+	})
+}
+
+func (k nodeKind) modify(c *cli.Context) error {
+	a, err := args(c, "NAME")
+	if err != nil {
+		return err
+	}
+	if err := k.check(a[0]); err != nil {
+		return err
+	}
+	return withBank(c, func(l *ledger.Ledger) error {
+		var change ledger.NodeChange
+		if c.IsSet("description") {
+			d := c.String("description")
+			change.Description = &d
+		}
+		if c.IsSet("any-user") {
+			b := c.Bool("any-user")
+			change.AnyUser = &b
+		}
+		if k == "project" {
+			n, err := l.Node(a[0])
+			if err != nil {
+				return err
+			}
+			p := n.Policy
+			if err := applyPolicyFlags(c, &p); err != nil {
+				return err
+			}
+			change.Policy = &p
+		}
+		n, err := l.ModifyNode(request(c), a[0], change)
+		if err != nil {
+			return err
+		}
+		return showNode(c, n)
+	})
+}
+
+func (k nodeKind) deactivate(c *cli.Context) error {
+	a, err := args(c, "NAME")
+	if err != nil {
+		return err
+	}
+	if err := k.check(a[0]); err != nil {
+		return err
+	}
+	return withBank(c, func(l *ledger.Ledger) error {
+		n, err := l.DeactivateNode(request(c), a[0])
+		if err != nil {
+			return err
+		}
+		return showNode(c, n)
+	})
+}
+
+func (k nodeKind) show(c *cli.Context) error {
+	a, err := args(c, "NAME")
+	if err != nil {
+		return err
+	}
+	if err := k.check(a[0]); err != nil {
+		return err
+	}
+	return withBank(c, func(l *ledger.Ledger) error {
+		n, err := l.Node(a[0])
+		if err != nil {
+			return err
+		}
+		return showNode(c, n)
+	})
+}
+
+func (k nodeKind) list(c *cli.Context) error {
+	if c.NArg() > 1 {
+		return usageError{"list takes at most one NAME"}
+	}
+	return withBank(c, func(l *ledger.Ledger) error {
+		nodes, err := l.Nodes(c.Args().First())
+		if err != nil {
+			return err
+		}
+		t := table{headers: []string{"Name", "Active", "AnyUser", "Quota", "AcceptSurplus", "Limit", "NonShared", "Description"}}
+		var shown []ledger.Node
+		for _, n := range nodes {
+			if n.IsAccount() != (k == "account") {
+				continue
+			}
+			shown = append(shown, n)
+			t.add(n.Name, yesNo(n.Active), yesNo(n.AnyUser), quotaText(n.Policy), yesNo(n.Policy.AcceptSurplus), limitText(n.Policy.Limit), n.Policy.NonShared.String(), n.Description)
+		}
+		t.data = orEmpty(shown)
+		return show(c, t)
+	})
+}
+
+func showNode(c *cli.Context, n ledger.Node) error {
+	t := table{headers: []string{"Field", "Value"}, data: n}
+	t.add("Name", n.Name)
+	t.add("Kind", map[bool]string{true: "account", false: "project of " + n.Account()}[n.IsAccount()])
+	t.add("Active", yesNo(n.Active))
+	t.add("AnyUser", yesNo(n.AnyUser))
+	t.add("Quota", quotaText(n.Policy))
+	t.add("AcceptSurplus", yesNo(n.Policy.AcceptSurplus))
+	t.add("Limit", limitText(n.Policy.Limit))
+	t.add("NonShared", n.Policy.NonShared.String())
+	t.add("Description", n.Description)
+	t.add("Created", localTime(n.Created))
+	return show(c, t)
+}
+
+func quotaText(p ledger.Policy) string {
+	if p.QuotaKind == ledger.QuotaNone {
+		return "none"
+	}
+	return fmt.Sprintf("%s:%s", p.QuotaKind, p.Quota)
+}
+
+func limitText(l *decimal.Decimal) string {
+	if l == nil {
+		return "none"
+	}
+	return l.String()
+}
+
+var plainNumber = regexp.MustCompile(`^[0-9]{1,16}(\.[0-9]{1,18})?$`)
+
+func parseNumber(flag, s string) (decimal.Decimal, error) {
+	if !plainNumber.MatchString(s) {
+		return decimal.Decimal{}, usageError{fmt.Sprintf("--%s %q: want a plain non-negative number like 100 or 0.25", flag, s)}
+	}
+	return decimal.NewFromString(s)
+}
+
+// applyPolicyFlags sets the policy fields whose flags were given.
+func applyPolicyFlags(c *cli.Context, p *ledger.Policy) error {
+	if c.IsSet("quota") {
+		q := c.String("quota")
+		if q == "none" {
+			p.QuotaKind, p.Quota = ledger.QuotaNone, decimal.Zero
+		} else {
+			kind, value, ok := strings.Cut(q, ":")
+			if !ok {
+				return usageError{fmt.Sprintf("--quota %q: want static:CREDITS, dynamic:FRACTION, shares:WEIGHT or none", q)}
+			}
+			v, err := parseNumber("quota", value)
+			if err != nil {
+				return err
+			}
+			p.QuotaKind, p.Quota = ledger.QuotaKind(kind), v
+		}
+	}
+	if c.IsSet("accept-surplus") {
+		p.AcceptSurplus = c.Bool("accept-surplus")
+	}
+	if c.IsSet("limit") {
+		if s := c.String("limit"); s == "none" {
+			p.Limit = nil
+		} else {
+			v, err := parseNumber("limit", s)
+			if err != nil {
+				return err
+			}
+			p.Limit = &v
+		}
+	}
+	if c.IsSet("non-shared") {
+		v, err := parseNumber("non-shared", c.String("non-shared"))
+		if err != nil {
+			return err
+		}
+		p.NonShared = v
+	}
+	return nil
+}
+
+// orEmpty makes a nil slice print as [] in JSON.
+func orEmpty[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}

@@ -1,0 +1,183 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/ingot-hpc/ingot/ledger"
+)
+
+func peopleCommands() []*cli.Command {
+	userFlags := []cli.Flag{
+		&cli.StringFlag{Name: "description", Aliases: []string{"d"}},
+		&cli.StringFlag{Name: "default-project", Usage: "project charged when a job names none"},
+		&cli.StringSliceFlag{Name: "member", Usage: "make a member of `NODE` (repeatable)"},
+		&cli.StringSliceFlag{Name: "manager", Usage: "make a manager of `NODE` (repeatable)"},
+	}
+	machineFlags := []cli.Flag{
+		&cli.StringFlag{Name: "description", Aliases: []string{"d"}},
+		&cli.Int64Flag{Name: "cores", Usage: "cores per node"},
+		&cli.Int64Flag{Name: "memory-mb", Usage: "memory per node, MB"},
+		&cli.Int64Flag{Name: "gpus", Usage: "GPUs per node"},
+	}
+	return []*cli.Command{
+		{
+			Name:  "user",
+			Usage: "add, modify and list users",
+			Subcommands: []*cli.Command{
+				{Name: "add", ArgsUsage: "NAME", Usage: "add a user", Flags: userFlags, Action: userAdd},
+				{Name: "modify", ArgsUsage: "NAME", Usage: "change a user", Action: userModify, Flags: append(userFlags,
+					&cli.StringSliceFlag{Name: "remove", Usage: "end the membership in `NODE` (repeatable)"},
+					&cli.BoolFlag{Name: "active", Usage: "--active=false deactivates the user, --active reactivates"},
+				)},
+				{Name: "list", Usage: "list users", Action: userList},
+			},
+		},
+		{
+			Name:  "machine",
+			Usage: "add, modify and list machines (clusters)",
+			Subcommands: []*cli.Command{
+				{Name: "add", ArgsUsage: "NAME", Usage: "add a machine", Flags: machineFlags, Action: machineAdd},
+				{Name: "modify", ArgsUsage: "NAME", Usage: "change a machine", Action: machineModify, Flags: append(machineFlags,
+					&cli.BoolFlag{Name: "active", Usage: "--active=false deactivates the machine, --active reactivates"},
+				)},
+				{Name: "list", Usage: "list machines", Action: machineList},
+			},
+		},
+	}
+}
+
+func memberships(c *cli.Context) []ledger.Membership {
+	var out []ledger.Membership
+	for _, n := range c.StringSlice("member") {
+		out = append(out, ledger.Membership{Node: n, Role: ledger.RoleMember})
+	}
+	for _, n := range c.StringSlice("manager") {
+		out = append(out, ledger.Membership{Node: n, Role: ledger.RoleManager})
+	}
+	return out
+}
+
+func userAdd(c *cli.Context) error {
+	a, err := args(c, "NAME")
+	if err != nil {
+		return err
+	}
+	spec := ledger.UserSpec{Name: a[0], Description: c.String("description"), DefaultProject: c.String("default-project"), Memberships: memberships(c)}
+	return withBank(c, func(l *ledger.Ledger) error {
+		u, err := l.AddUser(request(c), spec)
+		if err != nil {
+			return err
+		}
+		return showUsers(c, []ledger.User{u})
+	})
+}
+
+func userModify(c *cli.Context) error {
+	a, err := args(c, "NAME")
+	if err != nil {
+		return err
+	}
+	change := ledger.UserChange{Add: memberships(c), Remove: c.StringSlice("remove")}
+	if c.IsSet("description") {
+		change.Description = ptr(c.String("description"))
+	}
+	if c.IsSet("default-project") {
+		change.DefaultProject = ptr(c.String("default-project"))
+	}
+	if c.IsSet("active") {
+		change.Active = ptr(c.Bool("active"))
+	}
+	return withBank(c, func(l *ledger.Ledger) error {
+		u, err := l.ModifyUser(request(c), a[0], change)
+		if err != nil {
+			return err
+		}
+		return showUsers(c, []ledger.User{u})
+	})
+}
+
+func userList(c *cli.Context) error {
+	return withBank(c, func(l *ledger.Ledger) error {
+		users, err := l.Users()
+		if err != nil {
+			return err
+		}
+		return showUsers(c, users)
+	})
+}
+
+func showUsers(c *cli.Context, users []ledger.User) error {
+	t := table{headers: []string{"Name", "Active", "DefaultProject", "Memberships", "Description"}, data: orEmpty(users)}
+	for _, u := range users {
+		var ms []string
+		for _, m := range u.Memberships {
+			ms = append(ms, fmt.Sprintf("%s(%s)", m.Node, m.Role))
+		}
+		t.add(u.Name, yesNo(u.Active), u.DefaultProject, strings.Join(ms, ","), u.Description)
+	}
+	return show(c, t)
+}
+
+func machineAdd(c *cli.Context) error {
+	a, err := args(c, "NAME")
+	if err != nil {
+		return err
+	}
+	spec := ledger.MachineSpec{Name: a[0], Description: c.String("description"), Shape: ledger.Shape{Cores: c.Int64("cores"), MemoryMB: c.Int64("memory-mb"), GPUs: c.Int64("gpus")}}
+	return withBank(c, func(l *ledger.Ledger) error {
+		m, err := l.AddMachine(request(c), spec)
+		if err != nil {
+			return err
+		}
+		return showMachines(c, []ledger.Machine{m})
+	})
+}
+
+func machineModify(c *cli.Context) error {
+	a, err := args(c, "NAME")
+	if err != nil {
+		return err
+	}
+	return withBank(c, func(l *ledger.Ledger) error {
+		var change ledger.MachineChange
+		if c.IsSet("description") {
+			change.Description = ptr(c.String("description"))
+		}
+		if c.IsSet("active") {
+			change.Active = ptr(c.Bool("active"))
+		}
+		for flag, field := range map[string]**int64{"cores": &change.Cores, "memory-mb": &change.MemoryMB, "gpus": &change.GPUs} {
+			if c.IsSet(flag) {
+				*field = ptr(c.Int64(flag))
+			}
+		}
+		m, err := l.ModifyMachine(request(c), a[0], change)
+		if err != nil {
+			return err
+		}
+		return showMachines(c, []ledger.Machine{m})
+	})
+}
+
+func machineList(c *cli.Context) error {
+	return withBank(c, func(l *ledger.Ledger) error {
+		ms, err := l.Machines()
+		if err != nil {
+			return err
+		}
+		return showMachines(c, ms)
+	})
+}
+
+func showMachines(c *cli.Context, ms []ledger.Machine) error {
+	t := table{headers: []string{"Name", "Active", "Cores", "MemoryMB", "GPUs", "Description"}, data: orEmpty(ms)}
+	for _, m := range ms {
+		t.add(m.Name, yesNo(m.Active), fmt.Sprint(m.Shape.Cores), fmt.Sprint(m.Shape.MemoryMB), fmt.Sprint(m.Shape.GPUs), m.Description)
+	}
+	return show(c, t)
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -1,0 +1,234 @@
+package main
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/ingot-hpc/ingot/ledger"
+)
+
+func reportCommands() []*cli.Command {
+	return []*cli.Command{
+		{
+			Name:      "balance",
+			Usage:     "show balances (Gold's columns) of accounts, now or at a past time",
+			ArgsUsage: "[NODE...]",
+			Flags: []cli.Flag{
+				&cli.StringFlag{Name: "at", Usage: "as of `TIME` (now-2h, 2026-11-01, \"2026-11-01 14:30\", RFC 3339)"},
+				&cli.BoolFlag{Name: "allocations", Usage: "list the allocations behind each balance"},
+			},
+			Action: balance,
+		},
+		{
+			Name:      "statement",
+			Usage:     "an account's beginning balance, credits, debits and ending balance over a period",
+			ArgsUsage: "ACCOUNT",
+			Flags: []cli.Flag{
+				&cli.StringFlag{Name: "start", Usage: "period start `TIME` (default: the bank's first entry)"},
+				&cli.StringFlag{Name: "end", Usage: "period end `TIME`, exclusive (default now)"},
+				&cli.BoolFlag{Name: "summarize", Aliases: []string{"s"}, Usage: "one line per kind of credit or debit instead of one per entry"},
+			},
+			Action: statement,
+		},
+		{
+			Name:  "journal",
+			Usage: "list journal entries",
+			Flags: []cli.Flag{
+				&cli.StringFlag{Name: "node", Usage: "entries of `NODE` and its subtree"},
+				&cli.StringSliceFlag{Name: "kind", Usage: "entries of `KIND` (repeatable): " + kindList()},
+				&cli.StringFlag{Name: "since", Usage: "entries at or after `TIME`"},
+				&cli.StringFlag{Name: "until", Usage: "entries before `TIME`"},
+				&cli.IntFlag{Name: "limit", Usage: "only the newest `N` entries"},
+			},
+			Action: journal,
+		},
+	}
+}
+
+func kindList() string {
+	names := make([]string, len(ledger.Kinds))
+	for i, k := range ledger.Kinds {
+		names[i] = string(k)
+	}
+	return strings.Join(names, ", ")
+}
+
+func balance(c *cli.Context) error {
+	at, err := parseTimeFlag(c, "at")
+	if err != nil {
+		return err
+	}
+	return withBank(c, func(l *ledger.Ledger) error {
+		var nbs []ledger.NodeBalance
+		if c.NArg() == 0 {
+			if nbs, err = l.Balances(at); err != nil {
+				return err
+			}
+		}
+		for _, name := range c.Args().Slice() {
+			nb, err := l.BalanceAt(name, at)
+			if err != nil {
+				return err
+			}
+			nbs = append(nbs, nb)
+		}
+		p := l.Settings().Precision
+		if c.Bool("allocations") {
+			t := table{headers: []string{"Node", "Allocation", "Active", "Start", "End", "Machine", "Deposited", "Amount", "CreditLimit", "Description"}, data: orEmpty(nbs)}
+			for _, nb := range nbs {
+				for _, a := range nb.Allocations {
+					t.add(nb.Node, strconv.FormatUint(a.ID, 10), yesNo(a.Active), localTime(a.Start), endTime(a.End), orAny(a.Machine),
+						amount(a.Deposited, p), amount(a.Amount, p), amount(a.CreditLimit, p), a.Description)
+				}
+			}
+			return show(c, t)
+		}
+		t := table{headers: []string{"Node", "Amount", "Reserved", "Balance", "CreditLimit", "Available"}, data: orEmpty(nbs)}
+		for _, nb := range nbs {
+			t.add(nb.Node, amount(nb.Amount, p), amount(nb.Reserved, p), amount(nb.Balance.Balance, p), amount(nb.CreditLimit, p), amount(nb.Available, p))
+		}
+		return show(c, t)
+	})
+}
+
+func statement(c *cli.Context) error {
+	a, err := args(c, "ACCOUNT")
+	if err != nil {
+		return err
+	}
+	from, err := parseTimeFlag(c, "start")
+	if err != nil {
+		return err
+	}
+	to, err := parseTimeFlag(c, "end")
+	if err != nil {
+		return err
+	}
+	return withBank(c, func(l *ledger.Ledger) error {
+		if to.IsZero() {
+			to = l.Now().Add(time.Microsecond) // include what happened just now
+		}
+		if from.IsZero() {
+			from = l.Created()
+		}
+		st, err := l.Statement(a[0], from, to, c.Bool("summarize"))
+		if err != nil {
+			return err
+		}
+		f, err := outputFormat(c)
+		if err != nil {
+			return err
+		}
+		if f == formatJSON {
+			return writeJSON(c.App.Writer, st)
+		}
+		return writeStatement(c, f, st, l.Settings().Precision)
+	})
+}
+
+// writeStatement prints the statement as Gold's gstatement does: the
+// summary, then the credit detail and the debit detail.
+func writeStatement(c *cli.Context, f format, st ledger.Statement, p int32) error {
+	w := c.App.Writer
+	summary := table{headers: []string{"Field", "Value"}}
+	summary.add("Account", st.Account)
+	summary.add("Period start", localTime(st.From))
+	summary.add("Period end", localTime(st.To))
+	summary.add("Beginning balance", amount(st.Beginning, p))
+	summary.add("Total credits", amount(st.Credits, p))
+	summary.add("Total debits", amount(st.Debits.Neg(), p))
+	summary.add("Ending balance", amount(st.Ending, p))
+	if err := write(w, f, summary); err != nil {
+		return err
+	}
+	for _, part := range []struct {
+		title string
+		lines []ledger.StatementLine
+	}{{"Credit detail", st.CreditLines}, {"Debit detail", st.DebitLines}} {
+		if f == formatTable {
+			fmt.Fprintf(w, "\n%s\n", part.title)
+		}
+		t := table{headers: []string{"Section", "Entry", "Time", "Kind", "Count", "Amount", "Allocations", "Ref", "Actor", "Description"}}
+		if f == formatTable {
+			t.headers = t.headers[1:]
+		}
+		for _, line := range part.lines {
+			ids := make([]string, len(line.Allocations))
+			for i, id := range line.Allocations {
+				ids[i] = strconv.FormatUint(id, 10)
+			}
+			seq := "-"
+			if line.Seq != 0 {
+				seq = strconv.FormatUint(line.Seq, 10)
+			}
+			cells := []string{seq, localTime(line.Time), string(line.Kind), strconv.Itoa(line.Count), amount(line.Amount, p), strings.Join(ids, ","), line.Ref, line.Actor, line.Description}
+			if f == formatParsable {
+				cells = append([]string{strings.ToLower(strings.Fields(part.title)[0])}, cells...)
+			}
+			t.add(cells...)
+		}
+		if err := write(w, f, t); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func journal(c *cli.Context) error {
+	var f ledger.JournalFilter
+	var err error
+	if f.From, err = parseTimeFlag(c, "since"); err != nil {
+		return err
+	}
+	if f.To, err = parseTimeFlag(c, "until"); err != nil {
+		return err
+	}
+	for _, k := range c.StringSlice("kind") {
+		kind, err := ledger.ParseKind(k)
+		if err != nil {
+			return err
+		}
+		f.Kinds = append(f.Kinds, kind)
+	}
+	f.Node, f.Limit = c.String("node"), c.Int("limit")
+	if f.Limit < 0 {
+		return usageError{"--limit must not be negative"}
+	}
+	return withBank(c, func(l *ledger.Ledger) error {
+		entries, err := l.Journal(f)
+		if err != nil {
+			return err
+		}
+		p := l.Settings().Precision
+		t := table{headers: []string{"Entry", "Time", "Kind", "Subject", "Ref", "Changes", "Actor", "Request", "Description"}, data: orEmpty(entries)}
+		for _, e := range entries {
+			var changes []string
+			for _, d := range e.Deltas {
+				sign := ""
+				if d.Amount.IsPositive() {
+					sign = "+"
+				}
+				changes = append(changes, fmt.Sprintf("%s#%d%s%s", d.Account, d.Allocation, sign, amount(d.Amount, p)))
+			}
+			t.add(strconv.FormatUint(e.Seq, 10), localTime(e.Time), string(e.Kind), subject(e), e.Ref, strings.Join(changes, " "), e.Actor, e.RequestID, e.Description)
+		}
+		return show(c, t)
+	})
+}
+
+// subject names what an entry is about.
+func subject(e ledger.Entry) string {
+	switch {
+	case e.Node != "":
+		return e.Node
+	case e.UserState != nil:
+		return "user " + e.UserState.Name
+	case e.Machine != nil:
+		return "machine " + e.Machine.Name
+	}
+	return "bank"
+}

@@ -1,0 +1,7 @@
+package main
+
+import "os"
+
+func main() {
+	os.Exit(run(os.Args, os.Stdout, os.Stderr))
+}

@@ -1,0 +1,106 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/shopspring/decimal"
+	"github.com/urfave/cli/v2"
+)
+
+// format is how a command prints its result.
+type format int
+
+const (
+	formatTable format = iota
+	formatJSON
+	formatParsable
+)
+
+func outputFormat(c *cli.Context) (format, error) {
+	j, p := flagBool(c, "json"), flagBool(c, "parsable")
+	switch {
+	case j && p:
+		return 0, usageError{"--json and --parsable exclude each other"}
+	case j:
+		return formatJSON, nil
+	case p:
+		return formatParsable, nil
+	}
+	return formatTable, nil
+}
+
+// table is a result as rows under headers; data is what --json prints.
+type table struct {
+	headers []string
+	rows    [][]string
+	data    any
+}
+
+func (t *table) add(cells ...string) { t.rows = append(t.rows, cells) }
+
+// show writes the table in the command's format.
+func show(c *cli.Context, t table) error {
+	f, err := outputFormat(c)
+	if err != nil {
+		return err
+	}
+	return write(c.App.Writer, f, t)
+}
+
+func write(w io.Writer, f format, t table) error {
+	switch f {
+	case formatJSON:
+		return writeJSON(w, t.data)
+	case formatParsable:
+		lines := append([][]string{t.headers}, t.rows...)
+		for _, cells := range lines {
+			if _, err := fmt.Fprintln(w, strings.Join(cells, "|")); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, strings.Join(t.headers, "\t"))
+	for _, r := range t.rows {
+		fmt.Fprintln(tw, strings.Join(r, "\t"))
+	}
+	return tw.Flush()
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// amount shows an amount with the bank's precision.
+func amount(d decimal.Decimal, precision int32) string { return d.StringFixedBank(precision) }
+
+// localTime shows a stored (UTC) time in the local zone; zero is "-".
+func localTime(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.Local().Format("2006-01-02 15:04:05")
+}
+
+// endTime shows an allocation's end, where zero means it never ends.
+func endTime(t time.Time) string {
+	if t.IsZero() {
+		return "never"
+	}
+	return localTime(t)
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
