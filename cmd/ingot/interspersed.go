@@ -9,11 +9,12 @@ import (
 // interspersed lets flags follow positional arguments (`ingot deposit chem
 // 100 --end 2027-01-01`), which urfave/cli v2 does not parse: it moves the
 // leaf command's own flags, with their values, in front of its positional
-// arguments. A token that is not one of the command's flags (such as "-5"
-// given as an amount) stays where it is, and "--" ends the flags.
+// arguments. Any other "--name" token moves too, so that the parser reports
+// it as unknown; a single-dash token that is not one of the command's flags
+// (such as "-5" given as an amount) stays where it is; "--" ends the flags.
 func interspersed(app *cli.App, args []string) []string {
-	if len(args) < 2 {
-		return args
+	if len(args) < 2 || args[len(args)-1] == "--generate-bash-completion" {
+		return args // shell completion wants its flag last, as given
 	}
 	out := []string{args[0]}
 	flags, cmds := app.Flags, app.Commands
@@ -71,6 +72,9 @@ func flagTokens(flags []cli.Flag, rest []string) int {
 			}
 			return 2
 		}
+	}
+	if strings.HasPrefix(tok, "--") {
+		return 1
 	}
 	return 0
 }
