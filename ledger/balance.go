@@ -53,7 +53,8 @@ func sumBalances(allocs []Allocation) Balance {
 // its account's figures.
 func (l *Ledger) BalanceAt(name string, at time.Time) (NodeBalance, error) {
 	now := l.Now()
-	if at.IsZero() || at.After(now) {
+	past := !at.IsZero() && at.Before(now)
+	if !past {
 		at = now
 	}
 	var nb NodeBalance
@@ -61,11 +62,17 @@ func (l *Ledger) BalanceAt(name string, at time.Time) (NodeBalance, error) {
 		if _, err := getNode(tx, name); err != nil {
 			return err
 		}
-		seq, err := seqAtOrBefore(tx, at)
-		if err != nil {
-			return err
+		var allocs []Allocation
+		var seq uint64
+		var err error
+		if past {
+			if seq, err = seqAtOrBefore(tx, at); err != nil {
+				return err
+			}
+			allocs, err = allocationsAsOf(tx, AccountOf(name), seq)
+		} else {
+			seq, allocs, err = currentAllocations(tx, AccountOf(name))
 		}
-		allocs, err := allocationsAsOf(tx, AccountOf(name), seq)
 		if err != nil {
 			return err
 		}
@@ -99,14 +106,21 @@ func (l *Ledger) Balances(at time.Time) ([]NodeBalance, error) {
 	return out, nil
 }
 
+// currentAllocations is the account's allocations now, with the newest
+// journal entry's number.
+func currentAllocations(tx Tx, account string) (uint64, []Allocation, error) {
+	last, err := tx.LastSeq()
+	if err != nil {
+		return 0, nil, err
+	}
+	allocs, err := tx.AccountAllocations(account)
+	return last, allocs, err
+}
+
 // allocationsAsOf is the account's allocations as they stood after entry seq.
 func allocationsAsOf(tx Tx, account string, seq uint64) ([]Allocation, error) {
-	current, err := tx.AccountAllocations(account)
-	if err != nil {
-		return nil, err
-	}
-	last, ok, err := tx.LastEntry()
-	if err != nil || (ok && last.Seq == seq) {
+	last, current, err := currentAllocations(tx, account)
+	if err != nil || last == seq {
 		return current, err
 	}
 	var out []Allocation
@@ -125,12 +139,12 @@ func allocationsAsOf(tx Tx, account string, seq uint64) ([]Allocation, error) {
 // seqAtOrBefore is the last journal entry made at or before t (0 if none).
 // Entry times never decrease, so a binary search finds it.
 func seqAtOrBefore(tx Tx, t time.Time) (uint64, error) {
-	last, ok, err := tx.LastEntry()
-	if err != nil || !ok {
+	last, err := tx.LastSeq()
+	if err != nil || last == 0 {
 		return 0, err
 	}
 	var searchErr error
-	n := sort.Search(int(last.Seq), func(i int) bool {
+	n := sort.Search(int(last), func(i int) bool {
 		e, ok, err := tx.Entry(uint64(i) + 1)
 		if err == nil && !ok {
 			err = fmt.Errorf("%w: journal entry %d is missing", ErrCorrupt, i+1)

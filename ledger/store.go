@@ -58,6 +58,9 @@ type Tx interface {
 
 	// LastEntry is the newest journal entry; ok is false for an empty journal.
 	LastEntry() (e Entry, ok bool, err error)
+	// LastSeq is the newest entry's number (0 for an empty journal), without
+	// decoding it.
+	LastSeq() (uint64, error)
 	Entry(seq uint64) (e Entry, ok bool, err error)
 	AppendEntry(Entry) error
 	// Entries calls fn for entries from..to (inclusive) in order until fn

@@ -171,11 +171,19 @@ func (t *tx) AllocationAsOf(id, seq uint64) (ledger.Allocation, bool, error) {
 }
 
 func (t *tx) LastEntry() (ledger.Entry, bool, error) {
+	seq, err := t.LastSeq()
+	if err != nil || seq == 0 {
+		return ledger.Entry{}, false, err
+	}
+	return t.Entry(seq)
+}
+
+func (t *tx) LastSeq() (uint64, error) {
 	k, _ := t.btx.Bucket(bucketJournal).Cursor().Last()
 	if k == nil {
-		return ledger.Entry{}, false, nil
+		return 0, nil
 	}
-	return t.Entry(decodeUint(k))
+	return decodeUint(k), nil
 }
 
 func (t *tx) Entry(seq uint64) (ledger.Entry, bool, error) {
