@@ -126,13 +126,13 @@ func statement(c *cli.Context) error {
 		if f == formatJSON {
 			return writeJSON(c.App.Writer, st)
 		}
-		return writeStatement(c, f, st, l.Settings().Precision)
+		return writeStatement(c, f, st, l.Settings().Precision, c.Bool("summarize"))
 	})
 }
 
 // writeStatement prints the statement as Gold's gstatement does: the
 // summary, then the credit detail and the debit detail.
-func writeStatement(c *cli.Context, f format, st ledger.Statement, p int32) error {
+func writeStatement(c *cli.Context, f format, st ledger.Statement, p int32, summarized bool) error {
 	w := c.App.Writer
 	summary := table{headers: []string{"Field", "Value"}}
 	summary.add("Account", st.Account)
@@ -153,6 +153,9 @@ func writeStatement(c *cli.Context, f format, st ledger.Statement, p int32) erro
 			fmt.Fprintf(w, "\n%s\n", part.title)
 		}
 		t := table{headers: []string{"Section", "Entry", "Time", "Kind", "Count", "Amount", "Allocations", "Ref", "Actor", "Description"}}
+		if summarized {
+			t.headers = []string{"Section", "Kind", "Count", "Amount"}
+		}
 		if f == formatTable {
 			t.headers = t.headers[1:]
 		}
@@ -161,11 +164,10 @@ func writeStatement(c *cli.Context, f format, st ledger.Statement, p int32) erro
 			for i, id := range line.Allocations {
 				ids[i] = strconv.FormatUint(id, 10)
 			}
-			seq := "-"
-			if line.Seq != 0 {
-				seq = strconv.FormatUint(line.Seq, 10)
+			cells := []string{strconv.FormatUint(line.Seq, 10), localTime(line.Time), string(line.Kind), strconv.Itoa(line.Count), amount(line.Amount, p), strings.Join(ids, ","), line.Ref, line.Actor, line.Description}
+			if summarized {
+				cells = []string{string(line.Kind), strconv.Itoa(line.Count), amount(line.Amount, p)}
 			}
-			cells := []string{seq, localTime(line.Time), string(line.Kind), strconv.Itoa(line.Count), amount(line.Amount, p), strings.Join(ids, ","), line.Ref, line.Actor, line.Description}
 			if f == formatParsable {
 				cells = append([]string{strings.ToLower(strings.Fields(part.title)[0])}, cells...)
 			}
