@@ -1,0 +1,118 @@
+package boltstore_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/shopspring/decimal"
+
+	"github.com/ingot-hpc/ingot/ledger"
+	"github.com/ingot-hpc/ingot/ledger/boltstore"
+)
+
+// TestFullDisk fills a small tmpfs under a bank and checks that a deposit
+// that cannot be written fails with the system's reason, that every
+// acknowledged deposit is still there, and that the bank works again once
+// space is freed. It needs root (to mount the tmpfs); CI runs as root.
+func TestFullDisk(t *testing.T) {
+	dir := t.TempDir()
+	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size=2m"); err != nil {
+		if os.Getenv("INGOT_E2E") == "1" {
+			t.Fatalf("mount a 2 MiB tmpfs (INGOT_E2E=1 requires it): %v", err)
+		}
+		t.Skipf("full-disk test needs root to mount a small tmpfs: %v", err)
+	}
+	t.Cleanup(func() { syscall.Unmount(dir, 0) })
+	path := filepath.Join(dir, "bank.db")
+	store, err := boltstore.Open(path, boltstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ledger.Init(store, ledger.Settings{Precision: 2}, ledger.Request{Actor: "t"}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	l, err := ledger.Open(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.CreateNode(ledger.Request{Actor: "t"}, ledger.NodeSpec{Name: "chem"}); err != nil {
+		t.Fatal(err)
+	}
+	acked := 0
+	deposit := func() error {
+		_, err := l.Deposit(ledger.Request{Actor: "t"}, ledger.DepositSpec{Account: "chem", Amount: decimal.NewFromInt(1)})
+		if err == nil {
+			acked++
+		}
+		return err
+	}
+	for i := 0; i < 50; i++ {
+		if err := deposit(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Fill what is left of the file system.
+	filler := filepath.Join(dir, "filler")
+	f, err := os.Create(filler)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chunk := make([]byte, 4096)
+	for {
+		if _, err := f.Write(chunk); err != nil {
+			break
+		}
+	}
+	f.Close()
+	var depositErr error
+	for i := 0; i < 10000 && depositErr == nil; i++ {
+		depositErr = deposit()
+	}
+	if depositErr == nil {
+		t.Fatal("10,000 deposits fitted on a full 2 MiB file system")
+	}
+	t.Logf("after %d deposits: %v", acked, depositErr)
+	if !strings.Contains(depositErr.Error(), "no space left on device") {
+		t.Errorf("full-disk error does not say why: %v", depositErr)
+	}
+	checkBank := func(want int64) {
+		t.Helper()
+		rep, err := l.Audit()
+		if err != nil || len(rep.Problems) > 0 {
+			t.Fatalf("audit: %v %v", rep.Problems, err)
+		}
+		nb, err := l.BalanceAt("chem", time.Time{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !nb.Amount.Equal(decimal.NewFromInt(want)) {
+			t.Fatalf("chem holds %s, want the %d acknowledged deposits", nb.Amount, want)
+		}
+	}
+	checkBank(int64(acked))
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	if err := deposit(); err != nil {
+		t.Fatalf("deposit after space was freed: %v", err)
+	}
+	checkBank(int64(acked))
+	if err := store.Close(); err != nil && !errors.Is(err, boltstore.ErrClosed) {
+		t.Fatal(err)
+	}
+	// And the file reopens sound.
+	store, err = boltstore.Open(path, boltstore.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	if l, err = ledger.Open(store); err != nil {
+		t.Fatal(err)
+	}
+	checkBank(int64(acked))
+}
