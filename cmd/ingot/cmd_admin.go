@@ -27,6 +27,11 @@ func adminCommands() []*cli.Command {
 			Action:    backup,
 		},
 		{
+			Name:   "man",
+			Usage:  "print the manual page (roff): ingot man > ingot.1; man ./ingot.1",
+			Action: manPage,
+		},
+		{
 			Name:      "completion",
 			Usage:     "print a shell completion script: eval \"$(ingot completion bash)\"",
 			ArgsUsage: "bash|zsh",
@@ -151,4 +156,13 @@ func completion(c *cli.Context) error {
 		return usageError{fmt.Sprintf("completion: unknown shell %q (bash or zsh)", a[0])}
 	}
 	return nil
+}
+
+func manPage(c *cli.Context) error {
+	page, err := c.App.ToMan()
+	if err != nil {
+		return fmt.Errorf("man: %w", err)
+	}
+	_, err = fmt.Fprint(c.App.Writer, page)
+	return err
 }

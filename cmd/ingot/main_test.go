@@ -269,6 +269,13 @@ func TestCompletion(t *testing.T) {
 	}
 }
 
+func TestManPage(t *testing.T) {
+	var out bytes.Buffer
+	if code := run([]string{"ingot", "man"}, &out, &out); code != exitOK || !strings.Contains(out.String(), ".SH") || !strings.Contains(out.String(), "statement") {
+		t.Fatalf("exit %d: %.300s", code, out.String())
+	}
+}
+
 func TestInterspersedFlags(t *testing.T) {
 	app := newApp(&bytes.Buffer{}, &bytes.Buffer{})
 	for _, tc := range []struct{ in, want string }{
