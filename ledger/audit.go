@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+
+	"github.com/shopspring/decimal"
 )
 
 // AuditReport is what Audit found. The bank is sound iff Problems is empty.
@@ -28,7 +30,8 @@ func (l *Ledger) Audit() (AuditReport, error) {
 	err := l.store.View(func(tx Tx) error {
 		rep = AuditReport{}
 		a := auditor{tx: tx, rep: &rep, allocs: map[uint64]Allocation{}, nodes: map[string]Node{},
-			users: map[string]User{}, machines: map[string]Machine{}}
+			users: map[string]User{}, machines: map[string]Machine{}, liens: map[string]Lien{},
+			charges: map[string]Charge{}, records: map[string]Record{}}
 		if err := tx.Entries(1, ^uint64(0), a.replay); err != nil {
 			return err
 		}
@@ -46,6 +49,9 @@ type auditor struct {
 	nodes    map[string]Node
 	users    map[string]User
 	machines map[string]Machine
+	liens    map[string]Lien
+	charges  map[string]Charge
+	records  map[string]Record
 }
 
 func (a *auditor) problem(format string, args ...any) {
@@ -81,6 +87,25 @@ func (a *auditor) replay(e Entry) (bool, error) {
 	}
 	if e.Machine != nil {
 		a.machines[e.Machine.Name] = *e.Machine
+	}
+	if e.Lien != nil {
+		a.liens[fmt.Sprint(e.Lien.ID)] = *e.Lien
+		if sum := sumHolds(e.Lien.Holds); !sum.Equal(e.Lien.Amount) {
+			a.problem("journal: entry %d: lien %d holds %s in all but its amount is %s", e.Seq, e.Lien.ID, sum, e.Lien.Amount)
+		}
+	}
+	if e.Charge != nil {
+		a.charges[fmt.Sprint(e.Charge.ID)] = *e.Charge
+		if sum := sumHolds(e.Charge.Debits); !sum.Equal(e.Charge.Amount) {
+			a.problem("journal: entry %d: charge %d debits %s in all but its amount is %s", e.Seq, e.Charge.ID, sum, e.Charge.Amount)
+		}
+	}
+	if r := e.Record; r != nil {
+		if r.Deleted {
+			delete(a.records, r.Kind+"/"+r.Key)
+		} else {
+			a.records[r.Kind+"/"+r.Key] = *r
+		}
 	}
 	touched := map[uint64]bool{}
 	for _, t := range e.Terms {
@@ -170,6 +195,33 @@ func (a *auditor) compareStored() error {
 	if err != nil {
 		return err
 	}
+	liens, err := a.tx.Liens()
+	if err != nil {
+		return err
+	}
+	charges, err := a.tx.Charges()
+	if err != nil {
+		return err
+	}
+	var records []Record
+	for _, n := range nodes {
+		if !n.IsAccount() {
+			continue
+		}
+		if err := a.compareActiveLiens(n.Name, liens); err != nil {
+			return err
+		}
+	}
+	for _, kind := range recordKinds(a.records) {
+		rs, err := a.tx.Records(kind)
+		if err != nil {
+			return err
+		}
+		records = append(records, rs...)
+	}
+	compareRecords(a, "lien", liens, a.liens, func(l Lien) string { return fmt.Sprint(l.ID) })
+	compareRecords(a, "charge", charges, a.charges, func(c Charge) string { return fmt.Sprint(c.ID) })
+	compareRecords(a, "record", records, a.records, func(r Record) string { return r.Kind + "/" + r.Key })
 	compareRecords(a, "node", nodes, a.nodes, func(n Node) string { return n.Name })
 	compareRecords(a, "user", users, a.users, func(u User) string { return u.Name })
 	compareRecords(a, "machine", machines, a.machines, func(m Machine) string { return m.Name })
@@ -190,6 +242,49 @@ func (a *auditor) compareAccountIndex(account string, want []uint64) error {
 		a.problem("account %s: its allocation index lists %v, its allocations are %v", account, got, want)
 	}
 	return nil
+}
+
+// compareActiveLiens checks the account's active-lien index against the
+// stored liens.
+func (a *auditor) compareActiveLiens(account string, liens []Lien) error {
+	indexed, err := a.tx.ActiveLiens(account)
+	if err != nil {
+		return err
+	}
+	var got, want []uint64
+	for _, l := range indexed {
+		got = append(got, l.ID)
+	}
+	for _, l := range liens {
+		if l.Account == account && l.State == LienActive {
+			want = append(want, l.ID)
+		}
+	}
+	if !slices.Equal(got, want) {
+		a.problem("account %s: its active-lien index lists %v, its active liens are %v", account, got, want)
+	}
+	return nil
+}
+
+// recordKinds lists the kinds of the replayed records; a stored record of a
+// kind that was never journaled is not looked for.
+func recordKinds(records map[string]Record) []string {
+	var kinds []string
+	for _, r := range records {
+		if !slices.Contains(kinds, r.Kind) {
+			kinds = append(kinds, r.Kind)
+		}
+	}
+	slices.Sort(kinds)
+	return kinds
+}
+
+func sumHolds(holds []Hold) decimal.Decimal {
+	sum := decimal.Zero
+	for _, h := range holds {
+		sum = sum.Add(h.Amount)
+	}
+	return sum
 }
 
 // compareRecords checks stored records against the replayed ones, by their

@@ -29,17 +29,21 @@ type NodeBalance struct {
 	Allocations []AllocationStatus `json:"allocations"`
 }
 
-// AllocationStatus is an allocation as it stood at a time.
+// AllocationStatus is an allocation as it stood at a time, with what liens
+// held on it.
 type AllocationStatus struct {
 	Allocation
-	Active bool `json:"active"`
+	Reserved decimal.Decimal `json:"reserved"`
+	Active   bool            `json:"active"`
 }
 
-// sumBalances totals the allocations given (the caller picks the active ones).
-func sumBalances(allocs []Allocation) Balance {
+// sumBalances totals the allocations given (the caller picks the active
+// ones) with what liens hold on them.
+func sumBalances(allocs []Allocation, reserved map[uint64]decimal.Decimal) Balance {
 	b := Balance{Amount: decimal.Zero, Reserved: decimal.Zero, CreditLimit: decimal.Zero}
 	for _, a := range allocs {
 		b.Amount = b.Amount.Add(a.Amount)
+		b.Reserved = b.Reserved.Add(reserved[a.ID])
 		b.CreditLimit = b.CreditLimit.Add(a.CreditLimit)
 	}
 	b.Balance = b.Amount.Sub(b.Reserved)
@@ -63,24 +67,32 @@ func (l *Ledger) BalanceAt(name string, at time.Time) (NodeBalance, error) {
 			return err
 		}
 		var allocs []Allocation
+		var reserved map[uint64]decimal.Decimal
 		var seq uint64
 		var err error
+		account := AccountOf(name)
 		if past {
 			if seq, err = seqAtOrBefore(tx, at); err != nil {
 				return err
 			}
-			allocs, err = allocationsAsOf(tx, AccountOf(name), seq)
+			if allocs, err = allocationsAsOf(tx, account, seq); err != nil {
+				return err
+			}
+			reserved, err = reservedAsOf(tx, account, seq, at)
 		} else {
-			seq, allocs, err = currentAllocations(tx, AccountOf(name))
+			if seq, allocs, err = currentAllocations(tx, account); err != nil {
+				return err
+			}
+			reserved, err = reservedAt(tx, account, at, 0)
 		}
 		if err != nil {
 			return err
 		}
 		nb = NodeBalance{Node: name, At: at, Seq: seq, Allocations: make([]AllocationStatus, len(allocs))}
 		for i, a := range allocs {
-			nb.Allocations[i] = AllocationStatus{Allocation: a, Active: a.ActiveAt(at)}
+			nb.Allocations[i] = AllocationStatus{Allocation: a, Reserved: reserved[a.ID], Active: a.ActiveAt(at)}
 		}
-		nb.Balance = sumBalances(activeAt(allocs, at))
+		nb.Balance = sumBalances(activeAt(allocs, at), reserved)
 		return nil
 	})
 	return nb, err

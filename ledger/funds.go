@@ -55,7 +55,7 @@ func (l *Ledger) Deposit(req Request, spec DepositSpec) (Receipt, error) {
 	if err := l.checkDeposit(&spec); err != nil {
 		return Receipt{}, err
 	}
-	return mutate(l, req, KindDeposit, spec, func(w *writer) (Receipt, error) {
+	return Mutate(l, req, KindDeposit, spec, func(w *Writer) (Receipt, error) {
 		if _, err := activeAccount(w.tx, spec.Account, "deposit"); err != nil {
 			return Receipt{}, err
 		}
@@ -88,7 +88,7 @@ func (l *Ledger) Deposit(req Request, spec DepositSpec) (Receipt, error) {
 			terms = []AllocationTerms{a.AllocationTerms}
 		}
 		d := Delta{Allocation: a.ID, Account: a.Account, Amount: spec.Amount, Deposited: spec.Amount}
-		return w.move(Entry{Kind: KindDeposit, Node: spec.Account, Description: spec.Description, Terms: terms}, []Allocation{a}, []Delta{d})
+		return w.Move(Entry{Kind: KindDeposit, Node: spec.Account, Description: spec.Description, Terms: terms}, []Allocation{a}, []Delta{d})
 	})
 }
 
@@ -113,12 +113,12 @@ func (l *Ledger) Withdraw(req Request, spec WithdrawSpec) (Receipt, error) {
 	if err := CheckAmount(spec.Amount, l.settings.Precision); err != nil {
 		return Receipt{}, fmt.Errorf("withdraw: %w", err)
 	}
-	return mutate(l, req, KindWithdraw, spec, func(w *writer) (Receipt, error) {
+	return Mutate(l, req, KindWithdraw, spec, func(w *Writer) (Receipt, error) {
 		sources, deltas, err := w.takeFrom(spec.Account, spec.Allocation, spec.Amount, "withdraw")
 		if err != nil {
 			return Receipt{}, err
 		}
-		return w.move(Entry{Kind: KindWithdraw, Node: spec.Account, Description: spec.Description}, sources, deltas)
+		return w.Move(Entry{Kind: KindWithdraw, Node: spec.Account, Description: spec.Description}, sources, deltas)
 	})
 }
 
@@ -133,7 +133,7 @@ func (l *Ledger) Transfer(req Request, spec TransferSpec) (Receipt, error) {
 	if spec.From == spec.To {
 		return Receipt{}, fmt.Errorf("%w: transfer from %s to itself", ErrInvalid, spec.From)
 	}
-	return mutate(l, req, KindTransfer, spec, func(w *writer) (Receipt, error) {
+	return Mutate(l, req, KindTransfer, spec, func(w *Writer) (Receipt, error) {
 		if _, err := activeAccount(w.tx, spec.To, "transfer"); err != nil {
 			return Receipt{}, err
 		}
@@ -165,7 +165,7 @@ func (l *Ledger) Transfer(req Request, spec TransferSpec) (Receipt, error) {
 			deltas = append(deltas, Delta{Allocation: targets[j].ID, Account: spec.To, Amount: in, Deposited: in})
 			changed = append(changed, targets[j])
 		}
-		return w.move(Entry{Kind: KindTransfer, Node: spec.From, Ref: spec.To, Description: spec.Description, Terms: terms}, changed, deltas)
+		return w.Move(Entry{Kind: KindTransfer, Node: spec.From, Ref: spec.To, Description: spec.Description, Terms: terms}, changed, deltas)
 	})
 }
 
@@ -174,13 +174,14 @@ func sameWindow(a, b AllocationTerms) bool {
 }
 
 // takeFrom chooses what to debit from an account's active allocations (or
-// the one named) to take amount out: first what they hold, then their
-// credit limits, each pass in debit order. It refuses beyond Available.
-func (w *writer) takeFrom(account string, only uint64, amount decimal.Decimal, op string) ([]Allocation, []Delta, error) {
+// the one named) to take amount out: first what they hold beyond liens,
+// then their credit limits, each pass in debit order. It refuses beyond
+// Available.
+func (w *Writer) takeFrom(account string, only uint64, amount decimal.Decimal, op string) ([]Allocation, []Delta, error) {
 	if _, err := activeAccount(w.tx, account, op); err != nil {
 		return nil, nil, err
 	}
-	var allocs []Allocation
+	usable := func(Allocation) bool { return true }
 	if only != 0 {
 		a, err := accountAllocation(w.tx, account, only)
 		if err != nil {
@@ -189,43 +190,25 @@ func (w *writer) takeFrom(account string, only uint64, amount decimal.Decimal, o
 		if !a.ActiveAt(w.now) {
 			return nil, nil, fmt.Errorf("%w: %s: allocation %d of %s is not active now", ErrInvalid, op, only, account)
 		}
-		allocs = []Allocation{a}
-	} else {
-		all, err := w.tx.AccountAllocations(account)
-		if err != nil {
-			return nil, nil, err
-		}
-		allocs = activeAt(all, w.now)
+		usable = func(a Allocation) bool { return a.ID == only }
 	}
-	available := sumBalances(allocs).Available
-	if amount.GreaterThan(available) {
-		return nil, nil, fmt.Errorf("%w: %s of %s from %s: only %s available", ErrInsufficientFunds, op, amount, account, available)
+	f, err := w.funds(account, usable, nil)
+	if err != nil {
+		return nil, nil, err
 	}
-	DebitOrder(allocs, nil)
-	taken := make(map[uint64]decimal.Decimal)
-	need := amount
-	for _, pass := range []func(Allocation) decimal.Decimal{
-		func(a Allocation) decimal.Decimal { return a.Amount },
-		func(a Allocation) decimal.Decimal { return a.CreditLimit.Add(decimal.Min(a.Amount, decimal.Zero)) },
-	} {
-		for _, a := range allocs {
-			if !need.IsPositive() {
-				break
-			}
-			if room := pass(a); room.IsPositive() {
-				t := decimal.Min(room, need)
-				taken[a.ID] = taken[a.ID].Add(t)
-				need = need.Sub(t)
-			}
-		}
+	holds, err := f.Hold(amount)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", op, err)
 	}
-	var sources []Allocation
-	var deltas []Delta
-	for _, a := range allocs {
-		if t, ok := taken[a.ID]; ok {
-			sources = append(sources, a)
-			deltas = append(deltas, Delta{Allocation: a.ID, Account: account, Amount: t.Neg(), Deposited: decimal.Zero})
-		}
+	byID := map[uint64]Allocation{}
+	for _, a := range f.Allocations {
+		byID[a.ID] = a
+	}
+	sources := make([]Allocation, len(holds))
+	deltas := make([]Delta, len(holds))
+	for i, h := range holds {
+		sources[i] = byID[h.Allocation]
+		deltas[i] = Delta{Allocation: h.Allocation, Account: account, Amount: h.Amount.Neg(), Deposited: decimal.Zero}
 	}
 	return sources, deltas, nil
 }
@@ -233,7 +216,7 @@ func (w *writer) takeFrom(account string, only uint64, amount decimal.Decimal, o
 // move applies deltas to the allocations (listed in the same order as far
 // as deltas go; an allocation may appear more than once), journals e and
 // stores the new states.
-func (w *writer) move(e Entry, allocs []Allocation, deltas []Delta) (Receipt, error) {
+func (w *Writer) Move(e Entry, allocs []Allocation, deltas []Delta) (Receipt, error) {
 	byID := make(map[uint64]Allocation, len(allocs))
 	var order []uint64
 	for _, a := range allocs {
@@ -253,7 +236,7 @@ func (w *writer) move(e Entry, allocs []Allocation, deltas []Delta) (Receipt, er
 		changed[i] = byID[id]
 	}
 	e.Deltas = deltas
-	entry, err := w.append(e, changed...)
+	entry, err := w.Append(e, changed...)
 	if err != nil {
 		return Receipt{}, err
 	}

@@ -26,13 +26,21 @@ const (
 	KindDeposit        Kind = "deposit"
 	KindWithdraw       Kind = "withdraw"
 	KindTransfer       Kind = "transfer"
+	KindRecord         Kind = "record"
+	KindLienPlace      Kind = "lien_place"
+	KindLienExtend     Kind = "lien_extend"
+	KindLienRelease    Kind = "lien_release"
+	KindLienExpire     Kind = "lien_expire"
+	KindCharge         Kind = "charge"
+	KindRefund         Kind = "refund"
 )
 
 // Kinds lists every entry kind, for validation and help texts.
 var Kinds = []Kind{
 	KindInit, KindNodeCreate, KindNodeModify, KindNodeDeactivate,
 	KindUserAdd, KindUserModify, KindMachineAdd, KindMachineModify,
-	KindDeposit, KindWithdraw, KindTransfer,
+	KindDeposit, KindWithdraw, KindTransfer, KindRecord,
+	KindLienPlace, KindLienExtend, KindLienRelease, KindLienExpire, KindCharge, KindRefund,
 }
 
 // Delta is the change one entry made to one allocation's amounts.
@@ -59,6 +67,9 @@ type Entry struct {
 	NodeState   *Node             `json:"node_state,omitempty"`
 	UserState   *User             `json:"user_state,omitempty"`
 	Machine     *Machine          `json:"machine_state,omitempty"`
+	Lien        *Lien             `json:"lien,omitempty"`
+	Charge      *Charge           `json:"charge,omitempty"`
+	Record      *Record           `json:"record,omitempty"`
 	Terms       []AllocationTerms `json:"terms,omitempty"`
 	Deltas      []Delta           `json:"deltas,omitempty"`
 	PrevHash    string            `json:"prev_hash"`

@@ -48,8 +48,8 @@ func Init(store Store, s Settings, req Request, now time.Time) error {
 		if err := tx.PutSettings(s); err != nil {
 			return err
 		}
-		w := &writer{tx: tx, req: req, now: stamp(now)}
-		_, err := w.append(Entry{Kind: KindInit, Settings: &s})
+		w := &Writer{tx: tx, req: req, now: stamp(now)}
+		_, err := w.Append(Entry{Kind: KindInit, Settings: &s})
 		return err
 	})
 }
@@ -106,10 +106,12 @@ func (l *Ledger) Close() error { return l.store.Close() }
 
 func stamp(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
 
-// mutate runs one idempotent change. content is what the request asks
-// (hashed to detect a reused id); fn does the change through a writer and
-// returns the answer, which is recorded for retries.
-func mutate[R any](l *Ledger, req Request, kind Kind, content any, fn func(w *writer) (R, error)) (R, error) {
+// Mutate runs one idempotent change: the building block of every change to
+// the bank, here and in the packages above (lien). content is what the
+// request asks (hashed to detect a reused id); fn does the change through a
+// Writer and returns the answer, which is recorded for retries. fn may run
+// more than once (see Store.Update) and must keep its effects in the Writer.
+func Mutate[R any](l *Ledger, req Request, kind Kind, content any, fn func(w *Writer) (R, error)) (R, error) {
 	var result R
 	hash, err := contentHash(kind, content)
 	if err != nil {
@@ -134,7 +136,7 @@ func mutate[R any](l *Ledger, req Request, kind Kind, content any, fn func(w *wr
 				return nil
 			}
 		}
-		w := &writer{tx: tx, req: req, now: l.Now()}
+		w := &Writer{tx: tx, req: req, now: l.Now()}
 		r, err := fn(w)
 		if err != nil {
 			return err
@@ -164,18 +166,25 @@ func contentHash(kind Kind, content any) (string, error) {
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
-// writer appends journal entries and the state they change in one
+// Writer appends journal entries and the state they change in one
 // transaction.
-type writer struct {
+type Writer struct {
 	tx      Tx
 	req     Request
 	now     time.Time
 	lastSeq uint64
 }
 
-// append journals e (filling in its sequence, time, actor, request and
-// hashes) and stores the allocations it changed.
-func (w *writer) append(e Entry, changed ...Allocation) (Entry, error) {
+// Tx is the transaction, for reads; changes go through Append.
+func (w *Writer) Tx() Tx { return w.tx }
+
+// Now is the time of this change.
+func (w *Writer) Now() time.Time { return w.now }
+
+// Append journals e (filling in its sequence, time, actor, request and
+// hashes) and stores what it changed: the allocations given, and the lien,
+// charge or record the entry carries. Nothing changes without its entry.
+func (w *Writer) Append(e Entry, changed ...Allocation) (Entry, error) {
 	last, ok, err := w.tx.LastEntry()
 	if err != nil {
 		return Entry{}, err
@@ -196,6 +205,21 @@ func (w *writer) append(e Entry, changed ...Allocation) (Entry, error) {
 	}
 	for _, a := range changed {
 		if err := w.tx.PutAllocation(a, e.Seq); err != nil {
+			return Entry{}, err
+		}
+	}
+	if e.Lien != nil {
+		if err := w.tx.PutLien(*e.Lien); err != nil {
+			return Entry{}, err
+		}
+	}
+	if e.Charge != nil {
+		if err := w.tx.PutCharge(*e.Charge); err != nil {
+			return Entry{}, err
+		}
+	}
+	if e.Record != nil {
+		if err := w.tx.PutRecord(*e.Record); err != nil {
 			return Entry{}, err
 		}
 	}

@@ -31,7 +31,7 @@ func (l *Ledger) CreateNode(req Request, spec NodeSpec) (Node, error) {
 	if err := checkPolicy(spec.Name, spec.Policy); err != nil {
 		return Node{}, err
 	}
-	return mutate(l, req, KindNodeCreate, spec, func(w *writer) (Node, error) {
+	return Mutate(l, req, KindNodeCreate, spec, func(w *Writer) (Node, error) {
 		if _, ok, err := w.tx.Node(spec.Name); err != nil {
 			return Node{}, err
 		} else if ok {
@@ -54,10 +54,10 @@ func (l *Ledger) ModifyNode(req Request, name string, change NodeChange) (Node, 
 			return Node{}, err
 		}
 	}
-	return mutate(l, req, KindNodeModify, struct {
+	return Mutate(l, req, KindNodeModify, struct {
 		Name   string     `json:"name"`
 		Change NodeChange `json:"change"`
-	}{name, change}, func(w *writer) (Node, error) {
+	}{name, change}, func(w *Writer) (Node, error) {
 		n, err := activeNode(w.tx, name)
 		if err != nil {
 			return Node{}, err
@@ -78,7 +78,7 @@ func (l *Ledger) ModifyNode(req Request, name string, change NodeChange) (Node, 
 // DeactivateNode stops a node and its subtree from taking part in any
 // further change. Its history, balances and statements stay readable.
 func (l *Ledger) DeactivateNode(req Request, name string) (Node, error) {
-	return mutate(l, req, KindNodeDeactivate, name, func(w *writer) (Node, error) {
+	return Mutate(l, req, KindNodeDeactivate, name, func(w *Writer) (Node, error) {
 		n, err := activeNode(w.tx, name)
 		if err != nil {
 			return Node{}, err
@@ -88,11 +88,11 @@ func (l *Ledger) DeactivateNode(req Request, name string) (Node, error) {
 	})
 }
 
-func putNode(w *writer, kind Kind, n Node) error {
+func putNode(w *Writer, kind Kind, n Node) error {
 	if err := w.tx.PutNode(n); err != nil {
 		return err
 	}
-	_, err := w.append(Entry{Kind: kind, Node: n.Name, NodeState: &n})
+	_, err := w.Append(Entry{Kind: kind, Node: n.Name, NodeState: &n})
 	return err
 }
 

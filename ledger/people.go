@@ -29,7 +29,7 @@ func (l *Ledger) AddUser(req Request, spec UserSpec) (User, error) {
 	if err := CheckUserName(spec.Name); err != nil {
 		return User{}, err
 	}
-	return mutate(l, req, KindUserAdd, spec, func(w *writer) (User, error) {
+	return Mutate(l, req, KindUserAdd, spec, func(w *Writer) (User, error) {
 		if _, ok, err := w.tx.User(spec.Name); err != nil {
 			return User{}, err
 		} else if ok {
@@ -46,10 +46,10 @@ func (l *Ledger) AddUser(req Request, spec UserSpec) (User, error) {
 // ModifyUser changes a user's description, default project, memberships or
 // active state.
 func (l *Ledger) ModifyUser(req Request, name string, change UserChange) (User, error) {
-	return mutate(l, req, KindUserModify, struct {
+	return Mutate(l, req, KindUserModify, struct {
 		Name   string     `json:"name"`
 		Change UserChange `json:"change"`
-	}{name, change}, func(w *writer) (User, error) {
+	}{name, change}, func(w *Writer) (User, error) {
 		u, ok, err := w.tx.User(name)
 		if err != nil {
 			return User{}, err
@@ -120,11 +120,11 @@ func (u User) RoleIn(node string) Role {
 	return ""
 }
 
-func putUser(w *writer, kind Kind, u User) error {
+func putUser(w *Writer, kind Kind, u User) error {
 	if err := w.tx.PutUser(u); err != nil {
 		return err
 	}
-	_, err := w.append(Entry{Kind: kind, UserState: &u})
+	_, err := w.Append(Entry{Kind: kind, UserState: &u})
 	return err
 }
 
@@ -162,7 +162,7 @@ func (l *Ledger) AddMachine(req Request, spec MachineSpec) (Machine, error) {
 	if err := spec.Shape.check(); err != nil {
 		return Machine{}, err
 	}
-	return mutate(l, req, KindMachineAdd, spec, func(w *writer) (Machine, error) {
+	return Mutate(l, req, KindMachineAdd, spec, func(w *Writer) (Machine, error) {
 		if _, ok, err := w.tx.Machine(spec.Name); err != nil {
 			return Machine{}, err
 		} else if ok {
@@ -175,10 +175,10 @@ func (l *Ledger) AddMachine(req Request, spec MachineSpec) (Machine, error) {
 
 // ModifyMachine changes a machine's description, node shape or active state.
 func (l *Ledger) ModifyMachine(req Request, name string, change MachineChange) (Machine, error) {
-	return mutate(l, req, KindMachineModify, struct {
+	return Mutate(l, req, KindMachineModify, struct {
 		Name   string        `json:"name"`
 		Change MachineChange `json:"change"`
-	}{name, change}, func(w *writer) (Machine, error) {
+	}{name, change}, func(w *Writer) (Machine, error) {
 		m, ok, err := w.tx.Machine(name)
 		if err != nil {
 			return Machine{}, err
@@ -207,11 +207,11 @@ func (l *Ledger) ModifyMachine(req Request, name string, change MachineChange) (
 	})
 }
 
-func putMachine(w *writer, kind Kind, m Machine) error {
+func putMachine(w *Writer, kind Kind, m Machine) error {
 	if err := w.tx.PutMachine(m); err != nil {
 		return err
 	}
-	_, err := w.append(Entry{Kind: kind, Machine: &m})
+	_, err := w.Append(Entry{Kind: kind, Machine: &m})
 	return err
 }
 

@@ -67,6 +67,34 @@ type Tx interface {
 	// returns false or an error.
 	Entries(from, to uint64, fn func(Entry) (bool, error)) error
 
+	NextLienID() (uint64, error)
+	Lien(id uint64) (l Lien, ok bool, err error)
+	// PutLien stores a lien and keeps its indexes: by job, and while it is
+	// active, by account and by expiry.
+	PutLien(Lien) error
+	// JobLien is the newest lien of a job on a machine.
+	JobLien(machine, job string) (l Lien, ok bool, err error)
+	// ActiveLiens lists the account's active liens in id order, including
+	// those past their expiry that the sweeper has not marked yet.
+	ActiveLiens(account string) ([]Lien, error)
+	// ExpiredLiens lists at most limit active liens whose expiry is at or
+	// before t, soonest expiry first.
+	ExpiredLiens(t time.Time, limit int) ([]Lien, error)
+	Liens() ([]Lien, error)
+
+	NextChargeID() (uint64, error)
+	Charge(id uint64) (c Charge, ok bool, err error)
+	PutCharge(Charge) error
+	// JobCharges lists a job's charges in id order.
+	JobCharges(machine, job string) ([]Charge, error)
+	Charges() ([]Charge, error)
+
+	Record(kind, key string) (r Record, ok bool, err error)
+	// PutRecord stores a record, or removes it when r.Deleted.
+	PutRecord(r Record) error
+	// Records lists the records of a kind in key order.
+	Records(kind string) ([]Record, error)
+
 	Request(key RequestKey) (r RequestRecord, ok bool, err error)
 	PutRequest(key RequestKey, r RequestRecord) error
 }

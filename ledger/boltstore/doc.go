@@ -14,6 +14,13 @@
 //	balance_history        id ‖ seq -> ledger.Allocation after entry seq
 //	journal                seq -> ledger.Entry
 //	requests               client NUL request id -> ledger.RequestRecord
+//	liens                  id -> ledger.Lien
+//	liens_by_job           machine NUL job id -> newest lien id
+//	liens_active           account NUL id -> (empty), while the lien is active
+//	liens_by_expiry        expiry (Unix ns) ‖ id -> (empty), while active
+//	charges                id -> ledger.Charge
+//	charges_by_job         machine NUL job id NUL id -> (empty)
+//	records                kind NUL key -> ledger.Record
 //
 // # Group commit
 //

@@ -30,8 +30,17 @@ var (
 	bucketHistory     = []byte("balance_history")
 	bucketJournal     = []byte("journal")
 	bucketRequests    = []byte("requests")
+	bucketLiens       = []byte("liens")
+	bucketLiensByJob  = []byte("liens_by_job")
+	bucketLiensActive = []byte("liens_active")
+	bucketLiensExpiry = []byte("liens_by_expiry")
+	bucketCharges     = []byte("charges")
+	bucketChargesJob  = []byte("charges_by_job")
+	bucketRecords     = []byte("records")
 	allBuckets        = [][]byte{bucketMeta, bucketNodes, bucketUsers, bucketMachines,
-		bucketAllocations, bucketByAccount, bucketHistory, bucketJournal, bucketRequests}
+		bucketAllocations, bucketByAccount, bucketHistory, bucketJournal, bucketRequests,
+		bucketLiens, bucketLiensByJob, bucketLiensActive, bucketLiensExpiry,
+		bucketCharges, bucketChargesJob, bucketRecords}
 	keySchema   = []byte("schema")
 	keySettings = []byte("settings")
 )
@@ -105,6 +114,11 @@ func prepare(db *bolt.DB, readOnly bool) error {
 		}
 		if got := decodeUint(v); got > schemaVersion {
 			return fmt.Errorf("database schema %d is newer than this ingot's %d: upgrade ingot", got, schemaVersion)
+		}
+		for _, name := range allBuckets {
+			if tx.Bucket(name) == nil {
+				return fmt.Errorf("bucket %s is missing: open the database once read-write (any ingot command that changes it) to add it", name)
+			}
 		}
 		return nil
 	}

@@ -106,14 +106,7 @@ func (t *tx) PutMachine(m ledger.Machine) error { return t.put(bucketMachines, [
 
 func (t *tx) Machines() ([]ledger.Machine, error) { return all[ledger.Machine](t, bucketMachines) }
 
-func (t *tx) NextAllocationID() (uint64, error) {
-	t.wrote = true
-	id, err := t.btx.Bucket(bucketAllocations).NextSequence()
-	if err != nil {
-		return 0, fmt.Errorf("boltstore: next allocation id: %w", err)
-	}
-	return id, nil
-}
+func (t *tx) NextAllocationID() (uint64, error) { return t.nextID(bucketAllocations) }
 
 func (t *tx) Allocation(id uint64) (ledger.Allocation, bool, error) {
 	return get[ledger.Allocation](t, bucketAllocations, encodeUint(id))
@@ -123,8 +116,8 @@ func (t *tx) PutAllocation(a ledger.Allocation, seq uint64) error {
 	if err := t.put(bucketAllocations, encodeUint(a.ID), a); err != nil {
 		return err
 	}
-	if err := t.btx.Bucket(bucketByAccount).Put(accountKey(a.Account, a.ID), nil); err != nil {
-		return fmt.Errorf("boltstore: index allocation %d: %w", a.ID, err)
+	if err := t.index(bucketByAccount, accountKey(a.Account, a.ID), []byte{}, true); err != nil {
+		return err
 	}
 	return t.put(bucketHistory, historyKey(a.ID, seq), a)
 }

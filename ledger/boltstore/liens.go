@@ -1,0 +1,183 @@
+package boltstore
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"time"
+
+	"github.com/ingot-hpc/ingot/ledger"
+)
+
+func jobKey(machine, job string) []byte {
+	return append(append([]byte(machine), 0), job...)
+}
+
+func expiryKey(t time.Time, id uint64) []byte {
+	return binary.BigEndian.AppendUint64(encodeUint(uint64(t.UnixNano())), id)
+}
+
+func (t *tx) nextID(bucket []byte) (uint64, error) {
+	t.wrote = true
+	id, err := t.btx.Bucket(bucket).NextSequence()
+	if err != nil {
+		return 0, fmt.Errorf("boltstore: next %s id: %w", bucket, err)
+	}
+	return id, nil
+}
+
+// index adds (or, with add false, removes) an index key.
+func (t *tx) index(bucket, key []byte, value []byte, add bool) error {
+	t.wrote = true
+	b := t.btx.Bucket(bucket)
+	var err error
+	if add {
+		err = b.Put(key, value)
+	} else {
+		err = b.Delete(key)
+	}
+	if err != nil {
+		return fmt.Errorf("boltstore: index %s: %w", bucket, err)
+	}
+	return nil
+}
+
+func (t *tx) NextLienID() (uint64, error) { return t.nextID(bucketLiens) }
+
+func (t *tx) Lien(id uint64) (ledger.Lien, bool, error) {
+	return get[ledger.Lien](t, bucketLiens, encodeUint(id))
+}
+
+func (t *tx) PutLien(l ledger.Lien) error {
+	old, existed, err := t.Lien(l.ID)
+	if err != nil {
+		return err
+	}
+	if existed && old.State == ledger.LienActive {
+		if err := t.index(bucketLiensActive, accountKey(old.Account, old.ID), nil, false); err != nil {
+			return err
+		}
+		if err := t.index(bucketLiensExpiry, expiryKey(old.Expires, old.ID), nil, false); err != nil {
+			return err
+		}
+	}
+	if l.State == ledger.LienActive {
+		if err := t.index(bucketLiensActive, accountKey(l.Account, l.ID), []byte{}, true); err != nil {
+			return err
+		}
+		if err := t.index(bucketLiensExpiry, expiryKey(l.Expires, l.ID), []byte{}, true); err != nil {
+			return err
+		}
+	}
+	if err := t.index(bucketLiensByJob, jobKey(l.Machine, l.JobID), encodeUint(l.ID), true); err != nil {
+		return err
+	}
+	return t.put(bucketLiens, encodeUint(l.ID), l)
+}
+
+func (t *tx) JobLien(machine, job string) (ledger.Lien, bool, error) {
+	v := t.btx.Bucket(bucketLiensByJob).Get(jobKey(machine, job))
+	if v == nil {
+		return ledger.Lien{}, false, nil
+	}
+	return t.mustLien(decodeUint(v))
+}
+
+func (t *tx) mustLien(id uint64) (ledger.Lien, bool, error) {
+	l, ok, err := t.Lien(id)
+	if err == nil && !ok {
+		err = fmt.Errorf("%w: an index names lien %d, which does not exist", ledger.ErrCorrupt, id)
+	}
+	return l, ok, err
+}
+
+func (t *tx) ActiveLiens(account string) ([]ledger.Lien, error) {
+	prefix := append([]byte(account), 0)
+	var out []ledger.Lien
+	c := t.btx.Bucket(bucketLiensActive).Cursor()
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+		l, _, err := t.mustLien(decodeUint(k[len(prefix):]))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, l)
+	}
+	return out, nil
+}
+
+func (t *tx) ExpiredLiens(before time.Time, limit int) ([]ledger.Lien, error) {
+	var out []ledger.Lien
+	end := uint64(before.UnixNano())
+	c := t.btx.Bucket(bucketLiensExpiry).Cursor()
+	for k, _ := c.First(); k != nil && decodeUint(k[:8]) <= end && len(out) < limit; k, _ = c.Next() {
+		l, _, err := t.mustLien(decodeUint(k[8:]))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, l)
+	}
+	return out, nil
+}
+
+func (t *tx) Liens() ([]ledger.Lien, error) { return all[ledger.Lien](t, bucketLiens) }
+
+func (t *tx) NextChargeID() (uint64, error) { return t.nextID(bucketCharges) }
+
+func (t *tx) Charge(id uint64) (ledger.Charge, bool, error) {
+	return get[ledger.Charge](t, bucketCharges, encodeUint(id))
+}
+
+func (t *tx) PutCharge(c ledger.Charge) error {
+	key := binary.BigEndian.AppendUint64(append(jobKey(c.Machine, c.JobID), 0), c.ID)
+	if err := t.index(bucketChargesJob, key, []byte{}, true); err != nil {
+		return err
+	}
+	return t.put(bucketCharges, encodeUint(c.ID), c)
+}
+
+func (t *tx) JobCharges(machine, job string) ([]ledger.Charge, error) {
+	prefix := append(jobKey(machine, job), 0)
+	var out []ledger.Charge
+	c := t.btx.Bucket(bucketChargesJob).Cursor()
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+		id := decodeUint(k[len(prefix):])
+		ch, ok, err := t.Charge(id)
+		if err == nil && !ok {
+			err = fmt.Errorf("%w: job index names charge %d, which does not exist", ledger.ErrCorrupt, id)
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ch)
+	}
+	return out, nil
+}
+
+func (t *tx) Charges() ([]ledger.Charge, error) { return all[ledger.Charge](t, bucketCharges) }
+
+func recordKey(kind, key string) []byte { return append(append([]byte(kind), 0), key...) }
+
+func (t *tx) Record(kind, key string) (ledger.Record, bool, error) {
+	return get[ledger.Record](t, bucketRecords, recordKey(kind, key))
+}
+
+func (t *tx) PutRecord(r ledger.Record) error {
+	if r.Deleted {
+		return t.index(bucketRecords, recordKey(r.Kind, r.Key), nil, false)
+	}
+	return t.put(bucketRecords, recordKey(r.Kind, r.Key), r)
+}
+
+func (t *tx) Records(kind string) ([]ledger.Record, error) {
+	prefix := append([]byte(kind), 0)
+	var out []ledger.Record
+	c := t.btx.Bucket(bucketRecords).Cursor()
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+		r, _, err := get[ledger.Record](t, bucketRecords, k)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}

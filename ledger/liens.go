@@ -1,0 +1,82 @@
+package ledger
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/shopspring/decimal"
+)
+
+// LienState is where a lien is in its life.
+type LienState string
+
+// The lien states. Only an active lien that has not reached its expiry
+// holds credits.
+const (
+	LienActive   LienState = "active"
+	LienSettled  LienState = "settled"  // its job was charged in full; the rest was released
+	LienReleased LienState = "released" // released without (further) charge
+	LienExpired  LienState = "expired"  // the sweeper found it past its expiry
+)
+
+// Hold is part of an amount on one allocation: what a lien holds there, or
+// what a charge debited from it.
+type Hold struct {
+	Allocation uint64          `json:"allocation"`
+	Amount     decimal.Decimal `json:"amount"`
+}
+
+// Lien reserves credits for a running job. It is keyed by machine and job
+// id. Detail is the lien layer's own record (the request that was priced,
+// the policy), kept opaque here.
+type Lien struct {
+	ID      uint64          `json:"id"`
+	JobID   string          `json:"job_id"`
+	Machine string          `json:"machine"`
+	Project string          `json:"project"`
+	Account string          `json:"account"`
+	User    string          `json:"user"`
+	Amount  decimal.Decimal `json:"amount"`
+	Holds   []Hold          `json:"holds"`
+	// Charged is what incremental charges have taken against it so far.
+	Charged decimal.Decimal `json:"charged"`
+	Created time.Time       `json:"created"`
+	Expires time.Time       `json:"expires"`
+	State   LienState       `json:"state"`
+	Detail  json.RawMessage `json:"detail,omitempty"`
+}
+
+// HoldsAt reports whether the lien holds credits at time t: it is active
+// and not yet expired. An expired lien stops counting at once, before any
+// sweeper marks it.
+func (l Lien) HoldsAt(t time.Time) bool { return l.State == LienActive && t.Before(l.Expires) }
+
+// Charge is a usage record: what a job was charged, and from where.
+type Charge struct {
+	ID      uint64          `json:"id"`
+	JobID   string          `json:"job_id"`
+	Machine string          `json:"machine"`
+	Project string          `json:"project"`
+	Account string          `json:"account"`
+	User    string          `json:"user"`
+	Lien    uint64          `json:"lien,omitempty"`
+	Amount  decimal.Decimal `json:"amount"`
+	// Debits say where Amount came from; an allocation may have been driven
+	// below zero (Overdrawn says by how much in all).
+	Debits    []Hold          `json:"debits"`
+	Overdrawn decimal.Decimal `json:"overdrawn"`
+	Refunded  decimal.Decimal `json:"refunded"`
+	Final     bool            `json:"final"`
+	Time      time.Time       `json:"time"`
+	Detail    json.RawMessage `json:"detail,omitempty"`
+}
+
+// Record is a named piece of configuration or state that the layers above
+// the ledger keep (rate tables, policies, quotes, reservations): stored,
+// journaled and audited like everything else, but opaque here.
+type Record struct {
+	Kind    string          `json:"kind"`
+	Key     string          `json:"key"`
+	Value   json.RawMessage `json:"value,omitempty"`
+	Deleted bool            `json:"deleted,omitempty"`
+}

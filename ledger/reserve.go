@@ -1,0 +1,171 @@
+package ledger
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/shopspring/decimal"
+)
+
+// ErrNoAllocation marks a charge or lien for which no allocation exists at
+// all: nothing can be debited, not even into overdraft.
+var ErrNoAllocation = fmt.Errorf("%w: no usable allocation", ErrInsufficientFunds)
+
+// reservedAt sums, per allocation, what the account's liens hold at time t,
+// leaving out the lien numbered except (0: none).
+func reservedAt(tx Tx, account string, t time.Time, except uint64) (map[uint64]decimal.Decimal, error) {
+	liens, err := tx.ActiveLiens(account)
+	if err != nil {
+		return nil, err
+	}
+	reserved := map[uint64]decimal.Decimal{}
+	for _, l := range liens {
+		if l.ID == except || !l.HoldsAt(t) {
+			continue
+		}
+		for _, h := range l.Holds {
+			reserved[h.Allocation] = reserved[h.Allocation].Add(h.Amount)
+		}
+	}
+	return reserved, nil
+}
+
+// reservedAsOf is reservedAt for the bank as it stood after entry seq: it
+// replays the liens journaled up to then (a full journal scan: point-in-time
+// queries are rare).
+func reservedAsOf(tx Tx, account string, seq uint64, t time.Time) (map[uint64]decimal.Decimal, error) {
+	liens := map[uint64]Lien{}
+	err := tx.Entries(1, seq, func(e Entry) (bool, error) {
+		if e.Lien != nil && e.Lien.Account == account {
+			liens[e.Lien.ID] = *e.Lien
+		}
+		return true, nil
+	})
+	reserved := map[uint64]decimal.Decimal{}
+	for _, l := range liens {
+		if l.HoldsAt(t) {
+			for _, h := range l.Holds {
+				reserved[h.Allocation] = reserved[h.Allocation].Add(h.Amount)
+			}
+		}
+	}
+	return reserved, err
+}
+
+// Funds is what an account can spend on one machine at one time: its usable
+// allocations in debit order, and what other liens hold on each.
+type Funds struct {
+	Account     string
+	Allocations []Allocation
+	Reserved    map[uint64]decimal.Decimal
+}
+
+// Funds gathers the account's allocations usable on machine ("" = any
+// machine only) now. own, if not nil, is the lien being placed again,
+// extended or charged: its holds do not count as reserved, and the
+// allocations it holds come first in debit order even if they have expired
+// since (the job was admitted against them).
+func (w *Writer) Funds(account, machine string, own *Lien) (Funds, error) {
+	return w.funds(account, func(a Allocation) bool { return a.Machine == "" || a.Machine == machine }, own)
+}
+
+// funds is Funds over the active allocations that usable accepts.
+func (w *Writer) funds(account string, usable func(Allocation) bool, own *Lien) (Funds, error) {
+	var except uint64
+	held := map[uint64]bool{}
+	if own != nil {
+		except = own.ID
+		for _, h := range own.Holds {
+			held[h.Allocation] = true
+		}
+	}
+	all, err := w.tx.AccountAllocations(account)
+	if err != nil {
+		return Funds{}, err
+	}
+	f := Funds{Account: account}
+	for _, a := range all {
+		if held[a.ID] || (usable(a) && a.ActiveAt(w.now)) {
+			f.Allocations = append(f.Allocations, a)
+		}
+	}
+	DebitOrder(f.Allocations, held)
+	f.Reserved, err = reservedAt(w.tx, account, w.now, except)
+	return f, err
+}
+
+// free is what allocation a holds beyond others' liens (may be negative).
+func (f Funds) free(a Allocation) decimal.Decimal { return a.Amount.Sub(f.Reserved[a.ID]) }
+
+// Available is Gold's Available over these allocations.
+func (f Funds) Available() decimal.Decimal {
+	total := decimal.Zero
+	for _, a := range f.Allocations {
+		total = total.Add(f.free(a)).Add(a.CreditLimit)
+	}
+	return total
+}
+
+// take splits amount over the allocations: first what each holds free,
+// then its credit limit, each pass in debit order. It returns what is
+// left when both passes are exhausted.
+func (f Funds) take(amount decimal.Decimal) ([]Hold, decimal.Decimal) {
+	taken := map[uint64]decimal.Decimal{}
+	need := amount
+	for _, room := range []func(Allocation) decimal.Decimal{
+		f.free,
+		func(a Allocation) decimal.Decimal { return a.CreditLimit.Add(decimal.Min(f.free(a), decimal.Zero)) },
+	} {
+		for _, a := range f.Allocations {
+			if !need.IsPositive() {
+				break
+			}
+			if r := room(a); r.IsPositive() {
+				t := decimal.Min(r, need)
+				taken[a.ID] = taken[a.ID].Add(t)
+				need = need.Sub(t)
+			}
+		}
+	}
+	var holds []Hold
+	for _, a := range f.Allocations {
+		if t, ok := taken[a.ID]; ok {
+			holds = append(holds, Hold{Allocation: a.ID, Amount: t})
+		}
+	}
+	return holds, need
+}
+
+// Hold chooses where a lien of amount is held. It refuses (with
+// ErrInsufficientFunds) anything beyond Available.
+func (f Funds) Hold(amount decimal.Decimal) ([]Hold, error) {
+	if available := f.Available(); amount.GreaterThan(available) {
+		return nil, fmt.Errorf("%w: %s needs %s, %s available", ErrInsufficientFunds, f.Account, amount, available)
+	}
+	holds, _ := f.take(amount)
+	return holds, nil
+}
+
+// Debit chooses where a charge of amount comes from, like Hold, but never
+// refuses for lack of funds: what the allocations cannot cover is debited
+// from the first one in debit order, driving it below its credit limit,
+// and returned as overdrawn. It fails only when there is no allocation.
+func (f Funds) Debit(amount decimal.Decimal) (debits []Hold, overdrawn decimal.Decimal, err error) {
+	if len(f.Allocations) == 0 {
+		return nil, decimal.Zero, fmt.Errorf("%w: account %s has no active allocation for this machine", ErrNoAllocation, f.Account)
+	}
+	debits, overdrawn = f.take(amount)
+	if overdrawn.IsPositive() {
+		first := f.Allocations[0].ID
+		i := 0
+		for i < len(debits) && debits[i].Allocation != first {
+			i++
+		}
+		if i == len(debits) {
+			debits = append([]Hold{{Allocation: first, Amount: decimal.Zero}}, debits...)
+			i = 0
+		}
+		debits[i].Amount = debits[i].Amount.Add(overdrawn)
+	}
+	return debits, overdrawn, nil
+}
