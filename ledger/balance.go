@@ -63,7 +63,7 @@ func (l *Ledger) BalanceAt(name string, at time.Time) (NodeBalance, error) {
 	}
 	var nb NodeBalance
 	err := l.store.View(func(tx Tx) error {
-		if _, err := getNode(tx, name); err != nil {
+		if _, err := GetNode(tx, name); err != nil {
 			return err
 		}
 		var allocs []Allocation

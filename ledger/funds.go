@@ -281,7 +281,7 @@ func compareEnds(a, b time.Time) int {
 }
 
 func activeAccount(tx Tx, name, op string) (Node, error) {
-	n, err := activeNode(tx, name)
+	n, err := ActiveNode(tx, name)
 	if err != nil {
 		return Node{}, fmt.Errorf("%s: %w", op, err)
 	}

@@ -101,6 +101,10 @@ func (l *Ledger) Backup(w io.Writer) (int64, error) {
 	return n, nil
 }
 
+// View runs fn in a read-only transaction: a consistent snapshot for the
+// layers above the ledger.
+func (l *Ledger) View(fn func(Tx) error) error { return l.store.View(fn) }
+
 // Close closes the store.
 func (l *Ledger) Close() error { return l.store.Close() }
 

@@ -65,7 +65,9 @@ type Charge struct {
 	// below zero (Overdrawn says by how much in all).
 	Debits    []Hold          `json:"debits"`
 	Overdrawn decimal.Decimal `json:"overdrawn"`
-	Refunded  decimal.Decimal `json:"refunded"`
+	// Refunded is the total refunded; Refunds says to which allocations.
+	Refunded decimal.Decimal `json:"refunded"`
+	Refunds  []Hold          `json:"refunds,omitempty"`
 	Final     bool            `json:"final"`
 	Time      time.Time       `json:"time"`
 	Detail    json.RawMessage `json:"detail,omitempty"`

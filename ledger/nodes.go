@@ -38,7 +38,7 @@ func (l *Ledger) CreateNode(req Request, spec NodeSpec) (Node, error) {
 			return Node{}, fmt.Errorf("%w: node %q", ErrExists, spec.Name)
 		}
 		if parent := ParentOf(spec.Name); parent != "" {
-			if _, err := activeNode(w.tx, parent); err != nil {
+			if _, err := ActiveNode(w.tx, parent); err != nil {
 				return Node{}, fmt.Errorf("create %s: parent: %w", spec.Name, err)
 			}
 		}
@@ -58,7 +58,7 @@ func (l *Ledger) ModifyNode(req Request, name string, change NodeChange) (Node, 
 		Name   string     `json:"name"`
 		Change NodeChange `json:"change"`
 	}{name, change}, func(w *Writer) (Node, error) {
-		n, err := activeNode(w.tx, name)
+		n, err := ActiveNode(w.tx, name)
 		if err != nil {
 			return Node{}, err
 		}
@@ -79,7 +79,7 @@ func (l *Ledger) ModifyNode(req Request, name string, change NodeChange) (Node, 
 // further change. Its history, balances and statements stay readable.
 func (l *Ledger) DeactivateNode(req Request, name string) (Node, error) {
 	return Mutate(l, req, KindNodeDeactivate, name, func(w *Writer) (Node, error) {
-		n, err := activeNode(w.tx, name)
+		n, err := ActiveNode(w.tx, name)
 		if err != nil {
 			return Node{}, err
 		}
@@ -100,7 +100,7 @@ func putNode(w *Writer, kind Kind, n Node) error {
 func (l *Ledger) Node(name string) (Node, error) {
 	var n Node
 	err := l.store.View(func(tx Tx) (err error) {
-		n, err = getNode(tx, name)
+		n, err = GetNode(tx, name)
 		return err
 	})
 	return n, err
@@ -130,7 +130,8 @@ func InSubtree(name, root string) bool {
 	return name == root || strings.HasPrefix(name, root+".")
 }
 
-func getNode(tx Tx, name string) (Node, error) {
+// GetNode returns a node, active or not.
+func GetNode(tx Tx, name string) (Node, error) {
 	n, ok, err := tx.Node(name)
 	if err != nil {
 		return Node{}, err
@@ -141,9 +142,9 @@ func getNode(tx Tx, name string) (Node, error) {
 	return n, nil
 }
 
-// activeNode returns a node that, with all its ancestors, is active.
-func activeNode(tx Tx, name string) (Node, error) {
-	n, err := getNode(tx, name)
+// ActiveNode returns a node that, with all its ancestors, is active.
+func ActiveNode(tx Tx, name string) (Node, error) {
+	n, err := GetNode(tx, name)
 	if err != nil {
 		return Node{}, err
 	}
@@ -158,7 +159,7 @@ func activeNode(tx Tx, name string) (Node, error) {
 		if parent == "" {
 			return n, nil
 		}
-		if cur, err = getNode(tx, parent); err != nil {
+		if cur, err = GetNode(tx, parent); err != nil {
 			return Node{}, err
 		}
 	}

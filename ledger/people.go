@@ -84,7 +84,7 @@ func (u *User) apply(tx Tx, c UserChange) error {
 		if m.Role != RoleMember && m.Role != RoleManager {
 			return fmt.Errorf("%w: role %q of user %s in %s (member or manager)", ErrInvalid, m.Role, u.Name, m.Node)
 		}
-		if _, err := activeNode(tx, m.Node); err != nil {
+		if _, err := ActiveNode(tx, m.Node); err != nil {
 			return fmt.Errorf("membership of user %s: %w", u.Name, err)
 		}
 		u.Memberships = slices.DeleteFunc(u.Memberships, func(old Membership) bool { return old.Node == m.Node })
@@ -97,7 +97,7 @@ func (u *User) apply(tx Tx, c UserChange) error {
 	if u.DefaultProject == "" {
 		return nil
 	}
-	node, err := activeNode(tx, u.DefaultProject)
+	node, err := ActiveNode(tx, u.DefaultProject)
 	if err != nil {
 		return fmt.Errorf("default project of user %s: %w", u.Name, err)
 	}

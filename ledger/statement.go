@@ -49,7 +49,7 @@ func (l *Ledger) Statement(account string, from, to time.Time, summarize bool) (
 	}
 	st := Statement{Account: account, From: from, To: to, Credits: decimal.Zero, Debits: decimal.Zero}
 	err := l.store.View(func(tx Tx) error {
-		n, err := getNode(tx, account)
+		n, err := GetNode(tx, account)
 		if err != nil {
 			return err
 		}

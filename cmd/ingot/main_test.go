@@ -152,7 +152,7 @@ func TestRefusals(t *testing.T) {
 		{"unknown account", []string{"deposit", "nope", "5"}, exitNotFound, `no node named "nope"`},
 		{"inactive account", []string{"deposit", "old", "5"}, exitRefused, "deactivated"},
 		{"deposit to a project", []string{"deposit", "chem.lab1", "5"}, exitUsage, "only accounts hold allocations"},
-		{"withdraw beyond available", []string{"withdraw", "chem", "100.01"}, exitRefused, "only 100 available"},
+		{"withdraw beyond available", []string{"withdraw", "chem", "100.01"}, exitRefused, "needs 100.01, 100 available"},
 		{"transfer beyond available", []string{"transfer", "chem", "old", "500"}, exitRefused, "deactivated"},
 		{"end before start", []string{"deposit", "chem", "5", "--start", "2027-01-02", "--end", "2027-01-01"}, exitUsage, "is not after start"},
 		{"bad time", []string{"deposit", "chem", "5", "--end", "next tuesday"}, exitUsage, "use now, now-2h"},

@@ -1,0 +1,23 @@
+package lien
+
+import "errors"
+
+// Sentinel errors; they wrap the ledger's where the meaning is the same, so
+// callers can test either.
+var (
+	// ErrNoProject marks a charge or lien that names no project when the
+	// user has no default project either.
+	ErrNoProject = errors.New("lien: no project")
+	// ErrNotMember marks a user who may not charge the project.
+	ErrNotMember = errors.New("lien: user is not a member of the project")
+	// ErrNoLien marks a job that has no active lien.
+	ErrNoLien = errors.New("lien: no active lien for the job")
+	// ErrAlreadyCharged marks a second final charge for the same job.
+	ErrAlreadyCharged = errors.New("lien: job already charged")
+	// ErrRefund marks a refund beyond what the charge took.
+	ErrRefund = errors.New("lien: refund exceeds what was charged")
+	// ErrQuote marks an unknown, expired or used-up guaranteed quote.
+	ErrQuote = errors.New("lien: quote not usable")
+	// ErrReservation marks an unknown or ended reservation.
+	ErrReservation = errors.New("lien: reservation not usable")
+)

@@ -1,0 +1,332 @@
+package lien
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/shopspring/decimal"
+
+	"github.com/ingot-hpc/ingot/charge"
+	"github.com/ingot-hpc/ingot/ledger"
+)
+
+// PlaceSpec asks for a lien: the job, who runs it, for which project (the
+// user's default if empty), what it requests, and optionally the guaranteed
+// quote it uses.
+type PlaceSpec struct {
+	Job
+	User    string         `json:"user"`
+	Project string         `json:"project,omitempty"`
+	Request charge.Request `json:"request"`
+	Quote   uint64         `json:"quote,omitempty"`
+	// Replace re-prices an active lien of the job instead of returning it.
+	Replace bool `json:"replace,omitempty"`
+}
+
+// lienDetail is what this package keeps in ledger.Lien.Detail.
+type lienDetail struct {
+	Request charge.Request `json:"request"`
+	Policy  charge.Policy  `json:"policy"`
+	Quote   uint64         `json:"quote,omitempty"`
+	// Requested is the project the job asked for when a fallback took it.
+	Requested   string             `json:"requested_project,omitempty"`
+	Explanation charge.Explanation `json:"explanation"`
+}
+
+// LienResult answers a placement or extension.
+type LienResult struct {
+	Lien ledger.Lien `json:"lien"`
+	// Project is the project actually used: the fallback, if one took the
+	// job (FellBack), so that the scheduler can switch the job to it.
+	Project  string `json:"project"`
+	FellBack bool   `json:"fell_back"`
+	// Existing says the job already had this active lien; nothing changed.
+	Existing bool          `json:"existing,omitempty"`
+	Quote    charge.Amount `json:"quote"`
+}
+
+func detailOf(l ledger.Lien) (lienDetail, error) {
+	var d lienDetail
+	if err := json.Unmarshal(l.Detail, &d); err != nil {
+		return d, fmt.Errorf("%w: lien %d detail: %v", ledger.ErrCorrupt, l.ID, err)
+	}
+	return d, nil
+}
+
+// Place places (or re-places) the lien of a job.
+func (b *Bank) Place(req ledger.Request, spec PlaceSpec) (LienResult, error) {
+	if err := spec.Job.check(); err != nil {
+		return LienResult{}, err
+	}
+	return ledger.Mutate(b.l, req, ledger.KindLienPlace, spec, func(w *ledger.Writer) (LienResult, error) {
+		tx := w.Tx()
+		old, found, err := tx.JobLien(spec.Machine, spec.ID)
+		if err != nil {
+			return LienResult{}, err
+		}
+		var own *ledger.Lien
+		if found && old.State == ledger.LienActive {
+			if old.HoldsAt(w.Now()) && !spec.Replace {
+				d, err := detailOf(old)
+				return LienResult{Lien: old, Project: old.Project, FellBack: d.Requested != "", Existing: true}, err
+			}
+			own = &old
+		}
+		// A settled lien means the job ran and was charged; a released or
+		// expired one may be followed by a new lien (a requeued job).
+		if found && old.State == ledger.LienSettled {
+			return LienResult{}, fmt.Errorf("%w: job %s on %s was charged (lien %d)", ErrAlreadyCharged, spec.ID, spec.Machine, old.ID)
+		}
+		cfg, err := loadConfig(tx)
+		if err != nil {
+			return LienResult{}, err
+		}
+		p, err := resolve(tx, spec.Machine, spec.User, spec.Project, true)
+		if err != nil {
+			return LienResult{}, err
+		}
+		pr, quoteRec, err := b.lienPricing(w, cfg, p, spec.Quote)
+		if err != nil {
+			return LienResult{}, err
+		}
+		request := withStart(spec.Request, w.Now())
+		amount, err := charge.Quote(pr.table, pr.policy, pr.shape, request)
+		if err != nil {
+			return LienResult{}, fmt.Errorf("%w: lien for job %s: %v", ledger.ErrInvalid, spec.ID, err)
+		}
+		project, holds, err := b.cover(w, cfg, p.project.Name, spec.Machine, amount.Credits, own)
+		if err != nil {
+			return LienResult{}, fmt.Errorf("lien for job %s: %w", spec.ID, err)
+		}
+		d := lienDetail{Request: request, Policy: pr.policy, Quote: pr.quote, Explanation: amount.Explanation}
+		if project != p.project.Name {
+			d.Requested = p.project.Name
+		}
+		detail, err := json.Marshal(d)
+		if err != nil {
+			return LienResult{}, fmt.Errorf("lien: encode detail: %w", err)
+		}
+		l := ledger.Lien{JobID: spec.ID, Machine: spec.Machine, Project: project, Account: ledger.AccountOf(project),
+			User: p.user.Name, Amount: amount.Credits, Holds: holds, Charged: decimal.Zero, Created: w.Now(),
+			Expires: request.Start.Add(time.Duration(request.WallclockLimitSeconds)*time.Second + time.Duration(cfg.GraceSeconds)*time.Second),
+			State: ledger.LienActive, Detail: detail}
+		if own != nil {
+			l.ID = own.ID
+		} else if l.ID, err = tx.NextLienID(); err != nil {
+			return LienResult{}, err
+		}
+		if _, err := w.Append(ledger.Entry{Kind: ledger.KindLienPlace, Node: project, Ref: spec.ID, Lien: &l, Record: quoteRec}); err != nil {
+			return LienResult{}, err
+		}
+		return LienResult{Lien: l, Project: project, FellBack: d.Requested != "", Quote: amount}, nil
+	})
+}
+
+// lienPricing is the pricing of a new lien: the rates in force, or the
+// guaranteed quote named, which this lien then uses once (the returned
+// record counts the use).
+func (b *Bank) lienPricing(w *ledger.Writer, cfg Config, p who, quoteID uint64) (pricing, *ledger.Record, error) {
+	if quoteID == 0 {
+		pr, err := b.pricing(w.Tx(), cfg, p)
+		return pr, nil, err
+	}
+	q, err := loadQuote(w.Tx(), quoteID)
+	if err != nil {
+		return pricing{}, nil, err
+	}
+	if q.Machine != p.machine.Name || q.Project != p.project.Name {
+		return pricing{}, nil, fmt.Errorf("%w: quote %d is for %s on %s", ErrQuote, quoteID, q.Project, q.Machine)
+	}
+	if err := q.Use(w.Now()); err != nil {
+		return pricing{}, nil, fmt.Errorf("%w: quote %d: %v", ErrQuote, quoteID, err)
+	}
+	rec, err := recordOf(recordQuote, quoteKey(q.ID), q)
+	return pricing{table: q.Table, policy: q.Policy, shape: q.Shape, quote: q.ID}, rec, err
+}
+
+// cover finds holds for amount on project, or else on its fallback. It
+// returns the project that covers it.
+func (b *Bank) cover(w *ledger.Writer, cfg Config, project, machine string, amount decimal.Decimal, own *ledger.Lien) (string, []ledger.Hold, error) {
+	holds, firstErr := b.holdOn(w, project, machine, amount, own)
+	if firstErr == nil || !errors.Is(firstErr, ledger.ErrInsufficientFunds) {
+		return project, holds, firstErr
+	}
+	fallback := cfg.fallbackFor(project, machine)
+	if fallback == "" || fallback == project {
+		return "", nil, firstErr
+	}
+	if _, err := ledger.ActiveNode(w.Tx(), fallback); err != nil {
+		return "", nil, fmt.Errorf("%v; fallback: %w", firstErr, err)
+	}
+	holds, err := b.holdOn(w, fallback, machine, amount, own)
+	if err != nil {
+		return "", nil, fmt.Errorf("%v; fallback: %w", firstErr, err)
+	}
+	return fallback, holds, nil
+}
+
+// holdOn chooses holds for amount on a project's account. own (the job's
+// previous lien, if any) does not count against it.
+func (b *Bank) holdOn(w *ledger.Writer, project, machine string, amount decimal.Decimal, own *ledger.Lien) ([]ledger.Hold, error) {
+	account := ledger.AccountOf(project)
+	if own != nil && own.Account != account {
+		own = nil
+	}
+	f, err := w.Funds(account, machine, own)
+	if err != nil {
+		return nil, err
+	}
+	holds, err := f.Hold(amount)
+	if err != nil {
+		return nil, fmt.Errorf("%w: project %s needs %s, %s available", ledger.ErrInsufficientFunds, project, amount, f.Available())
+	}
+	return holds, nil
+}
+
+// Extend raises the wallclock limit of a job's active lien: it is re-priced
+// and must still be covered.
+func (b *Bank) Extend(req ledger.Request, job Job, wallclockLimitSeconds int64) (LienResult, error) {
+	if err := job.check(); err != nil {
+		return LienResult{}, err
+	}
+	content := struct {
+		Job
+		Limit int64 `json:"wallclock_limit_seconds"`
+	}{job, wallclockLimitSeconds}
+	return ledger.Mutate(b.l, req, ledger.KindLienExtend, content, func(w *ledger.Writer) (LienResult, error) {
+		l, d, err := activeLien(w, job)
+		if err != nil {
+			return LienResult{}, err
+		}
+		if wallclockLimitSeconds <= d.Request.WallclockLimitSeconds {
+			return LienResult{}, fmt.Errorf("%w: extend job %s: new limit %ds is not above the current %ds", ledger.ErrInvalid, job.ID, wallclockLimitSeconds, d.Request.WallclockLimitSeconds)
+		}
+		cfg, err := loadConfig(w.Tx())
+		if err != nil {
+			return LienResult{}, err
+		}
+		pr, err := b.jobPricing(w.Tx(), cfg, l, d)
+		if err != nil {
+			return LienResult{}, err
+		}
+		d.Request.WallclockLimitSeconds = wallclockLimitSeconds
+		amount, err := charge.Quote(pr.table, pr.policy, pr.shape, d.Request)
+		if err != nil {
+			return LienResult{}, fmt.Errorf("%w: extend job %s: %v", ledger.ErrInvalid, job.ID, err)
+		}
+		// What incremental charges took is no longer held.
+		hold := decimal.Max(amount.Credits.Sub(l.Charged), decimal.Zero)
+		holds, err := b.holdOn(w, l.Project, l.Machine, hold, &l)
+		if err != nil {
+			return LienResult{}, fmt.Errorf("extend job %s: %w", job.ID, err)
+		}
+		d.Explanation = amount.Explanation
+		if l.Detail, err = json.Marshal(d); err != nil {
+			return LienResult{}, fmt.Errorf("lien: encode detail: %w", err)
+		}
+		l.Amount, l.Holds = hold, holds
+		l.Expires = d.Request.Start.Add(time.Duration(wallclockLimitSeconds)*time.Second + time.Duration(cfg.GraceSeconds)*time.Second)
+		if _, err := w.Append(ledger.Entry{Kind: ledger.KindLienExtend, Node: l.Project, Ref: job.ID, Lien: &l}); err != nil {
+			return LienResult{}, err
+		}
+		return LienResult{Lien: l, Project: l.Project, FellBack: d.Requested != "", Quote: amount}, nil
+	})
+}
+
+// Release ends a job's active lien without charging it.
+func (b *Bank) Release(req ledger.Request, job Job) (ledger.Lien, error) {
+	if err := job.check(); err != nil {
+		return ledger.Lien{}, err
+	}
+	return ledger.Mutate(b.l, req, ledger.KindLienRelease, job, func(w *ledger.Writer) (ledger.Lien, error) {
+		l, _, err := activeLien(w, job)
+		if err != nil {
+			return ledger.Lien{}, err
+		}
+		l.State = ledger.LienReleased
+		_, err = w.Append(ledger.Entry{Kind: ledger.KindLienRelease, Node: l.Project, Ref: job.ID, Lien: &l})
+		return l, err
+	})
+}
+
+// maxSweep bounds one sweep's transaction.
+const maxSweep = 1000
+
+// Sweep marks liens past their expiry as expired (they already stopped
+// counting): one journal entry each, at most maxSweep per call.
+func (b *Bank) Sweep(req ledger.Request) ([]ledger.Lien, error) {
+	return ledger.Mutate(b.l, req, ledger.KindLienExpire, "sweep", func(w *ledger.Writer) ([]ledger.Lien, error) {
+		expired, err := w.Tx().ExpiredLiens(w.Now(), maxSweep)
+		if err != nil {
+			return nil, err
+		}
+		for i := range expired {
+			expired[i].State = ledger.LienExpired
+			if _, err := w.Append(ledger.Entry{Kind: ledger.KindLienExpire, Node: expired[i].Project, Ref: expired[i].JobID, Lien: &expired[i]}); err != nil {
+				return nil, err
+			}
+		}
+		return expired, nil
+	})
+}
+
+// activeLien returns a job's active lien and its detail.
+func activeLien(w *ledger.Writer, job Job) (ledger.Lien, lienDetail, error) {
+	l, ok, err := w.Tx().JobLien(job.Machine, job.ID)
+	if err != nil {
+		return l, lienDetail{}, err
+	}
+	if !ok || l.State != ledger.LienActive {
+		return l, lienDetail{}, fmt.Errorf("%w: job %s on %s", ErrNoLien, job.ID, job.Machine)
+	}
+	d, err := detailOf(l)
+	return l, d, err
+}
+
+// jobPricing prices a job with a lien as the lien was priced: its guaranteed
+// quote's table, or the rates in force under the lien's policy.
+func (b *Bank) jobPricing(tx ledger.Tx, cfg Config, l ledger.Lien, d lienDetail) (pricing, error) {
+	if d.Quote != 0 {
+		q, err := loadQuote(tx, d.Quote)
+		return pricing{table: q.Table, policy: q.Policy, shape: q.Shape, quote: q.ID}, err
+	}
+	m, ok, err := tx.Machine(l.Machine)
+	if err != nil || !ok {
+		return pricing{}, notFound(err, "no machine named %q", l.Machine)
+	}
+	t, err := loadRates(tx, b.l.Settings().Precision)
+	return pricing{table: t, policy: d.Policy, shape: shapeOf(m)}, err
+}
+
+// Liens lists liens: the active ones (all, with all set), of a node's
+// subtree when node is not empty.
+func (b *Bank) Liens(node string, all bool) ([]ledger.Lien, error) {
+	var out []ledger.Lien
+	err := b.l.View(func(tx ledger.Tx) error {
+		liens, err := tx.Liens()
+		for _, l := range liens {
+			if (all || l.State == ledger.LienActive) && (node == "" || ledger.InSubtree(l.Project, node)) {
+				out = append(out, l)
+			}
+		}
+		return err
+	})
+	return out, err
+}
+
+// JobLien returns the newest lien of a job.
+func (b *Bank) JobLien(job Job) (ledger.Lien, error) {
+	var l ledger.Lien
+	err := b.l.View(func(tx ledger.Tx) error {
+		var ok bool
+		var err error
+		l, ok, err = tx.JobLien(job.Machine, job.ID)
+		if err == nil && !ok {
+			err = fmt.Errorf("%w: no lien for job %s on %s", ledger.ErrNotFound, job.ID, job.Machine)
+		}
+		return err
+	})
+	return l, err
+}

@@ -1,0 +1,289 @@
+package lien
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/shopspring/decimal"
+
+	"github.com/ingot-hpc/ingot/charge"
+	"github.com/ingot-hpc/ingot/ledger"
+)
+
+// ChargeSpec reports a job's usage. With a lien, the job's project and user
+// are the lien's; without one, Project (or the user's default) is charged.
+type ChargeSpec struct {
+	Job
+	User    string       `json:"user,omitempty"`
+	Project string       `json:"project,omitempty"`
+	Usage   charge.Usage `json:"usage"`
+	// Incremental charges a running job for what it used since the last
+	// charge; the lien shrinks and stays. Otherwise the charge is final.
+	Incremental bool `json:"incremental,omitempty"`
+	// Reservation names the chargeable reservation the job ran in.
+	Reservation string `json:"reservation,omitempty"`
+}
+
+// chargeDetail is what this package keeps in ledger.Charge.Detail.
+type chargeDetail struct {
+	Usage       charge.Usage       `json:"usage"`
+	Reservation string             `json:"reservation,omitempty"`
+	Explanation charge.Explanation `json:"explanation"`
+}
+
+// ChargeResult answers a charge.
+type ChargeResult struct {
+	Charge ledger.Charge `json:"charge"`
+	// Lien is the job's lien after the charge (nil without one).
+	Lien        *ledger.Lien       `json:"lien,omitempty"`
+	Explanation charge.Explanation `json:"explanation"`
+	// Overran is how far an incremental charge went beyond the lien.
+	Overran decimal.Decimal `json:"overran"`
+	// Released is what a final charge released of the lien.
+	Released decimal.Decimal `json:"released"`
+}
+
+// Charge charges a job. It never fails for lack of funds (see the package
+// documentation); a job is charged finally at most once.
+func (b *Bank) Charge(req ledger.Request, spec ChargeSpec) (ChargeResult, error) {
+	if err := spec.Job.check(); err != nil {
+		return ChargeResult{}, err
+	}
+	return ledger.Mutate(b.l, req, ledger.KindCharge, spec, func(w *ledger.Writer) (ChargeResult, error) {
+		tx := w.Tx()
+		charges, err := tx.JobCharges(spec.Machine, spec.ID)
+		if err != nil {
+			return ChargeResult{}, err
+		}
+		for _, c := range charges {
+			if c.Final {
+				return ChargeResult{}, fmt.Errorf("%w: job %s on %s (charge %d)", ErrAlreadyCharged, spec.ID, spec.Machine, c.ID)
+			}
+		}
+		cfg, err := loadConfig(tx)
+		if err != nil {
+			return ChargeResult{}, err
+		}
+		l, found, err := tx.JobLien(spec.Machine, spec.ID)
+		if err != nil {
+			return ChargeResult{}, err
+		}
+		var lien *ledger.Lien
+		var pr pricing
+		var c ledger.Charge
+		if found && l.State == ledger.LienActive {
+			if spec.Project != "" && spec.Project != l.Project {
+				return ChargeResult{}, fmt.Errorf("%w: charge for job %s names project %s, but its lien is on %s", ledger.ErrInvalid, spec.ID, spec.Project, l.Project)
+			}
+			d, err := detailOf(l)
+			if err != nil {
+				return ChargeResult{}, err
+			}
+			if pr, err = b.jobPricing(tx, cfg, l, d); err != nil {
+				return ChargeResult{}, err
+			}
+			lien = &l
+			c = ledger.Charge{Project: l.Project, Account: l.Account, User: l.User, Lien: l.ID}
+		} else {
+			if spec.User == "" {
+				return ChargeResult{}, fmt.Errorf("%w: charge for job %s: no active lien, so the charge must name the user", ledger.ErrInvalid, spec.ID)
+			}
+			p, err := resolve(tx, spec.Machine, spec.User, spec.Project, false)
+			if err != nil {
+				return ChargeResult{}, fmt.Errorf("charge for job %s without a lien: %w", spec.ID, err)
+			}
+			if pr, err = b.pricing(tx, cfg, p); err != nil {
+				return ChargeResult{}, err
+			}
+			c = ledger.Charge{Project: p.project.Name, Account: p.project.Account(), User: p.user.Name}
+		}
+		usage := spec.Usage
+		if spec.Incremental {
+			usage.State = charge.Running
+		}
+		amount, err := charge.Price(pr.table, pr.policy, pr.shape, usage)
+		if err != nil {
+			return ChargeResult{}, fmt.Errorf("%w: charge for job %s: %v", ledger.ErrInvalid, spec.ID, err)
+		}
+		c.JobID, c.Machine, c.Final, c.Time = spec.ID, spec.Machine, !spec.Incremental, w.Now()
+		var rec *ledger.Record
+		if spec.Reservation != "" {
+			if rec, err = recordJobInReservation(tx, spec.Reservation, spec.Machine, usage); err != nil {
+				return ChargeResult{}, fmt.Errorf("charge for job %s: %w", spec.ID, err)
+			}
+		}
+		return b.settle(w, c, lien, rec, chargeDetail{Usage: usage, Reservation: spec.Reservation, Explanation: amount.Explanation}, amount.Credits)
+	})
+}
+
+// settle debits amount for charge c (its identity filled in), updates the
+// lien and journals both, and rec if not nil, in one entry.
+func (b *Bank) settle(w *ledger.Writer, c ledger.Charge, lien *ledger.Lien, rec *ledger.Record, d chargeDetail, amount decimal.Decimal) (ChargeResult, error) {
+	f, err := w.Funds(c.Account, c.Machine, lien)
+	if err != nil {
+		return ChargeResult{}, err
+	}
+	var err2 error
+	if amount.IsPositive() {
+		if c.Debits, c.Overdrawn, err2 = f.Debit(amount); err2 != nil {
+			return ChargeResult{}, fmt.Errorf("charge for job %s: %w", c.JobID, err2)
+		}
+	} else {
+		c.Debits, c.Overdrawn = []ledger.Hold{}, decimal.Zero
+	}
+	c.Amount, c.Refunded = amount, decimal.Zero
+	if c.ID, err = w.Tx().NextChargeID(); err != nil {
+		return ChargeResult{}, err
+	}
+	if c.Detail, err = json.Marshal(d); err != nil {
+		return ChargeResult{}, fmt.Errorf("lien: encode charge detail: %w", err)
+	}
+	res := ChargeResult{Explanation: d.Explanation, Overran: decimal.Zero, Released: decimal.Zero}
+	if lien != nil {
+		l := *lien
+		l.Charged = l.Charged.Add(amount)
+		if c.Final {
+			res.Released = decimal.Max(l.Amount.Sub(amount), decimal.Zero)
+			l.State = ledger.LienSettled
+		} else {
+			res.Overran = decimal.Max(amount.Sub(l.Amount), decimal.Zero)
+			l.Holds = shrink(l.Holds, c.Debits, decimal.Min(amount, l.Amount))
+			l.Amount = decimal.Max(l.Amount.Sub(amount), decimal.Zero)
+		}
+		res.Lien = &l
+	}
+	description := d.Explanation.NoCharge
+	if c.Overdrawn.IsPositive() {
+		description = fmt.Sprintf("overdrawn by %s", c.Overdrawn)
+	}
+	if res.Overran.IsPositive() {
+		description = fmt.Sprintf("incremental charge overran the lien by %s", res.Overran)
+	}
+	allocs, deltas, err := debitDeltas(w.Tx(), c)
+	if err != nil {
+		return ChargeResult{}, err
+	}
+	_, err = w.Move(ledger.Entry{Kind: ledger.KindCharge, Node: c.Project, Ref: c.JobID, Charge: &c, Lien: res.Lien, Record: rec, Description: description}, allocs, deltas)
+	res.Charge = c
+	return res, err
+}
+
+// shrink takes by off a lien's holds: first where the charge debited, then
+// in hold order.
+func shrink(holds, debits []ledger.Hold, by decimal.Decimal) []ledger.Hold {
+	out := make([]ledger.Hold, len(holds))
+	copy(out, holds)
+	debited := map[uint64]decimal.Decimal{}
+	for _, d := range debits {
+		debited[d.Allocation] = debited[d.Allocation].Add(d.Amount)
+	}
+	for _, firstPass := range []bool{true, false} {
+		for i := range out {
+			if !by.IsPositive() {
+				break
+			}
+			take := decimal.Min(out[i].Amount, by)
+			if firstPass {
+				take = decimal.Min(take, debited[out[i].Allocation])
+			}
+			out[i].Amount = out[i].Amount.Sub(take)
+			by = by.Sub(take)
+		}
+	}
+	kept := out[:0]
+	for _, h := range out {
+		if h.Amount.IsPositive() {
+			kept = append(kept, h)
+		}
+	}
+	return kept
+}
+
+// debitDeltas turns a charge's debits (negative) or refunds into allocation
+// changes.
+func debitDeltas(tx ledger.Tx, c ledger.Charge) ([]ledger.Allocation, []ledger.Delta, error) {
+	return deltasOf(tx, c.Account, c.Debits, decimal.NewFromInt(-1))
+}
+
+func deltasOf(tx ledger.Tx, account string, holds []ledger.Hold, sign decimal.Decimal) ([]ledger.Allocation, []ledger.Delta, error) {
+	var allocs []ledger.Allocation
+	var deltas []ledger.Delta
+	for _, h := range holds {
+		a, ok, err := tx.Allocation(h.Allocation)
+		if err != nil || !ok {
+			return nil, nil, notFound(err, "no allocation %d", h.Allocation)
+		}
+		allocs = append(allocs, a)
+		deltas = append(deltas, ledger.Delta{Allocation: h.Allocation, Account: account, Amount: h.Amount.Mul(sign), Deposited: decimal.Zero})
+	}
+	return allocs, deltas, nil
+}
+
+// RefundSpec returns credits of one charge (all that is left of it when
+// Amount is zero).
+type RefundSpec struct {
+	Charge      uint64          `json:"charge"`
+	Amount      decimal.Decimal `json:"amount"`
+	Description string          `json:"description,omitempty"`
+}
+
+// Refund returns at most what a charge took, to the allocations it took it
+// from, the last debited first.
+func (b *Bank) Refund(req ledger.Request, spec RefundSpec) (ledger.Charge, error) {
+	if spec.Amount.IsNegative() {
+		return ledger.Charge{}, fmt.Errorf("%w: refund amount %s is negative", ledger.ErrInvalid, spec.Amount)
+	}
+	if !spec.Amount.IsZero() {
+		if err := ledger.CheckAmount(spec.Amount, b.l.Settings().Precision); err != nil {
+			return ledger.Charge{}, fmt.Errorf("refund: %w", err)
+		}
+	}
+	return ledger.Mutate(b.l, req, ledger.KindRefund, spec, func(w *ledger.Writer) (ledger.Charge, error) {
+		c, ok, err := w.Tx().Charge(spec.Charge)
+		if err != nil || !ok {
+			return ledger.Charge{}, notFound(err, "no charge %d", spec.Charge)
+		}
+		left := c.Amount.Sub(c.Refunded)
+		amount := spec.Amount
+		if amount.IsZero() {
+			amount = left
+		}
+		if !amount.IsPositive() || amount.GreaterThan(left) {
+			return ledger.Charge{}, fmt.Errorf("%w: charge %d took %s and %s was refunded already; %s cannot be refunded", ErrRefund, c.ID, c.Amount, c.Refunded, amount)
+		}
+		refunded := map[uint64]decimal.Decimal{}
+		for _, r := range c.Refunds {
+			refunded[r.Allocation] = refunded[r.Allocation].Add(r.Amount)
+		}
+		var back []ledger.Hold
+		need := amount
+		for i := len(c.Debits) - 1; i >= 0 && need.IsPositive(); i-- {
+			d := c.Debits[i]
+			room := d.Amount.Sub(refunded[d.Allocation])
+			if room.IsPositive() {
+				t := decimal.Min(room, need)
+				back = append(back, ledger.Hold{Allocation: d.Allocation, Amount: t})
+				refunded[d.Allocation] = refunded[d.Allocation].Add(t)
+				need = need.Sub(t)
+			}
+		}
+		c.Refunds = append(c.Refunds, back...)
+		c.Refunded = c.Refunded.Add(amount)
+		allocs, deltas, err := deltasOf(w.Tx(), c.Account, back, decimal.NewFromInt(1))
+		if err != nil {
+			return ledger.Charge{}, err
+		}
+		_, err = w.Move(ledger.Entry{Kind: ledger.KindRefund, Node: c.Project, Ref: c.JobID, Charge: &c, Description: spec.Description}, allocs, deltas)
+		return c, err
+	})
+}
+
+// Charges lists a job's charges.
+func (b *Bank) Charges(job Job) ([]ledger.Charge, error) {
+	var out []ledger.Charge
+	err := b.l.View(func(tx ledger.Tx) (err error) {
+		out, err = tx.JobCharges(job.Machine, job.ID)
+		return err
+	})
+	return out, err
+}
