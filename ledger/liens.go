@@ -68,9 +68,9 @@ type Charge struct {
 	// Refunded is the total refunded; Refunds says to which allocations.
 	Refunded decimal.Decimal `json:"refunded"`
 	Refunds  []Hold          `json:"refunds,omitempty"`
-	Final     bool            `json:"final"`
-	Time      time.Time       `json:"time"`
-	Detail    json.RawMessage `json:"detail,omitempty"`
+	Final    bool            `json:"final"`
+	Time     time.Time       `json:"time"`
+	Detail   json.RawMessage `json:"detail,omitempty"`
 }
 
 // Record is a named piece of configuration or state that the layers above

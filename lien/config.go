@@ -159,10 +159,10 @@ func (b *Bank) SetRates(req ledger.Request, t charge.RateTable) (charge.RateTabl
 // ConfigChange is one change to Config; the zero value of a field means
 // "leave it".
 type ConfigChange struct {
-	Scope  Scope `json:"scope"`
+	Scope  Scope          `json:"scope"`
 	Policy *charge.Policy `json:"policy,omitempty"`
 	// Fallback is an account or project name, "+suffix", or "" to remove.
-	Fallback *string `json:"fallback,omitempty"`
+	Fallback *string        `json:"fallback,omitempty"`
 	Grace    *time.Duration `json:"grace,omitempty"`
 }
 
