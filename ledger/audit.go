@@ -263,6 +263,15 @@ func (a *auditor) compareActiveLiens(account string, liens []Lien) error {
 	if !slices.Equal(got, want) {
 		a.problem("account %s: its active-lien index lists %v, its active liens are %v", account, got, want)
 	}
+	held, err := a.tx.ActiveHolds(account)
+	if err != nil {
+		return err
+	}
+	for i, h := range held {
+		if i < len(indexed) && !sameJSON(LienHolds{ID: indexed[i].ID, Expires: indexed[i].Expires, Holds: indexed[i].Holds}, h) {
+			a.problem("account %s: the active-lien index holds %+v for lien %d, the lien holds %v until %s", account, h, h.ID, indexed[i].Holds, indexed[i].Expires)
+		}
+	}
 	return nil
 }
 

@@ -14,13 +14,13 @@ var ErrNoAllocation = fmt.Errorf("%w: no usable allocation", ErrInsufficientFund
 // reservedAt sums, per allocation, what the account's liens hold at time t,
 // leaving out the lien numbered except (0: none).
 func reservedAt(tx Tx, account string, t time.Time, except uint64) (map[uint64]decimal.Decimal, error) {
-	liens, err := tx.ActiveLiens(account)
+	liens, err := tx.ActiveHolds(account)
 	if err != nil {
 		return nil, err
 	}
 	reserved := map[uint64]decimal.Decimal{}
 	for _, l := range liens {
-		if l.ID == except || !l.HoldsAt(t) {
+		if l.ID == except || !t.Before(l.Expires) {
 			continue
 		}
 		for _, h := range l.Holds {

@@ -77,6 +77,10 @@ type Tx interface {
 	// ActiveLiens lists the account's active liens in id order, including
 	// those past their expiry that the sweeper has not marked yet.
 	ActiveLiens(account string) ([]Lien, error)
+	// ActiveHolds is ActiveLiens reduced to what balances need (id, expiry,
+	// holds), which an engine can keep in its index and read without
+	// decoding whole liens: every lien and charge asks for it.
+	ActiveHolds(account string) ([]LienHolds, error)
 	// ExpiredLiens lists at most limit active liens whose expiry is at or
 	// before t, soonest expiry first.
 	ExpiredLiens(t time.Time, limit int) ([]Lien, error)

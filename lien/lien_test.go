@@ -22,10 +22,10 @@ import (
 type site struct {
 	*ledgertest.Bank
 	lb *lien.Bank
-	t  *testing.T
+	t  testing.TB
 }
 
-func newSite(t *testing.T) *site {
+func newSite(t testing.TB) *site {
 	b := ledgertest.NewBank(t, ledgertest.Bolt)
 	s := &site{Bank: b, lb: lien.New(b.Ledger), t: t}
 	b.MustNode("chem", "chem.lab1", "bio")

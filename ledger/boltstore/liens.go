@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/shopspring/decimal"
+
 	"github.com/ingot-hpc/ingot/ledger"
 )
 
@@ -62,7 +64,7 @@ func (t *tx) PutLien(l ledger.Lien) error {
 		}
 	}
 	if l.State == ledger.LienActive {
-		if err := t.index(bucketLiensActive, accountKey(l.Account, l.ID), []byte{}, true); err != nil {
+		if err := t.index(bucketLiensActive, accountKey(l.Account, l.ID), encodeHolds(l), true); err != nil {
 			return err
 		}
 		if err := t.index(bucketLiensExpiry, expiryKey(l.Expires, l.ID), []byte{}, true); err != nil {
@@ -103,6 +105,54 @@ func (t *tx) ActiveLiens(account string) ([]ledger.Lien, error) {
 		out = append(out, l)
 	}
 	return out, nil
+}
+
+func (t *tx) ActiveHolds(account string) ([]ledger.LienHolds, error) {
+	prefix := append([]byte(account), 0)
+	var out []ledger.LienHolds
+	c := t.btx.Bucket(bucketLiensActive).Cursor()
+	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		h, err := decodeHolds(decodeUint(k[len(prefix):]), v)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, h)
+	}
+	return out, nil
+}
+
+// encodeHolds packs a lien's expiry and holds for the active-lien index:
+// expiry (Unix ns), then per hold the allocation id and the amount's text
+// with its length. It is read on every lien and charge, so it avoids JSON.
+func encodeHolds(l ledger.Lien) []byte {
+	b := encodeUint(uint64(l.Expires.UnixNano()))
+	for _, h := range l.Holds {
+		amount := h.Amount.String()
+		b = binary.BigEndian.AppendUint64(b, h.Allocation)
+		b = append(b, byte(len(amount)))
+		b = append(b, amount...)
+	}
+	return b
+}
+
+func decodeHolds(id uint64, b []byte) (ledger.LienHolds, error) {
+	bad := fmt.Errorf("%w: active-lien index entry of lien %d is malformed", ledger.ErrCorrupt, id)
+	if len(b) < 8 {
+		return ledger.LienHolds{}, bad
+	}
+	h := ledger.LienHolds{ID: id, Expires: time.Unix(0, int64(decodeUint(b))).UTC()}
+	for b = b[8:]; len(b) > 0; {
+		if len(b) < 9 || len(b) < 9+int(b[8]) {
+			return ledger.LienHolds{}, bad
+		}
+		amount, err := decimal.NewFromString(string(b[9 : 9+int(b[8])]))
+		if err != nil {
+			return ledger.LienHolds{}, bad
+		}
+		h.Holds = append(h.Holds, ledger.Hold{Allocation: decodeUint(b), Amount: amount})
+		b = b[9+int(b[8]):]
+	}
+	return h, nil
 }
 
 func (t *tx) ExpiredLiens(before time.Time, limit int) ([]ledger.Lien, error) {

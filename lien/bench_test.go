@@ -1,0 +1,49 @@
+package lien_test
+
+import (
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ingot-hpc/ingot/charge"
+	"github.com/ingot-hpc/ingot/ledger/ledgertest"
+	"github.com/ingot-hpc/ingot/lien"
+)
+
+// BenchmarkCycle is a job's life in the bank: a lien when it starts and a
+// final charge when it ends, each durable. Distinct jobs run 1 and 64 at a
+// time; beside each, raw bbolt makes the same number of durable writes (two
+// per cycle) in the same run.
+func BenchmarkCycle(b *testing.B) {
+	for _, workers := range []int{1, 64} {
+		b.Run(fmt.Sprintf("ingot/goroutines=%d", workers), func(b *testing.B) {
+			s := newSite(b)
+			s.MustDeposit("chem", "1000000000000", time.Time{})
+			var next atomic.Int64
+			ledgertest.Parallel(b, workers, func() {
+				id := fmt.Sprint(next.Add(1))
+				if _, err := s.lb.Place(s.Req(), lien.PlaceSpec{Job: job(id), User: "amy", Request: request(4, 3600)}); err != nil {
+					b.Fatal(err)
+				}
+				u := charge.Usage{Resources: charge.Resources{Processors: 4}, WallclockSeconds: 1800, WallclockLimitSeconds: 3600, State: charge.Completed}
+				if _, err := s.lb.Charge(s.Req(), lien.ChargeSpec{Job: job(id), Usage: u}); err != nil {
+					b.Fatal(err)
+				}
+			})
+			ledgertest.PerSecond(b, "cycles/s")
+		})
+		b.Run(fmt.Sprintf("bbolt/goroutines=%d", workers), func(b *testing.B) {
+			raw := ledgertest.OpenRawBolt(b)
+			value := make([]byte, 1000) // about a lien or charge entry with its records
+			ledgertest.Parallel(b, workers, func() {
+				for range 2 {
+					if err := raw.Put(value, workers > 1); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+			ledgertest.PerSecond(b, "cycles/s")
+		})
+	}
+}
