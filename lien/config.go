@@ -143,7 +143,13 @@ func (b *Bank) Rates() (charge.RateTable, error) {
 // were made with.
 func (b *Bank) SetRates(req ledger.Request, t charge.RateTable) (charge.RateTable, error) {
 	t.Precision = b.l.Settings().Precision
-	if err := t.Validate(); err != nil {
+	// A round trip through the decoder validates the table and stores the
+	// names in Gold's spelling, whatever case they were given in.
+	raw, err := json.Marshal(t)
+	if err != nil {
+		return charge.RateTable{}, fmt.Errorf("lien: encode rate table: %w", err)
+	}
+	if t, err = charge.DecodeRateTable(raw); err != nil {
 		return charge.RateTable{}, fmt.Errorf("%w: %v", ledger.ErrInvalid, err)
 	}
 	return ledger.Mutate(b.l, req, ledger.KindRecord, t, func(w *ledger.Writer) (charge.RateTable, error) {
@@ -166,10 +172,11 @@ type ConfigChange struct {
 	Grace    *time.Duration `json:"grace,omitempty"`
 }
 
-// ChangeConfig sets a policy or fallback at a scope, or the grace period.
+// ChangeConfig sets a policy or fallback at a scope, or the grace period
+// (whole seconds).
 func (b *Bank) ChangeConfig(req ledger.Request, ch ConfigChange) (Config, error) {
-	if ch.Grace != nil && (*ch.Grace < 0 || *ch.Grace > 7*24*time.Hour) {
-		return Config{}, fmt.Errorf("%w: grace %s must be between 0 and a week", ledger.ErrInvalid, *ch.Grace)
+	if ch.Grace != nil && (*ch.Grace < 0 || *ch.Grace > 7*24*time.Hour || *ch.Grace%time.Second != 0) {
+		return Config{}, fmt.Errorf("%w: grace %s must be whole seconds between 0 and a week", ledger.ErrInvalid, *ch.Grace)
 	}
 	if ch.Scope.Machine != "" && ch.Scope.Project != "" {
 		return Config{}, fmt.Errorf("%w: a setting applies to a machine or a project, not both", ledger.ErrInvalid)

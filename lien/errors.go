@@ -1,6 +1,11 @@
 package lien
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+
+	"github.com/ingot-hpc/ingot/ledger"
+)
 
 // Sentinel errors; they wrap the ledger's where the meaning is the same, so
 // callers can test either.
@@ -10,8 +15,8 @@ var (
 	ErrNoProject = errors.New("lien: no project")
 	// ErrNotMember marks a user who may not charge the project.
 	ErrNotMember = errors.New("lien: user is not a member of the project")
-	// ErrNoLien marks a job that has no active lien.
-	ErrNoLien = errors.New("lien: no active lien for the job")
+	// ErrNoLien marks a job that has no (active) lien: a kind of not found.
+	ErrNoLien = fmt.Errorf("%w: lien: no active lien for the job", ledger.ErrNotFound)
 	// ErrAlreadyCharged marks a second final charge for the same job.
 	ErrAlreadyCharged = errors.New("lien: job already charged")
 	// ErrRefund marks a refund beyond what the charge took.

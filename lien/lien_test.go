@@ -548,3 +548,38 @@ func TestChargeRetriedChargesOnce(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+func TestRefusalWithMissingFallbackIsStillForFunds(t *testing.T) {
+	s := newSite(t)
+	s.MustDeposit("chem", "100", time.Time{})
+	if _, err := s.lb.ChangeConfig(s.Req(), lien.ConfigChange{Fallback: ptr("+-gone")}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := s.place("1", 1, 3600)
+	if !errors.Is(err, ledger.ErrInsufficientFunds) || !errors.Is(err, ledger.ErrNotFound) || !strings.Contains(err.Error(), "chem.lab1-gone") {
+		t.Errorf("err = %v", err)
+	}
+}
+
+func TestLienThatWouldBeExpiredIsRefused(t *testing.T) {
+	s := newSite(t)
+	s.MustDeposit("chem", "100000", time.Time{})
+	r := request(1, 600)
+	r.Start = s.Clock.Now().Add(-time.Hour) // 600 s + 10 min grace ended 40 minutes ago
+	before := s.JournalLen()
+	if _, err := s.lb.Place(s.Req(), lien.PlaceSpec{Job: job("late"), User: "amy", Request: r}); !errors.Is(err, ledger.ErrInvalid) || !strings.Contains(err.Error(), "charge it instead") {
+		t.Errorf("err = %v", err)
+	}
+	if s.JournalLen() != before {
+		t.Error("the refused lien wrote to the journal")
+	}
+	r.Start = s.Clock.Now().Add(-15 * time.Minute) // still inside its limit and grace
+	res, err := s.lb.Place(s.Req(), lien.PlaceSpec{Job: job("late"), User: "amy", Request: r})
+	if err != nil || res.Requested != "chem.lab1" || res.Quote.Credits.IsZero() {
+		t.Errorf("late but live lien: %+v %v", res, err)
+	}
+	again, err := s.lb.Place(s.Req(), lien.PlaceSpec{Job: job("late"), User: "amy", Request: r})
+	if err != nil || !again.Existing || !again.Quote.Credits.Equal(res.Quote.Credits) {
+		t.Errorf("repeated placement: %+v %v", again, err)
+	}
+}

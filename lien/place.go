@@ -25,8 +25,9 @@ type PlaceSpec struct {
 	Replace bool `json:"replace,omitempty"`
 }
 
-// lienDetail is what this package keeps in ledger.Lien.Detail.
-type lienDetail struct {
+// Detail is what this package keeps in ledger.Lien.Detail: how the lien was
+// priced and, after a fallback, which project the job asked for.
+type Detail struct {
 	Request charge.Request `json:"request"`
 	Policy  charge.Policy  `json:"policy"`
 	Quote   uint64         `json:"quote,omitempty"`
@@ -42,17 +43,30 @@ type LienResult struct {
 	// job (FellBack), so that the scheduler can switch the job to it.
 	Project  string `json:"project"`
 	FellBack bool   `json:"fell_back"`
+	// Requested is the project the job asked for.
+	Requested string `json:"requested_project"`
 	// Existing says the job already had this active lien; nothing changed.
 	Existing bool          `json:"existing,omitempty"`
 	Quote    charge.Amount `json:"quote"`
 }
 
-func detailOf(l ledger.Lien) (lienDetail, error) {
-	var d lienDetail
+// DetailOf decodes a lien's Detail.
+func DetailOf(l ledger.Lien) (Detail, error) {
+	var d Detail
 	if err := json.Unmarshal(l.Detail, &d); err != nil {
 		return d, fmt.Errorf("%w: lien %d detail: %v", ledger.ErrCorrupt, l.ID, err)
 	}
 	return d, nil
+}
+
+// resultOf is the answer about lien l priced as d says.
+func resultOf(l ledger.Lien, d Detail, existing bool) LienResult {
+	requested := d.Requested
+	if requested == "" {
+		requested = l.Project
+	}
+	quote := charge.Amount{Credits: d.Explanation.Exact.RoundBank(d.Explanation.Precision), Explanation: d.Explanation}
+	return LienResult{Lien: l, Project: l.Project, FellBack: d.Requested != "", Requested: requested, Existing: existing, Quote: quote}
 }
 
 // Place places (or re-places) the lien of a job.
@@ -69,8 +83,8 @@ func (b *Bank) Place(req ledger.Request, spec PlaceSpec) (LienResult, error) {
 		var own *ledger.Lien
 		if found && old.State == ledger.LienActive {
 			if old.HoldsAt(w.Now()) && !spec.Replace {
-				d, err := detailOf(old)
-				return LienResult{Lien: old, Project: old.Project, FellBack: d.Requested != "", Existing: true}, err
+				d, err := DetailOf(old)
+				return resultOf(old, d, true), err
 			}
 			own = &old
 		}
@@ -96,11 +110,16 @@ func (b *Bank) Place(req ledger.Request, spec PlaceSpec) (LienResult, error) {
 		if err != nil {
 			return LienResult{}, fmt.Errorf("%w: lien for job %s: %v", ledger.ErrInvalid, spec.ID, err)
 		}
+		expires := request.Start.Add(time.Duration(request.WallclockLimitSeconds)*time.Second + time.Duration(cfg.GraceSeconds)*time.Second)
+		if !expires.After(w.Now()) {
+			return LienResult{}, fmt.Errorf("%w: lien for job %s: started %s with a limit of %ds, it would have expired at %s; charge it instead",
+				ledger.ErrInvalid, spec.ID, request.Start.Format(time.RFC3339), request.WallclockLimitSeconds, expires.Format(time.RFC3339))
+		}
 		project, holds, err := b.cover(w, cfg, p.project.Name, spec.Machine, amount.Credits, own)
 		if err != nil {
 			return LienResult{}, fmt.Errorf("lien for job %s: %w", spec.ID, err)
 		}
-		d := lienDetail{Request: request, Policy: pr.policy, Quote: pr.quote, Explanation: amount.Explanation}
+		d := Detail{Request: request, Policy: pr.policy, Quote: pr.quote, Explanation: amount.Explanation}
 		if project != p.project.Name {
 			d.Requested = p.project.Name
 		}
@@ -120,7 +139,7 @@ func (b *Bank) Place(req ledger.Request, spec PlaceSpec) (LienResult, error) {
 		if _, err := w.Append(ledger.Entry{Kind: ledger.KindLienPlace, Node: project, Ref: spec.ID, Lien: &l, Record: quoteRec}); err != nil {
 			return LienResult{}, err
 		}
-		return LienResult{Lien: l, Project: project, FellBack: d.Requested != "", Quote: amount}, nil
+		return resultOf(l, d, false), nil
 	})
 }
 
@@ -158,11 +177,11 @@ func (b *Bank) cover(w *ledger.Writer, cfg Config, project, machine string, amou
 		return "", nil, firstErr
 	}
 	if _, err := ledger.ActiveNode(w.Tx(), fallback); err != nil {
-		return "", nil, fmt.Errorf("%v; fallback: %w", firstErr, err)
+		return "", nil, fmt.Errorf("%w; fallback %s: %w", firstErr, fallback, err)
 	}
 	holds, err := b.holdOn(w, fallback, machine, amount, own)
 	if err != nil {
-		return "", nil, fmt.Errorf("%v; fallback: %w", firstErr, err)
+		return "", nil, fmt.Errorf("%w; fallback: %w", firstErr, err)
 	}
 	return fallback, holds, nil
 }
@@ -231,7 +250,7 @@ func (b *Bank) Extend(req ledger.Request, job Job, wallclockLimitSeconds int64) 
 		if _, err := w.Append(ledger.Entry{Kind: ledger.KindLienExtend, Node: l.Project, Ref: job.ID, Lien: &l}); err != nil {
 			return LienResult{}, err
 		}
-		return LienResult{Lien: l, Project: l.Project, FellBack: d.Requested != "", Quote: amount}, nil
+		return resultOf(l, d, false), nil
 	})
 }
 
@@ -273,21 +292,21 @@ func (b *Bank) Sweep(req ledger.Request) ([]ledger.Lien, error) {
 }
 
 // activeLien returns a job's active lien and its detail.
-func activeLien(w *ledger.Writer, job Job) (ledger.Lien, lienDetail, error) {
+func activeLien(w *ledger.Writer, job Job) (ledger.Lien, Detail, error) {
 	l, ok, err := w.Tx().JobLien(job.Machine, job.ID)
 	if err != nil {
-		return l, lienDetail{}, err
+		return l, Detail{}, err
 	}
 	if !ok || l.State != ledger.LienActive {
-		return l, lienDetail{}, fmt.Errorf("%w: job %s on %s", ErrNoLien, job.ID, job.Machine)
+		return l, Detail{}, fmt.Errorf("%w: job %s on %s", ErrNoLien, job.ID, job.Machine)
 	}
-	d, err := detailOf(l)
+	d, err := DetailOf(l)
 	return l, d, err
 }
 
 // jobPricing prices a job with a lien as the lien was priced: its guaranteed
 // quote's table, or the rates in force under the lien's policy.
-func (b *Bank) jobPricing(tx ledger.Tx, cfg Config, l ledger.Lien, d lienDetail) (pricing, error) {
+func (b *Bank) jobPricing(tx ledger.Tx, cfg Config, l ledger.Lien, d Detail) (pricing, error) {
 	if d.Quote != 0 {
 		q, err := loadQuote(tx, d.Quote)
 		return pricing{table: q.Table, policy: q.Policy, shape: q.Shape, quote: q.ID}, err

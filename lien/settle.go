@@ -75,7 +75,7 @@ func (b *Bank) Charge(req ledger.Request, spec ChargeSpec) (ChargeResult, error)
 			if spec.Project != "" && spec.Project != l.Project {
 				return ChargeResult{}, fmt.Errorf("%w: charge for job %s names project %s, but its lien is on %s", ledger.ErrInvalid, spec.ID, spec.Project, l.Project)
 			}
-			d, err := detailOf(l)
+			d, err := DetailOf(l)
 			if err != nil {
 				return ChargeResult{}, err
 			}

@@ -65,6 +65,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			fundsCommands(),
 			reportCommands(),
 			adminCommands(),
+			rateCommands(), policyCommands(), quoteCommands(), lienCommands(), chargeCommands(), reservationCommands(),
 		),
 	}
 	addCommonFlags(app.Commands)
@@ -166,9 +167,15 @@ func request(c *cli.Context) ledger.Request {
 func args(c *cli.Context, names ...string) ([]string, error) {
 	got := c.Args().Slice()
 	if len(got) != len(names) {
-		return nil, usageError{fmt.Sprintf("%s takes %d argument(s): %s (got %d)", c.Command.FullName(), len(names), strings.Join(names, " "), len(got))}
+		return nil, usageError{fmt.Sprintf("%s takes %d argument(s): %s (got %d)", commandPath(c), len(names), strings.Join(names, " "), len(got))}
 	}
 	return got, nil
+}
+
+// commandPath is the command as typed, without the program name ("lien
+// show"): urfave/cli's FullName gives only the last word of a subcommand.
+func commandPath(c *cli.Context) string {
+	return strings.TrimPrefix(c.Command.HelpName, c.App.Name+" ")
 }
 
 func parseTimeFlag(c *cli.Context, name string) (time.Time, error) {

@@ -5,6 +5,7 @@ import (
 
 	"github.com/ingot-hpc/ingot/ledger"
 	"github.com/ingot-hpc/ingot/ledger/boltstore"
+	"github.com/ingot-hpc/ingot/lien"
 )
 
 // Exit codes. Scripts depend on them: add, never renumber.
@@ -12,8 +13,8 @@ const (
 	exitOK          = 0
 	exitError       = 1 // anything not listed below: I/O, internal errors
 	exitUsage       = 2 // bad command line or invalid input
-	exitNotFound    = 3 // unknown node, user, machine or allocation
-	exitRefused     = 4 // valid but refused: insufficient funds, inactive, exists, request conflict
+	exitNotFound    = 3 // unknown node, user, machine, allocation, rate, charge; no lien for the job
+	exitRefused     = 4 // valid but refused: insufficient funds, inactive, exists, request conflict, not a member, already charged, refund beyond the charge, unusable quote or reservation
 	exitAudit       = 5 // the audit found problems
 	exitUnavailable = 6 // the database cannot be opened: missing, locked, not a bank
 	exitCorrupt     = 7 // stored data is damaged
@@ -34,10 +35,18 @@ func exitCode(err error) int {
 		return exitOK
 	case errors.As(err, &usage), errors.Is(err, ledger.ErrInvalid):
 		return exitUsage
-	case errors.Is(err, ledger.ErrNotFound):
+	// Lack of funds first: a refused lien whose fallback is missing wraps
+	// both, and it is the refusal that matters.
+	case errors.Is(err, ledger.ErrInsufficientFunds):
+		return exitRefused
+	case errors.Is(err, ledger.ErrNotFound): // lien.ErrNoLien is one
 		return exitNotFound
-	case errors.Is(err, ledger.ErrInsufficientFunds), errors.Is(err, ledger.ErrInactive),
-		errors.Is(err, ledger.ErrExists), errors.Is(err, ledger.ErrRequestConflict):
+	// Valid requests the bank's state refuses. A reservation that is
+	// unknown or ended is one error in package lien, so it is refused here
+	// rather than split between "not found" and "refused".
+	case errors.Is(err, ledger.ErrInactive), errors.Is(err, ledger.ErrExists), errors.Is(err, ledger.ErrRequestConflict),
+		errors.Is(err, lien.ErrNoProject), errors.Is(err, lien.ErrNotMember), errors.Is(err, lien.ErrAlreadyCharged),
+		errors.Is(err, lien.ErrRefund), errors.Is(err, lien.ErrQuote), errors.Is(err, lien.ErrReservation):
 		return exitRefused
 	case errors.Is(err, errAuditFailed):
 		return exitAudit

@@ -1,0 +1,225 @@
+package main
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/shopspring/decimal"
+	"github.com/urfave/cli/v2"
+
+	"github.com/ingot-hpc/ingot/charge"
+	"github.com/ingot-hpc/ingot/ledger"
+	"github.com/ingot-hpc/ingot/lien"
+)
+
+// chargeCommands: `ingot charge JOBID` charges a job, `ingot charge list
+// JOBID` lists its charges, `ingot refund` returns credits. charge has both
+// an action and a subcommand, so it carries the common flags itself
+// (addCommonFlags gives them to leaves only). A job named "list" or "help"
+// cannot be charged from here; Slurm's job ids are numbers.
+func chargeCommands() []*cli.Command {
+	flags := append(resourceFlags(),
+		machineFlag(),
+		&cli.StringFlag{Name: "user", Usage: "the `USER` who ran the job (required when the job has no active lien)"},
+		&cli.StringFlag{Name: "project", Usage: "the `PROJECT` to charge when the job has no lien (default: the user's default project)"},
+		&cli.StringFlag{Name: "wallclock-used", Usage: "wallclock the job used (required): " + durationForms},
+		&cli.StringFlag{Name: "wallclock-limit", Usage: "wallclock the job asked for (DEBITREQUESTEDWC needs it; a job that used it all is successful)"},
+		&cli.Int64Flag{Name: "cpu-seconds", Usage: "CPU seconds consumed, all processors together (default: procs × wallclock used, fully busy)"},
+		&cli.StringFlag{Name: "start", Usage: "when the job started, which time-of-day rates depend on (default: now minus wallclock used)"},
+		&cli.StringFlag{Name: "state", Value: "completed", Usage: "how the job ended: completed, failed, timeout, out_of_memory, cancelled, node_fail, preempted, boot_fail, deadline"},
+		&cli.BoolFlag{Name: "incremental", Usage: "charge a running job for what it used since its last charge; its lien shrinks and stays"},
+		&cli.StringFlag{Name: "reservation", Usage: "the chargeable reservation `NAME` the job ran in (its time there is not charged as idle)"},
+	)
+	return []*cli.Command{
+		{
+			Name:      "charge",
+			Usage:     "charge a job for what it used, against its lien; prints the itemised charge",
+			ArgsUsage: "JOBID",
+			Flags:     append(flags, commonFlags()...),
+			Action:    chargeJob,
+			Subcommands: []*cli.Command{
+				{Name: "list", Usage: "list a job's charges", ArgsUsage: "JOBID", Flags: []cli.Flag{machineFlag()}, Action: chargeList},
+			},
+		},
+		{
+			Name:      "refund",
+			Usage:     "return credits of a charge (all that is left of it without AMOUNT) to the allocations it took them from",
+			ArgsUsage: "CHARGE_ID [AMOUNT]",
+			Flags:     []cli.Flag{&cli.StringFlag{Name: "description", Aliases: []string{"d"}}},
+			Action:    refund,
+		},
+	}
+}
+
+// jobUsage reads what a job used from the charge flags.
+func jobUsage(c *cli.Context) (charge.Usage, error) {
+	res, err := jobResources(c)
+	if err != nil {
+		return charge.Usage{}, err
+	}
+	used, err := secondsFlag(c, "wallclock-used", true)
+	if err != nil {
+		return charge.Usage{}, err
+	}
+	limit, err := secondsFlag(c, "wallclock-limit", false)
+	if err != nil {
+		return charge.Usage{}, err
+	}
+	// A job that reports no CPU time is taken as fully busy: under the CPU
+	// policies, 0 would make it free.
+	cpu := res.Processors * used
+	if c.IsSet("cpu-seconds") {
+		if cpu, err = countFlag(c, "cpu-seconds", 0, charge.MaxCPUSeconds); err != nil {
+			return charge.Usage{}, err
+		}
+	}
+	state, err := charge.ParseExitState(c.String("state"))
+	if err != nil {
+		return charge.Usage{}, usageError{fmt.Sprintf("--state: %v", err)}
+	}
+	start, err := parseTimeFlag(c, "start")
+	if err != nil {
+		return charge.Usage{}, err
+	}
+	if start.IsZero() {
+		start = time.Now().UTC().Truncate(time.Second).Add(-time.Duration(used) * time.Second)
+	}
+	return charge.Usage{Resources: res, WallclockSeconds: used, WallclockLimitSeconds: limit, CPUSeconds: cpu, Start: start, State: state}, nil
+}
+
+func chargeJob(c *cli.Context) error {
+	usage, err := jobUsage(c)
+	if err != nil {
+		return err
+	}
+	return withLiens(c, func(b *lien.Bank) error {
+		job, err := jobOf(c, b)
+		if err != nil {
+			return err
+		}
+		r, err := b.Charge(request(c), lien.ChargeSpec{Job: job, User: c.String("user"), Project: c.String("project"), Usage: usage,
+			Incremental: c.Bool("incremental"), Reservation: c.String("reservation")})
+		if err != nil {
+			return err
+		}
+		return showChargeResult(c, b, r)
+	})
+}
+
+// showChargeResult shows a charge, where its credits came from, what
+// happened to the lien, and the itemised price.
+func showChargeResult(c *cli.Context, b *lien.Bank, r lien.ChargeResult) error {
+	p := precisionOf(b)
+	t := table{headers: []string{"Field", "Value"}, data: r}
+	chargeRows(&t, r.Charge, p)
+	if r.Lien != nil {
+		t.add("Lien", fmt.Sprintf("%d, %s, %s still held", r.Lien.ID, r.Lien.State, amount(heldBy(*r.Lien), p)))
+	}
+	if r.Overran.IsPositive() {
+		t.add("Overran the lien by", amount(r.Overran, p))
+	}
+	if r.Charge.Final && r.Lien != nil {
+		t.add("Released", amount(r.Released, p))
+	}
+	return showExplained(c, t, charge.Amount{Credits: r.Charge.Amount, Explanation: r.Explanation})
+}
+
+// heldBy is what a lien still holds: nothing once it is no longer active.
+func heldBy(l ledger.Lien) decimal.Decimal {
+	if l.State != ledger.LienActive {
+		return decimal.Zero
+	}
+	return l.Amount
+}
+
+// chargeRows are a charge as Field/Value rows, with what it took from and
+// gave back to each allocation.
+func chargeRows(t *table, ch ledger.Charge, p int32) {
+	t.add("Charge", strconv.FormatUint(ch.ID, 10))
+	t.add("Job", ch.JobID)
+	t.add("Machine", ch.Machine)
+	t.add("Project", ch.Project)
+	t.add("User", ch.User)
+	t.add("Kind", chargeKind(ch))
+	t.add("Amount", amount(ch.Amount, p))
+	for _, d := range perAllocation(ch.Debits) {
+		t.add(fmt.Sprintf("Debited from allocation %d", d.Allocation), amount(d.Amount, p))
+	}
+	t.add("Overdrawn", amount(ch.Overdrawn, p))
+	if ch.Refunded.IsPositive() {
+		t.add("Refunded", amount(ch.Refunded, p))
+		for _, r := range perAllocation(ch.Refunds) {
+			t.add(fmt.Sprintf("Refunded to allocation %d", r.Allocation), amount(r.Amount, p))
+		}
+	}
+	t.add("Time", localTime(ch.Time))
+}
+
+// perAllocation sums amounts by allocation, in the order the allocations
+// first appear: several refunds of one charge may go to the same allocation.
+func perAllocation(holds []ledger.Hold) []ledger.Hold {
+	var out []ledger.Hold
+	at := map[uint64]int{}
+	for _, h := range holds {
+		if i, ok := at[h.Allocation]; ok {
+			out[i].Amount = out[i].Amount.Add(h.Amount)
+			continue
+		}
+		at[h.Allocation] = len(out)
+		out = append(out, h)
+	}
+	return out
+}
+
+func chargeKind(ch ledger.Charge) string {
+	if ch.Final {
+		return "final"
+	}
+	return "incremental"
+}
+
+func chargeList(c *cli.Context) error {
+	return withLiens(c, func(b *lien.Bank) error {
+		job, err := jobOf(c, b)
+		if err != nil {
+			return err
+		}
+		charges, err := b.Charges(job)
+		if err != nil {
+			return err
+		}
+		p := precisionOf(b)
+		t := table{headers: []string{"Charge", "Job", "Machine", "Project", "User", "Kind", "Amount", "Refunded", "Overdrawn", "Time"}, data: orEmpty(charges)}
+		for _, ch := range charges {
+			t.add(strconv.FormatUint(ch.ID, 10), ch.JobID, ch.Machine, ch.Project, ch.User, chargeKind(ch), amount(ch.Amount, p), amount(ch.Refunded, p),
+				amount(ch.Overdrawn, p), localTime(ch.Time))
+		}
+		return show(c, t)
+	})
+}
+
+func refund(c *cli.Context) error {
+	if c.NArg() < 1 || c.NArg() > 2 {
+		return usageError{fmt.Sprintf("refund takes CHARGE_ID [AMOUNT] (got %d arguments)", c.NArg())}
+	}
+	id, err := strconv.ParseUint(c.Args().Get(0), 10, 64)
+	if err != nil || id == 0 {
+		return usageError{fmt.Sprintf("refund: CHARGE_ID %q is not a charge number", c.Args().Get(0))}
+	}
+	return withLiens(c, func(b *lien.Bank) error {
+		spec := lien.RefundSpec{Charge: id, Description: c.String("description")}
+		if c.NArg() == 2 {
+			if spec.Amount, err = ledger.ParseAmount(c.Args().Get(1), precisionOf(b)); err != nil {
+				return err
+			}
+		}
+		ch, err := b.Refund(request(c), spec)
+		if err != nil {
+			return err
+		}
+		t := table{headers: []string{"Field", "Value"}, data: ch}
+		chargeRows(&t, ch, precisionOf(b))
+		return show(c, t)
+	})
+}
