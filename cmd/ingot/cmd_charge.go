@@ -93,11 +93,7 @@ func chargeJob(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	return withLiens(c, func(b *lien.Bank) error {
-		job, err := jobOf(c, b)
-		if err != nil {
-			return err
-		}
+	return withJob(c, func(b *lien.Bank, job lien.Job) error {
 		r, err := b.Charge(request(c), lien.ChargeSpec{Job: job, User: c.String("user"), Project: c.String("project"), Usage: usage,
 			Incremental: c.Bool("incremental"), Reservation: c.String("reservation")})
 		if err != nil {
@@ -180,11 +176,7 @@ func chargeKind(ch ledger.Charge) string {
 }
 
 func chargeList(c *cli.Context) error {
-	return withLiens(c, func(b *lien.Bank) error {
-		job, err := jobOf(c, b)
-		if err != nil {
-			return err
-		}
+	return withJob(c, func(b *lien.Bank, job lien.Job) error {
 		charges, err := b.Charges(job)
 		if err != nil {
 			return err

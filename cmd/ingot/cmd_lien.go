@@ -105,6 +105,18 @@ func jobOf(c *cli.Context, b *lien.Bank) (lien.Job, error) {
 	return lien.Job{Machine: m, ID: a[0]}, err
 }
 
+// withJob runs fn on the bank and the job named by the JOBID argument and
+// --machine.
+func withJob(c *cli.Context, fn func(*lien.Bank, lien.Job) error) error {
+	return withLiens(c, func(b *lien.Bank) error {
+		job, err := jobOf(c, b)
+		if err != nil {
+			return err
+		}
+		return fn(b, job)
+	})
+}
+
 func requiredString(c *cli.Context, name string) (string, error) {
 	if s := c.String(name); s != "" {
 		return s, nil
@@ -343,11 +355,7 @@ func lienPlace(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	return withLiens(c, func(b *lien.Bank) error {
-		job, err := jobOf(c, b)
-		if err != nil {
-			return err
-		}
+	return withJob(c, func(b *lien.Bank, job lien.Job) error {
 		r, err := b.Place(request(c), lien.PlaceSpec{Job: job, User: user, Project: c.String("project"), Request: req,
 			Quote: c.Uint64("quote"), Replace: c.Bool("replace")})
 		if err != nil {
@@ -362,11 +370,7 @@ func lienExtend(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	return withLiens(c, func(b *lien.Bank) error {
-		job, err := jobOf(c, b)
-		if err != nil {
-			return err
-		}
+	return withJob(c, func(b *lien.Bank, job lien.Job) error {
 		r, err := b.Extend(request(c), job, limit)
 		if err != nil {
 			return err
@@ -376,11 +380,7 @@ func lienExtend(c *cli.Context) error {
 }
 
 func lienRelease(c *cli.Context) error {
-	return withLiens(c, func(b *lien.Bank) error {
-		job, err := jobOf(c, b)
-		if err != nil {
-			return err
-		}
+	return withJob(c, func(b *lien.Bank, job lien.Job) error {
 		l, err := b.Release(request(c), job)
 		if err != nil {
 			return err
@@ -390,11 +390,7 @@ func lienRelease(c *cli.Context) error {
 }
 
 func lienShow(c *cli.Context) error {
-	return withLiens(c, func(b *lien.Bank) error {
-		job, err := jobOf(c, b)
-		if err != nil {
-			return err
-		}
+	return withJob(c, func(b *lien.Bank, job lien.Job) error {
 		l, err := b.JobLien(job)
 		if err != nil {
 			return err

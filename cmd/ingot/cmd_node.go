@@ -26,6 +26,15 @@ func (k nodeKind) check(name string) error {
 	return nil
 }
 
+// nameArg is the command's one NAME argument, checked for this kind.
+func (k nodeKind) nameArg(c *cli.Context) (string, error) {
+	a, err := args(c, "NAME")
+	if err != nil {
+		return "", err
+	}
+	return a[0], k.check(a[0])
+}
+
 func nodeCommands() []*cli.Command {
 	return []*cli.Command{nodeCommand("account"), nodeCommand("project")}
 }
@@ -62,14 +71,11 @@ func nodeCommand(kind nodeKind) *cli.Command {
 }
 
 func (k nodeKind) create(c *cli.Context) error {
-	a, err := args(c, "NAME")
+	name, err := k.nameArg(c)
 	if err != nil {
 		return err
 	}
-	if err := k.check(a[0]); err != nil {
-		return err
-	}
-	spec := ledger.NodeSpec{Name: a[0], Description: c.String("description"), AnyUser: c.Bool("any-user")}
+	spec := ledger.NodeSpec{Name: name, Description: c.String("description"), AnyUser: c.Bool("any-user")}
 	if err := applyPolicyFlags(c, &spec.Policy); err != nil {
 		return err
 	}
@@ -83,11 +89,8 @@ func (k nodeKind) create(c *cli.Context) error {
 }
 
 func (k nodeKind) modify(c *cli.Context) error {
-	a, err := args(c, "NAME")
+	name, err := k.nameArg(c)
 	if err != nil {
-		return err
-	}
-	if err := k.check(a[0]); err != nil {
 		return err
 	}
 	return withBank(c, func(l *ledger.Ledger) error {
@@ -101,7 +104,7 @@ func (k nodeKind) modify(c *cli.Context) error {
 			change.AnyUser = &b
 		}
 		if k == "project" {
-			n, err := l.Node(a[0])
+			n, err := l.Node(name)
 			if err != nil {
 				return err
 			}
@@ -111,7 +114,7 @@ func (k nodeKind) modify(c *cli.Context) error {
 			}
 			change.Policy = &p
 		}
-		n, err := l.ModifyNode(request(c), a[0], change)
+		n, err := l.ModifyNode(request(c), name, change)
 		if err != nil {
 			return err
 		}
@@ -120,15 +123,12 @@ func (k nodeKind) modify(c *cli.Context) error {
 }
 
 func (k nodeKind) deactivate(c *cli.Context) error {
-	a, err := args(c, "NAME")
+	name, err := k.nameArg(c)
 	if err != nil {
 		return err
 	}
-	if err := k.check(a[0]); err != nil {
-		return err
-	}
 	return withBank(c, func(l *ledger.Ledger) error {
-		n, err := l.DeactivateNode(request(c), a[0])
+		n, err := l.DeactivateNode(request(c), name)
 		if err != nil {
 			return err
 		}
@@ -137,15 +137,12 @@ func (k nodeKind) deactivate(c *cli.Context) error {
 }
 
 func (k nodeKind) show(c *cli.Context) error {
-	a, err := args(c, "NAME")
+	name, err := k.nameArg(c)
 	if err != nil {
 		return err
 	}
-	if err := k.check(a[0]); err != nil {
-		return err
-	}
 	return withBank(c, func(l *ledger.Ledger) error {
-		n, err := l.Node(a[0])
+		n, err := l.Node(name)
 		if err != nil {
 			return err
 		}
