@@ -484,27 +484,10 @@ func TestBadInputRefusedAndNothingWritten(t *testing.T) {
 func TestConcurrentLiensStopAtFunds(t *testing.T) {
 	s := newSite(t)
 	s.MustDeposit("chem", "6000", time.Time{}) // 100 liens of 60
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	ok, refused := 0, 0
-	for i := 0; i < 1000; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			_, err := s.place(fmt.Sprint("c", i), 1, 60)
-			mu.Lock()
-			defer mu.Unlock()
-			switch {
-			case err == nil:
-				ok++
-			case errors.Is(err, ledger.ErrInsufficientFunds):
-				refused++
-			default:
-				t.Error(err)
-			}
-		}()
-	}
-	wg.Wait()
+	ok, refused := ledgertest.Race(t, 1000, func(i int) error {
+		_, err := s.place(fmt.Sprint("c", i), 1, 60)
+		return err
+	})
 	if ok != 100 || refused != 900 {
 		t.Errorf("%d liens placed, %d refused; want 100 and 900", ok, refused)
 	}

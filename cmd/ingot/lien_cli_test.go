@@ -169,13 +169,7 @@ func TestLienWalkthrough(t *testing.T) {
 
 	// Out of credits: 64 × 36000 is refused, naming project, need and available.
 	big := []string{"lien", "place", "BIG", "--user", "amy", "--procs", "64", "--wallclock", "10h", "--start", futureMonday}
-	before := b.entries()
-	if out, code := b.run(big...); code != exitRefused || !strings.Contains(out, "project chem.lab1 needs 2304000, 156800 available") {
-		t.Errorf("lien beyond the credits: exit %d\n%s", code, out)
-	}
-	if b.entries() != before {
-		t.Error("the refused lien wrote to the journal")
-	}
+	b.refused(t, exitRefused, "project chem.lab1 needs 2304000, 156800 available", big...)
 
 	// With a fallback, bio takes the job and the answer says so.
 	b.ok("deposit", "bio", "3000000")
@@ -225,13 +219,7 @@ func TestLienWalkthrough(t *testing.T) {
 	var refunded ledger.Charge
 	b.json(&refunded, "refund", id, "800", "-d", "node trouble")
 	wantCredits(t, "refunded", refunded.Refunded, "800")
-	before = b.entries()
-	if out, code := b.run("refund", id, "30000"); code != exitRefused || !strings.Contains(out, "30000 cannot be refunded") {
-		t.Errorf("refund beyond the charge: exit %d\n%s", code, out)
-	}
-	if b.entries() != before {
-		t.Error("the refused refund wrote to the journal")
-	}
+	b.refused(t, exitRefused, "30000 cannot be refunded", "refund", id, "30000")
 	b.json(&refunded, "refund", id)
 	wantCredits(t, "refunded in all", refunded.Refunded, "28800")
 	wantBalance(t, b, "chem", "160400", "0", "160400")
@@ -298,14 +286,7 @@ func TestLienRefusals(t *testing.T) {
 		{"unknown zone", []string{"rate", "zone", "Mars/Olympus"}, exitUsage, "charge: unknown time zone"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			before := b.entries()
-			out, code := b.run(tc.args...)
-			if code != tc.code || !strings.Contains(out, tc.says) {
-				t.Errorf("exit %d, output %q; want exit %d saying %q", code, out, tc.code, tc.says)
-			}
-			if after := b.entries(); after != before {
-				t.Errorf("refused command wrote %d journal entries", after-before)
-			}
+			b.refused(t, tc.code, tc.says, tc.args...)
 		})
 	}
 }
@@ -401,13 +382,7 @@ func TestRateTableRoundTrip(t *testing.T) {
 	}
 	bad := filepath.Join(t.TempDir(), "bad.json")
 	os.WriteFile(bad, []byte(`{"rates": [{"type": "VBR", "name": "Processors", "rate": "1"}, {"type": "vbr", "name": "processors", "rate": "2"}]}`), 0o600)
-	before := b.entries()
-	if out, code := b.run("rate", "set", bad); code != exitUsage || !strings.Contains(out, "charge: duplicate rate") {
-		t.Errorf("rate set with a duplicate: exit %d\n%s", code, out)
-	}
-	if b.entries() != before {
-		t.Error("the refused rate table was written")
-	}
+	b.refused(t, exitUsage, "charge: duplicate rate", "rate", "set", bad)
 }
 
 func TestParseSeconds(t *testing.T) {

@@ -55,6 +55,20 @@ func (b *cliBank) json(v any, args ...string) {
 	}
 }
 
+// refused checks that a command exits with code, says what it should, and
+// writes nothing to the journal.
+func (b *cliBank) refused(t *testing.T, code int, says string, args ...string) {
+	t.Helper()
+	before := b.entries()
+	out, got := b.run(args...)
+	if got != code || !strings.Contains(out, says) {
+		t.Errorf("exit %d, output %q; want exit %d saying %q", got, out, code, says)
+	}
+	if after := b.entries(); after != before {
+		t.Errorf("refused command wrote %d journal entries", after-before)
+	}
+}
+
 func (b *cliBank) entries() int {
 	b.t.Helper()
 	var es []ledger.Entry
@@ -169,14 +183,7 @@ func TestRefusals(t *testing.T) {
 			if tc.name == "reused request id" {
 				b.ok("deposit", "chem", "6", "--request-id", "r1")
 			}
-			before := b.entries()
-			out, code := b.run(tc.args...)
-			if code != tc.code || !strings.Contains(out, tc.says) {
-				t.Errorf("exit %d, output %q; want exit %d saying %q", code, out, tc.code, tc.says)
-			}
-			if after := b.entries(); after != before {
-				t.Errorf("refused command wrote %d journal entries", after-before)
-			}
+			b.refused(t, tc.code, tc.says, tc.args...)
 		})
 	}
 }

@@ -1,6 +1,7 @@
 package ledgertest
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -145,6 +146,34 @@ func (b *Bank) MustBalance(name string) ledger.NodeBalance {
 		b.t.Fatalf("balance of %s: %v", name, err)
 	}
 	return nb
+}
+
+// Race runs call(i) for i in [0, n) all at once and counts the calls that
+// succeeded and those refused with ErrInsufficientFunds; any other error
+// fails the test.
+func Race(t testing.TB, n int, call func(i int) error) (ok, refused int) {
+	t.Helper()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := call(i)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				ok++
+			case errors.Is(err, ledger.ErrInsufficientFunds):
+				refused++
+			default:
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	return ok, refused
 }
 
 // JournalLen is the number of journal entries.

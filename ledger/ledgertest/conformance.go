@@ -611,27 +611,10 @@ func testConcurrentWithdrawals(t *testing.T, open OpenStore) {
 	b.MustNode("chem")
 	b.MustDeposit("chem", "100", time.Time{})
 	const tries = 200 // each takes 1; exactly 100 fit
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	ok, refused := 0, 0
-	for i := 0; i < tries; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			_, err := b.Withdraw(b.Req(), ledger.WithdrawSpec{Account: "chem", Amount: Dec(t, "1")})
-			mu.Lock()
-			defer mu.Unlock()
-			switch {
-			case err == nil:
-				ok++
-			case errors.Is(err, ledger.ErrInsufficientFunds):
-				refused++
-			default:
-				t.Error(err)
-			}
-		}()
-	}
-	wg.Wait()
+	ok, refused := Race(t, tries, func(int) error {
+		_, err := b.Withdraw(b.Req(), ledger.WithdrawSpec{Account: "chem", Amount: Dec(t, "1")})
+		return err
+	})
 	if ok != 100 || refused != tries-100 {
 		t.Errorf("%d withdrawals succeeded and %d were refused, want 100 and %d", ok, refused, tries-100)
 	}
