@@ -83,7 +83,7 @@ func (l *Ledger) BalanceAt(name string, at time.Time) (NodeBalance, error) {
 			if seq, allocs, err = currentAllocations(tx, account); err != nil {
 				return err
 			}
-			reserved, err = reservedAt(tx, account, at, 0)
+			reserved, err = reservedAt(tx, account, at, nil)
 		}
 		if err != nil {
 			return err
@@ -121,12 +121,12 @@ func (l *Ledger) Balances(at time.Time) ([]NodeBalance, error) {
 // currentAllocations is the account's allocations now, with the newest
 // journal entry's number.
 func currentAllocations(tx Tx, account string) (uint64, []Allocation, error) {
-	last, err := tx.LastSeq()
+	head, err := tx.Head()
 	if err != nil {
 		return 0, nil, err
 	}
 	allocs, err := tx.AccountAllocations(account)
-	return last, allocs, err
+	return head.Seq, allocs, err
 }
 
 // allocationsAsOf is the account's allocations as they stood after entry seq.
@@ -151,12 +151,12 @@ func allocationsAsOf(tx Tx, account string, seq uint64) ([]Allocation, error) {
 // seqAtOrBefore is the last journal entry made at or before t (0 if none).
 // Entry times never decrease, so a binary search finds it.
 func seqAtOrBefore(tx Tx, t time.Time) (uint64, error) {
-	last, err := tx.LastSeq()
-	if err != nil || last == 0 {
+	head, err := tx.Head()
+	if err != nil || head.Seq == 0 {
 		return 0, err
 	}
 	var searchErr error
-	n := sort.Search(int(last), func(i int) bool {
+	n := sort.Search(int(head.Seq), func(i int) bool {
 		e, ok, err := tx.Entry(uint64(i) + 1)
 		if err == nil && !ok {
 			err = fmt.Errorf("%w: journal entry %d is missing", ErrCorrupt, i+1)

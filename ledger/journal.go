@@ -76,14 +76,21 @@ type Entry struct {
 	Hash        string            `json:"hash"`
 }
 
-// ComputeHash is the SHA-256 of the entry's JSON encoding with Hash empty.
-// PrevHash is inside the hashed text, which is what chains the entries.
-func (e Entry) ComputeHash() (string, error) {
+// Encode is the entry's canonical encoding (JSON with Hash empty) and its
+// SHA-256. PrevHash is inside the hashed text, which is what chains the
+// entries.
+func (e Entry) Encode() (body []byte, hash string, err error) {
 	e.Hash = ""
-	b, err := json.Marshal(e)
+	body, err = json.Marshal(e)
 	if err != nil {
-		return "", fmt.Errorf("ledger: encode entry %d for hashing: %w", e.Seq, err)
+		return nil, "", fmt.Errorf("ledger: encode entry %d: %w", e.Seq, err)
 	}
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:]), nil
+	sum := sha256.Sum256(body)
+	return body, hex.EncodeToString(sum[:]), nil
+}
+
+// ComputeHash is the hash Encode gives.
+func (e Entry) ComputeHash() (string, error) {
+	_, hash, err := e.Encode()
+	return hash, err
 }

@@ -189,22 +189,21 @@ func (w *Writer) Now() time.Time { return w.now }
 // hashes) and stores what it changed: the allocations given, and the lien,
 // charge or record the entry carries. Nothing changes without its entry.
 func (w *Writer) Append(e Entry, changed ...Allocation) (Entry, error) {
-	last, ok, err := w.tx.LastEntry()
+	head, err := w.tx.Head()
 	if err != nil {
 		return Entry{}, err
 	}
-	e.Seq, e.Time, e.PrevHash = 1, w.now, ""
-	if ok {
-		e.Seq, e.PrevHash = last.Seq+1, last.Hash
-		if last.Time.After(e.Time) {
-			e.Time = last.Time // entry times never go backwards
-		}
+	e.Seq, e.PrevHash, e.Time = head.Seq+1, head.Hash, w.now
+	if head.Time.After(e.Time) {
+		e.Time = head.Time // entry times never go backwards
 	}
 	e.Actor, e.RequestID = w.req.Actor, w.req.ID
-	if e.Hash, err = e.ComputeHash(); err != nil {
+	body, hash, err := e.Encode()
+	if err != nil {
 		return Entry{}, err
 	}
-	if err := w.tx.AppendEntry(e); err != nil {
+	e.Hash = hash
+	if err := w.tx.AppendEntry(e, body); err != nil {
 		return Entry{}, err
 	}
 	for _, a := range changed {

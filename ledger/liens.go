@@ -51,13 +51,6 @@ type Lien struct {
 // sweeper marks it.
 func (l Lien) HoldsAt(t time.Time) bool { return l.State == LienActive && t.Before(l.Expires) }
 
-// LienHolds is what an active lien holds and until when.
-type LienHolds struct {
-	ID      uint64
-	Expires time.Time
-	Holds   []Hold
-}
-
 // Charge is a usage record: what a job was charged, and from where.
 type Charge struct {
 	ID      uint64          `json:"id"`

@@ -11,21 +11,15 @@ import (
 // all: nothing can be debited, not even into overdraft.
 var ErrNoAllocation = fmt.Errorf("%w: no usable allocation", ErrInsufficientFunds)
 
-// reservedAt sums, per allocation, what the account's liens hold at time t,
-// leaving out the lien numbered except (0: none).
-func reservedAt(tx Tx, account string, t time.Time, except uint64) (map[uint64]decimal.Decimal, error) {
-	liens, err := tx.ActiveHolds(account)
-	if err != nil {
-		return nil, err
+// reservedAt sums, per allocation, what the account's liens hold at time
+// t, leaving out what own holds (nil: nothing to leave out).
+func reservedAt(tx Tx, account string, t time.Time, own *Lien) (map[uint64]decimal.Decimal, error) {
+	reserved, err := tx.Reserved(account, t)
+	if err != nil || own == nil || !own.HoldsAt(t) || own.Account != account {
+		return reserved, err
 	}
-	reserved := map[uint64]decimal.Decimal{}
-	for _, l := range liens {
-		if l.ID == except || !t.Before(l.Expires) {
-			continue
-		}
-		for _, h := range l.Holds {
-			reserved[h.Allocation] = reserved[h.Allocation].Add(h.Amount)
-		}
+	for _, h := range own.Holds {
+		reserved[h.Allocation] = reserved[h.Allocation].Sub(h.Amount)
 	}
 	return reserved, nil
 }
@@ -71,10 +65,8 @@ func (w *Writer) Funds(account, machine string, own *Lien) (Funds, error) {
 
 // funds is Funds over the active allocations that usable accepts.
 func (w *Writer) funds(account string, usable func(Allocation) bool, own *Lien) (Funds, error) {
-	var except uint64
 	held := map[uint64]bool{}
 	if own != nil {
-		except = own.ID
 		for _, h := range own.Holds {
 			held[h.Allocation] = true
 		}
@@ -90,7 +82,7 @@ func (w *Writer) funds(account string, usable func(Allocation) bool, own *Lien) 
 		}
 	}
 	DebitOrder(f.Allocations, held)
-	f.Reserved, err = reservedAt(w.tx, account, w.now, except)
+	f.Reserved, err = reservedAt(w.tx, account, w.now, own)
 	return f, err
 }
 

@@ -3,7 +3,16 @@ package ledger
 import (
 	"io"
 	"time"
+
+	"github.com/shopspring/decimal"
 )
+
+// JournalHead is what a new entry needs of the one before it.
+type JournalHead struct {
+	Seq  uint64
+	Hash string
+	Time time.Time
+}
 
 // Store is a storage engine. The ledger's logic is written once against it;
 // each engine (boltstore, later pgstore) passes the same conformance tests
@@ -56,13 +65,14 @@ type Tx interface {
 	// numbered <= seq that changed it; ok is false if it did not exist yet.
 	AllocationAsOf(id uint64, seq uint64) (a Allocation, ok bool, err error)
 
-	// LastEntry is the newest journal entry; ok is false for an empty journal.
-	LastEntry() (e Entry, ok bool, err error)
-	// LastSeq is the newest entry's number (0 for an empty journal), without
-	// decoding it.
-	LastSeq() (uint64, error)
+	// Head is the newest entry's number, hash and time (zero values for an
+	// empty journal), without decoding the entry.
+	Head() (JournalHead, error)
 	Entry(seq uint64) (e Entry, ok bool, err error)
-	AppendEntry(Entry) error
+	// AppendEntry appends e. body is e's canonical encoding with Hash
+	// empty, which is what the hash covers (Entry.Encode); an engine may
+	// store it as it is instead of encoding e again.
+	AppendEntry(e Entry, body []byte) error
 	// Entries calls fn for entries from..to (inclusive) in order until fn
 	// returns false or an error.
 	Entries(from, to uint64, fn func(Entry) (bool, error)) error
@@ -77,10 +87,11 @@ type Tx interface {
 	// ActiveLiens lists the account's active liens in id order, including
 	// those past their expiry that the sweeper has not marked yet.
 	ActiveLiens(account string) ([]Lien, error)
-	// ActiveHolds is ActiveLiens reduced to what balances need (id, expiry,
-	// holds), which an engine can keep in its index and read without
-	// decoding whole liens: every lien and charge asks for it.
-	ActiveHolds(account string) ([]LienHolds, error)
+	// Reserved sums, per allocation, what the account's active liens hold
+	// at time t (liens past their expiry do not count). Every lien and
+	// charge asks for it, so an engine keeps a running sum rather than
+	// decoding liens.
+	Reserved(account string, t time.Time) (map[uint64]decimal.Decimal, error)
 	// ExpiredLiens lists at most limit active liens whose expiry is at or
 	// before t, soonest expiry first.
 	ExpiredLiens(t time.Time, limit int) ([]Lien, error)

@@ -32,8 +32,10 @@ type Detail struct {
 	Policy  charge.Policy  `json:"policy"`
 	Quote   uint64         `json:"quote,omitempty"`
 	// Requested is the project the job asked for when a fallback took it.
-	Requested   string             `json:"requested_project,omitempty"`
-	Explanation charge.Explanation `json:"explanation"`
+	Requested string `json:"requested_project,omitempty"`
+	// Quoted is what the request was priced at (its itemised explanation
+	// is in the placement's answer, not kept: a lien is written often).
+	Quoted decimal.Decimal `json:"quoted"`
 }
 
 // LienResult answers a placement or extension.
@@ -59,14 +61,20 @@ func DetailOf(l ledger.Lien) (Detail, error) {
 	return d, nil
 }
 
-// resultOf is the answer about lien l priced as d says.
-func resultOf(l ledger.Lien, d Detail, existing bool) LienResult {
+// resultOf is the answer about lien l priced as d says; quote is the
+// priced amount with its explanation when it was just worked out.
+func resultOf(l ledger.Lien, d Detail, quote *charge.Amount) LienResult {
 	requested := d.Requested
 	if requested == "" {
 		requested = l.Project
 	}
-	quote := charge.Amount{Credits: d.Explanation.Exact.RoundBank(d.Explanation.Precision), Explanation: d.Explanation}
-	return LienResult{Lien: l, Project: l.Project, FellBack: d.Requested != "", Requested: requested, Existing: existing, Quote: quote}
+	r := LienResult{Lien: l, Project: l.Project, FellBack: d.Requested != "", Requested: requested, Existing: quote == nil}
+	if quote != nil {
+		r.Quote = *quote
+	} else {
+		r.Quote = charge.Amount{Credits: d.Quoted}
+	}
+	return r
 }
 
 // Place places (or re-places) the lien of a job.
@@ -84,7 +92,7 @@ func (b *Bank) Place(req ledger.Request, spec PlaceSpec) (LienResult, error) {
 		if found && old.State == ledger.LienActive {
 			if old.HoldsAt(w.Now()) && !spec.Replace {
 				d, err := DetailOf(old)
-				return resultOf(old, d, true), err
+				return resultOf(old, d, nil), err
 			}
 			own = &old
 		}
@@ -119,7 +127,7 @@ func (b *Bank) Place(req ledger.Request, spec PlaceSpec) (LienResult, error) {
 		if err != nil {
 			return LienResult{}, fmt.Errorf("lien for job %s: %w", spec.ID, err)
 		}
-		d := Detail{Request: request, Policy: pr.policy, Quote: pr.quote, Explanation: amount.Explanation}
+		d := Detail{Request: request, Policy: pr.policy, Quote: pr.quote, Quoted: amount.Credits}
 		if project != p.project.Name {
 			d.Requested = p.project.Name
 		}
@@ -139,7 +147,7 @@ func (b *Bank) Place(req ledger.Request, spec PlaceSpec) (LienResult, error) {
 		if _, err := w.Append(ledger.Entry{Kind: ledger.KindLienPlace, Node: project, Ref: spec.ID, Lien: &l, Record: quoteRec}); err != nil {
 			return LienResult{}, err
 		}
-		return resultOf(l, d, false), nil
+		return resultOf(l, d, &amount), nil
 	})
 }
 
@@ -241,7 +249,7 @@ func (b *Bank) Extend(req ledger.Request, job Job, wallclockLimitSeconds int64) 
 		if err != nil {
 			return LienResult{}, fmt.Errorf("extend job %s: %w", job.ID, err)
 		}
-		d.Explanation = amount.Explanation
+		d.Quoted = amount.Credits
 		if l.Detail, err = json.Marshal(d); err != nil {
 			return LienResult{}, fmt.Errorf("lien: encode detail: %w", err)
 		}
@@ -250,7 +258,7 @@ func (b *Bank) Extend(req ledger.Request, job Job, wallclockLimitSeconds int64) 
 		if _, err := w.Append(ledger.Entry{Kind: ledger.KindLienExtend, Node: l.Project, Ref: job.ID, Lien: &l}); err != nil {
 			return LienResult{}, err
 		}
-		return resultOf(l, d, false), nil
+		return resultOf(l, d, &amount), nil
 	})
 }
 

@@ -89,11 +89,11 @@ func (b *Bank) Guarantee(req ledger.Request, spec QuoteSpec, expires time.Time, 
 			return StoredQuote{}, fmt.Errorf("%w: quote: %v", ledger.ErrInvalid, err)
 		}
 		// The quote is numbered by the journal entry that makes it.
-		last, err := tx.LastSeq()
+		head, err := tx.Head()
 		if err != nil {
 			return StoredQuote{}, err
 		}
-		q := StoredQuote{ID: last + 1, Machine: p.machine.Name, Project: p.project.Name, User: p.user.Name, GuaranteedQuote: g}
+		q := StoredQuote{ID: head.Seq + 1, Machine: p.machine.Name, Project: p.project.Name, User: p.user.Name, GuaranteedQuote: g}
 		rec, err := recordOf(recordQuote, quoteKey(q.ID), q)
 		if err != nil {
 			return StoredQuote{}, err

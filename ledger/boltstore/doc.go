@@ -5,18 +5,20 @@
 // allocation ids) are 8-byte big-endian so that bbolt's byte order is their
 // numeric order:
 //
-//	meta                   "schema" -> version, "settings" -> ledger.Settings
+//	meta                   "schema" -> version, "settings" -> ledger.Settings,
+//	                       "journal_head" -> seq ‖ time (Unix ns) ‖ hash of the newest entry
 //	nodes                  name -> ledger.Node
 //	users                  name -> ledger.User
 //	machines               name -> ledger.Machine
 //	allocations            id -> ledger.Allocation
 //	allocations_by_account account NUL id -> (empty)
 //	balance_history        id ‖ seq -> ledger.Allocation after entry seq
-//	journal                seq -> ledger.Entry
+//	journal                seq -> SHA-256 ‖ canonical JSON of the entry (hash empty)
 //	requests               client NUL request id -> ledger.RequestRecord
 //	liens                  id -> ledger.Lien
 //	liens_by_job           machine NUL job id -> newest lien id
-//	liens_active           account NUL id -> (empty), while the lien is active
+//	liens_active           account NUL expiry (Unix ns) ‖ id -> packed expiry and holds, while active
+//	reserved               account -> packed running sum of its active liens' holds per allocation
 //	liens_by_expiry        expiry (Unix ns) ‖ id -> (empty), while active
 //	charges                id -> ledger.Charge
 //	charges_by_job         machine NUL job id NUL id -> (empty)

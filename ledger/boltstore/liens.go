@@ -2,8 +2,10 @@ package boltstore
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -50,24 +52,34 @@ func (t *tx) Lien(id uint64) (ledger.Lien, bool, error) {
 	return get[ledger.Lien](t, bucketLiens, encodeUint(id))
 }
 
+func activeKey(l ledger.Lien) []byte {
+	return binary.BigEndian.AppendUint64(append(append([]byte(l.Account), 0), encodeUint(uint64(l.Expires.UnixNano()))...), l.ID)
+}
+
 func (t *tx) PutLien(l ledger.Lien) error {
 	old, existed, err := t.Lien(l.ID)
 	if err != nil {
 		return err
 	}
 	if existed && old.State == ledger.LienActive {
-		if err := t.index(bucketLiensActive, accountKey(old.Account, old.ID), nil, false); err != nil {
+		if err := t.index(bucketLiensActive, activeKey(old), nil, false); err != nil {
 			return err
 		}
 		if err := t.index(bucketLiensExpiry, expiryKey(old.Expires, old.ID), nil, false); err != nil {
 			return err
 		}
+		if err := t.addReserved(old.Account, old.Holds, -1); err != nil {
+			return err
+		}
 	}
 	if l.State == ledger.LienActive {
-		if err := t.index(bucketLiensActive, accountKey(l.Account, l.ID), encodeHolds(l), true); err != nil {
+		if err := t.index(bucketLiensActive, activeKey(l), encodeHolds(l.Holds), true); err != nil {
 			return err
 		}
 		if err := t.index(bucketLiensExpiry, expiryKey(l.Expires, l.ID), []byte{}, true); err != nil {
+			return err
+		}
+		if err := t.addReserved(l.Account, l.Holds, 1); err != nil {
 			return err
 		}
 	}
@@ -75,6 +87,36 @@ func (t *tx) PutLien(l ledger.Lien) error {
 		return err
 	}
 	return t.put(bucketLiens, encodeUint(l.ID), l)
+}
+
+// addReserved adds (sign 1) or takes off (sign -1) holds from the account's
+// running sum.
+func (t *tx) addReserved(account string, holds []ledger.Hold, sign int64) error {
+	b := t.btx.Bucket(bucketReserved)
+	sums, err := decodeHolds(b.Get([]byte(account)))
+	if err != nil {
+		return fmt.Errorf("reserved sum of %s: %w", account, err)
+	}
+	byAlloc := map[uint64]int{}
+	for i, h := range sums {
+		byAlloc[h.Allocation] = i
+	}
+	for _, h := range holds {
+		delta := h.Amount.Mul(decimal.NewFromInt(sign))
+		if i, ok := byAlloc[h.Allocation]; ok {
+			sums[i].Amount = sums[i].Amount.Add(delta)
+		} else {
+			byAlloc[h.Allocation] = len(sums)
+			sums = append(sums, ledger.Hold{Allocation: h.Allocation, Amount: delta})
+		}
+	}
+	kept := sums[:0]
+	for _, h := range sums {
+		if !h.Amount.IsZero() {
+			kept = append(kept, h)
+		}
+	}
+	return t.index(bucketReserved, []byte(account), encodeHolds(kept), true)
 }
 
 func (t *tx) JobLien(machine, job string) (ledger.Lien, bool, error) {
@@ -98,35 +140,52 @@ func (t *tx) ActiveLiens(account string) ([]ledger.Lien, error) {
 	var out []ledger.Lien
 	c := t.btx.Bucket(bucketLiensActive).Cursor()
 	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
-		l, _, err := t.mustLien(decodeUint(k[len(prefix):]))
+		l, _, err := t.mustLien(decodeUint(k[len(prefix)+8:]))
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, l)
 	}
+	slices.SortFunc(out, func(a, b ledger.Lien) int { return cmp.Compare(a.ID, b.ID) })
 	return out, nil
 }
 
-func (t *tx) ActiveHolds(account string) ([]ledger.LienHolds, error) {
-	prefix := append([]byte(account), 0)
-	var out []ledger.LienHolds
-	c := t.btx.Bucket(bucketLiensActive).Cursor()
-	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
-		h, err := decodeHolds(decodeUint(k[len(prefix):]), v)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, h)
+// Reserved is the account's running sum less the holds of the active liens
+// already expired at t: those the sweeper has not marked yet, found at the
+// start of the account's expiry-ordered index.
+func (t *tx) Reserved(account string, at time.Time) (map[uint64]decimal.Decimal, error) {
+	sums, err := decodeHolds(t.btx.Bucket(bucketReserved).Get([]byte(account)))
+	if err != nil {
+		return nil, fmt.Errorf("reserved sum of %s: %w", account, err)
 	}
-	return out, nil
+	reserved := make(map[uint64]decimal.Decimal, len(sums))
+	for _, h := range sums {
+		reserved[h.Allocation] = h.Amount
+	}
+	prefix := append([]byte(account), 0)
+	var end uint64 // expiries are after 1970; an earlier time expires nothing
+	if at.After(time.Unix(0, 0)) {
+		end = uint64(at.UnixNano())
+	}
+	c := t.btx.Bucket(bucketLiensActive).Cursor()
+	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix) && decodeUint(k[len(prefix):]) <= end; k, v = c.Next() {
+		expired, err := decodeHolds(v)
+		if err != nil {
+			return nil, fmt.Errorf("lien %d: %w", decodeUint(k[len(prefix)+8:]), err)
+		}
+		for _, h := range expired {
+			reserved[h.Allocation] = reserved[h.Allocation].Sub(h.Amount)
+		}
+	}
+	return reserved, nil
 }
 
-// encodeHolds packs a lien's expiry and holds for the active-lien index:
-// expiry (Unix ns), then per hold the allocation id and the amount's text
-// with its length. It is read on every lien and charge, so it avoids JSON.
-func encodeHolds(l ledger.Lien) []byte {
-	b := encodeUint(uint64(l.Expires.UnixNano()))
-	for _, h := range l.Holds {
+// encodeHolds packs holds as, for each, the allocation id, the length of
+// the amount's text and the text. Balances read it on every lien and
+// charge, so it avoids JSON.
+func encodeHolds(holds []ledger.Hold) []byte {
+	var b []byte
+	for _, h := range holds {
 		amount := h.Amount.String()
 		b = binary.BigEndian.AppendUint64(b, h.Allocation)
 		b = append(b, byte(len(amount)))
@@ -135,24 +194,20 @@ func encodeHolds(l ledger.Lien) []byte {
 	return b
 }
 
-func decodeHolds(id uint64, b []byte) (ledger.LienHolds, error) {
-	bad := fmt.Errorf("%w: active-lien index entry of lien %d is malformed", ledger.ErrCorrupt, id)
-	if len(b) < 8 {
-		return ledger.LienHolds{}, bad
-	}
-	h := ledger.LienHolds{ID: id, Expires: time.Unix(0, int64(decodeUint(b))).UTC()}
-	for b = b[8:]; len(b) > 0; {
+func decodeHolds(b []byte) ([]ledger.Hold, error) {
+	var holds []ledger.Hold
+	for len(b) > 0 {
 		if len(b) < 9 || len(b) < 9+int(b[8]) {
-			return ledger.LienHolds{}, bad
+			return nil, fmt.Errorf("%w: packed holds are truncated", ledger.ErrCorrupt)
 		}
 		amount, err := decimal.NewFromString(string(b[9 : 9+int(b[8])]))
 		if err != nil {
-			return ledger.LienHolds{}, bad
+			return nil, fmt.Errorf("%w: packed hold amount: %v", ledger.ErrCorrupt, err)
 		}
-		h.Holds = append(h.Holds, ledger.Hold{Allocation: decodeUint(b), Amount: amount})
+		holds = append(holds, ledger.Hold{Allocation: decodeUint(b), Amount: amount})
 		b = b[9+int(b[8]):]
 	}
-	return h, nil
+	return holds, nil
 }
 
 func (t *tx) ExpiredLiens(before time.Time, limit int) ([]ledger.Lien, error) {

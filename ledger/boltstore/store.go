@@ -13,8 +13,10 @@ import (
 	"github.com/ingot-hpc/ingot/ledger"
 )
 
-// schemaVersion is the layout of the buckets; Open refuses a newer one.
-const schemaVersion = 1
+// schemaVersion is the layout of the buckets; Open refuses a newer one,
+// and an older one (no migration is written yet: the layout changed before
+// any bank was in service).
+const schemaVersion = 2
 
 // maxGroup bounds how many calls share one transaction, so that one commit
 // does not hold a huge dirty page set in memory.
@@ -37,12 +39,14 @@ var (
 	bucketCharges     = []byte("charges")
 	bucketChargesJob  = []byte("charges_by_job")
 	bucketRecords     = []byte("records")
+	bucketReserved    = []byte("reserved")
 	allBuckets        = [][]byte{bucketMeta, bucketNodes, bucketUsers, bucketMachines,
 		bucketAllocations, bucketByAccount, bucketHistory, bucketJournal, bucketRequests,
 		bucketLiens, bucketLiensByJob, bucketLiensActive, bucketLiensExpiry,
-		bucketCharges, bucketChargesJob, bucketRecords}
+		bucketCharges, bucketChargesJob, bucketRecords, bucketReserved}
 	keySchema   = []byte("schema")
 	keySettings = []byte("settings")
+	keyHead     = []byte("journal_head")
 )
 
 // ErrClosed is returned by calls on a closed store.
@@ -114,6 +118,8 @@ func prepare(db *bolt.DB, readOnly bool) error {
 		}
 		if got := decodeUint(v); got > schemaVersion {
 			return fmt.Errorf("database schema %d is newer than this ingot's %d: upgrade ingot", got, schemaVersion)
+		} else if got < schemaVersion {
+			return fmt.Errorf("database schema %d is older than this ingot's %d and there is no migration: restore it with the ingot that made it", got, schemaVersion)
 		}
 		for _, name := range allBuckets {
 			if tx.Bucket(name) == nil {

@@ -2,9 +2,12 @@ package boltstore
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -163,40 +166,69 @@ func (t *tx) AllocationAsOf(id, seq uint64) (ledger.Allocation, bool, error) {
 	return a, true, nil
 }
 
-func (t *tx) LastEntry() (ledger.Entry, bool, error) {
-	seq, err := t.LastSeq()
-	if err != nil || seq == 0 {
-		return ledger.Entry{}, false, err
+// A journal value is the entry's 32-byte SHA-256 followed by its canonical
+// encoding (the JSON the hash covers, Hash empty): the bytes the ledger
+// hashed are the bytes stored.
+func decodeEntry(seq uint64, raw []byte) (ledger.Entry, error) {
+	var e ledger.Entry
+	if len(raw) < sha256.Size {
+		return e, fmt.Errorf("%w: journal entry %d is truncated", ledger.ErrCorrupt, seq)
 	}
-	return t.Entry(seq)
+	if err := json.Unmarshal(raw[sha256.Size:], &e); err != nil {
+		return e, fmt.Errorf("%w: journal entry %d: %v", ledger.ErrCorrupt, seq, err)
+	}
+	e.Hash = hex.EncodeToString(raw[:sha256.Size])
+	return e, nil
 }
 
-func (t *tx) LastSeq() (uint64, error) {
-	k, _ := t.btx.Bucket(bucketJournal).Cursor().Last()
-	if k == nil {
-		return 0, nil
+func (t *tx) Head() (ledger.JournalHead, error) {
+	raw := t.btx.Bucket(bucketMeta).Get(keyHead)
+	if raw == nil {
+		return ledger.JournalHead{}, nil
 	}
-	return decodeUint(k), nil
+	if len(raw) != 16+sha256.Size {
+		return ledger.JournalHead{}, fmt.Errorf("%w: journal head record is malformed", ledger.ErrCorrupt)
+	}
+	return ledger.JournalHead{Seq: decodeUint(raw), Time: time.Unix(0, int64(decodeUint(raw[8:]))).UTC(),
+		Hash: hex.EncodeToString(raw[16:])}, nil
 }
 
 func (t *tx) Entry(seq uint64) (ledger.Entry, bool, error) {
-	return get[ledger.Entry](t, bucketJournal, encodeUint(seq))
+	raw := t.btx.Bucket(bucketJournal).Get(encodeUint(seq))
+	if raw == nil {
+		return ledger.Entry{}, false, nil
+	}
+	e, err := decodeEntry(seq, raw)
+	return e, err == nil, err
 }
 
-func (t *tx) AppendEntry(e ledger.Entry) error {
+func (t *tx) AppendEntry(e ledger.Entry, body []byte) error {
+	t.wrote = true
 	key := encodeUint(e.Seq)
-	if t.btx.Bucket(bucketJournal).Get(key) != nil {
+	journal := t.btx.Bucket(bucketJournal)
+	if journal.Get(key) != nil {
 		return fmt.Errorf("%w: journal entry %d already exists", ledger.ErrCorrupt, e.Seq)
 	}
-	return t.put(bucketJournal, key, e)
+	hash, err := hex.DecodeString(e.Hash)
+	if err != nil || len(hash) != sha256.Size {
+		return fmt.Errorf("%w: journal entry %d: hash %q is not a SHA-256", ledger.ErrInvalid, e.Seq, e.Hash)
+	}
+	if err := journal.Put(key, append(hash, body...)); err != nil {
+		return fmt.Errorf("boltstore: append journal entry %d: %w", e.Seq, err)
+	}
+	head := binary.BigEndian.AppendUint64(encodeUint(e.Seq), uint64(e.Time.UnixNano()))
+	if err := t.btx.Bucket(bucketMeta).Put(keyHead, append(head, hash...)); err != nil {
+		return fmt.Errorf("boltstore: journal head: %w", err)
+	}
+	return nil
 }
 
 func (t *tx) Entries(from, to uint64, fn func(ledger.Entry) (bool, error)) error {
 	c := t.btx.Bucket(bucketJournal).Cursor()
 	for k, raw := c.Seek(encodeUint(from)); k != nil && decodeUint(k) <= to; k, raw = c.Next() {
-		var e ledger.Entry
-		if err := json.Unmarshal(raw, &e); err != nil {
-			return fmt.Errorf("%w: journal entry %d: %v", ledger.ErrCorrupt, decodeUint(k), err)
+		e, err := decodeEntry(decodeUint(k), raw)
+		if err != nil {
+			return err
 		}
 		more, err := fn(e)
 		if err != nil || !more {

@@ -664,11 +664,16 @@ func testAuditFindsTampering(t *testing.T, open OpenStore) {
 	tamper(func(tx ledger.Tx) error { return tx.PutNode(ledger.Node{Name: "chem", Active: false}) })
 	// A forged entry appended without the chain.
 	tamper(func(tx ledger.Tx) error {
-		last, _, err := tx.LastEntry()
+		head, err := tx.Head()
 		if err != nil {
 			return err
 		}
-		return tx.AppendEntry(ledger.Entry{Seq: last.Seq + 1, Time: last.Time, Kind: ledger.KindDeposit, PrevHash: "forged", Hash: "forged"})
+		forged := ledger.Entry{Seq: head.Seq + 1, Time: head.Time, Kind: ledger.KindDeposit, PrevHash: "forged", Hash: strings.Repeat("f", 64)}
+		body, _, err := forged.Encode()
+		if err != nil {
+			return err
+		}
+		return tx.AppendEntry(forged, body)
 	})
 	rep, err = l.Audit()
 	if err != nil {
@@ -676,7 +681,7 @@ func testAuditFindsTampering(t *testing.T, open OpenStore) {
 	}
 	wantProblem(t, rep, "node chem: stored state differs from the journal's")
 	wantProblem(t, rep, "journal: entry 4: previous hash forged")
-	wantProblem(t, rep, "journal: entry 4: stored hash forged")
+	wantProblem(t, rep, "journal: entry 4: stored hash ffffffffffff")
 }
 
 // wantProblem fails unless one of the audit's problems starts with prefix.
