@@ -212,6 +212,9 @@ func (a *auditor) compareStored() error {
 		if err := a.compareActiveLiens(n.Name, liens); err != nil {
 			return err
 		}
+		if err := a.compareCharged(n.Name, charges); err != nil {
+			return err
+		}
 	}
 	for _, kind := range recordKinds(a.records) {
 		rs, err := a.tx.Records(kind)
@@ -266,10 +269,11 @@ func (a *auditor) compareActiveLiens(account string, liens []Lien) error {
 	}
 	// The engine's running sum of holds, asked at the dawn of time when no
 	// lien has expired, must be the sum over the active liens.
-	sums, err := a.tx.Reserved(account, time.Time{})
+	byProject, err := a.tx.Reserved(account, time.Time{})
 	if err != nil {
 		return err
 	}
+	sums := byProject.PerAllocation()
 	heldByLiens := map[uint64]decimal.Decimal{}
 	for _, l := range indexed {
 		for _, h := range l.Holds {
@@ -282,6 +286,44 @@ func (a *auditor) compareActiveLiens(account string, liens []Lien) error {
 		}
 	}
 	return nil
+}
+
+// compareCharged checks the engine's running sums of charges against the
+// stored charges of the account.
+func (a *auditor) compareCharged(account string, charges []Charge) error {
+	got, err := a.tx.Charged(account)
+	if err != nil {
+		return err
+	}
+	want := ByProject{}
+	for _, c := range charges {
+		if c.Account == account {
+			for _, h := range c.NetDebits() {
+				want.Add(c.Project, h.Allocation, h.Amount)
+			}
+		}
+	}
+	for _, project := range projectKeys(got, want) {
+		for id := range mergeKeys(got[project], want[project]) {
+			if !got[project][id].Equal(want[project][id]) {
+				a.problem("account %s: the charged sum of %s on allocation %d is %s, its charges took %s", account, project, id, got[project][id], want[project][id])
+			}
+		}
+	}
+	return nil
+}
+
+func projectKeys(a, b ByProject) []string {
+	var keys []string
+	for _, m := range []ByProject{a, b} {
+		for k := range m {
+			if !slices.Contains(keys, k) {
+				keys = append(keys, k)
+			}
+		}
+	}
+	slices.Sort(keys)
+	return keys
 }
 
 func mergeKeys(a, b map[uint64]decimal.Decimal) map[uint64]bool {

@@ -82,3 +82,13 @@ type Record struct {
 	Value   json.RawMessage `json:"value,omitempty"`
 	Deleted bool            `json:"deleted,omitempty"`
 }
+
+// NetDebits is what the charge took from each allocation, less refunds (an
+// allocation may appear more than once).
+func (c Charge) NetDebits() []Hold {
+	net := append([]Hold(nil), c.Debits...)
+	for _, r := range c.Refunds {
+		net = append(net, Hold{Allocation: r.Allocation, Amount: r.Amount.Neg()})
+	}
+	return net
+}

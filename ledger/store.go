@@ -7,6 +7,28 @@ import (
 	"github.com/shopspring/decimal"
 )
 
+// ByProject holds amounts per project and allocation.
+type ByProject map[string]map[uint64]decimal.Decimal
+
+// Add adds amount to project's part of allocation.
+func (b ByProject) Add(project string, allocation uint64, amount decimal.Decimal) {
+	if b[project] == nil {
+		b[project] = map[uint64]decimal.Decimal{}
+	}
+	b[project][allocation] = b[project][allocation].Add(amount)
+}
+
+// PerAllocation sums over the projects.
+func (b ByProject) PerAllocation() map[uint64]decimal.Decimal {
+	out := map[uint64]decimal.Decimal{}
+	for _, m := range b {
+		for id, v := range m {
+			out[id] = out[id].Add(v)
+		}
+	}
+	return out
+}
+
 // JournalHead is what a new entry needs of the one before it.
 type JournalHead struct {
 	Seq  uint64
@@ -42,6 +64,8 @@ type Tx interface {
 	PutNode(Node) error
 	// Nodes lists every node in name order.
 	Nodes() ([]Node, error)
+	// Subtree lists a node and its descendants in name order.
+	Subtree(name string) ([]Node, error)
 
 	User(name string) (u User, ok bool, err error)
 	PutUser(User) error
@@ -87,11 +111,14 @@ type Tx interface {
 	// ActiveLiens lists the account's active liens in id order, including
 	// those past their expiry that the sweeper has not marked yet.
 	ActiveLiens(account string) ([]Lien, error)
-	// Reserved sums, per allocation, what the account's active liens hold
-	// at time t (liens past their expiry do not count). Every lien and
-	// charge asks for it, so an engine keeps a running sum rather than
-	// decoding liens.
-	Reserved(account string, t time.Time) (map[uint64]decimal.Decimal, error)
+	// Reserved sums, per project (the node a lien is on) and allocation,
+	// what the account's active liens hold at time t (liens past their
+	// expiry do not count). Every lien and charge asks for it, so an engine
+	// keeps running sums rather than decoding liens.
+	Reserved(account string, t time.Time) (ByProject, error)
+	// Charged sums, per project and allocation, what the account's charges
+	// took, less what was refunded: the used part of HFS demand.
+	Charged(account string) (ByProject, error)
 	// ExpiredLiens lists at most limit active liens whose expiry is at or
 	// before t, soonest expiry first.
 	ExpiredLiens(t time.Time, limit int) ([]Lien, error)

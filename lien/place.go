@@ -194,8 +194,10 @@ func (b *Bank) cover(w *ledger.Writer, cfg Config, project, machine string, amou
 	return fallback, holds, nil
 }
 
-// holdOn chooses holds for amount on a project's account. own (the job's
-// previous lien, if any) does not count against it.
+// holdOn chooses holds for amount on a project's account. The project must
+// be able to take it under HFS, and the account's allocations usable on the
+// machine must hold it. own (the job's previous lien, if any) does not count
+// against it.
 func (b *Bank) holdOn(w *ledger.Writer, project, machine string, amount decimal.Decimal, own *ledger.Lien) ([]ledger.Hold, error) {
 	account := ledger.AccountOf(project)
 	if own != nil && own.Account != account {
@@ -205,11 +207,19 @@ func (b *Bank) holdOn(w *ledger.Writer, project, machine string, amount decimal.
 	if err != nil {
 		return nil, err
 	}
-	holds, err := f.Hold(amount)
+	share, err := w.ShareAvailable(project, own, b.l.Settings().Precision)
 	if err != nil {
-		return nil, fmt.Errorf("%w: project %s needs %s, %s available", ledger.ErrInsufficientFunds, project, amount, f.Available())
+		return nil, err
 	}
-	return holds, nil
+	available := decimal.Min(f.Available(), share)
+	if amount.GreaterThan(available) {
+		why := ""
+		if share.LessThan(f.Available()) {
+			why = fmt.Sprintf(" (its HFS share; %s has %s on %s)", account, f.Available(), machine)
+		}
+		return nil, fmt.Errorf("%w: project %s needs %s, %s available%s", ledger.ErrInsufficientFunds, project, amount, available, why)
+	}
+	return f.Hold(amount)
 }
 
 // Extend raises the wallclock limit of a job's active lien: it is re-priced

@@ -17,12 +17,17 @@
 //	requests               client NUL request id -> ledger.RequestRecord
 //	liens                  id -> ledger.Lien
 //	liens_by_job           machine NUL job id -> newest lien id
-//	liens_active           account NUL expiry (Unix ns) ‖ id -> packed expiry and holds, while active
-//	reserved               account -> packed running sum of its active liens' holds per allocation
+//	liens_active           account NUL expiry (Unix ns) ‖ id -> packed project and holds, while active
+//	reserved               account NUL project -> running sum of its active liens' holds per allocation
+//	charged                account NUL project -> running sum of its charges (less refunds) per allocation
 //	liens_by_expiry        expiry (Unix ns) ‖ id -> (empty), while active
 //	charges                id -> ledger.Charge
 //	charges_by_job         machine NUL job id NUL id -> (empty)
 //	records                kind NUL key -> ledger.Record
+//
+// Packed holds are, for each allocation, its id, the length of the
+// amount's text and the text: balances read them on every lien and charge,
+// so they avoid JSON.
 //
 // # Group commit
 //

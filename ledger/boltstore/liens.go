@@ -68,18 +68,18 @@ func (t *tx) PutLien(l ledger.Lien) error {
 		if err := t.index(bucketLiensExpiry, expiryKey(old.Expires, old.ID), nil, false); err != nil {
 			return err
 		}
-		if err := t.addReserved(old.Account, old.Holds, -1); err != nil {
+		if err := t.addSums(bucketReserved, old.Account, old.Project, old.Holds, -1); err != nil {
 			return err
 		}
 	}
 	if l.State == ledger.LienActive {
-		if err := t.index(bucketLiensActive, activeKey(l), encodeHolds(l.Holds), true); err != nil {
+		if err := t.index(bucketLiensActive, activeKey(l), encodeProjectHolds(l.Project, l.Holds), true); err != nil {
 			return err
 		}
 		if err := t.index(bucketLiensExpiry, expiryKey(l.Expires, l.ID), []byte{}, true); err != nil {
 			return err
 		}
-		if err := t.addReserved(l.Account, l.Holds, 1); err != nil {
+		if err := t.addSums(bucketReserved, l.Account, l.Project, l.Holds, 1); err != nil {
 			return err
 		}
 	}
@@ -89,13 +89,18 @@ func (t *tx) PutLien(l ledger.Lien) error {
 	return t.put(bucketLiens, encodeUint(l.ID), l)
 }
 
-// addReserved adds (sign 1) or takes off (sign -1) holds from the account's
-// running sum.
-func (t *tx) addReserved(account string, holds []ledger.Hold, sign int64) error {
-	b := t.btx.Bucket(bucketReserved)
-	sums, err := decodeHolds(b.Get([]byte(account)))
+func sumKey(account, project string) []byte {
+	return append(append([]byte(account), 0), project...)
+}
+
+// addSums adds (sign 1) or takes off (sign -1) holds from a project's
+// running sums in bucket (reserved or charged).
+func (t *tx) addSums(bucket []byte, account, project string, holds []ledger.Hold, sign int64) error {
+	b := t.btx.Bucket(bucket)
+	key := sumKey(account, project)
+	sums, err := decodeHolds(b.Get(key))
 	if err != nil {
-		return fmt.Errorf("reserved sum of %s: %w", account, err)
+		return fmt.Errorf("%s sum of %s: %w", bucket, project, err)
 	}
 	byAlloc := map[uint64]int{}
 	for i, h := range sums {
@@ -116,7 +121,27 @@ func (t *tx) addReserved(account string, holds []ledger.Hold, sign int64) error 
 			kept = append(kept, h)
 		}
 	}
-	return t.index(bucketReserved, []byte(account), encodeHolds(kept), true)
+	if len(kept) == 0 {
+		return t.index(bucket, key, nil, false)
+	}
+	return t.index(bucket, key, encodeHolds(kept), true)
+}
+
+// sums reads an account's running sums from bucket, per project.
+func (t *tx) sums(bucket []byte, account string) (ledger.ByProject, error) {
+	out := ledger.ByProject{}
+	prefix := append([]byte(account), 0)
+	c := t.btx.Bucket(bucket).Cursor()
+	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		holds, err := decodeHolds(v)
+		if err != nil {
+			return nil, fmt.Errorf("%s sum of %s: %w", bucket, k[len(prefix):], err)
+		}
+		for _, h := range holds {
+			out.Add(string(k[len(prefix):]), h.Allocation, h.Amount)
+		}
+	}
+	return out, nil
 }
 
 func (t *tx) JobLien(machine, job string) (ledger.Lien, bool, error) {
@@ -150,17 +175,13 @@ func (t *tx) ActiveLiens(account string) ([]ledger.Lien, error) {
 	return out, nil
 }
 
-// Reserved is the account's running sum less the holds of the active liens
-// already expired at t: those the sweeper has not marked yet, found at the
-// start of the account's expiry-ordered index.
-func (t *tx) Reserved(account string, at time.Time) (map[uint64]decimal.Decimal, error) {
-	sums, err := decodeHolds(t.btx.Bucket(bucketReserved).Get([]byte(account)))
+// Reserved is the account's running sums less the holds of the active
+// liens already expired at t: those the sweeper has not marked yet, found
+// at the start of the account's expiry-ordered index.
+func (t *tx) Reserved(account string, at time.Time) (ledger.ByProject, error) {
+	reserved, err := t.sums(bucketReserved, account)
 	if err != nil {
-		return nil, fmt.Errorf("reserved sum of %s: %w", account, err)
-	}
-	reserved := make(map[uint64]decimal.Decimal, len(sums))
-	for _, h := range sums {
-		reserved[h.Allocation] = h.Amount
+		return nil, err
 	}
 	prefix := append([]byte(account), 0)
 	var end uint64 // expiries are after 1970; an earlier time expires nothing
@@ -169,15 +190,33 @@ func (t *tx) Reserved(account string, at time.Time) (map[uint64]decimal.Decimal,
 	}
 	c := t.btx.Bucket(bucketLiensActive).Cursor()
 	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix) && decodeUint(k[len(prefix):]) <= end; k, v = c.Next() {
-		expired, err := decodeHolds(v)
+		project, expired, err := decodeProjectHolds(v)
 		if err != nil {
 			return nil, fmt.Errorf("lien %d: %w", decodeUint(k[len(prefix)+8:]), err)
 		}
 		for _, h := range expired {
-			reserved[h.Allocation] = reserved[h.Allocation].Sub(h.Amount)
+			reserved.Add(project, h.Allocation, h.Amount.Neg())
 		}
 	}
 	return reserved, nil
+}
+
+func (t *tx) Charged(account string) (ledger.ByProject, error) {
+	return t.sums(bucketCharged, account)
+}
+
+// encodeProjectHolds packs a lien's project (length, text) and holds for
+// the active-lien index.
+func encodeProjectHolds(project string, holds []ledger.Hold) []byte {
+	return append(append([]byte{byte(len(project))}, project...), encodeHolds(holds)...)
+}
+
+func decodeProjectHolds(b []byte) (string, []ledger.Hold, error) {
+	if len(b) < 1 || len(b) < 1+int(b[0]) {
+		return "", nil, fmt.Errorf("%w: active-lien index entry is truncated", ledger.ErrCorrupt)
+	}
+	holds, err := decodeHolds(b[1+int(b[0]):])
+	return string(b[1 : 1+int(b[0])]), holds, err
 }
 
 // encodeHolds packs holds as, for each, the allocation id, the length of
@@ -233,6 +272,18 @@ func (t *tx) Charge(id uint64) (ledger.Charge, bool, error) {
 }
 
 func (t *tx) PutCharge(c ledger.Charge) error {
+	old, existed, err := t.Charge(c.ID)
+	if err != nil {
+		return err
+	}
+	if existed {
+		if err := t.addSums(bucketCharged, old.Account, old.Project, old.NetDebits(), -1); err != nil {
+			return err
+		}
+	}
+	if err := t.addSums(bucketCharged, c.Account, c.Project, c.NetDebits(), 1); err != nil {
+		return err
+	}
 	key := binary.BigEndian.AppendUint64(append(jobKey(c.Machine, c.JobID), 0), c.ID)
 	if err := t.index(bucketChargesJob, key, []byte{}, true); err != nil {
 		return err

@@ -16,7 +16,7 @@ import (
 // schemaVersion is the layout of the buckets; Open refuses a newer one,
 // and an older one (no migration is written yet: the layout changed before
 // any bank was in service).
-const schemaVersion = 2
+const schemaVersion = 3
 
 // maxGroup bounds how many calls share one transaction, so that one commit
 // does not hold a huge dirty page set in memory.
@@ -40,10 +40,11 @@ var (
 	bucketChargesJob  = []byte("charges_by_job")
 	bucketRecords     = []byte("records")
 	bucketReserved    = []byte("reserved")
+	bucketCharged     = []byte("charged")
 	allBuckets        = [][]byte{bucketMeta, bucketNodes, bucketUsers, bucketMachines,
 		bucketAllocations, bucketByAccount, bucketHistory, bucketJournal, bucketRequests,
 		bucketLiens, bucketLiensByJob, bucketLiensActive, bucketLiensExpiry,
-		bucketCharges, bucketChargesJob, bucketRecords, bucketReserved}
+		bucketCharges, bucketChargesJob, bucketRecords, bucketReserved, bucketCharged}
 	keySchema   = []byte("schema")
 	keySettings = []byte("settings")
 	keyHead     = []byte("journal_head")

@@ -93,6 +93,25 @@ func (t *tx) PutNode(n ledger.Node) error { return t.put(bucketNodes, []byte(n.N
 
 func (t *tx) Nodes() ([]ledger.Node, error) { return all[ledger.Node](t, bucketNodes) }
 
+func (t *tx) Subtree(name string) ([]ledger.Node, error) {
+	var out []ledger.Node
+	n, ok, err := t.Node(name)
+	if err != nil || !ok {
+		return nil, err
+	}
+	out = append(out, n)
+	prefix := []byte(name + ".")
+	c := t.btx.Bucket(bucketNodes).Cursor()
+	for k, raw := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, raw = c.Next() {
+		var n ledger.Node
+		if err := json.Unmarshal(raw, &n); err != nil {
+			return nil, fmt.Errorf("%w: node %s: %v", ledger.ErrCorrupt, k, err)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
 func (t *tx) User(name string) (ledger.User, bool, error) {
 	return get[ledger.User](t, bucketUsers, []byte(name))
 }

@@ -1,0 +1,231 @@
+package ledger
+
+import (
+	"fmt"
+	"math/big"
+	"time"
+
+	"github.com/shopspring/decimal"
+
+	"github.com/ingot-hpc/ingot/hfs"
+)
+
+// HFS: an account's credits split among its projects (DESIGN section 4).
+//
+// The pool is what the account's active allocations could spend in all:
+// their remaining amounts, credit limits, and what charges have taken from
+// them. A node's demand is what its own charges took from those allocations
+// plus what its active liens hold on them. A lien of x on p is granted iff
+// x <= available(p), HFS's allocation of p were its demand unbounded, less
+// its demand (and the machine's allocations can hold x; see Funds).
+//
+// Choice: an account whose tree carries no HFS policy at all (no quota,
+// accept_surplus, limit or non_shared anywhere) is not split: its projects
+// share the pool as in Gold, which is what a bank built before the centre
+// configures fair share, or moved from Gold, expects. The first policy set
+// in the tree turns HFS on for the whole account, with DESIGN's defaults for
+// the other nodes (no quota = dynamic 0, no surplus from above).
+
+// NodeShare is one node's part of its account.
+type NodeShare struct {
+	Name   string `json:"name"`
+	Policy Policy `json:"policy"`
+	// Quota is the node's own quota after step 1, Allocated its allocation
+	// for the current demands (both zero when HFS is off).
+	Quota     decimal.Decimal `json:"quota"`
+	Allocated decimal.Decimal `json:"allocated"`
+	// Used is what the node's own charges took from the active allocations,
+	// Reserved what its liens hold on them: together, its demand.
+	Used     decimal.Decimal `json:"used"`
+	Reserved decimal.Decimal `json:"reserved"`
+	// Available is what a new lien on the node may take, across machines.
+	Available decimal.Decimal `json:"available"`
+}
+
+// AccountShares is an account's HFS split at one time.
+type AccountShares struct {
+	Account string    `json:"account"`
+	At      time.Time `json:"at"`
+	// HFS says whether the account is split (see the choice above).
+	HFS      bool            `json:"hfs"`
+	Pool     decimal.Decimal `json:"pool"`
+	Leftover decimal.Decimal `json:"leftover"`
+	// Nodes are the account and its projects, in name order.
+	Nodes []NodeShare `json:"nodes"`
+}
+
+// hasPolicy reports whether a node carries any HFS setting.
+func (p Policy) hasPolicy() bool {
+	return p.QuotaKind != QuotaNone || p.AcceptSurplus || p.Limit != nil || !p.NonShared.IsZero()
+}
+
+// shareState is everything HFS needs of an account at one time.
+type shareState struct {
+	nodes    []Node
+	cached   *hfs.Plan
+	hfsOn    bool
+	pool     decimal.Decimal
+	used     map[string]decimal.Decimal
+	reserved map[string]decimal.Decimal
+	funds    Funds // all active allocations, any machine
+}
+
+// loadShares reads an account's state at time t; own's holds (a lien being
+// placed again or extended) do not count.
+func loadShares(tx Tx, account string, t time.Time, own *Lien) (*shareState, error) {
+	nodes, err := tx.Subtree(account)
+	if err != nil {
+		return nil, err
+	}
+	if len(nodes) == 0 {
+		return nil, fmt.Errorf("%w: no node named %q", ErrNotFound, account)
+	}
+	s := &shareState{nodes: nodes, pool: decimal.Zero, used: map[string]decimal.Decimal{}, reserved: map[string]decimal.Decimal{}}
+	for _, n := range nodes {
+		s.hfsOn = s.hfsOn || n.Policy.hasPolicy()
+	}
+	allocs, err := tx.AccountAllocations(account)
+	if err != nil {
+		return nil, err
+	}
+	active := map[uint64]bool{}
+	for _, a := range allocs {
+		if a.ActiveAt(t) {
+			active[a.ID] = true
+			s.funds.Allocations = append(s.funds.Allocations, a)
+			s.pool = s.pool.Add(a.Amount).Add(a.CreditLimit)
+		}
+	}
+	charged, err := tx.Charged(account)
+	if err != nil {
+		return nil, err
+	}
+	reserved, err := reservedByProject(tx, account, t, own)
+	if err != nil {
+		return nil, err
+	}
+	s.funds.Account, s.funds.Reserved = account, reserved.PerAllocation()
+	for project, byAlloc := range charged {
+		for id, v := range byAlloc {
+			if active[id] {
+				s.used[project] = s.used[project].Add(v)
+				s.pool = s.pool.Add(v)
+			}
+		}
+	}
+	for project, byAlloc := range reserved {
+		for id, v := range byAlloc {
+			if active[id] {
+				s.reserved[project] = s.reserved[project].Add(v)
+			}
+		}
+	}
+	return s, nil
+}
+
+func rat(d decimal.Decimal) *big.Rat { return d.Rat() }
+
+// plan builds (once) the HFS plan for the current demands.
+func (s *shareState) plan(precision int32) (*hfs.Plan, error) {
+	if s.cached != nil {
+		return s.cached, nil
+	}
+	byName := map[string]*hfs.Node{}
+	var root *hfs.Node
+	for _, n := range s.nodes {
+		hn := &hfs.Node{Name: n.Name, Demand: rat(s.used[n.Name].Add(s.reserved[n.Name])), AcceptSurplus: n.Policy.AcceptSurplus,
+			NonShared: rat(n.Policy.NonShared)}
+		if n.Policy.Limit != nil {
+			hn.Limit = rat(*n.Policy.Limit)
+		}
+		switch n.Policy.QuotaKind {
+		case QuotaStatic:
+			hn.Quota = hfs.Quota{Kind: hfs.Static, Value: rat(n.Policy.Quota)}
+		case QuotaShares:
+			hn.Quota = hfs.Quota{Kind: hfs.Shares, Value: rat(n.Policy.Quota)}
+		case QuotaDynamic:
+			hn.Quota = hfs.Quota{Kind: hfs.Dynamic, Value: rat(n.Policy.Quota)}
+		}
+		byName[n.Name] = hn
+		if parent := byName[ParentOf(n.Name)]; parent != nil {
+			parent.Children = append(parent.Children, hn)
+		} else {
+			root = hn // the account: Subtree lists it first
+		}
+	}
+	unit := new(big.Rat).SetFrac(big.NewInt(1), new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(precision)), nil))
+	p, err := hfs.NewPlan(rat(s.pool), unit, root)
+	if err != nil {
+		return nil, fmt.Errorf("%w: HFS tree of %s: %v", ErrInvalid, s.nodes[0].Name, err)
+	}
+	s.cached = p
+	return p, nil
+}
+
+// available is what a new lien on node may take under HFS (the account's
+// Available over all machines when HFS is off).
+func (s *shareState) available(node string, precision int32) (decimal.Decimal, error) {
+	if !s.hfsOn {
+		return s.funds.Available(), nil
+	}
+	p, err := s.plan(precision)
+	if err != nil {
+		return decimal.Zero, err
+	}
+	a, err := p.Available(node)
+	if err != nil {
+		return decimal.Zero, fmt.Errorf("HFS availability of %s: %w", node, err)
+	}
+	return decimal.NewFromBigRat(a, precision), nil
+}
+
+// ShareAvailable is what a new lien on project may take under HFS now,
+// leaving out own (the job's previous lien). The caller also checks that
+// the machine's allocations can hold it (Funds).
+func (w *Writer) ShareAvailable(project string, own *Lien, precision int32) (decimal.Decimal, error) {
+	s, err := loadShares(w.tx, AccountOf(project), w.now, own)
+	if err != nil {
+		return decimal.Zero, err
+	}
+	return s.available(project, precision)
+}
+
+// Shares reports an account's HFS split now.
+func (l *Ledger) Shares(account string) (AccountShares, error) {
+	var out AccountShares
+	err := l.store.View(func(tx Tx) error {
+		now := l.Now()
+		s, err := loadShares(tx, account, now, nil)
+		if err != nil {
+			return err
+		}
+		if !s.nodes[0].IsAccount() {
+			return fmt.Errorf("%w: %s is a project; HFS splits accounts", ErrInvalid, account)
+		}
+		p := l.settings.Precision
+		out = AccountShares{Account: account, At: now, HFS: s.hfsOn, Pool: s.pool, Leftover: decimal.Zero}
+		var result *hfs.Result
+		if s.hfsOn {
+			plan, err := s.plan(p)
+			if err != nil {
+				return err
+			}
+			result = plan.Allocate()
+			out.Leftover = decimal.NewFromBigRat(result.Leftover(), p)
+		}
+		for _, n := range s.nodes {
+			ns := NodeShare{Name: n.Name, Policy: n.Policy, Quota: decimal.Zero, Allocated: decimal.Zero,
+				Used: s.used[n.Name], Reserved: s.reserved[n.Name]}
+			if result != nil {
+				ns.Quota = decimal.NewFromBigRat(result.Quota(n.Name), p)
+				ns.Allocated = decimal.NewFromBigRat(result.Allocated(n.Name), p)
+			}
+			if ns.Available, err = s.available(n.Name, p); err != nil {
+				return err
+			}
+			out.Nodes = append(out.Nodes, ns)
+		}
+		return nil
+	})
+	return out, err
+}

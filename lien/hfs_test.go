@@ -1,0 +1,113 @@
+package lien_test
+
+import (
+	"errors"
+	"math/big"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ingot-hpc/ingot/hfs"
+	"github.com/ingot-hpc/ingot/ledger"
+	"github.com/ingot-hpc/ingot/lien"
+)
+
+// physicsSite is an account phys with 10000 credits and two labs of half
+// each; lab2 accepts surplus, lab1 does not.
+func physicsSite(t *testing.T) *site {
+	s := newSite(t)
+	s.MustNode("phys", "phys.lab1", "phys.lab2")
+	for _, p := range []struct {
+		name    string
+		surplus bool
+	}{{"phys.lab1", false}, {"phys.lab2", true}} {
+		policy := ledger.Policy{QuotaKind: ledger.QuotaDynamic, Quota: dec("0.5"), AcceptSurplus: p.surplus}
+		if _, err := s.ModifyNode(s.Req(), p.name, ledger.NodeChange{Policy: &policy}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.ModifyUser(s.Req(), "amy", ledger.UserChange{Add: []ledger.Membership{{Node: "phys", Role: ledger.RoleMember}}}); err != nil {
+		t.Fatal(err)
+	}
+	s.MustDeposit("phys", "10000", time.Time{})
+	return s
+}
+
+func (s *site) placeOn(project, id string, credits int64) (lien.LienResult, error) {
+	return s.lb.Place(s.Req(), lien.PlaceSpec{Job: job(id), User: "amy", Project: project, Request: request(1, credits)})
+}
+
+func TestHFSRefusesAtQuota(t *testing.T) {
+	s := physicsSite(t)
+	if _, err := s.placeOn("phys.lab1", "a", 5000); err != nil {
+		t.Fatalf("lien up to the quota: %v", err)
+	}
+	before := s.JournalLen()
+	_, err := s.placeOn("phys.lab1", "b", 1)
+	if !errors.Is(err, ledger.ErrInsufficientFunds) || !strings.Contains(err.Error(), "HFS share") {
+		t.Fatalf("lien beyond the quota: %v", err)
+	}
+	if s.JournalLen() != before {
+		t.Error("the refused lien wrote to the journal")
+	}
+	// The account still has credits: they are lab2's.
+	wantAmount(t, "account available", s.MustBalance("phys").Available, "5000")
+}
+
+func TestHFSSurplusGoesToWhoAcceptsIt(t *testing.T) {
+	s := physicsSite(t)
+	if _, err := s.placeOn("phys.lab1", "a", 2000); err != nil {
+		t.Fatal(err)
+	}
+	// lab1 leaves 3000 of its quota unused; lab2 accepts surplus: 5000 + 3000.
+	if _, err := s.placeOn("phys.lab2", "b", 8000); err != nil {
+		t.Fatalf("lab2 borrowing lab1's surplus: %v", err)
+	}
+	if _, err := s.placeOn("phys.lab2", "c", 1); !errors.Is(err, ledger.ErrInsufficientFunds) {
+		t.Errorf("lab2 beyond quota and surplus: %v", err)
+	}
+	shares, err := s.Shares("phys")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !shares.HFS || !shares.Pool.Equal(dec("10000")) {
+		t.Fatalf("shares = %+v", shares)
+	}
+	// The same numbers through hfs.Compute, as `ingot hfs compute` runs them.
+	r, err := hfs.Compute(big.NewRat(10000, 1), big.NewRat(1, 100), &hfs.Node{Name: "phys", Demand: new(big.Rat), Children: []*hfs.Node{
+		{Name: "phys.lab1", Quota: hfs.Quota{Kind: hfs.Dynamic, Value: big.NewRat(1, 2)}, Demand: big.NewRat(2000, 1)},
+		{Name: "phys.lab2", Quota: hfs.Quota{Kind: hfs.Dynamic, Value: big.NewRat(1, 2)}, Demand: big.NewRat(8000, 1), AcceptSurplus: true},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range shares.Nodes {
+		want := r.Allocated(n.Name).FloatString(2)
+		if n.Allocated.StringFixed(2) != want {
+			t.Errorf("%s allocated %s in the bank, %s by hfs.Compute", n.Name, n.Allocated, want)
+		}
+	}
+	byName := map[string]ledger.NodeShare{}
+	for _, n := range shares.Nodes {
+		byName[n.Name] = n
+	}
+	wantAmount(t, "lab1 quota", byName["phys.lab1"].Quota, "5000")
+	wantAmount(t, "lab1 reserved", byName["phys.lab1"].Reserved, "2000")
+	wantAmount(t, "lab2 allocated", byName["phys.lab2"].Allocated, "8000")
+	wantAmount(t, "lab2 available", byName["phys.lab2"].Available, "0")
+}
+
+func TestHFSChargesCountAsDemand(t *testing.T) {
+	s := physicsSite(t)
+	if _, err := s.placeOn("phys.lab1", "a", 4000); err != nil {
+		t.Fatal(err)
+	}
+	s.mustCharge(lien.ChargeSpec{Job: job("a"), Usage: s.usage(1, 4000, 4000, 0, 1)})
+	// lab1 used 4000 of its 5000; the pool is still 10000 (used counts in it).
+	if _, err := s.placeOn("phys.lab1", "b", 1001); !errors.Is(err, ledger.ErrInsufficientFunds) {
+		t.Errorf("lab1 beyond its quota after a charge: %v", err)
+	}
+	if _, err := s.placeOn("phys.lab1", "b", 1000); err != nil {
+		t.Errorf("lab1 up to its quota after a charge: %v", err)
+	}
+}
