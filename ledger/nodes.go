@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/shopspring/decimal"
@@ -43,6 +44,9 @@ func (l *Ledger) CreateNode(req Request, spec NodeSpec) (Node, error) {
 			}
 		}
 		n := Node{Name: spec.Name, Description: spec.Description, Active: true, AnyUser: spec.AnyUser, Policy: spec.Policy, Created: w.now}
+		if err := checkNonShared(w, n, l.settings.Precision); err != nil {
+			return Node{}, err
+		}
 		return n, putNode(w, KindNodeCreate, n)
 	})
 }
@@ -70,6 +74,9 @@ func (l *Ledger) ModifyNode(req Request, name string, change NodeChange) (Node, 
 		}
 		if change.Policy != nil {
 			n.Policy = *change.Policy
+			if err := checkNonShared(w, n, l.settings.Precision); err != nil {
+				return Node{}, err
+			}
 		}
 		return n, putNode(w, KindNodeModify, n)
 	})
@@ -198,6 +205,35 @@ func checkPolicy(name string, p Policy) error {
 	}
 	if p.QuotaKind == QuotaStatic && p.NonShared.GreaterThan(p.Quota) {
 		return bad("non_shared %s is above the static quota %s", p.NonShared, p.Quota)
+	}
+	return nil
+}
+
+// checkNonShared refuses a non_shared part above the node's own quota as
+// HFS works it out now with the node's new policy (a static quota is
+// checked without the tree, in checkPolicy).
+func checkNonShared(w *Writer, n Node, precision int32) error {
+	if !n.Policy.NonShared.IsPositive() || n.Policy.QuotaKind == QuotaStatic {
+		return nil
+	}
+	s, err := loadShares(w.tx, n.Account(), w.now, nil)
+	if err != nil {
+		return err
+	}
+	i := slices.IndexFunc(s.nodes, func(m Node) bool { return m.Name == n.Name })
+	if i < 0 {
+		s.nodes = append(s.nodes, n)
+		slices.SortFunc(s.nodes, func(a, b Node) int { return strings.Compare(a.Name, b.Name) })
+	} else {
+		s.nodes[i] = n
+	}
+	plan, err := s.plan(precision)
+	if err != nil {
+		return err
+	}
+	quota := decimal.NewFromBigRat(plan.Allocate().Quota(n.Name), precision)
+	if n.Policy.NonShared.GreaterThan(quota) {
+		return fmt.Errorf("%w: policy of %s: non_shared %s is above its quota, %s with the account's pool now", ErrInvalid, n.Name, n.Policy.NonShared, quota)
 	}
 	return nil
 }

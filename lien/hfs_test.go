@@ -111,3 +111,46 @@ func TestHFSChargesCountAsDemand(t *testing.T) {
 		t.Errorf("lab1 up to its quota after a charge: %v", err)
 	}
 }
+
+func TestFairShare(t *testing.T) {
+	s := physicsSite(t)
+	if _, err := s.placeOn("phys.lab1", "a", 3000); err != nil {
+		t.Fatal(err)
+	}
+	s.mustCharge(lien.ChargeSpec{Job: job("a"), Usage: s.usage(1, 3000, 3000, 0, 1)})
+	if _, err := s.placeOn("phys.lab1", "b", 100); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.placeOn("phys.lab2", "c", 100); err != nil {
+		t.Fatal(err)
+	}
+	s.Clock.Advance(7 * 24 * time.Hour) // one half-life
+	// The liens above expired; place fresh ones so that both labs are active.
+	for _, p := range []struct{ project, id string }{{"phys.lab1", "d"}, {"phys.lab2", "e"}} {
+		if _, err := s.placeOn(p.project, p.id, 100); err != nil {
+			t.Fatal(err)
+		}
+	}
+	nodes, err := s.FairShare("phys", 7*24*time.Hour, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]ledger.FairShareNode{}
+	for _, n := range nodes {
+		byName[n.Name] = n
+	}
+	lab1, lab2 := byName["phys.lab1"], byName["phys.lab2"]
+	if lab1.Usage < 1499.99 || lab1.Usage > 1500.01 || lab2.Usage != 0 {
+		t.Errorf("decayed usage: lab1 %g (want 1500, half of 3000), lab2 %g", lab1.Usage, lab2.Usage)
+	}
+	if lab1.Target != 0.5 || lab2.Target != 0.5 || !lab1.Active || !lab2.Active {
+		t.Errorf("targets: %+v %+v", lab1, lab2)
+	}
+	// lab1 used far more than lab2, so lab2 is entitled to more now.
+	if !(lab2.ShortTerm > lab1.ShortTerm && lab2.Priority > lab1.Priority) {
+		t.Errorf("short-term: lab1 %+v, lab2 %+v", lab1, lab2)
+	}
+	if _, err := s.FairShare("phys.lab1", 0, 0); !errors.Is(err, ledger.ErrNotFound) {
+		t.Errorf("fair share of a project: %v", err)
+	}
+}

@@ -135,7 +135,19 @@ func testPolicies(t *testing.T, open OpenStore) {
 			})
 		})
 	}
-	p := ledger.Policy{QuotaKind: ledger.QuotaDynamic, Quota: Dec(t, "0.5"), AcceptSurplus: true}
+	// non_shared against a dynamic quota is checked on the pool: half of 1000.
+	b.MustDeposit("phys", "1000", time.Time{})
+	refusedWritesNothing(t, b, ledger.ErrInvalid, func() error {
+		p := ledger.Policy{QuotaKind: ledger.QuotaDynamic, Quota: Dec(t, "0.5"), NonShared: Dec(t, "500.01")}
+		_, err := b.ModifyNode(b.Req(), "phys.lab1", ledger.NodeChange{Policy: &p})
+		return err
+	})
+	refusedWritesNothing(t, b, ledger.ErrNotFound, func() error {
+		p := ledger.Policy{QuotaKind: ledger.QuotaDynamic, Quota: Dec(t, "0.5")}
+		_, err := b.ModifyNode(b.Req(), "phys.nope", ledger.NodeChange{Policy: &p})
+		return err
+	})
+	p := ledger.Policy{QuotaKind: ledger.QuotaDynamic, Quota: Dec(t, "0.5"), AcceptSurplus: true, NonShared: Dec(t, "500")}
 	n, err := b.ModifyNode(b.Req(), "phys.lab1", ledger.NodeChange{Policy: &p})
 	if err != nil {
 		t.Fatal(err)
