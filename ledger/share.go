@@ -190,6 +190,24 @@ func (w *Writer) ShareAvailable(project string, own *Lien, precision int32) (dec
 	return s.available(project, precision)
 }
 
+// Available is what a new lien on project may take now under HFS, across
+// the account's machines (Gold's Available when HFS is off).
+func (l *Ledger) Available(project string) (decimal.Decimal, error) {
+	var a decimal.Decimal
+	err := l.store.View(func(tx Tx) error {
+		s, err := loadShares(tx, AccountOf(project), l.Now(), nil)
+		if err != nil {
+			return err
+		}
+		if _, err := GetNode(tx, project); err != nil {
+			return err
+		}
+		a, err = s.available(project, l.settings.Precision)
+		return err
+	})
+	return a, err
+}
+
 // Shares reports an account's HFS split now.
 func (l *Ledger) Shares(account string) (AccountShares, error) {
 	var out AccountShares
