@@ -17,6 +17,19 @@
 // Funds leave allocations in debit order (see DebitOrder): earliest end
 // first, machine-specific before any-machine on a tie, then lowest id.
 //
+// # Liens, charges and HFS
+//
+// The ledger stores liens (credits held for running jobs) and charges
+// (usage records), and counts them in balances: Reserved sums the holds of
+// active liens before their expiry, so an expired lien stops counting at
+// once. Funds chooses holds and debits (a charge may overdraw; a hold may
+// not). What a lien or charge costs, and when it is placed, is package
+// lien's business; it builds on Mutate and Writer.
+//
+// An account's credits are split among its projects by HFS (share.go):
+// a project's liens must fit within its HFS availability as well as the
+// account's funds. An account whose tree carries no HFS policy is not split.
+//
 // # Journal
 //
 // Every change is one Entry, written in the same store transaction as the
