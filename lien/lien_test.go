@@ -348,6 +348,11 @@ func TestGuaranteedQuoteFreezesRates(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantAmount(t, "lien under the quote", r.Lien.Amount, "7200")
+	// Re-placing the job's lien under its quote does not use the quote again.
+	if r, err = s.lb.Place(s.Req(), lien.PlaceSpec{Job: job("q1"), User: "amy", Request: request(2, 3600), Quote: q.ID, Replace: true}); err != nil {
+		t.Fatalf("replace under the same quote: %v", err)
+	}
+	wantAmount(t, "replaced lien under the quote", r.Lien.Amount, "7200")
 	c := s.mustCharge(lien.ChargeSpec{Job: job("q1"), Usage: s.usage(2, 1800, 3600, 0, charge.Completed)})
 	wantAmount(t, "charge under the quote", c.Charge.Amount, "3600")
 	if _, err := s.lb.Place(s.Req(), lien.PlaceSpec{Job: job("q2"), User: "amy", Request: request(2, 3600), Quote: q.ID}); !errors.Is(err, lien.ErrQuote) {

@@ -109,7 +109,17 @@ func (b *Bank) Place(req ledger.Request, spec PlaceSpec) (LienResult, error) {
 		if err != nil {
 			return LienResult{}, err
 		}
-		pr, quoteRec, err := b.lienPricing(w, cfg, p, spec.Quote)
+		// A job's lien uses its quote once: re-placing it under the same
+		// quote does not count again.
+		reused := false
+		if own != nil && spec.Quote != 0 {
+			d, err := DetailOf(*own)
+			if err != nil {
+				return LienResult{}, err
+			}
+			reused = d.Quote == spec.Quote
+		}
+		pr, quoteRec, err := b.lienPricing(w, cfg, p, spec.Quote, reused)
 		if err != nil {
 			return LienResult{}, err
 		}
@@ -153,8 +163,8 @@ func (b *Bank) Place(req ledger.Request, spec PlaceSpec) (LienResult, error) {
 
 // lienPricing is the pricing of a new lien: the rates in force, or the
 // guaranteed quote named, which this lien then uses once (the returned
-// record counts the use).
-func (b *Bank) lienPricing(w *ledger.Writer, cfg Config, p who, quoteID uint64) (pricing, *ledger.Record, error) {
+// record counts the use) unless the job used it already (reused).
+func (b *Bank) lienPricing(w *ledger.Writer, cfg Config, p who, quoteID uint64, reused bool) (pricing, *ledger.Record, error) {
 	if quoteID == 0 {
 		pr, err := b.pricing(w.Tx(), cfg, p)
 		return pr, nil, err
@@ -166,11 +176,18 @@ func (b *Bank) lienPricing(w *ledger.Writer, cfg Config, p who, quoteID uint64) 
 	if q.Machine != p.machine.Name || q.Project != p.project.Name {
 		return pricing{}, nil, fmt.Errorf("%w: quote %d is for %s on %s", ErrQuote, quoteID, q.Project, q.Machine)
 	}
+	pr := pricing{table: q.Table, policy: q.Policy, shape: q.Shape, quote: q.ID}
+	if reused { // the job holds one of its uses; only expiry matters
+		if !w.Now().Before(q.Expires) {
+			return pricing{}, nil, fmt.Errorf("%w: quote %d expired at %s", ErrQuote, quoteID, q.Expires.Format(time.RFC3339))
+		}
+		return pr, nil, nil
+	}
 	if err := q.Use(w.Now()); err != nil {
 		return pricing{}, nil, fmt.Errorf("%w: quote %d: %v", ErrQuote, quoteID, err)
 	}
 	rec, err := recordOf(recordQuote, quoteKey(q.ID), q)
-	return pricing{table: q.Table, policy: q.Policy, shape: q.Shape, quote: q.ID}, rec, err
+	return pr, rec, err
 }
 
 // cover finds holds for amount on project, or else on its fallback. It
