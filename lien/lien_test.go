@@ -185,8 +185,14 @@ func TestFallbackTakesTheJob(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if r.Project != tc.fallback || !r.FellBack || r.Lien.Account != "bio" {
+			if r.Project != tc.fallback || !r.FellBack || r.Lien.Account != "bio" || r.Requested != "chem.lab1" {
 				t.Errorf("lien = %+v", r)
+			}
+			// A scheduler that did not switch the job charges it under the
+			// project it asked for: the charge still goes to the fallback.
+			c, err := s.lb.Charge(s.Req(), lien.ChargeSpec{Job: job(r.Lien.JobID), Project: "chem.lab1", Usage: s.usage(4, 600, 600, 0, charge.Completed)})
+			if err != nil || c.Charge.Project != tc.fallback || c.Charge.Account != "bio" {
+				t.Errorf("charge under the requested project: %+v %v", c.Charge, err)
 			}
 		})
 	}

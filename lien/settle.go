@@ -72,12 +72,14 @@ func (b *Bank) Charge(req ledger.Request, spec ChargeSpec) (ChargeResult, error)
 		var pr pricing
 		var c ledger.Charge
 		if found && l.State == ledger.LienActive {
-			if spec.Project != "" && spec.Project != l.Project {
-				return ChargeResult{}, fmt.Errorf("%w: charge for job %s names project %s, but its lien is on %s", ledger.ErrInvalid, spec.ID, spec.Project, l.Project)
-			}
 			d, err := DetailOf(l)
 			if err != nil {
 				return ChargeResult{}, err
+			}
+			// The job may still carry the project it asked for before a
+			// fallback took it.
+			if spec.Project != "" && spec.Project != l.Project && spec.Project != d.Requested {
+				return ChargeResult{}, fmt.Errorf("%w: charge for job %s names project %s, but its lien is on %s", ledger.ErrInvalid, spec.ID, spec.Project, l.Project)
 			}
 			if pr, err = b.jobPricing(tx, cfg, l, d); err != nil {
 				return ChargeResult{}, err
