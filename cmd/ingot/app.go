@@ -65,7 +65,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			fundsCommands(),
 			reportCommands(),
 			adminCommands(),
-			rateCommands(), policyCommands(), quoteCommands(), lienCommands(), chargeCommands(), reservationCommands(),
+			rateCommands(), policyCommands(), quoteCommands(), lienCommands(), chargeCommands(), reservationCommands(), hfsCommands(),
 		),
 	}
 	addCommonFlags(app.Commands)

@@ -42,12 +42,7 @@ func nodeCommands() []*cli.Command {
 func nodeCommand(kind nodeKind) *cli.Command {
 	var policyFlags []cli.Flag
 	if kind == "project" {
-		policyFlags = []cli.Flag{
-			&cli.StringFlag{Name: "quota", Usage: "HFS quota: static:CREDITS, dynamic:FRACTION, shares:WEIGHT or none"},
-			&cli.BoolFlag{Name: "accept-surplus", Usage: "may receive surplus from above (--accept-surplus=false to stop)"},
-			&cli.StringFlag{Name: "limit", Usage: "cap on what the subtree may be allocated (none to remove)"},
-			&cli.StringFlag{Name: "non-shared", Usage: "part of the own quota never lent as surplus"},
-		}
+		policyFlags = projectPolicyFlags()
 	}
 	common := []cli.Flag{
 		&cli.StringFlag{Name: "description", Aliases: []string{"d"}},
@@ -57,7 +52,7 @@ func nodeCommand(kind nodeKind) *cli.Command {
 	if kind == "project" {
 		list = "list projects, all or of one account or project"
 	}
-	return &cli.Command{
+	cmd := &cli.Command{
 		Name:  string(kind),
 		Usage: fmt.Sprintf("create, list, show, modify and deactivate %ss", kind),
 		Subcommands: []*cli.Command{
@@ -67,6 +62,24 @@ func nodeCommand(kind nodeKind) *cli.Command {
 			{Name: "modify", Usage: "change a " + string(kind), ArgsUsage: "NAME", Flags: append(common, policyFlags...), Action: kind.modify},
 			{Name: "deactivate", Usage: "stop a " + string(kind) + " and everything under it from taking part in changes", ArgsUsage: "NAME", Action: kind.deactivate},
 		},
+	}
+	if kind == "project" {
+		cmd.Usage = "create, list, show, modify, deactivate projects and set their HFS policy"
+		cmd.Subcommands = append(cmd.Subcommands, &cli.Command{
+			Name: "policy", Usage: "set a project's HFS policy from the flags given (the others stay); without flags, show the project",
+			ArgsUsage: "NAME", Flags: projectPolicyFlags(), Action: kind.policy,
+		})
+	}
+	return cmd
+}
+
+// projectPolicyFlags set a project's HFS policy (applyPolicyFlags reads them).
+func projectPolicyFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "quota", Usage: "HFS quota: static:CREDITS, dynamic:FRACTION, shares:WEIGHT or none"},
+		&cli.BoolFlag{Name: "accept-surplus", Usage: "may receive surplus from above (--accept-surplus=false to stop)"},
+		&cli.StringFlag{Name: "limit", Usage: "cap on what the subtree may be allocated (none to remove)"},
+		&cli.StringFlag{Name: "non-shared", Usage: "part of the own quota never lent as surplus"},
 	}
 }
 
@@ -120,6 +133,17 @@ func (k nodeKind) modify(c *cli.Context) error {
 		}
 		return showNode(c, n)
 	})
+}
+
+// policy is `project policy`: modify with only the policy flags, or show
+// when none is given.
+func (k nodeKind) policy(c *cli.Context) error {
+	for _, f := range projectPolicyFlags() {
+		if c.IsSet(f.Names()[0]) {
+			return k.modify(c)
+		}
+	}
+	return k.show(c)
 }
 
 func (k nodeKind) deactivate(c *cli.Context) error {
@@ -202,11 +226,13 @@ func limitText(l *decimal.Decimal) string {
 	return l.String()
 }
 
-var plainNumber = regexp.MustCompile(`^[0-9]{1,16}(\.[0-9]{1,18})?$`)
+// plainNumber takes a sign so that the ledger, which checks every policy,
+// says what is wrong with a negative one.
+var plainNumber = regexp.MustCompile(`^-?[0-9]{1,16}(\.[0-9]{1,18})?$`)
 
 func parseNumber(flag, s string) (decimal.Decimal, error) {
 	if !plainNumber.MatchString(s) {
-		return decimal.Decimal{}, usageError{fmt.Sprintf("--%s %q: want a plain non-negative number like 100 or 0.25", flag, s)}
+		return decimal.Decimal{}, usageError{fmt.Sprintf("--%s %q: want a plain number like 100 or 0.25", flag, s)}
 	}
 	return decimal.NewFromString(s)
 }

@@ -15,10 +15,10 @@ func reportCommands() []*cli.Command {
 	return []*cli.Command{
 		{
 			Name:      "balance",
-			Usage:     "show balances (Gold's columns) of accounts, now or at a past time",
+			Usage:     "show balances (Gold's columns) of accounts, now or at a past time; an account named with projects also shows each node's HFS share now",
 			ArgsUsage: "[NODE...]",
 			Flags: []cli.Flag{
-				&cli.StringFlag{Name: "at", Usage: "as of `TIME` (now-2h, 2026-11-01, \"2026-11-01 14:30\", RFC 3339)"},
+				&cli.StringFlag{Name: "at", Usage: "as of `TIME` (now-2h, 2026-11-01, \"2026-11-01 14:30\", RFC 3339); only Gold's line: HFS shares are known only now"},
 				&cli.BoolFlag{Name: "allocations", Usage: "list the allocations behind each balance"},
 			},
 			Action: balance,
@@ -87,12 +87,77 @@ func balance(c *cli.Context) error {
 			}
 			return show(c, t)
 		}
-		t := table{headers: []string{"Node", "Amount", "Reserved", "Balance", "CreditLimit", "Available"}, data: orEmpty(nbs)}
+		var shares []ledger.AccountShares
+		if !c.IsSet("at") {
+			if shares, err = projectShares(l, c.Args().Slice()); err != nil {
+				return err
+			}
+		}
+		t := table{headers: []string{"Node", "Amount", "Reserved", "Balance", "CreditLimit", "Available"}, data: withShares(nbs, shares)}
 		for _, nb := range nbs {
 			t.add(nb.Node, amount(nb.Amount, p), amount(nb.Reserved, p), amount(nb.Balance.Balance, p), amount(nb.CreditLimit, p), amount(nb.Available, p))
 		}
-		return show(c, t)
+		if err := show(c, t); err != nil {
+			return err
+		}
+		return writeBalanceShares(c, shares, p)
 	})
+}
+
+// balanceWithShares is one element of `balance --json`: the node's balance
+// as before, and for an account named with projects, its HFS split now.
+type balanceWithShares struct {
+	ledger.NodeBalance
+	Shares *ledger.AccountShares `json:"shares,omitempty"`
+}
+
+// projectShares is the HFS split of each account named that has projects.
+func projectShares(l *ledger.Ledger, names []string) ([]ledger.AccountShares, error) {
+	var out []ledger.AccountShares
+	for _, name := range names {
+		if ledger.ParentOf(name) != "" {
+			continue
+		}
+		s, err := l.Shares(name)
+		if err != nil {
+			return nil, fmt.Errorf("HFS shares of %s: %w", name, err)
+		}
+		if len(s.Nodes) > 1 {
+			out = append(out, s)
+		}
+	}
+	return out, nil
+}
+
+func withShares(nbs []ledger.NodeBalance, shares []ledger.AccountShares) []balanceWithShares {
+	out := make([]balanceWithShares, len(nbs))
+	for i, nb := range nbs {
+		out[i].NodeBalance = nb
+		for j := range shares {
+			if shares[j].Account == nb.Node {
+				out[i].Shares = &shares[j]
+			}
+		}
+	}
+	return out
+}
+
+// writeBalanceShares prints each account's split after the balances
+// (--json carries it in the balances).
+func writeBalanceShares(c *cli.Context, shares []ledger.AccountShares, p int32) error {
+	f, err := outputFormat(c)
+	if err != nil || f == formatJSON {
+		return err
+	}
+	for _, s := range shares {
+		if f == formatTable {
+			fmt.Fprintln(c.App.Writer)
+		}
+		if err := writeShares(c, f, s, p, false); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func statement(c *cli.Context) error {

@@ -1,0 +1,177 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/ingot-hpc/ingot/hfs"
+	"github.com/ingot-hpc/ingot/ledger"
+)
+
+// This file holds the HFS commands: `hfs compute` (a tree from a file, no
+// bank needed), `hfs show` (an account's split now) and `fairshare` (Grid
+// Engine's share tree), and the share table `balance` prints too.
+
+// defaultHalfLife is Grid Engine's customary usage half-life: a week.
+const defaultHalfLife = 7 * 24 * time.Hour
+
+func hfsCommands() []*cli.Command {
+	return []*cli.Command{
+		{
+			Name:  "hfs",
+			Usage: "hierarchical fair share: compute a tree from a file, show how an account is split",
+			Subcommands: []*cli.Command{
+				{
+					Name:  "compute",
+					Usage: "run the HFS algorithm on a JSON file (- for standard input) and print the split; needs no bank",
+					Description: "FILE is DESIGN's input: {\"total\", \"unit\", \"tree\"}, the reference cases of testdata/hfs as they are.\n" +
+						"The output is JSON whatever --json or --parsable say: {\"quota\", \"allocated\", \"leftover\"}.",
+					ArgsUsage: "FILE",
+					Action:    hfsCompute,
+				},
+				{
+					Name:      "show",
+					Usage:     "an account's tree now: each node's policy, quota, allocation, usage, liens and what a new lien may take",
+					ArgsUsage: "ACCOUNT",
+					Action:    hfsShow,
+				},
+			},
+		},
+		{
+			Name:      "fairshare",
+			Usage:     "an account's share tree now (Grid Engine): shares, decayed usage, target share, short-term entitlement, job priority",
+			ArgsUsage: "ACCOUNT",
+			Flags: []cli.Flag{
+				&cli.DurationFlag{Name: "half-life", Value: defaultHalfLife, Usage: "usage half-life, a Go `DURATION` (0: no decay)"},
+				&cli.Float64Flag{Name: "compensation", Usage: "Grid Engine's compensation `FACTOR` (0: off)"},
+			},
+			Action: fairShare,
+		},
+	}
+}
+
+// hfsCompute prints the HFS result of an input document. It is JSON by
+// definition (DESIGN section 4), so the output flags do not change it.
+func hfsCompute(c *cli.Context) error {
+	a, err := args(c, "FILE")
+	if err != nil {
+		return err
+	}
+	data, err := readInput(c, a[0])
+	if err != nil {
+		return fmt.Errorf("hfs compute: %w", err)
+	}
+	in, err := hfs.DecodeInput(bytes.NewReader(data))
+	if err != nil {
+		return fmt.Errorf("%w: hfs compute %s: %v", ledger.ErrInvalid, a[0], err)
+	}
+	res, err := hfs.Compute(in.Total, in.Unit, in.Tree)
+	if err != nil {
+		return fmt.Errorf("%w: hfs compute %s: %v", ledger.ErrInvalid, a[0], err)
+	}
+	return res.EncodeJSON(c.App.Writer)
+}
+
+func hfsShow(c *cli.Context) error {
+	a, err := args(c, "ACCOUNT")
+	if err != nil {
+		return err
+	}
+	f, err := outputFormat(c)
+	if err != nil {
+		return err
+	}
+	return withBank(c, func(l *ledger.Ledger) error {
+		s, err := l.Shares(a[0])
+		if err != nil {
+			return err
+		}
+		if f == formatJSON {
+			return writeJSON(c.App.Writer, s)
+		}
+		return writeShares(c, f, s, l.Settings().Precision, true)
+	})
+}
+
+// shareHeaders are the figures of a node's share, in shareFigures' order.
+var shareHeaders = []string{"Quota", "Allocated", "Used", "Reserved", "Available"}
+
+// writeShares prints an account's split as a table of its nodes, under a
+// line saying whether HFS is on (table format only); withPolicy adds each
+// node's policy.
+func writeShares(c *cli.Context, f format, s ledger.AccountShares, p int32, withPolicy bool) error {
+	if f == formatTable {
+		fmt.Fprintln(c.App.Writer, sharesHeading(s, p))
+	}
+	t := table{headers: append([]string{"Node"}, shareHeaders...)}
+	if withPolicy {
+		t.headers = append([]string{"Node", "QuotaPolicy", "AcceptSurplus", "Limit", "NonShared"}, shareHeaders...)
+	}
+	for _, n := range s.Nodes {
+		cells := []string{treeLabel(n.Name, f)}
+		if withPolicy {
+			cells = append(cells, quotaText(n.Policy), yesNo(n.Policy.AcceptSurplus), limitText(n.Policy.Limit), n.Policy.NonShared.String())
+		}
+		t.add(append(cells, shareFigures(n, s.HFS, p)...)...)
+	}
+	return write(c.App.Writer, f, t)
+}
+
+// sharesHeading says how the account is split.
+func sharesHeading(s ledger.AccountShares, p int32) string {
+	if !s.HFS {
+		return fmt.Sprintf("no HFS policy in %s's tree: its projects share the account's pool", s.Account)
+	}
+	return fmt.Sprintf("HFS split of %s: pool %s, leftover %s", s.Account, amount(s.Pool, p), amount(s.Leftover, p))
+}
+
+// shareFigures are a node's figures; quota and allocation are "-" when the
+// account is not split.
+func shareFigures(n ledger.NodeShare, hfsOn bool, p int32) []string {
+	quota, allocated := "-", "-"
+	if hfsOn {
+		quota, allocated = amount(n.Quota, p), amount(n.Allocated, p)
+	}
+	return []string{quota, allocated, amount(n.Used, p), amount(n.Reserved, p), amount(n.Available, p)}
+}
+
+// treeLabel indents a node's name by its depth in the table format; the
+// other formats keep it flat.
+func treeLabel(name string, f format) string {
+	if f != formatTable {
+		return name
+	}
+	return strings.Repeat("  ", strings.Count(name, ".")) + name
+}
+
+func fairShare(c *cli.Context) error {
+	a, err := args(c, "ACCOUNT")
+	if err != nil {
+		return err
+	}
+	f, err := outputFormat(c)
+	if err != nil {
+		return err
+	}
+	return withBank(c, func(l *ledger.Ledger) error {
+		nodes, err := l.FairShare(a[0], c.Duration("half-life"), c.Float64("compensation"))
+		if err != nil {
+			return err
+		}
+		p := l.Settings().Precision
+		t := table{headers: []string{"Node", "Shares", "Usage", "Target", "ShortTerm", "Priority", "Active"}, data: orEmpty(nodes)}
+		for _, n := range nodes {
+			t.add(treeLabel(n.Name, f), n.Shares.String(), strconv.FormatFloat(n.Usage, 'f', int(p), 64),
+				fraction(n.Target), fraction(n.ShortTerm), fraction(n.Priority), yesNo(n.Active))
+		}
+		return write(c.App.Writer, f, t)
+	})
+}
+
+// fraction shows a share-tree figure (a part of the whole tree).
+func fraction(x float64) string { return strconv.FormatFloat(x, 'f', 6, 64) }
