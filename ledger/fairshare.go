@@ -13,8 +13,9 @@ import (
 // Engine's share-tree policy), which a scheduler can order jobs by.
 type FairShareNode struct {
 	Name string `json:"name"`
-	// Shares are the node's quota value (shares, fraction or credits, as
-	// its policy gives it; 0 without a quota).
+	// Shares are the node's weight: the credits its subtree's HFS quotas
+	// come to (the whole pool for the account), or 1 for every node when
+	// the account has no HFS policy.
 	Shares decimal.Decimal `json:"shares"`
 	// Usage is the subtree's charged credits, decayed to now.
 	Usage float64 `json:"usage"`
@@ -67,15 +68,18 @@ func (l *Ledger) FairShare(account string, halfLife time.Duration, cf float64) (
 				jobs[li.Project]++
 			}
 		}
+		shares, err := shareWeights(tx, account, now, l.settings.Precision)
+		if err != nil {
+			return err
+		}
 		byName := map[string]*hfs.ShareNode{}
 		var root *hfs.ShareNode
 		for _, n := range nodes {
-			sn := &hfs.ShareNode{Name: n.Name, Shares: n.Policy.Quota.InexactFloat64(), Usage: usage[n.Name], UsageAt: now, ActiveJobs: jobs[n.Name]}
+			sn := &hfs.ShareNode{Name: n.Name, Shares: shares[n.Name].InexactFloat64(), Usage: usage[n.Name], UsageAt: now, ActiveJobs: jobs[n.Name]}
 			byName[n.Name] = sn
 			if parent := byName[ParentOf(n.Name)]; parent != nil {
 				parent.Children = append(parent.Children, sn)
 			} else {
-				sn.Shares = 1 // the account is the whole tree
 				root = sn
 			}
 		}
@@ -85,10 +89,42 @@ func (l *Ledger) FairShare(account string, halfLife time.Duration, cf float64) (
 		}
 		for _, n := range nodes {
 			e := ents[n.Name]
-			out = append(out, FairShareNode{Name: n.Name, Shares: n.Policy.Quota, Usage: e.Usage, Active: e.Active,
+			out = append(out, FairShareNode{Name: n.Name, Shares: shares[n.Name], Usage: e.Usage, Active: e.Active,
 				Target: e.OverallLongTerm, ShortTerm: e.OverallShortTerm, Priority: e.JobPriority})
 		}
 		return nil
 	})
 	return out, err
+}
+
+// shareWeights gives each node of an account its share-tree weight: its
+// subtree's quota after HFS step 1, which puts static, dynamic and share
+// quotas on one scale (credits); 1 each when HFS is off.
+func shareWeights(tx Tx, account string, now time.Time, precision int32) (map[string]decimal.Decimal, error) {
+	s, err := loadShares(tx, account, now, nil)
+	if err != nil {
+		return nil, err
+	}
+	weights := map[string]decimal.Decimal{}
+	if !s.hfsOn {
+		for _, n := range s.nodes {
+			weights[n.Name] = decimal.NewFromInt(1)
+		}
+		return weights, nil
+	}
+	plan, err := s.plan(precision)
+	if err != nil {
+		return nil, err
+	}
+	result := plan.Allocate()
+	// Names sort parents before children, so in reverse every node's
+	// subtree is complete when it is added to its parent.
+	for i := len(s.nodes) - 1; i >= 0; i-- {
+		name := s.nodes[i].Name
+		weights[name] = weights[name].Add(decimal.NewFromBigRat(result.Quota(name), precision))
+		if parent := ParentOf(name); parent != "" {
+			weights[parent] = weights[parent].Add(weights[name])
+		}
+	}
+	return weights, nil
 }

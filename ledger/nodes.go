@@ -51,7 +51,9 @@ func (l *Ledger) CreateNode(req Request, spec NodeSpec) (Node, error) {
 	})
 }
 
-// ModifyNode changes a node's description, any-user flag or HFS policy.
+// ModifyNode changes a node's description, any-user flag or HFS policy. A
+// deactivated node may be modified too: its HFS quota keeps counting until
+// it is set to none.
 func (l *Ledger) ModifyNode(req Request, name string, change NodeChange) (Node, error) {
 	if change.Policy != nil {
 		if err := checkPolicy(name, *change.Policy); err != nil {
@@ -62,7 +64,7 @@ func (l *Ledger) ModifyNode(req Request, name string, change NodeChange) (Node, 
 		Name   string     `json:"name"`
 		Change NodeChange `json:"change"`
 	}{name, change}, func(w *Writer) (Node, error) {
-		n, err := ActiveNode(w.tx, name)
+		n, err := GetNode(w.tx, name)
 		if err != nil {
 			return Node{}, err
 		}

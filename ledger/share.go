@@ -38,7 +38,10 @@ type NodeShare struct {
 	// Reserved what its liens hold on them: together, its demand.
 	Used     decimal.Decimal `json:"used"`
 	Reserved decimal.Decimal `json:"reserved"`
-	// Available is what a new lien on the node may take, across machines.
+	// Available is DESIGN's available(p): what HFS would still give the
+	// node on top of its demand. A lien must also fit the account's funds,
+	// which may be less: surplus that another project borrowed is held by
+	// its liens until they end (Ledger.Available gives the lesser).
 	Available decimal.Decimal `json:"available"`
 }
 
@@ -190,8 +193,10 @@ func (w *Writer) ShareAvailable(project string, own *Lien, precision int32) (dec
 	return s.available(project, precision)
 }
 
-// Available is what a new lien on project may take now under HFS, across
-// the account's machines (Gold's Available when HFS is off).
+// Available is what a new lien on project may take now, across the
+// account's machines: its HFS availability, capped by the account's funds
+// (Gold's Available when HFS is off). A lien for one machine may find less,
+// on the allocations usable there.
 func (l *Ledger) Available(project string) (decimal.Decimal, error) {
 	var a decimal.Decimal
 	err := l.store.View(func(tx Tx) error {
@@ -202,8 +207,11 @@ func (l *Ledger) Available(project string) (decimal.Decimal, error) {
 		if _, err := GetNode(tx, project); err != nil {
 			return err
 		}
-		a, err = s.available(project, l.settings.Precision)
-		return err
+		if a, err = s.available(project, l.settings.Precision); err != nil {
+			return err
+		}
+		a = decimal.Min(a, s.funds.Available())
+		return nil
 	})
 	return a, err
 }

@@ -465,10 +465,10 @@ func TestFairShareCLI(t *testing.T) {
 		t.Errorf("short-term: lab1 %+v, lab2 %+v", lab1, lab2)
 	}
 	if out := b.ok("fairshare", "phys", "--half-life", "0", "--parsable"); !strings.Contains(out, "Node|Shares|Usage|Target|ShortTerm|Priority|Active\n") ||
-		!strings.Contains(out, "phys.lab1|0.5|3000.00|0.500000|") {
+		!strings.Contains(out, "phys.lab1|5000|3000.00|0.500000|") {
 		t.Errorf("fairshare --parsable:\n%s", out)
 	}
-	if out := b.ok("fairshare", "phys"); !strings.Contains(out, "\n  phys.lab2  0.5") {
+	if out := b.ok("fairshare", "phys"); !strings.Contains(out, "\n  phys.lab2  5000") {
 		t.Errorf("fairshare table:\n%s", out)
 	}
 	var decayed []ledger.FairShareNode

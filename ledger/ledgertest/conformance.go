@@ -98,10 +98,14 @@ func testNodes(t *testing.T, open OpenStore) {
 	})
 	// A node inside a deactivated one is inactive too.
 	refusedWritesNothing(t, b, ledger.ErrInactive, func() error {
-		desc := "x"
-		_, err := b.ModifyNode(b.Req(), "chem.lab1.spectra", ledger.NodeChange{Description: &desc})
+		_, err := b.AddUser(b.Req(), ledger.UserSpec{Name: "x", Memberships: []ledger.Membership{{Node: "chem.lab1.spectra", Role: ledger.RoleMember}}})
 		return err
 	})
+	// A deactivated node can still be modified (to release its HFS quota).
+	none := ledger.Policy{}
+	if _, err := b.ModifyNode(b.Req(), "chem.lab1", ledger.NodeChange{Policy: &none}); err != nil {
+		t.Errorf("modify a deactivated node: %v", err)
+	}
 	nodes, err := b.Nodes("chem")
 	if err != nil {
 		t.Fatal(err)
