@@ -14,6 +14,7 @@ type Ledger struct {
 	store    Store
 	settings Settings
 	created  time.Time
+	plans    *planCache
 	now      func() time.Time
 }
 
@@ -56,7 +57,7 @@ func Init(store Store, s Settings, req Request, now time.Time) error {
 
 // Open opens the bank held in store.
 func Open(store Store, opts ...Option) (*Ledger, error) {
-	l := &Ledger{store: store, now: time.Now}
+	l := &Ledger{store: store, now: time.Now, plans: newPlanCache()}
 	for _, o := range opts {
 		o(l)
 	}
@@ -140,7 +141,7 @@ func Mutate[R any](l *Ledger, req Request, kind Kind, content any, fn func(w *Wr
 				return nil
 			}
 		}
-		w := &Writer{tx: tx, req: req, now: l.Now()}
+		w := &Writer{tx: tx, req: req, now: l.Now(), plans: l.plans}
 		r, err := fn(w)
 		if err != nil {
 			return err
@@ -177,6 +178,7 @@ type Writer struct {
 	req     Request
 	now     time.Time
 	lastSeq uint64
+	plans   *planCache // nil while a bank is initialised
 }
 
 // Tx is the transaction, for reads; changes go through Append.
@@ -203,6 +205,22 @@ func (w *Writer) Append(e Entry, changed ...Allocation) (Entry, error) {
 		return Entry{}, err
 	}
 	e.Hash = hash
+	var oldLien *Lien
+	var oldCharge *Charge
+	if e.Lien != nil {
+		if l, ok, err := w.tx.Lien(e.Lien.ID); err != nil {
+			return Entry{}, err
+		} else if ok {
+			oldLien = &l
+		}
+	}
+	if e.Charge != nil {
+		if c, ok, err := w.tx.Charge(e.Charge.ID); err != nil {
+			return Entry{}, err
+		} else if ok {
+			oldCharge = &c
+		}
+	}
 	if err := w.tx.AppendEntry(e, body); err != nil {
 		return Entry{}, err
 	}
@@ -226,6 +244,48 @@ func (w *Writer) Append(e Entry, changed ...Allocation) (Entry, error) {
 			return Entry{}, err
 		}
 	}
+	for account := range touchedAccounts(e, oldLien) {
+		prev, err := w.tx.AccountVersion(account)
+		if err != nil {
+			return Entry{}, err
+		}
+		if err := w.tx.PutAccountVersion(account, e.Hash); err != nil {
+			return Entry{}, err
+		}
+		if w.plans != nil {
+			w.plans.afterAppend(account, prev, e, oldLien, oldCharge, w.now)
+		}
+	}
 	w.lastSeq = e.Seq
 	return e, nil
+}
+
+// touchedAccounts are the accounts whose state e changes.
+func touchedAccounts(e Entry, oldLien *Lien) map[string]bool {
+	touched := map[string]bool{}
+	add := func(node string) {
+		if node != "" {
+			touched[AccountOf(node)] = true
+		}
+	}
+	add(e.Node)
+	if e.Kind == KindTransfer {
+		add(e.Ref) // the destination; elsewhere Ref is a job id
+	}
+	for _, d := range e.Deltas {
+		add(d.Account)
+	}
+	if e.NodeState != nil {
+		add(e.NodeState.Name)
+	}
+	if e.Lien != nil {
+		add(e.Lien.Account)
+	}
+	if oldLien != nil {
+		add(oldLien.Account)
+	}
+	if e.Charge != nil {
+		add(e.Charge.Account)
+	}
+	return touched
 }

@@ -14,8 +14,14 @@ var ErrNoAllocation = fmt.Errorf("%w: no usable allocation", ErrInsufficientFund
 // reservedAt sums, per allocation, what the account's liens hold at time
 // t, leaving out what own holds (nil: nothing to leave out).
 func reservedAt(tx Tx, account string, t time.Time, own *Lien) (map[uint64]decimal.Decimal, error) {
-	byProject, err := reservedByProject(tx, account, t, own)
-	return byProject.PerAllocation(), err
+	reserved, err := tx.ReservedTotal(account, t)
+	if err != nil || own == nil || !own.HoldsAt(t) || own.Account != account {
+		return reserved, err
+	}
+	for _, h := range own.Holds {
+		reserved[h.Allocation] = reserved[h.Allocation].Sub(h.Amount)
+	}
+	return reserved, nil
 }
 
 // reservedByProject is reservedAt per project.

@@ -183,14 +183,44 @@ func (s *shareState) available(node string, precision int32) (decimal.Decimal, e
 }
 
 // ShareAvailable is what a new lien on project may take under HFS now,
-// leaving out own (the job's previous lien). The caller also checks that
-// the machine's allocations can hold it (Funds).
-func (w *Writer) ShareAvailable(project string, own *Lien, precision int32) (decimal.Decimal, error) {
-	s, err := loadShares(w.tx, AccountOf(project), w.now, own)
-	if err != nil {
-		return decimal.Zero, err
+// leaving out own (the job's previous lien); limited is false when the
+// account is not split. The caller also checks that the machine's
+// allocations can hold the lien (Funds).
+func (w *Writer) ShareAvailable(project string, own *Lien, precision int32) (available decimal.Decimal, limited bool, err error) {
+	return shareAvailable(w.tx, w.plans, project, own, w.now, precision)
+}
+
+// shareAvailable answers from the plan cache when it can (not for a lien
+// being placed again: its own demand would have to come out) and keeps what
+// it works out otherwise.
+func shareAvailable(tx Tx, plans *planCache, project string, own *Lien, now time.Time, precision int32) (decimal.Decimal, bool, error) {
+	account := AccountOf(project)
+	cacheable := plans != nil && own == nil
+	var version string
+	if cacheable {
+		var err error
+		if version, err = tx.AccountVersion(account); err != nil {
+			return decimal.Zero, false, err
+		}
+		a, on, ok, err := plans.available(account, version, project, now)
+		if err != nil || ok {
+			return a, on, err
+		}
 	}
-	return s.available(project, precision)
+	s, err := loadShares(tx, account, now, own)
+	if err != nil {
+		return decimal.Zero, false, err
+	}
+	if cacheable {
+		if err := plans.store(tx, account, version, s, now, precision); err != nil {
+			return decimal.Zero, false, err
+		}
+	}
+	if !s.hfsOn {
+		return decimal.Zero, false, nil
+	}
+	a, err := s.available(project, precision)
+	return a, true, err
 }
 
 // Available is what a new lien on project may take now, across the
@@ -200,18 +230,25 @@ func (w *Writer) ShareAvailable(project string, own *Lien, precision int32) (dec
 func (l *Ledger) Available(project string) (decimal.Decimal, error) {
 	var a decimal.Decimal
 	err := l.store.View(func(tx Tx) error {
-		s, err := loadShares(tx, AccountOf(project), l.Now(), nil)
-		if err != nil {
-			return err
-		}
 		if _, err := GetNode(tx, project); err != nil {
 			return err
 		}
-		if a, err = s.available(project, l.settings.Precision); err != nil {
+		now := l.Now()
+		account := AccountOf(project)
+		allocs, err := tx.AccountAllocations(account)
+		if err != nil {
 			return err
 		}
-		a = decimal.Min(a, s.funds.Available())
-		return nil
+		f := Funds{Account: account, Allocations: activeAt(allocs, now)}
+		if f.Reserved, err = tx.ReservedTotal(account, now); err != nil {
+			return err
+		}
+		a = f.Available()
+		share, limited, err := shareAvailable(tx, l.plans, project, nil, now, l.settings.Precision)
+		if limited {
+			a = decimal.Min(a, share)
+		}
+		return err
 	})
 	return a, err
 }

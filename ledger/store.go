@@ -116,9 +116,20 @@ type Tx interface {
 	// expiry do not count). Every lien and charge asks for it, so an engine
 	// keeps running sums rather than decoding liens.
 	Reserved(account string, t time.Time) (ByProject, error)
+	// ReservedTotal is Reserved summed over the projects, kept as its own
+	// running sum: Funds needs it on every lien and charge.
+	ReservedTotal(account string, t time.Time) (map[uint64]decimal.Decimal, error)
+	// NextExpiry is the earliest expiry after t of the account's active
+	// liens (ok false if none).
+	NextExpiry(account string, t time.Time) (expires time.Time, ok bool, err error)
 	// Charged sums, per project and allocation, what the account's charges
 	// took, less what was refunded: the used part of HFS demand.
 	Charged(account string) (ByProject, error)
+
+	// AccountVersion is the hash of the newest journal entry that changed
+	// the account (its allocations, nodes, liens or charges); "" if none.
+	AccountVersion(account string) (string, error)
+	PutAccountVersion(account, version string) error
 	// ExpiredLiens lists at most limit active liens whose expiry is at or
 	// before t, soonest expiry first.
 	ExpiredLiens(t time.Time, limit int) ([]Lien, error)

@@ -224,14 +224,17 @@ func (b *Bank) holdOn(w *ledger.Writer, project, machine string, amount decimal.
 	if err != nil {
 		return nil, err
 	}
-	share, err := w.ShareAvailable(project, own, b.l.Settings().Precision)
+	share, limited, err := w.ShareAvailable(project, own, b.l.Settings().Precision)
 	if err != nil {
 		return nil, err
 	}
-	available := decimal.Min(f.Available(), share)
+	available := f.Available()
+	if limited {
+		available = decimal.Min(available, share)
+	}
 	if amount.GreaterThan(available) {
 		why := ""
-		if share.LessThan(f.Available()) {
+		if limited && share.LessThan(f.Available()) {
 			why = fmt.Sprintf(" (its HFS share; %s has %s on %s)", account, f.Available(), machine)
 		}
 		return nil, fmt.Errorf("%w: project %s needs %s, %s available%s", ledger.ErrInsufficientFunds, project, amount, available, why)

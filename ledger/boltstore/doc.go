@@ -20,6 +20,8 @@
 //	liens_active           account NUL expiry (Unix ns) ‖ id -> packed project and holds, while active
 //	reserved               account NUL project -> running sum of its active liens' holds per allocation
 //	charged                account NUL project -> running sum of its charges (less refunds) per allocation
+//	reserved_total         account NUL -> the reserved sums of all its projects together
+//	account_versions       account -> hash of the newest journal entry that changed it
 //	liens_by_expiry        expiry (Unix ns) ‖ id -> (empty), while active
 //	charges                id -> ledger.Charge
 //	charges_by_job         machine NUL job id NUL id -> (empty)

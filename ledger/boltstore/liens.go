@@ -71,6 +71,9 @@ func (t *tx) PutLien(l ledger.Lien) error {
 		if err := t.addSums(bucketReserved, old.Account, old.Project, old.Holds, -1); err != nil {
 			return err
 		}
+		if err := t.addSums(bucketReservedSum, old.Account, "", old.Holds, -1); err != nil {
+			return err
+		}
 	}
 	if l.State == ledger.LienActive {
 		if err := t.index(bucketLiensActive, activeKey(l), encodeProjectHolds(l.Project, l.Holds), true); err != nil {
@@ -80,6 +83,9 @@ func (t *tx) PutLien(l ledger.Lien) error {
 			return err
 		}
 		if err := t.addSums(bucketReserved, l.Account, l.Project, l.Holds, 1); err != nil {
+			return err
+		}
+		if err := t.addSums(bucketReservedSum, l.Account, "", l.Holds, 1); err != nil {
 			return err
 		}
 	}
@@ -183,22 +189,69 @@ func (t *tx) Reserved(account string, at time.Time) (ledger.ByProject, error) {
 	if err != nil {
 		return nil, err
 	}
-	prefix := append([]byte(account), 0)
-	var end uint64 // expiries are after 1970; an earlier time expires nothing
-	if at.After(time.Unix(0, 0)) {
-		end = uint64(at.UnixNano())
+	err = t.expiredHolds(account, at, func(project string, h ledger.Hold) {
+		reserved.Add(project, h.Allocation, h.Amount.Neg())
+	})
+	return reserved, err
+}
+
+func (t *tx) ReservedTotal(account string, at time.Time) (map[uint64]decimal.Decimal, error) {
+	total, err := t.sums(bucketReservedSum, account)
+	if err != nil {
+		return nil, err
 	}
+	reserved := total[""]
+	if reserved == nil {
+		reserved = map[uint64]decimal.Decimal{}
+	}
+	err = t.expiredHolds(account, at, func(_ string, h ledger.Hold) {
+		reserved[h.Allocation] = reserved[h.Allocation].Sub(h.Amount)
+	})
+	return reserved, err
+}
+
+// expiredHolds calls fn for each hold of the account's active liens that
+// have expired at t.
+func (t *tx) expiredHolds(account string, at time.Time, fn func(project string, h ledger.Hold)) error {
+	prefix := append([]byte(account), 0)
 	c := t.btx.Bucket(bucketLiensActive).Cursor()
-	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix) && decodeUint(k[len(prefix):]) <= end; k, v = c.Next() {
+	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix) && decodeUint(k[len(prefix):]) <= unixNanos(at); k, v = c.Next() {
 		project, expired, err := decodeProjectHolds(v)
 		if err != nil {
-			return nil, fmt.Errorf("lien %d: %w", decodeUint(k[len(prefix)+8:]), err)
+			return fmt.Errorf("lien %d: %w", decodeUint(k[len(prefix)+8:]), err)
 		}
 		for _, h := range expired {
-			reserved.Add(project, h.Allocation, h.Amount.Neg())
+			fn(project, h)
 		}
 	}
-	return reserved, nil
+	return nil
+}
+
+// unixNanos orders times as the indexes do; expiries are after 1970, so an
+// earlier time comes before all of them.
+func unixNanos(at time.Time) uint64 {
+	if at.After(time.Unix(0, 0)) {
+		return uint64(at.UnixNano())
+	}
+	return 0
+}
+
+func (t *tx) NextExpiry(account string, at time.Time) (time.Time, bool, error) {
+	prefix := append([]byte(account), 0)
+	c := t.btx.Bucket(bucketLiensActive).Cursor()
+	k, _ := c.Seek(binary.BigEndian.AppendUint64(prefix, unixNanos(at)+1))
+	if k == nil || !bytes.HasPrefix(k, prefix) {
+		return time.Time{}, false, nil
+	}
+	return time.Unix(0, int64(decodeUint(k[len(prefix):]))).UTC(), true, nil
+}
+
+func (t *tx) AccountVersion(account string) (string, error) {
+	return string(t.btx.Bucket(bucketVersions).Get([]byte(account))), nil
+}
+
+func (t *tx) PutAccountVersion(account, version string) error {
+	return t.index(bucketVersions, []byte(account), []byte(version), true)
 }
 
 func (t *tx) Charged(account string) (ledger.ByProject, error) {

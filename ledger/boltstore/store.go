@@ -16,7 +16,7 @@ import (
 // schemaVersion is the layout of the buckets; Open refuses a newer one,
 // and an older one (no migration is written yet: the layout changed before
 // any bank was in service).
-const schemaVersion = 3
+const schemaVersion = 4
 
 // maxGroup bounds how many calls share one transaction, so that one commit
 // does not hold a huge dirty page set in memory.
@@ -41,10 +41,13 @@ var (
 	bucketRecords     = []byte("records")
 	bucketReserved    = []byte("reserved")
 	bucketCharged     = []byte("charged")
+	bucketReservedSum = []byte("reserved_total")
+	bucketVersions    = []byte("account_versions")
 	allBuckets        = [][]byte{bucketMeta, bucketNodes, bucketUsers, bucketMachines,
 		bucketAllocations, bucketByAccount, bucketHistory, bucketJournal, bucketRequests,
 		bucketLiens, bucketLiensByJob, bucketLiensActive, bucketLiensExpiry,
-		bucketCharges, bucketChargesJob, bucketRecords, bucketReserved, bucketCharged}
+		bucketCharges, bucketChargesJob, bucketRecords, bucketReserved, bucketCharged,
+		bucketReservedSum, bucketVersions}
 	keySchema   = []byte("schema")
 	keySettings = []byte("settings")
 	keyHead     = []byte("journal_head")

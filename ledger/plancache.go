@@ -1,0 +1,181 @@
+package ledger
+
+import (
+	"sync"
+	"time"
+
+	"github.com/shopspring/decimal"
+
+	"github.com/ingot-hpc/ingot/hfs"
+)
+
+// planCache keeps each account's HFS plan between transactions, so that a
+// lien's availability check costs a walk of the tree's path (hfs.Plan)
+// rather than reading and planning the whole tree.
+//
+// It must never answer for a state other than the one asked about. An
+// entry is valid only:
+//   - at the account's version, the hash of the newest journal entry that
+//     changed it (Tx.AccountVersion): an entry updated by a transaction
+//     that then rolled back carries a hash no committed state has, so it
+//     is never used again;
+//   - before validUntil, the first instant at which time alone changes the
+//     split: the earliest expiry of a lien it counts, the next start or end
+//     of one of the account's allocations.
+//
+// Writers keep entries current: after a lien, charge or refund entry they
+// move the demands it changed (Plan.SetDemand) and the entry's version;
+// any other change to the account drops its entry, to be rebuilt on the
+// next check.
+type planCache struct {
+	mu      sync.Mutex
+	entries map[string]*cachedPlan
+}
+
+// maxCachedAccounts bounds the cache; beyond it an arbitrary entry goes.
+const maxCachedAccounts = 1024
+
+type cachedPlan struct {
+	version    string
+	validUntil time.Time
+	hfsOn      bool
+	plan       *hfs.Plan
+	demand     map[string]decimal.Decimal
+	active     map[uint64]bool // the allocations counted in the pool
+	precision  int32
+}
+
+func newPlanCache() *planCache { return &planCache{entries: map[string]*cachedPlan{}} }
+
+// available answers from the cache for account at version and time now;
+// ok is false on a miss.
+func (c *planCache) available(account, version, node string, now time.Time) (a decimal.Decimal, hfsOn, ok bool, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e := c.entries[account]
+	if e == nil || e.version != version || !now.Before(e.validUntil) {
+		return decimal.Zero, false, false, nil
+	}
+	if !e.hfsOn {
+		return decimal.Zero, false, true, nil
+	}
+	r, err := e.plan.Available(node)
+	if err != nil {
+		return decimal.Zero, true, false, err
+	}
+	return decimal.NewFromBigRat(r, e.precision), true, true, nil
+}
+
+// store keeps a plan built from s at version.
+func (c *planCache) store(tx Tx, account, version string, s *shareState, now time.Time, precision int32) error {
+	e := &cachedPlan{version: version, hfsOn: s.hfsOn, demand: map[string]decimal.Decimal{}, active: map[uint64]bool{}, precision: precision}
+	until, err := s.validUntil(tx, account, now)
+	if err != nil {
+		return err
+	}
+	e.validUntil = until
+	if s.hfsOn {
+		if e.plan, err = s.plan(precision); err != nil {
+			return err
+		}
+		for _, n := range s.nodes {
+			e.demand[n.Name] = s.used[n.Name].Add(s.reserved[n.Name])
+		}
+		for _, a := range s.funds.Allocations {
+			e.active[a.ID] = true
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.entries) >= maxCachedAccounts {
+		for k := range c.entries {
+			delete(c.entries, k)
+			break
+		}
+	}
+	c.entries[account] = e
+	return nil
+}
+
+// validUntil is the first instant after now at which time alone changes the
+// account's split: a counted lien expiring, an allocation starting or
+// ending.
+func (s *shareState) validUntil(tx Tx, account string, now time.Time) (time.Time, error) {
+	until := now.Add(24 * time.Hour) // a bound, so that nothing is cached for ever
+	if next, ok, err := tx.NextExpiry(account, now); err != nil {
+		return time.Time{}, err
+	} else if ok && next.Before(until) {
+		until = next
+	}
+	allocs, err := tx.AccountAllocations(account)
+	if err != nil {
+		return time.Time{}, err
+	}
+	for _, a := range allocs {
+		for _, edge := range []time.Time{a.Start, a.End} {
+			if !edge.IsZero() && edge.After(now) && edge.Before(until) {
+				until = edge
+			}
+		}
+	}
+	return until, nil
+}
+
+// demandKinds are the entries whose effect on a cached plan is a change of
+// demands only (the pool is unchanged: a charge moves credits from an
+// allocation's amount to its charged part).
+var demandKinds = map[Kind]bool{KindLienPlace: true, KindLienExtend: true, KindLienRelease: true,
+	KindLienExpire: true, KindCharge: true, KindRefund: true}
+
+// afterAppend brings account's entry from version prev to e.Hash: it moves
+// the demands e changed, or drops the entry. oldLien and oldCharge are the
+// records e replaced (nil if new).
+func (c *planCache) afterAppend(account, prev string, e Entry, oldLien *Lien, oldCharge *Charge, now time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ce := c.entries[account]
+	if ce == nil {
+		return
+	}
+	if ce.version != prev || !now.Before(ce.validUntil) || !demandKinds[e.Kind] {
+		delete(c.entries, account)
+		return
+	}
+	ce.version = e.Hash
+	if !ce.hfsOn {
+		return
+	}
+	change := map[string]decimal.Decimal{}
+	counted := func(holds []Hold, project string, sign int64) {
+		for _, h := range holds {
+			if ce.active[h.Allocation] {
+				change[project] = change[project].Add(h.Amount.Mul(decimal.NewFromInt(sign)))
+			}
+		}
+	}
+	if oldLien != nil && oldLien.Account == account && oldLien.HoldsAt(now) {
+		counted(oldLien.Holds, oldLien.Project, -1)
+	}
+	if l := e.Lien; l != nil && l.Account == account && l.HoldsAt(now) {
+		counted(l.Holds, l.Project, 1)
+		if l.Expires.Before(ce.validUntil) {
+			ce.validUntil = l.Expires
+		}
+	}
+	if oldCharge != nil && oldCharge.Account == account {
+		counted(oldCharge.NetDebits(), oldCharge.Project, -1)
+	}
+	if ch := e.Charge; ch != nil && ch.Account == account {
+		counted(ch.NetDebits(), ch.Project, 1)
+	}
+	for project, d := range change {
+		if d.IsZero() {
+			continue
+		}
+		ce.demand[project] = ce.demand[project].Add(d)
+		if err := ce.plan.SetDemand(project, ce.demand[project].Rat()); err != nil {
+			delete(c.entries, account) // a project the plan does not know: rebuild
+			return
+		}
+	}
+}
