@@ -56,13 +56,9 @@ func activeKey(l ledger.Lien) []byte {
 	return binary.BigEndian.AppendUint64(append(append([]byte(l.Account), 0), encodeUint(uint64(l.Expires.UnixNano()))...), l.ID)
 }
 
-func (t *tx) PutLien(l ledger.Lien) error {
-	old, existed, err := t.Lien(l.ID)
-	if err != nil {
-		return err
-	}
-	if existed && old.State == ledger.LienActive {
-		if err := t.index(bucketLiensActive, activeKey(old), nil, false); err != nil {
+func (t *tx) PutLien(l ledger.Lien, old *ledger.Lien) error {
+	if old != nil && old.State == ledger.LienActive {
+		if err := t.index(bucketLiensActive, activeKey(*old), nil, false); err != nil {
 			return err
 		}
 		if err := t.index(bucketLiensExpiry, expiryKey(old.Expires, old.ID), nil, false); err != nil {
@@ -324,12 +320,8 @@ func (t *tx) Charge(id uint64) (ledger.Charge, bool, error) {
 	return get[ledger.Charge](t, bucketCharges, encodeUint(id))
 }
 
-func (t *tx) PutCharge(c ledger.Charge) error {
-	old, existed, err := t.Charge(c.ID)
-	if err != nil {
-		return err
-	}
-	if existed {
+func (t *tx) PutCharge(c ledger.Charge, old *ledger.Charge) error {
+	if old != nil {
 		if err := t.addSums(bucketCharged, old.Account, old.Project, old.NetDebits(), -1); err != nil {
 			return err
 		}
