@@ -577,3 +577,34 @@ func TestLienThatWouldBeExpiredIsRefused(t *testing.T) {
 		t.Errorf("repeated placement: %+v %v", again, err)
 	}
 }
+
+func TestReservedAtAPastTime(t *testing.T) {
+	s := newSite(t)
+	s.MustDeposit("chem", "10000", time.Time{})
+	s.Clock.Advance(time.Minute)
+	s.mustPlace("1", 2, 1000) // holds 2000
+	placed := s.Clock.Now()
+	s.Clock.Advance(time.Minute)
+	if _, err := s.lb.Release(s.Req(), job("1")); err != nil {
+		t.Fatal(err)
+	}
+	s.Clock.Advance(time.Minute)
+	for _, tc := range []struct {
+		name     string
+		at       time.Time
+		reserved string
+	}{
+		{"before the lien", placed.Add(-30 * time.Second), "0"},
+		{"while it held", placed.Add(30 * time.Second), "2000"},
+		{"after its release", placed.Add(90 * time.Second), "0"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			nb, err := s.BalanceAt("chem", tc.at)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantAmount(t, "reserved", nb.Reserved, tc.reserved)
+			wantAmount(t, "available", nb.Available, dec("10000").Sub(dec(tc.reserved)).String())
+		})
+	}
+}
