@@ -6,6 +6,7 @@ require (
 	github.com/shopspring/decimal v1.6.0
 	github.com/urfave/cli/v2 v2.27.7
 	go.etcd.io/bbolt v1.5.0
+	golang.org/x/crypto v0.58.0
 )
 
 require (

@@ -66,6 +66,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			reportCommands(),
 			adminCommands(),
 			rateCommands(), policyCommands(), quoteCommands(), lienCommands(), chargeCommands(), reservationCommands(), hfsCommands(),
+			clientCommands(),
 		),
 	}
 	addCommonFlags(app.Commands)

@@ -6,6 +6,7 @@ import (
 	"github.com/ingot-hpc/ingot/ledger"
 	"github.com/ingot-hpc/ingot/ledger/boltstore"
 	"github.com/ingot-hpc/ingot/lien"
+	"github.com/ingot-hpc/ingot/proto/clients"
 )
 
 // Exit codes. Scripts depend on them: add, never renumber.
@@ -16,7 +17,7 @@ const (
 	exitNotFound    = 3 // unknown node, user, machine, allocation, rate, charge; no lien for the job
 	exitRefused     = 4 // valid but refused: insufficient funds, inactive, exists, request conflict, not a member, already charged, refund beyond the charge, unusable quote or reservation
 	exitAudit       = 5 // the audit found problems
-	exitUnavailable = 6 // the database cannot be opened: missing, locked, not a bank
+	exitUnavailable = 6 // the database cannot be opened (missing, locked, not a bank), or the server key
 	exitCorrupt     = 7 // stored data is damaged
 )
 
@@ -50,7 +51,7 @@ func exitCode(err error) int {
 		return exitRefused
 	case errors.Is(err, errAuditFailed):
 		return exitAudit
-	case errors.Is(err, boltstore.ErrLocked), errors.Is(err, ledger.ErrNotInitialized), errors.Is(err, errNoDatabase):
+	case errors.Is(err, boltstore.ErrLocked), errors.Is(err, ledger.ErrNotInitialized), errors.Is(err, errNoDatabase), errors.Is(err, clients.ErrServerKey):
 		return exitUnavailable
 	case errors.Is(err, ledger.ErrCorrupt):
 		return exitCorrupt

@@ -1,0 +1,145 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/ingot-hpc/ingot/ledger"
+	"github.com/ingot-hpc/ingot/proto/auth"
+	"github.com/ingot-hpc/ingot/proto/clients"
+)
+
+func clientCommands() []*cli.Command {
+	keyOut := &cli.StringFlag{Name: "key-out", Usage: "write the new key to `FILE` (mode 0600) instead of printing it"}
+	serverKey := &cli.StringFlag{Name: "server-key", EnvVars: []string{"INGOT_SERVER_KEY"},
+		Usage: "the server key `FILE` that seals client secrets (default: server.key beside the database; made if missing)"}
+	return []*cli.Command{{
+		Name:  "client",
+		Usage: "API clients and their HMAC keys (secrets are shown once and stored sealed)",
+		Subcommands: []*cli.Command{
+			{Name: "add", ArgsUsage: "NAME", Usage: "add a client with a first key", Action: clientAdd, Flags: []cli.Flag{
+				&cli.StringFlag{Name: "role", Required: true, Usage: "admin, manager, scheduler or user"},
+				&cli.StringSliceFlag{Name: "scope", Usage: "a manager's `NODE`, a scheduler's MACHINE, a user client's USER (repeatable)"},
+				keyOut, serverKey}},
+			{Name: "rotate", ArgsUsage: "NAME", Usage: "add a new key; the old ones work until revoked", Action: clientRotate, Flags: []cli.Flag{keyOut, serverKey}},
+			{Name: "revoke", ArgsUsage: "NAME KEYID", Usage: "end a key at once", Action: clientRevoke, Flags: []cli.Flag{serverKey}},
+			{Name: "list", Usage: "list clients and their keys (never the secrets)", Action: clientList, Flags: []cli.Flag{serverKey}},
+		},
+	}}
+}
+
+// withClients runs fn on the bank's client registry, loading (or making)
+// the server key.
+func withClients(c *cli.Context, fn func(*clients.Registry) error) error {
+	return withBank(c, func(l *ledger.Ledger) error {
+		path := c.String("server-key")
+		if path == "" {
+			path = filepath.Join(filepath.Dir(flagString(c, "db")), "server.key")
+		}
+		key, created, err := clients.LoadServerKey(path, true)
+		if err != nil {
+			return err
+		}
+		if created {
+			fmt.Fprintf(c.App.ErrWriter, "created server key %s: keep it with the database, back it up apart from it\n", path)
+		}
+		reg, err := clients.New(l, key)
+		if err != nil {
+			return err
+		}
+		return fn(reg)
+	})
+}
+
+func clientAdd(c *cli.Context) error {
+	a, err := args(c, "NAME")
+	if err != nil {
+		return err
+	}
+	return withClients(c, func(reg *clients.Registry) error {
+		cl, key, err := reg.Add(request(c), a[0], clients.Role(c.String("role")), c.StringSlice("scope"))
+		if err != nil {
+			return err
+		}
+		return giveKey(c, cl, key)
+	})
+}
+
+func clientRotate(c *cli.Context) error {
+	a, err := args(c, "NAME")
+	if err != nil {
+		return err
+	}
+	return withClients(c, func(reg *clients.Registry) error {
+		cl, key, err := reg.Rotate(request(c), a[0])
+		if err != nil {
+			return err
+		}
+		return giveKey(c, cl, key)
+	})
+}
+
+// giveKey hands a new key over, once: into --key-out, or on standard output
+// as the one line of a key file.
+func giveKey(c *cli.Context, cl clients.Client, key auth.Key) error {
+	if path := c.String("key-out"); path != "" {
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if err != nil {
+			return fmt.Errorf("key file: %w (the key %s was made; revoke it if the file cannot be written)", err, key.ID)
+		}
+		_, err = f.Write(key.KeyFile())
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return fmt.Errorf("key file %s: %w", path, err)
+		}
+		fmt.Fprintf(c.App.Writer, "client %s (%s): key %s written to %s\n", cl.Name, cl.Role, key.ID, path)
+		return nil
+	}
+	fmt.Fprintf(c.App.ErrWriter, "client %s (%s): the key below is shown once; save it as a key file (INGOT_KEY_FILE)\n", cl.Name, cl.Role)
+	_, err := c.App.Writer.Write(key.KeyFile())
+	return err
+}
+
+func clientRevoke(c *cli.Context) error {
+	a, err := args(c, "NAME", "KEYID")
+	if err != nil {
+		return err
+	}
+	return withClients(c, func(reg *clients.Registry) error {
+		cl, err := reg.Revoke(request(c), a[0], a[1])
+		if err != nil {
+			return err
+		}
+		return showClients(c, []clients.Client{cl})
+	})
+}
+
+func clientList(c *cli.Context) error {
+	return withClients(c, func(reg *clients.Registry) error {
+		list, err := reg.List()
+		if err != nil {
+			return err
+		}
+		return showClients(c, list)
+	})
+}
+
+func showClients(c *cli.Context, list []clients.Client) error {
+	t := table{headers: []string{"Client", "Role", "Scope", "Key", "Created", "Revoked"}, data: orEmpty(list)}
+	for _, cl := range list {
+		for _, k := range cl.Keys {
+			revoked := "-"
+			if !k.Revoked.IsZero() {
+				revoked = localTime(k.Revoked)
+			}
+			t.add(cl.Name, string(cl.Role), strings.Join(cl.Scope, ","), k.ID, localTime(k.Created), revoked)
+		}
+	}
+	return show(c, t)
+}

@@ -1,0 +1,356 @@
+package clients
+
+import (
+	"crypto/cipher"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"golang.org/x/crypto/chacha20poly1305"
+
+	"github.com/ingot-hpc/ingot/ledger"
+	"github.com/ingot-hpc/ingot/proto/auth"
+)
+
+// Errors of this package.
+var (
+	ErrServerKey = errors.New("clients: server key")
+	ErrRole      = fmt.Errorf("%w: clients: bad role or scope", ledger.ErrInvalid)
+)
+
+// Role is what a client may do.
+type Role string
+
+// The roles (DESIGN section 6).
+const (
+	RoleAdmin     Role = "admin"
+	RoleManager   Role = "manager"   // of the nodes in Scope and their subtrees
+	RoleScheduler Role = "scheduler" // of the machines in Scope
+	RoleUser      Role = "user"      // acting as the one bank user in Scope
+)
+
+// Key is a client's key as stored: the secret only sealed.
+type Key struct {
+	ID      string    `json:"id"`
+	Created time.Time `json:"created"`
+	Revoked time.Time `json:"revoked,omitzero"`
+	// Sealed is the XChaCha20-Poly1305 nonce followed by the sealed secret,
+	// with the client's name and the key id as additional data.
+	Sealed []byte `json:"sealed"`
+}
+
+// Client is an API client.
+type Client struct {
+	Name    string    `json:"name"`
+	Role    Role      `json:"role"`
+	Scope   []string  `json:"scope,omitempty"`
+	Created time.Time `json:"created"`
+	Keys    []Key     `json:"keys"`
+}
+
+// Record kinds: clients by name, and each key id's client.
+const (
+	recordClient = "client"
+	recordKey    = "client_key"
+)
+
+// Registry is the bank's clients, sealed under one server key.
+type Registry struct {
+	l    *ledger.Ledger
+	aead cipher.AEAD
+}
+
+// New returns the registry of a bank, sealing with the server key.
+func New(l *ledger.Ledger, serverKey [32]byte) (*Registry, error) {
+	aead, err := chacha20poly1305.NewX(serverKey[:])
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrServerKey, err)
+	}
+	return &Registry{l: l, aead: aead}, nil
+}
+
+// LoadServerKey reads a server key file (one line, 32 bytes as unpadded
+// base64url), creating it with a new random key if create is set and the
+// file does not exist; created says whether it did.
+func LoadServerKey(path string, create bool) (key [32]byte, created bool, err error) {
+	raw, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) && create {
+		if _, err := rand.Read(key[:]); err != nil {
+			return key, false, fmt.Errorf("%w: %v", ErrServerKey, err)
+		}
+		line := base64.RawURLEncoding.EncodeToString(key[:]) + "\n"
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if err != nil {
+			return key, false, fmt.Errorf("%w: create %s: %v", ErrServerKey, path, err)
+		}
+		if _, err := f.WriteString(line); err != nil {
+			f.Close()
+			return key, false, fmt.Errorf("%w: write %s: %v", ErrServerKey, path, err)
+		}
+		if err := f.Sync(); err != nil {
+			f.Close()
+			return key, false, fmt.Errorf("%w: sync %s: %v", ErrServerKey, path, err)
+		}
+		return key, true, f.Close()
+	}
+	if err != nil {
+		return key, false, fmt.Errorf("%w: %v", ErrServerKey, err)
+	}
+	b, err := base64.RawURLEncoding.DecodeString(strings.TrimSuffix(string(raw), "\n"))
+	if err != nil || len(b) != len(key) {
+		return key, false, fmt.Errorf("%w: %s is not 32 bytes of unpadded base64url on one line", ErrServerKey, path)
+	}
+	copy(key[:], b)
+	return key, false, nil
+}
+
+func (r *Registry) seal(client string, k auth.Key) ([]byte, error) {
+	nonce := make([]byte, r.aead.NonceSize(), r.aead.NonceSize()+len(k.Secret)+r.aead.Overhead())
+	if _, err := rand.Read(nonce); err != nil {
+		return nil, fmt.Errorf("clients: seal: %w", err)
+	}
+	return r.aead.Seal(nonce, nonce, k.Secret[:], additional(client, k.ID)), nil
+}
+
+func (r *Registry) unseal(client string, k Key) ([32]byte, error) {
+	var secret [32]byte
+	n := r.aead.NonceSize()
+	if len(k.Sealed) < n {
+		return secret, fmt.Errorf("%w: key %s of %s is truncated", ledger.ErrCorrupt, k.ID, client)
+	}
+	plain, err := r.aead.Open(nil, k.Sealed[:n], k.Sealed[n:], additional(client, k.ID))
+	if err != nil || len(plain) != len(secret) {
+		return secret, fmt.Errorf("%w: key %s of %s does not open with this server key (a different server key file?)", ErrServerKey, k.ID, client)
+	}
+	copy(secret[:], plain)
+	return secret, nil
+}
+
+// additional binds a sealed secret to its client and key id, so that a
+// sealed value cannot be moved to another key.
+func additional(client, keyID string) []byte { return []byte(client + "\x00" + keyID) }
+
+// newKey makes a key for client, with an id of the client's name and 8
+// random hex digits.
+func newKey(client string) (auth.Key, error) {
+	suffix := make([]byte, 4)
+	if _, err := rand.Read(suffix); err != nil {
+		return auth.Key{}, fmt.Errorf("clients: key id: %w", err)
+	}
+	return auth.NewKey(client + "." + hex.EncodeToString(suffix))
+}
+
+// checkRole refuses a role with the wrong kind of scope.
+func checkRole(tx ledger.Tx, role Role, scope []string) error {
+	switch role {
+	case RoleAdmin:
+		if len(scope) > 0 {
+			return fmt.Errorf("%w: an admin has no scope", ErrRole)
+		}
+	case RoleManager:
+		if len(scope) == 0 {
+			return fmt.Errorf("%w: a manager needs the nodes it manages (--scope NODE)", ErrRole)
+		}
+		for _, n := range scope {
+			if _, err := ledger.GetNode(tx, n); err != nil {
+				return fmt.Errorf("manager scope: %w", err)
+			}
+		}
+	case RoleScheduler:
+		if len(scope) == 0 {
+			return fmt.Errorf("%w: a scheduler needs the machines it schedules (--scope MACHINE)", ErrRole)
+		}
+		for _, m := range scope {
+			if _, ok, err := tx.Machine(m); err != nil {
+				return err
+			} else if !ok {
+				return fmt.Errorf("%w: scheduler scope: no machine named %q", ledger.ErrNotFound, m)
+			}
+		}
+	case RoleUser:
+		if len(scope) != 1 {
+			return fmt.Errorf("%w: a user client acts as exactly one bank user (--scope USER)", ErrRole)
+		}
+		if _, ok, err := tx.User(scope[0]); err != nil {
+			return err
+		} else if !ok {
+			return fmt.Errorf("%w: user scope: no user named %q", ledger.ErrNotFound, scope[0])
+		}
+	default:
+		return fmt.Errorf("%w: unknown role %q (admin, manager, scheduler or user)", ErrRole, role)
+	}
+	return nil
+}
+
+// Add creates a client with its first key, and returns the key: the only
+// time its secret is seen.
+func (r *Registry) Add(req ledger.Request, name string, role Role, scope []string) (Client, auth.Key, error) {
+	if err := ledger.CheckUserName(name); err != nil || len(name) > 40 {
+		return Client{}, auth.Key{}, fmt.Errorf("%w: client name %q must be a user-like name of at most 40 characters", ledger.ErrInvalid, name)
+	}
+	key, err := newKey(name)
+	if err != nil {
+		return Client{}, auth.Key{}, err
+	}
+	sealed, err := r.seal(name, key)
+	if err != nil {
+		return Client{}, auth.Key{}, err
+	}
+	content := struct {
+		Name   string   `json:"name"`
+		Role   Role     `json:"role"`
+		Scope  []string `json:"scope"`
+		Key    string   `json:"key"`
+		Sealed []byte   `json:"sealed"`
+	}{name, role, scope, key.ID, sealed}
+	c, err := ledger.Mutate(r.l, req, ledger.KindRecord, content, func(w *ledger.Writer) (Client, error) {
+		if _, ok, err := w.Tx().Record(recordClient, name); err != nil {
+			return Client{}, err
+		} else if ok {
+			return Client{}, fmt.Errorf("%w: client %q", ledger.ErrExists, name)
+		}
+		if err := checkRole(w.Tx(), role, scope); err != nil {
+			return Client{}, err
+		}
+		c := Client{Name: name, Role: role, Scope: scope, Created: w.Now(), Keys: []Key{{ID: key.ID, Created: w.Now(), Sealed: sealed}}}
+		return c, r.put(w, c, key.ID, "client added")
+	})
+	return c, key, err
+}
+
+// Rotate adds a new key to a client; its other keys stay valid until
+// revoked.
+func (r *Registry) Rotate(req ledger.Request, name string) (Client, auth.Key, error) {
+	key, err := newKey(name)
+	if err != nil {
+		return Client{}, auth.Key{}, err
+	}
+	sealed, err := r.seal(name, key)
+	if err != nil {
+		return Client{}, auth.Key{}, err
+	}
+	content := struct {
+		Name   string `json:"name"`
+		Key    string `json:"key"`
+		Sealed []byte `json:"sealed"`
+	}{name, key.ID, sealed}
+	c, err := ledger.Mutate(r.l, req, ledger.KindRecord, content, func(w *ledger.Writer) (Client, error) {
+		c, err := getClient(w.Tx(), name)
+		if err != nil {
+			return Client{}, err
+		}
+		c.Keys = append(c.Keys, Key{ID: key.ID, Created: w.Now(), Sealed: sealed})
+		return c, r.put(w, c, key.ID, "key added")
+	})
+	return c, key, err
+}
+
+// Revoke ends a key of a client at once.
+func (r *Registry) Revoke(req ledger.Request, name, keyID string) (Client, error) {
+	content := struct{ Name, Key string }{name, keyID}
+	return ledger.Mutate(r.l, req, ledger.KindRecord, content, func(w *ledger.Writer) (Client, error) {
+		c, err := getClient(w.Tx(), name)
+		if err != nil {
+			return Client{}, err
+		}
+		i := slices.IndexFunc(c.Keys, func(k Key) bool { return k.ID == keyID })
+		if i < 0 {
+			return Client{}, fmt.Errorf("%w: client %s has no key %q", ledger.ErrNotFound, name, keyID)
+		}
+		if !c.Keys[i].Revoked.IsZero() {
+			return Client{}, fmt.Errorf("%w: key %s was revoked at %s", ledger.ErrInactive, keyID, c.Keys[i].Revoked.Format(time.RFC3339))
+		}
+		c.Keys[i].Revoked = w.Now()
+		return c, r.put(w, c, "", "key "+keyID+" revoked")
+	})
+}
+
+// put journals the client record and, for a new key, its id's record.
+func (r *Registry) put(w *ledger.Writer, c Client, newKeyID, what string) error {
+	raw, err := json.Marshal(c)
+	if err != nil {
+		return fmt.Errorf("clients: encode %s: %w", c.Name, err)
+	}
+	if _, err := w.Append(ledger.Entry{Kind: ledger.KindRecord, Ref: c.Name, Description: what,
+		Record: &ledger.Record{Kind: recordClient, Key: c.Name, Value: raw}}); err != nil {
+		return err
+	}
+	if newKeyID == "" {
+		return nil
+	}
+	owner, err := json.Marshal(c.Name)
+	if err != nil {
+		return err
+	}
+	_, err = w.Append(ledger.Entry{Kind: ledger.KindRecord, Ref: c.Name, Description: "key " + newKeyID,
+		Record: &ledger.Record{Kind: recordKey, Key: newKeyID, Value: owner}})
+	return err
+}
+
+func getClient(tx ledger.Tx, name string) (Client, error) {
+	r, ok, err := tx.Record(recordClient, name)
+	if err != nil {
+		return Client{}, err
+	}
+	if !ok {
+		return Client{}, fmt.Errorf("%w: no client named %q", ledger.ErrNotFound, name)
+	}
+	var c Client
+	if err := json.Unmarshal(r.Value, &c); err != nil {
+		return Client{}, fmt.Errorf("%w: client %s: %v", ledger.ErrCorrupt, name, err)
+	}
+	return c, nil
+}
+
+// List returns every client, keys sealed.
+func (r *Registry) List() ([]Client, error) {
+	var out []Client
+	err := r.l.View(func(tx ledger.Tx) error {
+		recs, err := tx.Records(recordClient)
+		if err != nil {
+			return err
+		}
+		for _, rec := range recs {
+			c, err := getClient(tx, rec.Key)
+			if err != nil {
+				return err
+			}
+			out = append(out, c)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// Lookup finds a key's client and secret for auth.Verifier: a revoked key
+// or an unknown id is not ok.
+func (r *Registry) Lookup(keyID string) (secret [32]byte, c Client, ok bool, err error) {
+	err = r.l.View(func(tx ledger.Tx) error {
+		rec, found, err := tx.Record(recordKey, keyID)
+		if err != nil || !found {
+			return err
+		}
+		var name string
+		if err := json.Unmarshal(rec.Value, &name); err != nil {
+			return fmt.Errorf("%w: key %s: %v", ledger.ErrCorrupt, keyID, err)
+		}
+		if c, err = getClient(tx, name); err != nil {
+			return err
+		}
+		i := slices.IndexFunc(c.Keys, func(k Key) bool { return k.ID == keyID })
+		if i < 0 || !c.Keys[i].Revoked.IsZero() {
+			return nil
+		}
+		secret, err = r.unseal(name, c.Keys[i])
+		ok = err == nil
+		return err
+	})
+	return secret, c, ok, err
+}
