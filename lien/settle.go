@@ -125,10 +125,9 @@ func (b *Bank) settle(w *ledger.Writer, c ledger.Charge, lien *ledger.Lien, rec 
 	if err != nil {
 		return ChargeResult{}, err
 	}
-	var err2 error
 	if amount.IsPositive() {
-		if c.Debits, c.Overdrawn, err2 = f.Debit(amount); err2 != nil {
-			return ChargeResult{}, fmt.Errorf("charge for job %s: %w", c.JobID, err2)
+		if c.Debits, c.Overdrawn, err = f.Debit(amount); err != nil {
+			return ChargeResult{}, fmt.Errorf("charge for job %s: %w", c.JobID, err)
 		}
 	} else {
 		c.Debits, c.Overdrawn = []ledger.Hold{}, decimal.Zero
