@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/user"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 
 	"github.com/ingot-hpc/ingot/ledger"
 	"github.com/ingot-hpc/ingot/ledger/boltstore"
+	"github.com/ingot-hpc/ingot/proto/clients"
 )
 
 // errNoDatabase is returned when neither --db nor INGOT_DB names a file.
@@ -67,6 +69,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			adminCommands(),
 			rateCommands(), policyCommands(), quoteCommands(), lienCommands(), chargeCommands(), reservationCommands(), hfsCommands(),
 			clientCommands(),
+			serveCommands(),
 		),
 	}
 	addCommonFlags(app.Commands)
@@ -146,6 +149,31 @@ func withBank(c *cli.Context, fn func(*ledger.Ledger) error) error {
 		err = fmt.Errorf("close bank: %w", cerr)
 	}
 	return err
+}
+
+// serverKeyFlag is --server-key, for the commands that open the client
+// registry (client, serve).
+func serverKeyFlag() *cli.StringFlag {
+	return &cli.StringFlag{Name: "server-key", EnvVars: []string{"INGOT_SERVER_KEY"},
+		Usage: "the server key `FILE` that seals client secrets (default: server.key beside the database; made if missing)"}
+}
+
+// openClients returns the client registry of bank l, loading the server
+// key; create makes it if it is missing (only commands that make keys do:
+// a server started with a mistyped path must stop, not seal with a new key).
+func openClients(c *cli.Context, l *ledger.Ledger, create bool) (*clients.Registry, error) {
+	path := c.String("server-key")
+	if path == "" {
+		path = filepath.Join(filepath.Dir(flagString(c, "db")), "server.key")
+	}
+	key, created, err := clients.LoadServerKey(path, create)
+	if err != nil {
+		return nil, err
+	}
+	if created {
+		fmt.Fprintf(c.App.ErrWriter, "created server key %s: keep it with the database, back it up apart from it\n", path)
+	}
+	return clients.New(l, key)
 }
 
 // request is the identity of a change made from this command line: the

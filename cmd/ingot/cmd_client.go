@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -15,8 +14,7 @@ import (
 
 func clientCommands() []*cli.Command {
 	keyOut := &cli.StringFlag{Name: "key-out", Usage: "write the new key to `FILE` (mode 0600) instead of printing it"}
-	serverKey := &cli.StringFlag{Name: "server-key", EnvVars: []string{"INGOT_SERVER_KEY"},
-		Usage: "the server key `FILE` that seals client secrets (default: server.key beside the database; made if missing)"}
+	serverKey := serverKeyFlag()
 	return []*cli.Command{{
 		Name:  "client",
 		Usage: "API clients and their HMAC keys (secrets are shown once and stored sealed)",
@@ -32,22 +30,10 @@ func clientCommands() []*cli.Command {
 	}}
 }
 
-// withClients runs fn on the bank's client registry, loading (or making)
-// the server key.
-func withClients(c *cli.Context, fn func(*clients.Registry) error) error {
+// withClients runs fn on the bank's client registry.
+func withClients(c *cli.Context, makesKeys bool, fn func(*clients.Registry) error) error {
 	return withBank(c, func(l *ledger.Ledger) error {
-		path := c.String("server-key")
-		if path == "" {
-			path = filepath.Join(filepath.Dir(flagString(c, "db")), "server.key")
-		}
-		key, created, err := clients.LoadServerKey(path, true)
-		if err != nil {
-			return err
-		}
-		if created {
-			fmt.Fprintf(c.App.ErrWriter, "created server key %s: keep it with the database, back it up apart from it\n", path)
-		}
-		reg, err := clients.New(l, key)
+		reg, err := openClients(c, l, makesKeys)
 		if err != nil {
 			return err
 		}
@@ -60,7 +46,7 @@ func clientAdd(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	return withClients(c, func(reg *clients.Registry) error {
+	return withClients(c, true, func(reg *clients.Registry) error {
 		cl, key, err := reg.Add(request(c), a[0], clients.Role(c.String("role")), c.StringSlice("scope"))
 		if err != nil {
 			return err
@@ -74,7 +60,7 @@ func clientRotate(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	return withClients(c, func(reg *clients.Registry) error {
+	return withClients(c, true, func(reg *clients.Registry) error {
 		cl, key, err := reg.Rotate(request(c), a[0])
 		if err != nil {
 			return err
@@ -111,7 +97,7 @@ func clientRevoke(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	return withClients(c, func(reg *clients.Registry) error {
+	return withClients(c, false, func(reg *clients.Registry) error {
 		cl, err := reg.Revoke(request(c), a[0], a[1])
 		if err != nil {
 			return err
@@ -121,7 +107,7 @@ func clientRevoke(c *cli.Context) error {
 }
 
 func clientList(c *cli.Context) error {
-	return withClients(c, func(reg *clients.Registry) error {
+	return withClients(c, false, func(reg *clients.Registry) error {
 		list, err := reg.List()
 		if err != nil {
 			return err

@@ -100,6 +100,9 @@ func LoadServerKey(path string, create bool) (key [32]byte, created bool, err er
 		}
 		return key, true, f.Close()
 	}
+	if errors.Is(err, os.ErrNotExist) {
+		return key, false, fmt.Errorf("%w: no server key at %s (the first `ingot client add` makes one)", ErrServerKey, path)
+	}
 	if err != nil {
 		return key, false, fmt.Errorf("%w: %v", ErrServerKey, err)
 	}

@@ -1,0 +1,197 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/ingot-hpc/ingot/ledger"
+	"github.com/ingot-hpc/ingot/proto/api"
+	"github.com/ingot-hpc/ingot/proto/clients"
+)
+
+// call is one authenticated API request on its way to its handler.
+type call struct {
+	r      *http.Request
+	body   []byte
+	client clients.Client
+	// req identifies a change, for the ledger's idempotency.
+	req ledger.Request
+}
+
+// maxRequestID bounds the X-Ingot-Request-Id header.
+const maxRequestID = 128
+
+// serveAPI answers a /v1 request and returns the client's name ("" if the
+// request never got as far as a known client).
+func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) string {
+	c, result, err := s.run(w, r)
+	who := ""
+	if c != nil {
+		who = c.client.Name
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+		return who
+	}
+	writeJSON(w, http.StatusOK, result)
+	return who
+}
+
+// run passes the request through the checks of the package documentation
+// and, if it passes, its handler.
+func (s *Server) run(w http.ResponseWriter, r *http.Request) (*call, any, error) {
+	rt, err := s.route(r)
+	if err != nil {
+		return nil, nil, err
+	}
+	c, err := s.authenticate(w, r)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := rt.allows(c.client, r); err != nil {
+		return c, nil, err
+	}
+	if rt.changes {
+		if c.req, err = requestOf(r, c.client); err != nil {
+			return c, nil, err
+		}
+	}
+	result, err := rt.handle(c)
+	return c, result, err
+}
+
+// route finds the endpoint of a request.
+func (s *Server) route(r *http.Request) (route, error) {
+	rt, ok := s.routes[r.URL.Path]
+	if !ok {
+		return route{}, api.Errorf(api.CodeUnknownEndpoint, "no endpoint %s (the endpoints are listed in the documentation of package proto/api)", r.URL.Path)
+	}
+	if r.Method != rt.method {
+		return route{}, methodNotAllowed(r, rt.method)
+	}
+	return rt, nil
+}
+
+// authenticate reads the body, checks the signature and finds the key's
+// client.
+func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (*call, error) {
+	body, err := readBody(w, r)
+	if err != nil {
+		return nil, err
+	}
+	keyID, err := s.verifier.Verify(r, body)
+	if err != nil {
+		return nil, err // api.FromError maps auth's sentinels to 401 or 503
+	}
+	_, client, ok, err := s.clients.Lookup(keyID)
+	if err != nil {
+		return nil, fmt.Errorf("looking up the client of key %s: %w", keyID, err)
+	}
+	if !ok {
+		// Revoked between the signature check and now.
+		return nil, api.Errorf(api.CodeUnauthenticated, "auth: unknown or revoked key: %q", keyID)
+	}
+	return &call{r: r, body: body, client: client}, nil
+}
+
+// readBody reads the whole body, up to api.MaxBodyBytes.
+func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, api.MaxBodyBytes))
+	if _, tooLarge := errors.AsType[*http.MaxBytesError](err); tooLarge {
+		return nil, api.Errorf(api.CodeTooLarge, "request body is larger than the limit of %d bytes (1 MiB)", api.MaxBodyBytes).
+			With("limit", api.MaxBodyBytes)
+	}
+	if err != nil {
+		return nil, api.Errorf(api.CodeInvalid, "reading the request body: %v", err)
+	}
+	return body, nil
+}
+
+// allows refuses a client whose role may not call the endpoint at all.
+func (rt route) allows(c clients.Client, r *http.Request) error {
+	if slices.Contains(rt.roles, c.Role) {
+		return nil
+	}
+	roles := make([]string, len(rt.roles))
+	for i, role := range rt.roles {
+		roles[i] = string(role)
+	}
+	return api.Errorf(api.CodeForbidden, "client %s (role %s) may not %s %s; allowed roles: %s",
+		c.Name, c.Role, r.Method, r.URL.Path, strings.Join(roles, ", ")).With("role", string(c.Role))
+}
+
+// requestOf is the ledger request of a change: the client and its request
+// id header.
+func requestOf(r *http.Request, c clients.Client) (ledger.Request, error) {
+	id := r.Header.Get(api.HeaderRequestID)
+	if id == "" {
+		return ledger.Request{}, api.Errorf(api.CodeMissingRequestID,
+			"%s %s changes the bank and needs a %s header (a unique id per change, reused only to retry it)", r.Method, r.URL.Path, api.HeaderRequestID)
+	}
+	if len(id) > maxRequestID || strings.ContainsFunc(id, func(r rune) bool { return r <= ' ' || r > '~' }) {
+		return ledger.Request{}, api.Errorf(api.CodeInvalid, "%s must be 1 to %d printable ASCII characters without spaces", api.HeaderRequestID, maxRequestID)
+	}
+	return ledger.Request{Actor: "client:" + c.Name, ID: id}, nil
+}
+
+// decode decodes the body into v strictly: one JSON value, no unknown
+// fields, so that a misspelt field is refused rather than ignored.
+func (c *call) decode(v any) error {
+	if len(bytes.TrimSpace(c.body)) == 0 {
+		return api.Errorf(api.CodeBadJSON, "request body is empty; want a JSON object")
+	}
+	dec := json.NewDecoder(bytes.NewReader(c.body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return api.Errorf(api.CodeBadJSON, "request body: %v", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return api.Errorf(api.CodeBadJSON, "request body: more than one JSON value")
+	}
+	return nil
+}
+
+// query returns the one query parameter of a GET, refusing others, so that
+// a misspelt parameter is refused rather than ignored.
+func (c *call) query(name string) (string, error) {
+	q := c.r.URL.Query()
+	for k := range q {
+		if k != name {
+			return "", api.Errorf(api.CodeInvalid, "unknown query parameter %q; %s takes only %s", k, c.r.URL.Path, name)
+		}
+	}
+	if len(q[name]) != 1 || q[name][0] == "" {
+		return "", api.Errorf(api.CodeInvalid, "%s needs one query parameter %s: %s?%s=NAME", c.r.URL.Path, name, c.r.URL.Path, name)
+	}
+	return q[name][0], nil
+}
+
+// writeJSON writes v as the JSON answer.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	// The status is sent; an encoding error can only be logged by the
+	// caller's access log as a short answer.
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// writeError writes err as an api.Error, and logs server errors with their
+// cause, which the answer does not show.
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	e := api.FromError(err)
+	status := e.Code.Status()
+	if status >= 500 && e.Code != api.CodeUnavailable {
+		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "error", err.Error())
+	}
+	if allow, ok := e.Details["allow"].(string); ok && e.Code == api.CodeMethodNotAllowed {
+		w.Header().Set("Allow", allow)
+	}
+	writeJSON(w, status, e)
+}

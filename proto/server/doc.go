@@ -1,0 +1,21 @@
+// Package server is ingot's HTTP API: the handlers of the endpoints listed
+// in package api, behind the checks every /v1 request passes, in order:
+//
+//  1. the route: an unknown path is 404 unknown_endpoint, a known path with
+//     another method 405 method_not_allowed;
+//  2. the body, read whole (the signature covers it) up to api.MaxBodyBytes:
+//     beyond, 413 too_large;
+//  3. the signature (auth.Verifier): 401 unauthenticated, or 503
+//     unavailable when the verifier remembers too many nonces;
+//  4. the client of the key (clients.Registry) and its role: 403 forbidden;
+//  5. for a change, the X-Ingot-Request-Id header: 400 missing_request_id;
+//  6. the body's JSON, strictly (unknown fields refused): 400 bad_json;
+//  7. the scope of the client against what the body or query names (a
+//     manager's nodes, a scheduler's machines, a user's projects): 403;
+//  8. the bank itself, whose errors map to codes by api.FromError.
+//
+// A change is made as ledger.Request{Actor: "client:" + name, ID: request
+// id}, so a retry gets the first answer. Each request is logged once, as
+// JSON, with its method, path, status, duration and client; never a body,
+// a query or a header.
+package server

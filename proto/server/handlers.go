@@ -1,0 +1,111 @@
+package server
+
+import (
+	"time"
+
+	"github.com/ingot-hpc/ingot/ledger"
+	"github.com/ingot-hpc/ingot/proto/api"
+)
+
+// The handlers: decode, check the scope, ask the bank. Each answers with
+// the bank's own result type (see package api).
+
+func (s *Server) balances(*call) (any, error) {
+	all, err := s.ledger.Balances(time.Time{})
+	if all == nil {
+		all = []ledger.NodeBalance{} // [] rather than null on the wire
+	}
+	return api.BalancesResponse{Balances: all}, err
+}
+
+func (s *Server) balance(c *call) (any, error) {
+	node, err := c.query("node")
+	if err != nil {
+		return nil, err
+	}
+	if err := s.requireReads(c.client, node); err != nil {
+		return nil, err
+	}
+	return s.ledger.BalanceAt(node, time.Time{})
+}
+
+func (s *Server) available(c *call) (any, error) {
+	project, err := c.query("project")
+	if err != nil {
+		return nil, err
+	}
+	if err := s.requireReads(c.client, project); err != nil {
+		return nil, err
+	}
+	amount, err := s.ledger.Available(project)
+	return api.AvailableResponse{Project: project, Available: amount}, err
+}
+
+func (s *Server) deposit(c *call) (any, error) {
+	var spec api.DepositRequest
+	if err := c.decode(&spec); err != nil {
+		return nil, err
+	}
+	if err := requireManages(c.client, "deposit into", spec.Account); err != nil {
+		return nil, err
+	}
+	return s.ledger.Deposit(c.req, spec)
+}
+
+func (s *Server) transfer(c *call) (any, error) {
+	var spec api.TransferRequest
+	if err := c.decode(&spec); err != nil {
+		return nil, err
+	}
+	if err := requireManages(c.client, "transfer from", spec.From); err != nil {
+		return nil, err
+	}
+	if err := requireManages(c.client, "transfer to", spec.To); err != nil {
+		return nil, err
+	}
+	return s.ledger.Transfer(c.req, spec)
+}
+
+func (s *Server) quote(c *call) (any, error) {
+	var spec api.QuoteRequest
+	if err := c.decode(&spec); err != nil {
+		return nil, err
+	}
+	if err := requireSchedules(c.client, "quote on", spec.Machine); err != nil {
+		return nil, err
+	}
+	return s.bank.Quote(spec)
+}
+
+func (s *Server) placeLien(c *call) (any, error) {
+	var spec api.LienRequest
+	if err := c.decode(&spec); err != nil {
+		return nil, err
+	}
+	if err := requireSchedules(c.client, "place a lien on", spec.Machine); err != nil {
+		return nil, err
+	}
+	return s.bank.Place(c.req, spec)
+}
+
+func (s *Server) releaseLien(c *call) (any, error) {
+	var job api.ReleaseRequest
+	if err := c.decode(&job); err != nil {
+		return nil, err
+	}
+	if err := requireSchedules(c.client, "release a lien on", job.Machine); err != nil {
+		return nil, err
+	}
+	return s.bank.Release(c.req, job)
+}
+
+func (s *Server) charge(c *call) (any, error) {
+	var spec api.ChargeRequest
+	if err := c.decode(&spec); err != nil {
+		return nil, err
+	}
+	if err := requireSchedules(c.client, "charge a job on", spec.Machine); err != nil {
+		return nil, err
+	}
+	return s.bank.Charge(c.req, spec)
+}
