@@ -140,14 +140,20 @@ func (r *Registry) unseal(client string, k Key) ([32]byte, error) {
 // sealed value cannot be moved to another key.
 func additional(client, keyID string) []byte { return []byte(client + "\x00" + keyID) }
 
-// newKey makes a key for client, with an id of the client's name and 8
-// random hex digits.
-func newKey(client string) (auth.Key, error) {
+// newSealedKey makes a key for client, with an id of the client's name and
+// 8 random hex digits, and seals its secret. It runs before the ledger
+// change, which may be retried, so that every run stores the same key.
+func (r *Registry) newSealedKey(client string) (auth.Key, []byte, error) {
 	suffix := make([]byte, 4)
 	if _, err := rand.Read(suffix); err != nil {
-		return auth.Key{}, fmt.Errorf("clients: key id: %w", err)
+		return auth.Key{}, nil, fmt.Errorf("clients: key id: %w", err)
 	}
-	return auth.NewKey(client + "." + hex.EncodeToString(suffix))
+	key, err := auth.NewKey(client + "." + hex.EncodeToString(suffix))
+	if err != nil {
+		return auth.Key{}, nil, err
+	}
+	sealed, err := r.seal(client, key)
+	return key, sealed, err
 }
 
 // checkRole refuses a role with the wrong kind of scope.
@@ -198,11 +204,7 @@ func (r *Registry) Add(req ledger.Request, name string, role Role, scope []strin
 	if err := ledger.CheckUserName(name); err != nil || len(name) > 40 {
 		return Client{}, auth.Key{}, fmt.Errorf("%w: client name %q must be a user-like name of at most 40 characters", ledger.ErrInvalid, name)
 	}
-	key, err := newKey(name)
-	if err != nil {
-		return Client{}, auth.Key{}, err
-	}
-	sealed, err := r.seal(name, key)
+	key, sealed, err := r.newSealedKey(name)
 	if err != nil {
 		return Client{}, auth.Key{}, err
 	}
@@ -231,11 +233,7 @@ func (r *Registry) Add(req ledger.Request, name string, role Role, scope []strin
 // Rotate adds a new key to a client; its other keys stay valid until
 // revoked.
 func (r *Registry) Rotate(req ledger.Request, name string) (Client, auth.Key, error) {
-	key, err := newKey(name)
-	if err != nil {
-		return Client{}, auth.Key{}, err
-	}
-	sealed, err := r.seal(name, key)
+	key, sealed, err := r.newSealedKey(name)
 	if err != nil {
 		return Client{}, auth.Key{}, err
 	}
