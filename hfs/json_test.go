@@ -149,18 +149,7 @@ func TestEncodeJSONGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	in, err := DecodeInput(bytes.NewReader(input))
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := Compute(in.Total, in.Unit, in.Tree)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out bytes.Buffer
-	if err := res.EncodeJSON(&out); err != nil {
-		t.Fatal(err)
-	}
+	out := computeFile(t, input)
 	golden := filepath.Join(dir, "compute-example.golden")
 	if *update {
 		if err := os.WriteFile(golden, out.Bytes(), 0o644); err != nil {

@@ -46,19 +46,8 @@ func TestReferenceCases(t *testing.T) {
 				t.Fatalf("%s: %v", file, err)
 			}
 			t.Run(c.ID, func(t *testing.T) {
-				in, err := DecodeInput(bytes.NewReader(raw))
-				if err != nil {
-					t.Fatal(err)
-				}
-				res, err := Compute(in.Total, in.Unit, in.Tree)
-				if err != nil {
-					t.Fatal(err)
-				}
 				// Compare what the CLI prints, so the encoder is checked too.
-				var out bytes.Buffer
-				if err := res.EncodeJSON(&out); err != nil {
-					t.Fatal(err)
-				}
+				out := computeFile(t, raw)
 				var printed expectedNumbers
 				if err := json.Unmarshal(out.Bytes(), &printed); err != nil {
 					t.Fatalf("output is not JSON: %v\n%s", err, out.Bytes())
@@ -116,4 +105,23 @@ func within(t *testing.T, got, want string, tol *big.Rat) bool {
 	}
 	diff := g.Sub(g, w)
 	return diff.Abs(diff).Cmp(tol) <= 0
+}
+
+// computeFile runs an input file through DecodeInput, Compute and
+// EncodeJSON, as `ingot hfs compute` does.
+func computeFile(t *testing.T, raw []byte) *bytes.Buffer {
+	t.Helper()
+	in, err := DecodeInput(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Compute(in.Total, in.Unit, in.Tree)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := res.EncodeJSON(&out); err != nil {
+		t.Fatal(err)
+	}
+	return &out
 }
