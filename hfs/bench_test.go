@@ -15,18 +15,7 @@ func benchTree(size, fanout int, quota func(*rand.Rand) Quota) *Node {
 	nodes := []*Node{{Name: "acct", Demand: randomDemand(rng)}}
 	for k := 1; k < size; k++ {
 		parent := nodes[(k-1)/fanout]
-		n := &Node{
-			Name:          fmt.Sprintf("%s.p%d", parent.Name, k%fanout),
-			Quota:         quota(rng),
-			Demand:        randomDemand(rng),
-			AcceptSurplus: rng.IntN(2) == 0,
-		}
-		if rng.IntN(10) == 0 {
-			n.Limit = randomAmount(rng, 300)
-		}
-		if rng.IntN(10) == 0 {
-			n.NonShared = randomAmount(rng, 50)
-		}
+		n := randomNode(rng, fmt.Sprintf("%s.p%d", parent.Name, k%fanout), quota(rng), 10)
 		parent.Children = append(parent.Children, n)
 		nodes = append(nodes, n)
 	}

@@ -21,22 +21,24 @@ func randomTree(rng *rand.Rand, size int) *Node {
 		if rng.IntN(3) == 0 {
 			parent = nodes[rng.IntN(len(nodes))]
 		}
-		n := &Node{
-			Name:          fmt.Sprintf("%s.n%d", parent.Name, k),
-			Quota:         randomQuota(rng),
-			Demand:        randomDemand(rng),
-			AcceptSurplus: rng.IntN(2) == 0,
-		}
-		if rng.IntN(5) == 0 {
-			n.Limit = randomAmount(rng, 300)
-		}
-		if rng.IntN(5) == 0 {
-			n.NonShared = randomAmount(rng, 50)
-		}
+		n := randomNode(rng, fmt.Sprintf("%s.n%d", parent.Name, k), randomQuota(rng), 5)
 		parent.Children = append(parent.Children, n)
 		nodes = append(nodes, n)
 	}
 	return nodes[0]
+}
+
+// randomNode is a node with a random demand and accept_surplus, and, one
+// time in oneIn each, a random limit and non_shared.
+func randomNode(rng *rand.Rand, name string, q Quota, oneIn int) *Node {
+	n := &Node{Name: name, Quota: q, Demand: randomDemand(rng), AcceptSurplus: rng.IntN(2) == 0}
+	if rng.IntN(oneIn) == 0 {
+		n.Limit = randomAmount(rng, 300)
+	}
+	if rng.IntN(oneIn) == 0 {
+		n.NonShared = randomAmount(rng, 50)
+	}
+	return n
 }
 
 // randomAmount is a decimal with 2 places in 0..max.

@@ -16,13 +16,8 @@ import (
 // to their own projects as usual, and name it so that their processor-
 // seconds are not counted idle.
 type Reservation struct {
-	Name       string    `json:"name"`
-	Machine    string    `json:"machine"`
-	Processors int64     `json:"processors"`
-	Start      time.Time `json:"start"`
-	End        time.Time `json:"end"`
-	Project    string    `json:"project"`
-	User       string    `json:"user"`
+	// ReservationSpec is what was asked, with the project resolved.
+	ReservationSpec
 	// Flushed is the time up to which idle time has been charged.
 	Flushed time.Time       `json:"flushed"`
 	Charged decimal.Decimal `json:"charged"`
@@ -72,8 +67,8 @@ func (b *Bank) AddReservation(req ledger.Request, spec ReservationSpec) (Reserva
 		if err != nil {
 			return Reservation{}, fmt.Errorf("reservation %s: %w", spec.Name, err)
 		}
-		r := Reservation{Name: spec.Name, Machine: spec.Machine, Processors: spec.Processors, Start: spec.Start.UTC(), End: spec.End.UTC(),
-			Project: p.project.Name, User: p.user.Name, Flushed: spec.Start.UTC(), Charged: decimal.Zero}
+		spec.Start, spec.End, spec.Project, spec.User = spec.Start.UTC(), spec.End.UTC(), p.project.Name, p.user.Name
+		r := Reservation{ReservationSpec: spec, Flushed: spec.Start, Charged: decimal.Zero}
 		rec, err := recordOf(recordReservation, r.Name, r)
 		if err != nil {
 			return Reservation{}, err
