@@ -134,3 +134,49 @@ func TestGroupFailureIsolated(t *testing.T) {
 		t.Errorf("amount = %s, want 40", got)
 	}
 }
+
+// TestCacheForgetsRolledBackWrites: a change that writes a node, reads it
+// back (so the committer's cache could keep the uncommitted copy) and then
+// fails is rolled back; later changes and reads see the committed node.
+func TestCacheForgetsRolledBackWrites(t *testing.T) {
+	store, err := boltstore.Open(filepath.Join(t.TempDir(), "bank.db"), boltstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	committed := ledger.Node{Name: "chem", Description: "committed", Active: true}
+	if err := store.Update(func(tx ledger.Tx) error { return tx.PutNode(committed) }); err != nil {
+		t.Fatal(err)
+	}
+	readNode := func(tx ledger.Tx) (ledger.Node, error) {
+		n, ok, err := tx.Node("chem")
+		if err == nil && !ok {
+			err = errors.New("node chem is missing")
+		}
+		return n, err
+	}
+	fail := errors.New("refused after writing")
+	err = store.Update(func(tx ledger.Tx) error {
+		if err := tx.PutNode(ledger.Node{Name: "chem", Description: "rolled back", Active: true}); err != nil {
+			return err
+		}
+		if n, err := readNode(tx); err != nil || n.Description != "rolled back" {
+			t.Errorf("inside the change: %+v %v", n, err)
+		}
+		return fail
+	})
+	if !errors.Is(err, fail) {
+		t.Fatalf("update: %v, want %v", err, fail)
+	}
+	for _, read := range []func(func(ledger.Tx) error) error{store.Update, store.View} {
+		if err := read(func(tx ledger.Tx) error {
+			n, err := readNode(tx)
+			if err == nil && n.Description != committed.Description {
+				t.Errorf("after the rollback the node reads %q, want %q", n.Description, committed.Description)
+			}
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

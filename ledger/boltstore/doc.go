@@ -1,7 +1,7 @@
 // Package boltstore is the embedded storage engine of ingot: a ledger.Store
 // on one bbolt file.
 //
-// Every record is JSON in a bucket. Integer keys (journal sequence numbers,
+// Records are JSON in buckets, except where noted. Integer keys (journal sequence numbers,
 // allocation ids) are 8-byte big-endian so that bbolt's byte order is their
 // numeric order:
 //
@@ -14,7 +14,7 @@
 //	allocations_by_account account NUL id -> (empty)
 //	balance_history        id ‖ seq -> ledger.Allocation after entry seq
 //	journal                seq -> SHA-256 ‖ canonical JSON of the entry (hash empty)
-//	requests               client NUL request id -> ledger.RequestRecord
+//	requests               client NUL request id -> content hash ‖ seq ‖ time ‖ the answer's JSON (requests.go)
 //	liens                  id -> ledger.Lien
 //	liens_by_job           machine NUL job id -> newest lien id
 //	liens_active           account NUL expiry (Unix ns) ‖ id -> packed project and holds, while active
@@ -40,4 +40,8 @@
 // after writing rolls the group back, and the group is run again without it
 // (so functions must be safe to run more than once, as ledger.Store says).
 // An idle store commits a lone call at once: there is no batching delay.
+//
+// The committer keeps decoded copies of the records nearly every change
+// reads (nodes, users, machines, allocations, rate tables): see cache.go for
+// why that is exact.
 package boltstore

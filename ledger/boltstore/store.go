@@ -16,7 +16,7 @@ import (
 // schemaVersion is the layout of the buckets; Open refuses a newer one,
 // and an older one (no migration is written yet: the layout changed before
 // any bank was in service).
-const schemaVersion = 4
+const schemaVersion = 5
 
 // maxGroup bounds how many calls share one transaction, so that one commit
 // does not hold a huge dirty page set in memory.
@@ -75,6 +75,8 @@ type Store struct {
 	mu       sync.RWMutex // guards closed against sends on calls
 	closed   bool
 	finished chan struct{}
+	// cache is the committer's: only commit touches it.
+	cache *decodedCache
 }
 
 type call struct {
@@ -104,7 +106,7 @@ func Open(path string, opts Options) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("boltstore: open %s: %w", path, err)
 	}
-	s := &Store{db: db, calls: make(chan *call, maxGroup), finished: make(chan struct{})}
+	s := &Store{db: db, calls: make(chan *call, maxGroup), finished: make(chan struct{}), cache: newDecodedCache()}
 	go s.commitLoop()
 	return s, nil
 }
@@ -199,7 +201,7 @@ func (s *Store) commit(group []*call) {
 		spoiled := -1
 		err := s.db.Update(func(btx *bolt.Tx) error {
 			for i, c := range group {
-				t := &tx{btx: btx}
+				t := &tx{btx: btx, cache: s.cache}
 				c.err = runCall(c.fn, t)
 				if c.err != nil && t.wrote {
 					spoiled = i
@@ -208,6 +210,9 @@ func (s *Store) commit(group []*call) {
 			}
 			return nil
 		})
+		if err != nil {
+			s.cache.reset() // it may hold what the rolled-back transaction wrote
+		}
 		if spoiled >= 0 {
 			close(group[spoiled].done)
 			group = append(group[:spoiled], group[spoiled+1:]...)

@@ -19,6 +19,7 @@ import (
 type tx struct {
 	btx   *bolt.Tx
 	wrote bool
+	cache *decodedCache // nil outside the committer
 }
 
 func encodeUint(n uint64) []byte {
@@ -41,8 +42,12 @@ func requestKey(k ledger.RequestKey) []byte {
 	return append(append([]byte(k.Client), 0), k.ID...)
 }
 
-// get decodes the value at key into v; ok is false if there is none.
+// get decodes the value at key into v; ok is false if there is none. In
+// the committer's transactions it first asks the cache of decoded records.
 func get[T any](t *tx, bucket, key []byte) (v T, ok bool, err error) {
+	if cached, ok := t.cache.lookup(bucket, key); ok {
+		return cached.(T), true, nil
+	}
 	raw := t.btx.Bucket(bucket).Get(key)
 	if raw == nil {
 		return v, false, nil
@@ -50,15 +55,23 @@ func get[T any](t *tx, bucket, key []byte) (v T, ok bool, err error) {
 	if err := json.Unmarshal(raw, &v); err != nil {
 		return v, false, fmt.Errorf("%w: %s/%x: %v", ledger.ErrCorrupt, bucket, key, err)
 	}
+	t.cache.keep(bucket, key, v)
 	return v, true, nil
 }
 
 func (t *tx) put(bucket, key []byte, v any) error {
-	t.wrote = true
 	raw, err := json.Marshal(v)
 	if err != nil {
 		return fmt.Errorf("boltstore: encode %s record: %w", bucket, err)
 	}
+	return t.putRaw(bucket, key, raw)
+}
+
+// putRaw stores an encoded record, dropping what the committer's cache
+// knew of it.
+func (t *tx) putRaw(bucket, key, raw []byte) error {
+	t.wrote = true
+	t.cache.forget(bucket, key)
 	if err := t.btx.Bucket(bucket).Put(key, raw); err != nil {
 		return fmt.Errorf("boltstore: write %s: %w", bucket, err)
 	}
@@ -257,10 +270,3 @@ func (t *tx) Entries(from, to uint64, fn func(ledger.Entry) (bool, error)) error
 	return nil
 }
 
-func (t *tx) Request(k ledger.RequestKey) (ledger.RequestRecord, bool, error) {
-	return get[ledger.RequestRecord](t, bucketRequests, requestKey(k))
-}
-
-func (t *tx) PutRequest(k ledger.RequestKey, r ledger.RequestRecord) error {
-	return t.put(bucketRequests, requestKey(k), r)
-}

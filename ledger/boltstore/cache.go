@@ -1,0 +1,77 @@
+package boltstore
+
+import (
+	"slices"
+
+	"github.com/ingot-hpc/ingot/ledger"
+)
+
+// decodedCache keeps the committer's decoded copies of the records that
+// nearly every change reads and few change: settings, nodes, users,
+// machines, allocations and records (rate tables, policies). Decoding them
+// again on every lien and charge was a large part of the single writer's
+// time.
+//
+// Only the committer's transactions use it, one at a time, so it needs no
+// lock. It is exact because every write of a cached bucket goes through
+// putRaw, which forgets the key, and because the committer empties it when a
+// transaction rolls back (a record decoded after an uncommitted write may
+// be cached). Read-only transactions do not use it: they may see an older
+// snapshot.
+type decodedCache struct {
+	records map[string]any
+}
+
+// cachedBuckets are the buckets whose records are cached.
+var cachedBuckets = map[string]bool{
+	string(bucketMeta): true, string(bucketNodes): true, string(bucketUsers): true,
+	string(bucketMachines): true, string(bucketAllocations): true, string(bucketRecords): true,
+}
+
+func newDecodedCache() *decodedCache { return &decodedCache{records: map[string]any{}} }
+
+func cacheKey(bucket, key []byte) string { return string(bucket) + "\x00" + string(key) }
+
+// lookup returns a copy of the cached record, which the caller may change.
+func (c *decodedCache) lookup(bucket, key []byte) (any, bool) {
+	if c == nil {
+		return nil, false
+	}
+	v, ok := c.records[cacheKey(bucket, key)]
+	if !ok {
+		return nil, false
+	}
+	return unshared(v), true
+}
+
+// keep caches a record just decoded (a copy, so that the caller's changes
+// to its slices do not reach the cache).
+func (c *decodedCache) keep(bucket, key []byte, v any) {
+	if c == nil || !cachedBuckets[string(bucket)] {
+		return
+	}
+	c.records[cacheKey(bucket, key)] = unshared(v)
+}
+
+func (c *decodedCache) forget(bucket, key []byte) {
+	if c != nil {
+		delete(c.records, cacheKey(bucket, key))
+	}
+}
+
+// reset empties the cache, after a rollback.
+func (c *decodedCache) reset() { clear(c.records) }
+
+// unshared copies the slices of the cached kinds that hold them; the other
+// kinds are plain values (a Node's Limit points to an immutable decimal).
+func unshared(v any) any {
+	switch r := v.(type) {
+	case ledger.User:
+		r.Memberships = slices.Clone(r.Memberships)
+		return r
+	case ledger.Record:
+		r.Value = slices.Clone(r.Value)
+		return r
+	}
+	return v
+}

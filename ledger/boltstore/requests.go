@@ -1,0 +1,62 @@
+package boltstore
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"time"
+
+	"github.com/ingot-hpc/ingot/ledger"
+)
+
+// A request record is packed rather than JSON: every change with a request
+// id writes one, and its answer (already JSON) would otherwise be encoded a
+// second time, as base64 inside a JSON object. The layout is
+//
+//	content hash (32 bytes) ‖ seq (8) ‖ time (Unix ns, 8) ‖ answer (the rest)
+const requestHeader = sha256.Size + 8 + 8
+
+func packRequest(r ledger.RequestRecord) ([]byte, error) {
+	hash, err := hex.DecodeString(r.ContentHash)
+	if err != nil || len(hash) != sha256.Size {
+		return nil, fmt.Errorf("%w: request content hash %q is not a SHA-256", ledger.ErrInvalid, r.ContentHash)
+	}
+	out := make([]byte, 0, requestHeader+len(r.Result))
+	out = append(out, hash...)
+	out = binary.BigEndian.AppendUint64(out, r.Seq)
+	out = binary.BigEndian.AppendUint64(out, uint64(r.Time.UnixNano()))
+	return append(out, r.Result...), nil
+}
+
+func unpackRequest(raw []byte) (ledger.RequestRecord, error) {
+	if len(raw) < requestHeader {
+		return ledger.RequestRecord{}, fmt.Errorf("%w: request record of %d bytes is truncated", ledger.ErrCorrupt, len(raw))
+	}
+	return ledger.RequestRecord{
+		ContentHash: hex.EncodeToString(raw[:sha256.Size]),
+		Seq:         binary.BigEndian.Uint64(raw[sha256.Size:]),
+		Time:        time.Unix(0, int64(binary.BigEndian.Uint64(raw[sha256.Size+8:]))).UTC(),
+		Result:      append([]byte(nil), raw[requestHeader:]...), // raw is only valid in the transaction
+	}, nil
+}
+
+func (t *tx) Request(k ledger.RequestKey) (ledger.RequestRecord, bool, error) {
+	raw := t.btx.Bucket(bucketRequests).Get(requestKey(k))
+	if raw == nil {
+		return ledger.RequestRecord{}, false, nil
+	}
+	r, err := unpackRequest(raw)
+	if err != nil {
+		return r, false, fmt.Errorf("request %q of %s: %w", k.ID, k.Client, err)
+	}
+	return r, true, nil
+}
+
+func (t *tx) PutRequest(k ledger.RequestKey, r ledger.RequestRecord) error {
+	raw, err := packRequest(r)
+	if err != nil {
+		return err
+	}
+	return t.putRaw(bucketRequests, requestKey(k), raw)
+}
