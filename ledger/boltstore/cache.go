@@ -7,10 +7,11 @@ import (
 )
 
 // decodedCache keeps the committer's decoded copies of the records that
-// nearly every change reads and few change: settings, nodes, users,
-// machines, allocations and records (rate tables, policies). Decoding them
-// again on every lien and charge was a large part of the single writer's
-// time.
+// nearly every change reads and few change (settings, nodes, users,
+// machines, allocations, records such as rate tables and policies), and of
+// liens, which a charge reads twice (by job, then by id as the entry is
+// appended). Decoding them again and again was a large part of the single
+// writer's time.
 //
 // Only the committer's transactions use it, one at a time, so it needs no
 // lock. It is exact because every write of a cached bucket goes through
@@ -26,6 +27,7 @@ type decodedCache struct {
 var cachedBuckets = map[string]bool{
 	string(bucketMeta): true, string(bucketNodes): true, string(bucketUsers): true,
 	string(bucketMachines): true, string(bucketAllocations): true, string(bucketRecords): true,
+	string(bucketLiens): true,
 }
 
 func newDecodedCache() *decodedCache { return &decodedCache{records: map[string]any{}} }
@@ -71,6 +73,9 @@ func unshared(v any) any {
 		return r
 	case ledger.Record:
 		r.Value = slices.Clone(r.Value)
+		return r
+	case ledger.Lien:
+		r.Holds, r.Detail = slices.Clone(r.Holds), slices.Clone(r.Detail)
 		return r
 	}
 	return v

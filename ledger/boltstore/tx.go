@@ -269,4 +269,3 @@ func (t *tx) Entries(from, to uint64, fn func(ledger.Entry) (bool, error)) error
 	}
 	return nil
 }
-
