@@ -117,34 +117,42 @@ func flagBool(c *cli.Context, name string) bool {
 	return false
 }
 
-// openBank opens the bank at --db for the length of one command.
-func openBank(c *cli.Context) (*ledger.Ledger, error) {
+// openBank opens the bank at --db for the length of one command, with the
+// store's options opts (whose LockTimeout it sets).
+func openBank(c *cli.Context, opts boltstore.Options) (*ledger.Ledger, *boltstore.Store, error) {
 	path := flagString(c, "db")
 	if path == "" {
-		return nil, errNoDatabase
+		return nil, nil, errNoDatabase
 	}
 	if _, err := os.Stat(path); err != nil {
-		return nil, fmt.Errorf("%w: %s does not exist (create a bank with `ingot init --db %s`)", ledger.ErrNotInitialized, path, path)
+		return nil, nil, fmt.Errorf("%w: %s does not exist (create a bank with `ingot init --db %s`)", ledger.ErrNotInitialized, path, path)
 	}
-	store, err := boltstore.Open(path, boltstore.Options{LockTimeout: lockTimeout})
+	opts.LockTimeout = lockTimeout
+	store, err := boltstore.Open(path, opts)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	l, err := ledger.Open(store)
 	if err != nil {
 		store.Close()
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
 	}
-	return l, nil
+	return l, store, nil
 }
 
 // withBank runs fn on the bank opened for this command and closes it.
 func withBank(c *cli.Context, fn func(*ledger.Ledger) error) error {
-	l, err := openBank(c)
+	return withStore(c, boltstore.Options{}, func(l *ledger.Ledger, _ *boltstore.Store) error { return fn(l) })
+}
+
+// withStore is withBank with the store's options, and the store itself
+// for fn (serve reads its metrics there).
+func withStore(c *cli.Context, opts boltstore.Options, fn func(*ledger.Ledger, *boltstore.Store) error) error {
+	l, store, err := openBank(c, opts)
 	if err != nil {
 		return err
 	}
-	err = fn(l)
+	err = fn(l, store)
 	if cerr := l.Close(); err == nil && cerr != nil {
 		err = fmt.Errorf("close bank: %w", cerr)
 	}

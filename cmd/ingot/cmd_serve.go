@@ -9,14 +9,17 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/ingot-hpc/ingot/ledger"
+	"github.com/ingot-hpc/ingot/ledger/boltstore"
 	"github.com/ingot-hpc/ingot/lien"
 	"github.com/ingot-hpc/ingot/proto/auth"
+	"github.com/ingot-hpc/ingot/proto/metrics"
 	"github.com/ingot-hpc/ingot/proto/server"
 )
 
@@ -32,72 +35,145 @@ const (
 )
 
 func serveCommands() []*cli.Command {
+	own := []cli.Flag{
+		&cli.StringFlag{Name: "listen", Value: "127.0.0.1:8080", EnvVars: []string{"INGOT_LISTEN"}, Usage: "`ADDRESS` to listen on (host:port; port 0 picks a free one)"},
+		&cli.StringFlag{Name: "metrics-listen", EnvVars: []string{"INGOT_METRICS_LISTEN"},
+			Usage: "serve " + metrics.Path + " on this `ADDRESS` instead of on --listen (one that only Prometheus reaches)"},
+		&cli.GenericFlag{Name: "log-level", Value: &logLevel{slog.LevelInfo}, EnvVars: []string{"INGOT_LOG_LEVEL"}, Usage: "least `LEVEL` logged: debug, info, warn or error"},
+		serverKeyFlag(),
+	}
+	// A config file may set serve's own flags and the bank's --db.
+	fileKeys := []string{"db"}
+	for _, f := range own {
+		fileKeys = append(fileKeys, f.Names()[0])
+	}
 	return []*cli.Command{{
 		Name:  "serve",
 		Usage: "serve the HTTP API (endpoints: see package proto/api) until SIGINT or SIGTERM",
 		Description: "Holds the database file while it runs. Requests are signed with client keys (ingot client add);\n" +
-			"logs are JSON lines on standard error. On SIGINT or SIGTERM it finishes the requests in flight\n" +
-			"(at most " + shutdownTimeout.String() + ") and closes the bank.",
-		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:8080", EnvVars: []string{"INGOT_LISTEN"}, Usage: "`ADDRESS` to listen on (host:port; port 0 picks a free one)"},
-			serverKeyFlag(),
-		},
-		Action: serve,
+			"logs are JSON lines on standard error; Prometheus metrics are at " + metrics.Path + ". On SIGINT or SIGTERM it\n" +
+			"finishes the requests in flight (at most " + shutdownTimeout.String() + ") and closes the bank.\n" +
+			"Settings come from flags, then INGOT_* variables, then the --config file (docs/server.md).",
+		Flags: append(own, &cli.StringFlag{Name: "config", EnvVars: []string{"INGOT_CONFIG"},
+			Usage: "TOML `FILE` of settings, named as the flags: " + strings.Join(fileKeys, ", ")}),
+		Action: func(c *cli.Context) error { return serve(c, fileKeys) },
 	}}
 }
 
-func serve(c *cli.Context) error {
+func serve(c *cli.Context, fileKeys []string) error {
 	if _, err := args(c); err != nil {
+		return err
+	}
+	if err := applyConfig(c, fileKeys); err != nil {
 		return err
 	}
 	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	log := slog.New(slog.NewJSONHandler(c.App.ErrWriter, nil))
-	return withBank(c, func(l *ledger.Ledger) error {
+	log := slog.New(slog.NewJSONHandler(c.App.ErrWriter, &slog.HandlerOptions{Level: c.Generic("log-level").(*logLevel).Level}))
+	m := metrics.New()
+	return withStore(c, boltstore.Options{OnCommit: m.ObserveCommit}, func(l *ledger.Ledger, store *boltstore.Store) error {
+		m.CountLiens(store.ActiveLiens)
 		reg, err := openClients(c, l, false)
 		if err != nil {
 			return err
 		}
 		verifier := &auth.Verifier{Lookup: server.KeyLookup(reg)}
-		handler := server.New(l, lien.New(l), reg, verifier, log)
-		ln, err := net.Listen("tcp", c.String("listen"))
+		bank := server.New(l, lien.New(l), reg, verifier, log)
+		servers, err := listen(c, log, m.Instrument(bank, bank.Endpoint), m.Handler(log))
 		if err != nil {
-			return fmt.Errorf("serve: %w", err)
+			return err
 		}
-		fmt.Fprintf(c.App.Writer, "listening on http://%s\n", ln.Addr())
-		log.Info("serving", "address", ln.Addr().String())
-		return serveUntil(ctx, ln, handler, log)
+		return serveUntil(ctx, log, servers...)
 	})
 }
 
-// serveUntil serves h on ln until ctx is done, then shuts down gracefully:
-// no new connections, and the requests in flight get shutdownTimeout to
-// finish before their connections are closed.
-func serveUntil(ctx context.Context, ln net.Listener, h http.Handler, log *slog.Logger) error {
-	srv := &http.Server{
-		Handler:           h,
-		ReadHeaderTimeout: readHeaderTimeout,
-		ReadTimeout:       readTimeout,
-		WriteTimeout:      writeTimeout,
-		IdleTimeout:       idleTimeout,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+// listen opens --listen for the API and, unless --metrics-listen gives it
+// a listener of its own, the metrics page.
+func listen(c *cli.Context, log *slog.Logger, api, page http.Handler) ([]listening, error) {
+	ln, err := net.Listen("tcp", c.String("listen"))
+	if err != nil {
+		return nil, fmt.Errorf("serve: %w", err)
 	}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
+	servers := []listening{{ln, api}}
+	if addr := c.String("metrics-listen"); addr == "" {
+		servers[0].h = withMetrics(api, page)
+	} else {
+		mln, err := net.Listen("tcp", addr)
+		if err != nil {
+			ln.Close()
+			return nil, fmt.Errorf("serve: metrics: %w", err)
+		}
+		servers = append(servers, listening{mln, withMetrics(http.NotFoundHandler(), page)})
+		fmt.Fprintf(c.App.Writer, "metrics on http://%s%s\n", mln.Addr(), metrics.Path)
+		log.Info("serving metrics", "address", mln.Addr().String())
+	}
+	fmt.Fprintf(c.App.Writer, "listening on http://%s\n", ln.Addr())
+	log.Info("serving", "address", ln.Addr().String())
+	return servers, nil
+}
+
+// withMetrics serves the metrics page at metrics.Path and everything else
+// with h. The page is not counted in the request metrics nor logged: a
+// scrape every few seconds would drown the figures of the API.
+func withMetrics(h, page http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == metrics.Path {
+			page.ServeHTTP(w, r)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// listening is a listener and the handler that serves it.
+type listening struct {
+	ln net.Listener
+	h  http.Handler
+}
+
+// serveUntil serves each listener until ctx is done, then shuts down
+// gracefully: no new connections, and the requests in flight get
+// shutdownTimeout to finish before their connections are closed. If one
+// listener fails, the others are closed at once.
+func serveUntil(ctx context.Context, log *slog.Logger, servers ...listening) error {
+	srvs := make([]*http.Server, len(servers))
+	served := make(chan error, len(servers))
+	for i, s := range servers {
+		srvs[i] = &http.Server{
+			Handler:           s.h,
+			ReadHeaderTimeout: readHeaderTimeout,
+			ReadTimeout:       readTimeout,
+			WriteTimeout:      writeTimeout,
+			IdleTimeout:       idleTimeout,
+			ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		}
+		go func() { served <- srvs[i].Serve(s.ln) }()
+	}
 	select {
 	case err := <-served:
+		for _, srv := range srvs {
+			srv.Close()
+		}
 		return fmt.Errorf("serve: %w", err) // Serve never returns nil
 	case <-ctx.Done():
 	}
 	log.Info("shutting down: finishing requests in flight", "timeout", shutdownTimeout.String())
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 	defer cancel()
-	if err := srv.Shutdown(shutdownCtx); err != nil {
-		srv.Close()
-		return fmt.Errorf("serve: shutdown: %w", err)
+	var errs []error
+	for _, srv := range srvs {
+		if err := srv.Shutdown(shutdownCtx); err != nil {
+			srv.Close()
+			errs = append(errs, fmt.Errorf("serve: shutdown: %w", err))
+		}
 	}
-	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
-		return fmt.Errorf("serve: %w", err)
+	for range srvs {
+		if err := <-served; !errors.Is(err, http.ErrServerClosed) {
+			errs = append(errs, fmt.Errorf("serve: %w", err))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
 	}
 	log.Info("stopped")
 	return nil

@@ -43,26 +43,10 @@ func TestServe(t *testing.T) {
 	b := newCLIBank(t)
 	b.ok("account", "create", "chem")
 	b.ok("deposit", "chem", "100")
-	keyFile := filepath.Join(t.TempDir(), "root.key")
-	b.ok("client", "add", "root", "--role", "admin", "--key-out", keyFile)
-	raw, err := os.ReadFile(keyFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	key, err := auth.ParseKeyFile(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
+	key := b.addClient("root", "admin")
 
-	ctx, stop := context.WithCancel(context.Background())
-	defer stop()
-	var stdout, stderr lockedBuffer
-	done := make(chan error, 1)
-	go func() {
-		app := newApp(&stdout, &stderr)
-		done <- app.RunContext(ctx, []string{"ingot", "--db", b.db, "serve", "--listen", "127.0.0.1:0"})
-	}()
-	base := waitForAddress(t, &stdout, done)
+	srv := startServe(t, "--db", b.db, "serve", "--listen", "127.0.0.1:0")
+	base := srv.line(t, "listening on ")
 
 	resp := signedGet(t, key, base+"/v1/balance?node=chem")
 	var nb ledger.NodeBalance
@@ -70,16 +54,10 @@ func TestServe(t *testing.T) {
 		t.Errorf("balance over TCP: %s (%v)", resp, err)
 	}
 
-	stop()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("serve ended with %v\n%s", err, stderr.String())
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("serve did not stop within 10s of its shutdown")
+	if err := srv.shutdown(t); err != nil {
+		t.Fatalf("serve ended with %v\n%s", err, srv.stderr.String())
 	}
-	logs := stderr.String()
+	logs := srv.stderr.String()
 	for _, want := range []string{`"msg":"request"`, `"client":"root"`, `"msg":"stopped"`} {
 		if !strings.Contains(logs, want) {
 			t.Errorf("log lacks %s:\n%s", want, logs)
@@ -90,23 +68,80 @@ func TestServe(t *testing.T) {
 	b.ok("balance", "chem")
 }
 
-// waitForAddress returns the http://host:port serve prints once it listens.
-func waitForAddress(t *testing.T, stdout *lockedBuffer, done <-chan error) string {
+// addClient adds an API client of the role and returns its key.
+func (b *cliBank) addClient(name, role string) auth.Key {
+	b.t.Helper()
+	keyFile := filepath.Join(b.t.TempDir(), name+".key")
+	b.ok("client", "add", name, "--role", role, "--key-out", keyFile)
+	raw, err := os.ReadFile(keyFile)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	key, err := auth.ParseKeyFile(raw)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	return key
+}
+
+// serving is `ingot serve` running in-process, stopped at the test's
+// cleanup if the test did not stop it.
+type serving struct {
+	stdout, stderr lockedBuffer
+	stop           context.CancelFunc
+	done           chan error
+}
+
+// startServe runs `ingot ARGS...`, a serve command line.
+func startServe(t *testing.T, args ...string) *serving {
+	ctx, stop := context.WithCancel(context.Background())
+	s := &serving{stop: stop, done: make(chan error, 1)}
+	go func() {
+		s.done <- newApp(&s.stdout, &s.stderr).RunContext(ctx, append([]string{"ingot"}, args...))
+	}()
+	// Registered after the bank's audit, so it runs before it.
+	t.Cleanup(func() {
+		stop()
+		<-s.done
+	})
+	return s
+}
+
+// line waits for the line serve prints that starts with prefix (such as
+// "listening on ", once it listens) and returns the rest of it.
+func (s *serving) line(t *testing.T, prefix string) string {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
-		out := stdout.String()
-		if _, rest, ok := strings.Cut(out, "listening on "); ok && strings.HasSuffix(rest, "\n") {
-			return strings.TrimSpace(rest)
+		for l := range strings.Lines(s.stdout.String()) {
+			if rest, ok := strings.CutPrefix(l, prefix); ok && strings.HasSuffix(rest, "\n") {
+				return strings.TrimSpace(rest)
+			}
 		}
 		select {
-		case err := <-done:
-			t.Fatalf("serve ended before listening: %v\n%s", err, out)
+		case err := <-s.done:
+			s.done <- err // for the cleanup
+			t.Fatalf("serve ended before printing %q: %v\n%s%s", prefix, err, s.stdout.String(), s.stderr.String())
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
-	t.Fatal("serve printed no address within 10s")
+	t.Fatalf("serve printed no %q within 10s", prefix)
 	return ""
+}
+
+// shutdown stops serve as a signal would (by ending its context) and
+// returns its error.
+func (s *serving) shutdown(t *testing.T) error {
+	t.Helper()
+	s.stop()
+	select {
+	case err := <-s.done:
+		s.done <- err // for the cleanup
+		return err
+	case <-time.After(10 * time.Second):
+		t.Fatal("serve did not stop within 10s of its shutdown")
+		return nil
+	}
 }
 
 // signedGet makes a signed GET and returns its body; it wants 200.

@@ -66,6 +66,11 @@ type Options struct {
 	// LockTimeout is how long to wait for another process to release the
 	// file (default 2s).
 	LockTimeout time.Duration
+	// OnCommit, if set, is told of each committed transaction: how many
+	// Update calls it served and how long it took (the calls, the commit
+	// and its fsync), for the server's metrics. It runs on the committer,
+	// which every writer waits on, so it must return at once.
+	OnCommit func(calls int, d time.Duration)
 }
 
 // Store is a ledger.Store on a bbolt file.
@@ -75,6 +80,7 @@ type Store struct {
 	mu       sync.RWMutex // guards closed against sends on calls
 	closed   bool
 	finished chan struct{}
+	onCommit func(calls int, d time.Duration)
 	// cache is the committer's: only commit touches it.
 	cache *decodedCache
 }
@@ -106,7 +112,7 @@ func Open(path string, opts Options) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("boltstore: open %s: %w", path, err)
 	}
-	s := &Store{db: db, calls: make(chan *call, maxGroup), finished: make(chan struct{}), cache: newDecodedCache()}
+	s := &Store{db: db, calls: make(chan *call, maxGroup), finished: make(chan struct{}), onCommit: opts.OnCommit, cache: newDecodedCache()}
 	go s.commitLoop()
 	return s, nil
 }
@@ -199,6 +205,7 @@ func (s *Store) commitLoop() {
 func (s *Store) commit(group []*call) {
 	for len(group) > 0 {
 		spoiled := -1
+		start := time.Now()
 		err := s.db.Update(func(btx *bolt.Tx) error {
 			for i, c := range group {
 				t := &tx{btx: btx, cache: s.cache}
@@ -217,6 +224,9 @@ func (s *Store) commit(group []*call) {
 			close(group[spoiled].done)
 			group = append(group[:spoiled], group[spoiled+1:]...)
 			continue
+		}
+		if err == nil && s.onCommit != nil {
+			s.onCommit(len(group), time.Since(start))
 		}
 		for _, c := range group {
 			if err != nil {

@@ -16,6 +16,10 @@
 //
 // A change is made as ledger.Request{Actor: "client:" + name, ID: request
 // id}, so a retry gets the first answer. Each request is logged once, as
-// JSON, with its method, path, status, duration and client; never a body,
-// a query or a header.
+// JSON, with its method, path, status, duration, client and request id (if
+// it has one); never a body, a query or another header.
+//
+// Server.Endpoint names the endpoint of a request from the route table, so
+// that metrics (package metrics) label requests by endpoint without a list
+// of their own.
 package server

@@ -80,12 +80,29 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	default:
 		who = s.serveAPI(rec, r)
 	}
-	s.log.LogAttrs(r.Context(), slog.LevelInfo, "request",
+	attrs := []slog.Attr{
 		slog.String("method", r.Method),
 		slog.String("path", r.URL.Path),
 		slog.Int("status", rec.status),
 		slog.Float64("duration_ms", float64(time.Since(start).Microseconds())/1000),
-		slog.String("client", who))
+		slog.String("client", who),
+	}
+	if id := r.Header.Get(api.HeaderRequestID); id != "" {
+		// Cut to the longest valid id: the header is the client's, and a
+		// refused request may carry any length.
+		attrs = append(attrs, slog.String("request_id", id[:min(len(id), maxRequestID)]))
+	}
+	s.log.LogAttrs(r.Context(), slog.LevelInfo, "request", attrs...)
+}
+
+// Endpoint is the endpoint a request is for: its path if that is a key of
+// the route table or the health check, else "". It is the endpoint label of
+// the server's metrics, which a client cannot multiply by making up paths.
+func (s *Server) Endpoint(r *http.Request) string {
+	if _, ok := s.routes[r.URL.Path]; ok || r.URL.Path == api.PathHealth {
+		return r.URL.Path
+	}
+	return ""
 }
 
 // recorder remembers the status written, for the access log.

@@ -415,7 +415,7 @@ func TestAccessLog(t *testing.T) {
 	if err := json.Unmarshal([]byte(line), &entry); err != nil {
 		t.Fatalf("log %q is not one JSON line: %v", line, err)
 	}
-	for k, want := range map[string]any{"method": "POST", "path": "/v1/deposits", "status": 200.0, "client": "chemmgr"} {
+	for k, want := range map[string]any{"method": "POST", "path": "/v1/deposits", "status": 200.0, "client": "chemmgr", "request_id": "log-1"} {
 		if entry[k] != want {
 			t.Errorf("log %s = %v, want %v", k, entry[k], want)
 		}
@@ -428,5 +428,23 @@ func TestAccessLog(t *testing.T) {
 		if strings.Contains(line, leak) {
 			t.Errorf("log %q shows %q", line, leak)
 		}
+	}
+}
+
+func TestEndpoint(t *testing.T) {
+	s := newSite(t)
+	for _, tc := range []struct{ name, method, target, want string }{
+		{"route", "POST", "/v1/liens", "/v1/liens"},
+		{"route with query", "GET", "/v1/balance?node=chem", "/v1/balance"},
+		{"route, other method", "DELETE", "/v1/liens", "/v1/liens"},
+		{"health", "GET", "/healthz", "/healthz"},
+		{"unknown path", "GET", "/v1/liens/42", ""},
+		{"made-up path", "GET", "/x/secret-client-name", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := s.srv.Endpoint(httptest.NewRequest(tc.method, tc.target, nil)); got != tc.want {
+				t.Errorf("Endpoint(%s %s) = %q, want %q", tc.method, tc.target, got, tc.want)
+			}
+		})
 	}
 }

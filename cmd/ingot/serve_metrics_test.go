@@ -1,0 +1,161 @@
+package main
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	"github.com/shopspring/decimal"
+
+	"github.com/ingot-hpc/ingot/proto/api"
+	"github.com/ingot-hpc/ingot/proto/client"
+)
+
+// TestServeMetrics serves the metrics on a listener of their own and
+// checks that a few requests move the figures by what they should: by
+// endpoint, method and code, with made-up paths under "unknown"; one
+// deposit is one commit of one call; the lien placed before is open. At
+// --log-level warn, no request is logged.
+func TestServeMetrics(t *testing.T) {
+	b := newLienSite(t)
+	b.ok("lien", "place", "job-1", "--user", "amy", "--procs", "4", "--wallclock", "1h", "--start", futureMonday)
+	key := b.addClient("scraper-test-client", "admin")
+	srv := startServe(t, "--db", b.db, "serve", "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0", "--log-level", "warn")
+	page := srv.line(t, "metrics on ")
+	base := srv.line(t, "listening on ")
+	c, err := client.New(base, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	before := scrape(t, page)
+	ctx := context.Background()
+	for range 2 {
+		if _, err := c.Balance(ctx, "chem"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := c.Deposit(ctx, "", api.DepositRequest{Account: "chem", Amount: decimal.NewFromInt(5)}); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{"/v1/nope", "/x/amy-secret", "/metrics"} { // metrics are not on the API's listener
+		if status := get(t, base+path); status != http.StatusNotFound {
+			t.Errorf("GET %s: %d, want 404", path, status)
+		}
+	}
+	after := scrape(t, page)
+
+	for series, want := range map[string]float64{
+		`ingot_http_requests_total{code=200,endpoint=/v1/balance,method=get}`:   2,
+		`ingot_http_requests_total{code=200,endpoint=/v1/deposits,method=post}`: 1,
+		`ingot_http_requests_total{code=404,endpoint=unknown,method=get}`:       3,
+		`ingot_http_request_duration_seconds_count{endpoint=/v1/balance}`:       2,
+		`ingot_http_request_duration_seconds_count{endpoint=/v1/deposits}`:      1,
+		`ingot_http_request_duration_seconds_count{endpoint=unknown}`:           3,
+		`ingot_commit_batch_size_count{}`:                                       1,
+		`ingot_commit_batch_size_sum{}`:                                         1,
+		`ingot_commit_duration_seconds_count{}`:                                 1,
+	} {
+		if got := after[series] - before[series]; got != want {
+			t.Errorf("%s moved by %v, want %v", series, got, want)
+		}
+	}
+	if got := after["ingot_liens_open{}"]; got != 1 {
+		t.Errorf("ingot_liens_open = %v, want 1", got)
+	}
+	if after[`ingot_commit_duration_seconds_sum{}`] <= before[`ingot_commit_duration_seconds_sum{}`] {
+		t.Error("ingot_commit_duration_seconds_sum did not grow")
+	}
+	for series := range after {
+		for _, leak := range []string{"amy", "chem", "scraper-test-client", "/v1/nope"} {
+			if strings.Contains(series, leak) {
+				t.Errorf("metrics show %q: %s", leak, series)
+			}
+		}
+	}
+	if logs := srv.stderr.String(); strings.Contains(logs, `"msg":"request"`) {
+		t.Errorf("requests logged at --log-level warn:\n%s", logs)
+	}
+}
+
+// TestServeMetricsBesideAPI serves the metrics on the API's listener, the
+// default: the page is there, and its scrapes are not counted as requests.
+func TestServeMetricsBesideAPI(t *testing.T) {
+	b := newCLIBank(t)
+	b.addClient("root", "admin") // serve needs the server key
+	srv := startServe(t, "--db", b.db, "serve", "--listen", "127.0.0.1:0")
+	base := srv.line(t, "listening on ")
+	if status := get(t, base+api.PathHealth); status != http.StatusOK {
+		t.Fatalf("GET %s: %d", api.PathHealth, status)
+	}
+	scrape(t, base+"/metrics")
+	got := scrape(t, base+"/metrics")
+	var requests []string
+	for series := range got {
+		if strings.HasPrefix(series, "ingot_http_requests_total") {
+			requests = append(requests, series)
+		}
+	}
+	if want := `ingot_http_requests_total{code=200,endpoint=/healthz,method=get}`; len(requests) != 1 || got[want] != 1 {
+		t.Errorf("request series %v, want only %s = 1", requests, want)
+	}
+}
+
+// get sends an unsigned GET and returns its status.
+func get(t *testing.T, url string) int {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// scrape reads the metrics at url into a value per series, keyed
+// `name{label=value,...}` with the labels sorted; a histogram gives
+// name_count and name_sum.
+func scrape(t *testing.T, url string) map[string]float64 {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %s", url, resp.Status)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	out := map[string]float64{}
+	for name, f := range families {
+		for _, m := range f.Metric {
+			var labels []string
+			for _, l := range m.Label {
+				labels = append(labels, l.GetName()+"="+l.GetValue())
+			}
+			slices.Sort(labels)
+			series := func(name string) string { return name + "{" + strings.Join(labels, ",") + "}" }
+			switch f.GetType() {
+			case dto.MetricType_COUNTER:
+				out[series(name)] = m.Counter.GetValue()
+			case dto.MetricType_GAUGE:
+				out[series(name)] = m.Gauge.GetValue()
+			case dto.MetricType_HISTOGRAM:
+				out[series(name+"_count")] = float64(m.Histogram.GetSampleCount())
+				out[series(name+"_sum")] = m.Histogram.GetSampleSum()
+			}
+		}
+	}
+	return out
+}

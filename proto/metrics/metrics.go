@@ -1,0 +1,121 @@
+package metrics
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Path is where the metrics are served.
+const Path = "/metrics"
+
+// unknownEndpoint labels the requests for a path that is no endpoint.
+const unknownEndpoint = "unknown"
+
+// Metrics are the metrics of one server.
+type Metrics struct {
+	registry *prometheus.Registry
+	requests *prometheus.CounterVec
+	latency  *prometheus.HistogramVec
+	batch    prometheus.Histogram
+	commit   prometheus.Histogram
+}
+
+// New returns a server's metrics in a registry of their own.
+func New() *Metrics {
+	m := &Metrics{
+		registry: prometheus.NewRegistry(),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ingot_http_requests_total",
+			Help: "HTTP requests answered, by endpoint, method and status code.",
+		}, []string{"endpoint", "method", "code"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "ingot_http_request_duration_seconds",
+			Help:    "Time to answer an HTTP request, by endpoint.",
+			Buckets: prometheus.DefBuckets,
+		}, []string{"endpoint"}),
+		batch: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "ingot_commit_batch_size",
+			Help: "Update calls committed together in one bbolt transaction (group commit).",
+			// 1 to 1024, the store's largest group.
+			Buckets: prometheus.ExponentialBuckets(1, 2, 11),
+		}),
+		commit: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "ingot_commit_duration_seconds",
+			Help: "Time of one bbolt transaction of the committer: its calls, the commit and its fsync.",
+			// 0.5 ms (a fast SSD's fsync) to about 1 s.
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 12),
+		}),
+	}
+	m.registry.MustRegister(m.requests, m.latency, m.batch, m.commit,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// endpointKey is the context key of a request's endpoint label.
+type endpointKey struct{}
+
+// Instrument counts and times the requests h answers. endpoint names the
+// endpoint of a request, from the server's route table, or "" when its
+// path is none: so endpoints added to the table later are counted without
+// more code, and unknown paths all fall under "unknown".
+func (m *Metrics) Instrument(h http.Handler, endpoint func(*http.Request) string) http.Handler {
+	label := promhttp.WithLabelFromCtx("endpoint", func(ctx context.Context) string {
+		return ctx.Value(endpointKey{}).(string)
+	})
+	counted := promhttp.InstrumentHandlerCounter(m.requests, promhttp.InstrumentHandlerDuration(m.latency, h, label), label)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		e := endpoint(r)
+		if e == "" {
+			e = unknownEndpoint
+		}
+		counted.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), endpointKey{}, e)))
+	})
+}
+
+// ObserveCommit records one group commit of the store; it is made to be
+// the store's boltstore.Options.OnCommit.
+func (m *Metrics) ObserveCommit(calls int, d time.Duration) {
+	m.batch.Observe(float64(calls))
+	m.commit.Observe(d.Seconds())
+}
+
+// CountLiens adds the gauge ingot_liens_open, which asks count at each
+// scrape. It is separate from New because the store, which counts the
+// liens, is opened after the metrics that its OnCommit feeds.
+func (m *Metrics) CountLiens(count func() (int, error)) {
+	m.registry.MustRegister(lienGauge(count))
+}
+
+var liensOpen = prometheus.NewDesc("ingot_liens_open",
+	"Liens in the active state: placed for a job, not yet settled, released or swept as expired.", nil, nil)
+
+// lienGauge is a collector that reads the count of open liens when scraped,
+// rather than a gauge kept up to date by every lien change.
+type lienGauge func() (int, error)
+
+func (g lienGauge) Describe(ch chan<- *prometheus.Desc) { ch <- liensOpen }
+
+func (g lienGauge) Collect(ch chan<- prometheus.Metric) {
+	n, err := g()
+	if err != nil {
+		ch <- prometheus.NewInvalidMetric(liensOpen, fmt.Errorf("counting the open liens: %w", err))
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(liensOpen, prometheus.GaugeValue, float64(n))
+}
+
+// Handler serves the metrics. A collector's error is logged, and the other
+// metrics are still served.
+func (m *Metrics) Handler(log *slog.Logger) http.Handler {
+	return promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{
+		ErrorLog:      slog.NewLogLogger(log.Handler(), slog.LevelError),
+		ErrorHandling: promhttp.ContinueOnError,
+	})
+}
