@@ -140,34 +140,22 @@ func TestBatchRefusals(t *testing.T) {
 	for i := range oversize {
 		oversize[i] = lienItem("hpc1", "o")
 	}
-	tests := []struct {
-		name   string
-		e      exchange
-		status int
-		code   api.Code
-		msg    string
-	}{
-		{"too many items", exchange{key: s.keys["sched"], body: api.BatchRequest{Items: oversize}, requestID: "b1"},
+	batch := func(client string, body any, requestID string) exchange {
+		return exchange{key: s.keys[client], method: http.MethodPost, target: api.PathBatch, body: body, requestID: requestID}
+	}
+	one := api.BatchRequest{Items: []api.BatchItem{lienItem("hpc1", "n")}}
+	s.wantRefusals(t, []refusal{
+		{"too many items", batch("sched", api.BatchRequest{Items: oversize}, "b1"),
 			413, api.CodeTooLarge, "at most 1000 items; this one has 1001"},
-		{"no items", exchange{key: s.keys["sched"], body: api.BatchRequest{}, requestID: "b2"},
+		{"no items", batch("sched", api.BatchRequest{}, "b2"),
 			400, api.CodeInvalid, "at least one item"},
-		{"unknown field in an item", exchange{key: s.keys["sched"], body: []byte(`{"items":[{"lein":{}}]}`), requestID: "b3"},
+		{"unknown field in an item", batch("sched", []byte(`{"items":[{"lein":{}}]}`), "b3"),
 			400, api.CodeBadJSON, `unknown field "lein"`},
-		{"no request id", exchange{key: s.keys["sched"], body: api.BatchRequest{Items: []api.BatchItem{lienItem("hpc1", "n")}}},
+		{"no request id", batch("sched", one, ""),
 			400, api.CodeMissingRequestID, "needs a X-Ingot-Request-Id"},
-		{"a manager", exchange{key: s.keys["chemmgr"], body: api.BatchRequest{Items: []api.BatchItem{lienItem("hpc1", "m")}}, requestID: "b4"},
+		{"a manager", batch("chemmgr", one, "b4"),
 			403, api.CodeForbidden, "may not POST /v1/batch; allowed roles: admin, scheduler"},
-		{"over 1 MiB", exchange{key: s.keys["sched"], body: bytes.Repeat([]byte(" "), api.MaxBodyBytes+1), requestID: "b5"},
+		{"over 1 MiB", batch("sched", bytes.Repeat([]byte(" "), api.MaxBodyBytes+1), "b5"),
 			413, api.CodeTooLarge, "larger than the limit"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			journal := s.JournalLen()
-			tt.e.method, tt.e.target = http.MethodPost, api.PathBatch
-			wantError(t, s.do(tt.e), tt.status, tt.code, tt.msg)
-			if got := s.JournalLen(); got != journal {
-				t.Errorf("journal grew from %d to %d", journal, got)
-			}
-		})
-	}
+	})
 }
