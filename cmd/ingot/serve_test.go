@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -43,16 +41,7 @@ func TestServe(t *testing.T) {
 	b := newCLIBank(t)
 	b.ok("account", "create", "chem")
 	b.ok("deposit", "chem", "100")
-	keyFile := filepath.Join(t.TempDir(), "root.key")
-	b.ok("client", "add", "root", "--role", "admin", "--key-out", keyFile)
-	raw, err := os.ReadFile(keyFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	key, err := auth.ParseKeyFile(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
+	key := b.clientKey("root", "--role", "admin")
 
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
@@ -91,7 +80,7 @@ func TestServe(t *testing.T) {
 }
 
 // waitForAddress returns the http://host:port serve prints once it listens.
-func waitForAddress(t *testing.T, stdout *lockedBuffer, done <-chan error) string {
+func waitForAddress(t testing.TB, stdout *lockedBuffer, done <-chan error) string {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
