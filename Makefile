@@ -31,7 +31,8 @@ test:
 	$(GO) test -count=1 ./...
 
 # Benchmarks print ingot's figures next to a raw bbolt baseline from the
-# same run (see README, "Performance").
+# same run, and the server's over loopback next to the same work in process
+# (see README, "Performance").
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) ./...
 

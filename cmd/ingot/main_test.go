@@ -16,11 +16,11 @@ import (
 
 // cli runs ingot in-process on one database.
 type cliBank struct {
-	t  *testing.T
+	t  testing.TB
 	db string
 }
 
-func newCLIBank(t *testing.T) *cliBank {
+func newCLIBank(t testing.TB) *cliBank {
 	b := &cliBank{t: t, db: filepath.Join(t.TempDir(), "bank.db")}
 	b.ok("init")
 	t.Cleanup(func() {

@@ -31,7 +31,7 @@ func runIngot(args ...string) (string, int) {
 // won: a database that does not exist, or a port out of range.
 func TestServeConfigPrecedence(t *testing.T) {
 	b := newCLIBank(t)
-	b.addClient("root", "admin") // serve needs the server key
+	b.clientKey("root", "--role", "admin") // serve needs the server key
 	noDB := filepath.Join(t.TempDir(), "none")
 	file := writeConfig(t, `db = "`+noDB+`/file.db"`+"\n"+`listen = "127.0.0.1:99991"`+"\n")
 	fileListen := writeConfig(t, `listen = "127.0.0.1:99991"`+"\n")

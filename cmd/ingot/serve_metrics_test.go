@@ -25,7 +25,7 @@ import (
 func TestServeMetrics(t *testing.T) {
 	b := newLienSite(t)
 	b.ok("lien", "place", "job-1", "--user", "amy", "--procs", "4", "--wallclock", "1h", "--start", futureMonday)
-	key := b.addClient("scraper-test-client", "admin")
+	key := b.clientKey("scraper-test-client", "--role", "admin")
 	srv := startServe(t, "--db", b.db, "serve", "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0", "--log-level", "warn")
 	page := srv.line(t, "metrics on ")
 	base := srv.line(t, "listening on ")
@@ -88,7 +88,7 @@ func TestServeMetrics(t *testing.T) {
 // default: the page is there, and its scrapes are not counted as requests.
 func TestServeMetricsBesideAPI(t *testing.T) {
 	b := newCLIBank(t)
-	b.addClient("root", "admin") // serve needs the server key
+	b.clientKey("root", "--role", "admin") // serve needs the server key
 	srv := startServe(t, "--db", b.db, "serve", "--listen", "127.0.0.1:0")
 	base := srv.line(t, "listening on ")
 	if status := get(t, base+api.PathHealth); status != http.StatusOK {

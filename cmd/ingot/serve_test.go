@@ -4,10 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -43,7 +42,7 @@ func TestServe(t *testing.T) {
 	b := newCLIBank(t)
 	b.ok("account", "create", "chem")
 	b.ok("deposit", "chem", "100")
-	key := b.addClient("root", "admin")
+	key := b.clientKey("root", "--role", "admin")
 
 	srv := startServe(t, "--db", b.db, "serve", "--listen", "127.0.0.1:0")
 	base := srv.line(t, "listening on ")
@@ -66,22 +65,6 @@ func TestServe(t *testing.T) {
 	// The bank is closed: another command opens it at once (the cleanup's
 	// audit checks it is sound).
 	b.ok("balance", "chem")
-}
-
-// addClient adds an API client of the role and returns its key.
-func (b *cliBank) addClient(name, role string) auth.Key {
-	b.t.Helper()
-	keyFile := filepath.Join(b.t.TempDir(), name+".key")
-	b.ok("client", "add", name, "--role", role, "--key-out", keyFile)
-	raw, err := os.ReadFile(keyFile)
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	key, err := auth.ParseKeyFile(raw)
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	return key
 }
 
 // serving is `ingot serve` running in-process, stopped at the test's
@@ -111,21 +94,35 @@ func startServe(t *testing.T, args ...string) *serving {
 // "listening on ", once it listens) and returns the rest of it.
 func (s *serving) line(t *testing.T, prefix string) string {
 	t.Helper()
+	return waitForLine(t, &s.stdout, prefix, func() (error, bool) {
+		select {
+		case err := <-s.done:
+			s.done <- err // for the cleanup
+			return fmt.Errorf("%v\n%s", err, s.stderr.String()), true
+		default:
+			return nil, false
+		}
+	})
+}
+
+// waitForLine waits up to 10 s for a line of stdout that starts with
+// prefix and returns the rest of it; ended says whether the command has
+// ended, and how.
+func waitForLine(tb testing.TB, stdout *lockedBuffer, prefix string, ended func() (error, bool)) string {
+	tb.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
-		for l := range strings.Lines(s.stdout.String()) {
+		for l := range strings.Lines(stdout.String()) {
 			if rest, ok := strings.CutPrefix(l, prefix); ok && strings.HasSuffix(rest, "\n") {
 				return strings.TrimSpace(rest)
 			}
 		}
-		select {
-		case err := <-s.done:
-			s.done <- err // for the cleanup
-			t.Fatalf("serve ended before printing %q: %v\n%s%s", prefix, err, s.stdout.String(), s.stderr.String())
-		case <-time.After(10 * time.Millisecond):
+		if err, ok := ended(); ok {
+			tb.Fatalf("serve ended before printing %q: %v\n%s", prefix, err, stdout.String())
 		}
+		time.Sleep(10 * time.Millisecond)
 	}
-	t.Fatalf("serve printed no %q within 10s", prefix)
+	tb.Fatalf("serve printed no %q within 10s", prefix)
 	return ""
 }
 

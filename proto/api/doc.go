@@ -18,6 +18,7 @@
 //	POST   /v1/liens            LienRequest          lien.LienResult        admin, scheduler³
 //	POST   /v1/liens/release    ReleaseRequest       ledger.Lien            admin, scheduler³
 //	POST   /v1/charges          ChargeRequest        lien.ChargeResult      admin, scheduler³
+//	POST   /v1/batch            BatchRequest         BatchResponse          admin, scheduler³ (per item)
 //
 // ¹ a manager only on the nodes of its scope and their subtrees.
 // ² a user client only on nodes its bank user is a member or manager of,

@@ -60,7 +60,7 @@ const (
 	CodeReservationUnusable Code = "reservation_unusable"
 	CodeUnauthenticated     Code = "unauthenticated" // the signature or its headers are wrong
 	CodeForbidden           Code = "forbidden"       // the client's role or scope does not allow it
-	CodeTooLarge            Code = "too_large"       // the body is over MaxBodyBytes
+	CodeTooLarge            Code = "too_large"       // the body is over MaxBodyBytes, or a batch over MaxBatchItems
 	CodeBadJSON             Code = "bad_json"        // the body is not the JSON expected
 	CodeMissingRequestID    Code = "missing_request_id"
 	CodeUnknownEndpoint     Code = "unknown_endpoint"

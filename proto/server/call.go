@@ -182,16 +182,22 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
-// writeError writes err as an api.Error, and logs server errors with their
-// cause, which the answer does not show.
+// writeError writes err as an api.Error (see wireError).
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
-	e := api.FromError(err)
+	e := s.wireError(r, err)
 	status := e.Code.Status()
-	if status >= 500 && e.Code != api.CodeUnavailable {
-		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "error", err.Error())
-	}
 	if allow, ok := e.Details["allow"].(string); ok && e.Code == api.CodeMethodNotAllowed {
 		w.Header().Set("Allow", allow)
 	}
 	writeJSON(w, status, e)
+}
+
+// wireError is err as an api.Error; it logs server errors with their cause,
+// which the answer does not show.
+func (s *Server) wireError(r *http.Request, err error) *api.Error {
+	e := api.FromError(err)
+	if e.Code.Status() >= 500 && e.Code != api.CodeUnavailable {
+		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "error", err.Error())
+	}
+	return e
 }

@@ -14,6 +14,9 @@
 //     manager's nodes, a scheduler's machines, a user's projects): 403;
 //  8. the bank itself, whose errors map to codes by api.FromError.
 //
+// A batch (POST /v1/batch) passes checks 1 to 6 as a whole, and 7 and 8
+// item by item, each item failing alone with its own error.
+//
 // A change is made as ledger.Request{Actor: "client:" + name, ID: request
 // id}, so a retry gets the first answer. Each request is logged once, as
 // JSON, with its method, path, status, duration, client and request id (if

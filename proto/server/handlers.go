@@ -4,7 +4,9 @@ import (
 	"time"
 
 	"github.com/ingot-hpc/ingot/ledger"
+	"github.com/ingot-hpc/ingot/lien"
 	"github.com/ingot-hpc/ingot/proto/api"
+	"github.com/ingot-hpc/ingot/proto/clients"
 )
 
 // The handlers: decode, check the scope, ask the bank. Each answers with
@@ -82,10 +84,7 @@ func (s *Server) placeLien(c *call) (any, error) {
 	if err := c.decode(&spec); err != nil {
 		return nil, err
 	}
-	if err := requireSchedules(c.client, "place a lien on", spec.Machine); err != nil {
-		return nil, err
-	}
-	return s.bank.Place(c.req, spec)
+	return s.place(c.client, c.req, spec)
 }
 
 func (s *Server) releaseLien(c *call) (any, error) {
@@ -93,10 +92,7 @@ func (s *Server) releaseLien(c *call) (any, error) {
 	if err := c.decode(&job); err != nil {
 		return nil, err
 	}
-	if err := requireSchedules(c.client, "release a lien on", job.Machine); err != nil {
-		return nil, err
-	}
-	return s.bank.Release(c.req, job)
+	return s.release(c.client, c.req, job)
 }
 
 func (s *Server) charge(c *call) (any, error) {
@@ -104,8 +100,30 @@ func (s *Server) charge(c *call) (any, error) {
 	if err := c.decode(&spec); err != nil {
 		return nil, err
 	}
-	if err := requireSchedules(c.client, "charge a job on", spec.Machine); err != nil {
-		return nil, err
+	return s.chargeJob(c.client, c.req, spec)
+}
+
+// place, release and chargeJob are a scheduler's changes after decoding:
+// the scope check and the bank's call, shared by their endpoints and the
+// items of a batch so that both check the same.
+
+func (s *Server) place(cl clients.Client, req ledger.Request, spec api.LienRequest) (lien.LienResult, error) {
+	if err := requireSchedules(cl, "place a lien on", spec.Machine); err != nil {
+		return lien.LienResult{}, err
 	}
-	return s.bank.Charge(c.req, spec)
+	return s.bank.Place(req, spec)
+}
+
+func (s *Server) release(cl clients.Client, req ledger.Request, job api.ReleaseRequest) (ledger.Lien, error) {
+	if err := requireSchedules(cl, "release a lien on", job.Machine); err != nil {
+		return ledger.Lien{}, err
+	}
+	return s.bank.Release(req, job)
+}
+
+func (s *Server) chargeJob(cl clients.Client, req ledger.Request, spec api.ChargeRequest) (lien.ChargeResult, error) {
+	if err := requireSchedules(cl, "charge a job on", spec.Machine); err != nil {
+		return lien.ChargeResult{}, err
+	}
+	return s.bank.Charge(req, spec)
 }

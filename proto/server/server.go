@@ -66,6 +66,7 @@ func (s *Server) table() map[string]route {
 		api.PathLiens:     {method: http.MethodPost, roles: []clients.Role{admin, scheduler}, changes: true, handle: s.placeLien},
 		api.PathRelease:   {method: http.MethodPost, roles: []clients.Role{admin, scheduler}, changes: true, handle: s.releaseLien},
 		api.PathCharges:   {method: http.MethodPost, roles: []clients.Role{admin, scheduler}, changes: true, handle: s.charge},
+		api.PathBatch:     {method: http.MethodPost, roles: []clients.Role{admin, scheduler}, changes: true, handle: s.batch},
 	}
 }
 

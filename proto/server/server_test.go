@@ -287,13 +287,7 @@ func TestRefusals(t *testing.T) {
 	setBody := func(body string) func(*http.Request) {
 		return func(r *http.Request) { r.Body = io.NopCloser(strings.NewReader(body)) }
 	}
-	tests := []struct {
-		name   string
-		e      exchange
-		status int
-		code   api.Code
-		msg    string
-	}{
+	s.wantRefusals(t, []refusal{
 		{"tampered body", exchange{key: s.keys["root"], method: "POST", target: "/v1/deposits", body: deposit, requestID: "t1",
 			tamper: setBody(`{"account":"chem","amount":"1000000"}`)}, 401, api.CodeUnauthenticated, "signature does not match"},
 		{"tampered path", exchange{key: s.keys["chemmgr"], method: "POST", target: "/v1/deposits", body: ledger.TransferSpec{From: "chem", To: "bio", Amount: decimal.NewFromInt(1)}, requestID: "t2",
@@ -364,7 +358,21 @@ func TestRefusals(t *testing.T) {
 			409, api.CodeInsufficientFunds, "insufficient funds"},
 		{"bad request id", exchange{key: s.keys["root"], method: "POST", target: "/v1/deposits", body: deposit, requestID: "has space"},
 			400, api.CodeInvalid, "printable ASCII"},
-	}
+	})
+}
+
+// refusal is a request the server must refuse with a status, a code and a
+// message containing msg.
+type refusal struct {
+	name   string
+	e      exchange
+	status int
+	code   api.Code
+	msg    string
+}
+
+// wantRefusals sends each refusal in a subtest and checks it wrote nothing.
+func (s *site) wantRefusals(t *testing.T, tests []refusal) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			journal := s.JournalLen()

@@ -1,0 +1,192 @@
+package main
+
+import (
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ingot-hpc/ingot/charge"
+	"github.com/ingot-hpc/ingot/lien"
+	"github.com/ingot-hpc/ingot/proto/api"
+	"github.com/ingot-hpc/ingot/proto/auth"
+	"github.com/ingot-hpc/ingot/proto/client"
+)
+
+// The crash test and the loopback benchmark run `ingot serve` as a process
+// of its own: this test binary again, which TestMain turns into the ingot
+// command when envRunAsIngot is set. (Building ./cmd/ingot instead would
+// need the toolchain and a build cache at test time, and would not carry
+// the test's build flags such as -race.)
+const envRunAsIngot = "INGOT_TEST_RUN_AS_INGOT"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(envRunAsIngot) != "" {
+		// The test holds our standard input open while it runs: at its end
+		// of file the test is gone (killed, or timed out), and so are we,
+		// rather than serve a temporary bank forever.
+		go func() {
+			io.Copy(io.Discard, os.Stdin)
+			os.Exit(exitError)
+		}()
+		os.Exit(run(append([]string{"ingot"}, os.Args[1:]...), os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+// servedBank is a bank file ready to serve: account chem (project
+// chem.lab1 of user amy) with 10^12 credits, machines hpc1 and hpc2, and
+// two API clients: root (admin) and slurm (scheduler of hpc1).
+type servedBank struct {
+	*cliBank
+	admin, scheduler auth.Key
+}
+
+func newServedBank(tb testing.TB) *servedBank {
+	b := newCLIBank(tb)
+	b.ok("account", "create", "chem")
+	b.ok("project", "create", "chem.lab1")
+	b.ok("machine", "add", "hpc1", "--cores", "32")
+	b.ok("machine", "add", "hpc2", "--cores", "32")
+	b.ok("user", "add", "amy", "--member", "chem.lab1", "--default-project", "chem.lab1")
+	b.ok("deposit", "chem", "1000000000000")
+	return &servedBank{cliBank: b,
+		admin:     b.clientKey("root", "--role", "admin"),
+		scheduler: b.clientKey("slurm", "--role", "scheduler", "--scope", "hpc1")}
+}
+
+// clientKey adds an API client with `ingot client add` and returns its key.
+func (b *cliBank) clientKey(name string, flags ...string) auth.Key {
+	b.t.Helper()
+	file := filepath.Join(b.t.TempDir(), name+".key")
+	b.ok(append([]string{"client", "add", name, "--key-out", file}, flags...)...)
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	key, err := auth.ParseKeyFile(raw)
+	if err != nil {
+		b.t.Fatalf("key file of %s: %v", name, err)
+	}
+	return key
+}
+
+// cycleOf is a job's life as the scheduler tells the bank: a lien on 4
+// processors for an hour when it starts, a final charge for half an hour
+// when it ends.
+func cycleOf(jobID string) (api.LienRequest, api.ChargeRequest) {
+	job := lien.Job{Machine: "hpc1", ID: jobID}
+	place := api.LienRequest{Job: job, User: "amy", Request: charge.Request{Resources: charge.Resources{Processors: 4}, WallclockLimitSeconds: 3600}}
+	usage := charge.Usage{Resources: charge.Resources{Processors: 4}, WallclockSeconds: 1800, WallclockLimitSeconds: 3600, State: charge.Completed}
+	return place, api.ChargeRequest{Job: job, Usage: usage}
+}
+
+// serverProcess is `ingot serve` on a loopback port, in a process of its own.
+type serverProcess struct {
+	tb   testing.TB
+	cmd  *exec.Cmd
+	url  string
+	log  string        // its standard error: the JSON request log
+	done chan struct{} // closed when it has ended, err saying how
+	err  error
+}
+
+// startServer starts `ingot serve` on bank db and waits until it listens.
+// Its log is appended to serve.log beside db. It is killed at the end of
+// the test if it still runs.
+func startServer(tb testing.TB, db string) *serverProcess {
+	tb.Helper()
+	p := &serverProcess{tb: tb, log: filepath.Join(filepath.Dir(db), "serve.log"), done: make(chan struct{})}
+	log, err := os.OpenFile(p.log, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer log.Close() // the child has its own copy
+	var stdout lockedBuffer
+	p.cmd = exec.Command(os.Args[0], "--db", db, "serve", "--listen", "127.0.0.1:0")
+	p.cmd.Env = append(os.Environ(), envRunAsIngot+"=1")
+	p.cmd.Stdout, p.cmd.Stderr = &stdout, log
+	if _, err := p.cmd.StdinPipe(); err != nil { // closed by Wait: see TestMain
+		tb.Fatal(err)
+	}
+	if err := p.cmd.Start(); err != nil {
+		tb.Fatalf("start ingot serve: %v", err)
+	}
+	go func() {
+		p.err = p.cmd.Wait()
+		close(p.done)
+	}()
+	tb.Cleanup(func() {
+		p.cmd.Process.Kill() // an error only says it has ended already
+		<-p.done
+	})
+	p.url = waitForLine(tb, &stdout, "listening on ", func() (error, bool) {
+		select {
+		case <-p.done:
+			return p.err, true
+		default:
+			return nil, false
+		}
+	})
+	return p
+}
+
+// wait waits up to a timeout for the server to end, and returns how.
+func (p *serverProcess) wait(timeout time.Duration) error {
+	p.tb.Helper()
+	select {
+	case <-p.done:
+		return p.err
+	case <-time.After(timeout):
+		p.tb.Fatalf("ingot serve did not end within %s", timeout)
+		return nil
+	}
+}
+
+// kill kills the server with SIGKILL and waits for it to be gone.
+func (p *serverProcess) kill() {
+	p.tb.Helper()
+	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		p.tb.Fatalf("SIGKILL: %v", err)
+	}
+	p.wait(10 * time.Second)
+	if ws, ok := p.cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || ws.Signal() != syscall.SIGKILL {
+		p.tb.Fatalf("ingot serve ended by itself before SIGKILL: %v\n%s", p.err, p.logTail())
+	}
+}
+
+// stop stops the server as an operator would, with SIGTERM, and wants it
+// to finish cleanly.
+func (p *serverProcess) stop() {
+	p.tb.Helper()
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		p.tb.Fatalf("SIGTERM: %v", err)
+	}
+	if err := p.wait(shutdownTimeout + 10*time.Second); err != nil {
+		p.tb.Fatalf("ingot serve ended with %v after SIGTERM\n%s", err, p.logTail())
+	}
+}
+
+// logTail is the end of the server's log, to show with a failure.
+func (p *serverProcess) logTail() string {
+	b, _ := os.ReadFile(p.log)
+	return string(b[max(0, len(b)-4000):])
+}
+
+// client is a client of the server with the key and a connection of its
+// own (its own transport), retrying a lost answer quickly.
+func (p *serverProcess) client(key auth.Key) *client.Client {
+	p.tb.Helper()
+	transport := http.DefaultTransport.(*http.Transport).Clone()
+	p.tb.Cleanup(transport.CloseIdleConnections)
+	c, err := client.New(p.url, key, client.WithHTTPClient(&http.Client{Transport: transport, Timeout: 30 * time.Second}),
+		client.WithRetries(3, 10*time.Millisecond))
+	if err != nil {
+		p.tb.Fatal(err)
+	}
+	return c
+}
