@@ -11,6 +11,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/crypto/chacha20poly1305"
@@ -65,6 +66,21 @@ const (
 type Registry struct {
 	l    *ledger.Ledger
 	aead cipher.AEAD
+
+	// known caches Lookup's answers for valid keys: every signed request
+	// looks its key up, and reading, decoding and unsealing it each time
+	// was a good part of the server's work per request. Every change goes
+	// through this registry (the server holds the database file), and each
+	// empties the cache once it is committed; generation stops a lookup
+	// that read before the change from caching after it.
+	mu         sync.Mutex
+	known      map[string]lookedUp
+	generation uint64
+}
+
+type lookedUp struct {
+	secret [32]byte
+	client Client
 }
 
 // New returns the registry of a bank, sealing with the server key.
@@ -73,7 +89,7 @@ func New(l *ledger.Ledger, serverKey [32]byte) (*Registry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrServerKey, err)
 	}
-	return &Registry{l: l, aead: aead}, nil
+	return &Registry{l: l, aead: aead, known: map[string]lookedUp{}}, nil
 }
 
 // LoadServerKey reads a server key file (one line, 32 bytes as unpadded
@@ -227,6 +243,7 @@ func (r *Registry) Add(req ledger.Request, name string, role Role, scope []strin
 		c := Client{Name: name, Role: role, Scope: scope, Created: w.Now(), Keys: []Key{{ID: key.ID, Created: w.Now(), Sealed: sealed}}}
 		return c, r.put(w, c, key.ID, "client added")
 	})
+	r.forgetLookups()
 	return c, key, err
 }
 
@@ -250,12 +267,14 @@ func (r *Registry) Rotate(req ledger.Request, name string) (Client, auth.Key, er
 		c.Keys = append(c.Keys, Key{ID: key.ID, Created: w.Now(), Sealed: sealed})
 		return c, r.put(w, c, key.ID, "key added")
 	})
+	r.forgetLookups()
 	return c, key, err
 }
 
 // Revoke ends a key of a client at once.
 func (r *Registry) Revoke(req ledger.Request, name, keyID string) (Client, error) {
 	content := struct{ Name, Key string }{name, keyID}
+	defer r.forgetLookups()
 	return ledger.Mutate(r.l, req, ledger.KindRecord, content, func(w *ledger.Writer) (Client, error) {
 		c, err := getClient(w.Tx(), name)
 		if err != nil {
@@ -271,6 +290,20 @@ func (r *Registry) Revoke(req ledger.Request, name, keyID string) (Client, error
 		c.Keys[i].Revoked = w.Now()
 		return c, r.put(w, c, "", "key "+keyID+" revoked")
 	})
+}
+
+// forgetLookups empties Lookup's cache after a change.
+func (r *Registry) forgetLookups() {
+	r.mu.Lock()
+	r.generation++
+	clear(r.known)
+	r.mu.Unlock()
+}
+
+// clone is a copy that shares no slice with c.
+func (c Client) clone() Client {
+	c.Scope, c.Keys = slices.Clone(c.Scope), slices.Clone(c.Keys)
+	return c
 }
 
 // put journals the client record and, for a new key, its id's record.
@@ -333,6 +366,22 @@ func (r *Registry) List() ([]Client, error) {
 // Lookup finds a key's client and secret for auth.Verifier: a revoked key
 // or an unknown id is not ok.
 func (r *Registry) Lookup(keyID string) (secret [32]byte, c Client, ok bool, err error) {
+	r.mu.Lock()
+	hit, cached := r.known[keyID]
+	generation := r.generation
+	r.mu.Unlock()
+	if cached {
+		return hit.secret, hit.client.clone(), true, nil
+	}
+	defer func() {
+		if ok {
+			r.mu.Lock()
+			if r.generation == generation {
+				r.known[keyID] = lookedUp{secret, c.clone()}
+			}
+			r.mu.Unlock()
+		}
+	}()
 	err = r.l.View(func(tx ledger.Tx) error {
 		rec, found, err := tx.Record(recordKey, keyID)
 		if err != nil || !found {
