@@ -34,7 +34,9 @@
 //		'http://localhost:8080/v1/balance?node=chem.lab1'
 //
 // (printf with no newline after the hash; the query must already be
-// canonical, since it is bound as written.)
+// canonical, since it is bound as written.) The same recipe, as a script
+// taking a method, path, query and body file, is testdata/request.sh in
+// this package's source; the tests run it as the user nobody.
 //
 // # Checking
 //

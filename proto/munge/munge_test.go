@@ -3,6 +3,8 @@ package munge_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -128,6 +130,46 @@ func TestWithMunged(t *testing.T) {
 			t.Errorf("nobody's credential: uid %d, %v", uid, err)
 		}
 	})
+}
+
+// TestRequestScript runs testdata/request.sh, the shell recipe, as nobody
+// against a server that checks its credential.
+func TestRequestScript(t *testing.T) {
+	d := mungetest.Start(t)
+	mungetest.Require(t, "sh", "sha256sum", "cut", "curl")
+	v := &munge.Verifier{Command: d.Command()}
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		uid, err := v.Verify(r, body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusUnauthorized)
+			return
+		}
+		fmt.Fprintf(w, "uid %d", uid)
+	}))
+	defer ts.Close()
+	// nobody must be able to read the script and the body.
+	dir := mungetest.PublicDir(t)
+	script, err := os.ReadFile("testdata/request.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, data := range map[string]string{"request.sh": string(script), "body.json": `{"cpus":4,"seconds":3600}`} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, args := range [][]string{
+		{"GET", "/v1/balance", "node=chem.lab1"},
+		{"POST", "/v1/quote", "machine=hpc1&project=chem", filepath.Join(dir, "body.json")},
+		{"GET", "/v1/users/j%C3%B6rg", "a=x%20y&b=~"},
+	} {
+		out, err := mungetest.RunAs(t, mungetest.Nobody, nil, "env", append([]string{"INGOT_SERVER=" + ts.URL, "MUNGE_SOCKET=" + d.Socket,
+			"sh", filepath.Join(dir, "request.sh")}, args...)...)
+		if err != nil || string(out) != "uid 65534" {
+			t.Errorf("request.sh %q: %q, %v", args, out, err)
+		}
+	}
 }
 
 // TestNoMunged: without munged, signing and checking fail as unavailable,
