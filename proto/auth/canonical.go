@@ -45,15 +45,14 @@ func canonicalText(method, escapedPath, rawQuery string, body []byte, fields ...
 	if escapedPath == "" {
 		escapedPath = "/"
 	}
-	lines := append([]string{method, escapedPath}, fields...)
+	bodyHash := sha256.Sum256(body)
+	lines := slices.Concat([]string{method, escapedPath, query}, fields, []string{hex.EncodeToString(bodyHash[:])})
 	for _, field := range lines {
 		if strings.Contains(field, "\n") {
 			return "", fmt.Errorf("auth: newline in %q, a field of the string to sign", field)
 		}
 	}
-	bodyHash := sha256.Sum256(body)
-	lines = slices.Insert(lines, 2, query)
-	return strings.Join(append(lines, hex.EncodeToString(bodyHash[:])), "\n"), nil
+	return strings.Join(lines, "\n"), nil
 }
 
 // requestFields returns what StringToSign needs from r besides the headers.

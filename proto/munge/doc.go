@@ -61,5 +61,9 @@
 // an untrusted network. munged remembers decoded credentials in memory: a
 // restarted munged accepts again a credential it had decoded, until the
 // credential expires. The server and the users' nodes need the same MUNGE
-// key and clocks within the credential's time to live.
+// key and clocks within the credential's time to live. Each MUNGE request
+// costs the server a run of unmunge, a process of a few milliseconds,
+// before it knows who sent it: anyone who can reach the server can make it
+// run many, so enable MUNGE where users need it, behind the same rate limits
+// as the rest.
 package munge

@@ -23,7 +23,9 @@ import (
 // client named "munge:<user>" or "socket:<user>" (':' is in no registered
 // client's name) with the rights of any user client: reading the nodes the
 // bank user is a member or manager of. An unknown uid, or an account that
-// is no active bank user, is refused (401).
+// is no active bank user, is refused (401). Accounts are looked up as the
+// C library does (NSS: /etc/passwd, LDAP, SSSD) in a build with cgo, and
+// in /etc/passwd alone without.
 //
 // On the socket, root and the server's own uid act as admin, "socket:<their
 // account>": they can read and write the database file anyway, and so can
