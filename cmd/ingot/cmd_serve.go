@@ -57,6 +57,9 @@ func serve(c *cli.Context) error {
 	if _, err := args(c); err != nil {
 		return err
 	}
+	if c.String("munge-socket") != "" && !c.Bool("munge") {
+		return usageError{"serve: --munge-socket goes with --munge, which accepts MUNGE credentials"}
+	}
 	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	log := slog.New(slog.NewJSONHandler(c.App.ErrWriter, nil))

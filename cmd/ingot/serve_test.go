@@ -234,7 +234,8 @@ func TestServeSocketAndMunge(t *testing.T) {
 }
 
 // TestServeSocketInTheWay: serve does not remove a file that is not a
-// socket, nor a socket another server answers on.
+// socket, nor a socket another server answers on; --munge-socket alone is
+// a mistake.
 func TestServeSocketInTheWay(t *testing.T) {
 	b := newCLIBank(t)
 	dir := t.TempDir()
@@ -249,6 +250,9 @@ func TestServeSocketInTheWay(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
+	if out, code := b.run("serve", "--munge-socket", live); code != exitUsage || !strings.Contains(out, "--munge-socket goes with --munge") {
+		t.Errorf("serve --munge-socket without --munge exited %d: %s", code, out)
+	}
 	for path, says := range map[string]string{file: "exists and is not a socket", live: "another server answers on"} {
 		out, code := b.run("serve", "--listen", "127.0.0.1:0", "--socket", path)
 		if code == exitOK || !strings.Contains(out, says) {
