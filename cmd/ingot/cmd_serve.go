@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"os/signal"
 	"strings"
 	"syscall"
@@ -20,6 +21,7 @@ import (
 	"github.com/ingot-hpc/ingot/lien"
 	"github.com/ingot-hpc/ingot/proto/auth"
 	"github.com/ingot-hpc/ingot/proto/metrics"
+	"github.com/ingot-hpc/ingot/proto/munge"
 	"github.com/ingot-hpc/ingot/proto/server"
 )
 
@@ -39,6 +41,9 @@ func serveCommands() []*cli.Command {
 		&cli.StringFlag{Name: "listen", Value: "127.0.0.1:8080", EnvVars: []string{"INGOT_LISTEN"}, Usage: "`ADDRESS` to listen on (host:port; port 0 picks a free one)"},
 		&cli.StringFlag{Name: "metrics-listen", EnvVars: []string{"INGOT_METRICS_LISTEN"},
 			Usage: "serve " + metrics.Path + " on this `ADDRESS` instead of on --listen (one that only Prometheus reaches)"},
+		&cli.StringFlag{Name: "socket", EnvVars: []string{"INGOT_SOCKET"}, Usage: "also listen on a Unix socket at `PATH` (mode 0666), where local users need no key"},
+		&cli.BoolFlag{Name: "munge", EnvVars: []string{"INGOT_MUNGE"}, Usage: "accept MUNGE credentials (checked with unmunge)"},
+		&cli.StringFlag{Name: "munge-socket", EnvVars: []string{"INGOT_MUNGE_SOCKET"}, Usage: "munged's socket `PATH` for unmunge -S (default: unmunge's)"},
 		&cli.GenericFlag{Name: "log-level", Value: &logLevel{slog.LevelInfo}, EnvVars: []string{"INGOT_LOG_LEVEL"}, Usage: "least `LEVEL` logged: debug, info, warn or error"},
 		serverKeyFlag(),
 	}
@@ -50,9 +55,12 @@ func serveCommands() []*cli.Command {
 	return []*cli.Command{{
 		Name:  "serve",
 		Usage: "serve the HTTP API (endpoints: see package proto/api) until SIGINT or SIGTERM",
-		Description: "Holds the database file while it runs. Requests are signed with client keys (ingot client add);\n" +
-			"logs are JSON lines on standard error; Prometheus metrics are at " + metrics.Path + ". On SIGINT or SIGTERM it\n" +
-			"finishes the requests in flight (at most " + shutdownTimeout.String() + ") and closes the bank.\n" +
+		Description: "Holds the database file while it runs. Requests are signed with client keys (ingot client add),\n" +
+			"carry a MUNGE credential (with --munge: the local account of its uid names the bank user), or come\n" +
+			"on the --socket without either: root and the server's own user are admin there, any other user\n" +
+			"acts as the bank user of their account. Logs are JSON lines on standard error; Prometheus metrics\n" +
+			"are at " + metrics.Path + ". On SIGINT or SIGTERM it finishes the requests in flight (at most " + shutdownTimeout.String() + ")\n" +
+			"and closes the bank.\n" +
 			"Settings come from flags, then INGOT_* variables, then the --config file (docs/server.md).",
 		Flags: append(own, &cli.StringFlag{Name: "config", EnvVars: []string{"INGOT_CONFIG"},
 			Usage: "TOML `FILE` of settings, named as the flags: " + strings.Join(fileKeys, ", ")}),
@@ -67,6 +75,9 @@ func serve(c *cli.Context, fileKeys []string) error {
 	if err := applyConfig(c, fileKeys); err != nil {
 		return err
 	}
+	if c.String("munge-socket") != "" && !c.Bool("munge") {
+		return usageError{"serve: --munge-socket goes with --munge, which accepts MUNGE credentials"}
+	}
 	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	log := slog.New(slog.NewJSONHandler(c.App.ErrWriter, &slog.HandlerOptions{Level: c.Generic("log-level").(*logLevel).Level}))
@@ -78,7 +89,15 @@ func serve(c *cli.Context, fileKeys []string) error {
 			return err
 		}
 		verifier := &auth.Verifier{Lookup: server.KeyLookup(reg)}
-		bank := server.New(l, lien.New(l), reg, verifier, log)
+		var opts []server.Option
+		if c.Bool("munge") {
+			// Fail at start rather than at the first user's request.
+			if _, err := exec.LookPath("unmunge"); err != nil {
+				return fmt.Errorf("serve: --munge: %w (Debian: apt-get install munge)", err)
+			}
+			opts = append(opts, server.WithMunge(&munge.Verifier{Command: munge.Command{Socket: c.String("munge-socket")}}))
+		}
+		bank := server.New(l, lien.New(l), reg, verifier, log, opts...)
 		servers, err := listen(c, log, m.Instrument(bank, bank.Endpoint), m.Handler(log))
 		if err != nil {
 			return err
@@ -108,7 +127,19 @@ func listen(c *cli.Context, log *slog.Logger, api, page http.Handler) ([]listeni
 		log.Info("serving metrics", "address", mln.Addr().String())
 	}
 	fmt.Fprintf(c.App.Writer, "listening on http://%s\n", ln.Addr())
-	log.Info("serving", "address", ln.Addr().String())
+	log.Info("serving", "address", ln.Addr().String(), "munge", c.Bool("munge"))
+	if path := c.String("socket"); path != "" {
+		sock, err := listenUnix(path)
+		if err != nil {
+			for _, s := range servers {
+				s.ln.Close()
+			}
+			return nil, fmt.Errorf("serve: --socket: %w", err)
+		}
+		servers = append(servers, listening{sock, servers[0].h})
+		fmt.Fprintf(c.App.Writer, "listening on unix socket %s\n", path)
+		log.Info("serving", "socket", path)
+	}
 	return servers, nil
 }
 
@@ -141,6 +172,7 @@ func serveUntil(ctx context.Context, log *slog.Logger, servers ...listening) err
 	for i, s := range servers {
 		srvs[i] = &http.Server{
 			Handler:           s.h,
+			ConnContext:       server.ConnContext, // the uid of a Unix socket's peer
 			ReadHeaderTimeout: readHeaderTimeout,
 			ReadTimeout:       readTimeout,
 			WriteTimeout:      writeTimeout,
@@ -177,4 +209,33 @@ func serveUntil(ctx context.Context, log *slog.Logger, servers ...listening) err
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// listenUnix listens on a Unix socket at path that every local user may
+// connect to. A socket file left by a server that died is replaced; any
+// other file, or a socket a server still answers on, is an error. The
+// socket file is removed when the listener is closed.
+func listenUnix(path string) (net.Listener, error) {
+	if fi, err := os.Lstat(path); err == nil {
+		if fi.Mode().Type() != os.ModeSocket {
+			return nil, fmt.Errorf("%s exists and is not a socket", path)
+		}
+		if conn, err := net.DialTimeout("unix", path, time.Second); err == nil {
+			conn.Close()
+			return nil, fmt.Errorf("another server answers on %s", path)
+		}
+		if err := os.Remove(path); err != nil {
+			return nil, fmt.Errorf("removing the stale socket: %w", err)
+		}
+	}
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, err
+	}
+	// Who may do what is decided per request, by the peer's uid.
+	if err := os.Chmod(path, 0o666); err != nil {
+		ln.Close()
+		return nil, err
+	}
+	return ln, nil
 }

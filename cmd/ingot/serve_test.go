@@ -4,16 +4,26 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"os"
+	"os/user"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/shopspring/decimal"
+
 	"github.com/ingot-hpc/ingot/ledger"
+	"github.com/ingot-hpc/ingot/proto/api"
 	"github.com/ingot-hpc/ingot/proto/auth"
+	"github.com/ingot-hpc/ingot/proto/client"
+	"github.com/ingot-hpc/ingot/proto/munge/mungetest"
 )
 
 // lockedBuffer is a bytes.Buffer safe to write from the server's goroutine
@@ -164,4 +174,105 @@ func signedGet(t *testing.T, key auth.Key, url string) []byte {
 		t.Fatalf("GET %s: %s %s", url, resp.Status, body)
 	}
 	return body
+}
+
+// TestServeSocketAndMunge starts `ingot serve --socket --munge` with a
+// stale socket file in the way and a munged of the test's own: root is
+// admin on the socket (mode 0666) without a key, a MUNGE request over TCP
+// acts as the bank user of its account, and the socket file is gone after
+// the shutdown.
+func TestServeSocketAndMunge(t *testing.T) {
+	d := mungetest.Start(t)
+	me, err := user.Current()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := newCLIBank(t)
+	b.ok("account", "create", "chem")
+	b.ok("project", "create", "chem.lab1")
+	b.ok("deposit", "chem", "100")
+	b.ok("user", "add", me.Username, "--member", "chem.lab1")
+	// The server needs its server key, which the first client makes, even
+	// when no request uses a key.
+	b.clientKey("slurm", "--role", "admin")
+
+	socket := filepath.Join(mungetest.PublicDir(t), "ingot.socket")
+	stale, err := net.Listen("unix", socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale.(*net.UnixListener).SetUnlinkOnClose(false)
+	stale.Close()
+
+	srv := startServe(t, "--db", b.db, "serve", "--listen", "127.0.0.1:0", "--socket", socket, "--munge", "--munge-socket", d.Socket)
+	base := srv.line(t, "listening on ")
+	if got := srv.line(t, "listening on unix socket "); got != socket {
+		t.Errorf("serve says it listens on %q, want %q", got, socket)
+	}
+	if fi, err := os.Stat(socket); err != nil || fi.Mode().Perm() != 0o666 {
+		t.Errorf("socket file: %v, %v; want mode 0666", fi, err)
+	}
+
+	ctx := context.Background()
+	local, err := client.Open(client.Options{Socket: socket})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := local.Deposit(ctx, "", api.DepositRequest{Account: "chem", Amount: decimal.NewFromInt(5)}); err != nil {
+		t.Errorf("the server's own uid deposits on the socket: %v", err)
+	}
+	viaMunge, err := client.Open(client.Options{Server: base, Munge: true, MungeSocket: d.Socket})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if nb, err := viaMunge.Balance(ctx, "chem.lab1"); err != nil || nb.Amount.String() != "105" {
+		t.Errorf("%s reads chem.lab1 over MUNGE: %+v, %v", me.Username, nb, err)
+	}
+	if _, err := viaMunge.Balances(ctx); !client.IsCode(err, api.CodeForbidden) {
+		t.Errorf("%s asks every balance over MUNGE: %v; want forbidden", me.Username, err)
+	}
+
+	if err := srv.shutdown(t); err != nil {
+		t.Fatalf("serve ended with %v\n%s", err, srv.stderr.String())
+	}
+	if _, err := os.Lstat(socket); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the socket file is still there after the shutdown: %v", err)
+	}
+	logs := srv.stderr.String()
+	for _, want := range []string{`"client":"socket:` + me.Username + `"`, `"client":"munge:` + me.Username + `"`} {
+		if !strings.Contains(logs, want) {
+			t.Errorf("log lacks %s:\n%s", want, logs)
+		}
+	}
+}
+
+// TestServeSocketInTheWay: serve does not remove a file that is not a
+// socket, nor a socket another server answers on; --munge-socket alone is
+// a mistake.
+func TestServeSocketInTheWay(t *testing.T) {
+	b := newCLIBank(t)
+	dir := t.TempDir()
+	b.clientKey("slurm", "--role", "admin")
+	file := filepath.Join(dir, "file")
+	if err := os.WriteFile(file, []byte("keep me"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	live := filepath.Join(dir, "live.socket")
+	ln, err := net.Listen("unix", live)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	if out, code := b.run("serve", "--munge-socket", live); code != exitUsage || !strings.Contains(out, "--munge-socket goes with --munge") {
+		t.Errorf("serve --munge-socket without --munge exited %d: %s", code, out)
+	}
+	for path, says := range map[string]string{file: "exists and is not a socket", live: "another server answers on"} {
+		out, code := b.run("serve", "--listen", "127.0.0.1:0", "--socket", path)
+		if code == exitOK || !strings.Contains(out, says) {
+			t.Errorf("serve --socket %s exited %d: %s; want a refusal saying %q", path, code, out, says)
+		}
+		if _, err := os.Lstat(path); err != nil {
+			t.Errorf("%s was removed: %v", path, err)
+		}
+	}
 }

@@ -4,8 +4,12 @@
 // # Endpoints
 //
 // Every /v1 request is signed as package auth describes (HMAC-SHA256 over
-// method, path, query, date, nonce and body). Bodies are JSON, at most
-// 1 MiB; unknown fields are refused. Every answer is JSON.
+// method, path, query, date, nonce and body), or carries a MUNGE credential
+// for it (package munge), or arrives without either on the server's Unix
+// socket, whose peer's uid identifies it. A MUNGE or socket request acts as
+// a user client of the local account's bank user (the socket's root and
+// the server's own uid as admin; see package server). Bodies are JSON, at
+// most 1 MiB; unknown fields are refused. Every answer is JSON.
 //
 //	method path                 body / query         answer                 roles
 //	GET    /healthz             -                    {"status":"ok"}        no authentication

@@ -8,6 +8,7 @@ import (
 	"github.com/ingot-hpc/ingot/ledger"
 	"github.com/ingot-hpc/ingot/lien"
 	"github.com/ingot-hpc/ingot/proto/auth"
+	"github.com/ingot-hpc/ingot/proto/munge"
 )
 
 // Code is a stable error code on the wire. Clients switch on it; never
@@ -58,7 +59,7 @@ const (
 	CodeRefund              Code = "refund_too_large"   // a refund beyond the charge
 	CodeQuoteUnusable       Code = "quote_unusable"     // an unknown, expired or used-up guaranteed quote
 	CodeReservationUnusable Code = "reservation_unusable"
-	CodeUnauthenticated     Code = "unauthenticated" // the signature or its headers are wrong
+	CodeUnauthenticated     Code = "unauthenticated" // the signature, credential or their headers are wrong; no such user
 	CodeForbidden           Code = "forbidden"       // the client's role or scope does not allow it
 	CodeTooLarge            Code = "too_large"       // the body is over MaxBodyBytes, or a batch over MaxBatchItems
 	CodeBadJSON             Code = "bad_json"        // the body is not the JSON expected
@@ -131,6 +132,11 @@ var sentinels = []struct {
 	{auth.ErrNonce, CodeUnauthenticated},
 	{auth.ErrReplay, CodeUnauthenticated},
 	{auth.ErrQuery, CodeUnauthenticated},
+	// munged or unmunge failing is the server's trouble: retry later.
+	{munge.ErrUnavailable, CodeUnavailable},
+	{munge.ErrMalformed, CodeUnauthenticated},
+	{munge.ErrCredential, CodeUnauthenticated},
+	{munge.ErrMismatch, CodeUnauthenticated},
 }
 
 // FromError returns the wire error for err: err itself if it is an *Error,

@@ -20,6 +20,24 @@ import (
 // X-Ingot-Date and X-Ingot-Nonce header values. The fields must not contain
 // newlines, which would make two different requests sign the same text.
 func StringToSign(method, escapedPath, rawQuery, date, nonce string, body []byte) (string, error) {
+	return canonicalText(method, escapedPath, rawQuery, body, date, nonce)
+}
+
+// CanonicalRequest returns the lines that bind a credential to request r,
+// whose complete body is body:
+//
+//	METHOD "\n" PATH "\n" QUERY "\n" FIELD "\n" ... hex(SHA-256(body))
+//
+// with one line for each of fields (header values) between the query and
+// the body's hash. The string to sign is the request's with its date and
+// nonce; package munge binds a MUNGE credential with the date alone.
+func CanonicalRequest(r *http.Request, body []byte, fields ...string) (string, error) {
+	method, path, query := requestFields(r)
+	return canonicalText(method, path, query, body, fields...)
+}
+
+// canonicalText is the text of StringToSign and CanonicalRequest.
+func canonicalText(method, escapedPath, rawQuery string, body []byte, fields ...string) (string, error) {
 	query, err := CanonicalQuery(rawQuery)
 	if err != nil {
 		return "", err
@@ -27,13 +45,14 @@ func StringToSign(method, escapedPath, rawQuery, date, nonce string, body []byte
 	if escapedPath == "" {
 		escapedPath = "/"
 	}
-	for _, field := range []string{method, escapedPath, date, nonce} {
+	bodyHash := sha256.Sum256(body)
+	lines := slices.Concat([]string{method, escapedPath, query}, fields, []string{hex.EncodeToString(bodyHash[:])})
+	for _, field := range lines {
 		if strings.Contains(field, "\n") {
 			return "", fmt.Errorf("auth: newline in %q, a field of the string to sign", field)
 		}
 	}
-	bodyHash := sha256.Sum256(body)
-	return strings.Join([]string{method, escapedPath, query, date, nonce, hex.EncodeToString(bodyHash[:])}, "\n"), nil
+	return strings.Join(lines, "\n"), nil
 }
 
 // requestFields returns what StringToSign needs from r besides the headers.

@@ -1,6 +1,8 @@
 // Package auth signs and checks requests to ingot's HTTP API: HMAC-SHA256
 // with per-client keys, simple enough that any language, or a shell with
-// openssl and curl, can sign a request in a few lines.
+// openssl and curl, can sign a request in a few lines. (Users on cluster
+// nodes may send a MUNGE credential instead, bound to the same canonical
+// request: package munge.)
 //
 // # The scheme
 //

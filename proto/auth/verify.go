@@ -56,7 +56,7 @@ type Verifier struct {
 // the nonce (ErrReplay, ErrNonceCacheFull), so that a request that fails a
 // check leaves no trace and nobody without the key can use up a nonce.
 func (v *Verifier) Verify(r *http.Request, body []byte) (keyID string, err error) {
-	authorization, err := singleHeader(r.Header, "Authorization")
+	authorization, err := SingleHeader(r.Header, "Authorization")
 	if err != nil {
 		return "", fmt.Errorf("%w: %w", ErrMissing, err)
 	}
@@ -72,7 +72,7 @@ func (v *Verifier) Verify(r *http.Request, body []byte) (keyID string, err error
 	if window == 0 {
 		window = DefaultWindow
 	}
-	date, signedAt, err := checkDate(r.Header, now, window)
+	date, signedAt, err := CheckDate(r.Header, now, window)
 	if err != nil {
 		return "", err
 	}
@@ -112,9 +112,10 @@ func (v *Verifier) Verify(r *http.Request, body []byte) (keyID string, err error
 	return keyID, nil
 }
 
-// singleHeader returns the value of header name, which must appear once:
-// with several, which one was signed would be ambiguous.
-func singleHeader(h http.Header, name string) (string, error) {
+// SingleHeader returns the value of header name, which must appear once:
+// with several, which one was signed (or which credential is meant) would
+// be ambiguous.
+func SingleHeader(h http.Header, name string) (string, error) {
 	values := h.Values(name)
 	switch len(values) {
 	case 0:
@@ -126,10 +127,11 @@ func singleHeader(h http.Header, name string) (string, error) {
 	}
 }
 
-// checkDate returns the date header and its time, which must be within
-// window of now.
-func checkDate(h http.Header, now time.Time, window time.Duration) (string, time.Time, error) {
-	date, err := singleHeader(h, HeaderDate)
+// CheckDate returns the X-Ingot-Date header and its time, which must be
+// within window of now (ErrDate otherwise). Package munge checks the date
+// of a MUNGE request with it too.
+func CheckDate(h http.Header, now time.Time, window time.Duration) (string, time.Time, error) {
+	date, err := SingleHeader(h, HeaderDate)
 	if err != nil {
 		return "", time.Time{}, fmt.Errorf("%w: %w", ErrDate, err)
 	}
@@ -152,7 +154,7 @@ func checkDate(h http.Header, now time.Time, window time.Duration) (string, time
 
 // checkNonce returns the nonce header and its bytes.
 func checkNonce(h http.Header) (string, []byte, error) {
-	nonce, err := singleHeader(h, HeaderNonce)
+	nonce, err := SingleHeader(h, HeaderNonce)
 	if err != nil {
 		return "", nil, fmt.Errorf("%w: %w", ErrNonce, err)
 	}

@@ -22,10 +22,10 @@ import (
 	"github.com/ingot-hpc/ingot/proto/auth"
 )
 
-// Client talks to one ingot server with one key.
+// Client talks to one ingot server as one client.
 type Client struct {
 	base     *url.URL
-	key      auth.Key
+	sign     signer
 	http     *http.Client
 	now      func() time.Time
 	attempts int
@@ -47,13 +47,22 @@ func WithRetries(attempts int, backoff time.Duration) Option {
 	return func(c *Client) { c.attempts, c.backoff = max(attempts, 1), backoff }
 }
 
-// New returns a client of the server at baseURL (e.g. http://127.0.0.1:8080).
+// New returns a client of the server at baseURL (e.g.
+// http://127.0.0.1:8080) that signs with key. Open makes the other kinds.
 func New(baseURL string, key auth.Key, opts ...Option) (*Client, error) {
+	return newClient(baseURL, func(r *http.Request, body []byte, now time.Time) error {
+		return auth.Sign(r, body, key, now)
+	}, opts...)
+}
+
+// newClient returns a client of the server at baseURL that authenticates
+// its requests with sign.
+func newClient(baseURL string, sign signer, opts ...Option) (*Client, error) {
 	u, err := url.Parse(strings.TrimSuffix(baseURL, "/"))
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("client: server %q is not an http(s)://host[:port] URL", baseURL)
 	}
-	c := &Client{base: u, key: key, http: &http.Client{Timeout: 30 * time.Second}, now: time.Now, attempts: 3, backoff: 200 * time.Millisecond}
+	c := &Client{base: u, sign: sign, http: &http.Client{Timeout: 30 * time.Second}, now: time.Now, attempts: 3, backoff: 200 * time.Millisecond}
 	for _, o := range opts {
 		o(c)
 	}
@@ -113,7 +122,7 @@ func (c *Client) once(ctx context.Context, method, target, requestID string, bod
 	if requestID != "" {
 		r.Header.Set(api.HeaderRequestID, requestID)
 	}
-	if err := auth.Sign(r, body, c.key, c.now()); err != nil {
+	if err := c.sign(r, body, c.now()); err != nil {
 		return false, fmt.Errorf("client: sign: %w", err)
 	}
 	resp, err := c.http.Do(r)

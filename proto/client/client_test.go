@@ -47,11 +47,12 @@ func (l *loseFirst) RoundTrip(r *http.Request) (*http.Response, error) {
 
 type fixture struct {
 	*ledgertest.Bank
-	url   string
-	sched auth.Key
+	url     string
+	sched   auth.Key
+	handler http.Handler
 }
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t *testing.T, opts ...server.Option) *fixture {
 	b := ledgertest.NewBank(t, ledgertest.Bolt)
 	b.MustNode("chem", "chem.lab1")
 	if _, err := b.AddMachine(b.Req(), ledger.MachineSpec{Name: "hpc1", Shape: ledger.Shape{Cores: 32}}); err != nil {
@@ -70,9 +71,10 @@ func newFixture(t *testing.T) *fixture {
 		t.Fatal(err)
 	}
 	v := &auth.Verifier{Lookup: server.KeyLookup(reg), Now: b.Clock.Now}
-	ts := httptest.NewServer(server.New(b.Ledger, lien.New(b.Ledger), reg, v, slog.New(slog.NewJSONHandler(io.Discard, nil))))
+	h := server.New(b.Ledger, lien.New(b.Ledger), reg, v, slog.New(slog.NewJSONHandler(io.Discard, nil)), opts...)
+	ts := httptest.NewServer(h)
 	t.Cleanup(ts.Close)
-	return &fixture{Bank: b, url: ts.URL, sched: key}
+	return &fixture{Bank: b, url: ts.URL, sched: key, handler: h}
 }
 
 func (f *fixture) client(t *testing.T, key auth.Key, opts ...client.Option) *client.Client {

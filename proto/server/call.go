@@ -78,26 +78,34 @@ func (s *Server) route(r *http.Request) (route, error) {
 	return rt, nil
 }
 
-// authenticate reads the body, checks the signature and finds the key's
-// client.
+// authenticate reads the body and finds the client the request acts as.
 func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (*call, error) {
 	body, err := readBody(w, r)
 	if err != nil {
 		return nil, err
 	}
+	client, err := s.identify(r, body)
+	if err != nil {
+		return nil, err // api.FromError maps auth's and munge's sentinels to 401 or 503
+	}
+	return &call{r: r, body: body, client: client}, nil
+}
+
+// keyClient checks an HMAC signature and finds the key's client.
+func (s *Server) keyClient(r *http.Request, body []byte) (clients.Client, error) {
 	keyID, err := s.verifier.Verify(r, body)
 	if err != nil {
-		return nil, err // api.FromError maps auth's sentinels to 401 or 503
+		return clients.Client{}, err
 	}
 	_, client, ok, err := s.clients.Lookup(keyID)
 	if err != nil {
-		return nil, fmt.Errorf("looking up the client of key %s: %w", keyID, err)
+		return clients.Client{}, fmt.Errorf("looking up the client of key %s: %w", keyID, err)
 	}
 	if !ok {
 		// Revoked between the signature check and now.
-		return nil, api.Errorf(api.CodeUnauthenticated, "auth: unknown or revoked key: %q", keyID)
+		return clients.Client{}, api.Errorf(api.CodeUnauthenticated, "auth: unknown or revoked key: %q", keyID)
 	}
-	return &call{r: r, body: body, client: client}, nil
+	return client, nil
 }
 
 // readBody reads the whole body, up to api.MaxBodyBytes.

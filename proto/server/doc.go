@@ -5,9 +5,15 @@
 //     another method 405 method_not_allowed;
 //  2. the body, read whole (the signature covers it) up to api.MaxBodyBytes:
 //     beyond, 413 too_large;
-//  3. the signature (auth.Verifier): 401 unauthenticated, or 503
-//     unavailable when the verifier remembers too many nonces;
-//  4. the client of the key (clients.Registry) and its role: 403 forbidden;
+//  3. who sent it: by the Authorization header's scheme, an HMAC signature
+//     (auth.Verifier) or a MUNGE credential (munge.Verifier, with
+//     WithMunge); on the Unix socket (ConnContext), a request without an
+//     Authorization header is its peer's uid. 401 unauthenticated, or 503
+//     unavailable when the verifier remembers too many nonces or unmunge
+//     fails to run;
+//  4. the client: the key's (clients.Registry), or for a uid the user
+//     client of the bank user named like its local account (local.go says
+//     who is admin), and its role: 403 forbidden;
 //  5. for a change, the X-Ingot-Request-Id header: 400 missing_request_id;
 //  6. the body's JSON, strictly (unknown fields refused): 400 bad_json;
 //  7. the scope of the client against what the body or query names (a

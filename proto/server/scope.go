@@ -58,15 +58,10 @@ func (s *Server) requireMember(c clients.Client, node string) error {
 		return forbidden(c, "read %s: the client acts as no bank user", node)
 	}
 	name := c.Scope[0]
-	var u ledger.User
-	var found bool
-	err := s.ledger.View(func(tx ledger.Tx) (err error) {
-		u, found, err = tx.User(name)
-		return err
-	})
+	u, found, err := s.bankUser(name)
 	switch {
 	case err != nil:
-		return fmt.Errorf("user %s of client %s: %w", name, c.Name, err)
+		return fmt.Errorf("client %s: %w", c.Name, err)
 	case !found:
 		return forbidden(c, "read %s: its bank user %s no longer exists", node, name)
 	case !u.Active:

@@ -10,6 +10,7 @@ import (
 	"github.com/ingot-hpc/ingot/proto/api"
 	"github.com/ingot-hpc/ingot/proto/auth"
 	"github.com/ingot-hpc/ingot/proto/clients"
+	"github.com/ingot-hpc/ingot/proto/munge"
 )
 
 // Server is the HTTP API of one bank. It is an http.Handler.
@@ -18,6 +19,7 @@ type Server struct {
 	bank     *lien.Bank
 	clients  *clients.Registry
 	verifier *auth.Verifier
+	munge    *munge.Verifier // nil: MUNGE credentials are refused
 	log      *slog.Logger
 	routes   map[string]route
 }
@@ -32,10 +34,20 @@ type route struct {
 	handle  func(*call) (any, error)
 }
 
+// Option configures a Server.
+type Option func(*Server)
+
+// WithMunge accepts requests with MUNGE credentials, checked by v: each
+// acts as the bank user of the local account of the credential's uid.
+func WithMunge(v *munge.Verifier) Option { return func(s *Server) { s.munge = v } }
+
 // New returns the API of a bank. The verifier's Lookup should be
 // KeyLookup(reg), so that keys are the registry's.
-func New(l *ledger.Ledger, bank *lien.Bank, reg *clients.Registry, v *auth.Verifier, log *slog.Logger) *Server {
+func New(l *ledger.Ledger, bank *lien.Bank, reg *clients.Registry, v *auth.Verifier, log *slog.Logger, opts ...Option) *Server {
 	s := &Server{ledger: l, bank: bank, clients: reg, verifier: v, log: log}
+	for _, o := range opts {
+		o(s)
+	}
 	s.routes = s.table()
 	return s
 }

@@ -36,7 +36,7 @@ type site struct {
 	log  *bytes.Buffer
 }
 
-func newSite(t *testing.T) *site {
+func newSite(t *testing.T, opts ...server.Option) *site {
 	t.Helper()
 	b := ledgertest.NewBank(t, ledgertest.Bolt)
 	b.MustNode("chem", "chem.lab1", "bio", "bio.lab1")
@@ -64,7 +64,7 @@ func newSite(t *testing.T) *site {
 	s.addClient("sched", clients.RoleScheduler, "hpc1")
 	s.addClient("amy", clients.RoleUser, "amy")
 	v := &auth.Verifier{Lookup: server.KeyLookup(reg), Now: b.Clock.Now}
-	s.srv = server.New(b.Ledger, lien.New(b.Ledger), reg, v, slog.New(slog.NewJSONHandler(s.log, nil)))
+	s.srv = server.New(b.Ledger, lien.New(b.Ledger), reg, v, slog.New(slog.NewJSONHandler(s.log, nil)), opts...)
 	return s
 }
 
