@@ -3,7 +3,6 @@ package ledger
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -76,17 +75,17 @@ type Entry struct {
 	Hash        string            `json:"hash"`
 }
 
-// Encode is the entry's canonical encoding (JSON with Hash empty) and its
-// SHA-256. PrevHash is inside the hashed text, which is what chains the
-// entries.
+// Encode is the entry's canonical encoding (JSON with Hash empty, exactly
+// as encoding/json gives it: see encode.go) and its SHA-256. PrevHash is
+// inside the hashed text, which is what chains the entries.
 func (e Entry) Encode() (body []byte, hash string, err error) {
 	e.Hash = ""
-	body, err = json.Marshal(e)
-	if err != nil {
+	b := make(jsonBuf, 0, 1024)
+	if err := e.appendJSON(&b); err != nil {
 		return nil, "", fmt.Errorf("ledger: encode entry %d: %w", e.Seq, err)
 	}
-	sum := sha256.Sum256(body)
-	return body, hex.EncodeToString(sum[:]), nil
+	sum := sha256.Sum256(b)
+	return b, hex.EncodeToString(sum[:]), nil
 }
 
 // ComputeHash is the hash Encode gives.
