@@ -40,6 +40,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 func commonFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "db", Usage: "bank database `FILE`", EnvVars: []string{"INGOT_DB"}},
+		&cli.StringFlag{Name: "server", Usage: "work through the ingot server at `URL` (http://host:port) instead of --db", EnvVars: []string{"INGOT_SERVER"}},
+		&cli.StringFlag{Name: "key-file", Usage: "the client key `FILE` (<key id>:<secret>) that signs the requests to --server", EnvVars: []string{"INGOT_KEY_FILE"}},
 		&cli.BoolFlag{Name: "json", Usage: "print JSON"},
 		&cli.BoolFlag{Name: "parsable", Aliases: []string{"P"}, Usage: "print '|'-separated fields with a header line"},
 		&cli.StringFlag{Name: "request-id", Usage: "request `ID` that makes a change safe to retry (default: a random one)"},
@@ -138,8 +140,9 @@ func openBank(c *cli.Context) (*ledger.Ledger, error) {
 	return l, nil
 }
 
-// withBank runs fn on the bank opened for this command and closes it.
-func withBank(c *cli.Context, fn func(*ledger.Ledger) error) error {
+// withLocalBank runs fn on the database file opened for this command and
+// closes it: for the commands that work on the file itself (serve, backup).
+func withLocalBank(c *cli.Context, fn func(*ledger.Ledger) error) error {
 	l, err := openBank(c)
 	if err != nil {
 		return err
@@ -149,6 +152,17 @@ func withBank(c *cli.Context, fn func(*ledger.Ledger) error) error {
 		err = fmt.Errorf("close bank: %w", cerr)
 	}
 	return err
+}
+
+// localOnly refuses --server for an action that works on the local
+// database file, or on no bank at all.
+func localOnly(action cli.ActionFunc) cli.ActionFunc {
+	return func(c *cli.Context) error {
+		if flagString(c, "server") != "" {
+			return usageError{fmt.Sprintf("ingot %s works on this machine and does not go through --server (unset INGOT_SERVER, or run it on the server's host)", commandPath(c))}
+		}
+		return action(c)
+	}
 }
 
 // serverKeyFlag is --server-key, for the commands that open the client

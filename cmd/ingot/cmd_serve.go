@@ -42,7 +42,7 @@ func serveCommands() []*cli.Command {
 			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:8080", EnvVars: []string{"INGOT_LISTEN"}, Usage: "`ADDRESS` to listen on (host:port; port 0 picks a free one)"},
 			serverKeyFlag(),
 		},
-		Action: serve,
+		Action: localOnly(serve),
 	}}
 }
 
@@ -53,7 +53,7 @@ func serve(c *cli.Context) error {
 	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	log := slog.New(slog.NewJSONHandler(c.App.ErrWriter, nil))
-	return withBank(c, func(l *ledger.Ledger) error {
+	return withLocalBank(c, func(l *ledger.Ledger) error {
 		reg, err := openClients(c, l, false)
 		if err != nil {
 			return err
