@@ -16,6 +16,7 @@ import (
 
 	"github.com/ingot-hpc/ingot/ledger"
 	"github.com/ingot-hpc/ingot/ledger/boltstore"
+	"github.com/ingot-hpc/ingot/proto/api"
 	"github.com/ingot-hpc/ingot/proto/clients"
 )
 
@@ -31,9 +32,19 @@ func run(args []string, stdout, stderr io.Writer) int {
 	app := newApp(stdout, stderr)
 	err := app.Run(interspersed(app, args))
 	if err != nil {
-		fmt.Fprintf(stderr, "ingot: %v\n", err)
+		fmt.Fprintf(stderr, "ingot: %s\n", message(err))
 	}
 	return exitCode(err)
+}
+
+// message is what the user reads of err. An error from the server reads
+// as the local command's would, without its code: the exit code carries it.
+func message(err error) string {
+	msg := err.Error()
+	if e, ok := errors.AsType[*api.Error](err); ok {
+		msg = strings.Replace(msg, e.Error(), e.Message, 1)
+	}
+	return msg
 }
 
 // commonFlags are accepted both before and after the command name.

@@ -14,14 +14,23 @@ import (
 	"github.com/ingot-hpc/ingot/ledger"
 )
 
-// cli runs ingot in-process on one database.
+// cliBank runs ingot in-process on one bank: a database file, or a server
+// (remote_cli_test.go).
 type cliBank struct {
 	t  *testing.T
 	db string
+	// global are the flags that name the bank: --db, or --server and
+	// --key-file.
+	global []string
+}
+
+// onFile is the command line on the database file db.
+func onFile(t *testing.T, db string) *cliBank {
+	return &cliBank{t: t, db: db, global: []string{"--db", db}}
 }
 
 func newCLIBank(t *testing.T) *cliBank {
-	b := &cliBank{t: t, db: filepath.Join(t.TempDir(), "bank.db")}
+	b := onFile(t, filepath.Join(t.TempDir(), "bank.db"))
 	b.ok("init")
 	t.Cleanup(func() {
 		if out, code := b.run("audit"); code != exitOK {
@@ -34,7 +43,7 @@ func newCLIBank(t *testing.T) *cliBank {
 // run returns stdout+stderr and the exit code.
 func (b *cliBank) run(args ...string) (string, int) {
 	var out bytes.Buffer
-	code := run(append([]string{"ingot", "--db", b.db}, args...), &out, &out)
+	code := run(append(append([]string{"ingot"}, b.global...), args...), &out, &out)
 	return out.String(), code
 }
 
@@ -214,7 +223,7 @@ func TestBackupIsAuditedCopy(t *testing.T) {
 	if _, code := b.run("backup", dest); code != exitRefused {
 		t.Errorf("backup over an existing file exited %d, want %d", code, exitRefused)
 	}
-	copyBank := &cliBank{t: t, db: dest}
+	copyBank := onFile(t, dest)
 	var nb []ledger.NodeBalance
 	copyBank.json(&nb, "balance", "chem")
 	if !nb[0].Amount.Equal(dec(t, "42")) {

@@ -163,7 +163,9 @@ func (r remoteBank) Release(req ledger.Request, job lien.Job) (ledger.Lien, erro
 	return r.client.ReleaseLien(r.ctx, req.ID, job)
 }
 
-func (r remoteBank) Sweep(req ledger.Request) ([]ledger.Lien, error) { return r.client.Sweep(r.ctx, req.ID) }
+func (r remoteBank) Sweep(req ledger.Request) ([]ledger.Lien, error) {
+	return r.client.Sweep(r.ctx, req.ID)
+}
 
 func (r remoteBank) Liens(node string, all bool) ([]ledger.Lien, error) {
 	return r.client.Liens(r.ctx, node, all)
@@ -175,7 +177,9 @@ func (r remoteBank) Charge(req ledger.Request, spec lien.ChargeSpec) (lien.Charg
 	return r.client.Charge(r.ctx, req.ID, spec)
 }
 
-func (r remoteBank) Charges(job lien.Job) ([]ledger.Charge, error) { return r.client.Charges(r.ctx, job) }
+func (r remoteBank) Charges(job lien.Job) ([]ledger.Charge, error) {
+	return r.client.Charges(r.ctx, job)
+}
 
 func (r remoteBank) Refund(req ledger.Request, spec lien.RefundSpec) (ledger.Charge, error) {
 	return r.client.Refund(r.ctx, req.ID, spec)

@@ -135,8 +135,10 @@ type RevokeRequest struct {
 // Queries of the GETs (see EncodeQuery for the tags).
 type (
 	// NoQuery is the query of a GET that takes no parameters.
-	NoQuery        struct{}
-	BalancesQuery  struct{ At time.Time `query:"at"` }
+	NoQuery       struct{}
+	BalancesQuery struct {
+		At time.Time `query:"at"`
+	}
 	AvailableQuery struct {
 		Project string `query:"project,required"`
 	}
