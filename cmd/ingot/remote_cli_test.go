@@ -5,9 +5,11 @@ import (
 	"io"
 	"log/slog"
 	"net/http/httptest"
+	"os"
 	"os/user"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -301,5 +303,224 @@ func TestRemoteOutputIsLocalOutput(t *testing.T) {
 	}
 	if f, r := tw.file.entries(), tw.remote.entries(); f != r {
 		t.Errorf("the file's journal has %d entries, the served bank's %d", f, r)
+	}
+}
+
+// newRemoteRoles is a served bank with accounts chem and bio, projects
+// chem.lab1 (user amy) and bio.lab1 (user bob), machines hpc1 and hpc2,
+// credits in both accounts, a lien of each user's (jobs ja and jb on
+// hpc1, jc of amy's on hpc2), and a client of each role: amy (user amy),
+// chemmgr (manager of chem) and sched (scheduler of hpc1).
+func newRemoteRoles(t *testing.T) *remoteSite {
+	s := newRemoteSite(t)
+	for _, args := range [][]string{
+		{"account", "create", "chem"}, {"project", "create", "chem.lab1"},
+		{"account", "create", "bio"}, {"project", "create", "bio.lab1"},
+		{"machine", "add", "hpc1", "--cores", "32"}, {"machine", "add", "hpc2", "--cores", "32"},
+		{"user", "add", "amy", "--member", "chem.lab1", "--default-project", "chem.lab1"},
+		{"user", "add", "bob", "--member", "bio.lab1", "--default-project", "bio.lab1"},
+		{"deposit", "chem", "100000"}, {"deposit", "bio", "100000"},
+		{"lien", "place", "ja", "--machine", "hpc1", "--user", "amy", "--procs", "1", "--wallclock", "1h", "--start", futureMonday},
+		{"lien", "place", "jb", "--machine", "hpc1", "--user", "bob", "--procs", "1", "--wallclock", "1h", "--start", futureMonday},
+		{"lien", "place", "jc", "--machine", "hpc2", "--user", "amy", "--procs", "1", "--wallclock", "1h", "--start", futureMonday},
+	} {
+		s.ok(args...)
+	}
+	s.addClient("amy", "user", "amy")
+	s.addClient("chemmgr", "manager", "chem")
+	s.addClient("sched", "scheduler", "hpc1")
+	return s
+}
+
+// jobsIn are the job ids of a --json list of liens or charges.
+func jobsIn(b *cliBank, args ...string) []string {
+	b.t.Helper()
+	var records []struct {
+		JobID string `json:"job_id"`
+	}
+	b.json(&records, args...)
+	jobs := make([]string, len(records))
+	for i, r := range records {
+		jobs[i] = r.JobID
+	}
+	return jobs
+}
+
+func wantList[T comparable](t *testing.T, what string, got []T, want ...T) {
+	t.Helper()
+	if !slices.Equal(got, want) {
+		t.Errorf("%s = %v, want %v", what, got, want)
+	}
+}
+
+// TestRemoteUserReadsOnlyItsProjects: a user client lists only its own
+// project's balance, liens, charges, journal and user record, and is
+// refused (exit 4, naming the project) what belongs to another.
+func TestRemoteUserReadsOnlyItsProjects(t *testing.T) {
+	s := newRemoteRoles(t)
+	s.ok("charge", "jb", "--machine", "hpc1", "--procs", "1", "--wallclock-used", "10m", "--start", pastMonday)
+	amy := s.as("amy")
+
+	var balances []ledger.NodeBalance
+	amy.json(&balances, "balance")
+	if len(balances) != 1 || balances[0].Node != "chem.lab1" {
+		t.Errorf("amy's balances: %+v", balances)
+	}
+	if out := amy.ok("balance"); strings.Contains(out, "bio") {
+		t.Errorf("amy's balance table shows bio:\n%s", out)
+	}
+	wantList(t, "amy's liens", jobsIn(amy, "lien", "list"), "ja", "jc")
+	wantList(t, "amy's view of bob's charges", jobsIn(amy, "charge", "list", "jb", "--machine", "hpc1"))
+	wantList(t, "amy's charges of her own job", jobsIn(amy, "charge", "list", "ja", "--machine", "hpc1"))
+	var users []ledger.User
+	amy.json(&users, "user", "list")
+	if len(users) != 1 || users[0].Name != "amy" {
+		t.Errorf("amy lists users %+v", users)
+	}
+	var projects []ledger.Node
+	amy.json(&projects, "project", "list")
+	if len(projects) != 1 || projects[0].Name != "chem.lab1" {
+		t.Errorf("amy lists projects %+v", projects)
+	}
+	amy.ok("journal", "--node", "chem.lab1")
+
+	for _, tc := range []struct {
+		says string
+		args []string
+	}{
+		{"client amy (user of amy) may not read bio.lab1: user amy is not a member or manager of it", []string{"balance", "bio.lab1"}},
+		{"may not read chem: user amy is not a member", []string{"balance", "chem"}},
+		{"may not read the lien of job jb of project bio.lab1", []string{"lien", "show", "jb", "--machine", "hpc1"}},
+		{"may not read bio", []string{"lien", "list", "bio"}},
+		{"may not read bio.lab1", []string{"journal", "--node", "bio.lab1"}},
+		{"may not read the whole journal", []string{"journal"}},
+		{"may not read bio", []string{"statement", "bio"}},
+		{"may not read bio", []string{"hfs", "show", "bio"}},
+		{"may not POST /v1/deposits", []string{"deposit", "chem", "5"}},
+		{"may not POST /v1/liens", []string{"lien", "place", "jz", "--machine", "hpc1", "--user", "amy", "--procs", "1", "--wallclock", "1m"}},
+		{"may not GET /v1/audit", []string{"audit"}},
+		{"may not GET /v1/clients", []string{"client", "list"}},
+	} {
+		s.refused(t, amy, exitRefused, tc.says, tc.args...)
+	}
+}
+
+// TestRemoteManagerActsInItsSubtree: a manager deposits into, reads and
+// makes projects inside its subtree, and is refused outside it.
+func TestRemoteManagerActsInItsSubtree(t *testing.T) {
+	s := newRemoteRoles(t)
+	mgr := s.as("chemmgr")
+	mgr.ok("deposit", "chem", "10")
+	mgr.ok("withdraw", "chem", "5")
+	mgr.ok("project", "create", "chem.lab2", "--quota", "dynamic:0.5")
+	mgr.ok("project", "policy", "chem.lab1", "--quota", "dynamic:0.5")
+	mgr.ok("project", "create", "chem.lab1.spectra")
+	mgr.ok("statement", "chem")
+	var balances []ledger.NodeBalance
+	mgr.json(&balances, "balance")
+	if len(balances) != 1 || balances[0].Node != "chem" {
+		t.Errorf("the manager's balances: %+v", balances)
+	}
+	wantList(t, "the manager's liens", jobsIn(mgr, "lien", "list"), "ja", "jc")
+	for _, tc := range []struct {
+		says string
+		args []string
+	}{
+		{"client chemmgr (manager of chem) may not deposit into bio: outside the subtrees it manages", []string{"deposit", "bio", "10"}},
+		{"may not transfer to bio", []string{"transfer", "chem", "bio", "10"}},
+		{"may not read bio", []string{"balance", "bio"}},
+		{"may not create bio.lab2: it is not below a node it manages", []string{"project", "create", "bio.lab2"}},
+		{"may not create phys: it is not below a node it manages", []string{"account", "create", "phys"}},
+		{"may not change chem: it is not below a node it manages", []string{"account", "modify", "chem", "-d", "mine"}},
+		{"may not deactivate bio.lab1", []string{"project", "deactivate", "bio.lab1"}},
+		{"may not POST /v1/users", []string{"user", "add", "carl"}},
+		{"may not POST /v1/rates", []string{"rate", "add", "VBR", "Processors", "2"}},
+		{"may not POST /v1/config", []string{"policy", "set", "DEBITALLCPU"}},
+		{"may not GET /v1/audit", []string{"audit"}},
+	} {
+		s.refused(t, mgr, exitRefused, tc.says, tc.args...)
+	}
+}
+
+// TestRemoteSchedulerActsOnItsMachines: a scheduler quotes, places and
+// charges on its machines and reads balances; it moves no credits.
+func TestRemoteSchedulerActsOnItsMachines(t *testing.T) {
+	s := newRemoteRoles(t)
+	sched := s.as("sched")
+	job := []string{"--machine", "hpc1", "--user", "amy", "--procs", "2", "--wallclock", "1h", "--start", futureMonday}
+	sched.ok(append([]string{"quote"}, job...)...)
+	sched.ok(append([]string{"lien", "place", "js"}, job...)...)
+	sched.ok("lien", "extend", "js", "--machine", "hpc1", "--wallclock", "2h")
+	sched.ok("charge", "js", "--machine", "hpc1", "--procs", "2", "--wallclock-used", "30m", "--start", pastMonday)
+	sched.ok("balance")
+	wantList(t, "the scheduler's liens", jobsIn(sched, "lien", "list"), "ja", "jb")
+	for _, tc := range []struct {
+		says string
+		args []string
+	}{
+		{"client sched (role scheduler) may not POST /v1/transfers", []string{"transfer", "chem", "bio", "1"}},
+		{"may not POST /v1/deposits", []string{"deposit", "chem", "1"}},
+		{`client sched (scheduler of hpc1) may not place a lien on machine "hpc2": not one of its machines`,
+			[]string{"lien", "place", "jt", "--machine", "hpc2", "--user", "amy", "--procs", "1", "--wallclock", "1m"}},
+		{`may not release a lien on machine "hpc2"`, []string{"lien", "release", "jc", "--machine", "hpc2"}},
+		{`may not read the lien of job jc on machine "hpc2"`, []string{"lien", "show", "jc", "--machine", "hpc2"}},
+		{"may not POST /v1/refunds", []string{"refund", "1"}},
+		{"may not GET /v1/journal", []string{"journal"}},
+	} {
+		s.refused(t, sched, exitRefused, tc.says, tc.args...)
+	}
+}
+
+// TestRemoteKeys: a key the server does not accept is exit 8, a server
+// that cannot be reached exit 6; neither writes.
+func TestRemoteKeys(t *testing.T) {
+	s := newRemoteRoles(t)
+	raw, err := os.ReadFile(s.keyFile("root"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := auth.ParseKeyFile(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key.Secret[0] ^= 1
+	writeKey(t, s.keyFile("wrong"), key)
+	key.ID = "nobody.00000000"
+	writeKey(t, s.keyFile("unknown"), key)
+	var list []clients.Client
+	s.json(&list, "client", "list")
+	i := slices.IndexFunc(list, func(c clients.Client) bool { return c.Name == "amy" })
+	s.ok("client", "rotate", "amy", "--key-out", s.keyFile("amy2"))
+	s.ok("client", "revoke", "amy", list[i].Keys[0].ID)
+
+	deposit := []string{"deposit", "chem", "1"}
+	s.refused(t, s.as("wrong"), exitAuth, "signature does not match", deposit...)
+	s.refused(t, s.as("unknown"), exitAuth, `unknown or revoked key: "nobody.00000000"`, deposit...)
+	s.refused(t, s.as("amy"), exitAuth, "unknown or revoked key", "balance")
+	s.as("amy2").ok("balance", "chem.lab1")
+	s.refused(t, s.as("missing"), exitAuth, "no client key", deposit...)
+	noKey := &cliBank{t: t, global: []string{"--server", s.url}}
+	s.refused(t, noKey, exitAuth, "--server needs --key-file FILE or INGOT_KEY_FILE", deposit...)
+	down := &cliBank{t: t, global: []string{"--server", "http://127.0.0.1:1", "--key-file", s.keyFile("root")}}
+	s.refused(t, down, exitUnavailable, "connection refused", deposit...)
+	notHTTP := &cliBank{t: t, global: []string{"--server", "ftp://bank", "--key-file", s.keyFile("root")}}
+	s.refused(t, notHTTP, exitUsage, "is not an http(s)://host[:port] URL", deposit...)
+}
+
+func writeKey(t *testing.T, path string, key auth.Key) {
+	t.Helper()
+	if err := os.WriteFile(path, key.KeyFile(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestRemoteRefusesLocalCommands: what works on this machine's file, or
+// on no bank, says so rather than act locally under --server.
+func TestRemoteRefusesLocalCommands(t *testing.T) {
+	s := newRemoteSite(t)
+	for _, args := range [][]string{
+		{"init"}, {"serve"}, {"backup", filepath.Join(t.TempDir(), "copy.db")}, {"completion", "bash"}, {"man"},
+	} {
+		s.refused(t, s.cliBank, exitUsage, "does not go through --server", args...)
 	}
 }
