@@ -27,12 +27,7 @@ func (s *Server) guarantee(c *call, g api.GuaranteeRequest) (lien.StoredQuote, e
 }
 
 func (s *Server) quotes(c *call, _ api.NoQuery) (api.List[lien.StoredQuote], error) {
-	r, err := s.reachOf(c.client)
-	if err != nil {
-		return api.List[lien.StoredQuote]{}, err
-	}
-	qs, err := s.bank.Quotes()
-	return api.ListOf(filter(qs, func(q lien.StoredQuote) bool { return r.job(q.Project, q.Machine) })), err
+	return readable(s, c, s.bank.Quotes, func(r reach, q lien.StoredQuote) bool { return r.job(q.Project, q.Machine) })
 }
 
 func (s *Server) placeLien(c *call, spec api.LienRequest) (lien.LienResult, error) {
@@ -61,24 +56,24 @@ func (s *Server) sweep(c *call, _ api.SweepRequest) (api.List[ledger.Lien], erro
 	return api.ListOf(liens), err
 }
 
+// liens are the liens the client reads, of a node it reads when one is
+// named.
 func (s *Server) liens(c *call, q api.LiensQuery) (api.List[ledger.Lien], error) {
-	r, err := s.reachOf(c.client)
-	if err == nil && q.Node != "" {
-		err = r.require(q.Node)
+	if q.Node != "" {
+		if err := s.requireReads(c.client, q.Node); err != nil {
+			return api.List[ledger.Lien]{}, err
+		}
 	}
-	if err != nil {
-		return api.List[ledger.Lien]{}, err
-	}
-	liens, err := s.bank.Liens(q.Node, q.All)
-	return api.ListOf(filter(liens, func(l ledger.Lien) bool { return r.job(l.Project, l.Machine) })), err
+	return readable(s, c, func() ([]ledger.Lien, error) { return s.bank.Liens(q.Node, q.All) },
+		func(r reach, l ledger.Lien) bool { return r.job(l.Project, l.Machine) })
 }
 
 func (s *Server) jobLien(c *call, q api.JobQuery) (ledger.Lien, error) {
 	what := "the lien of job " + q.JobID
-	r, err := s.reachOf(c.client)
-	if err == nil {
-		err = r.requireMachine(what, q.Machine)
+	if err := requireJobsOn(c.client, what, q.Machine); err != nil {
+		return ledger.Lien{}, err
 	}
+	r, err := s.reachOf(c.client)
 	if err != nil {
 		return ledger.Lien{}, err
 	}
@@ -98,15 +93,11 @@ func (s *Server) charge(c *call, spec api.ChargeRequest) (lien.ChargeResult, err
 
 // charges are a job's charges that the client reads.
 func (s *Server) charges(c *call, q api.JobQuery) (api.List[ledger.Charge], error) {
-	r, err := s.reachOf(c.client)
-	if err == nil {
-		err = r.requireMachine("the charges of job "+q.JobID, q.Machine)
-	}
-	if err != nil {
+	if err := requireJobsOn(c.client, "the charges of job "+q.JobID, q.Machine); err != nil {
 		return api.List[ledger.Charge]{}, err
 	}
-	charges, err := s.bank.Charges(lien.Job{Machine: q.Machine, ID: q.JobID})
-	return api.ListOf(filter(charges, func(ch ledger.Charge) bool { return r.job(ch.Project, ch.Machine) })), err
+	return readable(s, c, func() ([]ledger.Charge, error) { return s.bank.Charges(lien.Job{Machine: q.Machine, ID: q.JobID}) },
+		func(r reach, ch ledger.Charge) bool { return r.job(ch.Project, ch.Machine) })
 }
 
 func (s *Server) refund(c *call, spec api.RefundRequest) (ledger.Charge, error) {
@@ -121,12 +112,7 @@ func (s *Server) addReservation(c *call, spec api.ReservationRequest) (lien.Rese
 }
 
 func (s *Server) reservations(c *call, _ api.NoQuery) (api.List[lien.Reservation], error) {
-	r, err := s.reachOf(c.client)
-	if err != nil {
-		return api.List[lien.Reservation]{}, err
-	}
-	rs, err := s.bank.Reservations()
-	return api.ListOf(filter(rs, func(res lien.Reservation) bool { return r.job(res.Project, res.Machine) })), err
+	return readable(s, c, s.bank.Reservations, func(r reach, res lien.Reservation) bool { return r.job(res.Project, res.Machine) })
 }
 
 // flush lets a scheduler flush the reservations of its machines; one that

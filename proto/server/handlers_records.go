@@ -15,12 +15,8 @@ import (
 // they are shared by every account.
 
 func (s *Server) nodes(c *call, q api.NodesQuery) (api.List[ledger.Node], error) {
-	r, err := s.reachOf(c.client)
-	if err != nil {
-		return api.List[ledger.Node]{}, err
-	}
-	nodes, err := s.ledger.Nodes(q.Under)
-	return api.ListOf(filter(nodes, func(n ledger.Node) bool { return r.node(n.Name) })), err
+	return readable(s, c, func() ([]ledger.Node, error) { return s.ledger.Nodes(q.Under) },
+		func(r reach, n ledger.Node) bool { return r.node(n.Name) })
 }
 
 func (s *Server) node(c *call, q api.NameQuery) (ledger.Node, error) {
@@ -52,12 +48,7 @@ func (s *Server) deactivateNode(c *call, n api.NameRequest) (ledger.Node, error)
 }
 
 func (s *Server) users(c *call, _ api.NoQuery) (api.List[ledger.User], error) {
-	r, err := s.reachOf(c.client)
-	if err != nil {
-		return api.List[ledger.User]{}, err
-	}
-	users, err := s.ledger.Users()
-	return api.ListOf(filter(users, r.user)), err
+	return readable(s, c, s.ledger.Users, reach.user)
 }
 
 func (s *Server) addUser(c *call, spec api.UserRequest) (ledger.User, error) {

@@ -109,15 +109,10 @@ func (r reach) node(name string) bool {
 	return r.roots == nil || slices.ContainsFunc(r.roots, func(root string) bool { return ledger.InSubtree(name, root) })
 }
 
-// machine reports whether the client may read the jobs of a machine at all.
-func (r reach) machine(name string) bool {
-	return r.client.Role != clients.RoleScheduler || slices.Contains(r.client.Scope, name)
-}
-
 // job reports whether the client reads a job's records.
 func (r reach) job(project, machine string) bool {
 	if r.client.Role == clients.RoleScheduler {
-		return r.machine(machine)
+		return slices.Contains(r.client.Scope, machine)
 	}
 	return r.node(project)
 }
@@ -142,20 +137,17 @@ func (r reach) require(node string) error {
 	return forbidden(r.client, "read %s: %s", node, r.why())
 }
 
-// requireMachine refuses the records of jobs on a machine that a
-// scheduler client does not schedule, before the records are looked up.
-func (r reach) requireMachine(what, machine string) error {
-	if !r.machine(machine) {
-		return forbidden(r.client, "read %s on machine %q: not one of its machines", what, machine)
+// requireJobsOn refuses a scheduler the records of jobs on a machine it
+// does not schedule, before they are looked up.
+func requireJobsOn(c clients.Client, what, machine string) error {
+	if c.Role == clients.RoleScheduler && !slices.Contains(c.Scope, machine) {
+		return forbidden(c, "read %s on machine %q: not one of its machines", what, machine)
 	}
 	return nil
 }
 
 // requireJob refuses the records of a job the client does not read.
 func (r reach) requireJob(what, project, machine string) error {
-	if err := r.requireMachine(what, machine); err != nil {
-		return err
-	}
 	if !r.job(project, machine) {
 		return forbidden(r.client, "read %s of project %s: %s", what, project, r.why())
 	}
@@ -193,7 +185,17 @@ func forbidden(c clients.Client, format string, args ...any) error {
 	return api.Errorf(api.CodeForbidden, "%s may not %s", who, fmt.Sprintf(format, args...)).With("role", string(c.Role))
 }
 
-// filter keeps the items the client reads.
-func filter[T any](items []T, reads func(T) bool) []T {
-	return slices.DeleteFunc(items, func(x T) bool { return !reads(x) })
+// readable is what list returns that the client reads.
+func readable[T any](s *Server, c *call, list func() ([]T, error), reads func(reach, T) bool) (api.List[T], error) {
+	r, err := s.reachOf(c.client)
+	if err != nil {
+		return api.List[T]{}, err
+	}
+	items, err := list()
+	return api.ListOf(filter(items, func(x T) bool { return reads(r, x) })), err
+}
+
+// filter keeps the items keep says to.
+func filter[T any](items []T, keep func(T) bool) []T {
+	return slices.DeleteFunc(items, func(x T) bool { return !keep(x) })
 }
