@@ -24,8 +24,11 @@ type cliBank struct {
 	global []string
 }
 
-// onFile is the command line on the database file db.
+// onFile is the command line on the database file db, whatever the
+// environment says of a server.
 func onFile(t *testing.T, db string) *cliBank {
+	t.Setenv("INGOT_SERVER", "")
+	t.Setenv("INGOT_KEY_FILE", "")
 	return &cliBank{t: t, db: db, global: []string{"--db", db}}
 }
 
