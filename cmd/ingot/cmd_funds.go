@@ -76,7 +76,7 @@ func deposit(c *cli.Context) error {
 		if err != nil {
 			return err
 		}
-		return showReceipt(c, b.precision(), r)
+		return showReceipt(c, p, r)
 	})
 }
 
