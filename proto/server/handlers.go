@@ -29,15 +29,19 @@ func (s *Server) balances(c *call, q api.BalancesQuery) (api.BalancesResponse, e
 	var all []ledger.NodeBalance
 	if r.roots == nil {
 		all, err = s.ledger.Balances(q.At)
-	}
-	for _, root := range slices.Compact(slices.Sorted(slices.Values(r.roots))) {
-		nb, err := s.ledger.BalanceAt(root, q.At)
-		if err != nil {
-			return api.BalancesResponse{}, err
+	} else {
+		for _, root := range slices.Compact(slices.Sorted(slices.Values(r.roots))) {
+			nb, err := s.ledger.BalanceAt(root, q.At)
+			if err != nil {
+				return api.BalancesResponse{}, err
+			}
+			all = append(all, nb)
 		}
-		all = append(all, nb)
 	}
-	return api.BalancesResponse{Balances: api.ListOf(all).Items}, err
+	if all == nil {
+		all = []ledger.NodeBalance{} // [] rather than null on the wire
+	}
+	return api.BalancesResponse{Balances: all}, err
 }
 
 func (s *Server) balance(c *call, q api.BalanceQuery) (ledger.NodeBalance, error) {
