@@ -113,7 +113,8 @@ func (b *jsonBuf) holds(hs []Hold) {
 	*b = append(*b, ']')
 }
 
-// MarshalJSON is the lien's JSON, as encoding/json would give it.
+// MarshalJSON is the lien's JSON, as encoding/json would give it. (Embed
+// no Lien in another struct: this method would be promoted to it.)
 func (l Lien) MarshalJSON() ([]byte, error) {
 	var b jsonBuf
 	err := l.appendJSON(&b)
@@ -158,7 +159,8 @@ func (l Lien) appendJSON(b *jsonBuf) error {
 	return nil
 }
 
-// MarshalJSON is the charge's JSON, as encoding/json would give it.
+// MarshalJSON is the charge's JSON, as encoding/json would give it. (Embed
+// no Charge in another struct: this method would be promoted to it.)
 func (c Charge) MarshalJSON() ([]byte, error) {
 	var b jsonBuf
 	err := c.appendJSON(&b)
@@ -210,7 +212,9 @@ func (c Charge) appendJSON(b *jsonBuf) error {
 }
 
 // termsFields writes the members of allocation terms, inside an object
-// that the caller opens: Allocation embeds them.
+// that the caller opens: Allocation embeds them. (Neither has a
+// MarshalJSON method: Allocation would inherit the terms' and lose its
+// amounts, and AllocationStatus the allocation's.)
 func (a AllocationTerms) termsFields(b *jsonBuf) error {
 	b.key("id")
 	b.uint(a.ID)
@@ -240,10 +244,11 @@ func (a AllocationTerms) termsFields(b *jsonBuf) error {
 	return b.time(a.Created)
 }
 
-// MarshalJSON is the allocation's JSON, as encoding/json would give it.
-// (AllocationTerms has none of its own: Allocation would inherit it and
-// lose its amounts.)
-func (a Allocation) MarshalJSON() ([]byte, error) {
+// EncodeAllocation is the allocation's JSON, as encoding/json gives it.
+// It is a function, not a MarshalJSON method, because Allocation is
+// embedded (AllocationStatus): a method would be promoted and encode the
+// embedding type as a bare allocation.
+func EncodeAllocation(a Allocation) ([]byte, error) {
 	var b jsonBuf
 	b.open()
 	if err := a.termsFields(&b); err != nil {

@@ -53,11 +53,23 @@ func TestEncodersMatchEncodingJSON(t *testing.T) {
 		}
 		var a Allocation
 		fill(r, reflect.ValueOf(&a).Elem())
-		got, err := a.MarshalJSON()
+		got, err := EncodeAllocation(a)
 		if err != nil {
 			t.Fatal(err)
 		}
 		sameBytes(t, "allocation", got, plainAllocation(a))
+		// What embeds an allocation still encodes all its fields.
+		status := AllocationStatus{Allocation: a, Reserved: a.Amount, Active: true}
+		got, err = json.Marshal(status)
+		if err != nil {
+			t.Fatal(err)
+		}
+		type plainStatus struct {
+			plainAllocation
+			Reserved decimal.Decimal `json:"reserved"`
+			Active   bool            `json:"active"`
+		}
+		sameBytes(t, "allocation status", got, plainStatus{plainAllocation(a), a.Amount, true})
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 
 	"github.com/ingot-hpc/ingot/ledger"
 	"github.com/ingot-hpc/ingot/ledger/boltstore"
+	"github.com/ingot-hpc/ingot/proto/api"
 	"github.com/ingot-hpc/ingot/proto/clients"
 )
 
@@ -31,15 +32,27 @@ func run(args []string, stdout, stderr io.Writer) int {
 	app := newApp(stdout, stderr)
 	err := app.Run(interspersed(app, args))
 	if err != nil {
-		fmt.Fprintf(stderr, "ingot: %v\n", err)
+		fmt.Fprintf(stderr, "ingot: %s\n", message(err))
 	}
 	return exitCode(err)
+}
+
+// message is what the user reads of err. An error from the server reads
+// as the local command's would, without its code: the exit code carries it.
+func message(err error) string {
+	msg := err.Error()
+	if e, ok := errors.AsType[*api.Error](err); ok {
+		msg = strings.Replace(msg, e.Error(), e.Message, 1)
+	}
+	return msg
 }
 
 // commonFlags are accepted both before and after the command name.
 func commonFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "db", Usage: "bank database `FILE`", EnvVars: []string{"INGOT_DB"}},
+		&cli.StringFlag{Name: "server", Usage: "work through the ingot server at `URL` (http://host:port) instead of --db", EnvVars: []string{"INGOT_SERVER"}},
+		&cli.StringFlag{Name: "key-file", Usage: "the client key `FILE` (<key id>:<secret>) that signs the requests to --server", EnvVars: []string{"INGOT_KEY_FILE"}},
 		&cli.BoolFlag{Name: "json", Usage: "print JSON"},
 		&cli.BoolFlag{Name: "parsable", Aliases: []string{"P"}, Usage: "print '|'-separated fields with a header line"},
 		&cli.StringFlag{Name: "request-id", Usage: "request `ID` that makes a change safe to retry (default: a random one)"},
@@ -140,13 +153,14 @@ func openBank(c *cli.Context, opts boltstore.Options) (*ledger.Ledger, *boltstor
 	return l, store, nil
 }
 
-// withBank runs fn on the bank opened for this command and closes it.
-func withBank(c *cli.Context, fn func(*ledger.Ledger) error) error {
+// withLocalBank runs fn on the database file opened for this command and
+// closes it: for the commands that work on the file itself (backup).
+func withLocalBank(c *cli.Context, fn func(*ledger.Ledger) error) error {
 	return withStore(c, boltstore.Options{}, func(l *ledger.Ledger, _ *boltstore.Store) error { return fn(l) })
 }
 
-// withStore is withBank with the store's options, and the store itself
-// for fn (serve reads its metrics there).
+// withStore is withLocalBank with the store's options, and the store
+// itself for fn (serve reads its metrics there).
 func withStore(c *cli.Context, opts boltstore.Options, fn func(*ledger.Ledger, *boltstore.Store) error) error {
 	l, store, err := openBank(c, opts)
 	if err != nil {
@@ -157,6 +171,17 @@ func withStore(c *cli.Context, opts boltstore.Options, fn func(*ledger.Ledger, *
 		err = fmt.Errorf("close bank: %w", cerr)
 	}
 	return err
+}
+
+// localOnly refuses --server for an action that works on the local
+// database file, or on no bank at all.
+func localOnly(action cli.ActionFunc) cli.ActionFunc {
+	return func(c *cli.Context) error {
+		if flagString(c, "server") != "" {
+			return usageError{fmt.Sprintf("ingot %s works on this machine and does not go through --server (unset INGOT_SERVER, or run it on the server's host)", commandPath(c))}
+		}
+		return action(c)
+	}
 }
 
 // serverKeyFlag is --server-key, for the commands that open the client

@@ -21,28 +21,28 @@ func adminCommands() []*cli.Command {
 		},
 		{
 			Name:      "backup",
-			Usage:     "write a consistent copy of the bank to FILE (safe while the bank is in use), then audit the copy",
+			Usage:     "write a consistent copy of the bank to FILE (safe while the bank is in use), then audit the copy; on the bank's host",
 			ArgsUsage: "FILE",
 			Flags:     []cli.Flag{&cli.BoolFlag{Name: "force", Usage: "replace FILE if it exists"}},
-			Action:    backup,
+			Action:    localOnly(backup),
 		},
 		{
 			Name:   "man",
 			Usage:  "print the manual page (roff): ingot man > ingot.1; man ./ingot.1",
-			Action: manPage,
+			Action: localOnly(manPage),
 		},
 		{
 			Name:      "completion",
 			Usage:     "print a shell completion script: eval \"$(ingot completion bash)\"",
 			ArgsUsage: "bash|zsh",
-			Action:    completion,
+			Action:    localOnly(completion),
 		},
 	}
 }
 
 func audit(c *cli.Context) error {
-	return withBank(c, func(l *ledger.Ledger) error {
-		rep, err := l.Audit()
+	return withBank(c, func(b bank) error {
+		rep, err := b.Audit()
 		if err != nil {
 			return fmt.Errorf("audit: %w", err)
 		}
@@ -91,7 +91,7 @@ func backup(c *cli.Context) error {
 	}
 	defer os.Remove(tmp.Name()) // a no-op once renamed
 	var size int64
-	err = withBank(c, func(l *ledger.Ledger) error {
+	err = withLocalBank(c, func(l *ledger.Ledger) error {
 		size, err = l.Backup(tmp)
 		return err
 	})

@@ -93,7 +93,7 @@ func chargeJob(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	return withJob(c, func(b *lien.Bank, job lien.Job) error {
+	return withJob(c, func(b bank, job lien.Job) error {
 		r, err := b.Charge(request(c), lien.ChargeSpec{Job: job, User: c.String("user"), Project: c.String("project"), Usage: usage,
 			Incremental: c.Bool("incremental"), Reservation: c.String("reservation")})
 		if err != nil {
@@ -105,8 +105,8 @@ func chargeJob(c *cli.Context) error {
 
 // showChargeResult shows a charge, where its credits came from, what
 // happened to the lien, and the itemised price.
-func showChargeResult(c *cli.Context, b *lien.Bank, r lien.ChargeResult) error {
-	p := precisionOf(b)
+func showChargeResult(c *cli.Context, b bank, r lien.ChargeResult) error {
+	p := b.precision()
 	t := table{headers: []string{"Field", "Value"}, data: r}
 	chargeRows(&t, r.Charge, p)
 	if r.Lien != nil {
@@ -176,12 +176,12 @@ func chargeKind(ch ledger.Charge) string {
 }
 
 func chargeList(c *cli.Context) error {
-	return withJob(c, func(b *lien.Bank, job lien.Job) error {
+	return withJob(c, func(b bank, job lien.Job) error {
 		charges, err := b.Charges(job)
 		if err != nil {
 			return err
 		}
-		p := precisionOf(b)
+		p := b.precision()
 		t := table{headers: []string{"Charge", "Job", "Machine", "Project", "User", "Kind", "Amount", "Refunded", "Overdrawn", "Time"}, data: orEmpty(charges)}
 		for _, ch := range charges {
 			t.add(strconv.FormatUint(ch.ID, 10), ch.JobID, ch.Machine, ch.Project, ch.User, chargeKind(ch), amount(ch.Amount, p), amount(ch.Refunded, p),
@@ -199,10 +199,10 @@ func refund(c *cli.Context) error {
 	if err != nil || id == 0 {
 		return usageError{fmt.Sprintf("refund: CHARGE_ID %q is not a charge number", c.Args().Get(0))}
 	}
-	return withLiens(c, func(b *lien.Bank) error {
+	return withBank(c, func(b bank) error {
 		spec := lien.RefundSpec{Charge: id, Description: c.String("description")}
 		if c.NArg() == 2 {
-			if spec.Amount, err = ledger.ParseAmount(c.Args().Get(1), precisionOf(b)); err != nil {
+			if spec.Amount, err = ledger.ParseAmount(c.Args().Get(1), b.precision()); err != nil {
 				return err
 			}
 		}
@@ -211,7 +211,7 @@ func refund(c *cli.Context) error {
 			return err
 		}
 		t := table{headers: []string{"Field", "Value"}, data: ch}
-		chargeRows(&t, ch, precisionOf(b))
+		chargeRows(&t, ch, b.precision())
 		return show(c, t)
 	})
 }

@@ -7,7 +7,6 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/ingot-hpc/ingot/ledger"
 	"github.com/ingot-hpc/ingot/proto/auth"
 	"github.com/ingot-hpc/ingot/proto/clients"
 )
@@ -30,10 +29,11 @@ func clientCommands() []*cli.Command {
 	}}
 }
 
-// withClients runs fn on the bank's client registry.
-func withClients(c *cli.Context, makesKeys bool, fn func(*clients.Registry) error) error {
-	return withBank(c, func(l *ledger.Ledger) error {
-		reg, err := openClients(c, l, makesKeys)
+// withClients runs fn on the bank's client registry: the database file's,
+// or the server's (for an admin client).
+func withClients(c *cli.Context, makesKeys bool, fn func(clientRegistry) error) error {
+	return withBank(c, func(b bank) error {
+		reg, err := b.Registry(makesKeys)
 		if err != nil {
 			return err
 		}
@@ -46,7 +46,7 @@ func clientAdd(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	return withClients(c, true, func(reg *clients.Registry) error {
+	return withClients(c, true, func(reg clientRegistry) error {
 		cl, key, err := reg.Add(request(c), a[0], clients.Role(c.String("role")), c.StringSlice("scope"))
 		if err != nil {
 			return err
@@ -60,7 +60,7 @@ func clientRotate(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	return withClients(c, true, func(reg *clients.Registry) error {
+	return withClients(c, true, func(reg clientRegistry) error {
 		cl, key, err := reg.Rotate(request(c), a[0])
 		if err != nil {
 			return err
@@ -97,7 +97,7 @@ func clientRevoke(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	return withClients(c, false, func(reg *clients.Registry) error {
+	return withClients(c, false, func(reg clientRegistry) error {
 		cl, err := reg.Revoke(request(c), a[0], a[1])
 		if err != nil {
 			return err
@@ -107,7 +107,7 @@ func clientRevoke(c *cli.Context) error {
 }
 
 func clientList(c *cli.Context) error {
-	return withClients(c, false, func(reg *clients.Registry) error {
+	return withClients(c, false, func(reg clientRegistry) error {
 		list, err := reg.List()
 		if err != nil {
 			return err
@@ -117,8 +117,12 @@ func clientList(c *cli.Context) error {
 }
 
 func showClients(c *cli.Context, list []clients.Client) error {
-	t := table{headers: []string{"Client", "Role", "Scope", "Key", "Created", "Revoked"}, data: orEmpty(list)}
-	for _, cl := range list {
+	shown := make([]clients.Client, len(list))
+	for i, cl := range list {
+		shown[i] = cl.Public()
+	}
+	t := table{headers: []string{"Client", "Role", "Scope", "Key", "Created", "Revoked"}, data: shown}
+	for _, cl := range shown {
 		for _, k := range cl.Keys {
 			revoked := "-"
 			if !k.Revoked.IsZero() {

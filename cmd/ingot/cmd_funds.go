@@ -59,8 +59,8 @@ func deposit(c *cli.Context) error {
 			return fmt.Errorf("--end: %w", err)
 		}
 	}
-	return withBank(c, func(l *ledger.Ledger) error {
-		p := l.Settings().Precision
+	return withBank(c, func(b bank) error {
+		p := b.precision()
 		amt, err := ledger.ParseAmount(a[1], p)
 		if err != nil {
 			return err
@@ -71,12 +71,12 @@ func deposit(c *cli.Context) error {
 				return fmt.Errorf("--credit-limit: %w", err)
 			}
 		}
-		r, err := l.Deposit(request(c), ledger.DepositSpec{Account: a[0], Amount: amt, Allocation: c.Uint64("allocation"),
+		r, err := b.Deposit(request(c), ledger.DepositSpec{Account: a[0], Amount: amt, Allocation: c.Uint64("allocation"),
 			CreditLimit: credit, Start: start, End: end, Machine: c.String("machine"), Description: c.String("description")})
 		if err != nil {
 			return err
 		}
-		return showReceipt(c, l, r)
+		return showReceipt(c, p, r)
 	})
 }
 
@@ -85,16 +85,16 @@ func withdraw(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	return withBank(c, func(l *ledger.Ledger) error {
-		amt, err := ledger.ParseAmount(a[1], l.Settings().Precision)
+	return withBank(c, func(b bank) error {
+		amt, err := ledger.ParseAmount(a[1], b.precision())
 		if err != nil {
 			return err
 		}
-		r, err := l.Withdraw(request(c), ledger.WithdrawSpec{Account: a[0], Amount: amt, Allocation: c.Uint64("allocation"), Description: c.String("description")})
+		r, err := b.Withdraw(request(c), ledger.WithdrawSpec{Account: a[0], Amount: amt, Allocation: c.Uint64("allocation"), Description: c.String("description")})
 		if err != nil {
 			return err
 		}
-		return showReceipt(c, l, r)
+		return showReceipt(c, b.precision(), r)
 	})
 }
 
@@ -103,22 +103,21 @@ func transfer(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	return withBank(c, func(l *ledger.Ledger) error {
-		amt, err := ledger.ParseAmount(a[2], l.Settings().Precision)
+	return withBank(c, func(b bank) error {
+		amt, err := ledger.ParseAmount(a[2], b.precision())
 		if err != nil {
 			return err
 		}
-		r, err := l.Transfer(request(c), ledger.TransferSpec{From: a[0], To: a[1], Amount: amt, Allocation: c.Uint64("allocation"), Description: c.String("description")})
+		r, err := b.Transfer(request(c), ledger.TransferSpec{From: a[0], To: a[1], Amount: amt, Allocation: c.Uint64("allocation"), Description: c.String("description")})
 		if err != nil {
 			return err
 		}
-		return showReceipt(c, l, r)
+		return showReceipt(c, b.precision(), r)
 	})
 }
 
 // showReceipt lists each change with the allocation's state after it.
-func showReceipt(c *cli.Context, l *ledger.Ledger, r ledger.Receipt) error {
-	p := l.Settings().Precision
+func showReceipt(c *cli.Context, p int32, r ledger.Receipt) error {
 	after := map[uint64]ledger.Allocation{}
 	for _, a := range r.Allocations {
 		after[a.ID] = a

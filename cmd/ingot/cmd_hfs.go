@@ -86,15 +86,15 @@ func hfsShow(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	return withBank(c, func(l *ledger.Ledger) error {
-		s, err := l.Shares(a[0])
+	return withBank(c, func(b bank) error {
+		s, err := b.Shares(a[0])
 		if err != nil {
 			return err
 		}
 		if f == formatJSON {
 			return writeJSON(c.App.Writer, s)
 		}
-		return writeShares(c, f, s, l.Settings().Precision, true)
+		return writeShares(c, f, s, b.precision(), true)
 	})
 }
 
@@ -158,12 +158,12 @@ func fairShare(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	return withBank(c, func(l *ledger.Ledger) error {
-		nodes, err := l.FairShare(a[0], c.Duration("half-life"), c.Float64("compensation"))
+	return withBank(c, func(b bank) error {
+		nodes, err := b.FairShare(a[0], c.Duration("half-life"), c.Float64("compensation"))
 		if err != nil {
 			return err
 		}
-		p := l.Settings().Precision
+		p := b.precision()
 		t := table{headers: []string{"Node", "Shares", "Usage", "Target", "ShortTerm", "Priority", "Active"}, data: orEmpty(nodes)}
 		for _, n := range nodes {
 			t.add(treeLabel(n.Name, f), n.Shares.String(), strconv.FormatFloat(n.Usage, 'f', int(p), 64),

@@ -19,7 +19,7 @@ func initCommands() []*cli.Command {
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "precision", Value: ledger.DefaultPrecision, Usage: "decimal places of every amount (0 to 8; fixed for the life of the bank)"},
 		},
-		Action: func(c *cli.Context) error {
+		Action: localOnly(func(c *cli.Context) error {
 			path := flagString(c, "db")
 			if path == "" {
 				return errNoDatabase
@@ -42,6 +42,6 @@ func initCommands() []*cli.Command {
 			}
 			fmt.Fprintf(c.App.Writer, "created bank %s (precision %d)\n", path, s.Precision)
 			return nil
-		},
+		}),
 	}}
 }

@@ -52,13 +52,6 @@ func lienCommands() []*cli.Command {
 	}}
 }
 
-// withLiens runs fn on the lien layer of the bank opened for this command.
-func withLiens(c *cli.Context, fn func(*lien.Bank) error) error {
-	return withBank(c, func(l *ledger.Ledger) error { return fn(lien.New(l)) })
-}
-
-func precisionOf(b *lien.Bank) int32 { return b.Ledger().Settings().Precision }
-
 func machineFlag() cli.Flag {
 	return &cli.StringFlag{Name: "machine", Usage: "the `MACHINE` the job runs on (may be left out when the bank has one machine)"}
 }
@@ -74,11 +67,11 @@ func partyFlags() []cli.Flag {
 
 // machineOf is --machine, or the bank's only machine: most sites have one
 // cluster, and a script should not have to name it.
-func machineOf(c *cli.Context, l *ledger.Ledger) (string, error) {
+func machineOf(c *cli.Context, b bank) (string, error) {
 	if m := c.String("machine"); m != "" {
 		return m, nil
 	}
-	ms, err := l.Machines()
+	ms, err := b.Machines()
 	if err != nil {
 		return "", err
 	}
@@ -96,19 +89,19 @@ func machineOf(c *cli.Context, l *ledger.Ledger) (string, error) {
 }
 
 // jobOf is the job named by the JOBID argument on --machine.
-func jobOf(c *cli.Context, b *lien.Bank) (lien.Job, error) {
+func jobOf(c *cli.Context, b bank) (lien.Job, error) {
 	a, err := args(c, "JOBID")
 	if err != nil {
 		return lien.Job{}, err
 	}
-	m, err := machineOf(c, b.Ledger())
+	m, err := machineOf(c, b)
 	return lien.Job{Machine: m, ID: a[0]}, err
 }
 
 // withJob runs fn on the bank and the job named by the JOBID argument and
 // --machine.
-func withJob(c *cli.Context, fn func(*lien.Bank, lien.Job) error) error {
-	return withLiens(c, func(b *lien.Bank) error {
+func withJob(c *cli.Context, fn func(bank, lien.Job) error) error {
+	return withBank(c, func(b bank) error {
 		job, err := jobOf(c, b)
 		if err != nil {
 			return err
@@ -355,7 +348,7 @@ func lienPlace(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	return withJob(c, func(b *lien.Bank, job lien.Job) error {
+	return withJob(c, func(b bank, job lien.Job) error {
 		r, err := b.Place(request(c), lien.PlaceSpec{Job: job, User: user, Project: c.String("project"), Request: req,
 			Quote: c.Uint64("quote"), Replace: c.Bool("replace")})
 		if err != nil {
@@ -370,7 +363,7 @@ func lienExtend(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	return withJob(c, func(b *lien.Bank, job lien.Job) error {
+	return withJob(c, func(b bank, job lien.Job) error {
 		r, err := b.Extend(request(c), job, limit)
 		if err != nil {
 			return err
@@ -380,7 +373,7 @@ func lienExtend(c *cli.Context) error {
 }
 
 func lienRelease(c *cli.Context) error {
-	return withJob(c, func(b *lien.Bank, job lien.Job) error {
+	return withJob(c, func(b bank, job lien.Job) error {
 		l, err := b.Release(request(c), job)
 		if err != nil {
 			return err
@@ -390,7 +383,7 @@ func lienRelease(c *cli.Context) error {
 }
 
 func lienShow(c *cli.Context) error {
-	return withJob(c, func(b *lien.Bank, job lien.Job) error {
+	return withJob(c, func(b bank, job lien.Job) error {
 		l, err := b.JobLien(job)
 		if err != nil {
 			return err
@@ -403,7 +396,7 @@ func lienList(c *cli.Context) error {
 	if c.NArg() > 1 {
 		return usageError{"lien list takes at most one NODE"}
 	}
-	return withLiens(c, func(b *lien.Bank) error {
+	return withBank(c, func(b bank) error {
 		liens, err := b.Liens(c.Args().First(), c.Bool("all"))
 		if err != nil {
 			return err
@@ -413,7 +406,7 @@ func lienList(c *cli.Context) error {
 }
 
 func lienSweep(c *cli.Context) error {
-	return withLiens(c, func(b *lien.Bank) error {
+	return withBank(c, func(b bank) error {
 		liens, err := b.Sweep(request(c))
 		if err != nil {
 			return err
@@ -422,8 +415,8 @@ func lienSweep(c *cli.Context) error {
 	})
 }
 
-func showLiens(c *cli.Context, b *lien.Bank, liens []ledger.Lien) error {
-	p := precisionOf(b)
+func showLiens(c *cli.Context, b bank, liens []ledger.Lien) error {
+	p := b.precision()
 	t := table{headers: []string{"Lien", "Job", "Machine", "Project", "User", "State", "Amount", "Charged", "Created", "Expires"}, data: orEmpty(liens)}
 	for _, l := range liens {
 		t.add(strconv.FormatUint(l.ID, 10), l.JobID, l.Machine, l.Project, l.User, string(l.State), amount(l.Amount, p), amount(l.Charged, p),
@@ -465,9 +458,9 @@ func lienRows(t *table, l ledger.Lien, p int32) error {
 	return nil
 }
 
-func showLien(c *cli.Context, b *lien.Bank, l ledger.Lien) error {
+func showLien(c *cli.Context, b bank, l ledger.Lien) error {
 	t := table{headers: []string{"Field", "Value"}, data: l}
-	if err := lienRows(&t, l, precisionOf(b)); err != nil {
+	if err := lienRows(&t, l, b.precision()); err != nil {
 		return err
 	}
 	return show(c, t)
@@ -476,7 +469,7 @@ func showLien(c *cli.Context, b *lien.Bank, l ledger.Lien) error {
 // showLienResult shows a placed or extended lien, first saying whether a
 // fallback took the job (the scheduler must then switch the job's account)
 // or whether the job already had the lien.
-func showLienResult(c *cli.Context, b *lien.Bank, r lien.LienResult) error {
+func showLienResult(c *cli.Context, b bank, r lien.LienResult) error {
 	t := table{headers: []string{"Field", "Value"}, data: r}
 	rec, err := lien.DetailOf(r.Lien)
 	if err != nil {
@@ -488,7 +481,7 @@ func showLienResult(c *cli.Context, b *lien.Bank, r lien.LienResult) error {
 	case r.FellBack:
 		t.add("Note", fmt.Sprintf("fell back from %s to %s: %s could not cover the lien; switch the job to %s", rec.Requested, r.Project, rec.Requested, r.Project))
 	}
-	if err := lienRows(&t, r.Lien, precisionOf(b)); err != nil {
+	if err := lienRows(&t, r.Lien, b.precision()); err != nil {
 		return err
 	}
 	return showExplained(c, t, r.Quote)

@@ -92,8 +92,8 @@ func (k nodeKind) create(c *cli.Context) error {
 	if err := applyPolicyFlags(c, &spec.Policy); err != nil {
 		return err
 	}
-	return withBank(c, func(l *ledger.Ledger) error {
-		n, err := l.CreateNode(request(c), spec)
+	return withBank(c, func(b bank) error {
+		n, err := b.CreateNode(request(c), spec)
 		if err != nil {
 			return err
 		}
@@ -106,7 +106,7 @@ func (k nodeKind) modify(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	return withBank(c, func(l *ledger.Ledger) error {
+	return withBank(c, func(b bank) error {
 		var change ledger.NodeChange
 		if c.IsSet("description") {
 			d := c.String("description")
@@ -117,7 +117,7 @@ func (k nodeKind) modify(c *cli.Context) error {
 			change.AnyUser = &b
 		}
 		if k == "project" {
-			n, err := l.Node(name)
+			n, err := b.Node(name)
 			if err != nil {
 				return err
 			}
@@ -127,7 +127,7 @@ func (k nodeKind) modify(c *cli.Context) error {
 			}
 			change.Policy = &p
 		}
-		n, err := l.ModifyNode(request(c), name, change)
+		n, err := b.ModifyNode(request(c), name, change)
 		if err != nil {
 			return err
 		}
@@ -151,8 +151,8 @@ func (k nodeKind) deactivate(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	return withBank(c, func(l *ledger.Ledger) error {
-		n, err := l.DeactivateNode(request(c), name)
+	return withBank(c, func(b bank) error {
+		n, err := b.DeactivateNode(request(c), name)
 		if err != nil {
 			return err
 		}
@@ -165,8 +165,8 @@ func (k nodeKind) show(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	return withBank(c, func(l *ledger.Ledger) error {
-		n, err := l.Node(name)
+	return withBank(c, func(b bank) error {
+		n, err := b.Node(name)
 		if err != nil {
 			return err
 		}
@@ -178,8 +178,8 @@ func (k nodeKind) list(c *cli.Context) error {
 	if c.NArg() > 1 {
 		return usageError{"list takes at most one NAME"}
 	}
-	return withBank(c, func(l *ledger.Ledger) error {
-		nodes, err := l.Nodes(c.Args().First())
+	return withBank(c, func(b bank) error {
+		nodes, err := b.Nodes(c.Args().First())
 		if err != nil {
 			return err
 		}

@@ -66,8 +66,8 @@ func userAdd(c *cli.Context) error {
 		return err
 	}
 	spec := ledger.UserSpec{Name: a[0], Description: c.String("description"), DefaultProject: c.String("default-project"), Memberships: memberships(c)}
-	return withBank(c, func(l *ledger.Ledger) error {
-		u, err := l.AddUser(request(c), spec)
+	return withBank(c, func(b bank) error {
+		u, err := b.AddUser(request(c), spec)
 		if err != nil {
 			return err
 		}
@@ -90,8 +90,8 @@ func userModify(c *cli.Context) error {
 	if c.IsSet("active") {
 		change.Active = ptr(c.Bool("active"))
 	}
-	return withBank(c, func(l *ledger.Ledger) error {
-		u, err := l.ModifyUser(request(c), a[0], change)
+	return withBank(c, func(b bank) error {
+		u, err := b.ModifyUser(request(c), a[0], change)
 		if err != nil {
 			return err
 		}
@@ -100,8 +100,8 @@ func userModify(c *cli.Context) error {
 }
 
 func userList(c *cli.Context) error {
-	return withBank(c, func(l *ledger.Ledger) error {
-		users, err := l.Users()
+	return withBank(c, func(b bank) error {
+		users, err := b.Users()
 		if err != nil {
 			return err
 		}
@@ -127,8 +127,8 @@ func machineAdd(c *cli.Context) error {
 		return err
 	}
 	spec := ledger.MachineSpec{Name: a[0], Description: c.String("description"), Shape: ledger.Shape{Cores: c.Int64("cores"), MemoryMB: c.Int64("memory-mb"), GPUs: c.Int64("gpus")}}
-	return withBank(c, func(l *ledger.Ledger) error {
-		m, err := l.AddMachine(request(c), spec)
+	return withBank(c, func(b bank) error {
+		m, err := b.AddMachine(request(c), spec)
 		if err != nil {
 			return err
 		}
@@ -141,7 +141,7 @@ func machineModify(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	return withBank(c, func(l *ledger.Ledger) error {
+	return withBank(c, func(b bank) error {
 		var change ledger.MachineChange
 		if c.IsSet("description") {
 			change.Description = ptr(c.String("description"))
@@ -154,7 +154,7 @@ func machineModify(c *cli.Context) error {
 				*field = ptr(c.Int64(flag))
 			}
 		}
-		m, err := l.ModifyMachine(request(c), a[0], change)
+		m, err := b.ModifyMachine(request(c), a[0], change)
 		if err != nil {
 			return err
 		}
@@ -163,8 +163,8 @@ func machineModify(c *cli.Context) error {
 }
 
 func machineList(c *cli.Context) error {
-	return withBank(c, func(l *ledger.Ledger) error {
-		ms, err := l.Machines()
+	return withBank(c, func(b bank) error {
+		ms, err := b.Machines()
 		if err != nil {
 			return err
 		}

@@ -47,7 +47,7 @@ func policyCommands() []*cli.Command {
 }
 
 func policyShow(c *cli.Context) error {
-	return withLiens(c, func(b *lien.Bank) error {
+	return withBank(c, func(b bank) error {
 		cfg, err := b.Config()
 		if err != nil {
 			return err
@@ -98,7 +98,7 @@ func policyGrace(c *cli.Context) error {
 // changeConfig applies ch at the scope of --machine or --project.
 func changeConfig(c *cli.Context, ch lien.ConfigChange) error {
 	ch.Scope = lien.Scope{Machine: c.String("machine"), Project: c.String("project")}
-	return withLiens(c, func(b *lien.Bank) error {
+	return withBank(c, func(b bank) error {
 		cfg, err := b.ChangeConfig(request(c), ch)
 		if err != nil {
 			return err

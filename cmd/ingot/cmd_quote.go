@@ -46,8 +46,8 @@ func quote(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	return withLiens(c, func(b *lien.Bank) error {
-		machine, err := machineOf(c, b.Ledger())
+	return withBank(c, func(b bank) error {
+		machine, err := machineOf(c, b)
 		if err != nil {
 			return err
 		}
@@ -61,16 +61,16 @@ func quote(c *cli.Context) error {
 			t.add("Project", r.Project)
 			t.add("Machine", machine)
 			t.add("Policy", r.Amount.Explanation.Policy.String())
-			t.add("Amount", amount(r.Amount.Credits, precisionOf(b)))
+			t.add("Amount", amount(r.Amount.Credits, b.precision()))
 			return showExplained(c, t, r.Amount)
 		}
-		expires := b.Ledger().Now().Add(time.Duration(validFor) * time.Second)
+		expires := b.settings.Now.Add(time.Duration(validFor) * time.Second)
 		q, err := b.Guarantee(request(c), spec, expires, c.Int("uses"))
 		if err != nil {
 			return err
 		}
 		t := table{headers: []string{"Field", "Value"}, data: q}
-		quoteRows(&t, q, precisionOf(b))
+		quoteRows(&t, q, b.precision())
 		return showExplained(c, t, q.Amount)
 	})
 }
@@ -104,12 +104,12 @@ func quoteRows(t *table, q lien.StoredQuote, p int32) {
 }
 
 func quoteList(c *cli.Context) error {
-	return withLiens(c, func(b *lien.Bank) error {
+	return withBank(c, func(b bank) error {
 		qs, err := b.Quotes()
 		if err != nil {
 			return err
 		}
-		p := precisionOf(b)
+		p := b.precision()
 		t := table{headers: []string{"Quote", "Machine", "Project", "User", "Policy", "Amount", "Created", "Expires", "Used", "Uses"}, data: orEmpty(qs)}
 		for _, q := range qs {
 			t.add(strconv.FormatUint(q.ID, 10), q.Machine, q.Project, q.User, q.Policy.String(), amount(q.Amount.Credits, p),

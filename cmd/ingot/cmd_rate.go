@@ -12,7 +12,6 @@ import (
 
 	"github.com/ingot-hpc/ingot/charge"
 	"github.com/ingot-hpc/ingot/ledger"
-	"github.com/ingot-hpc/ingot/lien"
 )
 
 func rateCommands() []*cli.Command {
@@ -56,7 +55,7 @@ func rateCommands() []*cli.Command {
 }
 
 func rateList(c *cli.Context) error {
-	return withLiens(c, func(b *lien.Bank) error {
+	return withBank(c, func(b bank) error {
 		t, err := b.Rates()
 		if err != nil {
 			return err
@@ -122,7 +121,7 @@ func withSection(t table, section string) table {
 // it; the bank validates it, so the charge package's message reaches the
 // user with exit code 2.
 func changeRates(c *cli.Context, change func(*charge.RateTable) error) error {
-	return withLiens(c, func(b *lien.Bank) error {
+	return withBank(c, func(b bank) error {
 		t, err := b.Rates()
 		if err != nil {
 			return err

@@ -62,21 +62,21 @@ func balance(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	return withBank(c, func(l *ledger.Ledger) error {
+	return withBank(c, func(b bank) error {
 		var nbs []ledger.NodeBalance
 		if c.NArg() == 0 {
-			if nbs, err = l.Balances(at); err != nil {
+			if nbs, err = b.Balances(at); err != nil {
 				return err
 			}
 		}
 		for _, name := range c.Args().Slice() {
-			nb, err := l.BalanceAt(name, at)
+			nb, err := b.BalanceAt(name, at)
 			if err != nil {
 				return err
 			}
 			nbs = append(nbs, nb)
 		}
-		p := l.Settings().Precision
+		p := b.precision()
 		if c.Bool("allocations") {
 			t := table{headers: []string{"Node", "Allocation", "Active", "Start", "End", "Machine", "Deposited", "Amount", "CreditLimit", "Description"}, data: orEmpty(nbs)}
 			for _, nb := range nbs {
@@ -89,7 +89,7 @@ func balance(c *cli.Context) error {
 		}
 		var shares []ledger.AccountShares
 		if !c.IsSet("at") {
-			if shares, err = projectShares(l, c.Args().Slice()); err != nil {
+			if shares, err = projectShares(b, c.Args().Slice()); err != nil {
 				return err
 			}
 		}
@@ -112,13 +112,13 @@ type balanceWithShares struct {
 }
 
 // projectShares is the HFS split of each account named that has projects.
-func projectShares(l *ledger.Ledger, names []string) ([]ledger.AccountShares, error) {
+func projectShares(b bank, names []string) ([]ledger.AccountShares, error) {
 	var out []ledger.AccountShares
 	for _, name := range names {
 		if ledger.ParentOf(name) != "" {
 			continue
 		}
-		s, err := l.Shares(name)
+		s, err := b.Shares(name)
 		if err != nil {
 			return nil, fmt.Errorf("HFS shares of %s: %w", name, err)
 		}
@@ -173,14 +173,14 @@ func statement(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	return withBank(c, func(l *ledger.Ledger) error {
+	return withBank(c, func(b bank) error {
 		if to.IsZero() {
-			to = l.Now().Add(time.Microsecond) // include what happened just now
+			to = b.settings.Now.Add(time.Microsecond) // include what happened just now
 		}
 		if from.IsZero() {
-			from = l.Created()
+			from = b.settings.Created
 		}
-		st, err := l.Statement(a[0], from, to, c.Bool("summarize"))
+		st, err := b.Statement(a[0], from, to, c.Bool("summarize"))
 		if err != nil {
 			return err
 		}
@@ -191,7 +191,7 @@ func statement(c *cli.Context) error {
 		if f == formatJSON {
 			return writeJSON(c.App.Writer, st)
 		}
-		return writeStatement(c, f, st, l.Settings().Precision, c.Bool("summarize"))
+		return writeStatement(c, f, st, b.precision(), c.Bool("summarize"))
 	})
 }
 
@@ -265,12 +265,12 @@ func journal(c *cli.Context) error {
 	if f.Limit < 0 {
 		return usageError{"--limit must not be negative"}
 	}
-	return withBank(c, func(l *ledger.Ledger) error {
-		entries, err := l.Journal(f)
+	return withBank(c, func(b bank) error {
+		entries, err := b.Journal(f)
 		if err != nil {
 			return err
 		}
-		p := l.Settings().Precision
+		p := b.precision()
 		t := table{headers: []string{"Entry", "Time", "Kind", "Subject", "Ref", "Changes", "Actor", "Request", "Description"}, data: orEmpty(entries)}
 		for _, e := range entries {
 			var changes []string

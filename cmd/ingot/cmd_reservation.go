@@ -61,8 +61,8 @@ func reservationAdd(c *cli.Context) error {
 	if spec.End, err = requiredTime(c, "end"); err != nil {
 		return err
 	}
-	return withLiens(c, func(b *lien.Bank) error {
-		if spec.Machine, err = machineOf(c, b.Ledger()); err != nil {
+	return withBank(c, func(b bank) error {
+		if spec.Machine, err = machineOf(c, b); err != nil {
 			return err
 		}
 		r, err := b.AddReservation(request(c), spec)
@@ -70,7 +70,7 @@ func reservationAdd(c *cli.Context) error {
 			return err
 		}
 		t := table{headers: []string{"Field", "Value"}, data: r}
-		reservationRows(&t, r, precisionOf(b))
+		reservationRows(&t, r, b.precision())
 		return show(c, t)
 	})
 }
@@ -83,12 +83,12 @@ func requiredTime(c *cli.Context, name string) (time.Time, error) {
 }
 
 func reservationList(c *cli.Context) error {
-	return withLiens(c, func(b *lien.Bank) error {
+	return withBank(c, func(b bank) error {
 		rs, err := b.Reservations()
 		if err != nil {
 			return err
 		}
-		p := precisionOf(b)
+		p := b.precision()
 		t := table{headers: []string{"Name", "Machine", "Procs", "Start", "End", "Project", "User", "FlushedTo", "Flushes", "Charged", "Ended"}, data: orEmpty(rs)}
 		for _, r := range rs {
 			t.add(r.Name, r.Machine, strconv.FormatInt(r.Processors, 10), localTime(r.Start), localTime(r.End), r.Project, r.User,
@@ -110,12 +110,12 @@ func reservationFlush(end bool) cli.ActionFunc {
 		if err != nil {
 			return err
 		}
-		return withLiens(c, func(b *lien.Bank) error {
+		return withBank(c, func(b bank) error {
 			r, err := b.Flush(request(c), a[0], running, end)
 			if err != nil {
 				return err
 			}
-			p := precisionOf(b)
+			p := b.precision()
 			t := table{headers: []string{"Field", "Value"}, data: r}
 			reservationRows(&t, r.Reservation, p)
 			t.add("Idle processor-seconds", strconv.FormatInt(r.IdleSeconds, 10))

@@ -64,7 +64,7 @@ func serveCommands() []*cli.Command {
 			"Settings come from flags, then INGOT_* variables, then the --config file (docs/server.md).",
 		Flags: append(own, &cli.StringFlag{Name: "config", EnvVars: []string{"INGOT_CONFIG"},
 			Usage: "TOML `FILE` of settings, named as the flags: " + strings.Join(fileKeys, ", ")}),
-		Action: func(c *cli.Context) error { return serve(c, fileKeys) },
+		Action: localOnly(func(c *cli.Context) error { return serve(c, fileKeys) }),
 	}}
 }
 

@@ -2,9 +2,13 @@
 // projects, users, machines and allocations, moves credits, and reads
 // balances, statements and the journal.
 //
-// It works locally on the bank's database file (--db, or INGOT_DB). Output
+// It works locally on the bank's database file (--db, or INGOT_DB), or
+// through an ingot server (--server URL, or INGOT_SERVER, with the client
+// key of --key-file or INGOT_KEY_FILE). Each command is written once
+// against bankService, which localBank does on the file and remoteBank
+// through package proto/client; the output is the same either way. Output
 // is an aligned table, or --json, or --parsable ('|'-separated, like
-// Slurm's -P). Exit codes are listed in exitcodes.go and docs/cli.md.
+// Slurm's -P). Exit codes are listed in exitcodes.go and the README.
 //
 // The app is built by newApp, which takes its writers, so tests run the
 // whole command line in-process.

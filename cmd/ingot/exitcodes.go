@@ -2,10 +2,12 @@ package main
 
 import (
 	"errors"
+	"net/url"
 
 	"github.com/ingot-hpc/ingot/ledger"
 	"github.com/ingot-hpc/ingot/ledger/boltstore"
 	"github.com/ingot-hpc/ingot/lien"
+	"github.com/ingot-hpc/ingot/proto/api"
 	"github.com/ingot-hpc/ingot/proto/clients"
 )
 
@@ -17,8 +19,9 @@ const (
 	exitNotFound    = 3 // unknown node, user, machine, allocation, rate, charge; no lien for the job
 	exitRefused     = 4 // valid but refused: insufficient funds, inactive, exists, request conflict, not a member, already charged, refund beyond the charge, unusable quote or reservation
 	exitAudit       = 5 // the audit found problems
-	exitUnavailable = 6 // the database cannot be opened (missing, locked, not a bank), or the server key
+	exitUnavailable = 6 // the database cannot be opened (missing, locked, not a bank), or the server key; the server cannot be reached or is busy
 	exitCorrupt     = 7 // stored data is damaged
+	exitAuth        = 8 // with --server: no usable key file, or the server refused the key (401)
 )
 
 // usageError marks a mistake on the command line.
@@ -29,11 +32,49 @@ func (e usageError) Error() string { return e.msg }
 // auditFailed is returned when an audit ran and found problems.
 var errAuditFailed = errors.New("audit failed")
 
+// serverExitCodes are the exit codes of the server's error codes: the same
+// as the local command's for the same refusal. A client that its role or
+// scope does not allow (403 forbidden) is refused (4), like any valid
+// request the bank refuses; a key the server does not accept (401) has a
+// code of its own (8). A code missing here (an endpoint the server does
+// not have: a server older than the command line) is 1.
+var serverExitCodes = map[api.Code]int{
+	api.CodeInvalid:             exitUsage,
+	api.CodeBadJSON:             exitUsage,
+	api.CodeMissingRequestID:    exitUsage,
+	api.CodeTooLarge:            exitUsage,
+	api.CodeNotFound:            exitNotFound,
+	api.CodeExists:              exitRefused,
+	api.CodeInactive:            exitRefused,
+	api.CodeInsufficientFunds:   exitRefused,
+	api.CodeRequestConflict:     exitRefused,
+	api.CodeNoProject:           exitRefused,
+	api.CodeNotMember:           exitRefused,
+	api.CodeAlreadyCharged:      exitRefused,
+	api.CodeRefund:              exitRefused,
+	api.CodeQuoteUnusable:       exitRefused,
+	api.CodeReservationUnusable: exitRefused,
+	api.CodeForbidden:           exitRefused,
+	api.CodeUnauthenticated:     exitAuth,
+	api.CodeUnavailable:         exitUnavailable,
+	api.CodeCorrupt:             exitCorrupt,
+}
+
 func exitCode(err error) int {
 	var usage usageError
+	if e, ok := errors.AsType[*api.Error](err); ok {
+		if code, listed := serverExitCodes[e.Code]; listed {
+			return code
+		}
+		return exitError
+	}
 	switch {
 	case err == nil:
 		return exitOK
+	case errors.Is(err, errNoKey):
+		return exitAuth
+	case isUnreachable(err):
+		return exitUnavailable
 	case errors.As(err, &usage), errors.Is(err, ledger.ErrInvalid):
 		return exitUsage
 	// Lack of funds first: a refused lien whose fallback is missing wraps
@@ -57,4 +98,10 @@ func exitCode(err error) int {
 		return exitCorrupt
 	}
 	return exitError
+}
+
+// isUnreachable reports whether err is a failure to reach the server.
+func isUnreachable(err error) bool {
+	_, ok := errors.AsType[*url.Error](err)
+	return ok
 }

@@ -14,14 +14,26 @@ import (
 	"github.com/ingot-hpc/ingot/ledger"
 )
 
-// cli runs ingot in-process on one database.
+// cliBank runs ingot in-process on one bank: a database file, or a server
+// (remote_cli_test.go).
 type cliBank struct {
 	t  testing.TB
 	db string
+	// global are the flags that name the bank: --db, or --server and
+	// --key-file.
+	global []string
+}
+
+// onFile is the command line on the database file db, whatever the
+// environment says of a server.
+func onFile(t testing.TB, db string) *cliBank {
+	t.Setenv("INGOT_SERVER", "")
+	t.Setenv("INGOT_KEY_FILE", "")
+	return &cliBank{t: t, db: db, global: []string{"--db", db}}
 }
 
 func newCLIBank(t testing.TB) *cliBank {
-	b := &cliBank{t: t, db: filepath.Join(t.TempDir(), "bank.db")}
+	b := onFile(t, filepath.Join(t.TempDir(), "bank.db"))
 	b.ok("init")
 	t.Cleanup(func() {
 		if out, code := b.run("audit"); code != exitOK {
@@ -34,7 +46,7 @@ func newCLIBank(t testing.TB) *cliBank {
 // run returns stdout+stderr and the exit code.
 func (b *cliBank) run(args ...string) (string, int) {
 	var out bytes.Buffer
-	code := run(append([]string{"ingot", "--db", b.db}, args...), &out, &out)
+	code := run(append(append([]string{"ingot"}, b.global...), args...), &out, &out)
 	return out.String(), code
 }
 
@@ -214,7 +226,7 @@ func TestBackupIsAuditedCopy(t *testing.T) {
 	if _, code := b.run("backup", dest); code != exitRefused {
 		t.Errorf("backup over an existing file exited %d, want %d", code, exitRefused)
 	}
-	copyBank := &cliBank{t: t, db: dest}
+	copyBank := onFile(t, dest)
 	var nb []ledger.NodeBalance
 	copyBank.json(&nb, "balance", "chem")
 	if !nb[0].Amount.Equal(dec(t, "42")) {

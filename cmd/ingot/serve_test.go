@@ -228,8 +228,11 @@ func TestServeSocketAndMunge(t *testing.T) {
 	if nb, err := viaMunge.Balance(ctx, "chem.lab1"); err != nil || nb.Amount.String() != "105" {
 		t.Errorf("%s reads chem.lab1 over MUNGE: %+v, %v", me.Username, nb, err)
 	}
-	if _, err := viaMunge.Balances(ctx); !client.IsCode(err, api.CodeForbidden) {
-		t.Errorf("%s asks every balance over MUNGE: %v; want forbidden", me.Username, err)
+	if all, err := viaMunge.Balances(ctx, time.Time{}); err != nil || len(all) != 1 || all[0].Node != "chem.lab1" {
+		t.Errorf("%s lists balances over MUNGE: %+v, %v; want only chem.lab1", me.Username, all, err)
+	}
+	if _, err := viaMunge.Audit(ctx); !client.IsCode(err, api.CodeForbidden) {
+		t.Errorf("%s audits over MUNGE: %v; want forbidden", me.Username, err)
 	}
 
 	if err := srv.shutdown(t); err != nil {

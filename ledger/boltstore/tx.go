@@ -60,7 +60,13 @@ func get[T any](t *tx, bucket, key []byte) (v T, ok bool, err error) {
 }
 
 func (t *tx) put(bucket, key []byte, v any) error {
-	raw, err := json.Marshal(v)
+	var raw []byte
+	var err error
+	if m, ok := v.(json.Marshaler); ok {
+		raw, err = m.MarshalJSON() // the ledger's own encoders, without encoding/json's compaction
+	} else {
+		raw, err = json.Marshal(v)
+	}
 	if err != nil {
 		return fmt.Errorf("boltstore: encode %s record: %w", bucket, err)
 	}
@@ -148,13 +154,17 @@ func (t *tx) Allocation(id uint64) (ledger.Allocation, bool, error) {
 }
 
 func (t *tx) PutAllocation(a ledger.Allocation, seq uint64) error {
-	if err := t.put(bucketAllocations, encodeUint(a.ID), a); err != nil {
+	raw, err := ledger.EncodeAllocation(a)
+	if err != nil {
+		return fmt.Errorf("boltstore: encode allocation %d: %w", a.ID, err)
+	}
+	if err := t.putRaw(bucketAllocations, encodeUint(a.ID), raw); err != nil {
 		return err
 	}
 	if err := t.index(bucketByAccount, accountKey(a.Account, a.ID), []byte{}, true); err != nil {
 		return err
 	}
-	return t.put(bucketHistory, historyKey(a.ID, seq), a)
+	return t.putRaw(bucketHistory, historyKey(a.ID, seq), raw)
 }
 
 func (t *tx) AccountAllocations(account string) ([]ledger.Allocation, error) {

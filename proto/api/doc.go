@@ -8,34 +8,95 @@
 // for it (package munge), or arrives without either on the server's Unix
 // socket, whose peer's uid identifies it. A MUNGE or socket request acts as
 // a user client of the local account's bank user (the socket's root and
-// the server's own uid as admin; see package server). Bodies are JSON, at
-// most 1 MiB; unknown fields are refused. Every answer is JSON.
+// the server's own uid as admin; see package server). Bodies are JSON, at most
+// 1 MiB; unknown fields are refused. GETs take query parameters (the query
+// types below, read by DecodeQuery): unknown, repeated or empty ones are
+// refused; times are RFC 3339, durations Go's (168h). Every answer is JSON;
+// a list is {"items": [...]} (List). A path may have a GET that reads and a
+// POST that makes.
 //
-//	method path                 body / query         answer                 roles
-//	GET    /healthz             -                    {"status":"ok"}        no authentication
-//	GET    /v1/balances         -                    BalancesResponse       admin
-//	GET    /v1/balance          ?node=NAME           ledger.NodeBalance     admin, manager¹, scheduler, user²
-//	GET    /v1/available        ?project=NAME        AvailableResponse      admin, manager¹, scheduler, user²
-//	POST   /v1/deposits         DepositRequest       ledger.Receipt         admin, manager¹
-//	POST   /v1/transfers        TransferRequest      ledger.Receipt         admin, manager¹ (both ends)
-//	POST   /v1/quotes           QuoteRequest         lien.QuoteResult       admin, scheduler³
-//	POST   /v1/liens            LienRequest          lien.LienResult        admin, scheduler³
-//	POST   /v1/liens/release    ReleaseRequest       ledger.Lien            admin, scheduler³
-//	POST   /v1/charges          ChargeRequest        lien.ChargeResult      admin, scheduler³
-//	POST   /v1/batch            BatchRequest         BatchResponse          admin, scheduler³ (per item)
+//		method path                   body / query       answer                  roles
+//		GET    /healthz               -                  {"status":"ok"}         no authentication
+//		GET    /v1/settings           -                  Settings                all
+//		GET    /v1/balances           BalancesQuery      BalancesResponse        all⁴
+//		GET    /v1/balance            BalanceQuery       ledger.NodeBalance      all¹²
+//		GET    /v1/available          AvailableQuery     AvailableResponse       all¹²
+//		GET    /v1/shares             AccountQuery       ledger.AccountShares    all¹²
+//		GET    /v1/fairshare          FairShareQuery     List of FairShareNode   all¹²
+//		GET    /v1/statement          StatementQuery     ledger.Statement        admin, manager¹, user²
+//		GET    /v1/journal            JournalQuery       List of ledger.Entry    admin, manager¹, user² (node required)
+//		GET    /v1/audit              -                  ledger.AuditReport      admin
+//		GET    /v1/nodes              NodesQuery         List of ledger.Node     all⁴
+//		GET    /v1/node               NameQuery          ledger.Node             all¹²
+//		POST   /v1/nodes              NodeRequest        ledger.Node             admin, manager⁵
+//		POST   /v1/nodes/modify       Modify[NodeChange] ledger.Node             admin, manager⁵
+//		POST   /v1/nodes/deactivate   NameRequest        ledger.Node             admin, manager⁵
+//		GET    /v1/users              -                  List of ledger.User     admin, manager⁴, user (itself)
+//		POST   /v1/users              UserRequest        ledger.User             admin
+//		POST   /v1/users/modify       Modify[UserChange] ledger.User             admin
+//		GET    /v1/machines           -                  List of ledger.Machine  all
+//		POST   /v1/machines           MachineRequest     ledger.Machine          admin
+//		POST   /v1/machines/modify    Modify[...Change]  ledger.Machine          admin
+//		POST   /v1/deposits           DepositRequest     ledger.Receipt          admin, manager¹
+//		POST   /v1/withdrawals        WithdrawRequest    ledger.Receipt          admin, manager¹
+//		POST   /v1/transfers          TransferRequest    ledger.Receipt          admin, manager¹ (both ends)
+//		GET    /v1/rates              -                  charge.RateTable        all
+//		POST   /v1/rates              RatesRequest       charge.RateTable        admin
+//		GET    /v1/config             -                  lien.Config             admin, scheduler
+//		POST   /v1/config             ConfigRequest      lien.Config             admin
+//		POST   /v1/quotes             QuoteRequest       lien.QuoteResult        admin, scheduler³
+//		GET    /v1/quotes             -                  List of StoredQuote     admin, scheduler⁴
+//		POST   /v1/quotes/guarantee   GuaranteeRequest   lien.StoredQuote        admin, scheduler³
+//		POST   /v1/liens              LienRequest        lien.LienResult         admin, scheduler³
+//		GET    /v1/liens              LiensQuery         List of ledger.Lien     all⁴
+//		GET    /v1/lien               JobQuery           ledger.Lien             all⁴
+//		POST   /v1/liens/extend       ExtendRequest      lien.LienResult         admin, scheduler³
+//		POST   /v1/liens/release      ReleaseRequest     ledger.Lien             admin, scheduler³
+//		POST   /v1/liens/sweep        SweepRequest ({})  List of ledger.Lien     admin
+//		POST   /v1/charges            ChargeRequest      lien.ChargeResult       admin, scheduler³
+//		POST   /v1/batch              BatchRequest       BatchResponse           admin, scheduler³ (per item)
+//		GET    /v1/charges            JobQuery           List of ledger.Charge   all⁴
+//		POST   /v1/refunds            RefundRequest      ledger.Charge           admin
+//		POST   /v1/reservations       ReservationRequest lien.Reservation        admin, scheduler³
+//		GET    /v1/reservations       -                  List of Reservation     all⁴
+//		POST   /v1/reservations/flush FlushRequest       lien.FlushResult        admin, scheduler³ (the reservation's machine)
+//		GET    /v1/clients            -                  List of clients.Client  admin (no sealed secrets)
+//		POST   /v1/clients            ClientRequest      NewKeyResponse          admin
+//		POST   /v1/clients/rotate     NameRequest        NewKeyResponse          admin
+//		POST   /v1/clients/revoke     RevokeRequest      clients.Client          admin
 //
-// ¹ a manager only on the nodes of its scope and their subtrees.
-// ² a user client only on nodes its bank user is a member or manager of,
-// directly or through an ancestor.
-// ³ a scheduler only for the machines of its scope.
+//	  - ¹ a manager only on the nodes of its scope and their subtrees.
+//	  - ² a user client only on nodes its bank user is a member or manager
+//	    of, directly or through an ancestor.
+//	  - ³ a scheduler only for the machines of its scope.
+//	  - ⁴ filtered to what the client reads: nodes as in ¹ and ² (an admin
+//	    and a scheduler read every node); the records of jobs (liens,
+//	    charges, quotes, reservations) by their project, a scheduler's by its
+//	    machines; users: a manager those with a membership in its subtrees.
+//	    /v1/balances is every account's for an admin or a scheduler, otherwise
+//	    the balances of the nodes of a manager's scope or of a user's
+//	    memberships.
+//	  - ⁵ a manager only on nodes strictly below the nodes of its scope: it
+//	    creates, changes and deactivates its projects, not the nodes it was
+//	    given (their share is decided above them), and no account.
+//
+// Users, machines, rates, charge policies, refunds, the sweep and clients
+// are the bank manager's (admin): they are shared by every account. The
+// journal of a non-admin client holds the entries that name a node of the
+// subtree asked for or change one of its allocations; the whole journal,
+// with every client record, is the admin's. Backups are taken on the
+// server's host (ingot backup), not over the API.
 //
 // # Retries
 //
-// The POSTs that change the bank (all but /v1/quotes) need the header
+// The POSTs that change the bank (all but POST /v1/quotes) need the header
 // X-Ingot-Request-Id: 1 to 128 printable characters without spaces, unique
 // per change. A retry with the same id and the same body returns the first
 // answer and changes nothing; the same id with another body is refused
-// (request_conflict). Ids are per client. A retry must be signed afresh
+// (request_conflict). Ids are per client. A new key is made outside the
+// change, so the retry of a lost POST /v1/clients or /v1/clients/rotate is
+// a conflict: the secret was lost with the answer (revoke that key and
+// rotate again). A retry must be signed afresh
 // (a new date and nonce): the server accepts each nonce once, so resending
 // the very same bytes is refused as a replay.
 //

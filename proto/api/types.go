@@ -1,24 +1,56 @@
 package api
 
 import (
+	"time"
+
 	"github.com/shopspring/decimal"
 
+	"github.com/ingot-hpc/ingot/charge"
 	"github.com/ingot-hpc/ingot/ledger"
 	"github.com/ingot-hpc/ingot/lien"
+	"github.com/ingot-hpc/ingot/proto/clients"
 )
 
-// Paths of the endpoints (see the package documentation).
+// Paths of the endpoints (see the package documentation). A path that
+// lists with GET makes with POST.
 const (
-	PathHealth    = "/healthz"
-	PathBalances  = "/v1/balances"
-	PathBalance   = "/v1/balance"
-	PathAvailable = "/v1/available"
-	PathDeposits  = "/v1/deposits"
-	PathTransfers = "/v1/transfers"
-	PathQuotes    = "/v1/quotes"
-	PathLiens     = "/v1/liens"
-	PathRelease   = "/v1/liens/release"
-	PathCharges   = "/v1/charges"
+	PathHealth         = "/healthz"
+	PathSettings       = "/v1/settings"
+	PathBalances       = "/v1/balances"
+	PathBalance        = "/v1/balance"
+	PathAvailable      = "/v1/available"
+	PathShares         = "/v1/shares"
+	PathFairShare      = "/v1/fairshare"
+	PathStatement      = "/v1/statement"
+	PathJournal        = "/v1/journal"
+	PathAudit          = "/v1/audit"
+	PathNodes          = "/v1/nodes"
+	PathNode           = "/v1/node"
+	PathNodeModify     = "/v1/nodes/modify"
+	PathNodeDeactivate = "/v1/nodes/deactivate"
+	PathUsers          = "/v1/users"
+	PathUserModify     = "/v1/users/modify"
+	PathMachines       = "/v1/machines"
+	PathMachineModify  = "/v1/machines/modify"
+	PathDeposits       = "/v1/deposits"
+	PathWithdrawals    = "/v1/withdrawals"
+	PathTransfers      = "/v1/transfers"
+	PathRates          = "/v1/rates"
+	PathConfig         = "/v1/config"
+	PathQuotes         = "/v1/quotes"
+	PathGuarantees     = "/v1/quotes/guarantee"
+	PathLiens          = "/v1/liens"
+	PathLien           = "/v1/lien"
+	PathExtend         = "/v1/liens/extend"
+	PathRelease        = "/v1/liens/release"
+	PathSweep          = "/v1/liens/sweep"
+	PathCharges        = "/v1/charges"
+	PathRefunds        = "/v1/refunds"
+	PathReservations   = "/v1/reservations"
+	PathFlush          = "/v1/reservations/flush"
+	PathClients        = "/v1/clients"
+	PathClientRotate   = "/v1/clients/rotate"
+	PathClientRevoke   = "/v1/clients/revoke"
 )
 
 // HeaderRequestID carries the request id of a change (see Retries).
@@ -27,17 +59,137 @@ const HeaderRequestID = "X-Ingot-Request-Id"
 // MaxBodyBytes is the largest request body the server reads.
 const MaxBodyBytes = 1 << 20
 
-// Request bodies. They are the bank's own specs, so that the wire and the
+// Request bodies. Most are the bank's own specs, so that the wire and the
 // bank cannot drift apart; the aliases name them for clients.
 type (
-	DepositRequest  = ledger.DepositSpec
-	TransferRequest = ledger.TransferSpec
-	QuoteRequest    = lien.QuoteSpec
-	LienRequest     = lien.PlaceSpec
-	ChargeRequest   = lien.ChargeSpec
+	DepositRequest     = ledger.DepositSpec
+	WithdrawRequest    = ledger.WithdrawSpec
+	TransferRequest    = ledger.TransferSpec
+	NodeRequest        = ledger.NodeSpec
+	UserRequest        = ledger.UserSpec
+	MachineRequest     = ledger.MachineSpec
+	RatesRequest       = charge.RateTable
+	ConfigRequest      = lien.ConfigChange
+	QuoteRequest       = lien.QuoteSpec
+	LienRequest        = lien.PlaceSpec
+	ChargeRequest      = lien.ChargeSpec
+	RefundRequest      = lien.RefundSpec
+	ReservationRequest = lien.ReservationSpec
 	// ReleaseRequest names the job whose lien to release:
 	// {"machine": "hpc1", "job_id": "123"}.
 	ReleaseRequest = lien.Job
+)
+
+// Modify changes the named node, user or machine: {"name": "chem.lab1",
+// "change": {...}}, the change's absent fields staying as they are.
+type Modify[C any] struct {
+	Name   string `json:"name"`
+	Change C      `json:"change"`
+}
+
+// NameRequest names what to act on: a node to deactivate, a client whose key
+// to rotate.
+type NameRequest struct {
+	Name string `json:"name"`
+}
+
+// SweepRequest is the body of a sweep: {}.
+type SweepRequest struct{}
+
+// GuaranteeRequest makes a guaranteed quote: the quote's fields, until
+// when it may be used and by how many jobs. The expiry is a time rather
+// than a duration so that a retry sends the same content (GET /v1/settings
+// gives the server's clock to count from).
+type GuaranteeRequest struct {
+	lien.QuoteSpec
+	Expires time.Time `json:"expires"`
+	Uses    int       `json:"uses"`
+}
+
+// ExtendRequest raises the wallclock limit of a job's lien.
+type ExtendRequest struct {
+	lien.Job
+	WallclockLimitSeconds int64 `json:"wallclock_limit_seconds"`
+}
+
+// FlushRequest charges a reservation's idle time; End closes it too.
+type FlushRequest struct {
+	Name               string `json:"name"`
+	RunningProcSeconds int64  `json:"running_proc_seconds,omitempty"`
+	End                bool   `json:"end,omitempty"`
+}
+
+// ClientRequest adds an API client with its first key.
+type ClientRequest struct {
+	Name  string       `json:"name"`
+	Role  clients.Role `json:"role"`
+	Scope []string     `json:"scope,omitempty"`
+}
+
+// RevokeRequest ends one key of a client.
+type RevokeRequest struct {
+	Name  string `json:"name"`
+	KeyID string `json:"key_id"`
+}
+
+// Queries of the GETs (see EncodeQuery for the tags).
+type (
+	// NoQuery is the query of a GET that takes no parameters.
+	NoQuery       struct{}
+	BalancesQuery struct {
+		At time.Time `query:"at"`
+	}
+	AvailableQuery struct {
+		Project string `query:"project,required"`
+	}
+	BalanceQuery struct {
+		Node string    `query:"node,required"`
+		At   time.Time `query:"at"`
+	}
+	// AccountQuery names an account (shares).
+	AccountQuery struct {
+		Account string `query:"account,required"`
+	}
+	// FairShareQuery: without half_life, usage does not decay.
+	FairShareQuery struct {
+		Account      string        `query:"account,required"`
+		HalfLife     time.Duration `query:"half_life"`
+		Compensation float64       `query:"compensation"`
+	}
+	// StatementQuery: the period [from, to).
+	StatementQuery struct {
+		Account   string    `query:"account,required"`
+		From      time.Time `query:"from,required"`
+		To        time.Time `query:"to,required"`
+		Summarize bool      `query:"summarize"`
+	}
+	// JournalQuery selects entries as ledger.JournalFilter does.
+	JournalQuery struct {
+		Node  string    `query:"node"`
+		Kinds []string  `query:"kind"`
+		Since time.Time `query:"since"`
+		Until time.Time `query:"until"`
+		Limit int       `query:"limit"`
+	}
+	// NodesQuery lists the nodes whose names start with under.
+	NodesQuery struct {
+		Under string `query:"under"`
+	}
+	// NameQuery names one node.
+	NameQuery struct {
+		Name string `query:"name,required"`
+	}
+	// LiensQuery lists the active liens (all with all=true), of a node's
+	// subtree when node is given.
+	LiensQuery struct {
+		Node string `query:"node"`
+		All  bool   `query:"all"`
+	}
+	// JobQuery names a job on a machine.
+	JobQuery struct {
+		Machine string `query:"machine,required"`
+		JobID   string `query:"job_id,required"`
+	}
 )
 
 // HealthResponse answers GET /healthz.
@@ -45,7 +197,31 @@ type HealthResponse struct {
 	Status string `json:"status"`
 }
 
-// BalancesResponse answers GET /v1/balances: every node's balance now.
+// Settings answers GET /v1/settings: the bank's fixed settings, when it
+// was created, and the server's clock, which the defaults of a period
+// ("until now") are taken from.
+type Settings struct {
+	ledger.Settings
+	Created time.Time `json:"created"`
+	Now     time.Time `json:"now"`
+}
+
+// List is the answer of an endpoint that lists: {"items": [...]}, never
+// null; an object rather than a bare array, so that fields can be added.
+type List[T any] struct {
+	Items []T `json:"items"`
+}
+
+// ListOf returns the list of items, [] rather than null on the wire.
+func ListOf[T any](items []T) List[T] {
+	if items == nil {
+		items = []T{}
+	}
+	return List[T]{Items: items}
+}
+
+// BalancesResponse answers GET /v1/balances: the balances the client may
+// read (see the package documentation).
 type BalancesResponse struct {
 	Balances []ledger.NodeBalance `json:"balances"`
 }
@@ -55,4 +231,12 @@ type BalancesResponse struct {
 type AvailableResponse struct {
 	Project   string          `json:"project"`
 	Available decimal.Decimal `json:"available"`
+}
+
+// NewKeyResponse answers the making of a key (a new client, or a rotation):
+// the client, and the key file line "<key id>:<secret>\n", the only time the
+// secret is seen.
+type NewKeyResponse struct {
+	Client  clients.Client `json:"client"`
+	KeyFile string         `json:"key_file"`
 }

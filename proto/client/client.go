@@ -14,10 +14,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/shopspring/decimal"
-
-	"github.com/ingot-hpc/ingot/ledger"
-	"github.com/ingot-hpc/ingot/lien"
 	"github.com/ingot-hpc/ingot/proto/api"
 	"github.com/ingot-hpc/ingot/proto/auth"
 )
@@ -159,23 +155,24 @@ func (c *Client) Health(ctx context.Context) error {
 	return c.do(ctx, http.MethodGet, api.PathHealth, nil, "", nil, &h)
 }
 
-// Balance is a node's balance now.
-func (c *Client) Balance(ctx context.Context, node string) (ledger.NodeBalance, error) {
-	var b ledger.NodeBalance
-	return b, c.do(ctx, http.MethodGet, api.PathBalance, url.Values{"node": {node}}, "", nil, &b)
+// get sends a GET with the parameters of query (an api query type) and
+// decodes the answer.
+func get[T any](ctx context.Context, c *Client, path string, query any) (T, error) {
+	var out T
+	err := c.do(ctx, http.MethodGet, path, api.EncodeQuery(query), "", nil, &out)
+	return out, err
 }
 
-// Balances are every account's balances now (admins only).
-func (c *Client) Balances(ctx context.Context) ([]ledger.NodeBalance, error) {
-	var b api.BalancesResponse
-	return b.Balances, c.do(ctx, http.MethodGet, api.PathBalances, nil, "", nil, &b)
+// post sends a change with its request id ("" for a random one) and
+// decodes the answer.
+func post[T any](ctx context.Context, c *Client, path, requestID string, body any) (T, error) {
+	var out T
+	err := c.do(ctx, http.MethodPost, path, nil, idOr(requestID), body, &out)
+	return out, err
 }
 
-// Available is what a new lien on the project may take now.
-func (c *Client) Available(ctx context.Context, project string) (decimal.Decimal, error) {
-	var a api.AvailableResponse
-	return a.Available, c.do(ctx, http.MethodGet, api.PathAvailable, url.Values{"project": {project}}, "", nil, &a)
-}
+// items unwraps the answer of an endpoint that lists.
+func items[T any](l api.List[T], err error) ([]T, error) { return l.Items, err }
 
 // idOr is the caller's request id or a new one.
 func idOr(requestID string) string {
@@ -183,40 +180,4 @@ func idOr(requestID string) string {
 		return NewRequestID()
 	}
 	return requestID
-}
-
-// Deposit deposits credits (requestID "" for a random one).
-func (c *Client) Deposit(ctx context.Context, requestID string, d api.DepositRequest) (ledger.Receipt, error) {
-	var r ledger.Receipt
-	return r, c.do(ctx, http.MethodPost, api.PathDeposits, nil, idOr(requestID), d, &r)
-}
-
-// Transfer moves credits between accounts.
-func (c *Client) Transfer(ctx context.Context, requestID string, t api.TransferRequest) (ledger.Receipt, error) {
-	var r ledger.Receipt
-	return r, c.do(ctx, http.MethodPost, api.PathTransfers, nil, idOr(requestID), t, &r)
-}
-
-// Quote prices a job.
-func (c *Client) Quote(ctx context.Context, q api.QuoteRequest) (lien.QuoteResult, error) {
-	var r lien.QuoteResult
-	return r, c.do(ctx, http.MethodPost, api.PathQuotes, nil, "", q, &r)
-}
-
-// PlaceLien places a job's lien.
-func (c *Client) PlaceLien(ctx context.Context, requestID string, l api.LienRequest) (lien.LienResult, error) {
-	var r lien.LienResult
-	return r, c.do(ctx, http.MethodPost, api.PathLiens, nil, idOr(requestID), l, &r)
-}
-
-// ReleaseLien releases a job's lien.
-func (c *Client) ReleaseLien(ctx context.Context, requestID string, job api.ReleaseRequest) (ledger.Lien, error) {
-	var r ledger.Lien
-	return r, c.do(ctx, http.MethodPost, api.PathRelease, nil, idOr(requestID), job, &r)
-}
-
-// Charge charges a job.
-func (c *Client) Charge(ctx context.Context, requestID string, ch api.ChargeRequest) (lien.ChargeResult, error) {
-	var r lien.ChargeResult
-	return r, c.do(ctx, http.MethodPost, api.PathCharges, nil, idOr(requestID), ch, &r)
 }

@@ -10,4 +10,8 @@
 // new nonce or credential) but with the same request id, so that the bank
 // applies it once and answers the retry with its first answer. Errors from
 // the server come back as *api.Error, with the stable code.
+//
+// There is one method per endpoint of package api, named and typed as the
+// bank's own method is (Deposit, PlaceLien, Statement, ...), so that the
+// command line's remote bank is a thin layer over it.
 package client

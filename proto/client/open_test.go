@@ -52,8 +52,8 @@ func TestMungeClient(t *testing.T) {
 	if transport.sent.Load() != 2 {
 		t.Errorf("the balance was asked %d times, want 2 (one answer lost)", transport.sent.Load())
 	}
-	if _, err := c.Balances(ctx); !client.IsCode(err, api.CodeForbidden) {
-		t.Errorf("%s over MUNGE asks every balance: %v; want forbidden (an ordinary user, even root)", me.Username, err)
+	if _, err := c.Audit(ctx); !client.IsCode(err, api.CodeForbidden) {
+		t.Errorf("%s over MUNGE audits the bank: %v; want forbidden (an ordinary user, even root)", me.Username, err)
 	}
 }
 
@@ -72,7 +72,7 @@ func TestSocketClient(t *testing.T) {
 	ctx := context.Background()
 
 	c := open(t, client.Options{Socket: socket})
-	if _, err := c.Balances(ctx); err != nil {
+	if _, err := c.Balances(ctx, time.Time{}); err != nil {
 		t.Fatalf("the server's own uid on the socket: %v", err)
 	}
 	if _, err := c.Deposit(ctx, "", api.DepositRequest{Account: "chem", Amount: decimal.NewFromInt(5)}); err != nil {

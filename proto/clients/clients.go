@@ -44,7 +44,7 @@ type Key struct {
 	Revoked time.Time `json:"revoked,omitzero"`
 	// Sealed is the XChaCha20-Poly1305 nonce followed by the sealed secret,
 	// with the client's name and the key id as additional data.
-	Sealed []byte `json:"sealed"`
+	Sealed []byte `json:"sealed,omitempty"`
 }
 
 // Client is an API client.
@@ -54,6 +54,16 @@ type Client struct {
 	Scope   []string  `json:"scope,omitempty"`
 	Created time.Time `json:"created"`
 	Keys    []Key     `json:"keys"`
+}
+
+// Public is the client as shown to people and over the wire: its keys
+// without their sealed secrets, which only the server can use.
+func (c Client) Public() Client {
+	c.Keys = slices.Clone(c.Keys)
+	for i := range c.Keys {
+		c.Keys[i].Sealed = nil
+	}
+	return c
 }
 
 // Record kinds: clients by name, and each key id's client.

@@ -59,7 +59,9 @@ func byJob(items []api.BatchItem) [][]int {
 // batchItem makes item i of the batch of call c: the change its endpoint
 // makes, as client c, with the item's own request id.
 func (s *Server) batchItem(c *call, i int, item api.BatchItem) api.BatchResult {
-	req := ledger.Request{Actor: c.req.Actor, ID: api.BatchItemID(c.req.ID, i)}
+	// The item is a call of its own endpoint, under its own request id.
+	ic := *c
+	ic.req = ledger.Request{Actor: c.req.Actor, ID: api.BatchItemID(c.req.ID, i)}
 	var r api.BatchResult
 	var err error
 	switch {
@@ -67,15 +69,15 @@ func (s *Server) batchItem(c *call, i int, item api.BatchItem) api.BatchResult {
 		err = api.Errorf(api.CodeInvalid, "batch item %d must hold exactly one of lien, release and charge; it holds %d", i, operations(item))
 	case item.Lien != nil:
 		var placed lien.LienResult
-		placed, err = s.place(c.client, req, *item.Lien)
+		placed, err = s.placeLien(&ic, *item.Lien)
 		r.Lien = &placed
 	case item.Release != nil:
 		var released ledger.Lien
-		released, err = s.release(c.client, req, *item.Release)
+		released, err = s.releaseLien(&ic, *item.Release)
 		r.Release = &released
 	case item.Charge != nil:
 		var charged lien.ChargeResult
-		charged, err = s.chargeJob(c.client, req, *item.Charge)
+		charged, err = s.charge(&ic, *item.Charge)
 		r.Charge = &charged
 	}
 	if err != nil {

@@ -68,14 +68,18 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request) (*call, any, error)
 
 // route finds the endpoint of a request.
 func (s *Server) route(r *http.Request) (route, error) {
-	rt, ok := s.routes[r.URL.Path]
+	rts, ok := s.routes[r.URL.Path]
 	if !ok {
 		return route{}, api.Errorf(api.CodeUnknownEndpoint, "no endpoint %s (the endpoints are listed in the documentation of package proto/api)", r.URL.Path)
 	}
-	if r.Method != rt.method {
-		return route{}, methodNotAllowed(r, rt.method)
+	methods := make([]string, len(rts))
+	for i, rt := range rts {
+		if rt.method == r.Method {
+			return rt, nil
+		}
+		methods[i] = rt.method
 	}
-	return rt, nil
+	return route{}, methodNotAllowed(r, methods)
 }
 
 // authenticate reads the body and finds the client the request acts as.
@@ -165,19 +169,26 @@ func (c *call) decode(v any) error {
 	return nil
 }
 
-// query returns the one query parameter of a GET, refusing others, so that
-// a misspelt parameter is refused rather than ignored.
-func (c *call) query(name string) (string, error) {
-	q := c.r.URL.Query()
-	for k := range q {
-		if k != name {
-			return "", api.Errorf(api.CodeInvalid, "unknown query parameter %q; %s takes only %s", k, c.r.URL.Path, name)
+// input decodes what the client sent into v: the query of a GET (strictly,
+// as api.DecodeQuery reads it), the body of any other method (decode).
+func (c *call) input(v any) error {
+	if c.r.Method == http.MethodGet {
+		return api.DecodeQuery(c.r.URL.Path, c.r.URL.Query(), v)
+	}
+	return c.decode(v)
+}
+
+// endpoint makes the handler of an endpoint from a function of its input:
+// the call's input is decoded into In, and act checks the client's scope
+// and asks the bank.
+func endpoint[In, Out any](act func(*call, In) (Out, error)) handler {
+	return func(c *call) (any, error) {
+		var in In
+		if err := c.input(&in); err != nil {
+			return nil, err
 		}
+		return act(c, in)
 	}
-	if len(q[name]) != 1 || q[name][0] == "" {
-		return "", api.Errorf(api.CodeInvalid, "%s needs one query parameter %s: %s?%s=NAME", c.r.URL.Path, name, c.r.URL.Path, name)
-	}
-	return q[name][0], nil
 }
 
 // writeJSON writes v as the JSON answer.

@@ -15,10 +15,18 @@
 //     client of the bank user named like its local account (local.go says
 //     who is admin), and its role: 403 forbidden;
 //  5. for a change, the X-Ingot-Request-Id header: 400 missing_request_id;
-//  6. the body's JSON, strictly (unknown fields refused): 400 bad_json;
+//  6. the input, strictly: a POST's body as JSON (unknown fields refused),
+//     400 bad_json; a GET's query (api.DecodeQuery: unknown, repeated or
+//     empty parameters refused), 400 invalid;
 //  7. the scope of the client against what the body or query names (a
 //     manager's nodes, a scheduler's machines, a user's projects): 403;
 //  8. the bank itself, whose errors map to codes by api.FromError.
+//
+// Steps 6 to 8 are one handler per endpoint, made by endpoint from a
+// function of the decoded input. What a client reads is its reach: an
+// endpoint that lists filters what the bank returns by it, so that a user
+// client never sees another project's records; one that names a node or a
+// job outside it is refused (403, naming the node).
 //
 // A batch (POST /v1/batch) passes checks 1 to 6 as a whole, and 7 and 8
 // item by item, each item failing alone with its own error.

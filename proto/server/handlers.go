@@ -1,129 +1,149 @@
 package server
 
 import (
-	"time"
+	"slices"
 
 	"github.com/ingot-hpc/ingot/ledger"
-	"github.com/ingot-hpc/ingot/lien"
 	"github.com/ingot-hpc/ingot/proto/api"
 	"github.com/ingot-hpc/ingot/proto/clients"
 )
 
-// The handlers: decode, check the scope, ask the bank. Each answers with
-// the bank's own result type (see package api).
+// The handlers: check the scope of the decoded input, ask the bank. Each
+// answers with the bank's own result type, or an api.List of them (see
+// package api). This file has the balances, reports and funds; the
+// records of the bank (nodes, users, machines, rates, clients) are in
+// handlers_records.go, jobs in handlers_jobs.go.
 
-func (s *Server) balances(*call) (any, error) {
-	all, err := s.ledger.Balances(time.Time{})
+func (s *Server) settings(*call, api.NoQuery) (api.Settings, error) {
+	return api.Settings{Settings: s.ledger.Settings(), Created: s.ledger.Created(), Now: s.ledger.Now()}, nil
+}
+
+// balances are every account's for a client that reads every node, and
+// otherwise those of the nodes at the top of its reach: a manager's scope,
+// a user's projects.
+func (s *Server) balances(c *call, q api.BalancesQuery) (api.BalancesResponse, error) {
+	r, err := s.reachOf(c.client)
+	if err != nil {
+		return api.BalancesResponse{}, err
+	}
+	var all []ledger.NodeBalance
+	if r.roots == nil {
+		all, err = s.ledger.Balances(q.At)
+	} else {
+		for _, root := range slices.Compact(slices.Sorted(slices.Values(r.roots))) {
+			nb, err := s.ledger.BalanceAt(root, q.At)
+			if err != nil {
+				return api.BalancesResponse{}, err
+			}
+			all = append(all, nb)
+		}
+	}
 	if all == nil {
 		all = []ledger.NodeBalance{} // [] rather than null on the wire
 	}
 	return api.BalancesResponse{Balances: all}, err
 }
 
-func (s *Server) balance(c *call) (any, error) {
-	node, err := c.query("node")
-	if err != nil {
-		return nil, err
+func (s *Server) balance(c *call, q api.BalanceQuery) (ledger.NodeBalance, error) {
+	if err := s.requireReads(c.client, q.Node); err != nil {
+		return ledger.NodeBalance{}, err
 	}
-	if err := s.requireReads(c.client, node); err != nil {
-		return nil, err
-	}
-	return s.ledger.BalanceAt(node, time.Time{})
+	return s.ledger.BalanceAt(q.Node, q.At)
 }
 
-func (s *Server) available(c *call) (any, error) {
-	project, err := c.query("project")
-	if err != nil {
-		return nil, err
+func (s *Server) available(c *call, q api.AvailableQuery) (api.AvailableResponse, error) {
+	if err := s.requireReads(c.client, q.Project); err != nil {
+		return api.AvailableResponse{}, err
 	}
-	if err := s.requireReads(c.client, project); err != nil {
-		return nil, err
-	}
-	amount, err := s.ledger.Available(project)
-	return api.AvailableResponse{Project: project, Available: amount}, err
+	amount, err := s.ledger.Available(q.Project)
+	return api.AvailableResponse{Project: q.Project, Available: amount}, err
 }
 
-func (s *Server) deposit(c *call) (any, error) {
-	var spec api.DepositRequest
-	if err := c.decode(&spec); err != nil {
-		return nil, err
+func (s *Server) shares(c *call, q api.AccountQuery) (ledger.AccountShares, error) {
+	if err := s.requireReads(c.client, q.Account); err != nil {
+		return ledger.AccountShares{}, err
 	}
+	return s.ledger.Shares(q.Account)
+}
+
+func (s *Server) fairShare(c *call, q api.FairShareQuery) (api.List[ledger.FairShareNode], error) {
+	if err := s.requireReads(c.client, q.Account); err != nil {
+		return api.List[ledger.FairShareNode]{}, err
+	}
+	nodes, err := s.ledger.FairShare(q.Account, q.HalfLife, q.Compensation)
+	return api.ListOf(nodes), err
+}
+
+func (s *Server) statement(c *call, q api.StatementQuery) (ledger.Statement, error) {
+	if err := s.requireReads(c.client, q.Account); err != nil {
+		return ledger.Statement{}, err
+	}
+	return s.ledger.Statement(q.Account, q.From, q.To, q.Summarize)
+}
+
+// journal is the whole journal for an admin. Another client names a node
+// it reads and gets the entries about that node's subtree: those that name
+// a node in it or change an allocation of it (not those that merely refer
+// to it, such as a client record named like the node).
+func (s *Server) journal(c *call, q api.JournalQuery) (api.List[ledger.Entry], error) {
+	f := ledger.JournalFilter{Node: q.Node, From: q.Since, To: q.Until}
+	for _, k := range q.Kinds {
+		kind, err := ledger.ParseKind(k)
+		if err != nil {
+			return api.List[ledger.Entry]{}, err
+		}
+		f.Kinds = append(f.Kinds, kind)
+	}
+	if q.Limit < 0 {
+		return api.List[ledger.Entry]{}, api.Errorf(api.CodeInvalid, "%s: limit %d is negative", api.PathJournal, q.Limit)
+	}
+	scoped := c.client.Role != clients.RoleAdmin
+	if scoped {
+		if q.Node == "" {
+			return api.List[ledger.Entry]{}, forbidden(c.client, "read the whole journal: name a node it reads (node=NAME)")
+		}
+		if err := s.requireReads(c.client, q.Node); err != nil {
+			return api.List[ledger.Entry]{}, err
+		}
+	}
+	entries, err := s.ledger.Journal(f)
+	if scoped {
+		entries = filter(entries, func(e ledger.Entry) bool { return aboutSubtree(e, q.Node) })
+	}
+	if q.Limit > 0 && len(entries) > q.Limit {
+		entries = entries[len(entries)-q.Limit:]
+	}
+	return api.ListOf(entries), err
+}
+
+// aboutSubtree reports whether an entry names a node of root's subtree or
+// changes one of its allocations.
+func aboutSubtree(e ledger.Entry, root string) bool {
+	return ledger.InSubtree(e.Node, root) || slices.ContainsFunc(e.Deltas, func(d ledger.Delta) bool { return ledger.InSubtree(d.Account, root) })
+}
+
+func (s *Server) audit(*call, api.NoQuery) (ledger.AuditReport, error) { return s.ledger.Audit() }
+
+func (s *Server) deposit(c *call, spec api.DepositRequest) (ledger.Receipt, error) {
 	if err := requireManages(c.client, "deposit into", spec.Account); err != nil {
-		return nil, err
+		return ledger.Receipt{}, err
 	}
 	return s.ledger.Deposit(c.req, spec)
 }
 
-func (s *Server) transfer(c *call) (any, error) {
-	var spec api.TransferRequest
-	if err := c.decode(&spec); err != nil {
-		return nil, err
+func (s *Server) withdraw(c *call, spec api.WithdrawRequest) (ledger.Receipt, error) {
+	if err := requireManages(c.client, "withdraw from", spec.Account); err != nil {
+		return ledger.Receipt{}, err
 	}
+	return s.ledger.Withdraw(c.req, spec)
+}
+
+func (s *Server) transfer(c *call, spec api.TransferRequest) (ledger.Receipt, error) {
 	if err := requireManages(c.client, "transfer from", spec.From); err != nil {
-		return nil, err
+		return ledger.Receipt{}, err
 	}
 	if err := requireManages(c.client, "transfer to", spec.To); err != nil {
-		return nil, err
+		return ledger.Receipt{}, err
 	}
 	return s.ledger.Transfer(c.req, spec)
-}
-
-func (s *Server) quote(c *call) (any, error) {
-	var spec api.QuoteRequest
-	if err := c.decode(&spec); err != nil {
-		return nil, err
-	}
-	if err := requireSchedules(c.client, "quote on", spec.Machine); err != nil {
-		return nil, err
-	}
-	return s.bank.Quote(spec)
-}
-
-func (s *Server) placeLien(c *call) (any, error) {
-	var spec api.LienRequest
-	if err := c.decode(&spec); err != nil {
-		return nil, err
-	}
-	return s.place(c.client, c.req, spec)
-}
-
-func (s *Server) releaseLien(c *call) (any, error) {
-	var job api.ReleaseRequest
-	if err := c.decode(&job); err != nil {
-		return nil, err
-	}
-	return s.release(c.client, c.req, job)
-}
-
-func (s *Server) charge(c *call) (any, error) {
-	var spec api.ChargeRequest
-	if err := c.decode(&spec); err != nil {
-		return nil, err
-	}
-	return s.chargeJob(c.client, c.req, spec)
-}
-
-// place, release and chargeJob are a scheduler's changes after decoding:
-// the scope check and the bank's call, shared by their endpoints and the
-// items of a batch so that both check the same.
-
-func (s *Server) place(cl clients.Client, req ledger.Request, spec api.LienRequest) (lien.LienResult, error) {
-	if err := requireSchedules(cl, "place a lien on", spec.Machine); err != nil {
-		return lien.LienResult{}, err
-	}
-	return s.bank.Place(req, spec)
-}
-
-func (s *Server) release(cl clients.Client, req ledger.Request, job api.ReleaseRequest) (ledger.Lien, error) {
-	if err := requireSchedules(cl, "release a lien on", job.Machine); err != nil {
-		return ledger.Lien{}, err
-	}
-	return s.bank.Release(req, job)
-}
-
-func (s *Server) chargeJob(cl clients.Client, req ledger.Request, spec api.ChargeRequest) (lien.ChargeResult, error) {
-	if err := requireSchedules(cl, "charge a job on", spec.Machine); err != nil {
-		return lien.ChargeResult{}, err
-	}
-	return s.bank.Charge(req, spec)
 }

@@ -85,8 +85,8 @@ func TestMungeRootIsNoAdmin(t *testing.T) {
 	if w := s.serve(munged(t, d, 0, "GET", "/v1/balance?node=chem.lab1", "")); w.Code != http.StatusOK {
 		t.Fatalf("root reads chem.lab1: %d %s", w.Code, w.Body)
 	}
-	wantError(t, s.serve(munged(t, d, 0, "GET", "/v1/balances", "")), 403, api.CodeForbidden,
-		"client munge:root (role user) may not GET /v1/balances")
+	wantError(t, s.serve(munged(t, d, 0, "GET", "/v1/audit", "")), 403, api.CodeForbidden,
+		"client munge:root (role user) may not GET /v1/audit")
 }
 
 // TestMungeRefusals: every refusal of a MUNGE request is clear and writes
@@ -269,8 +269,8 @@ func TestSocketPeers(t *testing.T) {
 	}{
 		{"nobody reads another project", mungetest.Nobody, httptest.NewRequest("GET", "/v1/balance?node=bio.lab1", nil),
 			403, api.CodeForbidden, "client socket:nobody (user of nobody) may not read bio.lab1"},
-		{"nobody reads every balance", mungetest.Nobody, httptest.NewRequest("GET", "/v1/balances", nil),
-			403, api.CodeForbidden, "client socket:nobody (role user) may not GET /v1/balances"},
+		{"nobody audits the bank", mungetest.Nobody, httptest.NewRequest("GET", "/v1/audit", nil),
+			403, api.CodeForbidden, "client socket:nobody (role user) may not GET /v1/audit"},
 		{"uid without an account", noAccountUID, httptest.NewRequest("GET", "/v1/balance?node=chem.lab1", nil),
 			401, api.CodeUnauthenticated, "socket peer of uid 4242: no local account on the server has that uid"},
 		{"local user who is no bank user", daemonUID, httptest.NewRequest("GET", "/v1/balance?node=chem.lab1", nil),
@@ -282,8 +282,8 @@ func TestSocketPeers(t *testing.T) {
 			403, api.CodeForbidden, "client amy (user of amy) may not read bio.lab1"},
 		{"a bad signature on root's connection", 0, badSignature,
 			401, api.CodeUnauthenticated, "signature does not match"},
-		{"nobody's credential on root's connection", 0, munged(t, d, mungetest.Nobody, "GET", "/v1/balances", ""),
-			403, api.CodeForbidden, "client munge:nobody (role user) may not GET /v1/balances"},
+		{"nobody's credential on root's connection", 0, munged(t, d, mungetest.Nobody, "GET", "/v1/audit", ""),
+			403, api.CodeForbidden, "client munge:nobody (role user) may not GET /v1/audit"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

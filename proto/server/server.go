@@ -3,6 +3,7 @@ package server
 import (
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/ingot-hpc/ingot/ledger"
@@ -21,18 +22,23 @@ type Server struct {
 	verifier *auth.Verifier
 	munge    *munge.Verifier // nil: MUNGE credentials are refused
 	log      *slog.Logger
-	routes   map[string]route
+	// routes are the endpoints of each path, one per method.
+	routes map[string][]route
 }
 
-// route is one endpoint: its method, the roles that may call it at all
-// (each handler then checks the scope), whether it changes the bank (and so
-// needs a request id), and its handler.
+// route is one endpoint: its method and path, the roles that may call it
+// at all (each handler then checks the scope), whether it changes the bank
+// (and so needs a request id), and its handler.
 type route struct {
 	method  string
+	path    string
 	roles   []clients.Role
 	changes bool
-	handle  func(*call) (any, error)
+	handle  handler
 }
+
+// handler answers an authenticated call; endpoint makes one.
+type handler func(*call) (any, error)
 
 // Option configures a Server.
 type Option func(*Server)
@@ -44,11 +50,13 @@ func WithMunge(v *munge.Verifier) Option { return func(s *Server) { s.munge = v 
 // New returns the API of a bank. The verifier's Lookup should be
 // KeyLookup(reg), so that keys are the registry's.
 func New(l *ledger.Ledger, bank *lien.Bank, reg *clients.Registry, v *auth.Verifier, log *slog.Logger, opts ...Option) *Server {
-	s := &Server{ledger: l, bank: bank, clients: reg, verifier: v, log: log}
+	s := &Server{ledger: l, bank: bank, clients: reg, verifier: v, log: log, routes: map[string][]route{}}
 	for _, o := range opts {
 		o(s)
 	}
-	s.routes = s.table()
+	for _, rt := range s.table() {
+		s.routes[rt.path] = append(s.routes[rt.path], rt)
+	}
 	return s
 }
 
@@ -67,18 +75,78 @@ const (
 	user      = clients.RoleUser
 )
 
-func (s *Server) table() map[string]route {
-	return map[string]route{
-		api.PathBalances:  {method: http.MethodGet, roles: []clients.Role{admin}, handle: s.balances},
-		api.PathBalance:   {method: http.MethodGet, roles: []clients.Role{admin, manager, scheduler, user}, handle: s.balance},
-		api.PathAvailable: {method: http.MethodGet, roles: []clients.Role{admin, manager, scheduler, user}, handle: s.available},
-		api.PathDeposits:  {method: http.MethodPost, roles: []clients.Role{admin, manager}, changes: true, handle: s.deposit},
-		api.PathTransfers: {method: http.MethodPost, roles: []clients.Role{admin, manager}, changes: true, handle: s.transfer},
-		api.PathQuotes:    {method: http.MethodPost, roles: []clients.Role{admin, scheduler}, handle: s.quote},
-		api.PathLiens:     {method: http.MethodPost, roles: []clients.Role{admin, scheduler}, changes: true, handle: s.placeLien},
-		api.PathRelease:   {method: http.MethodPost, roles: []clients.Role{admin, scheduler}, changes: true, handle: s.releaseLien},
-		api.PathCharges:   {method: http.MethodPost, roles: []clients.Role{admin, scheduler}, changes: true, handle: s.charge},
-		api.PathBatch:     {method: http.MethodPost, roles: []clients.Role{admin, scheduler}, changes: true, handle: s.batch},
+// Who may call what, before the handlers check the scope (the package
+// documentation of api has the table).
+var (
+	anyRole    = []clients.Role{admin, manager, scheduler, user}
+	adminOnly  = []clients.Role{admin}
+	managers   = []clients.Role{admin, manager}
+	schedulers = []clients.Role{admin, scheduler}
+	// readers read the bank's records of nodes; a scheduler has no use for
+	// them and is kept out.
+	readers = []clients.Role{admin, manager, user}
+)
+
+// read is an endpoint that changes nothing; change one that does, which
+// needs a request id.
+func read(method, path string, roles []clients.Role, h handler) route {
+	return route{method: method, path: path, roles: roles, handle: h}
+}
+
+func change(path string, roles []clients.Role, h handler) route {
+	return route{method: http.MethodPost, path: path, roles: roles, changes: true, handle: h}
+}
+
+func (s *Server) table() []route {
+	get := http.MethodGet
+	return []route{
+		read(get, api.PathSettings, anyRole, endpoint(s.settings)),
+		read(get, api.PathBalances, anyRole, endpoint(s.balances)),
+		read(get, api.PathBalance, anyRole, endpoint(s.balance)),
+		read(get, api.PathAvailable, anyRole, endpoint(s.available)),
+		read(get, api.PathShares, anyRole, endpoint(s.shares)),
+		read(get, api.PathFairShare, anyRole, endpoint(s.fairShare)),
+		read(get, api.PathStatement, readers, endpoint(s.statement)),
+		read(get, api.PathJournal, readers, endpoint(s.journal)),
+		read(get, api.PathAudit, adminOnly, endpoint(s.audit)),
+		read(get, api.PathNodes, anyRole, endpoint(s.nodes)),
+		read(get, api.PathNode, anyRole, endpoint(s.node)),
+		change(api.PathNodes, managers, endpoint(s.createNode)),
+		change(api.PathNodeModify, managers, endpoint(s.modifyNode)),
+		change(api.PathNodeDeactivate, managers, endpoint(s.deactivateNode)),
+		read(get, api.PathUsers, readers, endpoint(s.users)),
+		change(api.PathUsers, adminOnly, endpoint(s.addUser)),
+		change(api.PathUserModify, adminOnly, endpoint(s.modifyUser)),
+		read(get, api.PathMachines, anyRole, endpoint(s.machines)),
+		change(api.PathMachines, adminOnly, endpoint(s.addMachine)),
+		change(api.PathMachineModify, adminOnly, endpoint(s.modifyMachine)),
+		change(api.PathDeposits, managers, endpoint(s.deposit)),
+		change(api.PathWithdrawals, managers, endpoint(s.withdraw)),
+		change(api.PathTransfers, managers, endpoint(s.transfer)),
+		read(get, api.PathRates, anyRole, endpoint(s.rates)),
+		change(api.PathRates, adminOnly, endpoint(s.setRates)),
+		read(get, api.PathConfig, schedulers, endpoint(s.config)),
+		change(api.PathConfig, adminOnly, endpoint(s.changeConfig)),
+		read(http.MethodPost, api.PathQuotes, schedulers, endpoint(s.quote)),
+		read(get, api.PathQuotes, schedulers, endpoint(s.quotes)),
+		change(api.PathGuarantees, schedulers, endpoint(s.guarantee)),
+		change(api.PathLiens, schedulers, endpoint(s.placeLien)),
+		read(get, api.PathLiens, anyRole, endpoint(s.liens)),
+		read(get, api.PathLien, anyRole, endpoint(s.jobLien)),
+		change(api.PathExtend, schedulers, endpoint(s.extendLien)),
+		change(api.PathRelease, schedulers, endpoint(s.releaseLien)),
+		change(api.PathSweep, adminOnly, endpoint(s.sweep)),
+		change(api.PathCharges, schedulers, endpoint(s.charge)),
+		change(api.PathBatch, schedulers, s.batch),
+		read(get, api.PathCharges, anyRole, endpoint(s.charges)),
+		change(api.PathRefunds, adminOnly, endpoint(s.refund)),
+		change(api.PathReservations, schedulers, endpoint(s.addReservation)),
+		read(get, api.PathReservations, anyRole, endpoint(s.reservations)),
+		change(api.PathFlush, schedulers, endpoint(s.flush)),
+		read(get, api.PathClients, adminOnly, endpoint(s.clientList)),
+		change(api.PathClients, adminOnly, endpoint(s.addClient)),
+		change(api.PathClientRotate, adminOnly, endpoint(s.rotateKey)),
+		change(api.PathClientRevoke, adminOnly, endpoint(s.revokeKey)),
 	}
 }
 
@@ -141,7 +209,7 @@ func (r *recorder) Write(b []byte) (int, error) {
 // health answers 200 when the bank answers a read, 503 otherwise.
 func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet {
-		s.writeError(w, r, methodNotAllowed(r, http.MethodGet))
+		s.writeError(w, r, methodNotAllowed(r, []string{http.MethodGet}))
 		return
 	}
 	if err := s.ledger.View(func(ledger.Tx) error { return nil }); err != nil {
@@ -151,7 +219,8 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, api.HealthResponse{Status: "ok"})
 }
 
-func methodNotAllowed(r *http.Request, allowed string) *api.Error {
+func methodNotAllowed(r *http.Request, methods []string) *api.Error {
+	allowed := strings.Join(methods, ", ")
 	return api.Errorf(api.CodeMethodNotAllowed, "%s %s: method not allowed; use %s", r.Method, r.URL.Path, allowed).
 		With("allow", allowed)
 }

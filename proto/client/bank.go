@@ -1,0 +1,282 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/shopspring/decimal"
+
+	"github.com/ingot-hpc/ingot/charge"
+	"github.com/ingot-hpc/ingot/ledger"
+	"github.com/ingot-hpc/ingot/lien"
+	"github.com/ingot-hpc/ingot/proto/api"
+	"github.com/ingot-hpc/ingot/proto/auth"
+	"github.com/ingot-hpc/ingot/proto/clients"
+)
+
+// The methods of the endpoints, one each, named and typed as the bank's
+// own methods are. A time.Time that is zero means "now" (or "not given");
+// a change's requestID "" means a random one.
+
+// Settings are the bank's settings and the server's clock.
+func (c *Client) Settings(ctx context.Context) (api.Settings, error) {
+	return get[api.Settings](ctx, c, api.PathSettings, api.NoQuery{})
+}
+
+// Balance is a node's balance now.
+func (c *Client) Balance(ctx context.Context, node string) (ledger.NodeBalance, error) {
+	return c.BalanceAt(ctx, node, time.Time{})
+}
+
+// BalanceAt is a node's balance at a time.
+func (c *Client) BalanceAt(ctx context.Context, node string, at time.Time) (ledger.NodeBalance, error) {
+	return get[ledger.NodeBalance](ctx, c, api.PathBalance, api.BalanceQuery{Node: node, At: at})
+}
+
+// Balances are the balances the client reads (every account's for an
+// admin or a scheduler) at a time.
+func (c *Client) Balances(ctx context.Context, at time.Time) ([]ledger.NodeBalance, error) {
+	b, err := get[api.BalancesResponse](ctx, c, api.PathBalances, api.BalancesQuery{At: at})
+	return b.Balances, err
+}
+
+// Available is what a new lien on the project may take now.
+func (c *Client) Available(ctx context.Context, project string) (decimal.Decimal, error) {
+	a, err := get[api.AvailableResponse](ctx, c, api.PathAvailable, api.AvailableQuery{Project: project})
+	return a.Available, err
+}
+
+// Shares is an account's HFS split now.
+func (c *Client) Shares(ctx context.Context, account string) (ledger.AccountShares, error) {
+	return get[ledger.AccountShares](ctx, c, api.PathShares, api.AccountQuery{Account: account})
+}
+
+// FairShare is an account's share tree now.
+func (c *Client) FairShare(ctx context.Context, account string, halfLife time.Duration, compensation float64) ([]ledger.FairShareNode, error) {
+	return items(get[api.List[ledger.FairShareNode]](ctx, c, api.PathFairShare,
+		api.FairShareQuery{Account: account, HalfLife: halfLife, Compensation: compensation}))
+}
+
+// Statement is an account's statement for [from, to).
+func (c *Client) Statement(ctx context.Context, account string, from, to time.Time, summarize bool) (ledger.Statement, error) {
+	return get[ledger.Statement](ctx, c, api.PathStatement, api.StatementQuery{Account: account, From: from, To: to, Summarize: summarize})
+}
+
+// Journal lists the journal entries the filter selects.
+func (c *Client) Journal(ctx context.Context, f ledger.JournalFilter) ([]ledger.Entry, error) {
+	q := api.JournalQuery{Node: f.Node, Since: f.From, Until: f.To, Limit: f.Limit}
+	for _, k := range f.Kinds {
+		q.Kinds = append(q.Kinds, string(k))
+	}
+	return items(get[api.List[ledger.Entry]](ctx, c, api.PathJournal, q))
+}
+
+// Audit replays the server's journal and compares it with its state.
+func (c *Client) Audit(ctx context.Context) (ledger.AuditReport, error) {
+	return get[ledger.AuditReport](ctx, c, api.PathAudit, api.NoQuery{})
+}
+
+// Nodes lists the nodes whose names start with under.
+func (c *Client) Nodes(ctx context.Context, under string) ([]ledger.Node, error) {
+	return items(get[api.List[ledger.Node]](ctx, c, api.PathNodes, api.NodesQuery{Under: under}))
+}
+
+// Node is one node.
+func (c *Client) Node(ctx context.Context, name string) (ledger.Node, error) {
+	return get[ledger.Node](ctx, c, api.PathNode, api.NameQuery{Name: name})
+}
+
+// CreateNode creates an account or a project.
+func (c *Client) CreateNode(ctx context.Context, requestID string, spec api.NodeRequest) (ledger.Node, error) {
+	return post[ledger.Node](ctx, c, api.PathNodes, requestID, spec)
+}
+
+// ModifyNode changes a node.
+func (c *Client) ModifyNode(ctx context.Context, requestID, name string, change ledger.NodeChange) (ledger.Node, error) {
+	return post[ledger.Node](ctx, c, api.PathNodeModify, requestID, api.Modify[ledger.NodeChange]{Name: name, Change: change})
+}
+
+// DeactivateNode deactivates a node and its subtree.
+func (c *Client) DeactivateNode(ctx context.Context, requestID, name string) (ledger.Node, error) {
+	return post[ledger.Node](ctx, c, api.PathNodeDeactivate, requestID, api.NameRequest{Name: name})
+}
+
+// Users lists the users the client reads.
+func (c *Client) Users(ctx context.Context) ([]ledger.User, error) {
+	return items(get[api.List[ledger.User]](ctx, c, api.PathUsers, api.NoQuery{}))
+}
+
+// AddUser adds a user.
+func (c *Client) AddUser(ctx context.Context, requestID string, spec api.UserRequest) (ledger.User, error) {
+	return post[ledger.User](ctx, c, api.PathUsers, requestID, spec)
+}
+
+// ModifyUser changes a user.
+func (c *Client) ModifyUser(ctx context.Context, requestID, name string, change ledger.UserChange) (ledger.User, error) {
+	return post[ledger.User](ctx, c, api.PathUserModify, requestID, api.Modify[ledger.UserChange]{Name: name, Change: change})
+}
+
+// Machines lists the machines.
+func (c *Client) Machines(ctx context.Context) ([]ledger.Machine, error) {
+	return items(get[api.List[ledger.Machine]](ctx, c, api.PathMachines, api.NoQuery{}))
+}
+
+// AddMachine adds a machine.
+func (c *Client) AddMachine(ctx context.Context, requestID string, spec api.MachineRequest) (ledger.Machine, error) {
+	return post[ledger.Machine](ctx, c, api.PathMachines, requestID, spec)
+}
+
+// ModifyMachine changes a machine.
+func (c *Client) ModifyMachine(ctx context.Context, requestID, name string, change ledger.MachineChange) (ledger.Machine, error) {
+	return post[ledger.Machine](ctx, c, api.PathMachineModify, requestID, api.Modify[ledger.MachineChange]{Name: name, Change: change})
+}
+
+// Deposit deposits credits.
+func (c *Client) Deposit(ctx context.Context, requestID string, d api.DepositRequest) (ledger.Receipt, error) {
+	return post[ledger.Receipt](ctx, c, api.PathDeposits, requestID, d)
+}
+
+// Withdraw takes credits out of an account.
+func (c *Client) Withdraw(ctx context.Context, requestID string, w api.WithdrawRequest) (ledger.Receipt, error) {
+	return post[ledger.Receipt](ctx, c, api.PathWithdrawals, requestID, w)
+}
+
+// Transfer moves credits between accounts.
+func (c *Client) Transfer(ctx context.Context, requestID string, t api.TransferRequest) (ledger.Receipt, error) {
+	return post[ledger.Receipt](ctx, c, api.PathTransfers, requestID, t)
+}
+
+// Rates is the rate table in force.
+func (c *Client) Rates(ctx context.Context) (charge.RateTable, error) {
+	return get[charge.RateTable](ctx, c, api.PathRates, api.NoQuery{})
+}
+
+// SetRates replaces the rate table.
+func (c *Client) SetRates(ctx context.Context, requestID string, t api.RatesRequest) (charge.RateTable, error) {
+	return post[charge.RateTable](ctx, c, api.PathRates, requestID, t)
+}
+
+// Config is the charge configuration in force.
+func (c *Client) Config(ctx context.Context) (lien.Config, error) {
+	return get[lien.Config](ctx, c, api.PathConfig, api.NoQuery{})
+}
+
+// ChangeConfig changes one setting of the charge configuration.
+func (c *Client) ChangeConfig(ctx context.Context, requestID string, ch api.ConfigRequest) (lien.Config, error) {
+	return post[lien.Config](ctx, c, api.PathConfig, requestID, ch)
+}
+
+// Quote prices a job.
+func (c *Client) Quote(ctx context.Context, q api.QuoteRequest) (lien.QuoteResult, error) {
+	var r lien.QuoteResult
+	err := c.do(ctx, http.MethodPost, api.PathQuotes, nil, "", q, &r)
+	return r, err
+}
+
+// Guarantee makes a guaranteed quote.
+func (c *Client) Guarantee(ctx context.Context, requestID string, spec api.QuoteRequest, expires time.Time, uses int) (lien.StoredQuote, error) {
+	return post[lien.StoredQuote](ctx, c, api.PathGuarantees, requestID, api.GuaranteeRequest{QuoteSpec: spec, Expires: expires, Uses: uses})
+}
+
+// Quotes lists the guaranteed quotes the client reads.
+func (c *Client) Quotes(ctx context.Context) ([]lien.StoredQuote, error) {
+	return items(get[api.List[lien.StoredQuote]](ctx, c, api.PathQuotes, api.NoQuery{}))
+}
+
+// PlaceLien places a job's lien.
+func (c *Client) PlaceLien(ctx context.Context, requestID string, l api.LienRequest) (lien.LienResult, error) {
+	return post[lien.LienResult](ctx, c, api.PathLiens, requestID, l)
+}
+
+// ExtendLien raises the wallclock limit of a job's lien.
+func (c *Client) ExtendLien(ctx context.Context, requestID string, job lien.Job, wallclockLimitSeconds int64) (lien.LienResult, error) {
+	return post[lien.LienResult](ctx, c, api.PathExtend, requestID, api.ExtendRequest{Job: job, WallclockLimitSeconds: wallclockLimitSeconds})
+}
+
+// ReleaseLien releases a job's lien.
+func (c *Client) ReleaseLien(ctx context.Context, requestID string, job api.ReleaseRequest) (ledger.Lien, error) {
+	return post[ledger.Lien](ctx, c, api.PathRelease, requestID, job)
+}
+
+// Sweep marks the liens past their expiry as expired.
+func (c *Client) Sweep(ctx context.Context, requestID string) ([]ledger.Lien, error) {
+	return items(post[api.List[ledger.Lien]](ctx, c, api.PathSweep, requestID, api.SweepRequest{}))
+}
+
+// Liens lists the active liens (all with all) the client reads, of a
+// node's subtree when node is not empty.
+func (c *Client) Liens(ctx context.Context, node string, all bool) ([]ledger.Lien, error) {
+	return items(get[api.List[ledger.Lien]](ctx, c, api.PathLiens, api.LiensQuery{Node: node, All: all}))
+}
+
+// JobLien is the newest lien of a job.
+func (c *Client) JobLien(ctx context.Context, job lien.Job) (ledger.Lien, error) {
+	return get[ledger.Lien](ctx, c, api.PathLien, api.JobQuery{Machine: job.Machine, JobID: job.ID})
+}
+
+// Charge charges a job.
+func (c *Client) Charge(ctx context.Context, requestID string, ch api.ChargeRequest) (lien.ChargeResult, error) {
+	return post[lien.ChargeResult](ctx, c, api.PathCharges, requestID, ch)
+}
+
+// Charges lists a job's charges that the client reads.
+func (c *Client) Charges(ctx context.Context, job lien.Job) ([]ledger.Charge, error) {
+	return items(get[api.List[ledger.Charge]](ctx, c, api.PathCharges, api.JobQuery{Machine: job.Machine, JobID: job.ID}))
+}
+
+// Refund returns credits of a charge.
+func (c *Client) Refund(ctx context.Context, requestID string, r api.RefundRequest) (ledger.Charge, error) {
+	return post[ledger.Charge](ctx, c, api.PathRefunds, requestID, r)
+}
+
+// AddReservation registers a chargeable reservation.
+func (c *Client) AddReservation(ctx context.Context, requestID string, r api.ReservationRequest) (lien.Reservation, error) {
+	return post[lien.Reservation](ctx, c, api.PathReservations, requestID, r)
+}
+
+// Reservations lists the reservations the client reads.
+func (c *Client) Reservations(ctx context.Context) ([]lien.Reservation, error) {
+	return items(get[api.List[lien.Reservation]](ctx, c, api.PathReservations, api.NoQuery{}))
+}
+
+// Flush charges a reservation's idle time since its last flush; end closes
+// it too.
+func (c *Client) Flush(ctx context.Context, requestID, name string, runningProcSeconds int64, end bool) (lien.FlushResult, error) {
+	return post[lien.FlushResult](ctx, c, api.PathFlush, requestID, api.FlushRequest{Name: name, RunningProcSeconds: runningProcSeconds, End: end})
+}
+
+// Clients lists the API clients and their keys, without secrets.
+func (c *Client) Clients(ctx context.Context) ([]clients.Client, error) {
+	return items(get[api.List[clients.Client]](ctx, c, api.PathClients, api.NoQuery{}))
+}
+
+// AddClient adds an API client and returns its first key, whose secret is
+// seen only now.
+func (c *Client) AddClient(ctx context.Context, requestID, name string, role clients.Role, scope []string) (clients.Client, auth.Key, error) {
+	return newKey(post[api.NewKeyResponse](ctx, c, api.PathClients, requestID, api.ClientRequest{Name: name, Role: role, Scope: scope}))
+}
+
+// RotateKey adds a key to a client and returns it, whose secret is seen
+// only now.
+func (c *Client) RotateKey(ctx context.Context, requestID, name string) (clients.Client, auth.Key, error) {
+	return newKey(post[api.NewKeyResponse](ctx, c, api.PathClientRotate, requestID, api.NameRequest{Name: name}))
+}
+
+// newKey reads the key handed over in an answer.
+func newKey(r api.NewKeyResponse, err error) (clients.Client, auth.Key, error) {
+	if err != nil {
+		return clients.Client{}, auth.Key{}, err
+	}
+	key, err := auth.ParseKeyFile([]byte(r.KeyFile))
+	if err != nil {
+		return clients.Client{}, auth.Key{}, fmt.Errorf("client: the server's new key: %w", err)
+	}
+	return r.Client, key, nil
+}
+
+// RevokeKey ends a key of a client at once.
+func (c *Client) RevokeKey(ctx context.Context, requestID, name, keyID string) (clients.Client, error) {
+	return post[clients.Client](ctx, c, api.PathClientRevoke, requestID, api.RevokeRequest{Name: name, KeyID: keyID})
+}

@@ -1,0 +1,117 @@
+package server
+
+import (
+	"github.com/ingot-hpc/ingot/charge"
+	"github.com/ingot-hpc/ingot/ledger"
+	"github.com/ingot-hpc/ingot/lien"
+	"github.com/ingot-hpc/ingot/proto/api"
+	"github.com/ingot-hpc/ingot/proto/auth"
+	"github.com/ingot-hpc/ingot/proto/clients"
+)
+
+// Handlers of the bank's records: nodes, users, machines, the rate table
+// and charge configuration, API clients. Users, machines, rates and
+// configuration are the bank manager's (admin only, by the route table):
+// they are shared by every account.
+
+func (s *Server) nodes(c *call, q api.NodesQuery) (api.List[ledger.Node], error) {
+	return readable(s, c, func() ([]ledger.Node, error) { return s.ledger.Nodes(q.Under) },
+		func(r reach, n ledger.Node) bool { return r.node(n.Name) })
+}
+
+func (s *Server) node(c *call, q api.NameQuery) (ledger.Node, error) {
+	if err := s.requireReads(c.client, q.Name); err != nil {
+		return ledger.Node{}, err
+	}
+	return s.ledger.Node(q.Name)
+}
+
+func (s *Server) createNode(c *call, spec api.NodeRequest) (ledger.Node, error) {
+	if err := requireManagesBelow(c.client, "create", spec.Name); err != nil {
+		return ledger.Node{}, err
+	}
+	return s.ledger.CreateNode(c.req, spec)
+}
+
+func (s *Server) modifyNode(c *call, m api.Modify[ledger.NodeChange]) (ledger.Node, error) {
+	if err := requireManagesBelow(c.client, "change", m.Name); err != nil {
+		return ledger.Node{}, err
+	}
+	return s.ledger.ModifyNode(c.req, m.Name, m.Change)
+}
+
+func (s *Server) deactivateNode(c *call, n api.NameRequest) (ledger.Node, error) {
+	if err := requireManagesBelow(c.client, "deactivate", n.Name); err != nil {
+		return ledger.Node{}, err
+	}
+	return s.ledger.DeactivateNode(c.req, n.Name)
+}
+
+func (s *Server) users(c *call, _ api.NoQuery) (api.List[ledger.User], error) {
+	return readable(s, c, s.ledger.Users, reach.user)
+}
+
+func (s *Server) addUser(c *call, spec api.UserRequest) (ledger.User, error) {
+	return s.ledger.AddUser(c.req, spec)
+}
+
+func (s *Server) modifyUser(c *call, m api.Modify[ledger.UserChange]) (ledger.User, error) {
+	return s.ledger.ModifyUser(c.req, m.Name, m.Change)
+}
+
+// machines are no secret: every client may list them (a scheduler's
+// command line picks the bank's only machine when none is named).
+func (s *Server) machines(*call, api.NoQuery) (api.List[ledger.Machine], error) {
+	ms, err := s.ledger.Machines()
+	return api.ListOf(ms), err
+}
+
+func (s *Server) addMachine(c *call, spec api.MachineRequest) (ledger.Machine, error) {
+	return s.ledger.AddMachine(c.req, spec)
+}
+
+func (s *Server) modifyMachine(c *call, m api.Modify[ledger.MachineChange]) (ledger.Machine, error) {
+	return s.ledger.ModifyMachine(c.req, m.Name, m.Change)
+}
+
+// rates are the price list: every client may read them.
+func (s *Server) rates(*call, api.NoQuery) (charge.RateTable, error) { return s.bank.Rates() }
+
+func (s *Server) setRates(c *call, t api.RatesRequest) (charge.RateTable, error) {
+	return s.bank.SetRates(c.req, t)
+}
+
+func (s *Server) config(*call, api.NoQuery) (lien.Config, error) { return s.bank.Config() }
+
+func (s *Server) changeConfig(c *call, ch api.ConfigRequest) (lien.Config, error) {
+	return s.bank.ChangeConfig(c.req, ch)
+}
+
+func (s *Server) clientList(*call, api.NoQuery) (api.List[clients.Client], error) {
+	list, err := s.clients.List()
+	for i := range list {
+		list[i] = list[i].Public()
+	}
+	return api.ListOf(list), err
+}
+
+func (s *Server) addClient(c *call, cr api.ClientRequest) (api.NewKeyResponse, error) {
+	return newKey(s.clients.Add(c.req, cr.Name, cr.Role, cr.Scope))
+}
+
+func (s *Server) rotateKey(c *call, n api.NameRequest) (api.NewKeyResponse, error) {
+	return newKey(s.clients.Rotate(c.req, n.Name))
+}
+
+// newKey is the answer that hands a new key over, once.
+func newKey(cl clients.Client, key auth.Key, err error) (api.NewKeyResponse, error) {
+	if err != nil {
+		return api.NewKeyResponse{}, err
+	}
+	return api.NewKeyResponse{Client: cl.Public(), KeyFile: string(key.KeyFile())}, nil
+}
+
+func (s *Server) revokeKey(c *call, rr api.RevokeRequest) (clients.Client, error) {
+	cl, err := s.clients.Revoke(c.req, rr.Name, rr.KeyID)
+	return cl.Public(), err
+}
