@@ -43,7 +43,6 @@ func serveCommands() []*cli.Command {
 			Usage: "serve " + metrics.Path + " on this `ADDRESS` instead of on --listen (one that only Prometheus reaches)"},
 		&cli.StringFlag{Name: "socket", EnvVars: []string{"INGOT_SOCKET"}, Usage: "also listen on a Unix socket at `PATH` (mode 0666), where local users need no key"},
 		&cli.BoolFlag{Name: "munge", EnvVars: []string{"INGOT_MUNGE"}, Usage: "accept MUNGE credentials (checked with unmunge)"},
-		&cli.StringFlag{Name: "munge-socket", EnvVars: []string{"INGOT_MUNGE_SOCKET"}, Usage: "munged's socket `PATH` for unmunge -S (default: unmunge's)"},
 		&cli.GenericFlag{Name: "log-level", Value: &logLevel{slog.LevelInfo}, EnvVars: []string{"INGOT_LOG_LEVEL"}, Usage: "least `LEVEL` logged: debug, info, warn or error"},
 		serverKeyFlag(),
 	}
@@ -75,9 +74,6 @@ func serve(c *cli.Context, fileKeys []string) error {
 	if err := applyConfig(c, fileKeys); err != nil {
 		return err
 	}
-	if c.String("munge-socket") != "" && !c.Bool("munge") {
-		return usageError{"serve: --munge-socket goes with --munge, which accepts MUNGE credentials"}
-	}
 	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	log := slog.New(slog.NewJSONHandler(c.App.ErrWriter, &slog.HandlerOptions{Level: c.Generic("log-level").(*logLevel).Level}))
@@ -95,7 +91,7 @@ func serve(c *cli.Context, fileKeys []string) error {
 			if _, err := exec.LookPath("unmunge"); err != nil {
 				return fmt.Errorf("serve: --munge: %w (Debian: apt-get install munge)", err)
 			}
-			opts = append(opts, server.WithMunge(&munge.Verifier{Command: munge.Command{Socket: c.String("munge-socket")}}))
+			opts = append(opts, server.WithMunge(&munge.Verifier{Command: munge.Command{Socket: flagString(c, "munge-socket")}}))
 		}
 		bank := server.New(l, lien.New(l), reg, verifier, log, opts...)
 		servers, err := listen(c, log, m.Instrument(bank, bank.Endpoint), m.Handler(log))

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -26,19 +27,28 @@ var errNoKey = errors.New("no client key")
 // random one), so that the client's own retries, and a command run again
 // with the same --request-id, are applied once.
 func openRemote(c *cli.Context, url string) (bankService, error) {
-	path := flagString(c, "key-file")
-	if path == "" {
-		return nil, fmt.Errorf("%w: --server needs --key-file FILE or INGOT_KEY_FILE (a key from `ingot client add`)", errNoKey)
+	o := client.Options{KeyFile: flagString(c, "key-file"), Munge: flagBool(c, "use-munge"), MungeSocket: flagString(c, "munge-socket")}
+	if path, ok := strings.CutPrefix(url, "unix:"); ok {
+		o.Socket = path
+	} else {
+		o.Server = url
 	}
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", errNoKey, err)
+	switch {
+	case o.KeyFile != "" && o.Munge:
+		return nil, usageError{"--key-file and --use-munge are two ways to say who you are: give one"}
+	case o.KeyFile == "" && !o.Munge && o.Socket == "":
+		return nil, fmt.Errorf("%w: --server needs --key-file FILE or INGOT_KEY_FILE (a key from `ingot client add`), or --use-munge, or a unix:PATH server", errNoKey)
+	case o.KeyFile != "":
+		// Checked here, so that a bad key file reads as one (exit 8).
+		raw, err := os.ReadFile(o.KeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", errNoKey, err)
+		}
+		if _, err := auth.ParseKeyFile(raw); err != nil {
+			return nil, fmt.Errorf("%w: %s: %w", errNoKey, o.KeyFile, err)
+		}
 	}
-	key, err := auth.ParseKeyFile(raw)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %w", errNoKey, path, err)
-	}
-	cl, err := client.New(url, key)
+	cl, err := client.Open(o)
 	if err != nil {
 		return nil, usageError{fmt.Sprintf("--server: %v", err)}
 	}

@@ -235,6 +235,23 @@ func TestServeSocketAndMunge(t *testing.T) {
 		t.Errorf("%s audits over MUNGE: %v; want forbidden", me.Username, err)
 	}
 
+	// The command line, both ways: on the socket as the server's own uid
+	// (admin: every account), over MUNGE as a bank user (only its project).
+	remote := &cliBank{t: t, global: []string{"--server", "unix:" + socket}}
+	if out := remote.ok("balance", "--parsable"); !strings.Contains(out, "\nchem|") {
+		t.Errorf("ingot --server unix:%s balance:\n%s", socket, out)
+	}
+	remote.global = []string{"--server", base, "--use-munge", "--munge-socket", d.Socket}
+	if out := remote.ok("balance", "--parsable"); strings.Count(out, "\n") != 2 || !strings.Contains(out, "\nchem.lab1|") {
+		t.Errorf("ingot --use-munge balance shows other nodes than chem.lab1:\n%s", out)
+	}
+	if out, code := remote.run("audit"); code != exitRefused || !strings.Contains(out, "may not GET /v1/audit") {
+		t.Errorf("ingot --use-munge audit exited %d:\n%s", code, out)
+	}
+	if out, code := remote.run("balance", "--key-file", "/nonexistent"); code == exitOK || !strings.Contains(out, "give one") {
+		t.Errorf("--use-munge with --key-file exited %d:\n%s", code, out)
+	}
+
 	if err := srv.shutdown(t); err != nil {
 		t.Fatalf("serve ended with %v\n%s", err, srv.stderr.String())
 	}
@@ -250,8 +267,7 @@ func TestServeSocketAndMunge(t *testing.T) {
 }
 
 // TestServeSocketInTheWay: serve does not remove a file that is not a
-// socket, nor a socket another server answers on; --munge-socket alone is
-// a mistake.
+// socket, nor a socket another server answers on.
 func TestServeSocketInTheWay(t *testing.T) {
 	b := newCLIBank(t)
 	dir := t.TempDir()
@@ -266,9 +282,6 @@ func TestServeSocketInTheWay(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	if out, code := b.run("serve", "--munge-socket", live); code != exitUsage || !strings.Contains(out, "--munge-socket goes with --munge") {
-		t.Errorf("serve --munge-socket without --munge exited %d: %s", code, out)
-	}
 	for path, says := range map[string]string{file: "exists and is not a socket", live: "another server answers on"} {
 		out, code := b.run("serve", "--listen", "127.0.0.1:0", "--socket", path)
 		if code == exitOK || !strings.Contains(out, says) {
