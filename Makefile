@@ -1,6 +1,7 @@
 # ingot: `make run` builds and starts a bank; `make test` runs every test.
 GO      ?= go
 DB      ?= var/ingot.db
+LISTEN  ?= 127.0.0.1:8080
 BENCHTIME ?= 2s
 FUZZTIME  ?= 20s
 
@@ -11,20 +12,25 @@ export PATH := $(PATH):/usr/local/go/bin
 build:
 	$(GO) build -o bin/ingot ./cmd/ingot
 
-# Until `ingot serve` exists, run creates the bank database (once) and
-# prints how to use the CLI on it.
+# run builds ingot, creates the bank (once) and serves it in the
+# foreground until Ctrl-C: HTTP on $(LISTEN), the local socket var/ingot.sock
+# (root and you are admin there, other users are themselves), logs in
+# var/serve.log. On the first start it makes the admin client and prints
+# its key, which is also in var/admin.key.
 run: build
 	@mkdir -p $(dir $(DB))
 	@test -f $(DB) || bin/ingot --db $(DB) init
-	@bin/ingot --db $(DB) audit >/dev/null
 	@echo
-	@echo "The bank is ready: $(DB)"
-	@echo "Use it from this shell with:"
-	@echo "  export INGOT_DB=$(abspath $(DB)) PATH=$(abspath bin):\$$PATH"
+	@echo "The bank is $(DB); the server's log goes to $(dir $(DB))serve.log. Stop it with Ctrl-C."
+	@echo "In a second shell, use it as the admin with:"
+	@echo "  export INGOT_SERVER=http://$(LISTEN) INGOT_KEY_FILE=$(abspath $(dir $(DB))admin.key) PATH=$(abspath bin):\$$PATH"
 	@echo "  ingot account create chem"
 	@echo "  ingot deposit chem 1000 --end now+365d"
 	@echo "  ingot balance"
 	@echo "(README.md walks through the rest; ingot --help lists every command.)"
+	@echo
+	@bin/ingot --db $(DB) serve --listen $(LISTEN) --socket $(dir $(DB))ingot.sock \
+	  --first-admin-key $(dir $(DB))admin.key 2>>$(dir $(DB))serve.log
 
 test:
 	$(GO) vet ./...

@@ -73,16 +73,8 @@ func clientRotate(c *cli.Context) error {
 // as the one line of a key file.
 func giveKey(c *cli.Context, cl clients.Client, key auth.Key) error {
 	if path := c.String("key-out"); path != "" {
-		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-		if err != nil {
-			return fmt.Errorf("key file: %w (the key %s was made; revoke it if the file cannot be written)", err, key.ID)
-		}
-		_, err = f.Write(key.KeyFile())
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			return fmt.Errorf("key file %s: %w", path, err)
+		if err := writeKeyFile(path, key); err != nil {
+			return err
 		}
 		fmt.Fprintf(c.App.Writer, "client %s (%s): key %s written to %s\n", cl.Name, cl.Role, key.ID, path)
 		return nil
@@ -90,6 +82,23 @@ func giveKey(c *cli.Context, cl clients.Client, key auth.Key) error {
 	fmt.Fprintf(c.App.ErrWriter, "client %s (%s): the key below is shown once; save it as a key file (INGOT_KEY_FILE)\n", cl.Name, cl.Role)
 	_, err := c.App.Writer.Write(key.KeyFile())
 	return err
+}
+
+// writeKeyFile writes a new key file, readable by its owner only; it never
+// overwrites one.
+func writeKeyFile(path string, key auth.Key) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return fmt.Errorf("key file: %w (the key %s was made; revoke it if the file cannot be written)", err, key.ID)
+	}
+	_, err = f.Write(key.KeyFile())
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("key file %s: %w", path, err)
+	}
+	return nil
 }
 
 func clientRevoke(c *cli.Context) error {

@@ -20,6 +20,7 @@ import (
 	"github.com/ingot-hpc/ingot/ledger/boltstore"
 	"github.com/ingot-hpc/ingot/lien"
 	"github.com/ingot-hpc/ingot/proto/auth"
+	"github.com/ingot-hpc/ingot/proto/clients"
 	"github.com/ingot-hpc/ingot/proto/metrics"
 	"github.com/ingot-hpc/ingot/proto/munge"
 	"github.com/ingot-hpc/ingot/proto/server"
@@ -43,6 +44,8 @@ func serveCommands() []*cli.Command {
 			Usage: "serve " + metrics.Path + " on this `ADDRESS` instead of on --listen (one that only Prometheus reaches)"},
 		&cli.StringFlag{Name: "socket", EnvVars: []string{"INGOT_SOCKET"}, Usage: "also listen on a Unix socket at `PATH` (mode 0666), where local users need no key"},
 		&cli.BoolFlag{Name: "munge", EnvVars: []string{"INGOT_MUNGE"}, Usage: "accept MUNGE credentials (checked with unmunge)"},
+		&cli.StringFlag{Name: "first-admin-key", EnvVars: []string{"INGOT_FIRST_ADMIN_KEY"},
+			Usage: "on a bank with no API clients yet, add client admin (role admin) and write its key to `FILE` (make run does)"},
 		&cli.GenericFlag{Name: "log-level", Value: &logLevel{slog.LevelInfo}, EnvVars: []string{"INGOT_LOG_LEVEL"}, Usage: "least `LEVEL` logged: debug, info, warn or error"},
 		serverKeyFlag(),
 	}
@@ -80,9 +83,17 @@ func serve(c *cli.Context, fileKeys []string) error {
 	m := metrics.New()
 	return withStore(c, boltstore.Options{OnCommit: m.ObserveCommit}, func(l *ledger.Ledger, store *boltstore.Store) error {
 		m.CountLiens(store.ActiveLiens)
-		reg, err := openClients(c, l, false)
+		firstAdminKey := c.String("first-admin-key")
+		// The server key is made only with the first admin's key: a server
+		// started with a mistyped --server-key must stop, not seal anew.
+		reg, err := openClients(c, l, firstAdminKey != "")
 		if err != nil {
 			return err
+		}
+		if firstAdminKey != "" {
+			if err := addFirstAdmin(c, reg, firstAdminKey); err != nil {
+				return err
+			}
 		}
 		verifier := &auth.Verifier{Lookup: server.KeyLookup(reg)}
 		var opts []server.Option
@@ -100,6 +111,28 @@ func serve(c *cli.Context, fileKeys []string) error {
 		}
 		return serveUntil(ctx, log, servers...)
 	})
+}
+
+// addFirstAdmin gives a bank with no API clients its first admin, whose
+// key goes to path and, once, to standard output. A bank that has clients
+// already is left alone.
+func addFirstAdmin(c *cli.Context, reg *clients.Registry, path string) error {
+	existing, err := reg.List()
+	if err != nil || len(existing) > 0 {
+		return err
+	}
+	if _, err := os.Lstat(path); err == nil {
+		return fmt.Errorf("serve: --first-admin-key %s exists, but this bank has no clients: it holds the key of another bank; move it away", path)
+	}
+	admin, key, err := reg.Add(request(c), "admin", clients.RoleAdmin, nil)
+	if err != nil {
+		return fmt.Errorf("serve: first admin: %w", err)
+	}
+	if err := writeKeyFile(path, key); err != nil {
+		return err
+	}
+	fmt.Fprintf(c.App.Writer, "first start: made API client %s (role %s); its key, also in %s, is shown once:\n%s", admin.Name, admin.Role, path, key.KeyFile())
+	return nil
 }
 
 // listen opens --listen for the API and, unless --metrics-listen gives it

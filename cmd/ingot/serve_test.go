@@ -77,6 +77,53 @@ func TestServe(t *testing.T) {
 	b.ok("balance", "chem")
 }
 
+// TestServeFirstAdmin: on a new bank, serve --first-admin-key makes the
+// server key and client admin, whose key (in the file, and printed once)
+// works; the next start leaves the clients alone; a key file left from
+// another bank stops the start.
+func TestServeFirstAdmin(t *testing.T) {
+	b := newCLIBank(t)
+	b.ok("account", "create", "chem")
+	keyFile := filepath.Join(t.TempDir(), "admin.key")
+
+	srv := startServe(t, "--db", b.db, "serve", "--listen", "127.0.0.1:0", "--first-admin-key", keyFile)
+	base := srv.line(t, "listening on ")
+	printed := srv.line(t, "first start: made API client admin (role admin)")
+	fi, err := os.Stat(keyFile)
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("key file: %v %v; want mode 0600 (%s)", fi, err, printed)
+	}
+	raw, _ := os.ReadFile(keyFile)
+	if !strings.Contains(srv.stdout.String(), string(raw)) {
+		t.Errorf("the key was not printed:\n%s", srv.stdout.String())
+	}
+	key, err := auth.ParseKeyFile(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	signedGet(t, key, base+"/v1/balance?node=chem")
+	if err := srv.shutdown(t); err != nil {
+		t.Fatal(err)
+	}
+
+	again := startServe(t, "--db", b.db, "serve", "--listen", "127.0.0.1:0", "--first-admin-key", keyFile)
+	signedGet(t, key, again.line(t, "listening on ")+"/v1/balance?node=chem")
+	if err := again.shutdown(t); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(again.stdout.String(), "first start") {
+		t.Errorf("a second start made another admin:\n%s", again.stdout.String())
+	}
+	if out := b.ok("client", "list", "--parsable"); strings.Count(out, "\n") != 2 {
+		t.Errorf("clients after two starts:\n%s", out)
+	}
+
+	other := newCLIBank(t)
+	if out, code := other.run("serve", "--listen", "127.0.0.1:0", "--first-admin-key", keyFile); code == exitOK || !strings.Contains(out, "holds the key of another bank") {
+		t.Errorf("a new bank served with an old key file exited %d:\n%s", code, out)
+	}
+}
+
 // serving is `ingot serve` running in-process, stopped at the test's
 // cleanup if the test did not stop it.
 type serving struct {
