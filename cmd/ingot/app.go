@@ -155,14 +155,9 @@ func openBank(c *cli.Context, opts boltstore.Options) (*ledger.Ledger, *boltstor
 	return l, store, nil
 }
 
-// withLocalBank runs fn on the database file opened for this command and
-// closes it: for the commands that work on the file itself (backup).
-func withLocalBank(c *cli.Context, fn func(*ledger.Ledger) error) error {
-	return withStore(c, boltstore.Options{}, func(l *ledger.Ledger, _ *boltstore.Store) error { return fn(l) })
-}
-
-// withStore is withLocalBank with the store's options, and the store
-// itself for fn (serve reads its metrics there).
+// withStore runs fn on the database file opened for this command, with the
+// store's options, and closes it: for serve, which works on the file itself
+// and reads its metrics in the store.
 func withStore(c *cli.Context, opts boltstore.Options, fn func(*ledger.Ledger, *boltstore.Store) error) error {
 	l, store, err := openBank(c, opts)
 	if err != nil {

@@ -24,7 +24,7 @@ func adminCommands() []*cli.Command {
 			Usage:     "write a consistent copy of the bank to FILE (safe while the bank is in use), then audit the copy; on the bank's host",
 			ArgsUsage: "FILE",
 			Flags:     []cli.Flag{&cli.BoolFlag{Name: "force", Usage: "replace FILE if it exists"}},
-			Action:    localOnly(backup),
+			Action:    backup,
 		},
 		{
 			Name:   "man",
@@ -91,8 +91,8 @@ func backup(c *cli.Context) error {
 	}
 	defer os.Remove(tmp.Name()) // a no-op once renamed
 	var size int64
-	err = withLocalBank(c, func(l *ledger.Ledger) error {
-		size, err = l.Backup(tmp)
+	err = withBank(c, func(b bank) error {
+		size, err = b.Backup(tmp)
 		return err
 	})
 	if err == nil {

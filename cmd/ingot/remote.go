@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"time"
@@ -138,6 +139,8 @@ func (r remoteBank) Journal(f ledger.JournalFilter) ([]ledger.Entry, error) {
 }
 
 func (r remoteBank) Audit() (ledger.AuditReport, error) { return r.client.Audit(r.ctx) }
+
+func (r remoteBank) Backup(w io.Writer) (int64, error) { return r.client.Backup(r.ctx, w) }
 
 func (r remoteBank) Rates() (charge.RateTable, error) { return r.client.Rates(r.ctx) }
 

@@ -519,8 +519,28 @@ func writeKey(t *testing.T, path string, key auth.Key) {
 func TestRemoteRefusesLocalCommands(t *testing.T) {
 	s := newRemoteSite(t)
 	for _, args := range [][]string{
-		{"init"}, {"serve"}, {"backup", filepath.Join(t.TempDir(), "copy.db")}, {"completion", "bash"}, {"man"},
+		{"init"}, {"serve"}, {"completion", "bash"}, {"man"},
 	} {
 		s.refused(t, s.cliBank, exitUsage, "does not go through --server", args...)
 	}
+}
+
+// TestRemoteBackup: an admin takes a backup through the server while it
+// serves; the copy is a sound bank with the same balances. Other clients
+// may not.
+func TestRemoteBackup(t *testing.T) {
+	s := newRemoteSite(t)
+	s.ok("account", "create", "chem")
+	s.ok("deposit", "chem", "100")
+	dest := filepath.Join(t.TempDir(), "copy.db")
+	if out := s.ok("backup", dest); !strings.Contains(out, "audit OK") {
+		t.Fatalf("backup through the server: %s", out)
+	}
+	copied := onFile(t, dest)
+	if got, want := copied.ok("balance", "--parsable"), s.ok("balance", "--parsable"); got != want {
+		t.Errorf("the copy's balances:\n%s\nthe server's:\n%s", got, want)
+	}
+	s.ok("machine", "add", "hpc1")
+	slurm := s.addClient("slurm", "scheduler", "hpc1")
+	s.refused(t, slurm, exitRefused, "may not GET /v1/backup", "backup", filepath.Join(t.TempDir(), "other.db"))
 }

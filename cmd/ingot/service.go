@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -47,6 +48,8 @@ type bankService interface {
 	Statement(account string, from, to time.Time, summarize bool) (ledger.Statement, error)
 	Journal(f ledger.JournalFilter) ([]ledger.Entry, error)
 	Audit() (ledger.AuditReport, error)
+	// Backup writes a consistent copy of the database file to w.
+	Backup(w io.Writer) (int64, error)
 
 	Rates() (charge.RateTable, error)
 	SetRates(req ledger.Request, t charge.RateTable) (charge.RateTable, error)

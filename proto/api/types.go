@@ -24,6 +24,7 @@ const (
 	PathStatement      = "/v1/statement"
 	PathJournal        = "/v1/journal"
 	PathAudit          = "/v1/audit"
+	PathBackup         = "/v1/backup"
 	PathNodes          = "/v1/nodes"
 	PathNode           = "/v1/node"
 	PathNodeModify     = "/v1/nodes/modify"

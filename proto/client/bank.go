@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"time"
 
@@ -76,6 +77,27 @@ func (c *Client) Journal(ctx context.Context, f ledger.JournalFilter) ([]ledger.
 // Audit replays the server's journal and compares it with its state.
 func (c *Client) Audit(ctx context.Context) (ledger.AuditReport, error) {
 	return get[ledger.AuditReport](ctx, c, api.PathAudit, api.NoQuery{})
+}
+
+// Backup writes a consistent copy of the server's database file to w and
+// returns its size. A transfer cut short is an error; the copy should
+// still be audited before it is trusted (ingot backup does).
+func (c *Client) Backup(ctx context.Context, w io.Writer) (int64, error) {
+	counted := &countingWriter{w: w}
+	err := c.do(ctx, http.MethodGet, api.PathBackup, nil, "", nil, counted)
+	return counted.n, err
+}
+
+// countingWriter counts what passes through it.
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (cw *countingWriter) Write(p []byte) (int, error) {
+	n, err := cw.w.Write(p)
+	cw.n += int64(n)
+	return n, err
 }
 
 // Nodes lists the nodes whose names start with under.

@@ -126,6 +126,13 @@ func (c *Client) once(ctx context.Context, method, target, requestID string, bod
 		return ctx.Err() == nil, fmt.Errorf("client: %w", err)
 	}
 	defer resp.Body.Close()
+	if w, ok := out.(io.Writer); ok && resp.StatusCode == http.StatusOK {
+		// A stream, not JSON; not retried, as part of it may be written.
+		if _, err := io.Copy(w, resp.Body); err != nil {
+			return false, fmt.Errorf("client: reading the answer: %w", err)
+		}
+		return false, nil
+	}
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
 	if err != nil {
 		return true, fmt.Errorf("client: reading the answer: %w", err)

@@ -39,8 +39,28 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) string {
 		s.writeError(w, r, err)
 		return who
 	}
+	if st, ok := result.(stream); ok {
+		s.writeStream(w, r, st)
+		return who
+	}
 	writeJSON(w, http.StatusOK, result)
 	return who
+}
+
+// stream is an answer that is not JSON: it writes its bytes itself.
+type stream func(io.Writer) error
+
+// writeStream sends a stream's bytes. Once they have begun, an error can
+// no longer be answered: the connection is cut (http.ErrAbortHandler), so
+// that the client sees a broken transfer rather than a short one.
+func (s *Server) writeStream(w http.ResponseWriter, r *http.Request, st stream) {
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(http.StatusOK)
+	if err := st(w); err != nil {
+		s.log.Error("answer cut short", "method", r.Method, "path", r.URL.Path, "error", err.Error())
+		panic(http.ErrAbortHandler)
+	}
 }
 
 // run passes the request through the checks of the package documentation

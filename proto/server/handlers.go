@@ -1,6 +1,7 @@
 package server
 
 import (
+	"io"
 	"slices"
 
 	"github.com/ingot-hpc/ingot/ledger"
@@ -123,6 +124,15 @@ func aboutSubtree(e ledger.Entry, root string) bool {
 }
 
 func (s *Server) audit(*call, api.NoQuery) (ledger.AuditReport, error) { return s.ledger.Audit() }
+
+// backup answers with a consistent copy of the database file, made while
+// the bank is in use.
+func (s *Server) backup(*call, api.NoQuery) (stream, error) {
+	return func(w io.Writer) error {
+		_, err := s.ledger.Backup(w)
+		return err
+	}, nil
+}
 
 func (s *Server) deposit(c *call, spec api.DepositRequest) (ledger.Receipt, error) {
 	if err := requireManages(c.client, "deposit into", spec.Account); err != nil {

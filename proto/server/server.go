@@ -109,6 +109,7 @@ func (s *Server) table() []route {
 		read(get, api.PathStatement, readers, endpoint(s.statement)),
 		read(get, api.PathJournal, readers, endpoint(s.journal)),
 		read(get, api.PathAudit, adminOnly, endpoint(s.audit)),
+		read(get, api.PathBackup, adminOnly, endpoint(s.backup)),
 		read(get, api.PathNodes, anyRole, endpoint(s.nodes)),
 		read(get, api.PathNode, anyRole, endpoint(s.node)),
 		change(api.PathNodes, managers, endpoint(s.createNode)),
