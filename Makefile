@@ -15,8 +15,9 @@ build:
 # run builds ingot, creates the bank (once) and serves it in the
 # foreground until Ctrl-C: HTTP on $(LISTEN), the local socket var/ingot.sock
 # (root and you are admin there, other users are themselves), logs in
-# var/serve.log. On the first start it makes the admin client and prints
-# its key, which is also in var/admin.key.
+# var/serve.log; MUNGE credentials too where unmunge is installed. On the
+# first start it makes the admin client and prints its key, which is also
+# in var/admin.key.
 run: build
 	@mkdir -p $(dir $(DB))
 	@test -f $(DB) || bin/ingot --db $(DB) init
@@ -30,7 +31,7 @@ run: build
 	@echo "(README.md walks through the rest; ingot --help lists every command.)"
 	@echo
 	@bin/ingot --db $(DB) serve --listen $(LISTEN) --socket $(dir $(DB))ingot.sock \
-	  --first-admin-key $(dir $(DB))admin.key 2>>$(dir $(DB))serve.log
+	  --first-admin-key $(dir $(DB))admin.key $(if $(shell command -v unmunge),--munge) 2>>$(dir $(DB))serve.log
 
 test:
 	$(GO) vet ./...
