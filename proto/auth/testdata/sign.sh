@@ -14,7 +14,9 @@
 # Environment: INGOT_SERVER, the server's base URL (default
 # http://localhost:8080); INGOT_DATE and INGOT_NONCE fix the date and the
 # nonce (tests only: the server accepts a nonce once); INGOT_SIGN_ONLY=1
-# prints the three headers instead of sending the request.
+# prints the three headers instead of sending the request; INGOT_REQUEST_ID
+# sends the X-Ingot-Request-Id header every change needs (a unique id; the
+# same id again retries the change: the first answer, nothing applied twice).
 #
 # The secret passes through openssl's command line, where other users of
 # the machine can see it (ps): a demonstration, not for shared machines.
@@ -45,6 +47,9 @@ if [ -n "$bodyfile" ]; then
 	set -- --data-binary "@$bodyfile" -H 'Content-Type: application/json'
 else
 	set --
+fi
+if [ -n "${INGOT_REQUEST_ID-}" ]; then
+	set -- "$@" -H "X-Ingot-Request-Id: $INGOT_REQUEST_ID"
 fi
 # --path-as-is: send the path exactly as signed (curl would squash /../).
 exec curl -sS --path-as-is -X "$method" -H "$authorization" \
