@@ -113,6 +113,20 @@ func (b *jsonBuf) holds(hs []Hold) {
 	*b = append(*b, ']')
 }
 
+// jobFields opens the object of a lien or a charge and writes the members
+// that say whose job it is, which come first in both.
+func (b *jsonBuf) jobFields(id uint64, job, machine, project, account, user string) {
+	b.open()
+	b.key("id")
+	b.uint(id)
+	for _, f := range [...]struct{ name, value string }{
+		{"job_id", job}, {"machine", machine}, {"project", project}, {"account", account}, {"user", user},
+	} {
+		b.key(f.name)
+		b.str(f.value)
+	}
+}
+
 // MarshalJSON is the lien's JSON, as encoding/json would give it. (Embed
 // no Lien in another struct: this method would be promoted to it.)
 func (l Lien) MarshalJSON() ([]byte, error) {
@@ -122,19 +136,7 @@ func (l Lien) MarshalJSON() ([]byte, error) {
 }
 
 func (l Lien) appendJSON(b *jsonBuf) error {
-	b.open()
-	b.key("id")
-	b.uint(l.ID)
-	b.key("job_id")
-	b.str(l.JobID)
-	b.key("machine")
-	b.str(l.Machine)
-	b.key("project")
-	b.str(l.Project)
-	b.key("account")
-	b.str(l.Account)
-	b.key("user")
-	b.str(l.User)
+	b.jobFields(l.ID, l.JobID, l.Machine, l.Project, l.Account, l.User)
 	b.key("amount")
 	b.decimal(l.Amount)
 	b.key("holds")
@@ -168,19 +170,7 @@ func (c Charge) MarshalJSON() ([]byte, error) {
 }
 
 func (c Charge) appendJSON(b *jsonBuf) error {
-	b.open()
-	b.key("id")
-	b.uint(c.ID)
-	b.key("job_id")
-	b.str(c.JobID)
-	b.key("machine")
-	b.str(c.Machine)
-	b.key("project")
-	b.str(c.Project)
-	b.key("account")
-	b.str(c.Account)
-	b.key("user")
-	b.str(c.User)
+	b.jobFields(c.ID, c.JobID, c.Machine, c.Project, c.Account, c.User)
 	if c.Lien != 0 {
 		b.key("lien")
 		b.uint(c.Lien)
