@@ -26,13 +26,20 @@ import (
 	"github.com/ingot-hpc/ingot/proto/server"
 )
 
-// Timeouts of the HTTP server: a client that is slow to send its headers
-// or body, or to read the answer, is cut off rather than hold a connection.
+// httpTimeouts are the HTTP server's: a client that is slow to send its
+// headers or body, or to read the answer, is cut off rather than hold a
+// connection. A body that does not arrive in time is answered 400 with
+// the API's JSON error; headers that do not arrive in time get net/http's
+// own plain-text 400 (no request reached the API), and the connection is
+// closed.
+type httpTimeouts struct {
+	readHeader, read, write, idle time.Duration
+}
+
+// timeouts are serve's; tests shorten them.
+var timeouts = httpTimeouts{readHeader: 5 * time.Second, read: 30 * time.Second, write: 60 * time.Second, idle: 2 * time.Minute}
+
 const (
-	readHeaderTimeout = 5 * time.Second
-	readTimeout       = 30 * time.Second
-	writeTimeout      = 60 * time.Second
-	idleTimeout       = 2 * time.Minute
 	// shutdownTimeout is how long a shutdown waits for requests in flight.
 	shutdownTimeout = 30 * time.Second
 )
@@ -202,10 +209,10 @@ func serveUntil(ctx context.Context, log *slog.Logger, servers ...listening) err
 		srvs[i] = &http.Server{
 			Handler:           s.h,
 			ConnContext:       server.ConnContext, // the uid of a Unix socket's peer
-			ReadHeaderTimeout: readHeaderTimeout,
-			ReadTimeout:       readTimeout,
-			WriteTimeout:      writeTimeout,
-			IdleTimeout:       idleTimeout,
+			ReadHeaderTimeout: timeouts.readHeader,
+			ReadTimeout:       timeouts.read,
+			WriteTimeout:      timeouts.write,
+			IdleTimeout:       timeouts.idle,
 			ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 		}
 		go func() { served <- srvs[i].Serve(s.ln) }()

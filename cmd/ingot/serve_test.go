@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -337,5 +338,60 @@ func TestServeSocketInTheWay(t *testing.T) {
 		if _, err := os.Lstat(path); err != nil {
 			t.Errorf("%s was removed: %v", path, err)
 		}
+	}
+}
+
+// TestServeSlowClients: a client that sends its body too slowly gets a
+// clear 400 answer, one that sends its headers too slowly gets net/http's
+// 400 and is cut off, and the server goes on serving others; nothing is
+// written.
+func TestServeSlowClients(t *testing.T) {
+	saved := timeouts
+	timeouts.readHeader, timeouts.read = 300*time.Millisecond, 600*time.Millisecond
+	t.Cleanup(func() { timeouts = saved })
+	b := newCLIBank(t)
+	b.ok("account", "create", "chem")
+	key := b.clientKey("root", "--role", "admin")
+	srv := startServe(t, "--db", b.db, "serve", "--listen", "127.0.0.1:0")
+	base := srv.line(t, "listening on ")
+	host := strings.TrimPrefix(base, "http://")
+	journal := func() string { return string(signedGet(t, key, base+"/v1/journal")) }
+	before := journal()
+
+	// The body: 10 of the 100 bytes announced, then nothing.
+	conn, err := net.Dial("tcp", host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "POST /v1/deposits HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"account\"", host)
+	conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("slow body: no answer: %v", err)
+	}
+	answer, _ := io.ReadAll(resp.Body)
+	var e api.Error
+	if resp.StatusCode != http.StatusBadRequest || json.Unmarshal(answer, &e) != nil || !strings.Contains(e.Message, "reading the request body") {
+		t.Errorf("slow body: %s %s; want 400 saying the body could not be read", resp.Status, answer)
+	}
+
+	// The headers: a request line and half a header, then nothing.
+	slow, err := net.Dial("tcp", host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer slow.Close()
+	fmt.Fprintf(slow, "GET /v1/balance?node=chem HTTP/1.1\r\nHost: %s\r\nX-Ingot-Da", host)
+	slow.SetReadDeadline(time.Now().Add(5 * time.Second))
+	start := time.Now()
+	// net/http answers itself (plain text): there is no request to hand us.
+	cut, err := http.ReadResponse(bufio.NewReader(slow), nil)
+	if err != nil || cut.StatusCode != http.StatusBadRequest || !cut.Close || time.Since(start) > 4*time.Second {
+		t.Errorf("slow headers: %v, %v after %s; want 400 and the connection closed within the timeout", cut, err, time.Since(start))
+	}
+
+	if after := journal(); after != before {
+		t.Errorf("the slow clients wrote to the journal")
 	}
 }
