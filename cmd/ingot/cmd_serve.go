@@ -56,8 +56,9 @@ func serveCommands() []*cli.Command {
 		&cli.GenericFlag{Name: "log-level", Value: &logLevel{slog.LevelInfo}, EnvVars: []string{"INGOT_LOG_LEVEL"}, Usage: "least `LEVEL` logged: debug, info, warn or error"},
 		serverKeyFlag(),
 	}
-	// A config file may set serve's own flags and the bank's --db.
-	fileKeys := []string{"db"}
+	// A config file may set serve's own flags, the bank's --db and munged's
+	// socket.
+	fileKeys := []string{"db", "munge-socket"}
 	for _, f := range own {
 		fileKeys = append(fileKeys, f.Names()[0])
 	}
