@@ -32,6 +32,10 @@ func WithClock(now func() time.Time) Option {
 type Request struct {
 	Actor string
 	ID    string
+	// Answer, if set, receives the JSON of the answer as Mutate keeps it
+	// for retries (json.Marshal of the result), so that a server can send
+	// it without encoding the result again.
+	Answer *[]byte
 }
 
 // Init creates a bank in an empty store: its settings and the first journal
@@ -138,6 +142,7 @@ func Mutate[R any](l *Ledger, req Request, kind Kind, content any, fn func(w *Wr
 				if err := json.Unmarshal(rec.Result, &result); err != nil {
 					return fmt.Errorf("%w: stored answer of request %q: %v", ErrCorrupt, req.ID, err)
 				}
+				req.keep(rec.Result)
 				return nil
 			}
 		}
@@ -154,9 +159,17 @@ func Mutate[R any](l *Ledger, req Request, kind Kind, content any, fn func(w *Wr
 		if err != nil {
 			return fmt.Errorf("ledger: encode answer: %w", err)
 		}
+		req.keep(b)
 		return tx.PutRequest(key, RequestRecord{ContentHash: hash, Result: b, Seq: w.lastSeq, Time: w.now})
 	})
 	return result, err
+}
+
+// keep hands the answer's JSON to whoever asked for it.
+func (req Request) keep(answer []byte) {
+	if req.Answer != nil {
+		*req.Answer = answer
+	}
 }
 
 func contentHash(kind Kind, content any) (string, error) {

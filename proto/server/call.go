@@ -22,6 +22,9 @@ type call struct {
 	client clients.Client
 	// req identifies a change, for the ledger's idempotency.
 	req ledger.Request
+	// answer is the change's answer as the ledger encoded it, on the
+	// routes marked answered.
+	answer []byte
 }
 
 // maxRequestID bounds the X-Ingot-Request-Id header.
@@ -41,6 +44,10 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) string {
 	}
 	if st, ok := result.(stream); ok {
 		s.writeStream(w, r, st)
+		return who
+	}
+	if len(c.answer) > 0 {
+		writeAnswer(w, c.answer)
 		return who
 	}
 	writeJSON(w, http.StatusOK, result)
@@ -81,6 +88,9 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request) (*call, any, error)
 		if c.req, err = requestOf(r, c.client); err != nil {
 			return c, nil, err
 		}
+	}
+	if rt.answered {
+		c.req.Answer = &c.answer
 	}
 	result, err := rt.handle(c)
 	return c, result, err
@@ -213,12 +223,24 @@ func endpoint[In, Out any](act func(*call, In) (Out, error)) handler {
 
 // writeJSON writes v as the JSON answer.
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(status)
+	jsonHeaders(w, status)
 	// The status is sent; an encoding error can only be logged by the
 	// caller's access log as a short answer.
 	_ = json.NewEncoder(w).Encode(v)
+}
+
+// writeAnswer writes an answer the ledger encoded, as writeJSON would
+// (json.Encoder ends it with a newline).
+func writeAnswer(w http.ResponseWriter, answer []byte) {
+	jsonHeaders(w, http.StatusOK)
+	_, _ = w.Write(answer)
+	_, _ = w.Write([]byte{'\n'})
+}
+
+func jsonHeaders(w http.ResponseWriter, status int) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
 }
 
 // writeError writes err as an api.Error (see wireError).

@@ -458,3 +458,39 @@ func TestEndpoint(t *testing.T) {
 		})
 	}
 }
+
+// TestSchedulerAnswersAreTheLedgers: a lien's and a charge's answers are
+// the JSON the ledger kept for their retries, byte for byte what encoding
+// the result gives, and a retry gets the same bytes.
+func TestSchedulerAnswersAreTheLedgers(t *testing.T) {
+	s := newSite(t)
+	sched := s.keys["sched"]
+	usage := charge.Usage{Resources: charge.Resources{Processors: 4}, WallclockSeconds: 30, WallclockLimitSeconds: 60, State: charge.Completed}
+	for _, tc := range []struct {
+		e      exchange
+		result any
+	}{
+		{exchange{key: sched, method: "POST", target: "/v1/liens", body: placeSpec("hpc1", "job9"), requestID: "place-job9"}, &lien.LienResult{}},
+		{exchange{key: sched, method: "POST", target: "/v1/charges", requestID: "charge-job9",
+			body: lien.ChargeSpec{Job: lien.Job{Machine: "hpc1", ID: "job9"}, Usage: usage}}, &lien.ChargeResult{}},
+	} {
+		first := s.do(tc.e)
+		if first.Code != http.StatusOK {
+			t.Fatalf("%s: %d %s", tc.e.target, first.Code, first.Body)
+		}
+		if err := json.Unmarshal(first.Body.Bytes(), tc.result); err != nil {
+			t.Fatal(err)
+		}
+		var encoded bytes.Buffer
+		if err := json.NewEncoder(&encoded).Encode(tc.result); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(first.Body.Bytes(), encoded.Bytes()) {
+			t.Errorf("%s answered\n%s\nencoding its result gives\n%s", tc.e.target, first.Body, encoded.Bytes())
+		}
+		s.Clock.Advance(time.Second)
+		if retry := s.do(tc.e); !bytes.Equal(retry.Body.Bytes(), first.Body.Bytes()) {
+			t.Errorf("%s retried answered\n%s\nfirst\n%s", tc.e.target, retry.Body, first.Body)
+		}
+	}
+}
