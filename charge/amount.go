@@ -138,10 +138,15 @@ func roundHalfEven(r *big.Rat, places int32) decimal.Decimal {
 
 func ratInt(n int64) *big.Rat { return new(big.Rat).SetInt64(n) }
 
+// product is the exact product of the factors.
 func product(factors ...*big.Rat) *big.Rat {
-	p := big.NewRat(1, 1)
+	// Numerators and denominators are multiplied apart and the fraction is
+	// reduced once: big.Rat's Mul reduces after every factor, and those
+	// GCDs were a quarter of a charge's pricing.
+	num, den := big.NewInt(1), big.NewInt(1)
 	for _, f := range factors {
-		p.Mul(p, f)
+		num.Mul(num, f.Num())
+		den.Mul(den, f.Denom())
 	}
-	return p
+	return new(big.Rat).SetFrac(num, den)
 }
