@@ -11,7 +11,8 @@ import (
 
 // Bank runs liens, charges, quotes and reservations on a ledger.
 type Bank struct {
-	l *ledger.Ledger
+	l     *ledger.Ledger
+	rates ratesCache
 }
 
 // New returns the lien layer of a ledger.
@@ -106,6 +107,6 @@ type pricing struct {
 }
 
 func (b *Bank) pricing(tx ledger.Tx, cfg Config, p who) (pricing, error) {
-	t, err := loadRates(tx, b.l.Settings().Precision)
+	t, err := b.pricingRates(tx)
 	return pricing{table: t, policy: cfg.policyFor(p.project.Name, p.machine.Name), shape: shapeOf(p.machine)}, err
 }

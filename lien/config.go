@@ -1,9 +1,11 @@
 package lien
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ingot-hpc/ingot/charge"
@@ -84,6 +86,38 @@ func loadRates(tx ledger.Tx, precision int32) (charge.RateTable, error) {
 		return t, err
 	}
 	t.Precision = precision
+	return t, nil
+}
+
+// ratesCache keeps the rate table last decoded for pricing, with the
+// record's bytes: every lien and charge prices with the table, and decoding
+// it (with its checks) took an eighth of the writer's time with a table of
+// a QOS multiplier and a night window. Keyed by the bytes, it is right for
+// any transaction, whatever snapshot it reads.
+type ratesCache struct {
+	mu    sync.Mutex
+	raw   []byte
+	table charge.RateTable
+}
+
+// pricingRates is loadRates for pricing: the table is shared between
+// jobs, and only read (charge.Guarantee copies what it keeps).
+func (b *Bank) pricingRates(tx ledger.Tx) (charge.RateTable, error) {
+	r, ok, err := tx.Record(recordConfig, keyRates)
+	if err != nil || !ok {
+		return loadRates(tx, b.l.Settings().Precision)
+	}
+	c := &b.rates
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.raw != nil && bytes.Equal(c.raw, r.Value) {
+		return c.table, nil
+	}
+	t, err := loadRates(tx, b.l.Settings().Precision)
+	if err != nil {
+		return t, err
+	}
+	c.raw, c.table = bytes.Clone(r.Value), t
 	return t, nil
 }
 

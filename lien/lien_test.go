@@ -608,3 +608,25 @@ func TestReservedAtAPastTime(t *testing.T) {
 		})
 	}
 }
+
+// TestNewRatesPriceAtOnce: the pricing paths keep the decoded rate table
+// between jobs; a new table prices the next job, and the old one is not
+// changed by pricing with it.
+func TestNewRatesPriceAtOnce(t *testing.T) {
+	s := newSite(t)
+	s.MustDeposit("chem", "1000000", time.Time{})
+	for i, rate := range []string{"2", "3", "2"} {
+		table := charge.DefaultRateTable()
+		table.Rates[0].Rate = dec(rate)
+		if _, err := s.lb.SetRates(s.Req(), table); err != nil {
+			t.Fatal(err)
+		}
+		for j := range 2 { // the second job prices with the kept table
+			r := s.mustPlace(fmt.Sprintf("r%d-%d", i, j), 1, 100)
+			wantAmount(t, fmt.Sprintf("lien at rate %s", rate), r.Lien.Amount, dec(rate).Mul(dec("100")).String())
+		}
+	}
+	if got, err := s.lb.Rates(); err != nil || !got.Rates[0].Rate.Equal(dec("2")) {
+		t.Errorf("rates after pricing: %+v %v", got.Rates, err)
+	}
+}

@@ -353,7 +353,7 @@ func (b *Bank) jobPricing(tx ledger.Tx, cfg Config, l ledger.Lien, d Detail) (pr
 	if err != nil || !ok {
 		return pricing{}, notFound(err, "no machine named %q", l.Machine)
 	}
-	t, err := loadRates(tx, b.l.Settings().Precision)
+	t, err := b.pricingRates(tx)
 	return pricing{table: t, policy: d.Policy, shape: shapeOf(m)}, err
 }
 
