@@ -11,8 +11,9 @@ import (
 
 // Bank runs liens, charges, quotes and reservations on a ledger.
 type Bank struct {
-	l     *ledger.Ledger
-	rates ratesCache
+	l      *ledger.Ledger
+	rates  decoded[charge.RateTable]
+	config decoded[Config]
 }
 
 // New returns the lien layer of a ledger.

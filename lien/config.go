@@ -89,36 +89,48 @@ func loadRates(tx ledger.Tx, precision int32) (charge.RateTable, error) {
 	return t, nil
 }
 
-// ratesCache keeps the rate table last decoded for pricing, with the
-// record's bytes: every lien and charge prices with the table, and decoding
-// it (with its checks) took an eighth of the writer's time with a table of
-// a QOS multiplier and a night window. Keyed by the bytes, it is right for
-// any transaction, whatever snapshot it reads.
-type ratesCache struct {
+// decoded keeps a record's value as last decoded, with the record's bytes:
+// every lien and charge reads the rate table and the configuration, and
+// decoding and checking the table alone took an eighth of the writer's time
+// with a QOS multiplier and a night window. Keyed by the bytes, it is right
+// for any transaction, whatever snapshot it reads. The value is shared:
+// the pricing paths that use it only read it (charge.Guarantee copies the
+// table it keeps); the paths that change a record load their own copy.
+type decoded[T any] struct {
 	mu    sync.Mutex
 	raw   []byte
-	table charge.RateTable
+	value T
 }
 
-// pricingRates is loadRates for pricing: the table is shared between
-// jobs, and only read (charge.Guarantee copies what it keeps).
-func (b *Bank) pricingRates(tx ledger.Tx) (charge.RateTable, error) {
-	r, ok, err := tx.Record(recordConfig, keyRates)
+// load is the record kind/key decoded by load, from the cache when the
+// record's bytes are those last decoded.
+func (d *decoded[T]) load(tx ledger.Tx, kind, key string, load func(ledger.Tx) (T, error)) (T, error) {
+	r, ok, err := tx.Record(kind, key)
 	if err != nil || !ok {
+		return load(tx)
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.raw != nil && bytes.Equal(d.raw, r.Value) {
+		return d.value, nil
+	}
+	v, err := load(tx)
+	if err == nil {
+		d.raw, d.value = bytes.Clone(r.Value), v
+	}
+	return v, err
+}
+
+// pricingRates and pricingConfig are loadRates and loadConfig for the
+// paths that price and place jobs, which only read them.
+func (b *Bank) pricingRates(tx ledger.Tx) (charge.RateTable, error) {
+	return b.rates.load(tx, recordConfig, keyRates, func(tx ledger.Tx) (charge.RateTable, error) {
 		return loadRates(tx, b.l.Settings().Precision)
-	}
-	c := &b.rates
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.raw != nil && bytes.Equal(c.raw, r.Value) {
-		return c.table, nil
-	}
-	t, err := loadRates(tx, b.l.Settings().Precision)
-	if err != nil {
-		return t, err
-	}
-	c.raw, c.table = bytes.Clone(r.Value), t
-	return t, nil
+	})
+}
+
+func (b *Bank) pricingConfig(tx ledger.Tx) (Config, error) {
+	return b.config.load(tx, recordConfig, keyLienConfig, loadConfig)
 }
 
 // nearest looks a project and then its ancestors up in m.

@@ -630,3 +630,28 @@ func TestNewRatesPriceAtOnce(t *testing.T) {
 		t.Errorf("rates after pricing: %+v %v", got.Rates, err)
 	}
 }
+
+// TestNewPolicyChargesAtOnce: the pricing paths keep the decoded
+// configuration between jobs; a policy changed between two charges applies
+// to the second.
+func TestNewPolicyChargesAtOnce(t *testing.T) {
+	s := newSite(t)
+	s.MustDeposit("chem", "1000000", time.Time{})
+	for i, tc := range []struct{ policy, charged string }{
+		{"DEBITSUCCESSFULWC", "28800"}, {"DEBITALLCPU", "14400"}, {"DEBITSUCCESSFULWC", "28800"},
+	} {
+		p, err := charge.ParsePolicy(tc.policy)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.lb.ChangeConfig(s.Req(), lien.ConfigChange{Policy: &p}); err != nil {
+			t.Fatal(err)
+		}
+		for j := range 2 { // the second job charges with the kept configuration
+			id := fmt.Sprintf("p%d-%d", i, j)
+			s.mustPlace(id, 8, 7200)
+			r := s.mustCharge(lien.ChargeSpec{Job: job(id), Usage: s.usage(8, 3600, 7200, 14400, charge.Completed)})
+			wantAmount(t, "charge under "+tc.policy, r.Charge.Amount, tc.charged)
+		}
+	}
+}

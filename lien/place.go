@@ -101,7 +101,7 @@ func (b *Bank) Place(req ledger.Request, spec PlaceSpec) (LienResult, error) {
 		if found && old.State == ledger.LienSettled {
 			return LienResult{}, fmt.Errorf("%w: job %s on %s was charged (lien %d)", ErrAlreadyCharged, spec.ID, spec.Machine, old.ID)
 		}
-		cfg, err := loadConfig(tx)
+		cfg, err := b.pricingConfig(tx)
 		if err != nil {
 			return LienResult{}, err
 		}
@@ -260,7 +260,7 @@ func (b *Bank) Extend(req ledger.Request, job Job, wallclockLimitSeconds int64) 
 		if wallclockLimitSeconds <= d.Request.WallclockLimitSeconds {
 			return LienResult{}, fmt.Errorf("%w: extend job %s: new limit %ds is not above the current %ds", ledger.ErrInvalid, job.ID, wallclockLimitSeconds, d.Request.WallclockLimitSeconds)
 		}
-		cfg, err := loadConfig(w.Tx())
+		cfg, err := b.pricingConfig(w.Tx())
 		if err != nil {
 			return LienResult{}, err
 		}

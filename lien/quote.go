@@ -39,7 +39,7 @@ type StoredQuote struct {
 func (b *Bank) Quote(spec QuoteSpec) (QuoteResult, error) {
 	var r QuoteResult
 	err := b.l.View(func(tx ledger.Tx) error {
-		cfg, err := loadConfig(tx)
+		cfg, err := b.pricingConfig(tx)
 		if err != nil {
 			return err
 		}
@@ -72,7 +72,7 @@ func (b *Bank) Guarantee(req ledger.Request, spec QuoteSpec, expires time.Time, 
 	}{spec, expires, uses}
 	return ledger.Mutate(b.l, req, ledger.KindRecord, content, func(w *ledger.Writer) (StoredQuote, error) {
 		tx := w.Tx()
-		cfg, err := loadConfig(tx)
+		cfg, err := b.pricingConfig(tx)
 		if err != nil {
 			return StoredQuote{}, err
 		}

@@ -164,7 +164,7 @@ func (b *Bank) Flush(req ledger.Request, name string, running int64, end bool) (
 // any job. It records the reservation in the same entry.
 func (b *Bank) chargeIdle(w *ledger.Writer, r *Reservation, from time.Time, seconds, idle int64) (ChargeResult, error) {
 	tx := w.Tx()
-	cfg, err := loadConfig(tx)
+	cfg, err := b.pricingConfig(tx)
 	if err != nil {
 		return ChargeResult{}, err
 	}

@@ -60,7 +60,7 @@ func (b *Bank) Charge(req ledger.Request, spec ChargeSpec) (ChargeResult, error)
 				return ChargeResult{}, fmt.Errorf("%w: job %s on %s (charge %d)", ErrAlreadyCharged, spec.ID, spec.Machine, c.ID)
 			}
 		}
-		cfg, err := loadConfig(tx)
+		cfg, err := b.pricingConfig(tx)
 		if err != nil {
 			return ChargeResult{}, err
 		}
