@@ -94,10 +94,9 @@
 // X-Ingot-Request-Id: 1 to 128 printable characters without spaces, unique
 // per change. A retry with the same id and the same body returns the first
 // answer and changes nothing; the same id with another body is refused
-// (request_conflict). Ids are per client. A new key is made outside the
-// change, so the retry of a lost POST /v1/clients or /v1/clients/rotate is
-// a conflict: the secret was lost with the answer (revoke that key and
-// rotate again). A retry must be signed afresh
+// (request_conflict). Ids are per client. The retry of a lost POST
+// /v1/clients or /v1/clients/rotate gets the key the first request made
+// (the bank unseals it again). A retry must be signed afresh
 // (a new date and nonce): the server accepts each nonce once, so resending
 // the very same bytes is refused as a replay.
 //

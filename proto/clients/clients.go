@@ -225,7 +225,9 @@ func checkRole(tx ledger.Tx, role Role, scope []string) error {
 }
 
 // Add creates a client with its first key, and returns the key: the only
-// time its secret is seen.
+// time its secret is seen. A retry of the request (same actor and request
+// id, same name, role and scope: a client resending after a lost answer)
+// gets the first answer, with the key it made.
 func (r *Registry) Add(req ledger.Request, name string, role Role, scope []string) (Client, auth.Key, error) {
 	if err := ledger.CheckUserName(name); err != nil || len(name) > 40 {
 		return Client{}, auth.Key{}, fmt.Errorf("%w: client name %q must be a user-like name of at most 40 characters", ledger.ErrInvalid, name)
@@ -234,13 +236,13 @@ func (r *Registry) Add(req ledger.Request, name string, role Role, scope []strin
 	if err != nil {
 		return Client{}, auth.Key{}, err
 	}
+	// The new key is not part of the request's content: a retry makes
+	// another one, and gets the first instead.
 	content := struct {
-		Name   string   `json:"name"`
-		Role   Role     `json:"role"`
-		Scope  []string `json:"scope"`
-		Key    string   `json:"key"`
-		Sealed []byte   `json:"sealed"`
-	}{name, role, scope, key.ID, sealed}
+		Name  string   `json:"name"`
+		Role  Role     `json:"role"`
+		Scope []string `json:"scope"`
+	}{name, role, scope}
 	c, err := ledger.Mutate(r.l, req, ledger.KindRecord, content, func(w *ledger.Writer) (Client, error) {
 		if _, ok, err := w.Tx().Record(recordClient, name); err != nil {
 			return Client{}, err
@@ -254,21 +256,22 @@ func (r *Registry) Add(req ledger.Request, name string, role Role, scope []strin
 		return c, r.put(w, c, key.ID, "client added")
 	})
 	r.forgetLookups()
-	return c, key, err
+	if err != nil {
+		return c, auth.Key{}, err
+	}
+	return r.madeKey(c, key)
 }
 
 // Rotate adds a new key to a client; its other keys stay valid until
-// revoked.
+// revoked. A retry of the request gets the first answer, as Add's does.
 func (r *Registry) Rotate(req ledger.Request, name string) (Client, auth.Key, error) {
 	key, sealed, err := r.newSealedKey(name)
 	if err != nil {
 		return Client{}, auth.Key{}, err
 	}
 	content := struct {
-		Name   string `json:"name"`
-		Key    string `json:"key"`
-		Sealed []byte `json:"sealed"`
-	}{name, key.ID, sealed}
+		Name string `json:"name"`
+	}{name}
 	c, err := ledger.Mutate(r.l, req, ledger.KindRecord, content, func(w *ledger.Writer) (Client, error) {
 		c, err := getClient(w.Tx(), name)
 		if err != nil {
@@ -278,7 +281,25 @@ func (r *Registry) Rotate(req ledger.Request, name string) (Client, auth.Key, er
 		return c, r.put(w, c, key.ID, "key added")
 	})
 	r.forgetLookups()
-	return c, key, err
+	if err != nil {
+		return c, auth.Key{}, err
+	}
+	return r.madeKey(c, key)
+}
+
+// madeKey is the key a request for a new key made: the one it has just
+// made, or, when the answer is a retry's first answer, the key made then
+// (the newest key of the client as it was), unsealed again.
+func (r *Registry) madeKey(c Client, made auth.Key) (Client, auth.Key, error) {
+	if len(c.Keys) == 0 {
+		return c, auth.Key{}, fmt.Errorf("%w: client %s has no key", ledger.ErrCorrupt, c.Name)
+	}
+	first := c.Keys[len(c.Keys)-1]
+	if first.ID == made.ID {
+		return c, made, nil
+	}
+	secret, err := r.unseal(c.Name, first)
+	return c, auth.Key{ID: first.ID, Secret: secret}, err
 }
 
 // Revoke ends a key of a client at once.

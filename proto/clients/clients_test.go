@@ -173,15 +173,44 @@ func TestSecretsNotAtRest(t *testing.T) {
 	}
 }
 
-func TestRetryOfAddIsAConflict(t *testing.T) {
+// TestRetryGetsTheFirstKey: an add or a rotation sent again with its
+// request id (its answer was lost) gets the first answer and the key made
+// then, which works; nothing more is made. Other content under the same id
+// is refused.
+func TestRetryGetsTheFirstKey(t *testing.T) {
 	f := newFixture(t)
-	req := ledger.Request{Actor: "admin", ID: "add-slurm"}
-	if _, _, err := f.reg.Add(req, "slurm", clients.RoleAdmin, nil); err != nil {
+	add := ledger.Request{Actor: "admin", ID: "add-slurm"}
+	_, first, err := f.reg.Add(add, "slurm", clients.RoleAdmin, nil)
+	if err != nil {
 		t.Fatal(err)
 	}
-	// A retry would make another secret than the stored one: refused.
-	if _, _, err := f.reg.Add(req, "slurm", clients.RoleAdmin, nil); !errors.Is(err, ledger.ErrRequestConflict) {
-		t.Errorf("retried add: %v", err)
+	rotate := ledger.Request{Actor: "admin", ID: "rotate-slurm"}
+	_, rotated, err := f.reg.Rotate(rotate, "slurm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	journal := f.JournalLen()
+	for _, tc := range []struct {
+		what string
+		do   func() (clients.Client, auth.Key, error)
+		want auth.Key
+	}{
+		{"add", func() (clients.Client, auth.Key, error) { return f.reg.Add(add, "slurm", clients.RoleAdmin, nil) }, first},
+		{"rotation", func() (clients.Client, auth.Key, error) { return f.reg.Rotate(rotate, "slurm") }, rotated},
+	} {
+		_, again, err := tc.do()
+		if err != nil || again != tc.want {
+			t.Errorf("retried %s: key %s, %v; want the first, %s", tc.what, again.ID, err, tc.want.ID)
+		}
+		if secret, _, ok, err := f.reg.Lookup(again.ID); !ok || err != nil || secret != again.Secret {
+			t.Errorf("the key a retried %s gave does not work: %v %v", tc.what, ok, err)
+		}
+	}
+	if got := f.JournalLen(); got != journal {
+		t.Errorf("the retries wrote %d journal entries", got-journal)
+	}
+	if _, _, err := f.reg.Add(add, "slurm", clients.RoleManager, []string{"chem"}); !errors.Is(err, ledger.ErrRequestConflict) {
+		t.Errorf("the add's id with another role: %v", err)
 	}
 }
 

@@ -129,14 +129,20 @@ func TestClientKeysOverTheWire(t *testing.T) {
 	}
 	s.Clock.Advance(time.Second)
 	journal := s.JournalLen()
-	// A retry cannot hand the same secret again: the bank holds it only
-	// sealed, so the retry is refused rather than answered with a new key.
-	wantError(t, s.do(exchange{key: s.keys["root"], method: "POST", target: api.PathClients,
-		body: api.ClientRequest{Name: "bobcli", Role: clients.RoleUser, Scope: []string{"bob"}}, requestID: "c1"}),
-		http.StatusConflict, api.CodeRequestConflict, "c1")
-	if got := s.JournalLen(); got != journal {
-		t.Errorf("a refused retry wrote %d entries", got-journal)
+	// A retry (the answer was lost) gets the key the first request made,
+	// unsealed again, and makes nothing.
+	var again api.NewKeyResponse
+	s.ok(exchange{key: s.keys["root"], method: "POST", target: api.PathClients,
+		body: api.ClientRequest{Name: "bobcli", Role: clients.RoleUser, Scope: []string{"bob"}}, requestID: "c1"}, &again)
+	if again.KeyFile != made.KeyFile {
+		t.Errorf("a retry answered key file %q, first %q", again.KeyFile, made.KeyFile)
 	}
+	if got := s.JournalLen(); got != journal {
+		t.Errorf("a retry wrote %d entries", got-journal)
+	}
+	wantError(t, s.do(exchange{key: s.keys["root"], method: "POST", target: api.PathClients,
+		body: api.ClientRequest{Name: "bobcli", Role: clients.RoleManager, Scope: []string{"bio"}}, requestID: "c1"}),
+		http.StatusConflict, api.CodeRequestConflict, "c1")
 }
 
 // TestManagerChangesBelowItsNodes: a manager makes and changes projects
