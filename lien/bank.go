@@ -107,6 +107,15 @@ type pricing struct {
 	quote  uint64
 }
 
+// samePricing reports whether two pricings are the same: the same policy
+// and shape, no quote, and the very same rate table (one decoded record,
+// shared through the cache, which nothing changes).
+func (p pricing) samePricing(q pricing) bool {
+	return p.quote == 0 && q.quote == 0 && p.policy == q.policy && p.shape == q.shape &&
+		p.table.Precision == q.table.Precision && len(p.table.Rates) > 0 && len(p.table.Rates) == len(q.table.Rates) &&
+		&p.table.Rates[0] == &q.table.Rates[0]
+}
+
 func (b *Bank) pricing(tx ledger.Tx, cfg Config, p who) (pricing, error) {
 	t, err := b.pricingRates(tx)
 	return pricing{table: t, policy: cfg.policyFor(p.project.Name, p.machine.Name), shape: shapeOf(p.machine)}, err

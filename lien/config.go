@@ -100,17 +100,31 @@ type decoded[T any] struct {
 	mu    sync.Mutex
 	raw   []byte
 	value T
+	// absent is the value when there is no record (a default), once loaded.
+	absent    T
+	hasAbsent bool
 }
 
 // load is the record kind/key decoded by load, from the cache when the
-// record's bytes are those last decoded.
+// record's bytes are those last decoded; without the record, the value
+// load gives then (a default), loaded once.
 func (d *decoded[T]) load(tx ledger.Tx, kind, key string, load func(ledger.Tx) (T, error)) (T, error) {
 	r, ok, err := tx.Record(kind, key)
-	if err != nil || !ok {
-		return load(tx)
+	if err != nil {
+		var zero T
+		return zero, err
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if !ok {
+		if !d.hasAbsent {
+			if d.absent, err = load(tx); err != nil {
+				return d.absent, err
+			}
+			d.hasAbsent = true
+		}
+		return d.absent, nil
+	}
 	if d.raw != nil && bytes.Equal(d.raw, r.Value) {
 		return d.value, nil
 	}

@@ -49,6 +49,7 @@ func (b *Bank) Charge(req ledger.Request, spec ChargeSpec) (ChargeResult, error)
 	if err := spec.Job.check(); err != nil {
 		return ChargeResult{}, err
 	}
+	ahead := b.priceAhead(spec)
 	return ledger.Mutate(b.l, req, ledger.KindCharge, spec, func(w *ledger.Writer) (ChargeResult, error) {
 		tx := w.Tx()
 		charges, err := tx.JobCharges(spec.Machine, spec.ID)
@@ -60,50 +61,12 @@ func (b *Bank) Charge(req ledger.Request, spec ChargeSpec) (ChargeResult, error)
 				return ChargeResult{}, fmt.Errorf("%w: job %s on %s (charge %d)", ErrAlreadyCharged, spec.ID, spec.Machine, c.ID)
 			}
 		}
-		cfg, err := b.pricingConfig(tx)
+		terms, err := b.chargeTerms(tx, spec)
 		if err != nil {
 			return ChargeResult{}, err
 		}
-		l, found, err := tx.JobLien(spec.Machine, spec.ID)
-		if err != nil {
-			return ChargeResult{}, err
-		}
-		var lien *ledger.Lien
-		var pr pricing
-		var c ledger.Charge
-		if found && l.State == ledger.LienActive {
-			d, err := DetailOf(l)
-			if err != nil {
-				return ChargeResult{}, err
-			}
-			// The job may still carry the project it asked for before a
-			// fallback took it.
-			if spec.Project != "" && spec.Project != l.Project && spec.Project != d.Requested {
-				return ChargeResult{}, fmt.Errorf("%w: charge for job %s names project %s, but its lien is on %s", ledger.ErrInvalid, spec.ID, spec.Project, l.Project)
-			}
-			if pr, err = b.jobPricing(tx, cfg, l, d); err != nil {
-				return ChargeResult{}, err
-			}
-			lien = &l
-			c = ledger.Charge{Project: l.Project, Account: l.Account, User: l.User, Lien: l.ID}
-		} else {
-			if spec.User == "" {
-				return ChargeResult{}, fmt.Errorf("%w: charge for job %s: no active lien, so the charge must name the user", ledger.ErrInvalid, spec.ID)
-			}
-			p, err := resolve(tx, spec.Machine, spec.User, spec.Project, false)
-			if err != nil {
-				return ChargeResult{}, fmt.Errorf("charge for job %s without a lien: %w", spec.ID, err)
-			}
-			if pr, err = b.pricing(tx, cfg, p); err != nil {
-				return ChargeResult{}, err
-			}
-			c = ledger.Charge{Project: p.project.Name, Account: p.project.Account(), User: p.user.Name}
-		}
-		usage := spec.Usage
-		if spec.Incremental {
-			usage.State = charge.Running
-		}
-		amount, err := charge.Price(pr.table, pr.policy, pr.shape, usage)
+		c, lien, usage := terms.charge, terms.lien, terms.usage
+		amount, err := ahead.price(terms)
 		if err != nil {
 			return ChargeResult{}, fmt.Errorf("%w: charge for job %s: %v", ledger.ErrInvalid, spec.ID, err)
 		}
@@ -116,6 +79,95 @@ func (b *Bank) Charge(req ledger.Request, spec ChargeSpec) (ChargeResult, error)
 		}
 		return b.settle(w, c, lien, rec, chargeDetail{Usage: usage, Reservation: spec.Reservation, Explanation: amount.Explanation}, amount.Credits)
 	})
+}
+
+// chargeTerms are what a job's charge is priced and made with: by its
+// active lien (its project, user and pricing), or, for a job without one,
+// by the user and project the charge names.
+type chargeTerms struct {
+	charge ledger.Charge // its project, account, user and lien
+	lien   *ledger.Lien  // nil without an active lien
+	pr     pricing
+	usage  charge.Usage
+}
+
+func (b *Bank) chargeTerms(tx ledger.Tx, spec ChargeSpec) (chargeTerms, error) {
+	t := chargeTerms{usage: spec.Usage}
+	if spec.Incremental {
+		t.usage.State = charge.Running
+	}
+	cfg, err := b.pricingConfig(tx)
+	if err != nil {
+		return t, err
+	}
+	l, found, err := tx.JobLien(spec.Machine, spec.ID)
+	if err != nil {
+		return t, err
+	}
+	if found && l.State == ledger.LienActive {
+		d, err := DetailOf(l)
+		if err != nil {
+			return t, err
+		}
+		// The job may still carry the project it asked for before a
+		// fallback took it.
+		if spec.Project != "" && spec.Project != l.Project && spec.Project != d.Requested {
+			return t, fmt.Errorf("%w: charge for job %s names project %s, but its lien is on %s", ledger.ErrInvalid, spec.ID, spec.Project, l.Project)
+		}
+		if t.pr, err = b.jobPricing(tx, cfg, l, d); err != nil {
+			return t, err
+		}
+		t.lien = &l
+		t.charge = ledger.Charge{Project: l.Project, Account: l.Account, User: l.User, Lien: l.ID}
+		return t, nil
+	}
+	if spec.User == "" {
+		return t, fmt.Errorf("%w: charge for job %s: no active lien, so the charge must name the user", ledger.ErrInvalid, spec.ID)
+	}
+	p, err := resolve(tx, spec.Machine, spec.User, spec.Project, false)
+	if err != nil {
+		return t, fmt.Errorf("charge for job %s without a lien: %w", spec.ID, err)
+	}
+	if t.pr, err = b.pricing(tx, cfg, p); err != nil {
+		return t, err
+	}
+	t.charge = ledger.Charge{Project: p.project.Name, Account: p.project.Account(), User: p.user.Name}
+	return t, nil
+}
+
+// pricedAhead is a charge priced in the caller's goroutine, on a snapshot,
+// before the change goes to the single writer: pricing is a large part of
+// a charge's work, and the writer's time is what bounds the bank. The
+// writer uses the price only if it would price the same way.
+type pricedAhead struct {
+	pr     pricing
+	amount charge.Amount
+	ok     bool
+}
+
+func (b *Bank) priceAhead(spec ChargeSpec) pricedAhead {
+	var a pricedAhead
+	_ = b.l.View(func(tx ledger.Tx) error {
+		t, err := b.chargeTerms(tx, spec)
+		if err != nil {
+			return err // the writer finds and reports it
+		}
+		a.pr = t.pr
+		a.amount, err = charge.Price(t.pr.table, t.pr.policy, t.pr.shape, t.usage)
+		a.ok = err == nil
+		return nil
+	})
+	return a
+}
+
+// price is the charge's amount under terms: the price made ahead if the
+// terms price the same way (the same rate table as decoded once, policy,
+// shape and no quote; the usage is the spec's), else priced now.
+func (a pricedAhead) price(t chargeTerms) (charge.Amount, error) {
+	if a.ok && a.pr.samePricing(t.pr) {
+		return a.amount, nil
+	}
+	return charge.Price(t.pr.table, t.pr.policy, t.pr.shape, t.usage)
 }
 
 // settle debits amount for charge c (its identity filled in), updates the
