@@ -185,7 +185,7 @@ func localOnly(action cli.ActionFunc) cli.ActionFunc {
 // registry (client, serve).
 func serverKeyFlag() *cli.StringFlag {
 	return &cli.StringFlag{Name: "server-key", EnvVars: []string{"INGOT_SERVER_KEY"},
-		Usage: "the server key `FILE` that seals client secrets (default: server.key beside the database; made if missing)"}
+		Usage: "the server key `FILE` that seals client secrets (default: server.key beside the database; made by the first client add or serve --first-admin-key)"}
 }
 
 // openClients returns the client registry of bank l, loading the server
