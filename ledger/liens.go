@@ -26,18 +26,25 @@ type Hold struct {
 	Amount     decimal.Decimal `json:"amount"`
 }
 
+// JobRef is the job a lien or a charge is for, and the project, account
+// and user that pay for it. (Its fields encode as the lien's and charge's
+// own: it is embedded.)
+type JobRef struct {
+	JobID   string `json:"job_id"`
+	Machine string `json:"machine"`
+	Project string `json:"project"`
+	Account string `json:"account"`
+	User    string `json:"user"`
+}
+
 // Lien reserves credits for a running job. It is keyed by machine and job
 // id. Detail is the lien layer's own record (the request that was priced,
 // the policy), kept opaque here.
 type Lien struct {
-	ID      uint64          `json:"id"`
-	JobID   string          `json:"job_id"`
-	Machine string          `json:"machine"`
-	Project string          `json:"project"`
-	Account string          `json:"account"`
-	User    string          `json:"user"`
-	Amount  decimal.Decimal `json:"amount"`
-	Holds   []Hold          `json:"holds"`
+	ID uint64 `json:"id"`
+	JobRef
+	Amount decimal.Decimal `json:"amount"`
+	Holds  []Hold          `json:"holds"`
 	// Charged is what incremental charges have taken against it so far.
 	Charged decimal.Decimal `json:"charged"`
 	Created time.Time       `json:"created"`
@@ -53,14 +60,10 @@ func (l Lien) HoldsAt(t time.Time) bool { return l.State == LienActive && t.Befo
 
 // Charge is a usage record: what a job was charged, and from where.
 type Charge struct {
-	ID      uint64          `json:"id"`
-	JobID   string          `json:"job_id"`
-	Machine string          `json:"machine"`
-	Project string          `json:"project"`
-	Account string          `json:"account"`
-	User    string          `json:"user"`
-	Lien    uint64          `json:"lien,omitempty"`
-	Amount  decimal.Decimal `json:"amount"`
+	ID uint64 `json:"id"`
+	JobRef
+	Lien   uint64          `json:"lien,omitempty"`
+	Amount decimal.Decimal `json:"amount"`
 	// Debits say where Amount came from; an allocation may have been driven
 	// below zero (Overdrawn says by how much in all).
 	Debits    []Hold          `json:"debits"`

@@ -145,10 +145,8 @@ func (b *Bank) Place(req ledger.Request, spec PlaceSpec) (LienResult, error) {
 		if err != nil {
 			return LienResult{}, fmt.Errorf("lien: encode detail: %w", err)
 		}
-		l := ledger.Lien{JobID: spec.ID, Machine: spec.Machine, Project: project, Account: ledger.AccountOf(project),
-			User: p.user.Name, Amount: amount.Credits, Holds: holds, Charged: decimal.Zero, Created: w.Now(),
-			Expires: request.Start.Add(time.Duration(request.WallclockLimitSeconds)*time.Second + time.Duration(cfg.GraceSeconds)*time.Second),
-			State:   ledger.LienActive, Detail: detail}
+		l := ledger.Lien{JobRef: ledger.JobRef{JobID: spec.ID, Machine: spec.Machine, Project: project, Account: ledger.AccountOf(project), User: p.user.Name},
+			Amount: amount.Credits, Holds: holds, Charged: decimal.Zero, Created: w.Now(), Expires: expires, State: ledger.LienActive, Detail: detail}
 		if own != nil {
 			l.ID = own.ID
 		} else if l.ID, err = tx.NextLienID(); err != nil {

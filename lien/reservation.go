@@ -187,8 +187,8 @@ func (b *Bank) chargeIdle(w *ledger.Writer, r *Reservation, from time.Time, seco
 	if err != nil {
 		return ChargeResult{}, err
 	}
-	c := ledger.Charge{JobID: fmt.Sprintf("reservation/%s/%d", r.Name, r.Flushes), Machine: r.Machine, Project: p.project.Name,
-		Account: p.project.Account(), User: p.user.Name, Final: true, Time: w.Now()}
+	c := ledger.Charge{JobRef: ledger.JobRef{JobID: fmt.Sprintf("reservation/%s/%d", r.Name, r.Flushes), Machine: r.Machine,
+		Project: p.project.Name, Account: p.project.Account(), User: p.user.Name}, Final: true, Time: w.Now()}
 	return b.settle(w, c, nil, rec, chargeDetail{Usage: usage, Reservation: r.Name, Explanation: amount.Explanation}, amount.Credits)
 }
 

@@ -118,7 +118,7 @@ func (b *Bank) chargeTerms(tx ledger.Tx, spec ChargeSpec) (chargeTerms, error) {
 			return t, err
 		}
 		t.lien = &l
-		t.charge = ledger.Charge{Project: l.Project, Account: l.Account, User: l.User, Lien: l.ID}
+		t.charge = ledger.Charge{JobRef: ledger.JobRef{Project: l.Project, Account: l.Account, User: l.User}, Lien: l.ID}
 		return t, nil
 	}
 	if spec.User == "" {
@@ -131,7 +131,7 @@ func (b *Bank) chargeTerms(tx ledger.Tx, spec ChargeSpec) (chargeTerms, error) {
 	if t.pr, err = b.pricing(tx, cfg, p); err != nil {
 		return t, err
 	}
-	t.charge = ledger.Charge{Project: p.project.Name, Account: p.project.Account(), User: p.user.Name}
+	t.charge = ledger.Charge{JobRef: ledger.JobRef{Project: p.project.Name, Account: p.project.Account(), User: p.user.Name}}
 	return t, nil
 }
 

@@ -41,7 +41,7 @@ func TestOnCommitAndActiveLiens(t *testing.T) {
 				if err != nil {
 					return err
 				}
-				placed[i] = ledger.Lien{ID: id, Account: "chem", State: ledger.LienActive, Expires: time.Unix(int64(id), 0)}
+				placed[i] = ledger.Lien{ID: id, JobRef: ledger.JobRef{Account: "chem"}, State: ledger.LienActive, Expires: time.Unix(int64(id), 0)}
 				return tx.PutLien(placed[i], nil)
 			})
 			if err != nil {
