@@ -459,9 +459,12 @@ func TestEndpoint(t *testing.T) {
 	}
 }
 
-// TestSchedulerAnswersAreTheLedgers: a lien's and a charge's answers are
-// the JSON the ledger kept for their retries, byte for byte what encoding
-// the result gives, and a retry gets the same bytes.
+// TestSchedulerAnswersAreTheLedgers: the lien and charge endpoints send
+// the JSON the ledger made for the idempotency record instead of encoding
+// the result again; this checks that what they send is byte for byte what
+// encoding the result gives (as every other endpoint sends), and that a
+// retry gets the same bytes. (It cannot tell which of the two encodings was
+// sent, which is the point: they must not differ.)
 func TestSchedulerAnswersAreTheLedgers(t *testing.T) {
 	s := newSite(t)
 	sched := s.keys["sched"]
