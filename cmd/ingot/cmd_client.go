@@ -47,11 +47,9 @@ func clientAdd(c *cli.Context) error {
 		return err
 	}
 	return withClients(c, true, func(reg clientRegistry) error {
-		cl, key, err := reg.Add(request(c), a[0], clients.Role(c.String("role")), c.StringSlice("scope"))
-		if err != nil {
-			return err
-		}
-		return giveKey(c, cl, key)
+		return giveKey(c, func() (clients.Client, auth.Key, error) {
+			return reg.Add(request(c), a[0], clients.Role(c.String("role")), c.StringSlice("scope"))
+		})
 	})
 }
 
@@ -61,44 +59,54 @@ func clientRotate(c *cli.Context) error {
 		return err
 	}
 	return withClients(c, true, func(reg clientRegistry) error {
-		cl, key, err := reg.Rotate(request(c), a[0])
-		if err != nil {
-			return err
-		}
-		return giveKey(c, cl, key)
+		return giveKey(c, func() (clients.Client, auth.Key, error) { return reg.Rotate(request(c), a[0]) })
 	})
 }
 
-// giveKey hands a new key over, once: into --key-out, or on standard output
-// as the one line of a key file.
-func giveKey(c *cli.Context, cl clients.Client, key auth.Key) error {
-	if path := c.String("key-out"); path != "" {
-		if err := writeKeyFile(path, key); err != nil {
+// giveKey makes a new key and hands it over, once: into --key-out, or on
+// standard output as the one line of a key file.
+func giveKey(c *cli.Context, newKey func() (clients.Client, auth.Key, error)) error {
+	path := c.String("key-out")
+	if path == "" {
+		cl, key, err := newKey()
+		if err != nil {
 			return err
 		}
-		fmt.Fprintf(c.App.Writer, "client %s (%s): key %s written to %s\n", cl.Name, cl.Role, key.ID, path)
-		return nil
+		fmt.Fprintf(c.App.ErrWriter, "client %s (%s): the key below is shown once; save it as a key file (INGOT_KEY_FILE)\n", cl.Name, cl.Role)
+		_, err = c.App.Writer.Write(key.KeyFile())
+		return err
 	}
-	fmt.Fprintf(c.App.ErrWriter, "client %s (%s): the key below is shown once; save it as a key file (INGOT_KEY_FILE)\n", cl.Name, cl.Role)
-	_, err := c.App.Writer.Write(key.KeyFile())
-	return err
+	cl, key, err := makeKeyFile(path, newKey)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(c.App.Writer, "client %s (%s): key %s written to %s\n", cl.Name, cl.Role, key.ID, path)
+	return nil
 }
 
-// writeKeyFile writes a new key file, readable by its owner only; it never
-// overwrites one.
-func writeKeyFile(path string, key auth.Key) error {
+// makeKeyFile creates the key file at path (readable by its owner only,
+// never over another file) before newKey makes the key, so that a path that
+// cannot be written fails before anything is made; the file is removed if
+// newKey fails.
+func makeKeyFile(path string, newKey func() (clients.Client, auth.Key, error)) (clients.Client, auth.Key, error) {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
-		return fmt.Errorf("key file: %w (the key %s was made; revoke it if the file cannot be written)", err, key.ID)
+		return clients.Client{}, auth.Key{}, fmt.Errorf("key file: %w", err)
+	}
+	cl, key, err := newKey()
+	if err != nil {
+		f.Close()
+		os.Remove(path)
+		return cl, key, err
 	}
 	_, err = f.Write(key.KeyFile())
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
-		return fmt.Errorf("key file %s: %w", path, err)
+		return cl, key, fmt.Errorf("key file %s: %w (the key %s was made; revoke it)", path, err, key.ID)
 	}
-	return nil
+	return cl, key, nil
 }
 
 func clientRevoke(c *cli.Context) error {

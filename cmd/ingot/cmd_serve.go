@@ -132,12 +132,13 @@ func addFirstAdmin(c *cli.Context, reg *clients.Registry, path string) error {
 	if _, err := os.Lstat(path); err == nil {
 		return fmt.Errorf("serve: --first-admin-key %s exists, but this bank has no clients: it holds the key of another bank; move it away", path)
 	}
-	admin, key, err := reg.Add(request(c), "admin", clients.RoleAdmin, nil)
+	// The file is made first: a path that cannot be written stops the
+	// start before an admin nobody has the key of is made.
+	admin, key, err := makeKeyFile(path, func() (clients.Client, auth.Key, error) {
+		return reg.Add(request(c), "admin", clients.RoleAdmin, nil)
+	})
 	if err != nil {
 		return fmt.Errorf("serve: first admin: %w", err)
-	}
-	if err := writeKeyFile(path, key); err != nil {
-		return err
 	}
 	fmt.Fprintf(c.App.Writer, "first start: made API client %s (role %s); its key, also in %s, is shown once:\n%s", admin.Name, admin.Role, path, key.KeyFile())
 	return nil

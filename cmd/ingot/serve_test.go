@@ -123,6 +123,18 @@ func TestServeFirstAdmin(t *testing.T) {
 	if out, code := other.run("serve", "--listen", "127.0.0.1:0", "--first-admin-key", keyFile); code == exitOK || !strings.Contains(out, "holds the key of another bank") {
 		t.Errorf("a new bank served with an old key file exited %d:\n%s", code, out)
 	}
+	// A key file that cannot be written stops the start before any client
+	// is made, and so does a --key-out that cannot be written.
+	nowhere := filepath.Join(t.TempDir(), "missing", "admin.key")
+	if out, code := other.run("serve", "--listen", "127.0.0.1:0", "--first-admin-key", nowhere); code == exitOK || !strings.Contains(out, "no such file or directory") {
+		t.Errorf("serve with an unwritable --first-admin-key exited %d:\n%s", code, out)
+	}
+	if out, code := other.run("client", "add", "slurm", "--role", "admin", "--key-out", nowhere); code == exitOK || !strings.Contains(out, "no such file or directory") {
+		t.Errorf("client add with an unwritable --key-out exited %d:\n%s", code, out)
+	}
+	if out := other.ok("client", "list", "--parsable"); strings.Count(out, "\n") != 1 {
+		t.Errorf("clients made although their key could not be written:\n%s", out)
+	}
 }
 
 // serving is `ingot serve` running in-process, stopped at the test's
