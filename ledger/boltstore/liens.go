@@ -22,8 +22,7 @@ func expiryKey(t time.Time, id uint64) []byte {
 }
 
 func (t *tx) nextID(bucket []byte) (uint64, error) {
-	t.wrote = true
-	id, err := t.btx.Bucket(bucket).NextSequence()
+	id, err := t.bucket(bucket).NextSequence()
 	if err != nil {
 		return 0, fmt.Errorf("boltstore: next %s id: %w", bucket, err)
 	}
@@ -32,8 +31,7 @@ func (t *tx) nextID(bucket []byte) (uint64, error) {
 
 // index adds (or, with add false, removes) an index key.
 func (t *tx) index(bucket, key []byte, value []byte, add bool) error {
-	t.wrote = true
-	b := t.btx.Bucket(bucket)
+	b := t.bucket(bucket)
 	var err error
 	if add {
 		err = b.Put(key, value)
@@ -98,7 +96,7 @@ func sumKey(account, project string) []byte {
 // addSums adds (sign 1) or takes off (sign -1) holds from a project's
 // running sums in bucket (reserved or charged).
 func (t *tx) addSums(bucket []byte, account, project string, holds []ledger.Hold, sign int64) error {
-	b := t.btx.Bucket(bucket)
+	b := t.bucket(bucket)
 	key := sumKey(account, project)
 	sums, err := decodeHolds(b.Get(key))
 	if err != nil {
@@ -133,7 +131,7 @@ func (t *tx) addSums(bucket []byte, account, project string, holds []ledger.Hold
 func (t *tx) sums(bucket []byte, account string) (ledger.ByProject, error) {
 	out := ledger.ByProject{}
 	prefix := append([]byte(account), 0)
-	c := t.btx.Bucket(bucket).Cursor()
+	c := t.bucket(bucket).Cursor()
 	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
 		holds, err := decodeHolds(v)
 		if err != nil {
@@ -147,7 +145,7 @@ func (t *tx) sums(bucket []byte, account string) (ledger.ByProject, error) {
 }
 
 func (t *tx) JobLien(machine, job string) (ledger.Lien, bool, error) {
-	v := t.btx.Bucket(bucketLiensByJob).Get(jobKey(machine, job))
+	v := t.bucket(bucketLiensByJob).Get(jobKey(machine, job))
 	if v == nil {
 		return ledger.Lien{}, false, nil
 	}
@@ -165,7 +163,7 @@ func (t *tx) mustLien(id uint64) (ledger.Lien, bool, error) {
 func (t *tx) ActiveLiens(account string) ([]ledger.Lien, error) {
 	prefix := append([]byte(account), 0)
 	var out []ledger.Lien
-	c := t.btx.Bucket(bucketLiensActive).Cursor()
+	c := t.bucket(bucketLiensActive).Cursor()
 	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
 		l, _, err := t.mustLien(decodeUint(k[len(prefix)+8:]))
 		if err != nil {
@@ -210,7 +208,7 @@ func (t *tx) ReservedTotal(account string, at time.Time) (map[uint64]decimal.Dec
 // have expired at t.
 func (t *tx) expiredHolds(account string, at time.Time, fn func(project string, h ledger.Hold)) error {
 	prefix := append([]byte(account), 0)
-	c := t.btx.Bucket(bucketLiensActive).Cursor()
+	c := t.bucket(bucketLiensActive).Cursor()
 	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix) && decodeUint(k[len(prefix):]) <= unixNanos(at); k, v = c.Next() {
 		project, expired, err := decodeProjectHolds(v)
 		if err != nil {
@@ -234,7 +232,7 @@ func unixNanos(at time.Time) uint64 {
 
 func (t *tx) NextExpiry(account string, at time.Time) (time.Time, bool, error) {
 	prefix := append([]byte(account), 0)
-	c := t.btx.Bucket(bucketLiensActive).Cursor()
+	c := t.bucket(bucketLiensActive).Cursor()
 	k, _ := c.Seek(binary.BigEndian.AppendUint64(prefix, unixNanos(at)+1))
 	if k == nil || !bytes.HasPrefix(k, prefix) {
 		return time.Time{}, false, nil
@@ -243,7 +241,7 @@ func (t *tx) NextExpiry(account string, at time.Time) (time.Time, bool, error) {
 }
 
 func (t *tx) AccountVersion(account string) (string, error) {
-	return string(t.btx.Bucket(bucketVersions).Get([]byte(account))), nil
+	return string(t.bucket(bucketVersions).Get([]byte(account))), nil
 }
 
 func (t *tx) PutAccountVersion(account, version string) error {
@@ -301,7 +299,7 @@ func decodeHolds(b []byte) ([]ledger.Hold, error) {
 func (t *tx) ExpiredLiens(before time.Time, limit int) ([]ledger.Lien, error) {
 	var out []ledger.Lien
 	end := uint64(before.UnixNano())
-	c := t.btx.Bucket(bucketLiensExpiry).Cursor()
+	c := t.bucket(bucketLiensExpiry).Cursor()
 	for k, _ := c.First(); k != nil && decodeUint(k[:8]) <= end && len(out) < limit; k, _ = c.Next() {
 		l, _, err := t.mustLien(decodeUint(k[8:]))
 		if err != nil {
@@ -339,7 +337,7 @@ func (t *tx) PutCharge(c ledger.Charge, old *ledger.Charge) error {
 func (t *tx) JobCharges(machine, job string) ([]ledger.Charge, error) {
 	prefix := append(jobKey(machine, job), 0)
 	var out []ledger.Charge
-	c := t.btx.Bucket(bucketChargesJob).Cursor()
+	c := t.bucket(bucketChargesJob).Cursor()
 	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
 		id := decodeUint(k[len(prefix):])
 		ch, ok, err := t.Charge(id)
@@ -372,7 +370,7 @@ func (t *tx) PutRecord(r ledger.Record) error {
 func (t *tx) Records(kind string) ([]ledger.Record, error) {
 	prefix := append([]byte(kind), 0)
 	var out []ledger.Record
-	c := t.btx.Bucket(bucketRecords).Cursor()
+	c := t.bucket(bucketRecords).Cursor()
 	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
 		r, _, err := get[ledger.Record](t, bucketRecords, k)
 		if err != nil {

@@ -42,7 +42,7 @@ func unpackRequest(raw []byte) (ledger.RequestRecord, error) {
 }
 
 func (t *tx) Request(k ledger.RequestKey) (ledger.RequestRecord, bool, error) {
-	raw := t.btx.Bucket(bucketRequests).Get(requestKey(k))
+	raw := t.bucket(bucketRequests).Get(requestKey(k))
 	if raw == nil {
 		return ledger.RequestRecord{}, false, nil
 	}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -21,6 +22,10 @@ const schemaVersion = 5
 // maxGroup bounds how many calls share one transaction, so that one commit
 // does not hold a huge dirty page set in memory.
 const maxGroup = 1024
+
+// syncQueue bounds how many groups the committer may run ahead of the
+// syncer: past it the committer waits, and calls gather into bigger groups.
+const syncQueue = 2
 
 var (
 	bucketMeta        = []byte("meta")
@@ -81,14 +86,36 @@ type Store struct {
 	closed   bool
 	finished chan struct{}
 	onCommit func(calls int, d time.Duration)
-	// cache is the committer's: only commit touches it.
-	cache *decodedCache
+	toSync   chan *group
+
+	// The committer's own: only commitLoop touches them.
+	cache     *decodedCache
+	ov        *overlay
+	lastGroup uint64
+	epoch     uint64
+
+	// durable is the newest group in the file; failures counts the
+	// syncer's failed commits (the committer's epoch catches up with it).
+	durable  atomic.Uint64
+	failures atomic.Uint64
+	// lastFailure is the error of the newest failed commit, for the groups
+	// that ran on top of it. Only the syncer touches it.
+	lastFailure error
 }
 
 type call struct {
 	fn   func(ledger.Tx) error
 	err  error
 	done chan struct{}
+}
+
+// A group is the calls the committer ran together, on their way to the
+// syncer.
+type group struct {
+	writes groupWrites
+	calls  []*call
+	epoch  uint64
+	start  time.Time
 }
 
 // Open opens (creating if needed, unless read-only) the database at path.
@@ -117,8 +144,10 @@ func Open(path string, opts Options) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("boltstore: open %s: %w", path, err)
 	}
-	s := &Store{db: db, calls: make(chan *call, maxGroup), finished: make(chan struct{}), onCommit: opts.OnCommit, cache: newDecodedCache()}
+	s := &Store{db: db, calls: make(chan *call, maxGroup), finished: make(chan struct{}), onCommit: opts.OnCommit,
+		toSync: make(chan *group, syncQueue), cache: newDecodedCache(), ov: newOverlay()}
 	go s.commitLoop()
+	go s.syncLoop()
 	return s, nil
 }
 
@@ -183,76 +212,125 @@ func (s *Store) Update(fn func(ledger.Tx) error) error {
 	return c.err
 }
 
-// commitLoop takes whatever calls are waiting and commits them as a group.
+// commitLoop takes whatever calls are waiting and runs them as a group,
+// then hands the group's writes to the syncer and goes on with the next
+// group while the syncer writes and syncs: the two overlap.
 func (s *Store) commitLoop() {
-	defer close(s.finished)
+	defer close(s.toSync)
 	for first := range s.calls {
-		group := []*call{first}
+		calls := []*call{first}
 	gather:
-		for len(group) < maxGroup {
+		for len(calls) < maxGroup {
 			select {
 			case c, ok := <-s.calls:
 				if !ok {
 					break gather
 				}
-				group = append(group, c)
+				calls = append(calls, c)
 			default:
 				break gather
 			}
 		}
-		s.commit(group)
+		s.toSync <- s.run(calls)
 	}
 }
 
-// commit runs the group in one transaction. A call that fails after writing
-// spoils the transaction: it is answered with its error and the rest run
-// again in a fresh one.
-func (s *Store) commit(group []*call) {
-	for len(group) > 0 {
-		spoiled := -1
-		start := time.Now()
-		err := s.db.Update(func(btx *bolt.Tx) error {
-			for i, c := range group {
-				t := &tx{btx: btx, cache: s.cache}
-				c.err = runCall(c.fn, t)
-				if c.err != nil && t.wrote {
-					spoiled = i
-					return c.err
+// run runs the calls one after another over the file and the overlay. A
+// call that fails has its writes undone; the others are kept.
+func (s *Store) run(calls []*call) *group {
+	if f := s.failures.Load(); f != s.epoch {
+		// A group could not be written: what the overlay holds beyond the
+		// file is lost, and the groups built on it fail in the syncer.
+		s.ov.reset()
+		s.cache.reset()
+		s.epoch = f
+	}
+	s.ov.trim(s.durable.Load())
+	s.lastGroup++
+	g := &group{writes: groupWrites{group: s.lastGroup}, calls: calls, epoch: s.epoch, start: time.Now()}
+	// The read transaction is closed before the group goes to the syncer:
+	// bbolt's writer may have to wait for readers when it grows the file.
+	btx, err := s.db.Begin(false)
+	if err != nil {
+		for _, c := range calls {
+			c.err = fmt.Errorf("boltstore: read: %w", err)
+		}
+		return g
+	}
+	defer btx.Rollback()
+	ses := newSession(btx, s.ov, s.cache, s.lastGroup)
+	for _, c := range calls {
+		c.err = ses.runCall(c.fn, btx)
+	}
+	g.writes.writes = ses.writes
+	s.ov.committed(g.writes)
+	return g
+}
+
+// syncLoop writes the groups the committer ran, as many as are waiting in
+// one bbolt transaction (one fsync), and only then answers their calls.
+func (s *Store) syncLoop() {
+	defer close(s.finished)
+	for first := range s.toSync {
+		groups := []*group{first}
+	gather:
+		for {
+			select {
+			case g, ok := <-s.toSync:
+				if !ok {
+					break gather
+				}
+				groups = append(groups, g)
+			default:
+				break gather
+			}
+		}
+		s.sync(groups)
+	}
+}
+
+// sync commits the groups that ran on what the file holds (their epoch
+// is current), and fails those that ran on top of a group that could not
+// be written.
+func (s *Store) sync(groups []*group) {
+	epoch := s.failures.Load()
+	calls, writes := 0, 0
+	for _, g := range groups {
+		calls += len(g.calls)
+		if g.epoch == epoch {
+			writes += len(g.writes.writes)
+		}
+	}
+	var err error
+	if writes > 0 {
+		err = s.db.Update(func(btx *bolt.Tx) error {
+			for _, g := range groups {
+				if g.epoch == epoch {
+					if err := apply(btx, g.writes.writes); err != nil {
+						return err
+					}
 				}
 			}
 			return nil
 		})
-		if err != nil {
-			s.cache.reset() // it may hold what the rolled-back transaction wrote
+	}
+	if err != nil {
+		s.lastFailure = fmt.Errorf("boltstore: commit: %w", err)
+		s.failures.Add(1)
+	} else {
+		s.durable.Store(groups[len(groups)-1].writes.group)
+		if s.onCommit != nil {
+			s.onCommit(calls, time.Since(groups[0].start))
 		}
-		if spoiled >= 0 {
-			close(group[spoiled].done)
-			group = append(group[:spoiled], group[spoiled+1:]...)
-			continue
-		}
-		if err == nil && s.onCommit != nil {
-			s.onCommit(len(group), time.Since(start))
-		}
-		for _, c := range group {
-			if err != nil {
-				c.err = fmt.Errorf("boltstore: commit: %w", err)
+	}
+	for _, g := range groups {
+		for _, c := range g.calls {
+			if c.err == nil && (err != nil || g.epoch != epoch) {
+				c.err = s.lastFailure
 			}
 			close(c.done)
 		}
-		return
 	}
-}
-
-// runCall runs fn, turning a panic into an error so that one bad call cannot
-// stop the committer that every writer waits on.
-func runCall(fn func(ledger.Tx) error, t *tx) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			t.wrote = true // unknown: roll back to be safe
-			err = fmt.Errorf("boltstore: update panicked: %v", r)
-		}
-	}()
-	return fn(t)
 }
 
 // Backup writes a consistent copy of the database to w.

@@ -14,12 +14,29 @@ import (
 	"github.com/ingot-hpc/ingot/ledger"
 )
 
-// tx is a ledger.Tx on a bbolt transaction. wrote records whether the
-// caller changed anything, which decides whether its failure spoils a group.
+// tx is a ledger.Tx. In View it reads a bbolt transaction; in the
+// committer (s set) it reads the file through the overlay of the groups not
+// yet written, and writes to the overlay (merged.go).
 type tx struct {
 	btx   *bolt.Tx
-	wrote bool
 	cache *decodedCache // nil outside the committer
+	s     *session      // nil outside the committer
+	open  map[string]kvBucket
+}
+
+func (t *tx) bucket(name []byte) kvBucket {
+	if t.s != nil {
+		return t.s.buckets[string(name)]
+	}
+	b, ok := t.open[string(name)]
+	if !ok {
+		if t.open == nil {
+			t.open = map[string]kvBucket{}
+		}
+		b = boltBucket{t.btx.Bucket(name)}
+		t.open[string(name)] = b
+	}
+	return b
 }
 
 func encodeUint(n uint64) []byte {
@@ -48,7 +65,7 @@ func get[T any](t *tx, bucket, key []byte) (v T, ok bool, err error) {
 	if cached, ok := t.cache.lookup(bucket, key); ok {
 		return cached.(T), true, nil
 	}
-	raw := t.btx.Bucket(bucket).Get(key)
+	raw := t.bucket(bucket).Get(key)
 	if raw == nil {
 		return v, false, nil
 	}
@@ -76,9 +93,8 @@ func (t *tx) put(bucket, key []byte, v any) error {
 // putRaw stores an encoded record, dropping what the committer's cache
 // knew of it.
 func (t *tx) putRaw(bucket, key, raw []byte) error {
-	t.wrote = true
 	t.cache.forget(bucket, key)
-	if err := t.btx.Bucket(bucket).Put(key, raw); err != nil {
+	if err := t.bucket(bucket).Put(key, raw); err != nil {
 		return fmt.Errorf("boltstore: write %s: %w", bucket, err)
 	}
 	return nil
@@ -87,7 +103,7 @@ func (t *tx) putRaw(bucket, key, raw []byte) error {
 // all decodes every value of a bucket in key order.
 func all[T any](t *tx, bucket []byte) ([]T, error) {
 	var out []T
-	err := t.btx.Bucket(bucket).ForEach(func(k, raw []byte) error {
+	err := forEach(t.bucket(bucket), func(k, raw []byte) error {
 		var v T
 		if err := json.Unmarshal(raw, &v); err != nil {
 			return fmt.Errorf("%w: %s/%x: %v", ledger.ErrCorrupt, bucket, k, err)
@@ -120,7 +136,7 @@ func (t *tx) Subtree(name string) ([]ledger.Node, error) {
 	}
 	out = append(out, n)
 	prefix := []byte(name + ".")
-	c := t.btx.Bucket(bucketNodes).Cursor()
+	c := t.bucket(bucketNodes).Cursor()
 	for k, raw := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, raw = c.Next() {
 		var n ledger.Node
 		if err := json.Unmarshal(raw, &n); err != nil {
@@ -170,7 +186,7 @@ func (t *tx) PutAllocation(a ledger.Allocation, seq uint64) error {
 func (t *tx) AccountAllocations(account string) ([]ledger.Allocation, error) {
 	prefix := append([]byte(account), 0)
 	var out []ledger.Allocation
-	c := t.btx.Bucket(bucketByAccount).Cursor()
+	c := t.bucket(bucketByAccount).Cursor()
 	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
 		id := decodeUint(k[len(prefix):])
 		a, ok, err := t.Allocation(id)
@@ -191,7 +207,7 @@ func (t *tx) Allocations() ([]ledger.Allocation, error) {
 
 func (t *tx) AllocationAsOf(id, seq uint64) (ledger.Allocation, bool, error) {
 	var a ledger.Allocation
-	c := t.btx.Bucket(bucketHistory).Cursor()
+	c := t.bucket(bucketHistory).Cursor()
 	// The state after seq is the record with the greatest key <= id‖seq.
 	k, raw := c.Seek(historyKey(id, seq+1))
 	if k == nil {
@@ -224,7 +240,7 @@ func decodeEntry(seq uint64, raw []byte) (ledger.Entry, error) {
 }
 
 func (t *tx) Head() (ledger.JournalHead, error) {
-	raw := t.btx.Bucket(bucketMeta).Get(keyHead)
+	raw := t.bucket(bucketMeta).Get(keyHead)
 	if raw == nil {
 		return ledger.JournalHead{}, nil
 	}
@@ -236,7 +252,7 @@ func (t *tx) Head() (ledger.JournalHead, error) {
 }
 
 func (t *tx) Entry(seq uint64) (ledger.Entry, bool, error) {
-	raw := t.btx.Bucket(bucketJournal).Get(encodeUint(seq))
+	raw := t.bucket(bucketJournal).Get(encodeUint(seq))
 	if raw == nil {
 		return ledger.Entry{}, false, nil
 	}
@@ -245,9 +261,8 @@ func (t *tx) Entry(seq uint64) (ledger.Entry, bool, error) {
 }
 
 func (t *tx) AppendEntry(e ledger.Entry, body []byte) error {
-	t.wrote = true
 	key := encodeUint(e.Seq)
-	journal := t.btx.Bucket(bucketJournal)
+	journal := t.bucket(bucketJournal)
 	if journal.Get(key) != nil {
 		return fmt.Errorf("%w: journal entry %d already exists", ledger.ErrCorrupt, e.Seq)
 	}
@@ -259,14 +274,14 @@ func (t *tx) AppendEntry(e ledger.Entry, body []byte) error {
 		return fmt.Errorf("boltstore: append journal entry %d: %w", e.Seq, err)
 	}
 	head := binary.BigEndian.AppendUint64(encodeUint(e.Seq), uint64(e.Time.UnixNano()))
-	if err := t.btx.Bucket(bucketMeta).Put(keyHead, append(head, hash...)); err != nil {
+	if err := t.bucket(bucketMeta).Put(keyHead, append(head, hash...)); err != nil {
 		return fmt.Errorf("boltstore: journal head: %w", err)
 	}
 	return nil
 }
 
 func (t *tx) Entries(from, to uint64, fn func(ledger.Entry) (bool, error)) error {
-	c := t.btx.Bucket(bucketJournal).Cursor()
+	c := t.bucket(bucketJournal).Cursor()
 	for k, raw := c.Seek(encodeUint(from)); k != nil && decodeUint(k) <= to; k, raw = c.Next() {
 		e, err := decodeEntry(decodeUint(k), raw)
 		if err != nil {

@@ -1,0 +1,271 @@
+package boltstore
+
+import (
+	"bytes"
+	"fmt"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/ingot-hpc/ingot/ledger"
+)
+
+// kvBucket is what a transaction needs of a bucket: bbolt's own in a
+// read-only transaction, the committer's overlay over the file in Update.
+type kvBucket interface {
+	Get(key []byte) []byte
+	Put(key, value []byte) error
+	Delete(key []byte) error
+	NextSequence() (uint64, error)
+	Cursor() kvCursor
+}
+
+// kvCursor walks a bucket in key order, as bbolt's Cursor does.
+type kvCursor interface {
+	First() (key, value []byte)
+	Last() (key, value []byte)
+	Seek(key []byte) (key2, value []byte)
+	Next() (key, value []byte)
+	Prev() (key, value []byte)
+}
+
+type boltBucket struct{ *bolt.Bucket }
+
+func (b boltBucket) Cursor() kvCursor { return b.Bucket.Cursor() }
+
+// mergedBucket reads a bucket of the file as the committer's overlay
+// changes it, and records writes in the overlay and the call's write list.
+type mergedBucket struct {
+	s    *session
+	name []byte
+	base *bolt.Bucket
+}
+
+func (b *mergedBucket) Get(key []byte) []byte {
+	if e, ok := b.s.ov.get(b.name, key); ok {
+		return e.valueOrNil()
+	}
+	return b.base.Get(key)
+}
+
+func (b *mergedBucket) Put(key, value []byte) error {
+	b.s.record(write{bucket: b.name, key: bytes.Clone(key), value: value})
+	return nil
+}
+
+func (b *mergedBucket) Delete(key []byte) error {
+	b.s.record(write{bucket: b.name, key: bytes.Clone(key), deleted: true})
+	return nil
+}
+
+func (b *mergedBucket) NextSequence() (uint64, error) {
+	seq := b.base.Sequence()
+	if s, ok := b.s.ov.seqs[string(b.name)]; ok {
+		seq = s.value
+	}
+	seq++
+	b.s.record(write{bucket: b.name, seq: true, sequence: seq})
+	return seq, nil
+}
+
+func (b *mergedBucket) Cursor() kvCursor {
+	return &mergedCursor{b: b, base: b.base.Cursor()}
+}
+
+// valueOrNil is the entry's value as a Get returns it: nil when deleted,
+// never nil when present (bbolt tells absence by nil).
+func (e overlayEntry) valueOrNil() []byte {
+	if e.deleted {
+		return nil
+	}
+	if e.value == nil {
+		return []byte{}
+	}
+	return e.value
+}
+
+// mergedCursor walks the file's bucket and the overlay's entries
+// together; the overlay's entry wins over the file's for the same key, and
+// its deletions hide the file's keys. bk is the base cursor's position,
+// valid for forward steps only while forward is true.
+type mergedCursor struct {
+	b       *mergedBucket
+	base    *bolt.Cursor
+	bk, bv  []byte
+	cur     []byte
+	forward bool
+}
+
+func (c *mergedCursor) First() ([]byte, []byte) {
+	c.bk, c.bv = c.base.First()
+	e, ok := c.b.s.ov.ceil(c.b.name, []byte{})
+	return c.ahead(e, ok)
+}
+
+func (c *mergedCursor) Seek(key []byte) ([]byte, []byte) {
+	c.bk, c.bv = c.base.Seek(key)
+	e, ok := c.b.s.ov.ceil(c.b.name, key)
+	return c.ahead(e, ok)
+}
+
+func (c *mergedCursor) Next() ([]byte, []byte) {
+	if c.cur == nil {
+		return nil, nil
+	}
+	if !c.forward {
+		c.bk, c.bv = c.base.Seek(successor(c.cur))
+	} else if c.bk != nil && bytes.Equal(c.bk, c.cur) {
+		c.bk, c.bv = c.base.Next()
+	}
+	e, ok := c.b.s.ov.ceil(c.b.name, successor(c.cur))
+	return c.ahead(e, ok)
+}
+
+// ahead settles on the first visible key from the base position and the
+// overlay's entry e.
+func (c *mergedCursor) ahead(e overlayEntry, ok bool) ([]byte, []byte) {
+	c.forward = true
+	for ok && (c.bk == nil || bytes.Compare(e.key, c.bk) <= 0) {
+		if c.bk != nil && bytes.Equal(e.key, c.bk) {
+			c.bk, c.bv = c.base.Next() // shadowed by the overlay
+		}
+		if !e.deleted {
+			c.cur = e.key
+			return e.key, e.valueOrNil()
+		}
+		e, ok = c.b.s.ov.ceil(c.b.name, successor(e.key))
+	}
+	c.cur = c.bk
+	return c.bk, c.bv
+}
+
+func (c *mergedCursor) Last() ([]byte, []byte) { return c.behind(nil) }
+
+func (c *mergedCursor) Prev() ([]byte, []byte) {
+	if c.cur == nil {
+		return nil, nil
+	}
+	return c.behind(c.cur)
+}
+
+// behind settles on the last visible key before before (of all, if nil).
+func (c *mergedCursor) behind(before []byte) ([]byte, []byte) {
+	c.forward = false
+	for {
+		bk, bv := c.baseBefore(before)
+		e, ok := c.b.s.ov.below(c.b.name, before)
+		if !ok || (bk != nil && bytes.Compare(e.key, bk) < 0) {
+			c.cur = bk
+			return bk, bv
+		}
+		if !e.deleted {
+			c.cur = e.key
+			return e.key, e.valueOrNil()
+		}
+		before = e.key
+	}
+}
+
+func (c *mergedCursor) baseBefore(before []byte) ([]byte, []byte) {
+	if before == nil {
+		return c.base.Last()
+	}
+	if k, _ := c.base.Seek(before); k == nil {
+		return c.base.Last()
+	}
+	return c.base.Prev()
+}
+
+// successor is the first key after k.
+func successor(k []byte) []byte { return append(bytes.Clone(k), 0) }
+
+// forEach calls fn for every key of b in order.
+func forEach(b kvBucket, fn func(k, v []byte) error) error {
+	c := b.Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		if err := fn(k, v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// session is the committer's state while it runs a group: the overlay,
+// the file's buckets seen through it (opened once per group: opening a
+// bbolt bucket costs an allocation and a lookup), the group's writes, and
+// how to undo the running call's.
+type session struct {
+	ov      *overlay
+	cache   *decodedCache
+	group   uint64
+	buckets map[string]kvBucket
+	writes  []write
+	undos   []undo
+}
+
+func newSession(btx *bolt.Tx, ov *overlay, cache *decodedCache, group uint64) *session {
+	s := &session{ov: ov, cache: cache, group: group, buckets: make(map[string]kvBucket, len(allBuckets))}
+	for _, name := range allBuckets {
+		s.buckets[string(name)] = &mergedBucket{s: s, name: name, base: btx.Bucket(name)}
+	}
+	return s
+}
+
+// record applies a write to the overlay, remembering how to undo it.
+func (s *session) record(w write) {
+	s.undos = append(s.undos, s.ov.set(w, s.group))
+	s.writes = append(s.writes, w)
+	if !w.seq {
+		s.cache.forget(w.bucket, w.key)
+	}
+}
+
+// runCall runs one call, keeping its writes if it succeeds and undoing
+// them if it fails.
+func (s *session) runCall(fn func(ledger.Tx) error, btx *bolt.Tx) error {
+	mark := len(s.writes)
+	s.undos = s.undos[:0]
+	err := runCall(fn, &tx{btx: btx, cache: s.cache, s: s})
+	if err == nil {
+		return nil
+	}
+	for i := len(s.undos) - 1; i >= 0; i-- {
+		u := s.undos[i]
+		s.ov.revert(u)
+		if !u.seq {
+			s.cache.forget(u.bucket, u.key)
+		}
+	}
+	s.writes = s.writes[:mark]
+	return err
+}
+
+// runCall runs fn, turning a panic into an error so that one bad call cannot
+// stop the committer that every writer waits on.
+func runCall(fn func(ledger.Tx) error, t *tx) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("boltstore: update panicked: %v", r)
+		}
+	}()
+	return fn(t)
+}
+
+// apply writes a group's changes into the file's buckets.
+func apply(btx *bolt.Tx, writes []write) error {
+	for _, w := range writes {
+		b := btx.Bucket(w.bucket)
+		var err error
+		switch {
+		case w.seq:
+			err = b.SetSequence(w.sequence)
+		case w.deleted:
+			err = b.Delete(w.key)
+		default:
+			err = b.Put(w.key, w.value)
+		}
+		if err != nil {
+			return fmt.Errorf("write %s: %w", w.bucket, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,143 @@
+package boltstore
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// TestMergedCursorMatchesModel checks that reading the file through the
+// overlay gives what a plain map holding both would: Get, and walks from
+// First, Seek, Last and Prev, over random keys put and deleted in the file
+// and then in the overlay (deletions of keys the file has, puts over
+// them, keys only one side has), for many seeds.
+func TestMergedCursorMatchesModel(t *testing.T) {
+	db, err := bolt.Open(filepath.Join(t.TempDir(), "m.db"), 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := prepare(db, false); err != nil {
+		t.Fatal(err)
+	}
+	for seed := range uint64(200) {
+		rng := rand.New(rand.NewPCG(seed, 1))
+		model := map[string]string{}
+		key := func() []byte { return []byte(fmt.Sprintf("k%02d", rng.IntN(40))) }
+		err := db.Update(func(btx *bolt.Tx) error {
+			if err := btx.DeleteBucket(bucketNodes); err != nil {
+				return err
+			}
+			b, err := btx.CreateBucket(bucketNodes)
+			if err != nil {
+				return err
+			}
+			for range rng.IntN(30) {
+				k, v := key(), fmt.Sprint("base", rng.IntN(100))
+				model[string(k)] = v
+				if err := b.Put(k, []byte(v)); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		btx, err := db.Begin(false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ses := newSession(btx, newOverlay(), newDecodedCache(), 1)
+		b := ses.buckets[string(bucketNodes)]
+		for range rng.IntN(30) {
+			k := key()
+			if rng.IntN(3) == 0 {
+				delete(model, string(k))
+				b.Delete(k)
+			} else {
+				v := fmt.Sprint("over", rng.IntN(100))
+				model[string(k)] = v
+				b.Put(k, []byte(v))
+			}
+		}
+		func() {
+			defer btx.Rollback() // before db.Close, which waits for it, even when the check fails
+			checkMerged(t, seed, b, model, rng)
+		}()
+	}
+}
+
+func checkMerged(t *testing.T, seed uint64, b kvBucket, model map[string]string, rng *rand.Rand) {
+	t.Helper()
+	keys := slices.Sorted(func(yield func(string) bool) {
+		for k := range model {
+			if !yield(k) {
+				return
+			}
+		}
+	})
+	for i := range 40 {
+		k := fmt.Sprintf("k%02d", i)
+		got, want := b.Get([]byte(k)), model[k]
+		if _, ok := model[k]; (got != nil) != ok || string(got) != want {
+			t.Fatalf("seed %d: Get(%s) = %q, want %q", seed, k, got, want)
+		}
+	}
+	var walked []string
+	c := b.Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		if model[string(k)] != string(v) {
+			t.Fatalf("seed %d: %s holds %q, want %q", seed, k, v, model[string(k)])
+		}
+		walked = append(walked, string(k))
+	}
+	if !slices.Equal(walked, keys) {
+		t.Fatalf("seed %d: forward walk %v, want %v", seed, walked, keys)
+	}
+	walked = nil
+	for k, _ := c.Last(); k != nil; k, _ = c.Prev() {
+		walked = append(walked, string(k))
+	}
+	slices.Reverse(walked)
+	if !slices.Equal(walked, keys) {
+		t.Fatalf("seed %d: backward walk %v, want %v", seed, walked, keys)
+	}
+	for range 20 {
+		from := fmt.Sprintf("k%02d", rng.IntN(42))
+		i, _ := slices.BinarySearch(keys, from)
+		k, _ := c.Seek([]byte(from))
+		if want := at(keys, i); !bytes.Equal(k, want) {
+			t.Fatalf("seed %d: Seek(%s) = %s, want %s", seed, from, k, want)
+		}
+		if k != nil {
+			next, _ := c.Next()
+			if want := at(keys, i+1); !bytes.Equal(next, want) {
+				t.Fatalf("seed %d: Next after Seek(%s) = %s, want %s", seed, from, next, want)
+			}
+			if next == nil {
+				continue // past the end: the callers Seek or take Last again, as with bbolt
+			}
+			prev, _ := c.Prev()
+			if want := at(keys, i); !bytes.Equal(prev, want) {
+				t.Fatalf("seed %d: Prev after Seek(%s), Next = %s, want %s", seed, from, prev, want)
+			}
+			again, _ := c.Next()
+			if want := at(keys, i+1); !bytes.Equal(again, want) {
+				t.Fatalf("seed %d: Next after Prev = %s, want %s", seed, again, want)
+			}
+		}
+	}
+}
+
+func at(keys []string, i int) []byte {
+	if i < 0 || i >= len(keys) {
+		return nil
+	}
+	return []byte(keys[i])
+}
