@@ -2,7 +2,6 @@ package charge
 
 import (
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -110,11 +109,12 @@ type jobValues struct {
 func (r Resources) propertyValues() jobValues {
 	named := func(v string, count int64) namedValue { return namedValue{v, strings.ToLower(v), count} }
 	j := jobValues{single: [...]namedValue{qos: named(r.QOS, 1), partition: named(r.Partition, 1), nodeType: named(r.NodeType, 1)}}
-	for _, name := range slices.Sorted(maps.Keys(r.Licenses)) {
-		if r.Licenses[name] > 0 {
-			j.licenses = append(j.licenses, named(name, r.Licenses[name]))
+	for name, count := range r.Licenses {
+		if count > 0 {
+			j.licenses = append(j.licenses, named(name, count))
 		}
 	}
+	slices.SortFunc(j.licenses, func(a, b namedValue) int { return strings.Compare(a.value, b.value) })
 	return j
 }
 
