@@ -15,7 +15,8 @@ import (
 // negative, and as a big.Rat otherwise; an operation whose result would
 // not fit moves to big.Rat. Either way the value is exact, and everything
 // shown or charged depends only on the value, so the two forms give the
-// same results to the last digit.
+// same results to the last digit. (hfs's num is the same idea; charge and
+// hfs import nothing of ours, so each keeps its own.)
 type fraction struct {
 	n, d uint64   // the value n/d, 0 <= n, 0 < d, both <= math.MaxInt64, gcd 1; when big is nil
 	big  *big.Rat // the value, when it is not held in n/d
