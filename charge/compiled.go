@@ -23,9 +23,6 @@ func (t RateTable) Compile() (*CompiledTable, error) {
 	return &CompiledTable{table: t.clone(), compiled: c}, nil
 }
 
-// Table returns the table compiled.
-func (c *CompiledTable) Table() RateTable { return c.table.clone() }
-
 // Price is the package's Price under the compiled table.
 func (c *CompiledTable) Price(policy Policy, shape Shape, u Usage) (Amount, error) {
 	return c.compiled.price(c.table.Rates, policy, shape, u)

@@ -79,7 +79,7 @@ func (c *compiledTable) price(shown []ChargeRate, policy Policy, shape Shape, u 
 // A property the job leaves empty matches nothing and is not an error.
 func (c *compiledTable) checkValues(values *jobValues) error {
 	for property, name := range propertyNames {
-		if !c.priced[property] || c.known[property][Wildcard] {
+		if c.known[property] == nil || c.known[property][Wildcard] {
 			continue
 		}
 		for _, v := range values.of(property) {

@@ -145,10 +145,9 @@ type compiledTable struct {
 	rates   []compiledRate
 	windows windows
 	listed  map[rateKey]bool // every rate, to tell a listed value from one that falls to "*"
-	// Per name-based property (propertyNames' order): whether some rate
-	// matches it, and the values (lower case) that some rate lists.
-	priced [len(propertyNames)]bool
-	known  [len(propertyNames)]map[string]bool
+	// known are, per name-based property (propertyNames' order), the
+	// values (lower case) that some rate lists; nil if no rate matches it.
+	known [len(propertyNames)]map[string]bool
 }
 
 type compiledRate struct {
@@ -184,7 +183,6 @@ func (t RateTable) compile() (compiledTable, error) {
 		cr := compiledRate{key: key, index: i, term: info.term, nameBased: info.nameBased, rate: fractionOfDecimal(r.Rate)}
 		if info.nameBased {
 			cr.quantity = slices.Index(propertyNames[:], key.name)
-			c.priced[cr.quantity] = true
 			if c.known[cr.quantity] == nil {
 				c.known[cr.quantity] = make(map[string]bool)
 			}
