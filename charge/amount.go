@@ -2,7 +2,6 @@ package charge
 
 import (
 	"fmt"
-	"math/big"
 	"strings"
 
 	"github.com/shopspring/decimal"
@@ -107,46 +106,4 @@ func (l LineItem) String() string {
 		s += " [" + l.Window + "]"
 	}
 	return s
-}
-
-// displayPlaces is how far a figure of the explanation that does not
-// terminate (a third of a node) is shown. Such figures are for reading
-// only: the charge itself is computed exactly and rounded once.
-const displayPlaces = 18
-
-// display turns an exact figure into a decimal for the explanation.
-func display(r *big.Rat) decimal.Decimal {
-	if r.IsInt() { // most figures are: skip the long division
-		return decimal.NewFromBigInt(r.Num(), 0)
-	}
-	return decimal.NewFromBigRat(r, displayPlaces)
-}
-
-// roundHalfEven rounds an exact value to places decimal places, half to
-// even: the same rule as decimal's RoundBank, applied to the exact
-// fraction so that a quotient (a processor equivalent, a consumption rate)
-// is never rounded twice.
-func roundHalfEven(r *big.Rat, places int32) decimal.Decimal {
-	scaled := new(big.Int).Mul(r.Num(), new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(places)), nil))
-	q, m := new(big.Int).QuoRem(scaled, r.Denom(), new(big.Int)) // q truncated toward zero
-	twice := m.Abs(m).Lsh(m, 1)
-	if c := twice.Cmp(r.Denom()); c > 0 || (c == 0 && q.Bit(0) == 1) {
-		q.Add(q, big.NewInt(int64(r.Sign())))
-	}
-	return decimal.NewFromBigInt(q, -places)
-}
-
-func ratInt(n int64) *big.Rat { return new(big.Rat).SetInt64(n) }
-
-// product is the exact product of the factors.
-func product(factors ...*big.Rat) *big.Rat {
-	// Numerators and denominators are multiplied apart and the fraction is
-	// reduced once: big.Rat's Mul reduces after every factor, and those
-	// GCDs were a quarter of a charge's pricing.
-	num, den := big.NewInt(1), big.NewInt(1)
-	for _, f := range factors {
-		num.Mul(num, f.Num())
-		den.Mul(den, f.Denom())
-	}
-	return new(big.Rat).SetFrac(num, den)
 }

@@ -70,6 +70,10 @@
 // subtotal), the four terms and the formula, so a reader can redo the
 // arithmetic by hand; Amount.String renders it.
 //
+// Checking and compiling a table costs more than pricing a job under it:
+// RateTable.Compile gives a CompiledTable to price many jobs with, and
+// Price and Quote keep the last few tables they compiled.
+//
 // # Quotes
 //
 // Quote prices a Request as if the job ran to its wallclock limit with its

@@ -2,7 +2,6 @@ package charge
 
 import (
 	"fmt"
-	"math/big"
 	"strings"
 )
 
@@ -125,27 +124,27 @@ func ResolvePolicy(global, machine, project Policy) Policy {
 
 // chargedQuantities are the job's quantities as the policy counts them.
 type chargedQuantities struct {
-	values      map[string]*big.Rat // by value-based rate name
-	seconds     int64               // WallDuration
-	consumption *big.Rat            // ConsumptionRate
-	basis       []string            // how the policy got them, for the explanation
+	values      [len(valueNames)]fraction // by the index of the value-based rate name
+	seconds     int64                     // WallDuration
+	consumption fraction                  // ConsumptionRate
+	basis       []string                  // how the policy got them, for the explanation
 }
 
 // quantities applies the policy to the usage.
 func (p Policy) quantities(shape Shape, u Usage) (chargedQuantities, error) {
 	q := chargedQuantities{
-		values: map[string]*big.Rat{
-			"Processors": ratInt(u.Processors),
-			"Nodes":      ratInt(u.Nodes),
-			"GPUs":       ratInt(u.GPUs),
-			"Memory":     ratInt(u.MemoryMB),
-			"Disk":       ratInt(u.DiskMB),
-			"CPUTime":    ratInt(u.CPUSeconds),
+		values: [...]fraction{
+			processors: integer(u.Processors),
+			nodes:      integer(u.Nodes),
+			gpus:       integer(u.GPUs),
+			memory:     integer(u.MemoryMB),
+			disk:       integer(u.DiskMB),
+			cpuTime:    integer(u.CPUSeconds),
 		},
 		seconds:     u.WallclockSeconds,
-		consumption: ratInt(1),
+		consumption: integer(1),
 	}
-	processors := fmt.Sprintf("Processors = %d dedicated", u.Processors)
+	processorsBasis := fmt.Sprintf("Processors = %d dedicated", u.Processors)
 	wall := fmt.Sprintf("WallDuration = %d s", u.WallclockSeconds)
 	consumption := "ConsumptionRate = 1"
 	switch policyRules[p].metric {
@@ -157,26 +156,26 @@ func (p Policy) quantities(shape Shape, u Usage) (chargedQuantities, error) {
 		case u.CPUSeconds >= dedicated:
 			consumption = fmt.Sprintf("ConsumptionRate = min(1, %d CPU s ÷ (%d processors × %d s)) = 1", u.CPUSeconds, u.Processors, u.WallclockSeconds)
 		default:
-			q.consumption = big.NewRat(u.CPUSeconds, dedicated)
-			consumption = fmt.Sprintf("ConsumptionRate = %d CPU s ÷ (%d processors × %d s) = %s", u.CPUSeconds, u.Processors, u.WallclockSeconds, display(q.consumption))
+			q.consumption = fractionOf(u.CPUSeconds, dedicated)
+			consumption = fmt.Sprintf("ConsumptionRate = %d CPU s ÷ (%d processors × %d s) = %s", u.CPUSeconds, u.Processors, u.WallclockSeconds, q.consumption.display())
 		}
 	case processorEquivalents:
 		share, how, err := shape.share(p, u.Resources)
 		if err != nil {
 			return q, err
 		}
-		q.values["Processors"] = new(big.Rat).Mul(share, ratInt(shape.Cores))
-		processors = fmt.Sprintf("Processors = PE = %s × %d cores = %s", how, shape.Cores, display(q.values["Processors"]))
+		q.values[processors] = share.mul(integer(shape.Cores))
+		processorsBasis = fmt.Sprintf("Processors = PE = %s × %d cores = %s", how, shape.Cores, q.values[processors].display())
 	case wholeNodes:
 		share, how, err := shape.share(p, u.Resources)
 		if err != nil {
 			return q, err
 		}
-		nodes := max(u.Nodes, ceil(share))
-		q.values["Nodes"] = ratInt(nodes)
-		q.values["Processors"] = new(big.Rat).Mul(ratInt(nodes), ratInt(shape.Cores))
-		processors = fmt.Sprintf("Processors = whole nodes × cores = %d × %d = %s; whole nodes = max(%d allocated, ⌈%s⌉ = %d)",
-			nodes, shape.Cores, display(q.values["Processors"]), u.Nodes, how, ceil(share))
+		n := max(u.Nodes, share.ceil())
+		q.values[nodes] = integer(n)
+		q.values[processors] = integer(n).mul(integer(shape.Cores))
+		processorsBasis = fmt.Sprintf("Processors = whole nodes × cores = %d × %d = %s; whole nodes = max(%d allocated, ⌈%s⌉ = %d)",
+			n, shape.Cores, q.values[processors].display(), u.Nodes, how, share.ceil())
 	case requestedWC:
 		if u.WallclockLimitSeconds == 0 {
 			return q, fmt.Errorf("%w: %s charges the wallclock limit", ErrNoWallclockLimit, p)
@@ -184,18 +183,18 @@ func (p Policy) quantities(shape Shape, u Usage) (chargedQuantities, error) {
 		q.seconds = u.WallclockLimitSeconds
 		wall = fmt.Sprintf("WallDuration = %d s, the limit (%d s used)", u.WallclockLimitSeconds, u.WallclockSeconds)
 	}
-	q.basis = []string{processors, wall, consumption}
+	q.basis = []string{processorsBasis, wall, consumption}
 	return q, nil
 }
 
 // share returns the largest fraction of one node that the job's resources
 // fill, max(processors/P, memory/M, disk/D, GPUs/G) over the sizes the
 // shape gives, and that expression written out.
-func (s Shape) share(p Policy, r Resources) (*big.Rat, string, error) {
+func (s Shape) share(p Policy, r Resources) (fraction, string, error) {
 	if s.Cores == 0 {
-		return nil, "", fmt.Errorf("%w: %s needs the machine's cores per node", ErrNoShape, p)
+		return fraction{}, "", fmt.Errorf("%w: %s needs the machine's cores per node", ErrNoShape, p)
 	}
-	largest := new(big.Rat)
+	largest := integer(0)
 	var terms []string
 	for _, d := range []struct {
 		what          string
@@ -209,19 +208,10 @@ func (s Shape) share(p Policy, r Resources) (*big.Rat, string, error) {
 		if d.perNode == 0 {
 			continue
 		}
-		if f := big.NewRat(d.used, d.perNode); f.Cmp(largest) > 0 {
+		if f := fractionOf(d.used, d.perNode); f.cmp(largest) > 0 {
 			largest = f
 		}
 		terms = append(terms, fmt.Sprintf("%s %d/%d", d.what, d.used, d.perNode))
 	}
 	return largest, "max(" + strings.Join(terms, ", ") + ")", nil
-}
-
-// ceil rounds a non-negative fraction up to a whole number.
-func ceil(r *big.Rat) int64 {
-	q, m := new(big.Int).QuoRem(r.Num(), r.Denom(), new(big.Int))
-	if m.Sign() > 0 {
-		q.Add(q, big.NewInt(1))
-	}
-	return q.Int64()
 }

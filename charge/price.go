@@ -2,8 +2,6 @@ package charge
 
 import (
 	"fmt"
-	"maps"
-	"math/big"
 	"slices"
 	"strings"
 	"time"
@@ -27,10 +25,15 @@ import (
 // Price prices what it is given: for an incremental charge, pass the
 // increment (its wallclock, CPU seconds and start) with the state Running.
 func Price(table RateTable, policy Policy, shape Shape, u Usage) (Amount, error) {
-	c, err := table.compile()
+	c, err := compiled(table)
 	if err != nil {
 		return Amount{}, err
 	}
+	return c.price(table.Rates, policy, shape, u)
+}
+
+// price is Price under the compiled form of a table whose rates are shown.
+func (c *compiledTable) price(shown []ChargeRate, policy Policy, shape Shape, u Usage) (Amount, error) {
 	if policy.String() == "" {
 		return Amount{}, fmt.Errorf("%w: %d", ErrUnknownPolicy, policy)
 	}
@@ -44,10 +47,11 @@ func Price(table RateTable, policy Policy, shape Shape, u Usage) (Amount, error)
 	if err != nil {
 		return Amount{}, err
 	}
-	if err := c.checkValues(u.Resources); err != nil {
+	values := u.Resources.propertyValues()
+	if err := c.checkValues(&values); err != nil {
 		return Amount{}, err
 	}
-	segments := []segment{{seconds: q.seconds, multiplier: decimal.NewFromInt(1)}}
+	segments := []segment{{seconds: q.seconds, multiplier: integer(1)}}
 	if !c.windows.empty() {
 		if u.Start.IsZero() {
 			return Amount{}, ErrNoStartTime
@@ -65,7 +69,7 @@ func Price(table RateTable, policy Policy, shape Shape, u Usage) (Amount, error)
 		return Amount{Credits: decimal.New(0, -c.precision), Explanation: explanation}, nil
 	}
 	explanation.Basis = q.basis
-	return c.apply(explanation, q, u.Resources, segments), nil
+	return c.apply(explanation, shown, q, &values, segments), nil
 }
 
 // checkValues refuses a job whose value of a priced property (a QOS, a
@@ -73,15 +77,15 @@ func Price(table RateTable, policy Policy, shape Shape, u Usage) (Amount, error)
 // table has no "*" rate for that property: pricing it as if unlisted
 // values cost nothing extra would hide a typo or a new QOS nobody priced.
 // A property the job leaves empty matches nothing and is not an error.
-func (c compiledTable) checkValues(r Resources) error {
-	for _, property := range propertyNames {
-		if !c.priced[property] || c.known[propertyValue{property, Wildcard}] {
+func (c *compiledTable) checkValues(values *jobValues) error {
+	for property, name := range propertyNames {
+		if c.known[property] == nil || c.known[property][Wildcard] {
 			continue
 		}
-		for _, v := range r.values(property) {
-			if !c.known[propertyValue{property, strings.ToLower(v.value)}] {
+		for _, v := range values.of(property) {
+			if !c.known[property][v.lower] {
 				return fmt.Errorf("%w: %s=%s (add a %s=%s rate to accept values the table does not list)",
-					ErrUnknownInstance, property, v.value, property, Wildcard)
+					ErrUnknownInstance, name, v.value, name, Wildcard)
 			}
 		}
 	}
@@ -91,55 +95,60 @@ func (c compiledTable) checkValues(r Resources) error {
 // namedValue is a value of a job property and how many of it the job holds.
 type namedValue struct {
 	value string
+	lower string // as rates match it
 	count int64
 }
 
-// values returns the job's values of a name-based property.
-func (r Resources) values(property string) []namedValue {
-	single := func(v string) []namedValue {
-		if v == "" {
-			return nil
-		}
-		return []namedValue{{v, 1}}
-	}
-	switch property {
-	case "QualityOfService":
-		return single(r.QOS)
-	case "Partition":
-		return single(r.Partition)
-	case "NodeType":
-		return single(r.NodeType)
-	}
-	var licenses []namedValue
-	for _, name := range slices.Sorted(maps.Keys(r.Licenses)) {
-		if r.Licenses[name] > 0 {
-			licenses = append(licenses, namedValue{name, r.Licenses[name]})
+// jobValues are a job's values of the name-based properties, looked up
+// once for all the rates that match them.
+type jobValues struct {
+	single   [license]namedValue // QOS, partition and node type, which a job has one of at most
+	licenses []namedValue        // by name
+}
+
+func (r Resources) propertyValues() jobValues {
+	named := func(v string, count int64) namedValue { return namedValue{v, strings.ToLower(v), count} }
+	j := jobValues{single: [...]namedValue{qos: named(r.QOS, 1), partition: named(r.Partition, 1), nodeType: named(r.NodeType, 1)}}
+	for name, count := range r.Licenses {
+		if count > 0 {
+			j.licenses = append(j.licenses, named(name, count))
 		}
 	}
-	return licenses
+	slices.SortFunc(j.licenses, func(a, b namedValue) int { return strings.Compare(a.value, b.value) })
+	return j
+}
+
+// of returns the job's values of a property, by its index in propertyNames.
+func (j *jobValues) of(property int) []namedValue {
+	if property == license {
+		return j.licenses
+	}
+	if j.single[property].value == "" {
+		return nil
+	}
+	return j.single[property : property+1]
 }
 
 // match is a rate's quantity for one job: its value-based quantity, or one
 // of the job's values of its name-based property.
 type match struct {
 	what     string
-	quantity *big.Rat
+	quantity fraction
 }
 
-// matches returns what a rate applies to. A name-based rate applies to the
-// job values equal to its instance (case-insensitively), and a "*" rate to
-// those no rate of its type and name lists. A multiplier counts once
-// whatever the count (two matlab licenses do not square a multiplier).
-func (c compiledTable) matches(cr compiledRate, q chargedQuantities, r Resources) []match {
-	if !rateTypes[cr.key.typ].nameBased {
-		return []match{{cr.key.name, q.values[cr.key.name]}}
+// matches appends to out what a rate applies to. A name-based rate applies
+// to the job values equal to its instance (case-insensitively), and a "*"
+// rate to those no rate of its type and name lists. A multiplier counts
+// once whatever the count (two matlab licenses do not square a multiplier).
+func (c *compiledTable) matches(out []match, cr *compiledRate, q *chargedQuantities, values *jobValues) []match {
+	if !cr.nameBased {
+		return append(out, match{cr.key.name, q.values[cr.quantity]})
 	}
-	var out []match
-	for _, v := range r.values(cr.key.name) {
+	for _, v := range values.of(cr.quantity) {
 		what := cr.key.name + "=" + v.value
 		switch {
-		case cr.key.instance == strings.ToLower(v.value):
-		case cr.key.instance == Wildcard && !c.listed[rateKey{cr.key.typ, cr.key.name, strings.ToLower(v.value)}]:
+		case cr.key.instance == v.lower:
+		case cr.key.instance == Wildcard && !c.listed[rateKey{cr.key.typ, cr.key.name, v.lower}]:
 			what += " (" + Wildcard + ")"
 		default:
 			continue
@@ -148,80 +157,129 @@ func (c compiledTable) matches(cr compiledRate, q chargedQuantities, r Resources
 		if cr.term == multiplierTerm {
 			count = 1
 		}
-		out = append(out, match{what, ratInt(count)})
+		out = append(out, match{what, integer(count)})
+	}
+	return out
+}
+
+// stretch is what a segment of the WallDuration gives every time-scaled
+// item: worked out once, not once per rate.
+type stretch struct {
+	seconds    int64
+	multiplier fraction        // the windows' multipliers × ConsumptionRate
+	shown      decimal.Decimal // multiplier as the explanation shows it
+	factor     fraction        // seconds × multiplier
+	window     string
+}
+
+func stretches(segments []segment, consumption fraction) []stretch {
+	out := make([]stretch, len(segments))
+	for i, s := range segments {
+		m := s.multiplier.mul(consumption)
+		out[i] = stretch{seconds: s.seconds, multiplier: m, shown: m.display(), factor: integer(s.seconds).mul(m)}
+		if !s.from.IsZero() {
+			out[i].window = s.String()
+		}
 	}
 	return out
 }
 
 // apply fills in the formula. All arithmetic is exact; the only rounding is
 // the final half-even rounding to the currency precision.
-func (c compiledTable) apply(e Explanation, q chargedQuantities, r Resources, segments []segment) Amount {
+func (c *compiledTable) apply(e Explanation, shown []ChargeRate, q chargedQuantities, values *jobValues, segments []segment) Amount {
 	one := decimal.NewFromInt(1)
-	var items [feeTerm + 1][]LineItem
-	sums := [feeTerm + 1]*big.Rat{new(big.Rat), new(big.Rat), big.NewRat(1, 1), new(big.Rat)}
-	for _, cr := range c.rates {
-		rate := cr.rate.Rat()
-		for _, m := range c.matches(cr, q, r) {
+	sums := [feeTerm + 1]fraction{integer(0), integer(0), integer(1), integer(0)}
+	var timeScaled []stretch
+	var items []LineItem
+	var ms []match
+	for i := range c.rates {
+		cr := &c.rates[i]
+		ms = c.matches(ms[:0], cr, &q, values)
+		for _, m := range ms {
 			// A zero quantity adds nothing; it is left out unless it is a
 			// multiplier, where it zeroes the charge and must be seen.
-			if m.quantity.Sign() == 0 && cr.term != multiplierTerm {
+			if m.quantity.sign() == 0 && cr.term != multiplierTerm {
 				continue
 			}
-			item := LineItem{Type: cr.key.typ, What: m.what, Quantity: display(m.quantity), Rate: cr.rate, Multiplier: one}
+			if items == nil {
+				items = make([]LineItem, 0, c.items(len(segments)))
+			}
+			perSecond := m.quantity.mul(cr.rate)
+			item := LineItem{Type: cr.key.typ, What: m.what, Quantity: m.quantity.display(), Rate: shown[cr.index].Rate, Multiplier: one}
 			if cr.term == timeScaledTerm {
-				for _, s := range segments {
-					multiplier := product(s.multiplier.Rat(), q.consumption)
-					subtotal := product(m.quantity, rate, ratInt(s.seconds), multiplier)
-					item.Seconds, item.Multiplier, item.Subtotal = s.seconds, display(multiplier), display(subtotal)
-					if !s.from.IsZero() {
-						item.Window = s.String()
-					}
-					items[cr.term] = append(items[cr.term], item)
-					sums[cr.term].Add(sums[cr.term], subtotal)
+				if timeScaled == nil {
+					timeScaled = stretches(segments, q.consumption)
+				}
+				for _, s := range timeScaled {
+					subtotal := perSecond.mul(s.factor)
+					item.Seconds, item.Multiplier, item.Subtotal, item.Window = s.seconds, s.shown, subtotal.display(), s.window
+					items = append(items, item)
+					sums[cr.term] = sums[cr.term].add(subtotal)
 				}
 				continue
 			}
-			subtotal := product(m.quantity, rate)
-			item.Subtotal = display(subtotal)
-			items[cr.term] = append(items[cr.term], item)
+			item.Subtotal = perSecond.display()
+			items = append(items, item)
 			if cr.term == multiplierTerm {
-				sums[cr.term].Mul(sums[cr.term], subtotal)
+				sums[cr.term] = sums[cr.term].mul(perSecond)
 			} else {
-				sums[cr.term].Add(sums[cr.term], subtotal)
+				sums[cr.term] = sums[cr.term].add(perSecond)
 			}
 		}
 	}
-	exact := product(new(big.Rat).Add(sums[timeScaledTerm], sums[usageTerm]), sums[multiplierTerm])
-	exact.Add(exact, sums[feeTerm])
-	e.Items = slices.Concat(items[:]...)
-	e.TimeScaled, e.Usage = display(sums[timeScaledTerm]), display(sums[usageTerm])
-	e.Multiplier, e.Fees = display(sums[multiplierTerm]), display(sums[feeTerm])
-	e.Exact = display(exact)
-	return Amount{Credits: roundHalfEven(exact, c.precision), Explanation: e}
+	exact := sums[timeScaledTerm].add(sums[usageTerm]).mul(sums[multiplierTerm]).add(sums[feeTerm])
+	e.Items = items
+	e.TimeScaled, e.Usage = sums[timeScaledTerm].display(), sums[usageTerm].display()
+	e.Multiplier, e.Fees = sums[multiplierTerm].display(), sums[feeTerm].display()
+	e.Exact = exact.display()
+	return Amount{Credits: exact.roundHalfEven(c.precision), Explanation: e}
+}
+
+// items is how many items a job gives with one value of each property:
+// one a rate, and one a time-scaled rate and stretch. (The time-scaled
+// rates come first.)
+func (c *compiledTable) items(stretches int) int {
+	timeScaled := len(c.rates)
+	if i := slices.IndexFunc(c.rates, func(cr compiledRate) bool { return cr.term != timeScaledTerm }); i >= 0 {
+		timeScaled = i
+	}
+	return len(c.rates) + timeScaled*(stretches-1)
 }
 
 // Quote prices a request as if the job ran for its whole wallclock limit
 // with everything it asked for: its CPUs busy throughout (ConsumptionRate
 // 1), and charged under SUCCESSFUL policies. That is the lien amount.
 func Quote(table RateTable, policy Policy, shape Shape, req Request) (Amount, error) {
-	if err := req.Resources.validate(); err != nil {
+	u, err := req.usage()
+	if err != nil {
 		return Amount{}, err
+	}
+	return asQuote(Price(table, policy, shape, u))
+}
+
+// usage is the request as Quote prices it.
+func (req Request) usage() (Usage, error) {
+	if err := req.Resources.validate(); err != nil {
+		return Usage{}, err
 	}
 	if err := checkBounds(bound{"wallclock limit seconds", req.WallclockLimitSeconds, MaxSeconds}); err != nil {
-		return Amount{}, err
+		return Usage{}, err
 	}
 	if req.WallclockLimitSeconds == 0 {
-		return Amount{}, fmt.Errorf("%w: a quote prices the wallclock limit", ErrNoWallclockLimit)
+		return Usage{}, fmt.Errorf("%w: a quote prices the wallclock limit", ErrNoWallclockLimit)
 	}
-	u := Usage{
+	return Usage{
 		Resources:             req.Resources,
 		WallclockSeconds:      req.WallclockLimitSeconds,
 		WallclockLimitSeconds: req.WallclockLimitSeconds,
 		CPUSeconds:            req.Processors * req.WallclockLimitSeconds,
 		Start:                 req.Start,
 		State:                 Completed,
-	}
-	a, err := Price(table, policy, shape, u)
+	}, nil
+}
+
+// asQuote turns a job's price into its quote.
+func asQuote(a Amount, err error) (Amount, error) {
 	if err != nil {
 		return Amount{}, err
 	}

@@ -2,6 +2,7 @@ package charge
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/shopspring/decimal"
@@ -48,13 +49,33 @@ var rateTypes = map[RateType]struct {
 // Processors (count; the charge policy may turn it into processor
 // equivalents or whole nodes' cores), Nodes, GPUs, Memory (MB), Disk (MB),
 // CPUTime (CPU seconds consumed). CPUTime is already time, so it cannot be a VBR.
-var valueNames = []string{"Processors", "Nodes", "GPUs", "Memory", "Disk", "CPUTime"}
+var valueNames = [...]string{
+	processors: "Processors", nodes: "Nodes", gpus: "GPUs", memory: "Memory", disk: "Disk", cpuTime: "CPUTime",
+}
+
+// The indexes of valueNames.
+const (
+	processors = iota
+	nodes
+	gpus
+	memory
+	disk
+	cpuTime
+)
 
 // Name-based rates match a value of one of these job properties; the
 // instance is the value ("premium", "gpu", "matlab") or "*" for any value
 // the table does not list. License is the only one a job can hold several
 // of, with counts.
-var propertyNames = []string{"QualityOfService", "Partition", "NodeType", "License"}
+var propertyNames = [...]string{qos: "QualityOfService", partition: "Partition", nodeType: "NodeType", license: "License"}
+
+// The indexes of propertyNames.
+const (
+	qos = iota
+	partition
+	nodeType
+	license
+)
 
 // Wildcard is the instance of a name-based rate that applies to every value
 // the table does not list for that type and property.
@@ -119,21 +140,26 @@ func (t RateTable) Validate() error {
 // compiledTable is a validated table in the form pricing needs.
 type compiledTable struct {
 	precision int32
-	rates     []compiledRate
-	windows   windows
-	listed    map[rateKey]bool       // every rate, to tell a listed value from one that falls to "*"
-	priced    map[string]bool        // properties that some name-based rate matches
-	known     map[propertyValue]bool // property values that some name-based rate lists
+	// rates are in the order of the terms they feed and, within a term, of
+	// the table, the order of the explanation's items.
+	rates   []compiledRate
+	windows windows
+	listed  map[rateKey]bool // every rate, to tell a listed value from one that falls to "*"
+	// known are, per name-based property (propertyNames' order), the
+	// values (lower case) that some rate lists; nil if no rate matches it.
+	known [len(propertyNames)]map[string]bool
 }
 
 type compiledRate struct {
-	key  rateKey
-	term term
-	rate decimal.Decimal
+	key       rateKey
+	index     int // in the table's Rates, whose spelling of the rate the explanation shows
+	term      term
+	nameBased bool
+	// quantity is the index of the rate's name in valueNames, or in
+	// propertyNames for a name-based rate.
+	quantity int
+	rate     fraction
 }
-
-// propertyValue is a job property's value, lower case, as name-based rates match it.
-type propertyValue struct{ property, value string }
 
 func (t RateTable) compile() (compiledTable, error) {
 	if t.Precision < 0 || t.Precision > MaxPrecision {
@@ -141,9 +167,8 @@ func (t RateTable) compile() (compiledTable, error) {
 	}
 	c := compiledTable{
 		precision: t.Precision,
+		rates:     make([]compiledRate, 0, len(t.Rates)),
 		listed:    make(map[rateKey]bool, len(t.Rates)),
-		priced:    make(map[string]bool),
-		known:     make(map[propertyValue]bool),
 	}
 	for i, r := range t.Rates {
 		key, err := r.key()
@@ -154,12 +179,20 @@ func (t RateTable) compile() (compiledTable, error) {
 			return compiledTable{}, fmt.Errorf("%w: %s (rates[%d])", ErrDuplicateRate, key, i)
 		}
 		c.listed[key] = true
-		c.rates = append(c.rates, compiledRate{key: key, term: rateTypes[key.typ].term, rate: r.Rate})
-		if rateTypes[key.typ].nameBased {
-			c.priced[key.name] = true
-			c.known[propertyValue{key.name, key.instance}] = true
+		info := rateTypes[key.typ]
+		cr := compiledRate{key: key, index: i, term: info.term, nameBased: info.nameBased, rate: fractionOfDecimal(r.Rate)}
+		if info.nameBased {
+			cr.quantity = slices.Index(propertyNames[:], key.name)
+			if c.known[cr.quantity] == nil {
+				c.known[cr.quantity] = make(map[string]bool)
+			}
+			c.known[cr.quantity][key.instance] = true
+		} else {
+			cr.quantity = slices.Index(valueNames[:], key.name)
 		}
+		c.rates = append(c.rates, cr)
 	}
+	slices.SortStableFunc(c.rates, func(a, b compiledRate) int { return int(a.term) - int(b.term) })
 	w, err := t.compileWindows()
 	if err != nil {
 		return compiledTable{}, err
@@ -207,9 +240,9 @@ func (r ChargeRate) key() (rateKey, error) {
 
 // canonicalRateName returns Gold's spelling of a rate name valid for the type.
 func canonicalRateName(typ RateType, name string) (string, error) {
-	names := valueNames
+	names := valueNames[:]
 	if rateTypes[typ].nameBased {
-		names = propertyNames
+		names = propertyNames[:]
 	}
 	for _, n := range names {
 		if strings.EqualFold(n, name) {

@@ -140,6 +140,18 @@ func (r Resources) validate() error {
 	if err != nil {
 		return err
 	}
+	// Licenses are checked in name order, so that a job with two bad ones
+	// is told of the same one each time; sorting costs more than checking,
+	// so only a job with a bad license is sorted.
+	for name, count := range r.Licenses {
+		if name == "" || count < 0 || count > MaxCount {
+			return r.firstBadLicense()
+		}
+	}
+	return nil
+}
+
+func (r Resources) firstBadLicense() error {
 	for _, name := range slices.Sorted(maps.Keys(r.Licenses)) {
 		if name == "" {
 			return fmt.Errorf("%w: a license with no name", ErrBadLicense)

@@ -45,13 +45,13 @@ type windows struct {
 type clockWindow struct {
 	label      string
 	start, end int // seconds after local midnight
-	multiplier decimal.Decimal
+	multiplier fraction
 }
 
 type dayWindow struct {
 	label      string
 	days       [7]bool
-	multiplier decimal.Decimal
+	multiplier fraction
 }
 
 // contains reports whether the local time of day sod (seconds after
@@ -140,11 +140,11 @@ func (tw TimeWindow) compile() (clockWindow, error) {
 	if err := checkRate(tw.Multiplier, "multiplier of "+label); err != nil {
 		return clockWindow{}, err
 	}
-	return clockWindow{label: label, start: start, end: end, multiplier: tw.Multiplier}, nil
+	return clockWindow{label: label, start: start, end: end, multiplier: fractionOfDecimal(tw.Multiplier)}, nil
 }
 
 func (dw DayWindow) compile() (dayWindow, error) {
-	c := dayWindow{label: strings.TrimSpace(dw.Name + " " + strings.Join(dw.Days, ",")), multiplier: dw.Multiplier}
+	c := dayWindow{label: strings.TrimSpace(dw.Name + " " + strings.Join(dw.Days, ","))}
 	if len(dw.Days) == 0 {
 		return dayWindow{}, fmt.Errorf("%w: day window %q names no day", ErrBadWindow, c.label)
 	}
@@ -161,6 +161,7 @@ func (dw DayWindow) compile() (dayWindow, error) {
 	if err := checkRate(dw.Multiplier, "multiplier of "+c.label); err != nil {
 		return dayWindow{}, err
 	}
+	c.multiplier = fractionOfDecimal(dw.Multiplier)
 	return c, nil
 }
 
@@ -227,7 +228,7 @@ type segment struct {
 	from, to   time.Time // in the table's location
 	seconds    int64
 	labels     []string // the windows that apply; none for the base rate
-	multiplier decimal.Decimal
+	multiplier fraction
 }
 
 func (s segment) String() string {
@@ -245,19 +246,19 @@ func (s segment) String() string {
 
 // at returns the windows covering an instant whose local time of day is
 // sod on weekday day, and the product of their multipliers.
-func (w windows) at(sod int, day time.Weekday) ([]string, decimal.Decimal) {
+func (w windows) at(sod int, day time.Weekday) ([]string, fraction) {
 	var labels []string
-	m := decimal.NewFromInt(1)
+	m := integer(1)
 	for _, c := range w.clock {
 		if c.contains(sod) {
 			labels = append(labels, c.label)
-			m = m.Mul(c.multiplier)
+			m = m.mul(c.multiplier)
 		}
 	}
 	for _, d := range w.days {
 		if d.days[day] {
 			labels = append(labels, d.label)
-			m = m.Mul(d.multiplier)
+			m = m.mul(d.multiplier)
 		}
 	}
 	return labels, m
