@@ -104,7 +104,7 @@ func serve(c *cli.Context, fileKeys []string) error {
 			}
 		}
 		verifier := &auth.Verifier{Lookup: server.KeyLookup(reg)}
-		var opts []server.Option
+		opts := []server.Option{server.WithObserver(m.ObserveRequest)}
 		if c.Bool("munge") {
 			// Fail at start rather than at the first user's request.
 			if _, err := exec.LookPath("unmunge"); err != nil {
@@ -113,7 +113,7 @@ func serve(c *cli.Context, fileKeys []string) error {
 			opts = append(opts, server.WithMunge(&munge.Verifier{Command: munge.Command{Socket: flagString(c, "munge-socket")}}))
 		}
 		bank := server.New(l, lien.New(l), reg, verifier, log, opts...)
-		servers, err := listen(c, log, m.Instrument(bank, bank.Endpoint), m.Handler(log))
+		servers, err := listen(c, log, bank, m.Handler(log))
 		if err != nil {
 			return err
 		}
