@@ -77,10 +77,7 @@ func New(l *ledger.Ledger, bank *lien.Bank, reg *clients.Registry, v *auth.Verif
 
 // KeyLookup is the auth.KeyLookup of a registry's keys.
 func KeyLookup(reg *clients.Registry) auth.KeyLookup {
-	return func(id string) ([32]byte, bool, error) {
-		secret, _, ok, err := reg.Lookup(id)
-		return secret, ok, err
-	}
+	return reg.Secret
 }
 
 const (
