@@ -1,11 +1,14 @@
 package main
 
 import (
+	"flag"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/pprof"
 	"syscall"
 	"testing"
 	"time"
@@ -24,6 +27,16 @@ import (
 // the test's build flags such as -race.)
 const envRunAsIngot = "INGOT_TEST_RUN_AS_INGOT"
 
+// serverCPUProfile names the file where the servers that a test starts
+// write their CPU profile (go test ... -args -server.cpuprofile FILE; a
+// relative name is in the package's directory). The test stops such a
+// server with SIGTERM rather than SIGKILL, so that the profile is written;
+// each server started overwrites the file of the one before.
+var serverCPUProfile = flag.String("server.cpuprofile", "", "write the CPU profile of `ingot serve` processes to `file`")
+
+// envCPUProfile passes serverCPUProfile to the server process.
+const envCPUProfile = "INGOT_TEST_CPUPROFILE"
+
 func TestMain(m *testing.M) {
 	if os.Getenv(envRunAsIngot) != "" {
 		// The test holds our standard input open while it runs: at its end
@@ -33,9 +46,29 @@ func TestMain(m *testing.M) {
 			io.Copy(io.Discard, os.Stdin)
 			os.Exit(exitError)
 		}()
-		os.Exit(run(append([]string{"ingot"}, os.Args[1:]...), os.Stdout, os.Stderr))
+		os.Exit(runProfiled(os.Getenv(envCPUProfile), append([]string{"ingot"}, os.Args[1:]...)))
 	}
 	os.Exit(m.Run())
+}
+
+// runProfiled runs the ingot command, writing its CPU profile to file
+// unless file is "".
+func runProfiled(file string, args []string) int {
+	if file == "" {
+		return run(args, os.Stdout, os.Stderr)
+	}
+	f, err := os.Create(file)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return exitError
+	}
+	defer f.Close()
+	if err := pprof.StartCPUProfile(f); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return exitError
+	}
+	defer pprof.StopCPUProfile()
+	return run(args, os.Stdout, os.Stderr)
 }
 
 // servedBank is a bank file ready to serve: account chem (project
@@ -108,7 +141,7 @@ func startServer(tb testing.TB, db string) *serverProcess {
 	defer log.Close() // the child has its own copy
 	var stdout lockedBuffer
 	p.cmd = exec.Command(os.Args[0], "--db", db, "serve", "--listen", "127.0.0.1:0")
-	p.cmd.Env = append(os.Environ(), envRunAsIngot+"=1")
+	p.cmd.Env = append(os.Environ(), envRunAsIngot+"=1", envCPUProfile+"="+*serverCPUProfile)
 	p.cmd.Stdout, p.cmd.Stderr = &stdout, log
 	if _, err := p.cmd.StdinPipe(); err != nil { // closed by Wait: see TestMain
 		tb.Fatal(err)
@@ -121,7 +154,11 @@ func startServer(tb testing.TB, db string) *serverProcess {
 		close(p.done)
 	}()
 	tb.Cleanup(func() {
-		p.cmd.Process.Kill() // an error only says it has ended already
+		if *serverCPUProfile != "" {
+			p.cmd.Process.Signal(syscall.SIGTERM) // an error only says it has ended already
+		} else {
+			p.cmd.Process.Kill()
+		}
 		<-p.done
 	})
 	p.url = waitForLine(tb, &stdout, "listening on ", func() (error, bool) {

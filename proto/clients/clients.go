@@ -397,41 +397,57 @@ func (r *Registry) List() ([]Client, error) {
 // Lookup finds a key's client and secret for auth.Verifier: a revoked key
 // or an unknown id is not ok.
 func (r *Registry) Lookup(keyID string) (secret [32]byte, c Client, ok bool, err error) {
+	hit, ok, err := r.lookup(keyID)
+	return hit.secret, hit.client.clone(), ok, err
+}
+
+// Secret is Lookup's secret alone: it does not copy the client, which
+// every signed request's check of its signature would do for nothing.
+func (r *Registry) Secret(keyID string) (secret [32]byte, ok bool, err error) {
+	hit, ok, err := r.lookup(keyID)
+	return hit.secret, ok, err
+}
+
+// lookup is Lookup's answer from the cache, or read and cached. The cached
+// client is never handed out, only copies of it.
+func (r *Registry) lookup(keyID string) (found lookedUp, ok bool, err error) {
 	r.mu.Lock()
 	hit, cached := r.known[keyID]
 	generation := r.generation
 	r.mu.Unlock()
 	if cached {
-		return hit.secret, hit.client.clone(), true, nil
+		return hit, true, nil
 	}
 	defer func() {
 		if ok {
 			r.mu.Lock()
 			if r.generation == generation {
-				r.known[keyID] = lookedUp{secret, c.clone()}
+				r.known[keyID] = found
 			}
 			r.mu.Unlock()
 		}
 	}()
 	err = r.l.View(func(tx ledger.Tx) error {
-		rec, found, err := tx.Record(recordKey, keyID)
-		if err != nil || !found {
+		rec, exists, err := tx.Record(recordKey, keyID)
+		if err != nil || !exists {
 			return err
 		}
 		var name string
 		if err := json.Unmarshal(rec.Value, &name); err != nil {
 			return fmt.Errorf("%w: key %s: %v", ledger.ErrCorrupt, keyID, err)
 		}
-		if c, err = getClient(tx, name); err != nil {
+		c, err := getClient(tx, name)
+		if err != nil {
 			return err
 		}
 		i := slices.IndexFunc(c.Keys, func(k Key) bool { return k.ID == keyID })
 		if i < 0 || !c.Keys[i].Revoked.IsZero() {
 			return nil
 		}
-		secret, err = r.unseal(name, c.Keys[i])
+		secret, err := r.unseal(name, c.Keys[i])
 		ok = err == nil
+		found = lookedUp{secret, c}
 		return err
 	})
-	return secret, c, ok, err
+	return found, ok, err
 }

@@ -255,16 +255,31 @@ func TestServerKeyFile(t *testing.T) {
 
 // TestVerifyWithRegistry signs a request with a client's key and checks it
 // through auth.Verifier looking keys up in the registry.
+// TestLookupCopies changes the client Lookup returns: the next lookup,
+// from the cache, must not see it.
+func TestLookupCopies(t *testing.T) {
+	f := newFixture(t)
+	_, k, err := f.reg.Add(f.Req(), "slurm", clients.RoleScheduler, []string{"hpc1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		_, c, ok, err := f.reg.Lookup(k.ID)
+		if !ok || err != nil || c.Scope[0] != "hpc1" || c.Keys[0].ID != k.ID {
+			t.Fatalf("lookup: %+v ok %v err %v", c, ok, err)
+		}
+		c.Scope[0], c.Keys[0].ID = "changed", "changed"
+	}
+}
+
 func TestVerifyWithRegistry(t *testing.T) {
 	f := newFixture(t)
 	_, k, err := f.reg.Add(f.Req(), "slurm", clients.RoleScheduler, []string{"hpc1"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	v := &auth.Verifier{Lookup: func(id string) ([32]byte, bool, error) {
-		secret, _, ok, err := f.reg.Lookup(id)
-		return secret, ok, err
-	}}
+	// The first Verify caches the key; the revocation must empty the cache.
+	v := &auth.Verifier{Lookup: f.reg.Secret}
 	body := []byte(`{"job":"1"}`)
 	r := httptest.NewRequest("POST", "/v1/liens", bytes.NewReader(body))
 	if err := auth.Sign(r, body, k, time.Now()); err != nil {

@@ -1,10 +1,12 @@
 package metrics
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strconv"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -25,11 +27,15 @@ type Metrics struct {
 	latency  *prometheus.HistogramVec
 	batch    prometheus.Histogram
 	commit   prometheus.Histogram
+
+	mu    sync.Mutex
+	known map[seriesKey]series
 }
 
 // New returns a server's metrics in a registry of their own.
 func New() *Metrics {
 	m := &Metrics{
+		known:    map[seriesKey]series{},
 		registry: prometheus.NewRegistry(),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ingot_http_requests_total",
@@ -58,26 +64,64 @@ func New() *Metrics {
 	return m
 }
 
-// endpointKey is the context key of a request's endpoint label.
-type endpointKey struct{}
-
-// Instrument counts and times the requests h answers. endpoint names the
-// endpoint of a request, from the server's route table, or "" when its
-// path is none: so endpoints added to the table later are counted without
-// more code, and unknown paths all fall under "unknown".
-func (m *Metrics) Instrument(h http.Handler, endpoint func(*http.Request) string) http.Handler {
-	label := promhttp.WithLabelFromCtx("endpoint", func(ctx context.Context) string {
-		return ctx.Value(endpointKey{}).(string)
-	})
-	counted := promhttp.InstrumentHandlerCounter(m.requests, promhttp.InstrumentHandlerDuration(m.latency, h, label), label)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		e := endpoint(r)
-		if e == "" {
-			e = unknownEndpoint
-		}
-		counted.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), endpointKey{}, e)))
-	})
+// series are the request metrics of one endpoint, method and status code,
+// looked up once: WithLabelValues hashes the labels at every call.
+type series struct {
+	requests prometheus.Counter
+	latency  prometheus.Observer
 }
+
+// seriesKey is what picks a request's series.
+type seriesKey struct {
+	endpoint, method string
+	code             int
+}
+
+// ObserveRequest counts and times a request answered. endpoint names its
+// endpoint, from the server's route table, or is "" when its path is none:
+// so endpoints added to the table later are counted without more code, and
+// unknown paths all fall under "unknown". It is made to be the server's
+// server.WithObserver.
+func (m *Metrics) ObserveRequest(endpoint, method string, code int, d time.Duration) {
+	if endpoint == "" {
+		endpoint = unknownEndpoint
+	}
+	s := m.series(seriesKey{endpoint, labelOfMethod(method), code})
+	s.requests.Inc()
+	s.latency.Observe(d.Seconds())
+}
+
+// series returns the series of key, making it the first time.
+func (m *Metrics) series(key seriesKey) series {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s, ok := m.known[key]
+	if !ok {
+		s = series{m.requests.WithLabelValues(key.endpoint, key.method, strconv.Itoa(key.code)), m.latency.WithLabelValues(key.endpoint)}
+		m.known[key] = s
+	}
+	return s
+}
+
+// labelOfMethod is an HTTP method's label: one of the methods HTTP defines
+// in lower case, or "unknown", so that clients cannot add series by making
+// methods up (promhttp's rule, which takes the methods in either case).
+func labelOfMethod(method string) string {
+	if label, ok := methodLabels[method]; ok {
+		return label
+	}
+	return "unknown"
+}
+
+// methodLabels are the labels of labelOfMethod, made once rather than
+// lower-cased at every request.
+var methodLabels = func() map[string]string {
+	labels := map[string]string{}
+	for _, m := range []string{"get", "put", "head", "post", "delete", "connect", "options", "notify", "trace", "patch"} {
+		labels[m], labels[strings.ToUpper(m)] = m, m
+	}
+	return labels
+}()
 
 // ObserveCommit records one group commit of the store; it is made to be
 // the store's boltstore.Options.OnCommit.

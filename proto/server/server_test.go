@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -438,6 +439,31 @@ func TestAccessLog(t *testing.T) {
 		if strings.Contains(line, leak) {
 			t.Errorf("log %q shows %q", line, leak)
 		}
+	}
+}
+
+// TestObserver checks what the observer is told of each request: its
+// endpoint ("" for a path that is none), its method as sent and the status
+// answered, refusals included.
+func TestObserver(t *testing.T) {
+	type observed struct {
+		endpoint, method string
+		status           int
+	}
+	var got []observed
+	s := newSite(t, server.WithObserver(func(endpoint, method string, status int, d time.Duration) {
+		if d < 0 {
+			t.Errorf("%s %s took %v", method, endpoint, d)
+		}
+		got = append(got, observed{endpoint, method, status})
+	}))
+	s.serve(httptest.NewRequest("GET", "/healthz", nil))
+	s.do(exchange{key: s.keys["amy"], method: "GET", target: "/v1/made-up"})
+	s.do(exchange{key: s.keys["amy"], method: "POST", target: "/v1/deposits", requestID: "obs-1",
+		body: ledger.DepositSpec{Account: "chem", Amount: decimal.NewFromInt(1)}})
+	want := []observed{{"/healthz", "GET", 200}, {"", "GET", 404}, {"/v1/deposits", "POST", 403}}
+	if !slices.Equal(got, want) {
+		t.Errorf("observed %v, want %v", got, want)
 	}
 }
 
