@@ -1,0 +1,170 @@
+// Package jsonbuf appends JSON to a byte slice, giving exactly the bytes
+// encoding/json gives for the same values. It is for the hand-written
+// encoders of the records and answers every lien and charge writes (in
+// ledger, charge and lien): encoding/json's reflection, and its
+// re-validation and compaction of every MarshalJSON method's output, were
+// a large part of the single writer's time.
+//
+// An encoder built on it writes an object member by member, in the order
+// of the struct's fields, honouring their omitempty and omitzero options
+// itself. Each such encoder must be checked against encoding/json on
+// random values with every field set (package jsontest), so that a field
+// added later without its line in the encoder fails a test.
+//
+// It is a leaf of the module (it imports nothing of ours), so that the
+// charge package, which imports no other package of ours, can use it too.
+package jsonbuf
+
+import (
+	"encoding/json"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/shopspring/decimal"
+)
+
+// Buf is JSON being appended to a byte slice. The first error (a value
+// that encoding/json would refuse) sticks: later writes are kept but the
+// result is an error.
+type Buf struct {
+	b   []byte
+	err error
+}
+
+// New starts appending to dst.
+func New(dst []byte) *Buf { return &Buf{b: dst} }
+
+// Bytes is dst with the JSON appended, or the first error.
+func (b *Buf) Bytes() ([]byte, error) { return b.b, b.err }
+
+// Fail records err, unless an error was recorded already.
+func (b *Buf) Fail(err error) {
+	if b.err == nil {
+		b.err = err
+	}
+}
+
+// Open and Close write an object's braces.
+func (b *Buf) Open()  { b.b = append(b.b, '{') }
+func (b *Buf) Close() { b.b = append(b.b, '}') }
+
+// Key writes a member's name (which must need no escaping), after a comma
+// unless it is the object's first.
+func (b *Buf) Key(name string) {
+	if b.b[len(b.b)-1] != '{' {
+		b.b = append(b.b, ',')
+	}
+	b.b = append(b.b, '"')
+	b.b = append(b.b, name...)
+	b.b = append(b.b, '"', ':')
+}
+
+// Str writes s as encoding/json does: as it is if every byte is printable
+// ASCII needing no escape (names and ids, nearly always), else through
+// encoding/json itself, whose escapes (HTML characters, U+2028, invalid
+// UTF-8) are not repeated here.
+func (b *Buf) Str(s string) {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			quoted, _ := json.Marshal(s) // a string always encodes
+			b.b = append(b.b, quoted...)
+			return
+		}
+	}
+	b.b = append(b.b, '"')
+	b.b = append(b.b, s...)
+	b.b = append(b.b, '"')
+}
+
+func (b *Buf) Uint(n uint64) { b.b = strconv.AppendUint(b.b, n, 10) }
+
+func (b *Buf) Int(n int64) { b.b = strconv.AppendInt(b.b, n, 10) }
+
+func (b *Buf) Bool(v bool) { b.b = strconv.AppendBool(b.b, v) }
+
+// Decimal writes d as decimal.Decimal's MarshalJSON does: its text, quoted.
+func (b *Buf) Decimal(d decimal.Decimal) {
+	b.b = append(b.b, '"')
+	b.b = append(b.b, d.String()...)
+	b.b = append(b.b, '"')
+}
+
+// Time writes t as time.Time's MarshalJSON does, which refuses years
+// outside 0 to 9999.
+func (b *Buf) Time(t time.Time) {
+	if y := t.Year(); y < 0 || y > 9999 {
+		_, err := t.MarshalJSON()
+		b.Fail(err)
+		return
+	}
+	b.b = append(b.b, '"')
+	b.b = t.AppendFormat(b.b, time.RFC3339Nano)
+	b.b = append(b.b, '"')
+}
+
+// Value writes v with encoding/json: for the values that are rare in the
+// hot records (a ledger entry's settings, nodes, users, machines, records).
+func (b *Buf) Value(v any) {
+	raw, err := json.Marshal(v)
+	b.b = append(b.b, raw...)
+	b.Fail(err)
+}
+
+// Raw writes a json.RawMessage as it is. encoding/json would compact it;
+// the raw messages here (lien and charge details) are encoding/json's own
+// output or this package's, compact already.
+func (b *Buf) Raw(m json.RawMessage) { b.b = append(b.b, m...) }
+
+// Append writes a value by its own AppendJSON method (pass the method
+// value, e.g. b.Append(lien.AppendJSON)): how an encoder in one package
+// nests a value whose encoder is in another.
+func (b *Buf) Append(appendJSON func(dst []byte) ([]byte, error)) {
+	var err error
+	b.b, err = appendJSON(b.b)
+	b.Fail(err)
+}
+
+// Array writes xs as encoding/json writes a slice: null when nil, else
+// each element by elem, comma separated, in brackets.
+func Array[T any](b *Buf, xs []T, elem func(*Buf, T)) {
+	if xs == nil {
+		b.b = append(b.b, "null"...)
+		return
+	}
+	b.b = append(b.b, '[')
+	for i, x := range xs {
+		if i > 0 {
+			b.b = append(b.b, ',')
+		}
+		elem(b, x)
+	}
+	b.b = append(b.b, ']')
+}
+
+// Strings writes a []string as encoding/json does.
+func (b *Buf) Strings(ss []string) { Array(b, ss, (*Buf).Str) }
+
+// IntMap writes a map of integers by name as encoding/json does: null
+// when nil, else its members in key order.
+func (b *Buf) IntMap(m map[string]int64) {
+	if m == nil {
+		b.b = append(b.b, "null"...)
+		return
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	b.b = append(b.b, '{')
+	for i, k := range keys {
+		if i > 0 {
+			b.b = append(b.b, ',')
+		}
+		b.Str(k)
+		b.b = append(b.b, ':')
+		b.Int(m[k])
+	}
+	b.b = append(b.b, '}')
+}
