@@ -56,8 +56,9 @@ var (
 	trickyDetails  = []json.RawMessage{nil, {}, json.RawMessage(`{"policy":"DEBITSUCCESSFULWC","quoted":"14400"}`), json.RawMessage(`[1,2,{"a":"b"}]`), json.RawMessage(`"x"`)}
 )
 
-// Fill sets v (and everything below it) to random values; pointers, slices
-// and maps are sometimes left nil, or made empty, to exercise omitempty;
+// Fill sets v (and everything below it) to random values; numbers are
+// often zero, and pointers, slices and maps are sometimes left nil, or
+// made empty, to exercise omitempty;
 // times are sometimes zero (omitzero) and rarely beyond year 9999 (which
 // encoding/json refuses). Small unsigned integers (the enumerations) are
 // mostly below 11 and sometimes far out of range.
@@ -79,7 +80,9 @@ func Fill(r *rand.Rand, v reflect.Value) {
 	case reflect.Bool:
 		v.SetBool(r.IntN(2) == 0)
 	case reflect.Int, reflect.Int32, reflect.Int64:
-		v.SetInt(r.Int64N(1000) - 10)
+		if r.IntN(4) > 0 { // else zero, for omitempty
+			v.SetInt(r.Int64N(1000) - 10)
+		}
 	case reflect.Uint8:
 		v.SetUint(uint64(r.IntN(11)))
 		if r.IntN(40) == 0 {

@@ -1,0 +1,191 @@
+package charge
+
+import (
+	"github.com/shopspring/decimal"
+
+	"github.com/ingot-hpc/ingot/internal/jsonbuf"
+)
+
+// Hand-written JSON encoders of what the bank encodes for every lien and
+// charge: the priced amount with its explanation (in the answers), the
+// usage and request (in the lien's and charge's records and the requests'
+// hashes). They give exactly encoding/json's bytes
+// (TestEncodersMatchEncodingJSON checks them on random values with every
+// field set), so a field added to Amount, Explanation, LineItem, Usage,
+// Request or Resources must be added here too.
+//
+// Resources has no MarshalJSON method: Usage and Request embed it and
+// would inherit it. Amount, Explanation, Usage and Request have one, so
+// nothing may embed them either.
+
+// MarshalJSON is the amount's JSON, as encoding/json would give it.
+func (a Amount) MarshalJSON() ([]byte, error) { return a.AppendJSON(nil) }
+
+// AppendJSON appends the amount's JSON (see MarshalJSON) to dst.
+func (a Amount) AppendJSON(dst []byte) ([]byte, error) {
+	b := jsonbuf.New(dst)
+	b.Open()
+	b.Key("credits")
+	b.Decimal(a.Credits)
+	b.Key("explanation")
+	b.Append(a.Explanation.AppendJSON)
+	b.Close()
+	return b.Bytes()
+}
+
+// MarshalJSON is the explanation's JSON, as encoding/json would give it.
+func (e Explanation) MarshalJSON() ([]byte, error) { return e.AppendJSON(nil) }
+
+// AppendJSON appends the explanation's JSON (see MarshalJSON) to dst.
+func (e Explanation) AppendJSON(dst []byte) ([]byte, error) {
+	b := jsonbuf.New(dst)
+	b.Open()
+	b.Key("subject")
+	b.Str(e.Subject)
+	b.Key("policy")
+	writeEnum(b, policyNames, e.Policy, ErrUnknownPolicy)
+	if e.State != 0 {
+		b.Key("state")
+		writeEnum(b, exitStateNames, e.State, ErrUnknownExitState)
+	}
+	if e.NoCharge != "" {
+		b.Key("no_charge")
+		b.Str(e.NoCharge)
+	}
+	if len(e.Basis) > 0 {
+		b.Key("basis")
+		b.Strings(e.Basis)
+	}
+	if len(e.Items) > 0 {
+		b.Key("items")
+		jsonbuf.Array(b, e.Items, writeLineItem)
+	}
+	for _, f := range [...]struct {
+		name  string
+		value decimal.Decimal
+	}{
+		{"time_scaled", e.TimeScaled}, {"usage", e.Usage}, {"multiplier", e.Multiplier}, {"fees", e.Fees}, {"exact", e.Exact},
+	} {
+		b.Key(f.name)
+		b.Decimal(f.value)
+	}
+	b.Key("precision")
+	b.Int(int64(e.Precision))
+	b.Close()
+	return b.Bytes()
+}
+
+func writeLineItem(b *jsonbuf.Buf, l LineItem) {
+	b.Open()
+	b.Key("type")
+	b.Str(string(l.Type))
+	b.Key("what")
+	b.Str(l.What)
+	if l.Window != "" {
+		b.Key("window")
+		b.Str(l.Window)
+	}
+	b.Key("quantity")
+	b.Decimal(l.Quantity)
+	b.Key("rate")
+	b.Decimal(l.Rate)
+	if l.Seconds != 0 {
+		b.Key("seconds")
+		b.Int(l.Seconds)
+	}
+	b.Key("multiplier")
+	b.Decimal(l.Multiplier)
+	b.Key("subtotal")
+	b.Decimal(l.Subtotal)
+	b.Close()
+}
+
+// writeResourcesFields writes the members of resources inside an object
+// the caller opens: Usage and Request embed them.
+func writeResourcesFields(b *jsonbuf.Buf, r Resources) {
+	b.Key("processors")
+	b.Int(r.Processors)
+	for _, f := range [...]struct {
+		name  string
+		value int64
+	}{
+		{"nodes", r.Nodes}, {"gpus", r.GPUs}, {"memory_mb", r.MemoryMB}, {"disk_mb", r.DiskMB},
+	} {
+		if f.value != 0 {
+			b.Key(f.name)
+			b.Int(f.value)
+		}
+	}
+	for _, f := range [...]struct{ name, value string }{
+		{"qos", r.QOS}, {"partition", r.Partition}, {"node_type", r.NodeType},
+	} {
+		if f.value != "" {
+			b.Key(f.name)
+			b.Str(f.value)
+		}
+	}
+	if len(r.Licenses) > 0 {
+		b.Key("licenses")
+		b.IntMap(r.Licenses)
+	}
+}
+
+// MarshalJSON is the usage's JSON, as encoding/json would give it.
+func (u Usage) MarshalJSON() ([]byte, error) { return u.AppendJSON(nil) }
+
+// AppendJSON appends the usage's JSON (see MarshalJSON) to dst.
+func (u Usage) AppendJSON(dst []byte) ([]byte, error) {
+	b := jsonbuf.New(dst)
+	b.Open()
+	writeResourcesFields(b, u.Resources)
+	b.Key("wallclock_seconds")
+	b.Int(u.WallclockSeconds)
+	if u.WallclockLimitSeconds != 0 {
+		b.Key("wallclock_limit_seconds")
+		b.Int(u.WallclockLimitSeconds)
+	}
+	if u.CPUSeconds != 0 {
+		b.Key("cpu_seconds")
+		b.Int(u.CPUSeconds)
+	}
+	if !u.Start.IsZero() {
+		b.Key("start")
+		b.Time(u.Start)
+	}
+	if !u.End.IsZero() {
+		b.Key("end")
+		b.Time(u.End)
+	}
+	b.Key("state")
+	writeEnum(b, exitStateNames, u.State, ErrUnknownExitState)
+	b.Close()
+	return b.Bytes()
+}
+
+// MarshalJSON is the request's JSON, as encoding/json would give it.
+func (r Request) MarshalJSON() ([]byte, error) { return r.AppendJSON(nil) }
+
+// AppendJSON appends the request's JSON (see MarshalJSON) to dst.
+func (r Request) AppendJSON(dst []byte) ([]byte, error) {
+	b := jsonbuf.New(dst)
+	b.Open()
+	writeResourcesFields(b, r.Resources)
+	b.Key("wallclock_limit_seconds")
+	b.Int(r.WallclockLimitSeconds)
+	if !r.Start.IsZero() {
+		b.Key("start")
+		b.Time(r.Start)
+	}
+	b.Close()
+	return b.Bytes()
+}
+
+// writeEnum writes an enumeration's value as encoding/json writes it by
+// its MarshalText method (marshalEnum).
+func writeEnum[T enum](b *jsonbuf.Buf, names []string, v T, unknown error) {
+	if err := checkEnum(names, v, unknown); err != nil {
+		b.Fail(err)
+		return
+	}
+	b.Str(enumName(names, v))
+}
