@@ -189,3 +189,12 @@ func writeEnum[T enum](b *jsonbuf.Buf, names []string, v T, unknown error) {
 	}
 	b.Str(enumName(names, v))
 }
+
+// AppendJSON appends the policy's JSON, as encoding/json writes it by its
+// MarshalText method, to dst: for the encoders of the records that hold a
+// policy (package lien).
+func (p Policy) AppendJSON(dst []byte) ([]byte, error) {
+	b := jsonbuf.New(dst)
+	writeEnum(b, policyNames, p, ErrUnknownPolicy)
+	return b.Bytes()
+}

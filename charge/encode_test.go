@@ -22,7 +22,7 @@ type (
 )
 
 // TestEncodersMatchEncodingJSON fills every field of amounts, usages and
-// requests with random values (tricky strings, decimals, times, unknown
+// requests (and policies) with random values (tricky strings, decimals, times, unknown
 // policies and exit states, empty and nil slices and maps, unset optional
 // fields) and wants the hand-written encoders to give encoding/json's
 // bytes, or to refuse what it refuses.
@@ -33,6 +33,7 @@ func TestEncodersMatchEncodingJSON(t *testing.T) {
 		jsontest.Fill(r, reflect.ValueOf(&a).Elem())
 		jsontest.Appends(t, fmt.Sprintf("amount %d", i), a.AppendJSON, plainAmount(a))
 		jsontest.Appends(t, fmt.Sprintf("explanation %d", i), a.Explanation.AppendJSON, plainExplanation(a.Explanation))
+		jsontest.Appends(t, fmt.Sprintf("policy %d", i), a.Explanation.Policy.AppendJSON, a.Explanation.Policy) // by MarshalText
 		var u charge.Usage
 		jsontest.Fill(r, reflect.ValueOf(&u).Elem())
 		jsontest.Appends(t, fmt.Sprintf("usage %d", i), u.AppendJSON, plainUsage(u))

@@ -1,6 +1,8 @@
 package ledger
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -68,5 +70,31 @@ func TestEncodersRefuseWhatEncodingJSONRefuses(t *testing.T) {
 	}
 	if _, _, err := (Entry{Lien: &l}).Encode(); err == nil {
 		t.Error("an entry with a lien created in year 10000 encoded")
+	}
+}
+
+// TestContentHashIsUnchanged: a request's hash is still SHA-256 of its
+// kind, a zero byte and json.Marshal's bytes, whether the request has an
+// AppendJSON method (a lien here) or not, and however long it is, so that
+// the request records stored before still match their retries.
+func TestContentHashIsUnchanged(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	for i := range 200 {
+		var l Lien
+		jsontest.Fill(r, reflect.ValueOf(&l).Elem())
+		if i%4 == 0 {
+			l.Holds = make([]Hold, 30) // beyond contentHash's buffer
+		}
+		for _, content := range []any{l, plainLien(l)} {
+			got, err := contentHash(KindLienPlace, content)
+			body, wantErr := json.Marshal(content)
+			if (err != nil) != (wantErr != nil) {
+				t.Fatalf("case %d: error %v, encoding/json's %v", i, err, wantErr)
+			}
+			sum := sha256.Sum256(append([]byte(string(KindLienPlace)+"\x00"), body...))
+			if want := hex.EncodeToString(sum[:]); wantErr == nil && got != want {
+				t.Fatalf("case %d (%T, %d bytes): hash %s, want %s", i, content, len(body), got, want)
+			}
+		}
 	}
 }

@@ -1,0 +1,163 @@
+package lien
+
+import (
+	"github.com/ingot-hpc/ingot/internal/jsonbuf"
+)
+
+// Hand-written JSON encoders of what the single writer encodes for every
+// lien and charge: the answers (kept for retries and sent as they are by
+// the server), the lien's and charge's details, and the requests (hashed
+// to detect a reused request id). They give exactly encoding/json's bytes
+// (TestEncodersMatchEncodingJSON checks them on random values with every
+// field set), so a field added to LienResult, ChargeResult, Detail,
+// chargeDetail, PlaceSpec, ChargeSpec or Job must be added here too.
+// ledger.Mutate uses AppendJSON where a result or a request has it.
+//
+// Job has no methods of its own here: PlaceSpec and ChargeSpec (and the
+// wire types of package proto) embed it and would inherit them. Embed none
+// of the types with a MarshalJSON method, for the same reason.
+
+// writeJobFields writes a job's members inside an object the caller opens.
+func writeJobFields(b *jsonbuf.Buf, j Job) {
+	b.Key("machine")
+	b.Str(j.Machine)
+	b.Key("job_id")
+	b.Str(j.ID)
+}
+
+// writeOptional writes a string member that is omitted when empty.
+func writeOptional(b *jsonbuf.Buf, name, value string) {
+	if value != "" {
+		b.Key(name)
+		b.Str(value)
+	}
+}
+
+// writeFlag writes a bool member that is omitted when false.
+func writeFlag(b *jsonbuf.Buf, name string, set bool) {
+	if set {
+		b.Key(name)
+		b.Bool(true)
+	}
+}
+
+// writeQuote writes a guaranteed quote's id, omitted when there is none.
+func writeQuote(b *jsonbuf.Buf, id uint64) {
+	if id != 0 {
+		b.Key("quote")
+		b.Uint(id)
+	}
+}
+
+// MarshalJSON is the request's JSON, as encoding/json would give it.
+func (s PlaceSpec) MarshalJSON() ([]byte, error) { return s.AppendJSON(nil) }
+
+// AppendJSON appends the request's JSON (see MarshalJSON) to dst.
+func (s PlaceSpec) AppendJSON(dst []byte) ([]byte, error) {
+	b := jsonbuf.New(dst)
+	b.Open()
+	writeJobFields(b, s.Job)
+	b.Key("user")
+	b.Str(s.User)
+	writeOptional(b, "project", s.Project)
+	b.Key("request")
+	b.Append(s.Request.AppendJSON)
+	writeQuote(b, s.Quote)
+	writeFlag(b, "replace", s.Replace)
+	b.Close()
+	return b.Bytes()
+}
+
+// MarshalJSON is the request's JSON, as encoding/json would give it.
+func (s ChargeSpec) MarshalJSON() ([]byte, error) { return s.AppendJSON(nil) }
+
+// AppendJSON appends the request's JSON (see MarshalJSON) to dst.
+func (s ChargeSpec) AppendJSON(dst []byte) ([]byte, error) {
+	b := jsonbuf.New(dst)
+	b.Open()
+	writeJobFields(b, s.Job)
+	writeOptional(b, "user", s.User)
+	writeOptional(b, "project", s.Project)
+	b.Key("usage")
+	b.Append(s.Usage.AppendJSON)
+	writeFlag(b, "incremental", s.Incremental)
+	writeOptional(b, "reservation", s.Reservation)
+	b.Close()
+	return b.Bytes()
+}
+
+// AppendJSON appends the detail's JSON, as encoding/json would give it, to
+// dst.
+func (d Detail) AppendJSON(dst []byte) ([]byte, error) {
+	b := jsonbuf.New(dst)
+	b.Open()
+	b.Key("request")
+	b.Append(d.Request.AppendJSON)
+	b.Key("policy")
+	b.Append(d.Policy.AppendJSON)
+	writeQuote(b, d.Quote)
+	writeOptional(b, "requested_project", d.Requested)
+	b.Key("quoted")
+	b.Decimal(d.Quoted)
+	b.Close()
+	return b.Bytes()
+}
+
+// AppendJSON appends the detail's JSON, as encoding/json would give it, to
+// dst.
+func (d chargeDetail) AppendJSON(dst []byte) ([]byte, error) {
+	b := jsonbuf.New(dst)
+	b.Open()
+	b.Key("usage")
+	b.Append(d.Usage.AppendJSON)
+	writeOptional(b, "reservation", d.Reservation)
+	b.Key("explanation")
+	b.Append(d.Explanation.AppendJSON)
+	b.Close()
+	return b.Bytes()
+}
+
+// MarshalJSON is the answer's JSON, as encoding/json would give it.
+func (r LienResult) MarshalJSON() ([]byte, error) { return r.AppendJSON(nil) }
+
+// AppendJSON appends the answer's JSON (see MarshalJSON) to dst.
+func (r LienResult) AppendJSON(dst []byte) ([]byte, error) {
+	b := jsonbuf.New(dst)
+	b.Open()
+	b.Key("lien")
+	b.Append(r.Lien.AppendJSON)
+	b.Key("project")
+	b.Str(r.Project)
+	b.Key("fell_back")
+	b.Bool(r.FellBack)
+	b.Key("requested_project")
+	b.Str(r.Requested)
+	writeFlag(b, "existing", r.Existing)
+	b.Key("quote")
+	b.Append(r.Quote.AppendJSON)
+	b.Close()
+	return b.Bytes()
+}
+
+// MarshalJSON is the answer's JSON, as encoding/json would give it.
+func (r ChargeResult) MarshalJSON() ([]byte, error) { return r.AppendJSON(nil) }
+
+// AppendJSON appends the answer's JSON (see MarshalJSON) to dst.
+func (r ChargeResult) AppendJSON(dst []byte) ([]byte, error) {
+	b := jsonbuf.New(dst)
+	b.Open()
+	b.Key("charge")
+	b.Append(r.Charge.AppendJSON)
+	if r.Lien != nil {
+		b.Key("lien")
+		b.Append(r.Lien.AppendJSON)
+	}
+	b.Key("explanation")
+	b.Append(r.Explanation.AppendJSON)
+	b.Key("overran")
+	b.Decimal(r.Overran)
+	b.Key("released")
+	b.Decimal(r.Released)
+	b.Close()
+	return b.Bytes()
+}
