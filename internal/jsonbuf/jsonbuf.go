@@ -20,6 +20,7 @@ import (
 	"slices"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/shopspring/decimal"
 )
@@ -60,21 +61,63 @@ func (b *Buf) Key(name string) {
 	b.b = append(b.b, '"', ':')
 }
 
-// Str writes s as encoding/json does: as it is if every byte is printable
-// ASCII needing no escape (names and ids, nearly always), else through
-// encoding/json itself, whose escapes (HTML characters, U+2028, invalid
-// UTF-8) are not repeated here.
+// Str writes s as encoding/json does (with its default HTML escaping):
+// control characters, quote, backslash, <, > and & escaped, invalid UTF-8
+// replaced by U+FFFD, and U+2028 and U+2029 escaped. (It does not hand
+// the strings that need escaping to encoding/json: explanations hold
+// non-ASCII text, "×", in every answer.)
 func (b *Buf) Str(s string) {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			quoted, _ := json.Marshal(s) // a string always encodes
-			b.b = append(b.b, quoted...)
-			return
+	b.b = append(b.b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		if c := s[i]; c < utf8.RuneSelf {
+			i++
+			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+				continue
+			}
+			b.b = append(append(b.b, s[start:i-1]...), asciiEscape(c)...)
+			start = i
+			continue
 		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		i += size
+		var escape string
+		switch {
+		case r == utf8.RuneError && size == 1:
+			escape = `\ufffd`
+		case r == '\u2028':
+			escape = `\u2028`
+		case r == '\u2029':
+			escape = `\u2029`
+		default:
+			continue
+		}
+		b.b = append(append(b.b, s[start:i-size]...), escape...)
+		start = i
 	}
-	b.b = append(b.b, '"')
-	b.b = append(b.b, s...)
-	b.b = append(b.b, '"')
+	b.b = append(append(b.b, s[start:]...), '"')
+}
+
+// asciiEscape is how encoding/json escapes an ASCII byte that needs it.
+func asciiEscape(c byte) string {
+	switch c {
+	case '"':
+		return `\"`
+	case '\\':
+		return `\\`
+	case '\b':
+		return `\b`
+	case '\f':
+		return `\f`
+	case '\n':
+		return `\n`
+	case '\r':
+		return `\r`
+	case '\t':
+		return `\t`
+	}
+	const hex = "0123456789abcdef" // the other control characters, <, > and &
+	return string([]byte{'\\', 'u', '0', '0', hex[c>>4], hex[c&0xF]})
 }
 
 func (b *Buf) Uint(n uint64) { b.b = strconv.AppendUint(b.b, n, 10) }
