@@ -11,11 +11,13 @@ import (
 // (TestEncodersMatchEncodingJSON checks them on random values with every
 // field set), so a field added to LienResult, ChargeResult, Detail,
 // chargeDetail, PlaceSpec, ChargeSpec or Job must be added here too.
-// ledger.Mutate uses AppendJSON where a result or a request has it.
 //
-// Job has no methods of its own here: PlaceSpec and ChargeSpec (and the
-// wire types of package proto) embed it and would inherit them. Embed none
-// of the types with a MarshalJSON method, for the same reason.
+// ledger.Mutate uses AppendJSON where a result or a request has it; other
+// encodings (a server's answer to a request without an id, the client's
+// request) stay with encoding/json, which would re-validate and compact a
+// MarshalJSON method's output and so gain nothing (see charge's
+// encode.go). Job has no AppendJSON method: PlaceSpec and ChargeSpec embed
+// it and would inherit it.
 
 // writeJobFields writes a job's members inside an object the caller opens.
 func writeJobFields(b *jsonbuf.Buf, j Job) {
@@ -49,10 +51,7 @@ func writeQuote(b *jsonbuf.Buf, id uint64) {
 	}
 }
 
-// MarshalJSON is the request's JSON, as encoding/json would give it.
-func (s PlaceSpec) MarshalJSON() ([]byte, error) { return s.AppendJSON(nil) }
-
-// AppendJSON appends the request's JSON (see MarshalJSON) to dst.
+// AppendJSON appends the request's JSON, as encoding/json gives it, to dst.
 func (s PlaceSpec) AppendJSON(dst []byte) ([]byte, error) {
 	b := jsonbuf.New(dst)
 	b.Open()
@@ -68,10 +67,7 @@ func (s PlaceSpec) AppendJSON(dst []byte) ([]byte, error) {
 	return b.Bytes()
 }
 
-// MarshalJSON is the request's JSON, as encoding/json would give it.
-func (s ChargeSpec) MarshalJSON() ([]byte, error) { return s.AppendJSON(nil) }
-
-// AppendJSON appends the request's JSON (see MarshalJSON) to dst.
+// AppendJSON appends the request's JSON, as encoding/json gives it, to dst.
 func (s ChargeSpec) AppendJSON(dst []byte) ([]byte, error) {
 	b := jsonbuf.New(dst)
 	b.Open()
@@ -117,10 +113,7 @@ func (d chargeDetail) AppendJSON(dst []byte) ([]byte, error) {
 	return b.Bytes()
 }
 
-// MarshalJSON is the answer's JSON, as encoding/json would give it.
-func (r LienResult) MarshalJSON() ([]byte, error) { return r.AppendJSON(nil) }
-
-// AppendJSON appends the answer's JSON (see MarshalJSON) to dst.
+// AppendJSON appends the answer's JSON, as encoding/json gives it, to dst.
 func (r LienResult) AppendJSON(dst []byte) ([]byte, error) {
 	b := jsonbuf.New(dst)
 	b.Open()
@@ -139,10 +132,7 @@ func (r LienResult) AppendJSON(dst []byte) ([]byte, error) {
 	return b.Bytes()
 }
 
-// MarshalJSON is the answer's JSON, as encoding/json would give it.
-func (r ChargeResult) MarshalJSON() ([]byte, error) { return r.AppendJSON(nil) }
-
-// AppendJSON appends the answer's JSON (see MarshalJSON) to dst.
+// AppendJSON appends the answer's JSON, as encoding/json gives it, to dst.
 func (r ChargeResult) AppendJSON(dst []byte) ([]byte, error) {
 	b := jsonbuf.New(dst)
 	b.Open()
