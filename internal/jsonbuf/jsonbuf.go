@@ -126,11 +126,52 @@ func (b *Buf) Int(n int64) { b.b = strconv.AppendInt(b.b, n, 10) }
 
 func (b *Buf) Bool(v bool) { b.b = strconv.AppendBool(b.b, v) }
 
-// Decimal writes d as decimal.Decimal's MarshalJSON does: its text, quoted.
+// Decimal writes d as decimal.Decimal's MarshalJSON does: its text
+// (String), quoted. A coefficient of at most 18 digits with no positive
+// exponent, under the decimal package's default settings (every amount
+// here), is written by appendDecimal: String's big.Int text and string
+// concatenations were a third of the encoding of an answer.
 func (b *Buf) Decimal(d decimal.Decimal) {
 	b.b = append(b.b, '"')
-	b.b = append(b.b, d.String()...)
+	if d.Exponent() > 0 || d.NumDigits() > 18 || decimal.UseScientificNotation || !decimal.TrimTrailingZeros {
+		b.b = append(b.b, d.String()...)
+	} else {
+		b.b = appendDecimal(b.b, d.CoefficientInt64(), int(-d.Exponent()))
+	}
 	b.b = append(b.b, '"')
+}
+
+// appendDecimal writes coefficient × 10^-scale as decimal.Decimal's String
+// does by default: the digits with a point before the last scale of them
+// (a zero before it if none is left), the fraction's trailing zeros
+// trimmed, and no point when nothing is left of the fraction.
+func appendDecimal(dst []byte, coefficient int64, scale int) []byte {
+	magnitude := uint64(coefficient)
+	if coefficient < 0 {
+		dst = append(dst, '-')
+		magnitude = -magnitude // right for math.MinInt64 too
+	}
+	var text [20]byte
+	fraction := strconv.AppendUint(text[:0], magnitude, 10)
+	zeros := 0 // between the point and the fraction's digits
+	if whole := len(fraction) - scale; whole > 0 {
+		dst = append(dst, fraction[:whole]...)
+		fraction = fraction[whole:]
+	} else {
+		dst = append(dst, '0')
+		zeros = -whole
+	}
+	for len(fraction) > 0 && fraction[len(fraction)-1] == '0' {
+		fraction = fraction[:len(fraction)-1]
+	}
+	if len(fraction) == 0 {
+		return dst
+	}
+	dst = append(dst, '.')
+	for range zeros {
+		dst = append(dst, '0')
+	}
+	return append(dst, fraction...)
 }
 
 // Time writes t as time.Time's MarshalJSON does, which refuses years

@@ -3,7 +3,10 @@ package jsonbuf
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"testing"
+
+	"github.com/shopspring/decimal"
 )
 
 // FuzzStr wants Str to write every string, valid UTF-8 or not, as
@@ -20,6 +23,30 @@ func FuzzStr(f *testing.F) {
 		want, _ := json.Marshal(s)
 		if !bytes.Equal(got[1:], want) {
 			t.Fatalf("Str(%q) = %s, encoding/json gives %s", s, got[1:], want)
+		}
+	})
+}
+
+// FuzzDecimal wants Decimal to write every decimal as its MarshalJSON
+// method does.
+func FuzzDecimal(f *testing.F) {
+	for _, c := range []struct {
+		coefficient int64
+		exp         int32
+	}{{0, 0}, {0, -2}, {100, -2}, {-5, -1}, {5, 3}, {123456789123456789, -9}, {-1, -30}, {math.MinInt64, -3}, {math.MaxInt64, -19}, {7, -40}} {
+		f.Add(c.coefficient, c.exp)
+	}
+	f.Fuzz(func(t *testing.T, coefficient int64, exp int32) {
+		if exp < -1000 || exp > 1000 {
+			t.Skip() // long runs of zeros
+		}
+		d := decimal.New(coefficient, exp)
+		b := New([]byte("x"))
+		b.Decimal(d)
+		got, _ := b.Bytes()
+		want, _ := d.MarshalJSON()
+		if !bytes.Equal(got[1:], want) {
+			t.Fatalf("Decimal(%d×10^%d) = %s, MarshalJSON gives %s", coefficient, exp, got[1:], want)
 		}
 	})
 }

@@ -52,8 +52,9 @@ func Appends(t testing.TB, what string, appendJSON func(dst []byte) ([]byte, err
 var (
 	trickyStrings = []string{"", "chem", "chem.lab1", "job-1.hpc1", `quo"te`, `back\slash`, "a<b>&c", "tab\there",
 		"new\nline", "\x00\x1f", "\b\f\r", "3 × 4 → 12", "café", "\u2028\u2029", "\xff\xfeinvalid", "日本", "emoji 🎉", "del\x7f"}
-	trickyDecimals = []string{"0", "1", "-1", "0.01", "-7200", "14400", "1000000000000", "123456789.123456789", "1e-8", "-0.5"}
-	trickyDetails  = []json.RawMessage{nil, {}, json.RawMessage(`{"policy":"DEBITSUCCESSFULWC","quoted":"14400"}`), json.RawMessage(`[1,2,{"a":"b"}]`), json.RawMessage(`"x"`)}
+	trickyDecimals = []string{"0", "1", "-1", "0.01", "-7200", "14400", "1000000000000", "123456789.123456789", "1e-8", "-0.5",
+		"1.00", "-0.000", "5e3", "-9223372036854775808", "0.9223372036854775807", "98765432109876543210.0123456789", "-1e-30"}
+	trickyDetails = []json.RawMessage{nil, {}, json.RawMessage(`{"policy":"DEBITSUCCESSFULWC","quoted":"14400"}`), json.RawMessage(`[1,2,{"a":"b"}]`), json.RawMessage(`"x"`)}
 )
 
 // Fill sets v (and everything below it) to random values; numbers are
