@@ -23,53 +23,46 @@ import (
 
 // AppendJSON appends the amount's JSON, as encoding/json gives it, to dst.
 func (a Amount) AppendJSON(dst []byte) ([]byte, error) {
-	b := jsonbuf.New(dst)
-	b.Open()
-	b.Key("credits")
-	b.Decimal(a.Credits)
-	b.Key("explanation")
-	b.Append(a.Explanation.AppendJSON)
-	b.Close()
-	return b.Bytes()
+	return jsonbuf.Object(dst, func(b *jsonbuf.Buf) {
+		b.Key("credits")
+		b.Decimal(a.Credits)
+		b.Key("explanation")
+		b.Append(a.Explanation.AppendJSON)
+	})
 }
 
 // AppendJSON appends the explanation's JSON, as encoding/json gives it, to dst.
 func (e Explanation) AppendJSON(dst []byte) ([]byte, error) {
-	b := jsonbuf.New(dst)
-	b.Open()
-	b.Key("subject")
-	b.Str(e.Subject)
-	b.Key("policy")
-	writeEnum(b, policyNames, e.Policy, ErrUnknownPolicy)
-	if e.State != 0 {
-		b.Key("state")
-		writeEnum(b, exitStateNames, e.State, ErrUnknownExitState)
-	}
-	if e.NoCharge != "" {
-		b.Key("no_charge")
-		b.Str(e.NoCharge)
-	}
-	if len(e.Basis) > 0 {
-		b.Key("basis")
-		b.Strings(e.Basis)
-	}
-	if len(e.Items) > 0 {
-		b.Key("items")
-		jsonbuf.Array(b, e.Items, writeLineItem)
-	}
-	for _, f := range [...]struct {
-		name  string
-		value decimal.Decimal
-	}{
-		{"time_scaled", e.TimeScaled}, {"usage", e.Usage}, {"multiplier", e.Multiplier}, {"fees", e.Fees}, {"exact", e.Exact},
-	} {
-		b.Key(f.name)
-		b.Decimal(f.value)
-	}
-	b.Key("precision")
-	b.Int(int64(e.Precision))
-	b.Close()
-	return b.Bytes()
+	return jsonbuf.Object(dst, func(b *jsonbuf.Buf) {
+		b.Key("subject")
+		b.Str(e.Subject)
+		b.Key("policy")
+		writeEnum(b, policyNames, e.Policy, ErrUnknownPolicy)
+		if e.State != 0 {
+			b.Key("state")
+			writeEnum(b, exitStateNames, e.State, ErrUnknownExitState)
+		}
+		b.OptStr("no_charge", e.NoCharge)
+		if len(e.Basis) > 0 {
+			b.Key("basis")
+			b.Strings(e.Basis)
+		}
+		if len(e.Items) > 0 {
+			b.Key("items")
+			jsonbuf.Array(b, e.Items, writeLineItem)
+		}
+		for _, f := range [...]struct {
+			name  string
+			value decimal.Decimal
+		}{
+			{"time_scaled", e.TimeScaled}, {"usage", e.Usage}, {"multiplier", e.Multiplier}, {"fees", e.Fees}, {"exact", e.Exact},
+		} {
+			b.Key(f.name)
+			b.Decimal(f.value)
+		}
+		b.Key("precision")
+		b.Int(int64(e.Precision))
+	})
 }
 
 func writeLineItem(b *jsonbuf.Buf, l LineItem) {
@@ -78,18 +71,12 @@ func writeLineItem(b *jsonbuf.Buf, l LineItem) {
 	b.Str(string(l.Type))
 	b.Key("what")
 	b.Str(l.What)
-	if l.Window != "" {
-		b.Key("window")
-		b.Str(l.Window)
-	}
+	b.OptStr("window", l.Window)
 	b.Key("quantity")
 	b.Decimal(l.Quantity)
 	b.Key("rate")
 	b.Decimal(l.Rate)
-	if l.Seconds != 0 {
-		b.Key("seconds")
-		b.Int(l.Seconds)
-	}
+	b.OptInt("seconds", l.Seconds)
 	b.Key("multiplier")
 	b.Decimal(l.Multiplier)
 	b.Key("subtotal")
@@ -102,25 +89,13 @@ func writeLineItem(b *jsonbuf.Buf, l LineItem) {
 func writeResourcesFields(b *jsonbuf.Buf, r Resources) {
 	b.Key("processors")
 	b.Int(r.Processors)
-	for _, f := range [...]struct {
-		name  string
-		value int64
-	}{
-		{"nodes", r.Nodes}, {"gpus", r.GPUs}, {"memory_mb", r.MemoryMB}, {"disk_mb", r.DiskMB},
-	} {
-		if f.value != 0 {
-			b.Key(f.name)
-			b.Int(f.value)
-		}
-	}
-	for _, f := range [...]struct{ name, value string }{
-		{"qos", r.QOS}, {"partition", r.Partition}, {"node_type", r.NodeType},
-	} {
-		if f.value != "" {
-			b.Key(f.name)
-			b.Str(f.value)
-		}
-	}
+	b.OptInt("nodes", r.Nodes)
+	b.OptInt("gpus", r.GPUs)
+	b.OptInt("memory_mb", r.MemoryMB)
+	b.OptInt("disk_mb", r.DiskMB)
+	b.OptStr("qos", r.QOS)
+	b.OptStr("partition", r.Partition)
+	b.OptStr("node_type", r.NodeType)
 	if len(r.Licenses) > 0 {
 		b.Key("licenses")
 		b.IntMap(r.Licenses)
@@ -129,46 +104,27 @@ func writeResourcesFields(b *jsonbuf.Buf, r Resources) {
 
 // AppendJSON appends the usage's JSON, as encoding/json gives it, to dst.
 func (u Usage) AppendJSON(dst []byte) ([]byte, error) {
-	b := jsonbuf.New(dst)
-	b.Open()
-	writeResourcesFields(b, u.Resources)
-	b.Key("wallclock_seconds")
-	b.Int(u.WallclockSeconds)
-	if u.WallclockLimitSeconds != 0 {
-		b.Key("wallclock_limit_seconds")
-		b.Int(u.WallclockLimitSeconds)
-	}
-	if u.CPUSeconds != 0 {
-		b.Key("cpu_seconds")
-		b.Int(u.CPUSeconds)
-	}
-	if !u.Start.IsZero() {
-		b.Key("start")
-		b.Time(u.Start)
-	}
-	if !u.End.IsZero() {
-		b.Key("end")
-		b.Time(u.End)
-	}
-	b.Key("state")
-	writeEnum(b, exitStateNames, u.State, ErrUnknownExitState)
-	b.Close()
-	return b.Bytes()
+	return jsonbuf.Object(dst, func(b *jsonbuf.Buf) {
+		writeResourcesFields(b, u.Resources)
+		b.Key("wallclock_seconds")
+		b.Int(u.WallclockSeconds)
+		b.OptInt("wallclock_limit_seconds", u.WallclockLimitSeconds)
+		b.OptInt("cpu_seconds", u.CPUSeconds)
+		b.OptTime("start", u.Start)
+		b.OptTime("end", u.End)
+		b.Key("state")
+		writeEnum(b, exitStateNames, u.State, ErrUnknownExitState)
+	})
 }
 
 // AppendJSON appends the request's JSON, as encoding/json gives it, to dst.
 func (r Request) AppendJSON(dst []byte) ([]byte, error) {
-	b := jsonbuf.New(dst)
-	b.Open()
-	writeResourcesFields(b, r.Resources)
-	b.Key("wallclock_limit_seconds")
-	b.Int(r.WallclockLimitSeconds)
-	if !r.Start.IsZero() {
-		b.Key("start")
-		b.Time(r.Start)
-	}
-	b.Close()
-	return b.Bytes()
+	return jsonbuf.Object(dst, func(b *jsonbuf.Buf) {
+		writeResourcesFields(b, r.Resources)
+		b.Key("wallclock_limit_seconds")
+		b.Int(r.WallclockLimitSeconds)
+		b.OptTime("start", r.Start)
+	})
 }
 
 // writeEnum writes an enumeration's value as encoding/json writes it by

@@ -26,10 +26,9 @@ func writeHold(b *jsonbuf.Buf, h Hold) {
 	b.Close()
 }
 
-// writeJob opens the object of a lien or a charge and writes the members
-// that say whose job it is, which come first in both.
+// writeJob writes the members of a lien or a charge that say whose job it
+// is, which come first in both.
 func writeJob(b *jsonbuf.Buf, id uint64, j JobRef) {
-	b.Open()
 	b.Key("id")
 	b.Uint(id)
 	for _, f := range [...]struct{ name, value string }{
@@ -46,26 +45,25 @@ func (l Lien) MarshalJSON() ([]byte, error) { return l.AppendJSON(nil) }
 
 // AppendJSON appends the lien's JSON (see MarshalJSON) to dst.
 func (l Lien) AppendJSON(dst []byte) ([]byte, error) {
-	b := jsonbuf.New(dst)
-	writeJob(b, l.ID, l.JobRef)
-	b.Key("amount")
-	b.Decimal(l.Amount)
-	b.Key("holds")
-	jsonbuf.Array(b, l.Holds, writeHold)
-	b.Key("charged")
-	b.Decimal(l.Charged)
-	b.Key("created")
-	b.Time(l.Created)
-	b.Key("expires")
-	b.Time(l.Expires)
-	b.Key("state")
-	b.Str(string(l.State))
-	if len(l.Detail) > 0 {
-		b.Key("detail")
-		b.Raw(l.Detail)
-	}
-	b.Close()
-	return b.Bytes()
+	return jsonbuf.Object(dst, func(b *jsonbuf.Buf) {
+		writeJob(b, l.ID, l.JobRef)
+		b.Key("amount")
+		b.Decimal(l.Amount)
+		b.Key("holds")
+		jsonbuf.Array(b, l.Holds, writeHold)
+		b.Key("charged")
+		b.Decimal(l.Charged)
+		b.Key("created")
+		b.Time(l.Created)
+		b.Key("expires")
+		b.Time(l.Expires)
+		b.Key("state")
+		b.Str(string(l.State))
+		if len(l.Detail) > 0 {
+			b.Key("detail")
+			b.Raw(l.Detail)
+		}
+	})
 }
 
 // MarshalJSON is the charge's JSON, as encoding/json would give it. (Embed
@@ -74,34 +72,30 @@ func (c Charge) MarshalJSON() ([]byte, error) { return c.AppendJSON(nil) }
 
 // AppendJSON appends the charge's JSON (see MarshalJSON) to dst.
 func (c Charge) AppendJSON(dst []byte) ([]byte, error) {
-	b := jsonbuf.New(dst)
-	writeJob(b, c.ID, c.JobRef)
-	if c.Lien != 0 {
-		b.Key("lien")
-		b.Uint(c.Lien)
-	}
-	b.Key("amount")
-	b.Decimal(c.Amount)
-	b.Key("debits")
-	jsonbuf.Array(b, c.Debits, writeHold)
-	b.Key("overdrawn")
-	b.Decimal(c.Overdrawn)
-	b.Key("refunded")
-	b.Decimal(c.Refunded)
-	if len(c.Refunds) > 0 {
-		b.Key("refunds")
-		jsonbuf.Array(b, c.Refunds, writeHold)
-	}
-	b.Key("final")
-	b.Bool(c.Final)
-	b.Key("time")
-	b.Time(c.Time)
-	if len(c.Detail) > 0 {
-		b.Key("detail")
-		b.Raw(c.Detail)
-	}
-	b.Close()
-	return b.Bytes()
+	return jsonbuf.Object(dst, func(b *jsonbuf.Buf) {
+		writeJob(b, c.ID, c.JobRef)
+		b.OptUint("lien", c.Lien)
+		b.Key("amount")
+		b.Decimal(c.Amount)
+		b.Key("debits")
+		jsonbuf.Array(b, c.Debits, writeHold)
+		b.Key("overdrawn")
+		b.Decimal(c.Overdrawn)
+		b.Key("refunded")
+		b.Decimal(c.Refunded)
+		if len(c.Refunds) > 0 {
+			b.Key("refunds")
+			jsonbuf.Array(b, c.Refunds, writeHold)
+		}
+		b.Key("final")
+		b.Bool(c.Final)
+		b.Key("time")
+		b.Time(c.Time)
+		if len(c.Detail) > 0 {
+			b.Key("detail")
+			b.Raw(c.Detail)
+		}
+	})
 }
 
 // writeTermsFields writes the members of allocation terms, inside an
@@ -117,18 +111,9 @@ func writeTermsFields(b *jsonbuf.Buf, a AllocationTerms) {
 	b.Decimal(a.CreditLimit)
 	b.Key("start")
 	b.Time(a.Start)
-	if !a.End.IsZero() {
-		b.Key("end")
-		b.Time(a.End)
-	}
-	if a.Machine != "" {
-		b.Key("machine")
-		b.Str(a.Machine)
-	}
-	if a.Description != "" {
-		b.Key("description")
-		b.Str(a.Description)
-	}
+	b.OptTime("end", a.End)
+	b.OptStr("machine", a.Machine)
+	b.OptStr("description", a.Description)
 	b.Key("created")
 	b.Time(a.Created)
 }
@@ -144,15 +129,13 @@ func writeTerms(b *jsonbuf.Buf, t AllocationTerms) {
 // embedded (AllocationStatus): a method would be promoted and encode the
 // embedding type as a bare allocation.
 func EncodeAllocation(a Allocation) ([]byte, error) {
-	b := jsonbuf.New(nil)
-	b.Open()
-	writeTermsFields(b, a.AllocationTerms)
-	b.Key("amount")
-	b.Decimal(a.Amount)
-	b.Key("deposited")
-	b.Decimal(a.Deposited)
-	b.Close()
-	return b.Bytes()
+	return jsonbuf.Object(nil, func(b *jsonbuf.Buf) {
+		writeTermsFields(b, a.AllocationTerms)
+		b.Key("amount")
+		b.Decimal(a.Amount)
+		b.Key("deposited")
+		b.Decimal(a.Deposited)
+	})
 }
 
 func writeDelta(b *jsonbuf.Buf, d Delta) {
@@ -177,14 +160,12 @@ func (e Entry) writeJSON(b *jsonbuf.Buf) {
 	b.Time(e.Time)
 	b.Key("actor")
 	b.Str(e.Actor)
-	for _, f := range []struct{ name, value string }{
-		{"request_id", e.RequestID}, {"kind", string(e.Kind)}, {"node", e.Node}, {"ref", e.Ref}, {"description", e.Description},
-	} {
-		if f.value != "" || f.name == "kind" {
-			b.Key(f.name)
-			b.Str(f.value)
-		}
-	}
+	b.OptStr("request_id", e.RequestID)
+	b.Key("kind")
+	b.Str(string(e.Kind))
+	b.OptStr("node", e.Node)
+	b.OptStr("ref", e.Ref)
+	b.OptStr("description", e.Description)
 	for _, f := range []struct {
 		name  string
 		value any

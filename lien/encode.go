@@ -27,127 +27,91 @@ func writeJobFields(b *jsonbuf.Buf, j Job) {
 	b.Str(j.ID)
 }
 
-// writeOptional writes a string member that is omitted when empty.
-func writeOptional(b *jsonbuf.Buf, name, value string) {
-	if value != "" {
-		b.Key(name)
-		b.Str(value)
-	}
-}
-
-// writeFlag writes a bool member that is omitted when false.
-func writeFlag(b *jsonbuf.Buf, name string, set bool) {
-	if set {
-		b.Key(name)
-		b.Bool(true)
-	}
-}
-
-// writeQuote writes a guaranteed quote's id, omitted when there is none.
-func writeQuote(b *jsonbuf.Buf, id uint64) {
-	if id != 0 {
-		b.Key("quote")
-		b.Uint(id)
-	}
-}
-
 // AppendJSON appends the request's JSON, as encoding/json gives it, to dst.
 func (s PlaceSpec) AppendJSON(dst []byte) ([]byte, error) {
-	b := jsonbuf.New(dst)
-	b.Open()
-	writeJobFields(b, s.Job)
-	b.Key("user")
-	b.Str(s.User)
-	writeOptional(b, "project", s.Project)
-	b.Key("request")
-	b.Append(s.Request.AppendJSON)
-	writeQuote(b, s.Quote)
-	writeFlag(b, "replace", s.Replace)
-	b.Close()
-	return b.Bytes()
+	return jsonbuf.Object(dst, func(b *jsonbuf.Buf) {
+		writeJobFields(b, s.Job)
+		b.Key("user")
+		b.Str(s.User)
+		b.OptStr("project", s.Project)
+		b.Key("request")
+		b.Append(s.Request.AppendJSON)
+		b.OptUint("quote", s.Quote)
+		b.OptTrue("replace", s.Replace)
+	})
 }
 
 // AppendJSON appends the request's JSON, as encoding/json gives it, to dst.
 func (s ChargeSpec) AppendJSON(dst []byte) ([]byte, error) {
-	b := jsonbuf.New(dst)
-	b.Open()
-	writeJobFields(b, s.Job)
-	writeOptional(b, "user", s.User)
-	writeOptional(b, "project", s.Project)
-	b.Key("usage")
-	b.Append(s.Usage.AppendJSON)
-	writeFlag(b, "incremental", s.Incremental)
-	writeOptional(b, "reservation", s.Reservation)
-	b.Close()
-	return b.Bytes()
+	return jsonbuf.Object(dst, func(b *jsonbuf.Buf) {
+		writeJobFields(b, s.Job)
+		b.OptStr("user", s.User)
+		b.OptStr("project", s.Project)
+		b.Key("usage")
+		b.Append(s.Usage.AppendJSON)
+		b.OptTrue("incremental", s.Incremental)
+		b.OptStr("reservation", s.Reservation)
+	})
 }
 
 // AppendJSON appends the detail's JSON, as encoding/json would give it, to
 // dst.
 func (d Detail) AppendJSON(dst []byte) ([]byte, error) {
-	b := jsonbuf.New(dst)
-	b.Open()
-	b.Key("request")
-	b.Append(d.Request.AppendJSON)
-	b.Key("policy")
-	b.Append(d.Policy.AppendJSON)
-	writeQuote(b, d.Quote)
-	writeOptional(b, "requested_project", d.Requested)
-	b.Key("quoted")
-	b.Decimal(d.Quoted)
-	b.Close()
-	return b.Bytes()
+	return jsonbuf.Object(dst, func(b *jsonbuf.Buf) {
+		b.Key("request")
+		b.Append(d.Request.AppendJSON)
+		b.Key("policy")
+		b.Append(d.Policy.AppendJSON)
+		b.OptUint("quote", d.Quote)
+		b.OptStr("requested_project", d.Requested)
+		b.Key("quoted")
+		b.Decimal(d.Quoted)
+	})
 }
 
 // AppendJSON appends the detail's JSON, as encoding/json would give it, to
 // dst.
 func (d chargeDetail) AppendJSON(dst []byte) ([]byte, error) {
-	b := jsonbuf.New(dst)
-	b.Open()
-	b.Key("usage")
-	b.Append(d.Usage.AppendJSON)
-	writeOptional(b, "reservation", d.Reservation)
-	b.Key("explanation")
-	b.Append(d.Explanation.AppendJSON)
-	b.Close()
-	return b.Bytes()
+	return jsonbuf.Object(dst, func(b *jsonbuf.Buf) {
+		b.Key("usage")
+		b.Append(d.Usage.AppendJSON)
+		b.OptStr("reservation", d.Reservation)
+		b.Key("explanation")
+		b.Append(d.Explanation.AppendJSON)
+	})
 }
 
 // AppendJSON appends the answer's JSON, as encoding/json gives it, to dst.
 func (r LienResult) AppendJSON(dst []byte) ([]byte, error) {
-	b := jsonbuf.New(dst)
-	b.Open()
-	b.Key("lien")
-	b.Append(r.Lien.AppendJSON)
-	b.Key("project")
-	b.Str(r.Project)
-	b.Key("fell_back")
-	b.Bool(r.FellBack)
-	b.Key("requested_project")
-	b.Str(r.Requested)
-	writeFlag(b, "existing", r.Existing)
-	b.Key("quote")
-	b.Append(r.Quote.AppendJSON)
-	b.Close()
-	return b.Bytes()
+	return jsonbuf.Object(dst, func(b *jsonbuf.Buf) {
+		b.Key("lien")
+		b.Append(r.Lien.AppendJSON)
+		b.Key("project")
+		b.Str(r.Project)
+		b.Key("fell_back")
+		b.Bool(r.FellBack)
+		b.Key("requested_project")
+		b.Str(r.Requested)
+		b.OptTrue("existing", r.Existing)
+		b.Key("quote")
+		b.Append(r.Quote.AppendJSON)
+	})
 }
 
 // AppendJSON appends the answer's JSON, as encoding/json gives it, to dst.
 func (r ChargeResult) AppendJSON(dst []byte) ([]byte, error) {
-	b := jsonbuf.New(dst)
-	b.Open()
-	b.Key("charge")
-	b.Append(r.Charge.AppendJSON)
-	if r.Lien != nil {
-		b.Key("lien")
-		b.Append(r.Lien.AppendJSON)
-	}
-	b.Key("explanation")
-	b.Append(r.Explanation.AppendJSON)
-	b.Key("overran")
-	b.Decimal(r.Overran)
-	b.Key("released")
-	b.Decimal(r.Released)
-	b.Close()
-	return b.Bytes()
+	return jsonbuf.Object(dst, func(b *jsonbuf.Buf) {
+		b.Key("charge")
+		b.Append(r.Charge.AppendJSON)
+		if r.Lien != nil {
+			b.Key("lien")
+			b.Append(r.Lien.AppendJSON)
+		}
+		b.Key("explanation")
+		b.Append(r.Explanation.AppendJSON)
+		b.Key("overran")
+		b.Decimal(r.Overran)
+		b.Key("released")
+		b.Decimal(r.Released)
+	})
 }

@@ -61,6 +61,54 @@ func (b *Buf) Key(name string) {
 	b.b = append(b.b, '"', ':')
 }
 
+// Object appends to dst an object whose members fields writes: the body
+// of an AppendJSON method.
+func Object(dst []byte, fields func(*Buf)) ([]byte, error) {
+	b := New(dst)
+	b.Open()
+	fields(b)
+	b.Close()
+	return b.Bytes()
+}
+
+// The Opt methods write a member whose field is tagged omitempty (omitzero
+// for a time): nothing when the value is the zero value.
+
+func (b *Buf) OptStr(name, s string) {
+	if s != "" {
+		b.Key(name)
+		b.Str(s)
+	}
+}
+
+func (b *Buf) OptInt(name string, n int64) {
+	if n != 0 {
+		b.Key(name)
+		b.Int(n)
+	}
+}
+
+func (b *Buf) OptUint(name string, n uint64) {
+	if n != 0 {
+		b.Key(name)
+		b.Uint(n)
+	}
+}
+
+func (b *Buf) OptTrue(name string, v bool) {
+	if v {
+		b.Key(name)
+		b.Bool(true)
+	}
+}
+
+func (b *Buf) OptTime(name string, t time.Time) {
+	if !t.IsZero() {
+		b.Key(name)
+		b.Time(t)
+	}
+}
+
 // Str writes s as encoding/json does (with its default HTML escaping):
 // control characters, quote, backslash, <, > and & escaped, invalid UTF-8
 // replaced by U+FFFD, and U+2028 and U+2029 escaped. (It does not hand
