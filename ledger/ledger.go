@@ -120,6 +120,8 @@ func stamp(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
 // request asks (hashed to detect a reused id); fn does the change through a
 // Writer and returns the answer, which is recorded for retries. fn may run
 // more than once (see Store.Update) and must keep its effects in the Writer.
+// Content and answer are encoded as json.Marshal encodes them, by their
+// AppendJSON method if they have one (see jsonAppender).
 func Mutate[R any](l *Ledger, req Request, kind Kind, content any, fn func(w *Writer) (R, error)) (R, error) {
 	var result R
 	hash, err := contentHash(kind, content)

@@ -54,8 +54,7 @@ func (s ChargeSpec) AppendJSON(dst []byte) ([]byte, error) {
 	})
 }
 
-// AppendJSON appends the detail's JSON, as encoding/json would give it, to
-// dst.
+// AppendJSON appends the detail's JSON, as encoding/json gives it, to dst.
 func (d Detail) AppendJSON(dst []byte) ([]byte, error) {
 	return jsonbuf.Object(dst, func(b *jsonbuf.Buf) {
 		b.Key("request")
@@ -69,8 +68,7 @@ func (d Detail) AppendJSON(dst []byte) ([]byte, error) {
 	})
 }
 
-// AppendJSON appends the detail's JSON, as encoding/json would give it, to
-// dst.
+// AppendJSON appends the detail's JSON, as encoding/json gives it, to dst.
 func (d chargeDetail) AppendJSON(dst []byte) ([]byte, error) {
 	return jsonbuf.Object(dst, func(b *jsonbuf.Buf) {
 		b.Key("usage")
