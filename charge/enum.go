@@ -29,10 +29,18 @@ func parseEnum[T enum](names []string, s string, unknown error) (T, error) {
 // marshalEnum writes the name; the zero value is written as "" so that an
 // unset field survives a round trip.
 func marshalEnum[T enum](names []string, v T, unknown error) ([]byte, error) {
-	if v != 0 && enumName(names, v) == "" {
-		return nil, fmt.Errorf("%w: %d", unknown, v)
+	if err := checkEnum(names, v, unknown); err != nil {
+		return nil, err
 	}
 	return []byte(enumName(names, v)), nil
+}
+
+// checkEnum refuses a value that has no name (other than the zero value).
+func checkEnum[T enum](names []string, v T, unknown error) error {
+	if v != 0 && enumName(names, v) == "" {
+		return fmt.Errorf("%w: %d", unknown, v)
+	}
+	return nil
 }
 
 // unmarshalEnum reads what marshalEnum writes.

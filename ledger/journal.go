@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/shopspring/decimal"
+
+	"github.com/ingot-hpc/ingot/internal/jsonbuf"
 )
 
 // Kind names what a journal entry did. Kinds are stored: add, never rename.
@@ -80,12 +82,14 @@ type Entry struct {
 // inside the hashed text, which is what chains the entries.
 func (e Entry) Encode() (body []byte, hash string, err error) {
 	e.Hash = ""
-	b := make(jsonBuf, 0, 1024)
-	if err := e.appendJSON(&b); err != nil {
+	b := jsonbuf.New(make([]byte, 0, 1024))
+	e.writeJSON(b)
+	body, err = b.Bytes()
+	if err != nil {
 		return nil, "", fmt.Errorf("ledger: encode entry %d: %w", e.Seq, err)
 	}
-	sum := sha256.Sum256(b)
-	return b, hex.EncodeToString(sum[:]), nil
+	sum := sha256.Sum256(body)
+	return body, hex.EncodeToString(sum[:]), nil
 }
 
 // ComputeHash is the hash Encode gives.

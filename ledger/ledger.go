@@ -33,8 +33,8 @@ type Request struct {
 	Actor string
 	ID    string
 	// Answer, if set, receives the JSON of the answer as Mutate keeps it
-	// for retries (json.Marshal of the result), so that a server can send
-	// it without encoding the result again.
+	// for retries (json.Marshal's bytes: see encodeJSON), so that a server
+	// can send it without encoding the result again.
 	Answer *[]byte
 }
 
@@ -120,6 +120,8 @@ func stamp(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
 // request asks (hashed to detect a reused id); fn does the change through a
 // Writer and returns the answer, which is recorded for retries. fn may run
 // more than once (see Store.Update) and must keep its effects in the Writer.
+// Content and answer are encoded as json.Marshal encodes them, by their
+// AppendJSON method if they have one (see jsonAppender).
 func Mutate[R any](l *Ledger, req Request, kind Kind, content any, fn func(w *Writer) (R, error)) (R, error) {
 	var result R
 	hash, err := contentHash(kind, content)
@@ -155,7 +157,7 @@ func Mutate[R any](l *Ledger, req Request, kind Kind, content any, fn func(w *Wr
 		if req.ID == "" {
 			return nil
 		}
-		b, err := json.Marshal(r)
+		b, err := encodeJSON(nil, r)
 		if err != nil {
 			return fmt.Errorf("ledger: encode answer: %w", err)
 		}
@@ -172,16 +174,37 @@ func (req Request) keep(answer []byte) {
 	}
 }
 
+// contentHash is the SHA-256 of the request's kind, a zero byte and the
+// request's JSON: what tells a retry from another request under the same id.
 func contentHash(kind Kind, content any) (string, error) {
-	b, err := json.Marshal(content)
+	var buf [512]byte // most requests fit: no allocation
+	b := append(append(buf[:0], kind...), 0)
+	b, err := encodeJSON(b, content)
 	if err != nil {
 		return "", fmt.Errorf("ledger: encode request: %w", err)
 	}
-	h := sha256.New()
-	h.Write([]byte(kind))
-	h.Write([]byte{0})
-	h.Write(b)
-	return hex.EncodeToString(h.Sum(nil)), nil
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:]), nil
+}
+
+// jsonAppender is a value with a hand-written JSON encoder that gives
+// json.Marshal's bytes: the frequent requests and answers (lien.PlaceSpec,
+// lien.ChargeResult, Lien and others), whose encoding by reflection, and
+// encoding/json's compaction of every MarshalJSON method's output, were a
+// large part of the single writer's time.
+type jsonAppender interface {
+	AppendJSON(dst []byte) ([]byte, error)
+}
+
+// encodeJSON appends v's JSON, exactly as json.Marshal gives it, to dst.
+// Answers and request hashes are stored, so the bytes must not change
+// whichever way they are made.
+func encodeJSON(dst []byte, v any) ([]byte, error) {
+	if a, ok := v.(jsonAppender); ok {
+		return a.AppendJSON(dst)
+	}
+	b, err := json.Marshal(v)
+	return append(dst, b...), err
 }
 
 // Writer appends journal entries and the state they change in one

@@ -1,6 +1,7 @@
 package lien_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"sync/atomic"
 	"testing"
@@ -66,4 +67,34 @@ func cycles(b *testing.B, workers int, rated bool) {
 		}
 	})
 	ledgertest.PerSecond(b, "cycles/s")
+}
+
+// BenchmarkEncodeChargeResult encodes the answer to a charge as the bank
+// keeps it for retries (AppendJSON, what ledger.Mutate uses) and through
+// encoding/json (json.Marshal, as a server or the CLI encodes a result).
+func BenchmarkEncodeChargeResult(b *testing.B) {
+	s := newSite(b)
+	s.MustDeposit("chem", "1000000", time.Time{})
+	if _, err := s.place("1", 4, 3600); err != nil {
+		b.Fatal(err)
+	}
+	u := charge.Usage{Resources: charge.Resources{Processors: 4}, WallclockSeconds: 1800, State: charge.Completed}
+	r, err := s.lb.Charge(s.Req(), lien.ChargeSpec{Job: job("1"), Usage: u})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("json.Marshal", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := json.Marshal(r); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("AppendJSON", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := r.AppendJSON(nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }

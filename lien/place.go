@@ -141,7 +141,7 @@ func (b *Bank) Place(req ledger.Request, spec PlaceSpec) (LienResult, error) {
 		if project != p.project.Name {
 			d.Requested = p.project.Name
 		}
-		detail, err := json.Marshal(d)
+		detail, err := d.AppendJSON(nil)
 		if err != nil {
 			return LienResult{}, fmt.Errorf("lien: encode detail: %w", err)
 		}
@@ -278,7 +278,7 @@ func (b *Bank) Extend(req ledger.Request, job Job, wallclockLimitSeconds int64) 
 			return LienResult{}, fmt.Errorf("extend job %s: %w", job.ID, err)
 		}
 		d.Quoted = amount.Credits
-		if l.Detail, err = json.Marshal(d); err != nil {
+		if l.Detail, err = d.AppendJSON(nil); err != nil {
 			return LienResult{}, fmt.Errorf("lien: encode detail: %w", err)
 		}
 		l.Amount, l.Holds = hold, holds

@@ -1,7 +1,6 @@
 package lien
 
 import (
-	"encoding/json"
 	"fmt"
 
 	"github.com/shopspring/decimal"
@@ -188,7 +187,7 @@ func (b *Bank) settle(w *ledger.Writer, c ledger.Charge, lien *ledger.Lien, rec 
 	if c.ID, err = w.Tx().NextChargeID(); err != nil {
 		return ChargeResult{}, err
 	}
-	if c.Detail, err = json.Marshal(d); err != nil {
+	if c.Detail, err = d.AppendJSON(nil); err != nil {
 		return ChargeResult{}, fmt.Errorf("lien: encode charge detail: %w", err)
 	}
 	res := ChargeResult{Explanation: d.Explanation, Overran: decimal.Zero, Released: decimal.Zero}
