@@ -14,13 +14,14 @@ import (
 	"github.com/ingot-hpc/ingot/ledger"
 )
 
-// tx is a ledger.Tx. In View it reads a bbolt transaction; in the
-// committer (s set) it reads the file through the overlay of the groups not
-// yet written, and writes to the overlay (merged.go).
+// tx is a ledger.Tx: the file read through an overlay (merged.go). In
+// the committer (s set) that is the committer's, which it writes to; in
+// View, a published snapshot's (view).
 type tx struct {
 	btx   *bolt.Tx
 	cache *decodedCache // nil outside the committer
 	s     *session      // nil outside the committer
+	view  *overlay
 	open  map[string]kvBucket
 }
 
@@ -33,7 +34,7 @@ func (t *tx) bucket(name []byte) kvBucket {
 		if t.open == nil {
 			t.open = map[string]kvBucket{}
 		}
-		b = boltBucket{t.btx.Bucket(name)}
+		b = newMergedBucket(nil, t.view, name, t.btx)
 		t.open[string(name)] = b
 	}
 	return b
