@@ -15,10 +15,10 @@ import (
 //
 // Only the committer's transactions use it, one at a time, so it needs no
 // lock. It is exact because every write of a cached bucket goes through
-// putRaw, which forgets the key, and because the committer empties it when a
-// transaction rolls back (a record decoded after an uncommitted write may
-// be cached). Read-only transactions do not use it: they may see an older
-// snapshot.
+// the committer's session, which forgets the key (put then keeps the value
+// it was given), because undoing a failed call forgets every key the call
+// wrote, and because the committer empties it when a group could not be
+// written. Read-only transactions do not use it: they read the file.
 type decodedCache struct {
 	records map[string]any
 }

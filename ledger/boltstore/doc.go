@@ -31,17 +31,35 @@
 // amount's text and the text: balances read them on every lien and charge,
 // so they avoid JSON.
 //
-// # Group commit
+// # Group commit, pipelined
 //
 // All writers go through one committer goroutine. It takes every Update
-// call that is waiting, runs them one after another in a single bbolt
-// transaction, and commits once: one fsync for the whole group. A function
-// that fails before writing anything simply gets its error; one that fails
-// after writing rolls the group back, and the group is run again without it
-// (so functions must be safe to run more than once, as ledger.Store says).
-// An idle store commits a lone call at once: there is no batching delay.
+// call that is waiting and runs them one after another as a group, reading
+// the file through an in-memory overlay of the writes that are not in the
+// file yet (overlay.go, merged.go) and writing only to the overlay. It then
+// hands the group's writes to the syncer goroutine and runs the next group
+// at once. The syncer applies all the groups waiting for it to the buckets
+// in one bbolt transaction and commits (one fsync for all of them), and
+// only then answers their calls: no call returns before what it wrote, and
+// everything it read, is in the file. So the committer's work and the
+// disk's overlap, where one bbolt transaction per group made each wait for
+// the other. At most syncQueue groups wait for the syncer; beyond that the
+// committer waits and calls gather into bigger groups.
+//
+// A call that fails has its writes undone in the overlay; the others of its
+// group are kept (functions still must be safe to run more than once, as
+// ledger.Store says, for other engines). If the syncer cannot commit (a
+// full disk), the calls of that transaction get the error, and so do those
+// of every group the committer ran on top of it; the committer then drops
+// the overlay and reads the file alone again.
+//
+// Readers (View) read the file, in a bbolt read transaction: they see only
+// what is durable, and a writer's own changes once its Update has returned.
+// The overlay keeps only what is not in the file yet: once the syncer has
+// committed a group, its entries are dropped (unless a newer group wrote
+// the same key).
 //
 // The committer keeps decoded copies of the records nearly every change
-// reads (nodes, users, machines, allocations, rate tables): see cache.go for
-// why that is exact.
+// reads (nodes, users, machines, allocations, liens, rate tables): see
+// cache.go for why that is exact.
 package boltstore

@@ -9,8 +9,7 @@ import (
 	"github.com/ingot-hpc/ingot/ledger"
 )
 
-// kvBucket is what a transaction needs of a bucket: bbolt's own in a
-// read-only transaction, the committer's overlay over the file in Update.
+// kvBucket is what a transaction needs of a bucket (as bbolt's has it).
 type kvBucket interface {
 	Get(key []byte) []byte
 	Put(key, value []byte) error
@@ -28,38 +27,56 @@ type kvCursor interface {
 	Prev() (key, value []byte)
 }
 
-type boltBucket struct{ *bolt.Bucket }
-
-func (b boltBucket) Cursor() kvCursor { return b.Bucket.Cursor() }
-
-// mergedBucket reads a bucket of the file as the committer's overlay
-// changes it, and records writes in the overlay and the call's write list.
+// mergedBucket reads a bucket of the file through an overlay: the
+// committer's, which its writes go to (s is its session), or a published
+// snapshot's, read-only.
 type mergedBucket struct {
 	s    *session
+	ov   *overlay
 	name []byte
 	base *bolt.Bucket
+	// resident: the overlay holds the whole bucket (overlay.go), and the
+	// file is not read.
+	resident bool
+}
+
+func newMergedBucket(s *session, ov *overlay, name []byte, btx *bolt.Tx) *mergedBucket {
+	return &mergedBucket{s: s, ov: ov, name: name, base: btx.Bucket(name), resident: residentBuckets[string(name)]}
 }
 
 func (b *mergedBucket) Get(key []byte) []byte {
-	if e, ok := b.s.ov.get(b.name, key); ok {
-		return e.valueOrNil()
+	value, found, deleted := b.ov.get(b.name, key)
+	switch {
+	case found:
+		return nonNil(value)
+	case deleted || b.resident:
+		return nil
 	}
 	return b.base.Get(key)
 }
 
 func (b *mergedBucket) Put(key, value []byte) error {
+	if b.s == nil {
+		return bolt.ErrTxNotWritable
+	}
 	b.s.record(write{bucket: b.name, key: bytes.Clone(key), value: value})
 	return nil
 }
 
 func (b *mergedBucket) Delete(key []byte) error {
+	if b.s == nil {
+		return bolt.ErrTxNotWritable
+	}
 	b.s.record(write{bucket: b.name, key: bytes.Clone(key), deleted: true})
 	return nil
 }
 
 func (b *mergedBucket) NextSequence() (uint64, error) {
+	if b.s == nil {
+		return 0, bolt.ErrTxNotWritable
+	}
 	seq := b.base.Sequence()
-	if s, ok := b.s.ov.seqs[string(b.name)]; ok {
+	if s, ok := b.ov.seqs[string(b.name)]; ok {
 		seq = s.value
 	}
 	seq++
@@ -68,19 +85,10 @@ func (b *mergedBucket) NextSequence() (uint64, error) {
 }
 
 func (b *mergedBucket) Cursor() kvCursor {
+	if b.resident {
+		return &mergedCursor{b: b, base: noCursor{}}
+	}
 	return &mergedCursor{b: b, base: b.base.Cursor()}
-}
-
-// valueOrNil is the entry's value as a Get returns it: nil when deleted,
-// never nil when present (bbolt tells absence by nil).
-func (e overlayEntry) valueOrNil() []byte {
-	if e.deleted {
-		return nil
-	}
-	if e.value == nil {
-		return []byte{}
-	}
-	return e.value
 }
 
 // mergedCursor walks the file's bucket and the overlay's entries
@@ -89,7 +97,7 @@ func (e overlayEntry) valueOrNil() []byte {
 // valid for forward steps only while forward is true.
 type mergedCursor struct {
 	b       *mergedBucket
-	base    *bolt.Cursor
+	base    kvCursor
 	bk, bv  []byte
 	cur     []byte
 	forward bool
@@ -97,13 +105,13 @@ type mergedCursor struct {
 
 func (c *mergedCursor) First() ([]byte, []byte) {
 	c.bk, c.bv = c.base.First()
-	e, ok := c.b.s.ov.ceil(c.b.name, []byte{})
+	e, ok := c.b.ov.ceil(c.b.name, []byte{})
 	return c.ahead(e, ok)
 }
 
 func (c *mergedCursor) Seek(key []byte) ([]byte, []byte) {
 	c.bk, c.bv = c.base.Seek(key)
-	e, ok := c.b.s.ov.ceil(c.b.name, key)
+	e, ok := c.b.ov.ceil(c.b.name, key)
 	return c.ahead(e, ok)
 }
 
@@ -116,23 +124,23 @@ func (c *mergedCursor) Next() ([]byte, []byte) {
 	} else if c.bk != nil && bytes.Equal(c.bk, c.cur) {
 		c.bk, c.bv = c.base.Next()
 	}
-	e, ok := c.b.s.ov.ceil(c.b.name, successor(c.cur))
+	e, ok := c.b.ov.ceil(c.b.name, successor(c.cur))
 	return c.ahead(e, ok)
 }
 
 // ahead settles on the first visible key from the base position and the
-// overlay's entry e.
+// overlay's put e.
 func (c *mergedCursor) ahead(e overlayEntry, ok bool) ([]byte, []byte) {
 	c.forward = true
-	for ok && (c.bk == nil || bytes.Compare(e.key, c.bk) <= 0) {
+	for c.bk != nil && c.b.ov.deleted(c.b.name, c.bk) {
+		c.bk, c.bv = c.base.Next()
+	}
+	if ok && (c.bk == nil || bytes.Compare(e.key, c.bk) <= 0) {
 		if c.bk != nil && bytes.Equal(e.key, c.bk) {
 			c.bk, c.bv = c.base.Next() // shadowed by the overlay
 		}
-		if !e.deleted {
-			c.cur = e.key
-			return e.key, e.valueOrNil()
-		}
-		e, ok = c.b.s.ov.ceil(c.b.name, successor(e.key))
+		c.cur = e.key
+		return e.key, nonNil(e.value)
 	}
 	c.cur = c.bk
 	return c.bk, c.bv
@@ -150,19 +158,34 @@ func (c *mergedCursor) Prev() ([]byte, []byte) {
 // behind settles on the last visible key before before (of all, if nil).
 func (c *mergedCursor) behind(before []byte) ([]byte, []byte) {
 	c.forward = false
-	for {
-		bk, bv := c.baseBefore(before)
-		e, ok := c.b.s.ov.below(c.b.name, before)
-		if !ok || (bk != nil && bytes.Compare(e.key, bk) < 0) {
-			c.cur = bk
-			return bk, bv
-		}
-		if !e.deleted {
-			c.cur = e.key
-			return e.key, e.valueOrNil()
-		}
-		before = e.key
+	bk, bv := c.baseBefore(before)
+	for bk != nil && c.b.ov.deleted(c.b.name, bk) {
+		bk, bv = c.baseBefore(bk)
 	}
+	e, ok := c.b.ov.below(c.b.name, before)
+	if !ok || (bk != nil && bytes.Compare(e.key, bk) < 0) {
+		c.cur = bk
+		return bk, bv
+	}
+	c.cur = e.key
+	return e.key, nonNil(e.value)
+}
+
+// noCursor is the file's side of a resident bucket: nothing.
+type noCursor struct{}
+
+func (noCursor) First() ([]byte, []byte)      { return nil, nil }
+func (noCursor) Last() ([]byte, []byte)       { return nil, nil }
+func (noCursor) Seek([]byte) ([]byte, []byte) { return nil, nil }
+func (noCursor) Next() ([]byte, []byte)       { return nil, nil }
+func (noCursor) Prev() ([]byte, []byte)       { return nil, nil }
+
+// nonNil is a present value as bbolt gives it: never nil.
+func nonNil(v []byte) []byte {
+	if v == nil {
+		return []byte{}
+	}
+	return v
 }
 
 func (c *mergedCursor) baseBefore(before []byte) ([]byte, []byte) {
@@ -205,7 +228,7 @@ type session struct {
 func newSession(btx *bolt.Tx, ov *overlay, cache *decodedCache, group uint64) *session {
 	s := &session{ov: ov, cache: cache, group: group, buckets: make(map[string]kvBucket, len(allBuckets))}
 	for _, name := range allBuckets {
-		s.buckets[string(name)] = &mergedBucket{s: s, name: name, base: btx.Bucket(name)}
+		s.buckets[string(name)] = newMergedBucket(s, ov, name, btx)
 	}
 	return s
 }

@@ -30,10 +30,10 @@ func TestMergedCursorMatchesModel(t *testing.T) {
 		model := map[string]string{}
 		key := func() []byte { return []byte(fmt.Sprintf("k%02d", rng.IntN(40))) }
 		err := db.Update(func(btx *bolt.Tx) error {
-			if err := btx.DeleteBucket(bucketNodes); err != nil {
+			if err := btx.DeleteBucket(bucketRequests); err != nil {
 				return err
 			}
-			b, err := btx.CreateBucket(bucketNodes)
+			b, err := btx.CreateBucket(bucketRequests)
 			if err != nil {
 				return err
 			}
@@ -54,7 +54,7 @@ func TestMergedCursorMatchesModel(t *testing.T) {
 			t.Fatal(err)
 		}
 		ses := newSession(btx, newOverlay(), newDecodedCache(), 1)
-		b := ses.buckets[string(bucketNodes)]
+		b := ses.buckets[string(bucketRequests)]
 		for range rng.IntN(30) {
 			k := key()
 			if rng.IntN(3) == 0 {

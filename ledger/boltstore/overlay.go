@@ -6,18 +6,24 @@ import (
 	"github.com/tidwall/btree"
 )
 
-// An overlay holds, in memory, the committer's writes that are not yet in
-// the bbolt file: the groups the syncer is still writing (or has not taken
-// yet). The committer reads through it (merged.go), so it can run the next
-// group while the previous one is written and synced. Only the committer
-// touches it, so it needs no lock.
+// An overlay holds, in memory, the writes that are not in the bbolt file
+// yet: those of the groups the checkpointer has not applied. The committer
+// reads through its own (merged.go), so it can run the next group while the
+// previous one is being made durable; readers read through a copy taken
+// when a group became durable (a snapshot). Only the committer changes
+// its overlay, so it needs no lock.
 //
-// Every entry is stamped with the group that wrote it. Once the syncer has
-// committed group D, the entries stamped D or earlier hold what the file
-// holds and are dropped (trim); a newer write of the same key keeps its
-// entry, since its stamp is newer.
+// Every entry is stamped with the group that wrote it. Once the file holds
+// group D, the entries stamped D or earlier hold what the file holds and
+// are dropped (trim); a newer write of the same key keeps its entry.
+//
+// Puts and deletions are kept in two trees: walks visit only the live one,
+// and the dead one hides the file's keys. With deletions among the puts, a
+// walk would step over every key deleted since the last checkpoint: the
+// active liens of an account, placed and charged by the thousand, made
+// each lien's walk of that index long.
 type overlay struct {
-	buckets map[string]*btree.BTreeG[overlayEntry]
+	buckets map[string]*overlayTrees
 	// seqs are the buckets' sequences (bbolt's NextSequence) moved on by
 	// groups not yet in the file.
 	seqs map[string]overlaySeq
@@ -26,16 +32,21 @@ type overlay struct {
 	pending []groupWrites
 }
 
+// overlayTrees are a bucket's puts (live) and deletions (dead); a key is
+// in one of them at most.
+type overlayTrees struct {
+	live, dead *btree.BTreeG[overlayEntry]
+}
+
 type overlayEntry struct {
 	key, value []byte
-	deleted    bool
 	group      uint64
 }
 
 type overlaySeq struct{ value, group uint64 }
 
-// A write is one change of a group, as the syncer applies it to the file:
-// a put, a delete, or (seq true) a bucket's new sequence.
+// A write is one change of a group, as the log and the checkpointer apply
+// it to the file: a put, a delete, or (seq true) a bucket's new sequence.
 type write struct {
 	bucket     []byte
 	key, value []byte
@@ -50,33 +61,48 @@ type groupWrites struct {
 }
 
 func newOverlay() *overlay {
-	return &overlay{buckets: map[string]*btree.BTreeG[overlayEntry]{}, seqs: map[string]overlaySeq{}}
+	return &overlay{buckets: map[string]*overlayTrees{}, seqs: map[string]overlaySeq{}}
 }
 
 func lessEntry(a, b overlayEntry) bool { return bytes.Compare(a.key, b.key) < 0 }
 
-func (o *overlay) tree(bucket []byte) *btree.BTreeG[overlayEntry] {
-	tr := o.buckets[string(bucket)]
-	if tr == nil {
-		tr = btree.NewBTreeGOptions(lessEntry, btree.Options{NoLocks: true})
-		o.buckets[string(bucket)] = tr
-	}
-	return tr
+func newTree() *btree.BTreeG[overlayEntry] {
+	return btree.NewBTreeGOptions(lessEntry, btree.Options{NoLocks: true})
 }
 
-// get is the overlay's entry for key, if it has one (a deletion included).
-func (o *overlay) get(bucket, key []byte) (overlayEntry, bool) {
-	tr := o.buckets[string(bucket)]
-	if tr == nil {
-		return overlayEntry{}, false
+func (o *overlay) trees(bucket []byte) *overlayTrees {
+	t := o.buckets[string(bucket)]
+	if t == nil {
+		t = &overlayTrees{live: newTree(), dead: newTree()}
+		o.buckets[string(bucket)] = t
 	}
-	return tr.Get(overlayEntry{key: key})
+	return t
 }
 
-// ceil is the overlay's first entry at or after key.
+// get tells what the overlay knows of key: found, with its value, or
+// deleted, or nothing (the file decides).
+func (o *overlay) get(bucket, key []byte) (value []byte, found, deleted bool) {
+	t := o.buckets[string(bucket)]
+	if t == nil {
+		return nil, false, false
+	}
+	if e, ok := t.live.Get(overlayEntry{key: key}); ok {
+		return e.value, true, false
+	}
+	_, deleted = t.dead.Get(overlayEntry{key: key})
+	return nil, false, deleted
+}
+
+// deleted tells whether the overlay deleted key.
+func (o *overlay) deleted(bucket, key []byte) bool {
+	_, _, deleted := o.get(bucket, key)
+	return deleted
+}
+
+// ceil is the overlay's first put at or after key.
 func (o *overlay) ceil(bucket, key []byte) (e overlayEntry, ok bool) {
-	if tr := o.buckets[string(bucket)]; tr != nil {
-		tr.Ascend(overlayEntry{key: key}, func(item overlayEntry) bool {
+	if t := o.buckets[string(bucket)]; t != nil {
+		t.live.Ascend(overlayEntry{key: key}, func(item overlayEntry) bool {
 			e, ok = item, true
 			return false
 		})
@@ -84,17 +110,17 @@ func (o *overlay) ceil(bucket, key []byte) (e overlayEntry, ok bool) {
 	return e, ok
 }
 
-// below is the overlay's last entry before key (the last of all when key
+// below is the overlay's last put before key (the last of all when key
 // is nil).
 func (o *overlay) below(bucket, key []byte) (e overlayEntry, ok bool) {
-	tr := o.buckets[string(bucket)]
-	if tr == nil {
+	t := o.buckets[string(bucket)]
+	if t == nil {
 		return e, false
 	}
 	if key == nil {
-		return tr.Max()
+		return t.live.Max()
 	}
-	tr.Descend(overlayEntry{key: key}, func(item overlayEntry) bool {
+	t.live.Descend(overlayEntry{key: key}, func(item overlayEntry) bool {
 		if bytes.Equal(item.key, key) {
 			return true
 		}
@@ -113,30 +139,77 @@ func (o *overlay) set(w write, group uint64) undo {
 		o.seqs[name] = overlaySeq{value: w.sequence, group: group}
 		return undo{bucket: w.bucket, seq: true, hadSeq: had, oldSeq: old}
 	}
-	old, had := o.tree(w.bucket).Set(overlayEntry{key: w.key, value: w.value, deleted: w.deleted, group: group})
-	return undo{bucket: w.bucket, key: w.key, had: had, old: old}
+	t := o.trees(w.bucket)
+	e := overlayEntry{key: w.key, value: w.value, group: group}
+	u := undo{bucket: w.bucket, key: w.key}
+	switch {
+	case w.deleted && residentBuckets[name]:
+		u.live, u.hadLive = t.live.Delete(e) // no file to hide
+	case w.deleted:
+		u.live, u.hadLive = t.live.Delete(e)
+		u.dead, u.hadDead = t.dead.Set(e)
+	default:
+		u.dead, u.hadDead = t.dead.Delete(e)
+		u.live, u.hadLive = t.live.Set(e)
+	}
+	return u
+}
+
+// residentBuckets are held whole in the overlay, loaded when the store
+// opens, never trimmed: the small ones nearly every change reads (settings
+// and the journal head, nodes, users, machines, records such as rate
+// tables) and the indexes and running sums of active liens, which change
+// with every lien and charge. Their size follows the bank's structure and
+// its running jobs, not its history. Reading them never touches the file;
+// and for the active-lien index, walks would otherwise step over every
+// lien the file holds as active that was charged since the last
+// checkpoint. The growing buckets (journal, history, requests, liens,
+// charges) stay in the file, with only recent writes in the overlay.
+var residentBuckets = map[string]bool{
+	string(bucketMeta): true, string(bucketNodes): true, string(bucketUsers): true,
+	string(bucketMachines): true, string(bucketByAccount): true, string(bucketRecords): true,
+	string(bucketLiensActive): true, string(bucketLiensExpiry): true, string(bucketReserved): true,
+	string(bucketCharged): true, string(bucketReservedSum): true, string(bucketVersions): true,
+}
+
+// load puts a resident bucket's records in the overlay.
+func (o *overlay) load(bucket []byte, fn func(func(k, v []byte) error) error) error {
+	t := o.trees(bucket)
+	return fn(func(k, v []byte) error {
+		t.live.Set(overlayEntry{key: bytes.Clone(k), value: bytes.Clone(v)})
+		return nil
+	})
 }
 
 // An undo puts back what one write replaced.
 type undo struct {
-	bucket, key []byte
-	had         bool
-	old         overlayEntry
-	seq, hadSeq bool
-	oldSeq      overlaySeq
+	bucket, key      []byte
+	live, dead       overlayEntry
+	hadLive, hadDead bool
+	seq, hadSeq      bool
+	oldSeq           overlaySeq
 }
 
 func (o *overlay) revert(u undo) {
 	name := string(u.bucket)
-	switch {
-	case u.seq && u.hadSeq:
-		o.seqs[name] = u.oldSeq
-	case u.seq:
-		delete(o.seqs, name)
-	case u.had:
-		o.tree(u.bucket).Set(u.old)
-	default:
-		o.tree(u.bucket).Delete(overlayEntry{key: u.key})
+	if u.seq {
+		if u.hadSeq {
+			o.seqs[name] = u.oldSeq
+		} else {
+			delete(o.seqs, name)
+		}
+		return
+	}
+	t := o.trees(u.bucket)
+	restore(t.live, u.key, u.live, u.hadLive)
+	restore(t.dead, u.key, u.dead, u.hadDead)
+}
+
+func restore(tr *btree.BTreeG[overlayEntry], key []byte, e overlayEntry, had bool) {
+	if had {
+		tr.Set(e)
+	} else {
+		tr.Delete(overlayEntry{key: key})
 	}
 }
 
@@ -147,34 +220,68 @@ func (o *overlay) committed(g groupWrites) {
 	}
 }
 
-// trim drops what the file holds now that groups up to durable are in it.
-func (o *overlay) trim(durable uint64) {
+// trim drops what the file holds now that groups up to applied are in it.
+func (o *overlay) trim(applied uint64) {
 	n := 0
 	for _, g := range o.pending {
-		if g.group > durable {
+		if g.group > applied {
 			break
 		}
 		n++
 		for _, w := range g.writes {
 			name := string(w.bucket)
 			if w.seq {
-				if s, ok := o.seqs[name]; ok && s.group <= durable {
+				if s, ok := o.seqs[name]; ok && s.group <= applied {
 					delete(o.seqs, name)
 				}
 				continue
 			}
-			if e, ok := o.get(w.bucket, w.key); ok && e.group <= durable {
-				o.buckets[name].Delete(e)
+			t := o.buckets[name]
+			if residentBuckets[name] {
+				continue
+			}
+			for _, tr := range []*btree.BTreeG[overlayEntry]{t.live, t.dead} {
+				if e, ok := tr.Get(overlayEntry{key: w.key}); ok && e.group <= applied {
+					tr.Delete(e)
+				}
 			}
 		}
 	}
 	o.pending = o.pending[n:]
 }
 
-// reset forgets everything: after a group could not be written, the file
-// is the truth again.
-func (o *overlay) reset() {
-	clear(o.buckets)
-	clear(o.seqs)
-	o.pending = nil
+// A snapshot is a state readers can see: the file, once it holds at
+// least the groups up to trimmed, read through ov, a copy of the overlay
+// after group.
+type snapshot struct {
+	group, trimmed uint64
+	ov             *overlay
+}
+
+// copy is a copy of the overlay that later writes to o do not change:
+// the trees are copied on write, so it costs little until o changes.
+func (o *overlay) copy() *overlay {
+	c := newOverlay()
+	for name, t := range o.buckets {
+		c.buckets[name] = &overlayTrees{live: t.live.Copy(), dead: t.dead.Copy()}
+	}
+	for name, seq := range o.seqs {
+		c.seqs[name] = seq
+	}
+	return c
+}
+
+// restore makes o the durable state again, after groups beyond it could
+// not be written: a copy of durable (the state after group last), with
+// what o must still trim of it.
+func (o *overlay) restore(durable *overlay, last uint64) {
+	c := durable.copy()
+	o.buckets, o.seqs = c.buckets, c.seqs
+	kept := o.pending[:0]
+	for _, g := range o.pending {
+		if g.group <= last {
+			kept = append(kept, g)
+		}
+	}
+	o.pending = kept
 }

@@ -1,15 +1,16 @@
 package boltstore
 
-import bolt "go.etcd.io/bbolt"
+import "github.com/ingot-hpc/ingot/ledger"
 
-// ActiveLiens counts the active liens, for the server's metrics. It reads
-// the key counts in the page headers of the active-lien index and decodes
-// no lien, so a scrape costs a walk of that index's pages, not of the liens.
+// ActiveLiens counts the active liens, for the server's metrics. It counts
+// the keys of the active-lien index and decodes no lien.
 func (s *Store) ActiveLiens() (int, error) {
 	var n int
-	err := s.db.View(func(btx *bolt.Tx) error {
-		n = btx.Bucket(bucketLiensActive).Stats().KeyN
-		return nil
+	err := s.View(func(t ledger.Tx) error {
+		return forEach(t.(*tx).bucket(bucketLiensActive), func(_, _ []byte) error {
+			n++
+			return nil
+		})
 	})
 	return n, err
 }

@@ -14,13 +14,17 @@ import (
 	"github.com/ingot-hpc/ingot/ledger"
 )
 
-// schemaVersion is the layout of the buckets; Open refuses a newer one,
-// and an older one (no migration is written yet: the layout changed before
-// any bank was in service).
-const schemaVersion = 5
+// schemaVersion is the layout of the buckets; Open refuses a newer one.
+// Version 6 added the write-ahead log (wal.go) and the meta key
+// "log_applied"; a version 5 file is the same without a log, so a
+// read-write open upgrades it by setting the version. Older ones are
+// refused (their layout changed before any bank was in service).
+const (
+	schemaVersion    = 6
+	oldestUpgradable = 5
+)
 
-// maxGroup bounds how many calls share one transaction, so that one commit
-// does not hold a huge dirty page set in memory.
+// maxGroup bounds how many calls the committer runs as one group.
 const maxGroup = 1024
 
 // syncQueue bounds how many groups the committer may run ahead of the
@@ -56,6 +60,7 @@ var (
 	keySchema   = []byte("schema")
 	keySettings = []byte("settings")
 	keyHead     = []byte("journal_head")
+	keyApplied  = []byte("log_applied")
 )
 
 // ErrClosed is returned by calls on a closed store.
@@ -64,6 +69,9 @@ var ErrClosed = errors.New("boltstore: store is closed")
 // ErrLocked is returned when another process holds the database file.
 var ErrLocked = errors.New("boltstore: database is in use by another process")
 
+// ErrReadOnly is returned by Update on a store opened read-only.
+var ErrReadOnly = errors.New("boltstore: store is opened read-only")
+
 // Options tune Open.
 type Options struct {
 	// ReadOnly opens the file with a shared lock, beside other readers.
@@ -71,37 +79,57 @@ type Options struct {
 	// LockTimeout is how long to wait for another process to release the
 	// file (default 2s).
 	LockTimeout time.Duration
-	// OnCommit, if set, is told of each committed transaction: how many
-	// Update calls it served and how long it took (the calls, the commit
-	// and its fsync), for the server's metrics. It runs on the committer,
-	// which every writer waits on, so it must return at once.
+	// OnCommit, if set, is told of each durable write of the log: how many
+	// Update calls it served and how long they took from the start of the
+	// first one's group to the sync's end, for the server's metrics. It
+	// runs on the syncer, which every writer waits on, so it must return at
+	// once.
 	OnCommit func(calls int, d time.Duration)
 }
 
-// Store is a ledger.Store on a bbolt file.
+// Store is a ledger.Store on a bbolt file and its write-ahead log. See the
+// package documentation for how the committer, the syncer and the
+// checkpointer share the work.
 type Store struct {
+	path     string
 	db       *bolt.DB
+	readOnly bool
 	calls    chan *call
 	mu       sync.RWMutex // guards closed against sends on calls
 	closed   bool
-	finished chan struct{}
 	onCommit func(calls int, d time.Duration)
 	toSync   chan *group
+	// toCheckpoint carries durable groups to the checkpointer.
+	toCheckpoint chan []*group
+	finished     chan error
 
 	// The committer's own: only commitLoop touches them.
 	cache     *decodedCache
 	ov        *overlay
 	lastGroup uint64
 	epoch     uint64
+	trimmed   uint64
 
-	// durable is the newest group in the file; failures counts the
-	// syncer's failed commits (the committer's epoch catches up with it).
-	durable  atomic.Uint64
-	failures atomic.Uint64
-	// lastFailure is the error of the newest failed commit, for the groups
-	// that ran on top of it. Only the syncer touches it.
+	// The syncer's own.
+	log         *logWriter
+	logBuf      []byte
 	lastFailure error
+
+	// published is the newest durable state, which View reads.
+	published atomic.Pointer[snapshot]
+	// checkpointed is the newest group in the bbolt file.
+	checkpointed atomic.Uint64
+	// failures counts the syncer's failed log writes (the committer's
+	// epoch catches up with it).
+	failures atomic.Uint64
+
+	// segs lists the log's segments and the newest group each holds; the
+	// syncer adds, the checkpointer removes.
+	segsMu sync.Mutex
+	segs   []segment
 }
+
+type segment struct{ n, last uint64 }
 
 type call struct {
 	fn   func(ledger.Tx) error
@@ -110,15 +138,18 @@ type call struct {
 }
 
 // A group is the calls the committer ran together, on their way to the
-// syncer.
+// syncer and then the checkpointer, with the state after them.
 type group struct {
 	writes groupWrites
 	calls  []*call
 	epoch  uint64
 	start  time.Time
+	snap   *snapshot
 }
 
 // Open opens (creating if needed, unless read-only) the database at path.
+// It first applies what the write-ahead log holds beyond the file (all of
+// it, after a crash) or, read-only, keeps it in memory for reading.
 func Open(path string, opts Options) (*Store, error) {
 	if opts.LockTimeout == 0 {
 		opts.LockTimeout = 2 * time.Second
@@ -129,9 +160,8 @@ func Open(path string, opts Options) (*Store, error) {
 		}
 	}
 	// NoFreelistSync: bbolt does not write its free-page list at every
-	// commit (pages it would rewrite with each group), and rebuilds it by a
-	// scan when it opens a file that was not closed cleanly, as etcd runs
-	// it. Lien+charge cycles went 1.45 to 1.9 times raw bbolt in one run.
+	// commit, and rebuilds it by a scan when it opens a file that was not
+	// closed cleanly, as etcd runs it.
 	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: opts.LockTimeout, ReadOnly: opts.ReadOnly,
 		FreelistType: bolt.FreelistMapType, NoFreelistSync: true})
 	if errors.Is(err, bolt.ErrTimeout) {
@@ -140,15 +170,144 @@ func Open(path string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("boltstore: open %s: %w", path, err)
 	}
-	if err := prepare(db, opts.ReadOnly); err != nil {
+	s := &Store{path: path, db: db, readOnly: opts.ReadOnly, onCommit: opts.OnCommit,
+		cache: newDecodedCache(), ov: newOverlay()}
+	if err := s.open(); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("boltstore: open %s: %w", path, err)
 	}
-	s := &Store{db: db, calls: make(chan *call, maxGroup), finished: make(chan struct{}), onCommit: opts.OnCommit,
-		toSync: make(chan *group, syncQueue), cache: newDecodedCache(), ov: newOverlay()}
-	go s.commitLoop()
-	go s.syncLoop()
+	if !s.readOnly {
+		s.calls = make(chan *call, maxGroup)
+		s.toSync = make(chan *group, syncQueue)
+		s.toCheckpoint = make(chan []*group, checkpointQueue)
+		s.finished = make(chan error, 1)
+		go s.commitLoop()
+		go s.syncLoop()
+		go s.checkpointLoop()
+	}
 	return s, nil
+}
+
+// open checks the file, recovers the log, and publishes the state.
+func (s *Store) open() error {
+	if err := prepare(s.db, s.readOnly); err != nil {
+		return err
+	}
+	var applied uint64
+	err := s.db.View(func(btx *bolt.Tx) error {
+		applied = appliedGroup(btx)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	nums, err := segments(s.path)
+	if err != nil {
+		return err
+	}
+	var logged []loggedGroup
+	for _, n := range nums {
+		groups, _, err := readSegment(segmentPath(s.path, n))
+		if err != nil {
+			return err
+		}
+		for _, g := range groups {
+			if g.group > applied {
+				logged = append(logged, g)
+			}
+		}
+	}
+	s.lastGroup, s.trimmed = applied, applied
+	if len(logged) > 0 {
+		s.lastGroup = logged[len(logged)-1].group
+	}
+	if !s.readOnly {
+		if err := s.recover(logged, nums); err != nil {
+			return err
+		}
+		logged = nil // in the file now
+	}
+	if err := s.loadResident(); err != nil {
+		return err
+	}
+	for _, g := range logged {
+		for _, w := range g.writes {
+			s.ov.set(w, g.group)
+		}
+	}
+	s.checkpointed.Store(applied)
+	s.published.Store(&snapshot{group: s.lastGroup, trimmed: applied, ov: s.ov.copy()})
+	return nil
+}
+
+// loadResident reads the resident buckets into the overlay.
+func (s *Store) loadResident() error {
+	return s.db.View(func(btx *bolt.Tx) error {
+		for _, name := range allBuckets {
+			if residentBuckets[string(name)] {
+				if err := s.ov.load(name, btx.Bucket(name).ForEach); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+}
+
+// recover applies the logged groups to the file, removes the old segments
+// and starts a new one.
+func (s *Store) recover(logged []loggedGroup, nums []uint64) error {
+	if len(logged) > 0 {
+		err := s.db.Update(func(btx *bolt.Tx) error {
+			for _, g := range logged {
+				if err := apply(btx, g.writes); err != nil {
+					return err
+				}
+			}
+			return setApplied(btx, logged[len(logged)-1].group)
+		})
+		if err != nil {
+			return fmt.Errorf("apply the write-ahead log: %w", err)
+		}
+	}
+	if err := s.removeSegments(nums); err != nil {
+		return err
+	}
+	next := uint64(1)
+	if len(nums) > 0 {
+		next = nums[len(nums)-1] + 1
+	}
+	log, err := openLog(s.path, next)
+	if err != nil {
+		return err
+	}
+	s.log = log
+	s.segs = []segment{{n: next}}
+	return nil
+}
+
+func (s *Store) removeSegments(nums []uint64) error {
+	for _, n := range nums {
+		if err := os.Remove(segmentPath(s.path, n)); err != nil && !os.IsNotExist(err) {
+			return fmt.Errorf("boltstore: remove log segment: %w", err)
+		}
+	}
+	if len(nums) > 0 {
+		return syncDir(s.path)
+	}
+	return nil
+}
+
+// appliedGroup is the newest group the file holds.
+func appliedGroup(btx *bolt.Tx) uint64 {
+	if v := btx.Bucket(bucketMeta).Get(keyApplied); len(v) == 8 {
+		return decodeUint(v)
+	}
+	return 0
+}
+
+func setApplied(btx *bolt.Tx, group uint64) error {
+	return btx.Bucket(bucketMeta).Put(keyApplied, encodeUint(group))
 }
 
 // prepare creates the buckets of a new file and checks the schema version.
@@ -164,7 +323,7 @@ func prepare(db *bolt.DB, readOnly bool) error {
 		}
 		if got := decodeUint(v); got > schemaVersion {
 			return fmt.Errorf("database schema %d is newer than this ingot's %d: upgrade ingot", got, schemaVersion)
-		} else if got < schemaVersion {
+		} else if got < schemaVersion && !(readOnly && got >= oldestUpgradable) {
 			return fmt.Errorf("database schema %d is older than this ingot's %d and there is no migration: restore it with the ingot that made it", got, schemaVersion)
 		}
 		for _, name := range allBuckets {
@@ -184,7 +343,7 @@ func prepare(db *bolt.DB, readOnly bool) error {
 			}
 		}
 		meta := tx.Bucket(bucketMeta)
-		if meta.Get(keySchema) == nil {
+		if v := meta.Get(keySchema); v == nil || len(v) == 8 && decodeUint(v) >= oldestUpgradable && decodeUint(v) < schemaVersion {
 			if err := meta.Put(keySchema, encodeUint(schemaVersion)); err != nil {
 				return err
 			}
@@ -193,13 +352,33 @@ func prepare(db *bolt.DB, readOnly bool) error {
 	})
 }
 
-// View runs fn in a read-only bbolt transaction.
+// View runs fn on the newest durable state: the file as the checkpointer
+// left it, through the published overlay of the groups it does not hold
+// yet. The two must match: a checkpoint between loading the snapshot and
+// opening the transaction is seen by the applied group, and View tries
+// again.
 func (s *Store) View(fn func(ledger.Tx) error) error {
-	return s.db.View(func(btx *bolt.Tx) error { return fn(&tx{btx: btx}) })
+	for {
+		snap := s.published.Load()
+		btx, err := s.db.Begin(false)
+		if err != nil {
+			return fmt.Errorf("boltstore: read: %w", err)
+		}
+		if applied := appliedGroup(btx); applied < snap.trimmed || applied > snap.group {
+			btx.Rollback()
+			continue
+		}
+		err = fn(&tx{btx: btx, view: snap.ov})
+		btx.Rollback()
+		return err
+	}
 }
 
 // Update queues fn for the committer and waits until its group is durable.
 func (s *Store) Update(fn func(ledger.Tx) error) error {
+	if s.readOnly {
+		return ErrReadOnly
+	}
 	c := &call{fn: fn, done: make(chan struct{})}
 	s.mu.RLock()
 	if s.closed {
@@ -212,129 +391,12 @@ func (s *Store) Update(fn func(ledger.Tx) error) error {
 	return c.err
 }
 
-// commitLoop takes whatever calls are waiting and runs them as a group,
-// then hands the group's writes to the syncer and goes on with the next
-// group while the syncer writes and syncs: the two overlap.
-func (s *Store) commitLoop() {
-	defer close(s.toSync)
-	for first := range s.calls {
-		calls := []*call{first}
-	gather:
-		for len(calls) < maxGroup {
-			select {
-			case c, ok := <-s.calls:
-				if !ok {
-					break gather
-				}
-				calls = append(calls, c)
-			default:
-				break gather
-			}
-		}
-		s.toSync <- s.run(calls)
-	}
-}
-
-// run runs the calls one after another over the file and the overlay. A
-// call that fails has its writes undone; the others are kept.
-func (s *Store) run(calls []*call) *group {
-	if f := s.failures.Load(); f != s.epoch {
-		// A group could not be written: what the overlay holds beyond the
-		// file is lost, and the groups built on it fail in the syncer.
-		s.ov.reset()
-		s.cache.reset()
-		s.epoch = f
-	}
-	s.ov.trim(s.durable.Load())
-	s.lastGroup++
-	g := &group{writes: groupWrites{group: s.lastGroup}, calls: calls, epoch: s.epoch, start: time.Now()}
-	// The read transaction is closed before the group goes to the syncer:
-	// bbolt's writer may have to wait for readers when it grows the file.
-	btx, err := s.db.Begin(false)
-	if err != nil {
-		for _, c := range calls {
-			c.err = fmt.Errorf("boltstore: read: %w", err)
-		}
-		return g
-	}
-	defer btx.Rollback()
-	ses := newSession(btx, s.ov, s.cache, s.lastGroup)
-	for _, c := range calls {
-		c.err = ses.runCall(c.fn, btx)
-	}
-	g.writes.writes = ses.writes
-	s.ov.committed(g.writes)
-	return g
-}
-
-// syncLoop writes the groups the committer ran, as many as are waiting in
-// one bbolt transaction (one fsync), and only then answers their calls.
-func (s *Store) syncLoop() {
-	defer close(s.finished)
-	for first := range s.toSync {
-		groups := []*group{first}
-	gather:
-		for {
-			select {
-			case g, ok := <-s.toSync:
-				if !ok {
-					break gather
-				}
-				groups = append(groups, g)
-			default:
-				break gather
-			}
-		}
-		s.sync(groups)
-	}
-}
-
-// sync commits the groups that ran on what the file holds (their epoch
-// is current), and fails those that ran on top of a group that could not
-// be written.
-func (s *Store) sync(groups []*group) {
-	epoch := s.failures.Load()
-	calls, writes := 0, 0
-	for _, g := range groups {
-		calls += len(g.calls)
-		if g.epoch == epoch {
-			writes += len(g.writes.writes)
-		}
-	}
-	var err error
-	if writes > 0 {
-		err = s.db.Update(func(btx *bolt.Tx) error {
-			for _, g := range groups {
-				if g.epoch == epoch {
-					if err := apply(btx, g.writes.writes); err != nil {
-						return err
-					}
-				}
-			}
-			return nil
-		})
-	}
-	if err != nil {
-		s.lastFailure = fmt.Errorf("boltstore: commit: %w", err)
-		s.failures.Add(1)
-	} else {
-		s.durable.Store(groups[len(groups)-1].writes.group)
-		if s.onCommit != nil {
-			s.onCommit(calls, time.Since(groups[0].start))
-		}
-	}
-	for _, g := range groups {
-		for _, c := range g.calls {
-			if c.err == nil && (err != nil || g.epoch != epoch) {
-				c.err = s.lastFailure
-			}
-			close(c.done)
-		}
-	}
-}
-
-// Backup writes a consistent copy of the database to w.
+// Backup writes a consistent copy of the database to w: the file once
+// the checkpointer holds every group durable when Backup was called.
 func (s *Store) Backup(w io.Writer) (int64, error) {
+	if err := s.flush(); err != nil {
+		return 0, err
+	}
 	var n int64
 	err := s.db.View(func(btx *bolt.Tx) (err error) {
 		n, err = btx.WriteTo(w)
@@ -343,7 +405,8 @@ func (s *Store) Backup(w io.Writer) (int64, error) {
 	return n, err
 }
 
-// Close waits for queued updates, then closes the file.
+// Close waits for queued updates and the last checkpoint, then closes the
+// file.
 func (s *Store) Close() error {
 	s.mu.Lock()
 	if s.closed {
@@ -351,8 +414,13 @@ func (s *Store) Close() error {
 		return ErrClosed
 	}
 	s.closed = true
-	close(s.calls)
+	if !s.readOnly {
+		close(s.calls)
+	}
 	s.mu.Unlock()
-	<-s.finished
-	return s.db.Close()
+	var err error
+	if !s.readOnly {
+		err = <-s.finished
+	}
+	return errors.Join(err, s.db.Close())
 }

@@ -14,13 +14,14 @@ import (
 	"github.com/ingot-hpc/ingot/ledger"
 )
 
-// tx is a ledger.Tx. In View it reads a bbolt transaction; in the
-// committer (s set) it reads the file through the overlay of the groups not
-// yet written, and writes to the overlay (merged.go).
+// tx is a ledger.Tx: the file read through an overlay (merged.go). In
+// the committer (s set) that is the committer's, which it writes to; in
+// View, a published snapshot's (view).
 type tx struct {
 	btx   *bolt.Tx
 	cache *decodedCache // nil outside the committer
 	s     *session      // nil outside the committer
+	view  *overlay
 	open  map[string]kvBucket
 }
 
@@ -33,7 +34,7 @@ func (t *tx) bucket(name []byte) kvBucket {
 		if t.open == nil {
 			t.open = map[string]kvBucket{}
 		}
-		b = boltBucket{t.btx.Bucket(name)}
+		b = newMergedBucket(nil, t.view, name, t.btx)
 		t.open[string(name)] = b
 	}
 	return b
@@ -76,6 +77,11 @@ func get[T any](t *tx, bucket, key []byte) (v T, ok bool, err error) {
 	return v, true, nil
 }
 
+// put encodes and stores a record, which the committer's cache then keeps
+// as it was given: the next change often reads it (a charge the lien its
+// job placed, every change the allocations the one before changed), and
+// decoding it again was a sixth of the committer's time. stamp (UTC, to
+// the microsecond) makes what a record holds what decoding it gives.
 func (t *tx) put(bucket, key []byte, v any) error {
 	var raw []byte
 	var err error
@@ -87,13 +93,20 @@ func (t *tx) put(bucket, key []byte, v any) error {
 	if err != nil {
 		return fmt.Errorf("boltstore: encode %s record: %w", bucket, err)
 	}
-	return t.putRaw(bucket, key, raw)
+	return t.putKept(bucket, key, raw, v)
 }
 
-// putRaw stores an encoded record, dropping what the committer's cache
-// knew of it.
+func (t *tx) putKept(bucket, key, raw []byte, v any) error {
+	if err := t.putRaw(bucket, key, raw); err != nil {
+		return err
+	}
+	t.cache.keep(bucket, key, v)
+	return nil
+}
+
+// putRaw stores an encoded record (the committer's session forgets what
+// its cache knew of it).
 func (t *tx) putRaw(bucket, key, raw []byte) error {
-	t.cache.forget(bucket, key)
 	if err := t.bucket(bucket).Put(key, raw); err != nil {
 		return fmt.Errorf("boltstore: write %s: %w", bucket, err)
 	}
@@ -174,7 +187,7 @@ func (t *tx) PutAllocation(a ledger.Allocation, seq uint64) error {
 	if err != nil {
 		return fmt.Errorf("boltstore: encode allocation %d: %w", a.ID, err)
 	}
-	if err := t.putRaw(bucketAllocations, encodeUint(a.ID), raw); err != nil {
+	if err := t.putKept(bucketAllocations, encodeUint(a.ID), raw, a); err != nil {
 		return err
 	}
 	if err := t.index(bucketByAccount, accountKey(a.Account, a.ID), []byte{}, true); err != nil {

@@ -1,0 +1,201 @@
+package boltstore
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// checkpointQueue bounds how many durable batches wait for the
+// checkpointer; past it the syncer waits, which bounds the overlay.
+const checkpointQueue = 1024
+
+// checkpointEvery spaces the checkpoints (see checkpointLoop).
+const checkpointEvery = 200 * time.Millisecond
+
+// syncLoop writes the groups the committer ran, as many as are waiting,
+// to the log with one sync, and only then publishes their state and
+// answers their calls.
+func (s *Store) syncLoop() {
+	defer close(s.toCheckpoint)
+	for first := range s.toSync {
+		groups := []*group{first}
+	gather:
+		for {
+			select {
+			case g, ok := <-s.toSync:
+				if !ok {
+					break gather
+				}
+				groups = append(groups, g)
+			default:
+				break gather
+			}
+		}
+		s.sync(groups)
+	}
+}
+
+// sync makes durable the groups that ran on durable state (their epoch is
+// current), and fails those that ran on top of a group that could not be
+// written.
+func (s *Store) sync(groups []*group) {
+	epoch := s.failures.Load()
+	var current []*group
+	s.logBuf = s.logBuf[:0]
+	calls := 0
+	for _, g := range groups {
+		calls += len(g.calls)
+		if g.epoch == epoch {
+			current = append(current, g)
+			if len(g.writes.writes) > 0 {
+				s.logBuf = appendRecord(s.logBuf, g.writes.group, g.writes.writes)
+			}
+		}
+	}
+	var err error
+	if len(s.logBuf) > 0 {
+		err = s.log.append(s.logBuf)
+	}
+	if err != nil {
+		s.lastFailure = err
+		s.failures.Add(1)
+	} else if len(current) > 0 {
+		last := current[len(current)-1]
+		s.published.Store(last.snap)
+		if len(s.logBuf) > 0 {
+			s.logged(last.writes.group)
+		}
+		if s.onCommit != nil {
+			s.onCommit(calls, time.Since(groups[0].start))
+		}
+		s.toCheckpoint <- current
+	}
+	for _, g := range groups {
+		for _, c := range g.calls {
+			if c.err == nil && (err != nil || g.epoch != epoch) {
+				c.err = s.lastFailure
+			}
+			close(c.done)
+		}
+	}
+}
+
+// logged notes that the current segment holds groups up to last, and starts
+// a new segment when it is full. A segment that cannot be started is not
+// an error for the groups already durable: the syncer goes on with the
+// full one and tries again after the next write.
+func (s *Store) logged(last uint64) {
+	s.segsMu.Lock()
+	defer s.segsMu.Unlock()
+	s.segs[len(s.segs)-1].last = last
+	if s.log.size < segmentSize {
+		return
+	}
+	if err := s.log.rotate(); err == nil {
+		s.segs = append(s.segs, segment{n: s.log.n})
+	}
+}
+
+// checkpointLoop applies durable groups to the bbolt file, at most every
+// checkpointEvery, all that waited in one transaction, and removes the log
+// segments it no longer needs. Spacing them lets one bbolt commit (its page
+// writes and two syncs) serve many groups: checkpointing after each sync
+// took as long as the syncs themselves and competed with them for the
+// disk. When the log has been drained at Close, it reports the last
+// checkpoint's error, if any.
+func (s *Store) checkpointLoop() {
+	var waiting []*group
+	var err error
+	timer := time.NewTimer(0)
+	open := true
+	for open {
+		select {
+		case batch, ok := <-s.toCheckpoint:
+			if !ok {
+				open = false
+				break
+			}
+			waiting = append(waiting, batch...)
+			continue
+		case <-timer.C:
+		}
+		if len(waiting) > 0 {
+			if err = s.checkpoint(waiting); err == nil {
+				waiting = waiting[:0]
+			}
+		}
+		timer.Reset(checkpointEvery)
+	}
+	if len(waiting) > 0 {
+		err = s.checkpoint(waiting)
+	}
+	if err == nil {
+		err = s.removeAllSegments()
+	}
+	s.finished <- errors.Join(err, s.log.close())
+}
+
+// checkpoint applies groups to the file. On failure (a full disk) the
+// groups stay in the log and the overlay, and the next checkpoint tries
+// them again.
+func (s *Store) checkpoint(groups []*group) error {
+	last := groups[len(groups)-1].writes.group
+	err := s.db.Update(func(btx *bolt.Tx) error {
+		for _, g := range groups {
+			if err := apply(btx, g.writes.writes); err != nil {
+				return err
+			}
+		}
+		return setApplied(btx, last)
+	})
+	if err != nil {
+		return fmt.Errorf("boltstore: checkpoint: %w", err)
+	}
+	s.checkpointed.Store(last)
+	return s.dropCheckpointed(last)
+}
+
+// dropCheckpointed removes the segments, but the current one, whose groups
+// are all in the file.
+func (s *Store) dropCheckpointed(applied uint64) error {
+	s.segsMu.Lock()
+	var drop []uint64
+	for len(s.segs) > 1 && s.segs[0].last <= applied {
+		drop = append(drop, s.segs[0].n)
+		s.segs = s.segs[1:]
+	}
+	s.segsMu.Unlock()
+	return s.removeSegments(drop)
+}
+
+// removeAllSegments removes the log once the file holds all of it, at Close.
+func (s *Store) removeAllSegments() error {
+	s.segsMu.Lock()
+	defer s.segsMu.Unlock()
+	var nums []uint64
+	for _, seg := range s.segs {
+		nums = append(nums, seg.n)
+	}
+	return s.removeSegments(nums)
+}
+
+// flush waits until the file holds every group durable now.
+func (s *Store) flush() error {
+	want := s.published.Load().group
+	if s.readOnly && s.checkpointed.Load() < want {
+		return fmt.Errorf("boltstore: the write-ahead log holds changes the file does not (the bank was not closed cleanly): open it read-write once to apply them")
+	}
+	for s.checkpointed.Load() < want {
+		s.mu.RLock()
+		closed := s.closed
+		s.mu.RUnlock()
+		if closed {
+			return ErrClosed
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return nil
+}

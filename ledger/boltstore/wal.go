@@ -1,0 +1,288 @@
+package boltstore
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// The write-ahead log: what makes a group durable. The syncer appends the
+// groups' writes to it and fdatasyncs once; the checkpointer applies them
+// to the bbolt file later, many groups in one bbolt transaction. A log
+// record costs a sequential write of the bytes that changed and one sync,
+// where a bbolt commit rewrites every page a group touched and syncs twice.
+//
+// The log is a series of segment files beside the database, PATH-wal.N
+// (N from 1 up); the syncer starts a new one when the current one passes
+// segmentSize, and the checkpointer deletes a segment once every group in
+// it is in the bbolt file. A record is
+//
+//	"IWAL" ‖ payload length (4, big-endian) ‖ CRC-32C of the payload (4) ‖ payload
+//
+// and its payload is the number of the newest group it holds (8) followed
+// by the writes, each
+//
+//	kind (1: put, delete, sequence) ‖ bucket (1, its index in allBuckets) ‖
+//	put:      key length (uvarint) ‖ key ‖ value length (uvarint) ‖ value
+//	delete:   key length (uvarint) ‖ key
+//	sequence: the bucket's new sequence (8)
+//
+// A crash can leave a record half written at the end of the newest
+// segment; reading stops at the first record that is incomplete or fails
+// its checksum, and that record was never acknowledged.
+const (
+	walMagic    = "IWAL"
+	walHeader   = 12
+	segmentSize = 64 << 20
+	// maxRecord bounds a record's payload, so that a corrupt length cannot
+	// make the reader allocate without limit.
+	maxRecord = 1 << 30
+)
+
+const (
+	walPut byte = iota
+	walDelete
+	walSequence
+)
+
+var crcTable = crc32.MakeTable(crc32.Castagnoli)
+
+// bucketIndex maps a bucket's name to its index in allBuckets.
+var bucketIndex = func() map[string]byte {
+	m := map[string]byte{}
+	for i, name := range allBuckets {
+		m[string(name)] = byte(i)
+	}
+	return m
+}()
+
+// appendRecord appends a log record holding writes, the last of which
+// belongs to group.
+func appendRecord(dst []byte, group uint64, writes []write) []byte {
+	start := len(dst)
+	dst = append(dst, walMagic...)
+	dst = append(dst, make([]byte, 8)...) // length and checksum, below
+	dst = binary.BigEndian.AppendUint64(dst, group)
+	for _, w := range writes {
+		b := bucketIndex[string(w.bucket)]
+		switch {
+		case w.seq:
+			dst = append(dst, walSequence, b)
+			dst = binary.BigEndian.AppendUint64(dst, w.sequence)
+		case w.deleted:
+			dst = append(dst, walDelete, b)
+			dst = binary.AppendUvarint(dst, uint64(len(w.key)))
+			dst = append(dst, w.key...)
+		default:
+			dst = append(dst, walPut, b)
+			dst = binary.AppendUvarint(dst, uint64(len(w.key)))
+			dst = append(dst, w.key...)
+			dst = binary.AppendUvarint(dst, uint64(len(w.value)))
+			dst = append(dst, w.value...)
+		}
+	}
+	payload := dst[start+walHeader:]
+	binary.BigEndian.PutUint32(dst[start+4:], uint32(len(payload)))
+	binary.BigEndian.PutUint32(dst[start+8:], crc32.Checksum(payload, crcTable))
+	return dst
+}
+
+// errTorn marks the end of what a log segment holds intact.
+var errTorn = errors.New("boltstore: log record incomplete or damaged")
+
+// readRecord decodes the record at the start of b: its group, its writes
+// and its size. errTorn means b does not start with a whole, intact
+// record; any other error means an intact record that makes no sense.
+func readRecord(b []byte) (group uint64, writes []write, size int, err error) {
+	if len(b) < walHeader || string(b[:4]) != walMagic {
+		return 0, nil, 0, errTorn
+	}
+	n := binary.BigEndian.Uint32(b[4:])
+	if n > maxRecord || uint64(len(b)-walHeader) < uint64(n) {
+		return 0, nil, 0, errTorn
+	}
+	payload := b[walHeader : walHeader+int(n)]
+	if crc32.Checksum(payload, crcTable) != binary.BigEndian.Uint32(b[8:]) {
+		return 0, nil, 0, errTorn
+	}
+	if len(payload) < 8 {
+		return 0, nil, 0, fmt.Errorf("boltstore: log record of %d bytes has no group", n)
+	}
+	group = binary.BigEndian.Uint64(payload)
+	for p := payload[8:]; len(p) > 0; {
+		var w write
+		if w, p, err = readWrite(p); err != nil {
+			return 0, nil, 0, fmt.Errorf("boltstore: log record of group %d: %w", group, err)
+		}
+		writes = append(writes, w)
+	}
+	return group, writes, walHeader + int(n), nil
+}
+
+func readWrite(p []byte) (write, []byte, error) {
+	if len(p) < 2 {
+		return write{}, nil, errors.New("write is truncated")
+	}
+	kind, b := p[0], int(p[1])
+	if b >= len(allBuckets) {
+		return write{}, nil, fmt.Errorf("unknown bucket %d", b)
+	}
+	w := write{bucket: allBuckets[b]}
+	p = p[2:]
+	if kind == walSequence {
+		if len(p) < 8 {
+			return write{}, nil, errors.New("sequence is truncated")
+		}
+		w.seq, w.sequence = true, binary.BigEndian.Uint64(p)
+		return w, p[8:], nil
+	}
+	if kind != walPut && kind != walDelete {
+		return write{}, nil, fmt.Errorf("unknown write kind %d", kind)
+	}
+	var err error
+	if w.key, p, err = readBytes(p); err != nil {
+		return write{}, nil, fmt.Errorf("key: %w", err)
+	}
+	if kind == walDelete {
+		w.deleted = true
+		return w, p, nil
+	}
+	if w.value, p, err = readBytes(p); err != nil {
+		return write{}, nil, fmt.Errorf("value: %w", err)
+	}
+	return w, p, nil
+}
+
+func readBytes(p []byte) ([]byte, []byte, error) {
+	n, size := binary.Uvarint(p)
+	if size <= 0 || n > uint64(len(p)-size) {
+		return nil, nil, errors.New("length is truncated or too long")
+	}
+	end := size + int(n)
+	return slices.Clone(p[size:end]), p[end:], nil
+}
+
+// segmentPath is the path of log segment n of the database at path.
+func segmentPath(path string, n uint64) string { return fmt.Sprintf("%s-wal.%d", path, n) }
+
+// segments lists the numbers of the database's log segments, in order.
+func segments(path string) ([]uint64, error) {
+	matches, err := filepath.Glob(path + "-wal.*")
+	if err != nil {
+		return nil, err
+	}
+	var out []uint64
+	for _, m := range matches {
+		n, err := strconv.ParseUint(strings.TrimPrefix(m, path+"-wal."), 10, 64)
+		if err == nil && n > 0 {
+			out = append(out, n)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// loggedGroup is a group's writes as read back from the log.
+type loggedGroup struct {
+	group  uint64
+	writes []write
+}
+
+// readSegment reads the intact records of a segment, and how many bytes
+// they take: a torn record ends it.
+func readSegment(file string) ([]loggedGroup, int64, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, 0, fmt.Errorf("boltstore: read log: %w", err)
+	}
+	var out []loggedGroup
+	var off int64
+	for len(data) > 0 {
+		group, writes, size, err := readRecord(data)
+		if errors.Is(err, errTorn) {
+			break
+		}
+		if err != nil {
+			return nil, 0, fmt.Errorf("%w: %s at byte %d: %v", errCorruptLog, file, off, err)
+		}
+		out = append(out, loggedGroup{group: group, writes: writes})
+		data, off = data[size:], off+int64(size)
+	}
+	return out, off, nil
+}
+
+var errCorruptLog = errors.New("boltstore: write-ahead log is corrupt")
+
+// A logWriter appends records to the newest segment.
+type logWriter struct {
+	path string
+	n    uint64
+	f    *os.File
+	size int64
+}
+
+// openLog starts segment n, empty.
+func openLog(path string, n uint64) (*logWriter, error) {
+	f, err := os.OpenFile(segmentPath(path, n), os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("boltstore: start log segment: %w", err)
+	}
+	if err := syncDir(path); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return &logWriter{path: path, n: n, f: f}, nil
+}
+
+// append writes records and syncs them. On failure it cuts the segment
+// back to what it held, so that the next record does not follow a torn one
+// (which would hide it from recovery).
+func (w *logWriter) append(records []byte) error {
+	if _, err := w.f.WriteAt(records, w.size); err != nil {
+		return w.undo(fmt.Errorf("boltstore: write log: %w", err))
+	}
+	if err := w.f.Sync(); err != nil {
+		return w.undo(fmt.Errorf("boltstore: sync log: %w", err))
+	}
+	w.size += int64(len(records))
+	return nil
+}
+
+func (w *logWriter) undo(err error) error {
+	if terr := w.f.Truncate(w.size); terr != nil {
+		return fmt.Errorf("%w; and cutting the log back failed: %v", err, terr)
+	}
+	return err
+}
+
+// rotate closes the segment and starts the next one.
+func (w *logWriter) rotate() error {
+	next, err := openLog(w.path, w.n+1)
+	if err != nil {
+		return err
+	}
+	w.f.Close()
+	*w = *next
+	return nil
+}
+
+func (w *logWriter) close() error { return w.f.Close() }
+
+// syncDir makes a new or removed segment's name durable.
+func syncDir(path string) error {
+	d, err := os.Open(filepath.Dir(path))
+	if err != nil {
+		return fmt.Errorf("boltstore: sync directory: %w", err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("boltstore: sync directory: %w", err)
+	}
+	return nil
+}
