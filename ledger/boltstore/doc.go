@@ -1,12 +1,15 @@
 // Package boltstore is the embedded storage engine of ingot: a ledger.Store
-// on one bbolt file.
+// on a bbolt file and its write-ahead log (files PATH-wal.N beside it, see
+// wal.go; there are none after a clean Close). Copy a bank with Backup
+// (ingot backup), never by copying the file alone while it is open.
 //
 // Records are JSON in buckets, except where noted. Integer keys (journal sequence numbers,
 // allocation ids) are 8-byte big-endian so that bbolt's byte order is their
 // numeric order:
 //
 //	meta                   "schema" -> version, "settings" -> ledger.Settings,
-//	                       "journal_head" -> seq ‖ time (Unix ns) ‖ hash of the newest entry
+//	                       "journal_head" -> seq ‖ time (Unix ns) ‖ hash of the newest entry,
+//	                       "log_applied" -> the newest group of the log the file holds
 //	nodes                  name -> ledger.Node
 //	users                  name -> ledger.User
 //	machines               name -> ledger.Machine
@@ -31,33 +34,51 @@
 // amount's text and the text: balances read them on every lien and charge,
 // so they avoid JSON.
 //
-// # Group commit, pipelined
+// # Group commit, pipelined, with a write-ahead log
 //
-// All writers go through one committer goroutine. It takes every Update
-// call that is waiting and runs them one after another as a group, reading
-// the file through an in-memory overlay of the writes that are not in the
-// file yet (overlay.go, merged.go) and writing only to the overlay. It then
-// hands the group's writes to the syncer goroutine and runs the next group
-// at once. The syncer applies all the groups waiting for it to the buckets
-// in one bbolt transaction and commits (one fsync for all of them), and
-// only then answers their calls: no call returns before what it wrote, and
-// everything it read, is in the file. So the committer's work and the
-// disk's overlap, where one bbolt transaction per group made each wait for
-// the other. At most syncQueue groups wait for the syncer; beyond that the
-// committer waits and calls gather into bigger groups.
+// Three goroutines share the work of Update:
 //
-// A call that fails has its writes undone in the overlay; the others of its
-// group are kept (functions still must be safe to run more than once, as
-// ledger.Store says, for other engines). If the syncer cannot commit (a
-// full disk), the calls of that transaction get the error, and so do those
-// of every group the committer ran on top of it; the committer then drops
-// the overlay and reads the file alone again.
+//   - The committer takes every call that is waiting and runs them one after
+//     another as a group, reading the file through an in-memory overlay of
+//     the writes the file does not hold yet (overlay.go, merged.go) and
+//     writing only to the overlay. It hands the group's writes to the syncer
+//     and runs the next group at once. A call that fails has its writes
+//     undone in the overlay; the others of its group are kept.
+//   - The syncer appends all the groups waiting for it to the log, as one
+//     write and one fdatasync, then publishes the state after them for
+//     readers and answers their calls: no call returns before what it
+//     wrote, and everything it read, is durable. A bbolt commit per group
+//     rewrote every page the group touched and synced twice, and the
+//     committer waited for it.
+//   - The checkpointer applies durable groups to the bbolt buckets, at most
+//     every checkpointEvery, many groups in one bbolt transaction that also
+//     records the newest group applied ("log_applied"), and then removes the
+//     log segments the file holds all of. The committer then drops those
+//     groups' entries from the overlay.
 //
-// Readers (View) read the file, in a bbolt read transaction: they see only
-// what is durable, and a writer's own changes once its Update has returned.
-// The overlay keeps only what is not in the file yet: once the syncer has
-// committed a group, its entries are dropped (unless a newer group wrote
-// the same key).
+// At most syncQueue groups wait for the syncer; beyond that the committer
+// waits and calls gather into bigger groups.
+//
+// Opening a file applies the groups of the log newer than "log_applied" to
+// it (read-only, it keeps them in memory instead), so a crash loses no
+// acknowledged call: its group was in the log before it was answered. A
+// record torn by the crash was never answered and is ignored.
+//
+// If the log cannot be written (a full disk), the calls of that write get
+// the error, and so do those of every group the committer ran on top of
+// it; the committer goes back to the last durable state, and the segment is
+// cut back to its last whole record. A checkpoint that fails is tried again
+// at the next one; the log keeps the groups meanwhile.
+//
+// Readers (View) read the durable state: the file through a copy of the
+// overlay published by the syncer (copy-on-write B-trees, so a copy costs
+// little). A reader checks that the file it opened is the one the copy was
+// made against (between the copy's trim and its group) and tries again if
+// a checkpoint came between.
+//
+// The small buckets nearly every change reads and the active-lien indexes
+// and sums are held whole in memory (residentBuckets in overlay.go): their
+// size follows the bank's structure and running jobs, not its history.
 //
 // The committer keeps decoded copies of the records nearly every change
 // reads (nodes, users, machines, allocations, liens, rate tables): see
