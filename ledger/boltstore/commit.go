@@ -5,6 +5,10 @@ import (
 	"time"
 )
 
+// trimBudget is about how many overlay entries the committer trims per
+// group (see overlay.trim).
+const trimBudget = 512
+
 // commitLoop takes whatever calls are waiting and runs them as a group,
 // then hands the group to the syncer and goes on with the next group while
 // the syncer writes the log.
@@ -40,8 +44,9 @@ func (s *Store) run(calls []*call) *group {
 		s.cache.reset()
 		s.epoch = f
 	}
-	s.trimmed = s.checkpointed.Load()
-	s.ov.trim(s.trimmed)
+	// What was trimmed is in the file: a reader of this group's snapshot
+	// needs a file at least that new.
+	s.trimmed = max(s.trimmed, s.ov.trim(s.checkpointed.Load(), trimBudget))
 	s.lastGroup++
 	g := &group{writes: groupWrites{group: s.lastGroup}, calls: calls, epoch: s.epoch, start: time.Now()}
 	// The read transaction is opened after the trim, so the file holds what

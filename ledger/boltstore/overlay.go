@@ -220,34 +220,49 @@ func (o *overlay) committed(g groupWrites) {
 	}
 }
 
-// trim drops what the file holds now that groups up to applied are in it.
-func (o *overlay) trim(applied uint64) {
-	n := 0
+// trim drops what the file holds now that groups up to applied are in it,
+// group by group until it has visited budget writes, and returns the
+// newest group trimmed (the overlay still holds those after it). A
+// checkpoint covers hundreds of groups; trimming them all at once stopped
+// the committer for tens of milliseconds, so it is spread over the groups
+// that follow.
+func (o *overlay) trim(applied uint64, budget int) uint64 {
+	n, trimmed := 0, uint64(0)
 	for _, g := range o.pending {
-		if g.group > applied {
+		if g.group > applied || budget <= 0 {
 			break
 		}
 		n++
+		budget -= len(g.writes)
+		trimmed = g.group
 		for _, w := range g.writes {
-			name := string(w.bucket)
-			if w.seq {
-				if s, ok := o.seqs[name]; ok && s.group <= applied {
-					delete(o.seqs, name)
-				}
-				continue
-			}
-			t := o.buckets[name]
-			if residentBuckets[name] {
-				continue
-			}
-			for _, tr := range []*btree.BTreeG[overlayEntry]{t.live, t.dead} {
-				if e, ok := tr.Get(overlayEntry{key: w.key}); ok && e.group <= applied {
-					tr.Delete(e)
-				}
-			}
+			o.trimWrite(w, applied)
 		}
 	}
 	o.pending = o.pending[n:]
+	if len(o.pending) == 0 || o.pending[0].group > applied {
+		return applied // nothing up to applied is left
+	}
+	return trimmed
+}
+
+func (o *overlay) trimWrite(w write, applied uint64) {
+	name := string(w.bucket)
+	if w.seq {
+		if s, ok := o.seqs[name]; ok && s.group <= applied {
+			delete(o.seqs, name)
+		}
+		return
+	}
+	if residentBuckets[name] {
+		return
+	}
+	t := o.buckets[name]
+	for _, tr := range []*btree.BTreeG[overlayEntry]{t.live, t.dead} {
+		if e, ok := tr.Get(overlayEntry{key: w.key}); ok && e.group <= applied {
+			tr.Delete(e)
+		}
+	}
 }
 
 // A snapshot is a state readers can see: the file, once it holds at

@@ -14,7 +14,7 @@ const checkpointQueue = 1024
 
 // checkpointEvery spaces the checkpoints (see checkpointLoop); a variable
 // so that tests can hold them off.
-var checkpointEvery = 200 * time.Millisecond
+var checkpointEvery = 50 * time.Millisecond
 
 // syncLoop writes the groups the committer ran, as many as are waiting,
 // to the log with one sync, and only then publishes their state and

@@ -205,8 +205,8 @@ func readSegment(file string) ([]loggedGroup, int64, error) {
 	var off int64
 	for len(data) > 0 {
 		group, writes, size, err := readRecord(data)
-		if errors.Is(err, errTorn) {
-			break
+		if errors.Is(err, errTorn) || len(out) > 0 && group <= out[len(out)-1].group {
+			break // a record left by a failed write is older than the one before it
 		}
 		if err != nil {
 			return nil, 0, fmt.Errorf("%w: %s at byte %d: %v", errCorruptLog, file, off, err)
@@ -219,13 +219,18 @@ func readSegment(file string) ([]loggedGroup, int64, error) {
 
 var errCorruptLog = errors.New("boltstore: write-ahead log is corrupt")
 
-// A logWriter appends records to the newest segment.
+// A logWriter appends records to the newest segment, which it
+// preallocates walChunk at a time; the zeros after the last record read as
+// the end of the log.
 type logWriter struct {
-	path string
-	n    uint64
-	f    *os.File
-	size int64
+	path      string
+	n         uint64
+	f         *os.File
+	size      int64
+	allocated int64
 }
+
+const walChunk = 4 << 20
 
 // openLog starts segment n, empty.
 func openLog(path string, n uint64) (*logWriter, error) {
@@ -244,20 +249,43 @@ func openLog(path string, n uint64) (*logWriter, error) {
 // back to what it held, so that the next record does not follow a torn one
 // (which would hide it from recovery).
 func (w *logWriter) append(records []byte) error {
+	if end := w.size + int64(len(records)); end > w.allocated {
+		n := (end + walChunk - 1) / walChunk * walChunk
+		if err := preallocate(w.f, n); err != nil {
+			// Nearly full: take only what this write needs.
+			if err := preallocate(w.f, end); err != nil {
+				return w.undo(fmt.Errorf("boltstore: extend log: %w", err), 0)
+			}
+			n = end
+		}
+		w.allocated = n
+	}
 	if _, err := w.f.WriteAt(records, w.size); err != nil {
-		return w.undo(fmt.Errorf("boltstore: write log: %w", err))
+		return w.undo(fmt.Errorf("boltstore: write log: %w", err), len(records))
 	}
 	if err := w.f.Sync(); err != nil {
-		return w.undo(fmt.Errorf("boltstore: sync log: %w", err))
+		return w.undo(fmt.Errorf("boltstore: sync log: %w", err), len(records))
 	}
 	w.size += int64(len(records))
 	return nil
 }
 
-func (w *logWriter) undo(err error) error {
+// undo removes what a failed write of n bytes may have left after the
+// last whole record: zeros end the log for a reader, so it overwrites them
+// with zeros within the preallocated size, or else cuts the file back.
+func (w *logWriter) undo(err error, n int) error {
+	if n == 0 {
+		return err
+	}
+	if w.size+int64(n) <= w.allocated {
+		if _, zerr := w.f.WriteAt(make([]byte, n), w.size); zerr == nil {
+			return err
+		}
+	}
 	if terr := w.f.Truncate(w.size); terr != nil {
 		return fmt.Errorf("%w; and cutting the log back failed: %v", err, terr)
 	}
+	w.allocated = w.size
 	return err
 }
 
