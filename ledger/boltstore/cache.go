@@ -56,7 +56,7 @@ func (c *decodedCache) keep(bucket, key []byte, v any) {
 }
 
 func (c *decodedCache) forget(bucket, key []byte) {
-	if c != nil {
+	if c != nil && cachedBuckets[string(bucket)] { // most writes are of other buckets: no key to build
 		delete(c.records, cacheKey(bucket, key))
 	}
 }
