@@ -117,8 +117,10 @@ type Store struct {
 
 	// published is the newest durable state, which View reads.
 	published atomic.Pointer[snapshot]
-	// checkpointed is the newest group in the bbolt file.
-	checkpointed atomic.Uint64
+	// checkpointed is the newest group in the bbolt file; checkpointErr the
+	// error of the newest checkpoint that failed.
+	checkpointed  atomic.Uint64
+	checkpointErr atomic.Value
 	// failures counts the syncer's failed log writes (the committer's
 	// epoch catches up with it).
 	failures atomic.Uint64

@@ -153,7 +153,9 @@ func (s *Store) checkpoint(groups []*group) error {
 		return setApplied(btx, last)
 	})
 	if err != nil {
-		return fmt.Errorf("boltstore: checkpoint: %w", err)
+		err = fmt.Errorf("boltstore: checkpoint: %w", err)
+		s.checkpointErr.Store(err)
+		return err
 	}
 	s.checkpointed.Store(last)
 	return s.dropCheckpointed(last)
@@ -183,12 +185,14 @@ func (s *Store) removeAllSegments() error {
 	return s.removeSegments(nums)
 }
 
-// flush waits until the file holds every group durable now.
+// flush waits until the file holds every group durable now, or fails
+// after flushWait with the checkpointer's last error (a full disk).
 func (s *Store) flush() error {
 	want := s.published.Load().group
 	if s.readOnly && s.checkpointed.Load() < want {
 		return fmt.Errorf("boltstore: the write-ahead log holds changes the file does not (the bank was not closed cleanly): open it read-write once to apply them")
 	}
+	deadline := time.Now().Add(flushWait)
 	for s.checkpointed.Load() < want {
 		s.mu.RLock()
 		closed := s.closed
@@ -196,7 +200,13 @@ func (s *Store) flush() error {
 		if closed {
 			return ErrClosed
 		}
+		if time.Now().After(deadline) {
+			err, _ := s.checkpointErr.Load().(error)
+			return fmt.Errorf("boltstore: the file did not catch up with the log in %s: %v", flushWait, err)
+		}
 		time.Sleep(time.Millisecond)
 	}
 	return nil
 }
+
+const flushWait = 30 * time.Second
