@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -94,6 +95,27 @@ func TestFullDisk(t *testing.T) {
 			t.Fatalf("chem holds %s, want the %d acknowledged deposits", nb.Amount, want)
 		}
 	}
+	checkBank(int64(acked))
+	// Concurrent writers on the full disk: groups run on top of a group
+	// that could not be logged must fail too, and the acknowledged ones
+	// must all be there.
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 50 {
+				_, err := l.Deposit(ledger.Request{Actor: "t"}, ledger.DepositSpec{Account: "chem", Amount: decimal.NewFromInt(1)})
+				if err == nil {
+					mu.Lock()
+					acked++
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	wg.Wait()
 	checkBank(int64(acked))
 	if err := os.Remove(filler); err != nil {
 		t.Fatal(err)
