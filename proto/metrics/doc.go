@@ -4,8 +4,8 @@
 //	ingot_http_requests_total{endpoint, method, code}   counter
 //	ingot_http_request_duration_seconds{endpoint}       histogram
 //	ingot_liens_open                                    gauge
-//	ingot_commit_batch_size                             histogram of Update calls per bbolt transaction
-//	ingot_commit_duration_seconds                       histogram of bbolt transaction times
+//	ingot_commit_batch_size                             histogram of Update calls per write and sync of the log
+//	ingot_commit_duration_seconds                       histogram of the times of those writes, their groups included
 //
 // with the Go runtime's (go_*) and the process's (process_*) figures.
 //

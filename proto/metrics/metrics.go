@@ -48,13 +48,13 @@ func New() *Metrics {
 		}, []string{"endpoint"}),
 		batch: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "ingot_commit_batch_size",
-			Help: "Update calls committed together in one bbolt transaction (group commit).",
-			// 1 to 1024, the store's largest group.
+			Help: "Update calls made durable together by one write and sync of the write-ahead log (group commit).",
+			// 1 to 1024 (the store's largest group; the syncer may write several).
 			Buckets: prometheus.ExponentialBuckets(1, 2, 11),
 		}),
 		commit: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "ingot_commit_duration_seconds",
-			Help: "Time of one bbolt transaction of the committer: its calls, the commit and its fsync.",
+			Help: "Time from the start of the first group of a log write to the end of its sync: the calls, the write and the fsync.",
 			// 0.5 ms (a fast SSD's fsync) to about 1 s.
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 12),
 		}),
