@@ -15,21 +15,26 @@ const trimBudget = 512
 func (s *Store) commitLoop() {
 	defer close(s.toSync)
 	for first := range s.calls {
-		calls := []*call{first}
-	gather:
-		for len(calls) < maxGroup {
-			select {
-			case c, ok := <-s.calls:
-				if !ok {
-					break gather
-				}
-				calls = append(calls, c)
-			default:
-				break gather
-			}
-		}
-		s.toSync <- s.run(calls)
+		s.toSync <- s.run(gather(first, s.calls, maxGroup))
 	}
+}
+
+// gather is first and whatever else waits in ch, at most max in all: a
+// group takes what has come, with no batching delay.
+func gather[T any](first T, ch <-chan T, max int) []T {
+	out := []T{first}
+	for len(out) < max {
+		select {
+		case v, ok := <-ch:
+			if !ok {
+				return out
+			}
+			out = append(out, v)
+		default:
+			return out
+		}
+	}
+	return out
 }
 
 // run runs the calls one after another over the file and the overlay. A

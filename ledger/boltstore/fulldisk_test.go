@@ -1,4 +1,4 @@
-package boltstore_test
+package boltstore
 
 import (
 	"errors"
@@ -8,12 +8,10 @@ import (
 	"sync"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/shopspring/decimal"
 
 	"github.com/ingot-hpc/ingot/ledger"
-	"github.com/ingot-hpc/ingot/ledger/boltstore"
 )
 
 // TestFullDisk fills a small tmpfs under a bank and checks that a deposit
@@ -30,20 +28,11 @@ func TestFullDisk(t *testing.T) {
 	}
 	t.Cleanup(func() { syscall.Unmount(dir, 0) })
 	path := filepath.Join(dir, "bank.db")
-	store, err := boltstore.Open(path, boltstore.Options{})
+	store, err := Open(path, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := ledger.Init(store, ledger.Settings{Precision: 2}, ledger.Request{Actor: "t"}, time.Now()); err != nil {
-		t.Fatal(err)
-	}
-	l, err := ledger.Open(store)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := l.CreateNode(ledger.Request{Actor: "t"}, ledger.NodeSpec{Name: "chem"}); err != nil {
-		t.Fatal(err)
-	}
+	l := initBank(t, store)
 	acked := 0
 	deposit := func() error {
 		_, err := l.Deposit(ledger.Request{Actor: "t"}, ledger.DepositSpec{Account: "chem", Amount: decimal.NewFromInt(1)})
@@ -81,21 +70,7 @@ func TestFullDisk(t *testing.T) {
 	if !strings.Contains(depositErr.Error(), "no space left on device") {
 		t.Errorf("full-disk error does not say why: %v", depositErr)
 	}
-	checkBank := func(want int64) {
-		t.Helper()
-		rep, err := l.Audit()
-		if err != nil || len(rep.Problems) > 0 {
-			t.Fatalf("audit: %v %v", rep.Problems, err)
-		}
-		nb, err := l.BalanceAt("chem", time.Time{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !nb.Amount.Equal(decimal.NewFromInt(want)) {
-			t.Fatalf("chem holds %s, want the %d acknowledged deposits", nb.Amount, want)
-		}
-	}
-	checkBank(int64(acked))
+	checkDeposits(t, store, int64(acked))
 	// Concurrent writers on the full disk: groups run on top of a group
 	// that could not be logged must fail too, and the acknowledged ones
 	// must all be there.
@@ -116,25 +91,22 @@ func TestFullDisk(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	checkBank(int64(acked))
+	checkDeposits(t, store, int64(acked))
 	if err := os.Remove(filler); err != nil {
 		t.Fatal(err)
 	}
 	if err := deposit(); err != nil {
 		t.Fatalf("deposit after space was freed: %v", err)
 	}
-	checkBank(int64(acked))
-	if err := store.Close(); err != nil && !errors.Is(err, boltstore.ErrClosed) {
+	checkDeposits(t, store, int64(acked))
+	if err := store.Close(); err != nil && !errors.Is(err, ErrClosed) {
 		t.Fatal(err)
 	}
 	// And the file reopens sound.
-	store, err = boltstore.Open(path, boltstore.Options{ReadOnly: true})
+	store, err = Open(path, Options{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	if l, err = ledger.Open(store); err != nil {
-		t.Fatal(err)
-	}
-	checkBank(int64(acked))
+	checkDeposits(t, store, int64(acked))
 }

@@ -3,6 +3,7 @@ package boltstore
 import (
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -22,20 +23,7 @@ var checkpointEvery = 50 * time.Millisecond
 func (s *Store) syncLoop() {
 	defer close(s.toCheckpoint)
 	for first := range s.toSync {
-		groups := []*group{first}
-	gather:
-		for {
-			select {
-			case g, ok := <-s.toSync:
-				if !ok {
-					break gather
-				}
-				groups = append(groups, g)
-			default:
-				break gather
-			}
-		}
-		s.sync(groups)
+		s.sync(gather(first, s.toSync, math.MaxInt))
 	}
 }
 
