@@ -288,7 +288,10 @@ func (o *overlay) copy() *overlay {
 
 // restore makes o the durable state again, after groups beyond it could
 // not be written: a copy of durable (the state after group last), with
-// what o must still trim of it.
+// what o must still trim of it. The copy may hold entries o had trimmed
+// since it was made; they hold what the file holds, so they are right, and
+// they stay until their keys are written again (this happens only after a
+// failed log write).
 func (o *overlay) restore(durable *overlay, last uint64) {
 	c := durable.copy()
 	o.buckets, o.seqs = c.buckets, c.seqs
