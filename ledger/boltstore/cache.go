@@ -52,6 +52,13 @@ func (c *decodedCache) keep(bucket, key []byte, v any) {
 	if c == nil || !cachedBuckets[string(bucket)] {
 		return
 	}
+	if l, ok := v.(ledger.Lien); ok && l.State != ledger.LienActive {
+		// A settled lien is seldom read again. Keeping only active ones
+		// bounds the cache by the running jobs, not the bank's history (a
+		// server kept every lien it had seen).
+		c.forget(bucket, key)
+		return
+	}
 	c.records[cacheKey(bucket, key)] = unshared(v)
 }
 

@@ -1,0 +1,54 @@
+package boltstore
+
+import (
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/shopspring/decimal"
+
+	"github.com/ingot-hpc/ingot/ledger"
+)
+
+// TestCacheKeepsOnlyActiveLiens writes liens as the lien layer does (placed
+// active, then settled) and checks that the committer's cache holds the
+// active ones only, so that it does not grow with every job the bank saw.
+func TestCacheKeepsOnlyActiveLiens(t *testing.T) {
+	store, err := Open(filepath.Join(t.TempDir(), "bank.db"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	put := func(l ledger.Lien, old *ledger.Lien) {
+		t.Helper()
+		if err := store.Update(func(tx ledger.Tx) error { return tx.PutLien(l, old) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	now := time.Now().UTC()
+	for id := uint64(1); id <= 100; id++ {
+		l := ledger.Lien{ID: id, JobRef: ledger.JobRef{JobID: "j", Machine: "m", Project: "p", Account: "a"},
+			Amount: decimal.NewFromInt(1), Holds: []ledger.Hold{{Allocation: 1, Amount: decimal.NewFromInt(1)}},
+			Created: now, Expires: now.Add(time.Hour), State: ledger.LienActive}
+		put(l, nil)
+		if id%2 == 0 {
+			settled := l
+			settled.State = ledger.LienSettled
+			put(settled, &l)
+		}
+	}
+	cached := 0
+	for key, v := range store.cache.records {
+		l, ok := v.(ledger.Lien)
+		if !ok {
+			continue
+		}
+		cached++
+		if l.State != ledger.LienActive {
+			t.Errorf("the cache holds settled lien %d (%q)", l.ID, key)
+		}
+	}
+	if cached != 50 {
+		t.Errorf("the cache holds %d liens, want the 50 active ones", cached)
+	}
+}
