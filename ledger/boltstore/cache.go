@@ -59,8 +59,14 @@ func (c *decodedCache) keep(bucket, key []byte, v any) {
 		c.forget(bucket, key)
 		return
 	}
+	if len(c.records) >= maxCached {
+		c.reset() // a bound on memory; what is needed again is decoded again
+	}
 	c.records[cacheKey(bucket, key)] = unshared(v)
 }
+
+// maxCached bounds the records the cache holds.
+const maxCached = 1 << 16
 
 func (c *decodedCache) forget(bucket, key []byte) {
 	if c != nil && cachedBuckets[string(bucket)] { // most writes are of other buckets: no key to build

@@ -52,3 +52,17 @@ func TestCacheKeepsOnlyActiveLiens(t *testing.T) {
 		t.Errorf("the cache holds %d liens, want the 50 active ones", cached)
 	}
 }
+
+// TestCacheIsBounded keeps more records than the cache may hold.
+func TestCacheIsBounded(t *testing.T) {
+	c := newDecodedCache()
+	for i := range maxCached + 10 {
+		c.keep(bucketNodes, encodeUint(uint64(i)), ledger.Node{Name: "n"})
+	}
+	if n := len(c.records); n == 0 || n > maxCached {
+		t.Fatalf("the cache holds %d records, bound %d", n, maxCached)
+	}
+	if _, ok := c.lookup(bucketNodes, encodeUint(maxCached+9)); !ok {
+		t.Error("the newest record is not cached")
+	}
+}

@@ -157,17 +157,19 @@ func (o *overlay) set(w write, group uint64) undo {
 
 // residentBuckets are held whole in the overlay, loaded when the store
 // opens, never trimmed: the small ones nearly every change reads (settings
-// and the journal head, nodes, users, machines, records such as rate
-// tables) and the indexes and running sums of active liens, which change
-// with every lien and charge. Their size follows the bank's structure and
-// its running jobs, not its history. Reading them never touches the file;
+// and the journal head, nodes, users, machines) and the indexes and
+// running sums of active liens, which change with every lien and charge.
+// Their size follows the bank's structure and its running jobs, not its
+// history. (Records are not resident: guaranteed quotes and reservations
+// are records too and accumulate; the rate tables and policies among them
+// are read from the committer's cache.) Reading them never touches the file;
 // and for the active-lien index, walks would otherwise step over every
 // lien the file holds as active that was charged since the last
 // checkpoint. The growing buckets (journal, history, requests, liens,
 // charges) stay in the file, with only recent writes in the overlay.
 var residentBuckets = map[string]bool{
 	string(bucketMeta): true, string(bucketNodes): true, string(bucketUsers): true,
-	string(bucketMachines): true, string(bucketByAccount): true, string(bucketRecords): true,
+	string(bucketMachines): true, string(bucketByAccount): true,
 	string(bucketLiensActive): true, string(bucketLiensExpiry): true, string(bucketReserved): true,
 	string(bucketCharged): true, string(bucketReservedSum): true, string(bucketVersions): true,
 }
