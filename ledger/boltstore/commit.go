@@ -66,9 +66,16 @@ func (s *Store) run(calls []*call) *group {
 	}
 	defer btx.Rollback()
 	ses := newSession(btx, s.ov, s.cache, s.lastGroup)
+	// The writes go on to the syncer; sized as the last group's per call,
+	// they are not copied as they grow. The undo records are the
+	// committer's own and reused.
+	ses.writes = make([]write, 0, len(calls)*s.writesPerCall)
+	ses.undos = s.undos[:0]
 	for _, c := range calls {
 		c.err = ses.runCall(c.fn, btx)
 	}
+	s.undos = ses.undos
+	s.writesPerCall = len(ses.writes)/len(calls) + 1
 	g.writes.writes = ses.writes
 	s.ov.committed(g.writes)
 	g.snap = &snapshot{group: s.lastGroup, trimmed: s.trimmed, ov: s.ov.copy()}

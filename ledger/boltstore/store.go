@@ -107,8 +107,12 @@ type Store struct {
 	cache     *decodedCache
 	ov        *overlay
 	lastGroup uint64
-	epoch     uint64
-	trimmed   uint64
+	// undos is the sessions' undo buffer; writesPerCall about how many
+	// writes a call of the last group made, to size the next group's.
+	undos         []undo
+	writesPerCall int
+	epoch         uint64
+	trimmed       uint64
 
 	// The syncer's own.
 	log         *logWriter
