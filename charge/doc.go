@@ -71,8 +71,9 @@
 // arithmetic by hand; Amount.String renders it.
 //
 // Checking and compiling a table costs more than pricing a job under it:
-// RateTable.Compile gives a CompiledTable to price many jobs with, and
-// Price and Quote keep the last few tables they compiled.
+// RateTable.Compile gives a CompiledTable to price many jobs with (the
+// bank keeps one per rate-table record); Price and Quote compile the
+// table each time.
 //
 // # Quotes
 //

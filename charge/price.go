@@ -24,8 +24,11 @@ import (
 //
 // Price prices what it is given: for an incremental charge, pass the
 // increment (its wallclock, CPU seconds and start) with the state Running.
+//
+// Price compiles the table each time: a caller pricing many jobs under
+// one table compiles it once (RateTable.Compile) and uses its Price.
 func Price(table RateTable, policy Policy, shape Shape, u Usage) (Amount, error) {
-	c, err := compiled(table)
+	c, err := table.compile()
 	if err != nil {
 		return Amount{}, err
 	}

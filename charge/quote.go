@@ -26,19 +26,28 @@ type GuaranteedQuote struct {
 // Guarantee quotes a request and freezes the table, policy and shape it was
 // quoted under, for uses jobs until expires.
 func Guarantee(table RateTable, policy Policy, shape Shape, req Request, now, expires time.Time, uses int) (GuaranteedQuote, error) {
+	c, err := table.Compile()
+	if err != nil {
+		return GuaranteedQuote{}, err
+	}
+	return c.Guarantee(policy, shape, req, now, expires, uses)
+}
+
+// Guarantee is the package's Guarantee under the compiled table.
+func (c *CompiledTable) Guarantee(policy Policy, shape Shape, req Request, now, expires time.Time, uses int) (GuaranteedQuote, error) {
 	if uses < 1 {
 		return GuaranteedQuote{}, fmt.Errorf("%w: %d uses (at least 1)", ErrBadQuote, uses)
 	}
 	if !expires.After(now) {
 		return GuaranteedQuote{}, fmt.Errorf("%w: expires %s, not after %s", ErrBadQuote, expires.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339))
 	}
-	amount, err := Quote(table, policy, shape, req)
+	amount, err := c.Quote(policy, shape, req)
 	if err != nil {
 		return GuaranteedQuote{}, err
 	}
 	req.Licenses = maps.Clone(req.Licenses)
 	return GuaranteedQuote{
-		Table: table.clone(), Policy: policy, Shape: shape, Request: req, Amount: amount,
+		Table: c.table.clone(), Policy: policy, Shape: shape, Request: req, Amount: amount,
 		Created: now, Expires: expires, Uses: uses,
 	}, nil
 }

@@ -12,14 +12,19 @@ import (
 // for the very same rate table (one decoded record), policy and shape, and
 // no quote; otherwise it prices again.
 func TestPricedAheadOnlyWhenTheSame(t *testing.T) {
-	table := charge.DefaultRateTable()
-	pr := pricing{table: table, policy: charge.DebitSuccessfulWC, shape: charge.Shape{Cores: 32}}
+	table, err := charge.DefaultRateTable().Compile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr := pricing{rates: table, policy: charge.DebitSuccessfulWC, shape: charge.Shape{Cores: 32}}
 	usage := charge.Usage{Resources: charge.Resources{Processors: 2}, WallclockSeconds: 10, WallclockLimitSeconds: 60, State: charge.Completed}
 	// A price no pricing gives, so that its use shows.
 	marked := pricedAhead{pr: pr, amount: charge.Amount{Credits: decimal.NewFromInt(-1)}, ok: true}
 
-	copied := table
-	copied.Rates = append([]charge.ChargeRate(nil), table.Rates...) // equal, but another decoding
+	copied, err := charge.DefaultRateTable().Compile() // equal, but another decoding
+	if err != nil {
+		t.Fatal(err)
+	}
 	quoted := pr
 	quoted.quote = 7
 	for _, tc := range []struct {
@@ -28,9 +33,9 @@ func TestPricedAheadOnlyWhenTheSame(t *testing.T) {
 		usesAhead bool
 	}{
 		{"the same pricing", pr, true},
-		{"an equal table decoded again", pricing{table: copied, policy: pr.policy, shape: pr.shape}, false},
-		{"another policy", pricing{table: table, policy: charge.DebitAllCPU, shape: pr.shape}, false},
-		{"another shape", pricing{table: table, policy: pr.policy, shape: charge.Shape{Cores: 64}}, false},
+		{"an equal table decoded again", pricing{rates: copied, policy: pr.policy, shape: pr.shape}, false},
+		{"another policy", pricing{rates: table, policy: charge.DebitAllCPU, shape: pr.shape}, false},
+		{"another shape", pricing{rates: table, policy: pr.policy, shape: charge.Shape{Cores: 64}}, false},
 		{"a quote's table", quoted, false},
 	} {
 		got, err := marked.price(chargeTerms{pr: tc.now, usage: usage})

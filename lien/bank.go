@@ -12,7 +12,7 @@ import (
 // Bank runs liens, charges, quotes and reservations on a ledger.
 type Bank struct {
 	l      *ledger.Ledger
-	rates  decoded[charge.RateTable]
+	rates  decoded[*charge.CompiledTable]
 	config decoded[Config]
 }
 
@@ -98,25 +98,30 @@ func shapeOf(m ledger.Machine) charge.Shape {
 	return charge.Shape{Cores: m.Shape.Cores, MemoryMB: m.Shape.MemoryMB, GPUs: m.Shape.GPUs}
 }
 
-// pricing is what prices a job: the rate table, policy and node shape, from
-// a guaranteed quote when the job uses one.
+// pricing is what prices a job: the compiled rate table, policy and node
+// shape, from a guaranteed quote when the job uses one.
 type pricing struct {
-	table  charge.RateTable
+	rates  *charge.CompiledTable
 	policy charge.Policy
 	shape  charge.Shape
 	quote  uint64
 }
 
 // samePricing reports whether two pricings are the same: the same policy
-// and shape, no quote, and the very same rate table (one decoded record,
-// shared through the cache, which nothing changes).
+// and shape, no quote, and the very same compiled table (one decoded
+// record, shared through the cache, which nothing changes).
 func (p pricing) samePricing(q pricing) bool {
 	return p.quote == 0 && q.quote == 0 && p.policy == q.policy && p.shape == q.shape &&
-		p.table.Precision == q.table.Precision && len(p.table.Rates) > 0 && len(p.table.Rates) == len(q.table.Rates) &&
-		&p.table.Rates[0] == &q.table.Rates[0]
+		p.rates != nil && p.rates == q.rates
+}
+
+// quotePricing is the pricing a guaranteed quote froze.
+func quotePricing(q StoredQuote) (pricing, error) {
+	rates, err := q.Table.Compile()
+	return pricing{rates: rates, policy: q.Policy, shape: q.Shape, quote: q.ID}, err
 }
 
 func (b *Bank) pricing(tx ledger.Tx, cfg Config, p who) (pricing, error) {
 	t, err := b.pricingRates(tx)
-	return pricing{table: t, policy: cfg.policyFor(p.project.Name, p.machine.Name), shape: shapeOf(p.machine)}, err
+	return pricing{rates: t, policy: cfg.policyFor(p.project.Name, p.machine.Name), shape: shapeOf(p.machine)}, err
 }

@@ -94,7 +94,7 @@ func loadRates(tx ledger.Tx, precision int32) (charge.RateTable, error) {
 // decoding and checking the table alone took an eighth of the writer's time
 // with a QOS multiplier and a night window. Keyed by the bytes, it is right
 // for any transaction, whatever snapshot it reads. The value is shared:
-// the pricing paths that use it only read it (charge.Guarantee copies the
+// the pricing paths that use it only read it (a guaranteed quote copies the
 // table it keeps); the paths that change a record load their own copy.
 type decoded[T any] struct {
 	mu    sync.Mutex
@@ -135,11 +135,16 @@ func (d *decoded[T]) load(tx ledger.Tx, kind, key string, load func(ledger.Tx) (
 	return v, err
 }
 
-// pricingRates and pricingConfig are loadRates and loadConfig for the
-// paths that price and place jobs, which only read them.
-func (b *Bank) pricingRates(tx ledger.Tx) (charge.RateTable, error) {
-	return b.rates.load(tx, recordConfig, keyRates, func(tx ledger.Tx) (charge.RateTable, error) {
-		return loadRates(tx, b.l.Settings().Precision)
+// pricingRates and pricingConfig are loadRates (compiled, so that each
+// job's pricing does not check and compile the table again) and loadConfig
+// for the paths that price and place jobs, which only read them.
+func (b *Bank) pricingRates(tx ledger.Tx) (*charge.CompiledTable, error) {
+	return b.rates.load(tx, recordConfig, keyRates, func(tx ledger.Tx) (*charge.CompiledTable, error) {
+		t, err := loadRates(tx, b.l.Settings().Precision)
+		if err != nil {
+			return nil, err
+		}
+		return t.Compile()
 	})
 }
 

@@ -124,7 +124,7 @@ func (b *Bank) Place(req ledger.Request, spec PlaceSpec) (LienResult, error) {
 			return LienResult{}, err
 		}
 		request := withStart(spec.Request, w.Now())
-		amount, err := charge.Quote(pr.table, pr.policy, pr.shape, request)
+		amount, err := pr.rates.Quote(pr.policy, pr.shape, request)
 		if err != nil {
 			return LienResult{}, fmt.Errorf("%w: lien for job %s: %v", ledger.ErrInvalid, spec.ID, err)
 		}
@@ -174,7 +174,10 @@ func (b *Bank) lienPricing(w *ledger.Writer, cfg Config, p who, quoteID uint64, 
 	if q.Machine != p.machine.Name || q.Project != p.project.Name {
 		return pricing{}, nil, fmt.Errorf("%w: quote %d is for %s on %s", ErrQuote, quoteID, q.Project, q.Machine)
 	}
-	pr := pricing{table: q.Table, policy: q.Policy, shape: q.Shape, quote: q.ID}
+	pr, err := quotePricing(q)
+	if err != nil {
+		return pricing{}, nil, err
+	}
 	if reused { // the job holds one of its uses; only expiry matters
 		if !w.Now().Before(q.Expires) {
 			return pricing{}, nil, fmt.Errorf("%w: quote %d expired at %s", ErrQuote, quoteID, q.Expires.Format(time.RFC3339))
@@ -267,7 +270,7 @@ func (b *Bank) Extend(req ledger.Request, job Job, wallclockLimitSeconds int64) 
 			return LienResult{}, err
 		}
 		d.Request.WallclockLimitSeconds = wallclockLimitSeconds
-		amount, err := charge.Quote(pr.table, pr.policy, pr.shape, d.Request)
+		amount, err := pr.rates.Quote(pr.policy, pr.shape, d.Request)
 		if err != nil {
 			return LienResult{}, fmt.Errorf("%w: extend job %s: %v", ledger.ErrInvalid, job.ID, err)
 		}
@@ -345,14 +348,17 @@ func activeLien(w *ledger.Writer, job Job) (ledger.Lien, Detail, error) {
 func (b *Bank) jobPricing(tx ledger.Tx, cfg Config, l ledger.Lien, d Detail) (pricing, error) {
 	if d.Quote != 0 {
 		q, err := loadQuote(tx, d.Quote)
-		return pricing{table: q.Table, policy: q.Policy, shape: q.Shape, quote: q.ID}, err
+		if err != nil {
+			return pricing{}, err
+		}
+		return quotePricing(q)
 	}
 	m, ok, err := tx.Machine(l.Machine)
 	if err != nil || !ok {
 		return pricing{}, notFound(err, "no machine named %q", l.Machine)
 	}
 	t, err := b.pricingRates(tx)
-	return pricing{table: t, policy: d.Policy, shape: shapeOf(m)}, err
+	return pricing{rates: t, policy: d.Policy, shape: shapeOf(m)}, err
 }
 
 // Liens lists liens: the active ones (all, with all set), of a node's

@@ -52,7 +52,7 @@ func (b *Bank) Quote(spec QuoteSpec) (QuoteResult, error) {
 			return err
 		}
 		req := withStart(spec.Request, b.l.Now())
-		amount, err := charge.Quote(pr.table, pr.policy, pr.shape, req)
+		amount, err := pr.rates.Quote(pr.policy, pr.shape, req)
 		if err != nil {
 			return fmt.Errorf("%w: quote: %v", ledger.ErrInvalid, err)
 		}
@@ -84,7 +84,7 @@ func (b *Bank) Guarantee(req ledger.Request, spec QuoteSpec, expires time.Time, 
 		if err != nil {
 			return StoredQuote{}, err
 		}
-		g, err := charge.Guarantee(pr.table, pr.policy, pr.shape, withStart(spec.Request, w.Now()), w.Now(), expires, uses)
+		g, err := pr.rates.Guarantee(pr.policy, pr.shape, withStart(spec.Request, w.Now()), w.Now(), expires, uses)
 		if err != nil {
 			return StoredQuote{}, fmt.Errorf("%w: quote: %v", ledger.ErrInvalid, err)
 		}

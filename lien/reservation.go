@@ -178,7 +178,7 @@ func (b *Bank) chargeIdle(w *ledger.Writer, r *Reservation, from time.Time, seco
 	}
 	usage := charge.Usage{Resources: charge.Resources{Processors: r.Processors}, WallclockSeconds: seconds, CPUSeconds: idle,
 		Start: from, End: from.Add(time.Duration(seconds) * time.Second), State: charge.Completed}
-	amount, err := charge.Price(pr.table, charge.DebitAllCPU, pr.shape, usage)
+	amount, err := pr.rates.Price(charge.DebitAllCPU, pr.shape, usage)
 	if err != nil {
 		return ChargeResult{}, fmt.Errorf("%w: idle charge of reservation %s: %v", ledger.ErrInvalid, r.Name, err)
 	}

@@ -152,7 +152,7 @@ func (b *Bank) priceAhead(spec ChargeSpec) pricedAhead {
 			return err // the writer finds and reports it
 		}
 		a.pr = t.pr
-		a.amount, err = charge.Price(t.pr.table, t.pr.policy, t.pr.shape, t.usage)
+		a.amount, err = t.pr.rates.Price(t.pr.policy, t.pr.shape, t.usage)
 		a.ok = err == nil
 		return nil
 	})
@@ -166,7 +166,7 @@ func (a pricedAhead) price(t chargeTerms) (charge.Amount, error) {
 	if a.ok && a.pr.samePricing(t.pr) {
 		return a.amount, nil
 	}
-	return charge.Price(t.pr.table, t.pr.policy, t.pr.shape, t.usage)
+	return t.pr.rates.Price(t.pr.policy, t.pr.shape, t.usage)
 }
 
 // settle debits amount for charge c (its identity filled in), updates the
