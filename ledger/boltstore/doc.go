@@ -9,7 +9,8 @@
 //
 //	meta                   "schema" -> version, "settings" -> ledger.Settings,
 //	                       "journal_head" -> seq ‖ time (Unix ns) ‖ hash of the newest entry,
-//	                       "log_applied" -> the newest group of the log the file holds
+//	                       "log_applied" -> the newest group of the log the file holds,
+//	                       "bank_id" -> 16 random bytes, which the log's segments carry
 //	nodes                  name -> ledger.Node
 //	users                  name -> ledger.User
 //	machines               name -> ledger.Machine
@@ -62,7 +63,10 @@
 // Opening a file applies the groups of the log newer than "log_applied" to
 // it (read-only, it keeps them in memory instead), so a crash loses no
 // acknowledged call: its group was in the log before it was answered. A
-// record torn by the crash was never answered and is ignored.
+// record torn by the crash was never answered and is ignored. A log that
+// does not fit the file (another bank's, or one starting after the groups
+// the file holds, as beside an older copy of the file) is refused with
+// ErrLogMismatch, and nothing is changed.
 //
 // If the log cannot be written (a full disk), the calls of that write get
 // the error, and so do those of every group the committer ran on top of

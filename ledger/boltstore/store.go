@@ -1,6 +1,7 @@
 package boltstore
 
 import (
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -61,6 +62,7 @@ var (
 	keySettings = []byte("settings")
 	keyHead     = []byte("journal_head")
 	keyApplied  = []byte("log_applied")
+	keyBankID   = []byte("bank_id")
 )
 
 // ErrClosed is returned by calls on a closed store.
@@ -113,6 +115,9 @@ type Store struct {
 	writesPerCall int
 	epoch         uint64
 	trimmed       uint64
+
+	// bank is the bank's id, which the log's segments carry.
+	bank [bankIDSize]byte
 
 	// The syncer's own.
 	log         *logWriter
@@ -202,26 +207,15 @@ func (s *Store) open() error {
 	var applied uint64
 	err := s.db.View(func(btx *bolt.Tx) error {
 		applied = appliedGroup(btx)
+		copy(s.bank[:], btx.Bucket(bucketMeta).Get(keyBankID))
 		return nil
 	})
 	if err != nil {
 		return err
 	}
-	nums, err := segments(s.path)
+	nums, logged, err := s.readLog(applied)
 	if err != nil {
 		return err
-	}
-	var logged []loggedGroup
-	for _, n := range nums {
-		groups, _, err := readSegment(segmentPath(s.path, n))
-		if err != nil {
-			return err
-		}
-		for _, g := range groups {
-			if g.group > applied {
-				logged = append(logged, g)
-			}
-		}
 	}
 	s.lastGroup, s.trimmed = applied, applied
 	if len(logged) > 0 {
@@ -244,6 +238,46 @@ func (s *Store) open() error {
 	s.checkpointed.Store(applied)
 	s.published.Store(&snapshot{group: s.lastGroup, trimmed: applied, ov: s.ov.copy()})
 	return nil
+}
+
+// ErrLogMismatch is returned by Open when the write-ahead log beside the
+// file cannot be applied to it.
+var ErrLogMismatch = errors.New("boltstore: the write-ahead log does not fit the database file")
+
+// readLog lists the log's segments and the groups in them the file (which
+// holds the groups up to applied) lacks. It refuses a segment of another
+// bank, and a log that starts after applied: the file was replaced by an
+// older copy, and the groups between are lost to it.
+func (s *Store) readLog(applied uint64) ([]uint64, []loggedGroup, error) {
+	nums, err := segments(s.path)
+	if err != nil {
+		return nil, nil, err
+	}
+	var logged []loggedGroup
+	first := true
+	for _, n := range nums {
+		file := segmentPath(s.path, n)
+		info, groups, err := readSegment(file)
+		if err != nil {
+			return nil, nil, err
+		}
+		if !info.ok {
+			continue
+		}
+		if info.bank != s.bank {
+			return nil, nil, fmt.Errorf("%w: %s belongs to another bank: move the %s-wal.* files away to open the file as it is", ErrLogMismatch, file, s.path)
+		}
+		if first && info.prev > applied {
+			return nil, nil, fmt.Errorf("%w: the log starts after change group %d but the file holds groups up to %d only (is the file an older copy?): move the %s-wal.* files away to open the file as it is", ErrLogMismatch, info.prev, applied, s.path)
+		}
+		first = false
+		for _, g := range groups {
+			if g.group > applied {
+				logged = append(logged, g)
+			}
+		}
+	}
+	return nums, logged, nil
 }
 
 // loadResident reads the resident buckets into the overlay.
@@ -283,7 +317,7 @@ func (s *Store) recover(logged []loggedGroup, nums []uint64) error {
 	if len(nums) > 0 {
 		next = nums[len(nums)-1] + 1
 	}
-	log, err := openLog(s.path, next)
+	log, err := openLog(s.path, next, s.bank, s.lastGroup)
 	if err != nil {
 		return err
 	}
@@ -351,6 +385,15 @@ func prepare(db *bolt.DB, readOnly bool) error {
 		meta := tx.Bucket(bucketMeta)
 		if v := meta.Get(keySchema); v == nil || len(v) == 8 && decodeUint(v) >= oldestUpgradable && decodeUint(v) < schemaVersion {
 			if err := meta.Put(keySchema, encodeUint(schemaVersion)); err != nil {
+				return err
+			}
+		}
+		if meta.Get(keyBankID) == nil {
+			id := make([]byte, bankIDSize)
+			if _, err := rand.Read(id); err != nil {
+				return fmt.Errorf("make the bank's id: %w", err)
+			}
+			if err := meta.Put(keyBankID, id); err != nil {
 				return err
 			}
 		}

@@ -83,7 +83,7 @@ func (s *Store) logged(last uint64) {
 	if s.log.size < segmentSize {
 		return
 	}
-	if err := s.log.rotate(); err == nil {
+	if err := s.log.rotate(last); err == nil {
 		s.segs = append(s.segs, segment{n: s.log.n})
 	}
 }

@@ -1,6 +1,7 @@
 package boltstore
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -21,7 +22,13 @@ import (
 // The log is a series of segment files beside the database, PATH-wal.N
 // (N from 1 up); the syncer starts a new one when the current one passes
 // segmentSize, and the checkpointer deletes a segment once every group in
-// it is in the bbolt file. A record is
+// it is in the bbolt file. A segment starts with a header,
+//
+//	"IWALSEG1" ‖ the bank's id (16 bytes, meta "bank_id") ‖ the newest group logged before it (8)
+//
+// so that opening a file refuses a log of another bank, or one that starts
+// after what the file holds (the file replaced by an older copy): applying
+// either would make a bank of neither. A record is
 //
 //	"IWAL" ‖ payload length (4, big-endian) ‖ CRC-32C of the payload (4) ‖ payload
 //
@@ -37,7 +44,10 @@ import (
 // segment; reading stops at the first record that is incomplete or fails
 // its checksum, and that record was never acknowledged.
 const (
-	walMagic    = "IWAL"
+	segmentMagic  = "IWALSEG1"
+	segmentHeader = len(segmentMagic) + bankIDSize + 8
+	bankIDSize    = 16
+	walMagic      = "IWAL"
 	walHeader   = 12
 	segmentSize = 64 << 20
 	// maxRecord bounds a record's payload, so that a corrupt length cannot
@@ -194,27 +204,44 @@ type loggedGroup struct {
 	writes []write
 }
 
-// readSegment reads the intact records of a segment, and how many bytes
-// they take: a torn record ends it.
-func readSegment(file string) ([]loggedGroup, int64, error) {
+// A segmentInfo is what a segment's header says.
+type segmentInfo struct {
+	bank [bankIDSize]byte
+	prev uint64
+	ok   bool // false for a segment whose header was never written (a crash as it was made)
+}
+
+// readSegment reads a segment's header and intact records, and how many
+// bytes they take: a torn record ends it.
+func readSegment(file string) (segmentInfo, []loggedGroup, error) {
 	data, err := os.ReadFile(file)
 	if err != nil {
-		return nil, 0, fmt.Errorf("boltstore: read log: %w", err)
+		return segmentInfo{}, nil, fmt.Errorf("boltstore: read log: %w", err)
 	}
+	var info segmentInfo
+	if len(data) < segmentHeader || string(data[:len(segmentMagic)]) != segmentMagic {
+		if len(bytes.Trim(data, "\x00")) == 0 {
+			return info, nil, nil // made, but nothing written in it
+		}
+		return info, nil, fmt.Errorf("%w: %s has no segment header", errCorruptLog, file)
+	}
+	copy(info.bank[:], data[len(segmentMagic):])
+	info.prev = binary.BigEndian.Uint64(data[len(segmentMagic)+bankIDSize:])
+	info.ok = true
 	var out []loggedGroup
-	var off int64
-	for len(data) > 0 {
+	off := segmentHeader
+	for data = data[segmentHeader:]; len(data) > 0; {
 		group, writes, size, err := readRecord(data)
 		if errors.Is(err, errTorn) || len(out) > 0 && group <= out[len(out)-1].group {
 			break // a record left by a failed write is older than the one before it
 		}
 		if err != nil {
-			return nil, 0, fmt.Errorf("%w: %s at byte %d: %v", errCorruptLog, file, off, err)
+			return info, nil, fmt.Errorf("%w: %s at byte %d: %v", errCorruptLog, file, off, err)
 		}
 		out = append(out, loggedGroup{group: group, writes: writes})
-		data, off = data[size:], off+int64(size)
+		data, off = data[size:], off+size
 	}
-	return out, off, nil
+	return info, out, nil
 }
 
 var errCorruptLog = errors.New("boltstore: write-ahead log is corrupt")
@@ -225,6 +252,7 @@ var errCorruptLog = errors.New("boltstore: write-ahead log is corrupt")
 type logWriter struct {
 	path      string
 	n         uint64
+	bank      [bankIDSize]byte
 	f         *os.File
 	size      int64
 	allocated int64
@@ -232,17 +260,27 @@ type logWriter struct {
 
 const walChunk = 4 << 20
 
-// openLog starts segment n, empty.
-func openLog(path string, n uint64) (*logWriter, error) {
+// openLog starts segment n, holding only its header: bank's log, after
+// group prev.
+func openLog(path string, n uint64, bank [bankIDSize]byte, prev uint64) (*logWriter, error) {
 	f, err := os.OpenFile(segmentPath(path, n), os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
 	if err != nil {
+		return nil, fmt.Errorf("boltstore: start log segment: %w", err)
+	}
+	header := binary.BigEndian.AppendUint64(append([]byte(segmentMagic), bank[:]...), prev)
+	if _, err := f.Write(header); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("boltstore: start log segment: %w", err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
 		return nil, fmt.Errorf("boltstore: start log segment: %w", err)
 	}
 	if err := syncDir(path); err != nil {
 		f.Close()
 		return nil, err
 	}
-	return &logWriter{path: path, n: n, f: f}, nil
+	return &logWriter{path: path, n: n, bank: bank, f: f, size: int64(len(header)), allocated: int64(len(header))}, nil
 }
 
 // append writes records and syncs them. On failure it cuts the segment
@@ -289,9 +327,9 @@ func (w *logWriter) undo(err error, n int) error {
 	return err
 }
 
-// rotate closes the segment and starts the next one.
-func (w *logWriter) rotate() error {
-	next, err := openLog(w.path, w.n+1)
+// rotate closes the segment and starts the next one, after group prev.
+func (w *logWriter) rotate(prev uint64) error {
+	next, err := openLog(w.path, w.n+1, w.bank, prev)
 	if err != nil {
 		return err
 	}

@@ -39,30 +39,43 @@ func randomWrites(rng *rand.Rand) []write {
 // cut (a crash mid-write loses only the record being written).
 func TestLogRecordsRoundTrip(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	var data []byte
+	dir := t.TempDir()
+	bank := [bankIDSize]byte{1, 2, 3}
+	w, err := openLog(filepath.Join(dir, "bank.db"), 1, bank, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.close()
+	file := segmentPath(filepath.Join(dir, "bank.db"), 1)
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var groups []loggedGroup
 	var ends []int
-	for g := uint64(1); g <= 30; g++ {
+	for g := uint64(8); g <= 37; g++ {
 		w := randomWrites(rng)
 		data = appendRecord(data, g, w)
 		groups = append(groups, loggedGroup{group: g, writes: w})
 		ends = append(ends, len(data))
 	}
-	file := filepath.Join(t.TempDir(), "seg")
-	for cut := 0; cut <= len(data); cut += 1 + rng.IntN(40) {
+	for cut := segmentHeader; cut <= len(data); cut += 1 + rng.IntN(40) {
 		if err := os.WriteFile(file, data[:cut], 0o600); err != nil {
 			t.Fatal(err)
 		}
-		got, size, err := readSegment(file)
+		info, got, err := readSegment(file)
 		if err != nil {
 			t.Fatalf("cut at %d: %v", cut, err)
+		}
+		if !info.ok || info.bank != bank || info.prev != 7 {
+			t.Fatalf("cut at %d: header read as %+v", cut, info)
 		}
 		whole := 0
 		for whole < len(ends) && ends[whole] <= cut {
 			whole++
 		}
-		if len(got) != whole || (whole > 0 && size != int64(ends[whole-1])) {
-			t.Fatalf("cut at %d: read %d records (%d bytes), want %d", cut, len(got), size, whole)
+		if len(got) != whole {
+			t.Fatalf("cut at %d: read %d records, want %d", cut, len(got), whole)
 		}
 		for i := range got {
 			if !sameGroup(got[i], groups[i]) {
@@ -76,8 +89,22 @@ func TestLogRecordsRoundTrip(t *testing.T) {
 	if err := os.WriteFile(file, damaged, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if got, _, err := readSegment(file); err != nil || len(got) != 5 {
+	if _, got, err := readSegment(file); err != nil || len(got) != 5 {
 		t.Fatalf("damaged record: read %d records, %v; want the 5 before it", len(got), err)
+	}
+	// A segment made but never written (a crash as it was made) holds
+	// nothing; one with another start is not a segment.
+	for _, tc := range []struct {
+		data []byte
+		ok   bool
+	}{{nil, true}, {make([]byte, 100), true}, {[]byte("not a log segment at all, but text"), false}} {
+		if err := os.WriteFile(file, tc.data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		info, got, err := readSegment(file)
+		if (err == nil) != tc.ok || info.ok || len(got) != 0 {
+			t.Errorf("segment %q: %+v %d records, %v", tc.data, info, len(got), err)
+		}
 	}
 }
 
@@ -265,4 +292,60 @@ func copyFile(t *testing.T, from, to string) {
 	if err := os.WriteFile(to, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestLogThatDoesNotFitIsRefused opens files beside a log that must not
+// be applied to them: another bank's log, and a log that starts after the
+// groups the file holds (the file replaced by an older copy). Open refuses
+// both, names the way out, and changes nothing.
+func TestLogThatDoesNotFitIsRefused(t *testing.T) {
+	defer func(d time.Duration) { checkpointEvery = d }(checkpointEvery)
+	checkpointEvery = time.Hour
+	dir := t.TempDir()
+	pathA, pathB := filepath.Join(dir, "a.db"), filepath.Join(dir, "b.db")
+	a, err := Open(pathA, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	initBank(t, a)
+	copyFile(t, segmentPath(pathA, 1), segmentPath(pathB, 1)) // only in the log while a is open
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := Open(pathB, Options{})
+	if !errors.Is(err, ErrLogMismatch) {
+		t.Fatalf("b.db beside a.db's log opened: %v", err)
+	}
+	t.Log(err)
+	if left, _ := segments(pathB); len(left) != 1 {
+		t.Fatalf("the refused log is gone: %v", left)
+	}
+	os.Remove(segmentPath(pathB, 1))
+	if b, err = Open(pathB, Options{}); err != nil {
+		t.Fatalf("b.db without the log: %v", err)
+	}
+	initBank(t, b)
+	bank, last := b.bank, b.lastGroup
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// A log of b's that starts ten groups after the file ends.
+	w, err := openLog(pathB, 9, bank, last+10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.append(appendRecord(nil, last+11, []write{{bucket: bucketNodes, key: []byte("x"), value: []byte("{}")}})); err != nil {
+		t.Fatal(err)
+	}
+	w.close()
+	if _, err := Open(pathB, Options{}); !errors.Is(err, ErrLogMismatch) {
+		t.Fatalf("a log starting after the file opened: %v", err)
+	}
+	os.Remove(segmentPath(pathB, 9))
+	b, err = Open(pathB, Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	checkDeposits(t, b, 0)
 }
