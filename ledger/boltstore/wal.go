@@ -48,8 +48,8 @@ const (
 	segmentHeader = len(segmentMagic) + bankIDSize + 8
 	bankIDSize    = 16
 	walMagic      = "IWAL"
-	walHeader   = 12
-	segmentSize = 64 << 20
+	walHeader     = 12
+	segmentSize   = 64 << 20
 	// maxRecord bounds a record's payload, so that a corrupt length cannot
 	// make the reader allocate without limit.
 	maxRecord = 1 << 30
