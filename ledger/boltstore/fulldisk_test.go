@@ -71,9 +71,10 @@ func TestFullDisk(t *testing.T) {
 		t.Errorf("full-disk error does not say why: %v", depositErr)
 	}
 	checkDeposits(t, store, int64(acked))
-	// Concurrent writers on the full disk: groups run on top of a group
-	// that could not be logged must fail too, and the acknowledged ones
-	// must all be there.
+	// Concurrent writers on the full disk, so that groups are run on top
+	// of groups whose log write fails (the committer must then go back to
+	// the durable state): whatever was acknowledged must all be there, and
+	// nothing else.
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for range 8 {
