@@ -107,14 +107,6 @@ type pricing struct {
 	quote  uint64
 }
 
-// samePricing reports whether two pricings are the same: the same policy
-// and shape, no quote, and the very same compiled table (one decoded
-// record, shared through the cache, which nothing changes).
-func (p pricing) samePricing(q pricing) bool {
-	return p.quote == 0 && q.quote == 0 && p.policy == q.policy && p.shape == q.shape &&
-		p.rates != nil && p.rates == q.rates
-}
-
 // quotePricing is the pricing a guaranteed quote froze.
 func quotePricing(q StoredQuote) (pricing, error) {
 	rates, err := q.Table.Compile()

@@ -48,7 +48,6 @@ func (b *Bank) Charge(req ledger.Request, spec ChargeSpec) (ChargeResult, error)
 	if err := spec.Job.check(); err != nil {
 		return ChargeResult{}, err
 	}
-	ahead := b.priceAhead(spec)
 	return ledger.Mutate(b.l, req, ledger.KindCharge, spec, func(w *ledger.Writer) (ChargeResult, error) {
 		tx := w.Tx()
 		charges, err := tx.JobCharges(spec.Machine, spec.ID)
@@ -65,7 +64,7 @@ func (b *Bank) Charge(req ledger.Request, spec ChargeSpec) (ChargeResult, error)
 			return ChargeResult{}, err
 		}
 		c, lien, usage := terms.charge, terms.lien, terms.usage
-		amount, err := ahead.price(terms)
+		amount, err := terms.pr.rates.Price(terms.pr.policy, terms.pr.shape, terms.usage)
 		if err != nil {
 			return ChargeResult{}, fmt.Errorf("%w: charge for job %s: %v", ledger.ErrInvalid, spec.ID, err)
 		}
@@ -132,41 +131,6 @@ func (b *Bank) chargeTerms(tx ledger.Tx, spec ChargeSpec) (chargeTerms, error) {
 	}
 	t.charge = ledger.Charge{JobRef: ledger.JobRef{Project: p.project.Name, Account: p.project.Account(), User: p.user.Name}}
 	return t, nil
-}
-
-// pricedAhead is a charge priced in the caller's goroutine, on a snapshot,
-// before the change goes to the single writer: pricing is a large part of
-// a charge's work, and the writer's time is what bounds the bank. The
-// writer uses the price only if it would price the same way.
-type pricedAhead struct {
-	pr     pricing
-	amount charge.Amount
-	ok     bool
-}
-
-func (b *Bank) priceAhead(spec ChargeSpec) pricedAhead {
-	var a pricedAhead
-	_ = b.l.View(func(tx ledger.Tx) error {
-		t, err := b.chargeTerms(tx, spec)
-		if err != nil {
-			return err // the writer finds and reports it
-		}
-		a.pr = t.pr
-		a.amount, err = t.pr.rates.Price(t.pr.policy, t.pr.shape, t.usage)
-		a.ok = err == nil
-		return nil
-	})
-	return a
-}
-
-// price is the charge's amount under terms: the price made ahead if the
-// terms price the same way (the same rate table as decoded once, policy,
-// shape and no quote; the usage is the spec's), else priced now.
-func (a pricedAhead) price(t chargeTerms) (charge.Amount, error) {
-	if a.ok && a.pr.samePricing(t.pr) {
-		return a.amount, nil
-	}
-	return t.pr.rates.Price(t.pr.policy, t.pr.shape, t.usage)
 }
 
 // settle debits amount for charge c (its identity filled in), updates the

@@ -44,11 +44,11 @@ func (s *Store) run(calls []*call) *group {
 		// The log could not be written: what the overlay holds beyond the
 		// durable state is lost, and the groups built on it fail in the
 		// syncer. Start again from the durable state.
-		durable := s.published.Load()
-		s.ov.restore(durable.ov, durable.group)
+		s.rollBack(s.durable.Load())
 		s.cache.reset()
 		s.epoch = f
 	}
+	s.forgetDurable()
 	// What was trimmed is in the file: a reader of this group's snapshot
 	// needs a file at least that new.
 	s.trimmed = max(s.trimmed, s.ov.trim(s.checkpointed.Load(), trimBudget))
@@ -67,17 +67,67 @@ func (s *Store) run(calls []*call) *group {
 	defer btx.Rollback()
 	ses := newSession(btx, s.ov, s.cache, s.lastGroup)
 	// The writes go on to the syncer; sized as the last group's per call,
-	// they are not copied as they grow. The undo records are the
-	// committer's own and reused.
+	// they are not copied as they grow. The undo records stay with the
+	// committer until the group is durable, and their buffers are reused.
 	ses.writes = make([]write, 0, len(calls)*s.writesPerCall)
-	ses.undos = s.undos[:0]
+	ses.undos = s.spareUndos()
+	wantSnapshot := false
 	for _, c := range calls {
 		c.err = ses.runCall(c.fn, btx)
+		wantSnapshot = wantSnapshot || c.snapshot
 	}
-	s.undos = ses.undos
+	s.unsynced = append(s.unsynced, groupUndos{group: s.lastGroup, undos: ses.undos})
 	s.writesPerCall = len(ses.writes)/len(calls) + 1
 	g.writes.writes = ses.writes
 	s.ov.committed(g.writes)
-	g.snap = &snapshot{group: s.lastGroup, trimmed: s.trimmed, ov: s.ov.copy()}
+	if wantSnapshot {
+		g.snap = &snapshot{group: s.lastGroup, trimmed: s.trimmed, ov: s.ov.copy()}
+	}
 	return g
+}
+
+// groupUndos are how to undo a group the committer ran, kept until the
+// group is durable.
+type groupUndos struct {
+	group uint64
+	undos []undo
+}
+
+// forgetDurable drops the undo records of the groups now durable, keeping
+// their buffers for the next groups.
+func (s *Store) forgetDurable() {
+	durable := s.durable.Load()
+	n := 0
+	for _, g := range s.unsynced {
+		if g.group > durable {
+			break
+		}
+		s.undoBuffers = append(s.undoBuffers, g.undos[:0])
+		n++
+	}
+	s.unsynced = append(s.unsynced[:0], s.unsynced[n:]...)
+}
+
+// spareUndos is an undo buffer a durable group left, or a new one.
+func (s *Store) spareUndos() []undo {
+	if n := len(s.undoBuffers); n > 0 {
+		u := s.undoBuffers[n-1]
+		s.undoBuffers = s.undoBuffers[:n-1]
+		return u
+	}
+	return nil
+}
+
+// rollBack undoes the groups after durable, newest first: their log write
+// failed. Readers never saw them (only durable groups are published), so
+// the overlay is again what it was after the durable group; entries
+// trimmed meanwhile were in the file, which a group's undo cannot bring
+// back wrongly: an undo restores the value the key had just before the
+// group, and the file holds that value or the overlay still does.
+func (s *Store) rollBack(durable uint64) {
+	for i := len(s.unsynced) - 1; i >= 0 && s.unsynced[i].group > durable; i-- {
+		revert(s.ov, s.cache, s.unsynced[i].undos)
+	}
+	s.unsynced = s.unsynced[:0]
+	s.ov.forgetAfter(durable)
 }

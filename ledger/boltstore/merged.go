@@ -216,7 +216,7 @@ func forEach(b kvBucket, fn func(k, v []byte) error) error {
 // session is the committer's state while it runs a group: the overlay,
 // the file's buckets seen through it (opened once per group: opening a
 // bbolt bucket costs an allocation and a lookup), the group's writes, and
-// how to undo the running call's.
+// how to undo them.
 type session struct {
 	ov      *overlay
 	cache   *decodedCache
@@ -244,23 +244,29 @@ func (s *session) record(w write) {
 }
 
 // runCall runs one call, keeping its writes if it succeeds and undoing
-// them if it fails.
+// them if it fails. The group's undo records stay until the group is
+// durable: a failed log write undoes the whole group (Store.rollBack).
 func (s *session) runCall(fn func(ledger.Tx) error, btx *bolt.Tx) error {
-	mark := len(s.writes)
-	s.undos = s.undos[:0]
+	mark, undoMark := len(s.writes), len(s.undos)
 	err := runCall(fn, &tx{btx: btx, cache: s.cache, s: s})
 	if err == nil {
 		return nil
 	}
-	for i := len(s.undos) - 1; i >= 0; i-- {
-		u := s.undos[i]
-		s.ov.revert(u)
-		if !u.seq {
-			s.cache.forget(u.bucket, u.key)
-		}
-	}
+	revert(s.ov, s.cache, s.undos[undoMark:])
+	s.undos = s.undos[:undoMark]
 	s.writes = s.writes[:mark]
 	return err
+}
+
+// revert undoes undos, newest first, and makes the cache forget the keys.
+func revert(ov *overlay, cache *decodedCache, undos []undo) {
+	for i := len(undos) - 1; i >= 0; i-- {
+		u := undos[i]
+		ov.revert(u)
+		if !u.seq {
+			cache.forget(u.bucket, u.key)
+		}
+	}
 }
 
 // runCall runs fn, turning a panic into an error so that one bad call cannot

@@ -288,15 +288,9 @@ func (o *overlay) copy() *overlay {
 	return c
 }
 
-// restore makes o the durable state again, after groups beyond it could
-// not be written: a copy of durable (the state after group last), with
-// what o must still trim of it. The copy may hold entries o had trimmed
-// since it was made; they hold what the file holds, so they are right, and
-// they stay until their keys are written again (this happens only after a
-// failed log write).
-func (o *overlay) restore(durable *overlay, last uint64) {
-	c := durable.copy()
-	o.buckets, o.seqs = c.buckets, c.seqs
+// forgetAfter drops from pending the groups after last, which were
+// undone (Store.rollBack).
+func (o *overlay) forgetAfter(last uint64) {
 	kept := o.pending[:0]
 	for _, g := range o.pending {
 		if g.group <= last {

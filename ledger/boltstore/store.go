@@ -109,9 +109,12 @@ type Store struct {
 	cache     *decodedCache
 	ov        *overlay
 	lastGroup uint64
-	// undos is the sessions' undo buffer; writesPerCall about how many
-	// writes a call of the last group made, to size the next group's.
-	undos         []undo
+	// unsynced are the undo records of the groups not yet durable, oldest
+	// first, and undoBuffers the buffers of those since made durable;
+	// writesPerCall is about how many writes a call of the last group
+	// made, to size the next group's.
+	unsynced      []groupUndos
+	undoBuffers   [][]undo
 	writesPerCall int
 	epoch         uint64
 	trimmed       uint64
@@ -124,7 +127,12 @@ type Store struct {
 	logBuf      []byte
 	lastFailure error
 
-	// published is the newest durable state, which View reads.
+	// durable is the newest durable group: its calls have been answered,
+	// so a reader must see at least its state. published is the newest
+	// state readers were given; the committer copies its overlay for
+	// readers only when one asks (View), so that its writes do not copy
+	// the B-trees' nodes a reader might share when none does.
+	durable   atomic.Uint64
 	published atomic.Pointer[snapshot]
 	// checkpointed is the newest group in the bbolt file; checkpointErr the
 	// error of the newest checkpoint that failed.
@@ -142,10 +150,13 @@ type Store struct {
 
 type segment struct{ n, last uint64 }
 
+// A call is a function for the committer to run. snapshot asks for a copy
+// of the overlay after its group, for readers (View).
 type call struct {
-	fn   func(ledger.Tx) error
-	err  error
-	done chan struct{}
+	fn       func(ledger.Tx) error
+	snapshot bool
+	err      error
+	done     chan struct{}
 }
 
 // A group is the calls the committer ran together, on their way to the
@@ -236,6 +247,7 @@ func (s *Store) open() error {
 		}
 	}
 	s.checkpointed.Store(applied)
+	s.durable.Store(s.lastGroup)
 	s.published.Store(&snapshot{group: s.lastGroup, trimmed: applied, ov: s.ov.copy()})
 	return nil
 }
@@ -405,16 +417,29 @@ func prepare(db *bolt.DB, readOnly bool) error {
 // left it, through the published overlay of the groups it does not hold
 // yet. The two must match: a checkpoint between loading the snapshot and
 // opening the transaction is seen by the applied group, and View tries
-// again.
+// again. A snapshot older than the durable state (the committer copies its
+// overlay only when a reader asks) is brought up to date first.
 func (s *Store) View(fn func(ledger.Tx) error) error {
 	for {
 		snap := s.published.Load()
+		if snap.group < s.durable.Load() {
+			if err := s.refreshSnapshot(); err != nil {
+				return err
+			}
+			continue
+		}
 		btx, err := s.db.Begin(false)
 		if err != nil {
 			return fmt.Errorf("boltstore: read: %w", err)
 		}
-		if applied := appliedGroup(btx); applied < snap.trimmed || applied > snap.group {
+		applied := appliedGroup(btx)
+		if applied < snap.trimmed || applied > snap.group {
 			btx.Rollback()
+			if applied > snap.group {
+				if err := s.refreshSnapshot(); err != nil {
+					return err
+				}
+			}
 			continue
 		}
 		err = fn(&tx{btx: btx, view: snap.ov})
@@ -423,12 +448,25 @@ func (s *Store) View(fn func(ledger.Tx) error) error {
 	}
 }
 
+// refreshSnapshot has the committer copy its overlay after its next group
+// and waits until that group is durable and its state published.
+func (s *Store) refreshSnapshot() error {
+	if s.readOnly { // its state is the one it opened, published then
+		return fmt.Errorf("boltstore: a read-only store's snapshot is out of date")
+	}
+	return s.submit(&call{fn: func(ledger.Tx) error { return nil }, snapshot: true, done: make(chan struct{})})
+}
+
 // Update queues fn for the committer and waits until its group is durable.
 func (s *Store) Update(fn func(ledger.Tx) error) error {
 	if s.readOnly {
 		return ErrReadOnly
 	}
-	c := &call{fn: fn, done: make(chan struct{})}
+	return s.submit(&call{fn: fn, done: make(chan struct{})})
+}
+
+// submit queues c for the committer and waits for its answer.
+func (s *Store) submit(c *call) error {
 	s.mu.RLock()
 	if s.closed {
 		s.mu.RUnlock()

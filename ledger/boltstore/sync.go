@@ -53,7 +53,8 @@ func (s *Store) sync(groups []*group) {
 		s.failures.Add(1)
 	} else if len(current) > 0 {
 		last := current[len(current)-1]
-		s.published.Store(last.snap)
+		s.durable.Store(last.writes.group)
+		s.publish(current)
 		if len(s.logBuf) > 0 {
 			s.logged(last.writes.group)
 		}
@@ -68,6 +69,17 @@ func (s *Store) sync(groups []*group) {
 				c.err = s.lastFailure
 			}
 			close(c.done)
+		}
+	}
+}
+
+// publish gives readers the newest snapshot the durable groups carry,
+// if any does.
+func (s *Store) publish(durable []*group) {
+	for i := len(durable) - 1; i >= 0; i-- {
+		if snap := durable[i].snap; snap != nil {
+			s.published.Store(snap)
+			return
 		}
 	}
 }
@@ -176,7 +188,7 @@ func (s *Store) removeAllSegments() error {
 // flush waits until the file holds every group durable now, or fails
 // after flushWait with the checkpointer's last error (a full disk).
 func (s *Store) flush() error {
-	want := s.published.Load().group
+	want := s.durable.Load()
 	if s.readOnly && s.checkpointed.Load() < want {
 		return fmt.Errorf("boltstore: the write-ahead log holds changes the file does not (the bank was not closed cleanly): open it read-write once to apply them")
 	}
