@@ -83,8 +83,12 @@ func (t *tx) PutLien(l ledger.Lien, old *ledger.Lien) error {
 			return err
 		}
 	}
-	if err := t.index(bucketLiensByJob, jobKey(l.Machine, l.JobID), encodeUint(l.ID), true); err != nil {
-		return err
+	// The job index names the job's newest lien: a new lien's entry, not
+	// an old one's again (a lien keeps its job).
+	if old == nil || old.Machine != l.Machine || old.JobID != l.JobID {
+		if err := t.index(bucketLiensByJob, jobKey(l.Machine, l.JobID), encodeUint(l.ID), true); err != nil {
+			return err
+		}
 	}
 	return t.put(bucketLiens, encodeUint(l.ID), l)
 }

@@ -3,11 +3,13 @@ package boltstore
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
 	"testing"
 
+	"github.com/tidwall/btree"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -140,4 +142,80 @@ func at(keys []string, i int) []byte {
 		return nil
 	}
 	return []byte(keys[i])
+}
+
+// TestTrimDropsWhatTheFileHolds runs random groups of puts and deletions
+// over few keys, applies the first groups to the file as a checkpoint
+// would, and trims the overlay up to them: reads through the overlay must
+// still give every write's result, and no entry the file now holds may be
+// left in the overlay.
+func TestTrimDropsWhatTheFileHolds(t *testing.T) {
+	db, err := bolt.Open(filepath.Join(t.TempDir(), "t.db"), 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := prepare(db, false); err != nil {
+		t.Fatal(err)
+	}
+	for seed := range uint64(200) {
+		rng := rand.New(rand.NewPCG(seed, 2))
+		if err := db.Update(func(btx *bolt.Tx) error {
+			if err := btx.DeleteBucket(bucketRequests); err != nil {
+				return err
+			}
+			_, err := btx.CreateBucket(bucketRequests)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		ov, model := newOverlay(), map[string]string{}
+		var groups []groupWrites
+		for g := uint64(1); g <= 1+uint64(rng.IntN(12)); g++ {
+			gw := groupWrites{group: g}
+			for range rng.IntN(10) {
+				w := write{bucket: bucketRequests, key: []byte(fmt.Sprintf("k%02d", rng.IntN(40)))}
+				if rng.IntN(3) == 0 {
+					w.deleted = true
+					delete(model, string(w.key))
+				} else {
+					w.value = []byte(fmt.Sprint("v", rng.IntN(100)))
+					model[string(w.key)] = string(w.value)
+				}
+				ov.set(w, g)
+				gw.writes = append(gw.writes, w)
+			}
+			ov.committed(gw)
+			groups = append(groups, gw)
+		}
+		applied := uint64(rng.IntN(len(groups) + 1))
+		if err := db.Update(func(btx *bolt.Tx) error {
+			for _, g := range groups[:applied] {
+				if err := apply(btx, g.writes); err != nil {
+					return err
+				}
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		ov.trim(applied, math.MaxInt)
+		trees := ov.buckets[string(bucketRequests)]
+		for _, tr := range []*btree.BTreeG[overlayEntry]{trees.live, trees.dead} {
+			tr.Scan(func(e overlayEntry) bool {
+				if e.group <= applied {
+					t.Fatalf("seed %d: after trimming to group %d the overlay still holds %s of group %d", seed, applied, e.key, e.group)
+				}
+				return true
+			})
+		}
+		btx, err := db.Begin(false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		func() {
+			defer btx.Rollback()
+			checkMerged(t, seed, newMergedBucket(nil, ov, bucketRequests, btx), model, rng)
+		}()
+	}
 }

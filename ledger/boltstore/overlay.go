@@ -259,11 +259,15 @@ func (o *overlay) trimWrite(w write, applied uint64) {
 	if residentBuckets[name] {
 		return
 	}
+	// A put's key is in the live tree unless a later write deleted it, and
+	// then that write trims the dead one: each write looks in its own tree.
 	t := o.buckets[name]
-	for _, tr := range []*btree.BTreeG[overlayEntry]{t.live, t.dead} {
-		if e, ok := tr.Get(overlayEntry{key: w.key}); ok && e.group <= applied {
-			tr.Delete(e)
-		}
+	tr := t.live
+	if w.deleted {
+		tr = t.dead
+	}
+	if e, ok := tr.Get(overlayEntry{key: w.key}); ok && e.group <= applied {
+		tr.Delete(e)
 	}
 }
 

@@ -190,8 +190,13 @@ func (t *tx) PutAllocation(a ledger.Allocation, seq uint64) error {
 	if err := t.putKept(bucketAllocations, encodeUint(a.ID), raw, a); err != nil {
 		return err
 	}
-	if err := t.index(bucketByAccount, accountKey(a.Account, a.ID), []byte{}, true); err != nil {
-		return err
+	// The account's index (resident: reading it costs a lookup in memory)
+	// gets a key when the allocation is new, not at every change of it.
+	key := accountKey(a.Account, a.ID)
+	if byAccount := t.bucket(bucketByAccount); byAccount.Get(key) == nil {
+		if err := t.index(bucketByAccount, key, []byte{}, true); err != nil {
+			return err
+		}
 	}
 	return t.putRaw(bucketHistory, historyKey(a.ID, seq), raw)
 }
