@@ -20,7 +20,11 @@ import (
 // wrote, and because the committer empties it when a group could not be
 // written. Read-only transactions do not use it: they read the file.
 type decodedCache struct {
-	records map[string]any
+	// byBucket holds each bucket's records by key: looking a key up with
+	// string(key) builds no string, where one map keyed by bucket and key
+	// built one per lookup.
+	byBucket map[string]map[string]any
+	n        int
 }
 
 // cachedBuckets are the buckets whose records are cached.
@@ -30,16 +34,14 @@ var cachedBuckets = map[string]bool{
 	string(bucketLiens): true,
 }
 
-func newDecodedCache() *decodedCache { return &decodedCache{records: map[string]any{}} }
-
-func cacheKey(bucket, key []byte) string { return string(bucket) + "\x00" + string(key) }
+func newDecodedCache() *decodedCache { return &decodedCache{byBucket: map[string]map[string]any{}} }
 
 // lookup returns a copy of the cached record, which the caller may change.
 func (c *decodedCache) lookup(bucket, key []byte) (any, bool) {
 	if c == nil {
 		return nil, false
 	}
-	v, ok := c.records[cacheKey(bucket, key)]
+	v, ok := c.byBucket[string(bucket)][string(key)]
 	if !ok {
 		return nil, false
 	}
@@ -59,10 +61,18 @@ func (c *decodedCache) keep(bucket, key []byte, v any) {
 		c.forget(bucket, key)
 		return
 	}
-	if len(c.records) >= maxCached {
+	if c.n >= maxCached {
 		c.reset() // a bound on memory; what is needed again is decoded again
 	}
-	c.records[cacheKey(bucket, key)] = unshared(v)
+	records := c.byBucket[string(bucket)]
+	if records == nil {
+		records = map[string]any{}
+		c.byBucket[string(bucket)] = records
+	}
+	if _, ok := records[string(key)]; !ok {
+		c.n++
+	}
+	records[string(key)] = unshared(v)
 }
 
 // maxCached bounds the records the cache holds.
@@ -70,12 +80,19 @@ const maxCached = 1 << 16
 
 func (c *decodedCache) forget(bucket, key []byte) {
 	if c != nil && cachedBuckets[string(bucket)] { // most writes are of other buckets: no key to build
-		delete(c.records, cacheKey(bucket, key))
+		records := c.byBucket[string(bucket)]
+		if _, ok := records[string(key)]; ok {
+			delete(records, string(key))
+			c.n--
+		}
 	}
 }
 
 // reset empties the cache, after a rollback.
-func (c *decodedCache) reset() { clear(c.records) }
+func (c *decodedCache) reset() {
+	clear(c.byBucket)
+	c.n = 0
+}
 
 // unshared copies the slices of the cached kinds that hold them; the other
 // kinds are plain values (a Node's Limit points to an immutable decimal).
