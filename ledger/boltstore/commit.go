@@ -44,9 +44,13 @@ func (s *Store) run(calls []*call) *group {
 		// The log could not be written: what the overlay holds beyond the
 		// durable state is lost, and the groups built on it fail in the
 		// syncer. Start again from the durable state.
-		s.rollBack(s.durable.Load())
+		durable := s.durable.Load()
+		s.rollBack(durable)
 		s.cache.reset()
 		s.epoch = f
+		// The overlay is the durable state again: readers may have it at
+		// once, rather than wait for a group that may fail as well.
+		s.published.Store(&snapshot{group: durable, trimmed: s.trimmed, ov: s.ov.copy()})
 	}
 	s.forgetDurable()
 	// What was trimmed is in the file: a reader of this group's snapshot

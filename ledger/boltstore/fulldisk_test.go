@@ -2,12 +2,14 @@ package boltstore
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/shopspring/decimal"
 
@@ -74,9 +76,37 @@ func TestFullDisk(t *testing.T) {
 	// Concurrent writers on the full disk, so that groups are run on top
 	// of groups whose log write fails (the committer must then go back to
 	// the durable state): whatever was acknowledged must all be there, and
-	// nothing else.
+	// nothing else. A reader meanwhile must always be answered, with at
+	// least what was acknowledged before it asked.
 	var mu sync.Mutex
 	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	readerDone := make(chan error)
+	go func() {
+		reads := 0
+		for {
+			select {
+			case <-stop:
+				t.Logf("%d reads while writes failed", reads)
+				readerDone <- nil
+				return
+			default:
+			}
+			mu.Lock()
+			before := acked
+			mu.Unlock()
+			nb, err := l.BalanceAt("chem", time.Time{})
+			if err != nil {
+				readerDone <- fmt.Errorf("read %d while writes fail: %w", reads, err)
+				return
+			}
+			if nb.Amount.LessThan(decimal.NewFromInt(int64(before))) {
+				readerDone <- fmt.Errorf("read %d saw %s, but %d deposits were acknowledged before it", reads, nb.Amount, before)
+				return
+			}
+			reads++
+		}
+	}()
 	for range 8 {
 		wg.Add(1)
 		go func() {
@@ -92,6 +122,10 @@ func TestFullDisk(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+	close(stop)
+	if err := <-readerDone; err != nil {
+		t.Error(err)
+	}
 	checkDeposits(t, store, int64(acked))
 	if err := os.Remove(filler); err != nil {
 		t.Fatal(err)

@@ -449,13 +449,27 @@ func (s *Store) View(fn func(ledger.Tx) error) error {
 }
 
 // refreshSnapshot has the committer copy its overlay after its next group
-// and waits until that group is durable and its state published.
+// and waits until that group is durable and its state published. A group
+// whose log write fails (a full disk) publishes nothing, and the request
+// is made again: the committer then runs on the durable state, and a group
+// of readers alone writes nothing to the log.
 func (s *Store) refreshSnapshot() error {
 	if s.readOnly { // its state is the one it opened, published then
 		return fmt.Errorf("boltstore: a read-only store's snapshot is out of date")
 	}
-	return s.submit(&call{fn: func(ledger.Tx) error { return nil }, snapshot: true, done: make(chan struct{})})
+	var err error
+	for range snapshotTries {
+		err = s.submit(&call{fn: func(ledger.Tx) error { return nil }, snapshot: true, done: make(chan struct{})})
+		if err == nil || errors.Is(err, ErrClosed) {
+			return err
+		}
+	}
+	return fmt.Errorf("boltstore: read: %w", err)
 }
+
+// snapshotTries bounds how often a reader asks for a snapshot while log
+// writes fail.
+const snapshotTries = 3
 
 // Update queues fn for the committer and waits until its group is durable.
 func (s *Store) Update(fn func(ledger.Tx) error) error {

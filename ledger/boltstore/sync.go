@@ -36,7 +36,11 @@ func (s *Store) sync(groups []*group) {
 	s.logBuf = s.logBuf[:0]
 	calls := 0
 	for _, g := range groups {
-		calls += len(g.calls)
+		for _, c := range g.calls {
+			if !c.snapshot {
+				calls++ // a reader's request for a snapshot is no change
+			}
+		}
 		if g.epoch == epoch {
 			current = append(current, g)
 			if len(g.writes.writes) > 0 {
@@ -58,7 +62,7 @@ func (s *Store) sync(groups []*group) {
 		if len(s.logBuf) > 0 {
 			s.logged(last.writes.group)
 		}
-		if s.onCommit != nil {
+		if s.onCommit != nil && calls > 0 {
 			s.onCommit(calls, time.Since(groups[0].start))
 		}
 		s.toCheckpoint <- current
