@@ -6,7 +6,7 @@
 //
 // A decoder built on a Reader reads only what it is sure encoding/json
 // would read the same way, and gives up on anything else: escapes in
-// strings or names, null, numbers that are not plain integers, names it
+// strings or names, null (but where the decoder reads it: Null), numbers that are not plain integers, names it
 // does not know (encoding/json also matches them case-insensitively) or
 // that an object repeats (encoding/json merges those), nesting deeper than
 // it bothers with. The caller then decodes the input again with
@@ -220,6 +220,16 @@ func (r *Reader) Str() string {
 		return ""
 	}
 	return string(b)
+}
+
+// Null reads null if it comes next, reporting whether it did: encoding/json
+// leaves a value as it is for null, but for a slice, map or pointer, which
+// it sets to nil.
+func (r *Reader) Null() bool {
+	if r.peek() != 'n' {
+		return false
+	}
+	return r.literal("null")
 }
 
 // Bool reads true or false.
