@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"flag"
 	"fmt"
 	"io"
@@ -9,6 +10,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime/pprof"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -226,4 +229,33 @@ func (p *serverProcess) client(key auth.Key) *client.Client {
 		p.tb.Fatal(err)
 	}
 	return c
+}
+
+// cpu is the CPU time (user and system, all its threads) the server has
+// used so far, from /proc/PID/stat, in clock ticks of 10 ms: the kernel
+// shows /proc's times in USER_HZ, which is 100 on Linux whatever the
+// kernel's own tick. It fails the test where /proc cannot tell.
+func (p *serverProcess) cpu() time.Duration {
+	p.tb.Helper()
+	const userHZ = 100
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid))
+	if err != nil {
+		p.tb.Fatalf("the server's CPU time: %v", err)
+	}
+	// The fields after the command's name, which is in parentheses and may
+	// hold spaces: state is the 3rd field of the line, utime the 14th.
+	_, rest, _ := bytes.Cut(stat, []byte(") "))
+	fields := strings.Fields(string(rest))
+	if len(fields) < 13 {
+		p.tb.Fatalf("the server's CPU time: /proc/%d/stat has %d fields after the name, want at least 13", p.cmd.Process.Pid, len(fields))
+	}
+	var ticks int64
+	for _, f := range fields[11:13] {
+		n, err := strconv.ParseInt(f, 10, 64)
+		if err != nil {
+			p.tb.Fatalf("the server's CPU time: /proc/%d/stat: %v", p.cmd.Process.Pid, err)
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * time.Second / userHZ
 }

@@ -144,6 +144,9 @@ func (c *Client) once(ctx context.Context, method, target, requestID string, bod
 		}
 		return resp.StatusCode == http.StatusServiceUnavailable, &e
 	}
+	if decodeFast(raw, out) {
+		return false, nil
+	}
 	if err := json.Unmarshal(raw, out); err != nil {
 		return false, fmt.Errorf("client: decode the answer: %w", err)
 	}

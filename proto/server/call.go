@@ -188,7 +188,15 @@ func (c *call) decode(v any) error {
 	if len(bytes.TrimSpace(c.body)) == 0 {
 		return api.Errorf(api.CodeBadJSON, "request body is empty; want a JSON object")
 	}
-	dec := json.NewDecoder(bytes.NewReader(c.body))
+	if decodeFast(c.body, v) {
+		return nil
+	}
+	return decodeStrict(c.body, v)
+}
+
+// decodeStrict is decode with encoding/json, for every body.
+func decodeStrict(body []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		return api.Errorf(api.CodeBadJSON, "request body: %v", err)

@@ -1,6 +1,8 @@
 // Package jsontest checks hand-written JSON encoders (package jsonbuf)
-// against encoding/json: Fill sets every field of a value to random,
-// tricky values, and Same wants an encoder's bytes to be encoding/json's.
+// and decoders (package jsonread) against encoding/json: Fill sets every
+// field of a value to random, tricky values, and Same wants an encoder's
+// bytes to be encoding/json's; FillPlain, SameDecoding and Mutate are for
+// the decoders.
 //
 // The reference is a "plain" type: a defined type with the fields and tags
 // of the encoded one but none of its methods (type plainLien Lien), which
@@ -11,8 +13,10 @@ package jsontest
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -148,4 +152,106 @@ func randomTime(r *rand.Rand) time.Time {
 		t = t.Truncate(time.Second)
 	}
 	return t
+}
+
+// FillPlain is Fill with what a hand-written decoder (package jsonread)
+// reads itself rather than leave to encoding/json: strings (and map keys)
+// of plain ASCII without escapes, unsigned integers of at most 18 digits.
+// A decoder must read every value FillPlain makes, so that a field added
+// to a type without its line in the decoder fails a test.
+func FillPlain(r *rand.Rand, v reflect.Value) {
+	Fill(r, v)
+	plain(v)
+}
+
+// plain rewrites the strings and large unsigned integers below v.
+func plain(v reflect.Value) {
+	switch v.Interface().(type) {
+	case time.Time, decimal.Decimal, json.RawMessage:
+		return
+	}
+	switch v.Kind() {
+	case reflect.String:
+		v.SetString(plainWords[len(v.String())%len(plainWords)])
+	case reflect.Uint64:
+		v.SetUint(v.Uint() % 1e18)
+	case reflect.Pointer:
+		if !v.IsNil() {
+			plain(v.Elem())
+		}
+	case reflect.Slice:
+		for i := range v.Len() {
+			plain(v.Index(i))
+		}
+	case reflect.Map:
+		if v.IsNil() {
+			return
+		}
+		m := reflect.MakeMap(v.Type())
+		for i, iter := 0, v.MapRange(); iter.Next(); i++ {
+			key, value := reflect.New(v.Type().Key()).Elem(), reflect.New(v.Type().Elem()).Elem()
+			key.Set(iter.Key())
+			value.Set(iter.Value())
+			if key.Kind() == reflect.String {
+				key.SetString(fmt.Sprintf("key%d", i)) // distinct
+			}
+			plain(value)
+			m.SetMapIndex(key, value)
+		}
+		v.Set(m)
+	case reflect.Struct:
+		for i := range v.NumField() {
+			plain(v.Field(i))
+		}
+	}
+}
+
+var plainWords = []string{"", "chem", "chem.lab1", "job-1.hpc1", "amy", "hpc1", "Processors = 4 dedicated", "café", "日本"}
+
+// SameDecoding checks a hand-written decoder (package jsonread) against
+// encoding/json on data: whenever fast accepts data, strict (the
+// encoding/json decoding it stands for) must accept it too, with a deeply
+// equal value; and when fast refuses, it must leave its value zero. It
+// reports whether fast accepted.
+func SameDecoding[T any](t testing.TB, what string, data []byte, fast func([]byte, *T) bool, strict func([]byte, *T) error) bool {
+	t.Helper()
+	var got, want T
+	ok := fast(data, &got)
+	err := strict(data, &want)
+	switch {
+	case !ok:
+		if !reflect.DeepEqual(got, *new(T)) {
+			t.Fatalf("%s: the fast decoder refused %q but left %+v", what, data, got)
+		}
+	case err != nil:
+		t.Fatalf("%s: the fast decoder accepted %q, encoding/json refuses it: %v", what, data, err)
+	case !reflect.DeepEqual(got, want):
+		t.Fatalf("%s: %q:\nfast decoder %+v\nencoding/json %+v", what, data, got, want)
+	}
+	return ok
+}
+
+// Mutate returns a copy of data with one to three random bytes replaced,
+// inserted or removed, mostly JSON's own punctuation, digits and letters,
+// for checking decoders on inputs near valid ones.
+func Mutate(r *rand.Rand, data []byte) []byte {
+	const alphabet = `{}[]":,.-+0123456789eE tfnul\"x` + "\x00\xff\n"
+	out := append([]byte(nil), data...)
+	for range 1 + r.IntN(3) {
+		i := r.IntN(len(out) + 1)
+		c := alphabet[r.IntN(len(alphabet))]
+		switch r.IntN(3) {
+		case 0:
+			if i < len(out) {
+				out[i] = c
+			}
+		case 1:
+			out = slices.Insert(out, i, c)
+		default:
+			if i < len(out) {
+				out = slices.Delete(out, i, i+1)
+			}
+		}
+	}
+	return out
 }
