@@ -58,11 +58,28 @@ func newClient(baseURL string, sign signer, opts ...Option) (*Client, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("client: server %q is not an http(s)://host[:port] URL", baseURL)
 	}
-	c := &Client{base: u, sign: sign, http: &http.Client{Timeout: 30 * time.Second}, now: time.Now, attempts: 3, backoff: 200 * time.Millisecond}
+	c := &Client{base: u, sign: sign, http: &http.Client{Timeout: 30 * time.Second, Transport: newTransport()},
+		now: time.Now, attempts: 3, backoff: 200 * time.Millisecond}
 	for _, o := range opts {
 		o(c)
 	}
 	return c, nil
+}
+
+// maxIdlePerHost is how many idle connections a client keeps to its
+// server. net/http's default transport keeps two: a scheduler sending
+// from many goroutines through one client would open a new connection for
+// nearly every request beyond the second (a TCP handshake, and a socket
+// left in TIME_WAIT, each time).
+const maxIdlePerHost = 64
+
+// newTransport is net/http's default transport keeping maxIdlePerHost
+// idle connections.
+func newTransport() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConns = max(t.MaxIdleConns, maxIdlePerHost)
+	t.MaxIdleConnsPerHost = maxIdlePerHost
+	return t
 }
 
 // NewRequestID is a random request id.
