@@ -164,3 +164,22 @@ func TestRefusedRequestsAreNotRetried(t *testing.T) {
 		t.Error("a non-http server URL was accepted")
 	}
 }
+
+// TestRequestIDsGrow: request ids are distinct and, made one after
+// another, in the order of their time part (the bank's request records then go at the
+// end of their B-tree), in the same form as before (32 hex digits).
+func TestRequestIDsGrow(t *testing.T) {
+	prev := ""
+	for range 1000 {
+		id := client.NewRequestID()
+		if len(id) != 32 || strings.Trim(id, "0123456789abcdef") != "" {
+			t.Fatalf("request id %q is not 32 hex digits", id)
+		}
+		// The time part never goes back; two ids of the same nanosecond
+		// differ by their random part.
+		if id == prev || (prev != "" && id[:16] < prev[:16]) {
+			t.Fatalf("request id %s came after %s", id, prev)
+		}
+		prev = id
+	}
+}
