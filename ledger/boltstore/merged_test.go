@@ -19,14 +19,7 @@ import (
 // and then in the overlay (deletions of keys the file has, puts over
 // them, keys only one side has), for many seeds.
 func TestMergedCursorMatchesModel(t *testing.T) {
-	db, err := bolt.Open(filepath.Join(t.TempDir(), "m.db"), 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	if err := prepare(db, false); err != nil {
-		t.Fatal(err)
-	}
+	db := openPrepared(t)
 	for seed := range uint64(200) {
 		rng := rand.New(rand.NewPCG(seed, 1))
 		model := map[string]string{}
@@ -150,14 +143,7 @@ func at(keys []string, i int) []byte {
 // still give every write's result, and no entry the file now holds may be
 // left in the overlay.
 func TestTrimDropsWhatTheFileHolds(t *testing.T) {
-	db, err := bolt.Open(filepath.Join(t.TempDir(), "t.db"), 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	if err := prepare(db, false); err != nil {
-		t.Fatal(err)
-	}
+	db := openPrepared(t)
 	for seed := range uint64(200) {
 		rng := rand.New(rand.NewPCG(seed, 2))
 		if err := db.Update(func(btx *bolt.Tx) error {
@@ -218,4 +204,19 @@ func TestTrimDropsWhatTheFileHolds(t *testing.T) {
 			checkMerged(t, seed, newMergedBucket(nil, ov, bucketRequests, btx), model, rng)
 		}()
 	}
+}
+
+// openPrepared opens a bbolt file with the bank's buckets, closed when the
+// test ends.
+func openPrepared(t *testing.T) *bolt.DB {
+	t.Helper()
+	db, err := bolt.Open(filepath.Join(t.TempDir(), "bank.db"), 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if err := prepare(db, false); err != nil {
+		t.Fatal(err)
+	}
+	return db
 }

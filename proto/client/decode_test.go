@@ -2,9 +2,7 @@ package client
 
 import (
 	"encoding/json"
-	"fmt"
 	"math/rand/v2"
-	"reflect"
 	"testing"
 
 	"github.com/ingot-hpc/ingot/internal/jsonbuf/jsontest"
@@ -40,25 +38,7 @@ func TestDecodeFast(t *testing.T) {
 }
 
 func checkDecodeFast[T any](t *testing.T, r *rand.Rand) {
-	for i := range 1000 {
-		var v T
-		fill := jsontest.Fill
-		if i%2 == 0 {
-			fill = jsontest.FillPlain
-		}
-		fill(r, reflect.ValueOf(&v).Elem())
-		raw, err := json.Marshal(v)
-		if err != nil {
-			continue // an enumeration out of range
-		}
-		what := fmt.Sprintf("value %d", i)
-		if !sameDecoding[T](t, what, raw) && i%2 == 0 {
-			t.Fatalf("%s: the fast decoder refuses %s, of plain values: a field it does not read?", what, raw)
-		}
-		for j := range 20 {
-			sameDecoding[T](t, fmt.Sprintf("%s, changed %d", what, j), jsontest.Mutate(r, raw))
-		}
-	}
+	jsontest.RandomDecodings(t, r, 1000, fastOf[T], strictOf[T])
 }
 
 // FuzzDecodeFast wants decodeFast to decode any answer as json.Unmarshal

@@ -1,10 +1,7 @@
 package server
 
 import (
-	"encoding/json"
-	"fmt"
 	"math/rand/v2"
-	"reflect"
 	"testing"
 
 	"github.com/ingot-hpc/ingot/internal/jsonbuf/jsontest"
@@ -41,25 +38,7 @@ func TestDecodeFast(t *testing.T) {
 }
 
 func checkDecodeFast[T any](t *testing.T, r *rand.Rand) {
-	for i := range 2000 {
-		var v T
-		fill := jsontest.Fill
-		if i%2 == 0 {
-			fill = jsontest.FillPlain
-		}
-		fill(r, reflect.ValueOf(&v).Elem())
-		body, err := json.Marshal(v)
-		if err != nil {
-			continue // an enumeration out of range
-		}
-		what := fmt.Sprintf("value %d", i)
-		if !sameDecoding[T](t, what, body) && i%2 == 0 {
-			t.Fatalf("%s: the fast decoder refuses %s, of plain values: a field it does not read?", what, body)
-		}
-		for j := range 20 {
-			sameDecoding[T](t, fmt.Sprintf("%s, changed %d", what, j), jsontest.Mutate(r, body))
-		}
-	}
+	jsontest.RandomDecodings(t, r, 2000, fastOf[T], strictOf[T])
 }
 
 // FuzzDecodeFast wants decodeFast to decode any body as decodeStrict does,

@@ -231,6 +231,34 @@ func SameDecoding[T any](t testing.TB, what string, data []byte, fast func([]byt
 	return ok
 }
 
+// RandomDecodings checks a hand-written decoder against encoding/json
+// (SameDecoding) on n random values of T encoded by json.Marshal, and on
+// 20 random changes (Mutate) of each. Every other value holds plain values
+// only (FillPlain), which the decoder must read itself: refusing one means
+// a field it has no line for.
+func RandomDecodings[T any](t *testing.T, r *rand.Rand, n int, fast func([]byte, *T) bool, strict func([]byte, *T) error) {
+	t.Helper()
+	for i := range n {
+		var v T
+		fill := Fill
+		if i%2 == 0 {
+			fill = FillPlain
+		}
+		fill(r, reflect.ValueOf(&v).Elem())
+		data, err := json.Marshal(v)
+		if err != nil {
+			continue // an enumeration out of range
+		}
+		what := fmt.Sprintf("value %d", i)
+		if !SameDecoding(t, what, data, fast, strict) && i%2 == 0 {
+			t.Fatalf("%s: the fast decoder refuses %s, of plain values: a field it does not read?", what, data)
+		}
+		for j := range 20 {
+			SameDecoding(t, fmt.Sprintf("%s, changed %d", what, j), Mutate(r, data), fast, strict)
+		}
+	}
+}
+
 // Mutate returns a copy of data with one to three random bytes replaced,
 // inserted or removed, mostly JSON's own punctuation, digits and letters,
 // for checking decoders on inputs near valid ones.
