@@ -70,15 +70,23 @@
 //
 // If the log cannot be written (a full disk), the calls of that write get
 // the error, and so do those of every group the committer ran on top of
-// it; the committer goes back to the last durable state, and the segment is
-// cut back to its last whole record. A checkpoint that fails is tried again
-// at the next one; the log keeps the groups meanwhile.
+// it; the committer undoes the groups after the last durable one (their
+// undo records are kept until they are durable), publishes that state for
+// readers, and the segment is cut back to its last whole record. A
+// checkpoint that fails is tried again at the next one; the log keeps the
+// groups meanwhile.
 //
 // Readers (View) read the durable state: the file through a copy of the
-// overlay published by the syncer (copy-on-write B-trees, so a copy costs
-// little). A reader checks that the file it opened is the one the copy was
-// made against (between the copy's trim and its group) and tries again if
-// a checkpoint came between.
+// overlay (copy-on-write B-trees) published by the syncer once its group is
+// durable. The committer copies its overlay only when a reader asks: a
+// reader that finds the published copy older than the durable state
+// submits a call that wants a snapshot and waits for it (an idle committer
+// runs it at once; a group of such calls writes nothing to the log).
+// Copying after every group made the committer's next writes copy the
+// B-tree nodes they touched, about a sixth of what a lien and charge
+// allocated, for readers that mostly were not there. A reader checks that
+// the file it opened is the one the copy was made against (between the
+// copy's trim and its group) and asks again if a checkpoint came between.
 //
 // The small buckets nearly every change reads and the active-lien indexes
 // and sums are held whole in memory (residentBuckets in overlay.go): their
