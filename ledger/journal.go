@@ -77,17 +77,31 @@ type Entry struct {
 	Hash        string            `json:"hash"`
 }
 
+// entrySizes and answerSizes hold the last length of each kind's entry
+// and answer (set up once, then only read: safe for concurrent use).
+var entrySizes, answerSizes = sizeHints(), sizeHints()
+
+func sizeHints() map[Kind]*jsonbuf.SizeHint {
+	m := make(map[Kind]*jsonbuf.SizeHint, len(Kinds))
+	for _, k := range Kinds {
+		m[k] = new(jsonbuf.SizeHint)
+	}
+	return m
+}
+
 // Encode is the entry's canonical encoding (JSON with Hash empty, exactly
 // as encoding/json gives it: see encode.go) and its SHA-256. PrevHash is
 // inside the hashed text, which is what chains the entries.
 func (e Entry) Encode() (body []byte, hash string, err error) {
 	e.Hash = ""
-	b := jsonbuf.New(make([]byte, 0, 1024))
+	hint := entrySizes[e.Kind]
+	b := jsonbuf.New(hint.Buf())
 	e.writeJSON(b)
 	body, err = b.Bytes()
 	if err != nil {
 		return nil, "", fmt.Errorf("ledger: encode entry %d: %w", e.Seq, err)
 	}
+	hint.Note(body)
 	sum := sha256.Sum256(body)
 	return body, hex.EncodeToString(sum[:]), nil
 }

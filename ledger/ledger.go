@@ -157,10 +157,12 @@ func Mutate[R any](l *Ledger, req Request, kind Kind, content any, fn func(w *Wr
 		if req.ID == "" {
 			return nil
 		}
-		b, err := encodeJSON(nil, r)
+		hint := answerSizes[kind]
+		b, err := encodeJSON(hint.Buf(), r)
 		if err != nil {
 			return fmt.Errorf("ledger: encode answer: %w", err)
 		}
+		hint.Note(b)
 		req.keep(b)
 		return tx.PutRequest(key, RequestRecord{ContentHash: hash, Result: b, Seq: w.lastSeq, Time: w.now})
 	})

@@ -4,6 +4,10 @@ import (
 	"github.com/ingot-hpc/ingot/internal/jsonbuf"
 )
 
+// lienDetailSize and chargeDetailSize are the last lengths of a lien's and
+// a charge's details, encoded at every lien and charge.
+var lienDetailSize, chargeDetailSize jsonbuf.SizeHint
+
 // Hand-written JSON encoders of what the single writer encodes for every
 // lien and charge: the answers (kept for retries and sent as they are by
 // the server), the lien's and charge's details, and the requests (hashed

@@ -141,10 +141,11 @@ func (b *Bank) Place(req ledger.Request, spec PlaceSpec) (LienResult, error) {
 		if project != p.project.Name {
 			d.Requested = p.project.Name
 		}
-		detail, err := d.AppendJSON(nil)
+		detail, err := d.AppendJSON(lienDetailSize.Buf())
 		if err != nil {
 			return LienResult{}, fmt.Errorf("lien: encode detail: %w", err)
 		}
+		lienDetailSize.Note(detail)
 		l := ledger.Lien{JobRef: ledger.JobRef{JobID: spec.ID, Machine: spec.Machine, Project: project, Account: ledger.AccountOf(project), User: p.user.Name},
 			Amount: amount.Credits, Holds: holds, Charged: decimal.Zero, Created: w.Now(), Expires: expires, State: ledger.LienActive, Detail: detail}
 		if own != nil {

@@ -151,9 +151,10 @@ func (b *Bank) settle(w *ledger.Writer, c ledger.Charge, lien *ledger.Lien, rec 
 	if c.ID, err = w.Tx().NextChargeID(); err != nil {
 		return ChargeResult{}, err
 	}
-	if c.Detail, err = d.AppendJSON(nil); err != nil {
+	if c.Detail, err = d.AppendJSON(chargeDetailSize.Buf()); err != nil {
 		return ChargeResult{}, fmt.Errorf("lien: encode charge detail: %w", err)
 	}
+	chargeDetailSize.Note(c.Detail)
 	res := ChargeResult{Explanation: d.Explanation, Overran: decimal.Zero, Released: decimal.Zero}
 	if lien != nil {
 		l := *lien

@@ -17,6 +17,7 @@ package jsonbuf
 
 import (
 	"encoding/json"
+	"sync/atomic"
 	"slices"
 	"strconv"
 	"time"
@@ -59,6 +60,32 @@ func (b *Buf) Key(name string) {
 	b.b = append(b.b, '"')
 	b.b = append(b.b, name...)
 	b.b = append(b.b, '"', ':')
+}
+
+// A SizeHint is how long the last encoding of one kind of thing (a kind of
+// journal entry, a kind of answer, a bucket's records) was, so that the
+// next starts in a buffer with room for it: appended to from nothing, a
+// record of a kilobyte grew through seven buffers, a sixth of what the
+// bank's single writer allocated. Safe for concurrent use.
+type SizeHint struct{ last atomic.Int64 }
+
+// hintSlack is room beyond the last length, for the next being longer.
+const hintSlack = 64
+
+// Buf is an empty buffer with room for the last length noted, and a bit.
+// A nil hint gives nil.
+func (h *SizeHint) Buf() []byte {
+	if h == nil {
+		return nil
+	}
+	return make([]byte, 0, h.last.Load()+hintSlack)
+}
+
+// Note remembers b's length for the next Buf; a nil hint does nothing.
+func (h *SizeHint) Note(b []byte) {
+	if h != nil {
+		h.last.Store(int64(len(b)))
+	}
 }
 
 // Object appends to dst an object whose members fields writes: the body

@@ -50,3 +50,21 @@ func FuzzDecimal(f *testing.F) {
 		}
 	})
 }
+
+// TestSizeHint: a buffer from a hint has room for the last length noted,
+// and a nil hint gives nil and notes nothing.
+func TestSizeHint(t *testing.T) {
+	var h SizeHint
+	if b := h.Buf(); len(b) != 0 || cap(b) < hintSlack {
+		t.Fatalf("a new hint's buffer: len %d cap %d", len(b), cap(b))
+	}
+	h.Note(make([]byte, 1500))
+	if b := h.Buf(); len(b) != 0 || cap(b) < 1500 {
+		t.Fatalf("after noting 1500 bytes: len %d cap %d", len(b), cap(b))
+	}
+	var none *SizeHint
+	none.Note(make([]byte, 10))
+	if b := none.Buf(); b != nil {
+		t.Fatalf("a nil hint's buffer: %v", b)
+	}
+}

@@ -11,6 +11,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/ingot-hpc/ingot/internal/jsonbuf"
 	"github.com/ingot-hpc/ingot/ledger"
 )
 
@@ -85,9 +86,14 @@ func get[T any](t *tx, bucket, key []byte) (v T, ok bool, err error) {
 func (t *tx) put(bucket, key []byte, v any) error {
 	var raw []byte
 	var err error
-	if m, ok := v.(json.Marshaler); ok {
-		raw, err = m.MarshalJSON() // the ledger's own encoders, without encoding/json's compaction
-	} else {
+	switch m := v.(type) {
+	case jsonAppender: // the ledger's own encoders, without encoding/json's compaction
+		hint := recordSizes[string(bucket)]
+		raw, err = m.AppendJSON(hint.Buf())
+		hint.Note(raw)
+	case json.Marshaler:
+		raw, err = m.MarshalJSON()
+	default:
 		raw, err = json.Marshal(v)
 	}
 	if err != nil {
@@ -95,6 +101,16 @@ func (t *tx) put(bucket, key []byte, v any) error {
 	}
 	return t.putKept(bucket, key, raw, v)
 }
+
+// jsonAppender is a record with a hand-written encoder (ledger.Lien,
+// ledger.Charge).
+type jsonAppender interface {
+	AppendJSON(dst []byte) ([]byte, error)
+}
+
+// recordSizes are the last lengths of the records put in the buckets
+// that hold liens and charges, which every cycle writes.
+var recordSizes = map[string]*jsonbuf.SizeHint{string(bucketLiens): {}, string(bucketCharges): {}}
 
 func (t *tx) putKept(bucket, key, raw []byte, v any) error {
 	if err := t.putRaw(bucket, key, raw); err != nil {
