@@ -17,9 +17,9 @@ package jsonbuf
 
 import (
 	"encoding/json"
-	"sync/atomic"
 	"slices"
 	"strconv"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
