@@ -185,7 +185,7 @@ func Open(path string, opts Options) (*Store, error) {
 	// commit, and rebuilds it by a scan when it opens a file that was not
 	// closed cleanly, as etcd runs it.
 	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: opts.LockTimeout, ReadOnly: opts.ReadOnly,
-		FreelistType: bolt.FreelistMapType, NoFreelistSync: true})
+		FreelistType: bolt.FreelistMapType, NoFreelistSync: true, InitialMmapSize: initialMmapSize})
 	if errors.Is(err, bolt.ErrTimeout) {
 		return nil, fmt.Errorf("%w: %s (waited %s for its lock)", ErrLocked, path, opts.LockTimeout)
 	}
