@@ -122,6 +122,11 @@ type Store struct {
 	// bank is the bank's id, which the log's segments carry.
 	bank [bankIDSize]byte
 
+	// The checkpointer's own: the writes of a checkpoint and the hot keys
+	// seen (lastOfHotKeys), reused from one checkpoint to the next.
+	checkpointBuf  []write
+	checkpointSeen map[string]map[string]bool
+
 	// The syncer's own.
 	log         *logWriter
 	logBuf      []byte
@@ -193,7 +198,7 @@ func Open(path string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("boltstore: open %s: %w", path, err)
 	}
 	s := &Store{path: path, db: db, readOnly: opts.ReadOnly, onCommit: opts.OnCommit,
-		cache: newDecodedCache(), ov: newOverlay()}
+		cache: newDecodedCache(), ov: newOverlay(), checkpointSeen: map[string]map[string]bool{}}
 	if err := s.open(); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("boltstore: open %s: %w", path, err)
