@@ -10,8 +10,9 @@ import (
 // nearly every change reads and few change (settings, nodes, users,
 // machines, allocations, records such as rate tables and policies), and of
 // liens, which a charge reads twice (by job, then by id as the entry is
-// appended). Decoding them again and again was a large part of the single
-// writer's time.
+// appended), and the accounts' running sums (reserved, charged), which
+// every lien and charge reads and changes several times. Decoding them
+// again and again was a large part of the single writer's time.
 //
 // Only the committer's transactions use it, one at a time, so it needs no
 // lock. It is exact because every write of a cached bucket goes through
@@ -31,7 +32,8 @@ type decodedCache struct {
 var cachedBuckets = map[string]bool{
 	string(bucketMeta): true, string(bucketNodes): true, string(bucketUsers): true,
 	string(bucketMachines): true, string(bucketAllocations): true, string(bucketRecords): true,
-	string(bucketLiens): true,
+	string(bucketLiens): true, string(bucketReserved): true, string(bucketReservedSum): true,
+	string(bucketCharged): true,
 }
 
 func newDecodedCache() *decodedCache { return &decodedCache{byBucket: map[string]map[string]any{}} }
@@ -107,6 +109,8 @@ func unshared(v any) any {
 	case ledger.Lien:
 		r.Holds, r.Detail = slices.Clone(r.Holds), slices.Clone(r.Detail)
 		return r
+	case []ledger.Hold: // running sums, which addSums changes in place
+		return slices.Clone(r)
 	}
 	return v
 }

@@ -100,22 +100,22 @@ func sumKey(account, project string) []byte {
 // addSums adds (sign 1) or takes off (sign -1) holds from a project's
 // running sums in bucket (reserved or charged).
 func (t *tx) addSums(bucket []byte, account, project string, holds []ledger.Hold, sign int64) error {
-	b := t.bucket(bucket)
 	key := sumKey(account, project)
-	sums, err := decodeHolds(b.Get(key))
+	sums, err := t.sum(bucket, key, t.bucket(bucket).Get(key))
 	if err != nil {
 		return fmt.Errorf("%s sum of %s: %w", bucket, project, err)
 	}
-	byAlloc := map[uint64]int{}
-	for i, h := range sums {
-		byAlloc[h.Allocation] = i
-	}
 	for _, h := range holds {
-		delta := h.Amount.Mul(decimal.NewFromInt(sign))
-		if i, ok := byAlloc[h.Allocation]; ok {
+		delta := h.Amount
+		if sign < 0 {
+			delta = delta.Neg()
+		}
+		// An account has few allocations: a walk finds a hold's sooner
+		// than a map made for the purpose.
+		i := slices.IndexFunc(sums, func(s ledger.Hold) bool { return s.Allocation == h.Allocation })
+		if i >= 0 {
 			sums[i].Amount = sums[i].Amount.Add(delta)
 		} else {
-			byAlloc[h.Allocation] = len(sums)
 			sums = append(sums, ledger.Hold{Allocation: h.Allocation, Amount: delta})
 		}
 	}
@@ -128,7 +128,25 @@ func (t *tx) addSums(bucket []byte, account, project string, holds []ledger.Hold
 	if len(kept) == 0 {
 		return t.index(bucket, key, nil, false)
 	}
-	return t.index(bucket, key, encodeHolds(kept), true)
+	if err := t.index(bucket, key, encodeHolds(kept), true); err != nil {
+		return err
+	}
+	t.cache.keep(bucket, key, kept)
+	return nil
+}
+
+// sum is the running sum at key, decoded from raw (what the bucket holds
+// there) unless the committer's cache has it decoded: every lien and
+// charge reads and writes an account's sums several times.
+func (t *tx) sum(bucket, key, raw []byte) ([]ledger.Hold, error) {
+	if cached, ok := t.cache.lookup(bucket, key); ok {
+		return cached.([]ledger.Hold), nil
+	}
+	holds, err := decodeHolds(raw)
+	if err == nil && raw != nil {
+		t.cache.keep(bucket, key, holds)
+	}
+	return holds, err
 }
 
 // sums reads an account's running sums from bucket, per project.
@@ -137,7 +155,7 @@ func (t *tx) sums(bucket []byte, account string) (ledger.ByProject, error) {
 	prefix := append([]byte(account), 0)
 	c := t.bucket(bucket).Cursor()
 	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
-		holds, err := decodeHolds(v)
+		holds, err := t.sum(bucket, k, v)
 		if err != nil {
 			return nil, fmt.Errorf("%s sum of %s: %w", bucket, k[len(prefix):], err)
 		}
