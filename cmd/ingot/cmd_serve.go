@@ -97,7 +97,9 @@ func serve(c *cli.Context, fileKeys []string) error {
 	if _, set := os.LookupEnv("GOGC"); !set {
 		debug.SetGCPercent(gcPercent)
 	}
-	log := slog.New(slog.NewJSONHandler(c.App.ErrWriter, &slog.HandlerOptions{Level: c.Generic("log-level").(*logLevel).Level}))
+	out := newBufferedLog(c.App.ErrWriter)
+	defer out.Close()
+	log := slog.New(flushingHandler{slog.NewJSONHandler(out, &slog.HandlerOptions{Level: c.Generic("log-level").(*logLevel).Level}), out})
 	m := metrics.New()
 	return withStore(c, boltstore.Options{OnCommit: m.ObserveCommit}, func(l *ledger.Ledger, store *boltstore.Store) error {
 		m.CountLiens(store.ActiveLiens)
