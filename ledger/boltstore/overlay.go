@@ -36,6 +36,10 @@ type overlay struct {
 // in one of them at most.
 type overlayTrees struct {
 	live, dead *btree.BTreeG[overlayEntry]
+	// The paths of the trees' last changes and trims: most buckets' new
+	// keys follow the last (journal entries, liens, charges, a client's
+	// requests), so the next search starts near its place.
+	liveHint, deadHint, trimHint btree.PathHint
 }
 
 type overlayEntry struct {
@@ -144,13 +148,13 @@ func (o *overlay) set(w write, group uint64) undo {
 	u := undo{bucket: w.bucket, key: w.key}
 	switch {
 	case w.deleted && residentBuckets[name]:
-		u.live, u.hadLive = t.live.Delete(e) // no file to hide
+		u.live, u.hadLive = t.live.DeleteHint(e, &t.liveHint) // no file to hide
 	case w.deleted:
-		u.live, u.hadLive = t.live.Delete(e)
-		u.dead, u.hadDead = t.dead.Set(e)
+		u.live, u.hadLive = t.live.DeleteHint(e, &t.liveHint)
+		u.dead, u.hadDead = t.dead.SetHint(e, &t.deadHint)
 	default:
-		u.dead, u.hadDead = t.dead.Delete(e)
-		u.live, u.hadLive = t.live.Set(e)
+		u.dead, u.hadDead = t.dead.DeleteHint(e, &t.deadHint)
+		u.live, u.hadLive = t.live.SetHint(e, &t.liveHint)
 	}
 	return u
 }
@@ -266,8 +270,8 @@ func (o *overlay) trimWrite(w write, applied uint64) {
 	if w.deleted {
 		tr = t.dead
 	}
-	if e, ok := tr.Get(overlayEntry{key: w.key}); ok && e.group <= applied {
-		tr.Delete(e)
+	if e, ok := tr.GetHint(overlayEntry{key: w.key}, &t.trimHint); ok && e.group <= applied {
+		tr.DeleteHint(e, &t.trimHint)
 	}
 }
 
