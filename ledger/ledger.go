@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"time"
+
+	"github.com/ingot-hpc/ingot/internal/jsonbuf"
 )
 
 // Ledger is the bank. It is safe for concurrent use.
@@ -33,7 +35,7 @@ type Request struct {
 	Actor string
 	ID    string
 	// Answer, if set, receives the JSON of the answer as Mutate keeps it
-	// for retries (json.Marshal's bytes: see encodeJSON), so that a server
+	// for retries (json.Marshal's bytes: see jsonbuf.Marshal), so that a server
 	// can send it without encoding the result again.
 	Answer *[]byte
 }
@@ -121,7 +123,7 @@ func stamp(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
 // Writer and returns the answer, which is recorded for retries. fn may run
 // more than once (see Store.Update) and must keep its effects in the Writer.
 // Content and answer are encoded as json.Marshal encodes them, by their
-// AppendJSON method if they have one (see jsonAppender).
+// AppendJSON method if they have one (see jsonbuf.Marshal).
 func Mutate[R any](l *Ledger, req Request, kind Kind, content any, fn func(w *Writer) (R, error)) (R, error) {
 	var result R
 	hash, err := contentHash(kind, content)
@@ -158,7 +160,7 @@ func Mutate[R any](l *Ledger, req Request, kind Kind, content any, fn func(w *Wr
 			return nil
 		}
 		hint := answerSizes[kind]
-		b, err := encodeJSON(hint.Buf(), r)
+		b, err := jsonbuf.Marshal(hint.Buf(), r)
 		if err != nil {
 			return fmt.Errorf("ledger: encode answer: %w", err)
 		}
@@ -181,32 +183,12 @@ func (req Request) keep(answer []byte) {
 func contentHash(kind Kind, content any) (string, error) {
 	var buf [512]byte // most requests fit: no allocation
 	b := append(append(buf[:0], kind...), 0)
-	b, err := encodeJSON(b, content)
+	b, err := jsonbuf.Marshal(b, content)
 	if err != nil {
 		return "", fmt.Errorf("ledger: encode request: %w", err)
 	}
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:]), nil
-}
-
-// jsonAppender is a value with a hand-written JSON encoder that gives
-// json.Marshal's bytes: the frequent requests and answers (lien.PlaceSpec,
-// lien.ChargeResult, Lien and others), whose encoding by reflection, and
-// encoding/json's compaction of every MarshalJSON method's output, were a
-// large part of the single writer's time.
-type jsonAppender interface {
-	AppendJSON(dst []byte) ([]byte, error)
-}
-
-// encodeJSON appends v's JSON, exactly as json.Marshal gives it, to dst.
-// Answers and request hashes are stored, so the bytes must not change
-// whichever way they are made.
-func encodeJSON(dst []byte, v any) ([]byte, error) {
-	if a, ok := v.(jsonAppender); ok {
-		return a.AppendJSON(dst)
-	}
-	b, err := json.Marshal(v)
-	return append(dst, b...), err
 }
 
 // Writer appends journal entries and the state they change in one

@@ -87,7 +87,7 @@ func (t *tx) put(bucket, key []byte, v any) error {
 	var raw []byte
 	var err error
 	switch m := v.(type) {
-	case jsonAppender: // the ledger's own encoders, without encoding/json's compaction
+	case jsonbuf.Appender: // the ledger's own encoders, without encoding/json's compaction
 		hint := recordSizes[string(bucket)]
 		raw, err = m.AppendJSON(hint.Buf())
 		hint.Note(raw)
@@ -100,12 +100,6 @@ func (t *tx) put(bucket, key []byte, v any) error {
 		return fmt.Errorf("boltstore: encode %s record: %w", bucket, err)
 	}
 	return t.putKept(bucket, key, raw, v)
-}
-
-// jsonAppender is a record with a hand-written encoder (ledger.Lien,
-// ledger.Charge).
-type jsonAppender interface {
-	AppendJSON(dst []byte) ([]byte, error)
 }
 
 // recordSizes are the last lengths of the records put in the buckets
