@@ -98,6 +98,8 @@ func (c *decodedCache) reset() {
 
 // unshared copies the slices of the cached kinds that hold them; the other
 // kinds are plain values (a Node's Limit points to an immutable decimal).
+// Running sums ([]ledger.Hold) are shared as they are: no one changes one
+// (addSums makes a new slice), and they are read several times a change.
 func unshared(v any) any {
 	switch r := v.(type) {
 	case ledger.User:
@@ -109,8 +111,6 @@ func unshared(v any) any {
 	case ledger.Lien:
 		r.Holds, r.Detail = slices.Clone(r.Holds), slices.Clone(r.Detail)
 		return r
-	case []ledger.Hold: // running sums, which addSums changes in place
-		return slices.Clone(r)
 	}
 	return v
 }

@@ -101,10 +101,12 @@ func sumKey(account, project string) []byte {
 // running sums in bucket (reserved or charged).
 func (t *tx) addSums(bucket []byte, account, project string, holds []ledger.Hold, sign int64) error {
 	key := sumKey(account, project)
-	sums, err := t.sum(bucket, key, t.bucket(bucket).Get(key))
+	old, err := t.sum(bucket, key, t.bucket(bucket).Get(key))
 	if err != nil {
 		return fmt.Errorf("%s sum of %s: %w", bucket, project, err)
 	}
+	// A new slice: the cache hands out the one it keeps, not a copy.
+	sums := append(make([]ledger.Hold, 0, len(old)+len(holds)), old...)
 	for _, h := range holds {
 		delta := h.Amount
 		if sign < 0 {
@@ -137,7 +139,8 @@ func (t *tx) addSums(bucket []byte, account, project string, holds []ledger.Hold
 
 // sum is the running sum at key, decoded from raw (what the bucket holds
 // there) unless the committer's cache has it decoded: every lien and
-// charge reads and writes an account's sums several times.
+// charge reads and writes an account's sums several times. The caller must
+// not change it (the cache may hold the very slice).
 func (t *tx) sum(bucket, key, raw []byte) ([]ledger.Hold, error) {
 	if cached, ok := t.cache.lookup(bucket, key); ok {
 		return cached.([]ledger.Hold), nil
@@ -292,7 +295,7 @@ func decodeProjectHolds(b []byte) (string, []ledger.Hold, error) {
 // the amount's text and the text. Balances read it on every lien and
 // charge, so it avoids JSON.
 func encodeHolds(holds []ledger.Hold) []byte {
-	var b []byte
+	b := make([]byte, 0, len(holds)*(9+24))
 	for _, h := range holds {
 		amount := h.Amount.String()
 		b = binary.BigEndian.AppendUint64(b, h.Allocation)

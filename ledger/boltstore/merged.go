@@ -221,17 +221,26 @@ type session struct {
 	ov      *overlay
 	cache   *decodedCache
 	group   uint64
+	btx     *bolt.Tx
 	buckets map[string]kvBucket
 	writes  []write
 	undos   []undo
 }
 
 func newSession(btx *bolt.Tx, ov *overlay, cache *decodedCache, group uint64) *session {
-	s := &session{ov: ov, cache: cache, group: group, buckets: make(map[string]kvBucket, len(allBuckets))}
-	for _, name := range allBuckets {
-		s.buckets[string(name)] = newMergedBucket(s, ov, name, btx)
+	return &session{ov: ov, cache: cache, group: group, btx: btx, buckets: make(map[string]kvBucket, len(allBuckets))}
+}
+
+// bucket is the named bucket as the session sees it, opened when the group
+// first uses it: groups are often of a few calls, which use half the
+// buckets.
+func (s *session) bucket(name []byte) kvBucket {
+	b, ok := s.buckets[string(name)]
+	if !ok {
+		b = newMergedBucket(s, s.ov, name, s.btx)
+		s.buckets[string(name)] = b
 	}
-	return s
+	return b
 }
 
 // record applies a write to the overlay, remembering how to undo it.

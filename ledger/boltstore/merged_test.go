@@ -49,7 +49,7 @@ func TestMergedCursorMatchesModel(t *testing.T) {
 			t.Fatal(err)
 		}
 		ses := newSession(btx, newOverlay(), newDecodedCache(), 1)
-		b := ses.buckets[string(bucketRequests)]
+		b := ses.bucket(bucketRequests)
 		for range rng.IntN(30) {
 			k := key()
 			if rng.IntN(3) == 0 {

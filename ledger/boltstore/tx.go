@@ -28,7 +28,7 @@ type tx struct {
 
 func (t *tx) bucket(name []byte) kvBucket {
 	if t.s != nil {
-		return t.s.buckets[string(name)]
+		return t.s.bucket(name)
 	}
 	b, ok := t.open[string(name)]
 	if !ok {
