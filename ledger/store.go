@@ -41,6 +41,10 @@ type JournalHead struct {
 // (package ledgertest).
 type Store interface {
 	// View runs fn in a read-only transaction with a consistent snapshot.
+	// It must not be called from inside an Update's function, which reads
+	// through its own Tx: an engine may serve View through the same writer
+	// that runs Update (boltstore does when its published state is stale),
+	// and would wait for itself.
 	View(fn func(Tx) error) error
 	// Update runs fn in a read-write transaction and makes its writes
 	// durable before returning nil. The engine may commit fn together with
