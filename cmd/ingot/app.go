@@ -1,8 +1,6 @@
 package main
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -17,6 +15,7 @@ import (
 	"github.com/ingot-hpc/ingot/ledger"
 	"github.com/ingot-hpc/ingot/ledger/boltstore"
 	"github.com/ingot-hpc/ingot/proto/api"
+	"github.com/ingot-hpc/ingot/proto/client"
 	"github.com/ingot-hpc/ingot/proto/clients"
 )
 
@@ -57,7 +56,7 @@ func commonFlags() []cli.Flag {
 		&cli.StringFlag{Name: "munge-socket", Usage: "munged's socket `PATH`, for munge (--use-munge) and unmunge (serve --munge); default: theirs", EnvVars: []string{"INGOT_MUNGE_SOCKET"}},
 		&cli.BoolFlag{Name: "json", Usage: "print JSON"},
 		&cli.BoolFlag{Name: "parsable", Aliases: []string{"P"}, Usage: "print '|'-separated fields with a header line"},
-		&cli.StringFlag{Name: "request-id", Usage: "request `ID` that makes a change safe to retry (default: a random one)"},
+		&cli.StringFlag{Name: "request-id", Usage: "request `ID` that makes a change safe to retry (default: a new one, the time then random bytes)"},
 	}
 }
 
@@ -207,7 +206,8 @@ func openClients(c *cli.Context, l *ledger.Ledger, create bool) (*clients.Regist
 }
 
 // request is the identity of a change made from this command line: the
-// local user, and --request-id or a random id.
+// local user, and --request-id or a new one (client.NewRequestID: ids that
+// grow with time are the cheapest for the bank to keep).
 func request(c *cli.Context) ledger.Request {
 	actor := "local"
 	if u, err := user.Current(); err == nil {
@@ -215,9 +215,7 @@ func request(c *cli.Context) ledger.Request {
 	}
 	id := flagString(c, "request-id")
 	if id == "" {
-		b := make([]byte, 16)
-		rand.Read(b)
-		id = hex.EncodeToString(b)
+		id = client.NewRequestID()
 	}
 	return ledger.Request{Actor: actor, ID: id}
 }

@@ -25,7 +25,7 @@ var errNoKey = errors.New("no client key")
 
 // openRemote is the bank at the server URL, reached with the key of
 // --key-file. A change's request id is the command's (--request-id, or a
-// random one), so that the client's own retries, and a command run again
+// new one), so that the client's own retries, and a command run again
 // with the same --request-id, are applied once.
 func openRemote(c *cli.Context, url string) (bankService, error) {
 	o := client.Options{KeyFile: flagString(c, "key-file"), Munge: flagBool(c, "use-munge"), MungeSocket: flagString(c, "munge-socket")}

@@ -160,6 +160,7 @@ func (s *Store) checkpoint(groups []*group) error {
 		}
 		return setApplied(btx, last)
 	})
+	clear(writes) // the buffer is kept for the next checkpoint, not what it held
 	if err != nil {
 		err = fmt.Errorf("boltstore: checkpoint: %w", err)
 		s.checkpointErr.Store(err)
