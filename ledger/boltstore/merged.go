@@ -292,8 +292,20 @@ func runCall(fn func(ledger.Tx) error, t *tx) (err error) {
 // yieldEvery is how many writes apply makes between yields.
 const yieldEvery = 64
 
+// appendedBuckets are the buckets whose new keys come after their others
+// (ids from a sequence) or after the others of their prefix (an allocation's
+// history by seq, a client's requests by ids that grow with time).
+var appendedBuckets = [][]byte{bucketJournal, bucketLiens, bucketCharges, bucketHistory, bucketRequests}
+
 // apply writes a group's changes into the file's buckets.
 func apply(btx *bolt.Tx, writes []write) error {
+	// bbolt splits a page at half its size by default, which suits keys
+	// that arrive in any order; appended keys would then leave every page
+	// half empty for good (two 1.1 KB journal entries to a 4 KiB page) and
+	// each checkpoint would write twice the pages it needs.
+	for _, name := range appendedBuckets {
+		btx.Bucket(name).FillPercent = 1
+	}
 	for i, w := range writes {
 		if i%yieldEvery == yieldEvery-1 {
 			// A checkpoint applies thousands of writes; on two cores it
