@@ -38,7 +38,10 @@ func TestMain(m *testing.M) {
 
 // crashChild makes deposits and transfers from several goroutines (so that
 // commits are grouped) and prints "ack REQUEST SEQ" once each is durable.
+// Its log starts a new segment every 64 KiB, so that the kills also fall
+// as segments are started from the spare and old ones kept as the spare.
 func crashChild(path, round string) {
+	boltstore.SmallSegments(64 << 10)
 	store, err := boltstore.Open(path, boltstore.Options{})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -1,6 +1,7 @@
 // Package boltstore is the embedded storage engine of ingot: a ledger.Store
 // on a bbolt file and its write-ahead log (files PATH-wal.N beside it, see
-// wal.go; there are none after a clean Close). Copy a bank with Backup
+// wal.go, and PATH-wal.next, a segment kept to be the next one, see
+// spare.go; there are none after a clean Close). Copy a bank with Backup
 // (ingot backup), never by copying the file alone while it is open.
 //
 // Records are JSON in buckets, except where noted. Integer keys (journal sequence numbers,

@@ -334,10 +334,15 @@ func (s *Store) recover(logged []loggedGroup, nums []uint64) error {
 	if len(nums) > 0 {
 		next = nums[len(nums)-1] + 1
 	}
+	spare, err := newSpareSegment(s.path)
+	if err != nil {
+		return err
+	}
 	log, err := openLog(s.path, next, s.bank, s.lastGroup)
 	if err != nil {
 		return err
 	}
+	log.spare = spare
 	s.log = log
 	s.segs = []segment{{n: next}}
 	return nil

@@ -215,16 +215,22 @@ func (s *Store) lastOfHotKeys(groups []*group) []write {
 }
 
 // dropCheckpointed removes the segments, but the current one, whose groups
-// are all in the file.
+// are all in the file; the first becomes the spare if there is none.
 func (s *Store) dropCheckpointed(applied uint64) error {
 	s.segsMu.Lock()
-	var drop []uint64
+	var err error
+	dropped := false
 	for len(s.segs) > 1 && s.segs[0].last <= applied {
-		drop = append(drop, s.segs[0].n)
-		s.segs = s.segs[1:]
+		// A full segment (the syncer leaves a segment when it is full):
+		// its blocks are written, so the next segment is made from it.
+		err = errors.Join(err, s.log.spare.keep(segmentPath(s.path, s.segs[0].n)))
+		s.segs, dropped = s.segs[1:], true
 	}
 	s.segsMu.Unlock()
-	return s.removeSegments(drop)
+	if err == nil && dropped {
+		err = syncDir(s.path)
+	}
+	return err
 }
 
 // removeAllSegments removes the log once the file holds all of it, at Close.

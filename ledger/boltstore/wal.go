@@ -21,8 +21,9 @@ import (
 //
 // The log is a series of segment files beside the database, PATH-wal.N
 // (N from 1 up); the syncer starts a new one when the current one passes
-// segmentSize, and the checkpointer deletes a segment once every group in
-// it is in the bbolt file. A segment starts with a header,
+// segmentSize, and the checkpointer removes a segment once every group in
+// it is in the bbolt file (keeping one as the spare the next segment is
+// made from: spare.go). A segment starts with a header,
 //
 //	"IWALSEG1" ‖ the bank's id (16 bytes, meta "bank_id") ‖ the newest group logged before it (8)
 //
@@ -42,14 +43,16 @@ import (
 //
 // A crash can leave a record half written at the end of the newest
 // segment; reading stops at the first record that is incomplete or fails
-// its checksum, and that record was never acknowledged.
+// its checksum, and that record was never acknowledged. It also stops at a
+// record whose group is not newer than the one before it (or, for the
+// first, than the header's): one a failed write left, or one from the
+// segment's earlier use as another segment.
 const (
 	segmentMagic  = "IWALSEG1"
 	segmentHeader = len(segmentMagic) + bankIDSize + 8
 	bankIDSize    = 16
 	walMagic      = "IWAL"
 	walHeader     = 12
-	segmentSize   = 64 << 20
 	// maxRecord bounds a record's payload, so that a corrupt length cannot
 	// make the reader allocate without limit.
 	maxRecord = 1 << 30
@@ -232,8 +235,14 @@ func readSegment(file string) (segmentInfo, []loggedGroup, error) {
 	off := segmentHeader
 	for data = data[segmentHeader:]; len(data) > 0; {
 		group, writes, size, err := readRecord(data)
-		if errors.Is(err, errTorn) || len(out) > 0 && group <= out[len(out)-1].group {
-			break // a record left by a failed write is older than the one before it
+		newest := info.prev
+		if len(out) > 0 {
+			newest = out[len(out)-1].group
+		}
+		if errors.Is(err, errTorn) || err == nil && group <= newest {
+			// A record left by a failed write, or from the segment's
+			// earlier use (recycle), is older than the one before it.
+			break
 		}
 		if err != nil {
 			return info, nil, fmt.Errorf("%w: %s at byte %d: %v", errCorruptLog, file, off, err)
@@ -256,9 +265,19 @@ type logWriter struct {
 	f         *os.File
 	size      int64
 	allocated int64
+	// spare is the segment the next one is made from, if any.
+	spare *spareSegment
 }
 
 const walChunk = 4 << 20
+
+// segmentSize is the size past which the syncer starts a new segment; a
+// variable so that tests can make segments small.
+var segmentSize int64 = 64 << 20
+
+func segmentHeaderBytes(bank [bankIDSize]byte, prev uint64) []byte {
+	return binary.BigEndian.AppendUint64(append([]byte(segmentMagic), bank[:]...), prev)
+}
 
 // openLog starts segment n, holding only its header: bank's log, after
 // group prev.
@@ -267,7 +286,7 @@ func openLog(path string, n uint64, bank [bankIDSize]byte, prev uint64) (*logWri
 	if err != nil {
 		return nil, fmt.Errorf("boltstore: start log segment: %w", err)
 	}
-	header := binary.BigEndian.AppendUint64(append([]byte(segmentMagic), bank[:]...), prev)
+	header := segmentHeaderBytes(bank, prev)
 	if _, err := f.Write(header); err != nil {
 		f.Close()
 		return nil, fmt.Errorf("boltstore: start log segment: %w", err)
@@ -327,18 +346,68 @@ func (w *logWriter) undo(err error, n int) error {
 	return err
 }
 
-// rotate closes the segment and starts the next one, after group prev.
+// rotate closes the segment and starts the next one, after group prev:
+// from the spare if there is one, else a new file.
 func (w *logWriter) rotate(prev uint64) error {
-	next, err := openLog(w.path, w.n+1, w.bank, prev)
+	next, err := w.next(prev)
 	if err != nil {
 		return err
 	}
 	w.f.Close()
+	next.spare = w.spare
 	*w = *next
 	return nil
 }
 
-func (w *logWriter) close() error { return w.f.Close() }
+func (w *logWriter) next(prev uint64) (*logWriter, error) {
+	spare, ok := w.spare.take()
+	if !ok {
+		return openLog(w.path, w.n+1, w.bank, prev)
+	}
+	next, err := adoptSpare(spare, w.path, w.n+1, w.bank, prev)
+	if err != nil {
+		// It only makes syncs faster: a new file does as well.
+		os.Remove(spare)
+		return openLog(w.path, w.n+1, w.bank, prev)
+	}
+	return next, nil
+}
+
+// adoptSpare makes the spare segment n, holding only its header.
+func adoptSpare(spare, path string, n uint64, bank [bankIDSize]byte, prev uint64) (*logWriter, error) {
+	name := segmentPath(path, n)
+	if err := os.Rename(spare, name); err != nil {
+		return nil, fmt.Errorf("boltstore: start log segment: %w", err)
+	}
+	f, err := os.OpenFile(name, os.O_WRONLY, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("boltstore: start log segment: %w", err)
+	}
+	header := segmentHeaderBytes(bank, prev)
+	// A crash before the header is written leaves the header of the
+	// spare's earlier use, whose records are all older than the file's.
+	if _, err := f.WriteAt(header, 0); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("boltstore: start log segment: %w", err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("boltstore: start log segment: %w", err)
+	}
+	if err := syncDir(path); err != nil {
+		f.Close()
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("boltstore: start log segment: %w", err)
+	}
+	return &logWriter{path: path, n: n, bank: bank, f: f, size: int64(len(header)), allocated: fi.Size()}, nil
+}
+
+// close closes the segment and removes the spare.
+func (w *logWriter) close() error { return errors.Join(w.f.Close(), w.spare.remove()) }
 
 // syncDir makes a new or removed segment's name durable.
 func syncDir(path string) error {
