@@ -57,20 +57,16 @@ func (s *Store) sync(groups []*group) {
 	if len(s.logBuf) > 0 {
 		err = s.log.append(s.logBuf)
 	}
+	durable := err == nil && len(current) > 0
 	if err != nil {
 		s.lastFailure = err
 		s.failures.Add(1)
-	} else if len(current) > 0 {
-		last := current[len(current)-1]
-		s.durable.Store(last.writes.group)
+	} else if durable {
+		s.durable.Store(current[len(current)-1].writes.group)
 		s.publish(current)
-		if len(s.logBuf) > 0 {
-			s.logged(last.writes.group)
-		}
 		if s.onCommit != nil && calls > 0 {
 			s.onCommit(calls, time.Since(groups[0].start))
 		}
-		s.toCheckpoint <- current
 	}
 	for _, g := range groups {
 		for _, c := range g.calls {
@@ -79,6 +75,15 @@ func (s *Store) sync(groups []*group) {
 			}
 			close(c.done)
 		}
+	}
+	// After the answers, which need none of it: starting a new segment
+	// (renaming or making a file, and syncing it and the directory) held
+	// every caller of the group.
+	if durable {
+		if len(s.logBuf) > 0 {
+			s.logged(current[len(current)-1].writes.group)
+		}
+		s.toCheckpoint <- current
 	}
 }
 
