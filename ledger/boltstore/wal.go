@@ -272,8 +272,13 @@ type logWriter struct {
 const walChunk = 4 << 20
 
 // segmentSize is the size past which the syncer starts a new segment; a
-// variable so that tests can make segments small.
-var segmentSize int64 = 64 << 20
+// variable so that tests can make segments small. Segments are made anew
+// (blocks from fallocate) until the checkpointer keeps one as the spare
+// (spare.go), so smaller ones are reused sooner: in process, 64
+// goroutines, 40,000 cycles on the disk, 16 MiB gave 0-8% more cycles than
+// 64 MiB in three alternating pairs (over loopback the same within the
+// noise), for a sync of the directory every 16 MiB of log.
+var segmentSize int64 = 16 << 20
 
 func segmentHeaderBytes(bank [bankIDSize]byte, prev uint64) []byte {
 	return binary.BigEndian.AppendUint64(append([]byte(segmentMagic), bank[:]...), prev)
