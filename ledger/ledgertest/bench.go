@@ -15,10 +15,14 @@ import (
 // in the same run, so that the ratio holds on a noisy machine. These are
 // their shared pieces.
 
-// Parallel runs op b.N times over n goroutines, timing only that.
+// Parallel runs op b.N times over n goroutines, timing only that. It
+// first has the kernel write out every file's dirty pages, so that what the
+// setup or an earlier benchmark wrote does not compete with the run's syncs
+// for the disk.
 func Parallel(b *testing.B, n int, op func()) {
 	var next atomic.Int64
 	done := make(chan struct{})
+	syscall.Sync()
 	b.ResetTimer()
 	cpu := processCPU()
 	for g := 0; g < n; g++ {
