@@ -280,10 +280,6 @@ const walChunk = 4 << 20
 // noise), for a sync of the directory every 16 MiB of log.
 var segmentSize int64 = 16 << 20
 
-func segmentHeaderBytes(bank [bankIDSize]byte, prev uint64) []byte {
-	return binary.BigEndian.AppendUint64(append([]byte(segmentMagic), bank[:]...), prev)
-}
-
 // openLog starts segment n, holding only its header: bank's log, after
 // group prev.
 func openLog(path string, n uint64, bank [bankIDSize]byte, prev uint64) (*logWriter, error) {
@@ -291,20 +287,32 @@ func openLog(path string, n uint64, bank [bankIDSize]byte, prev uint64) (*logWri
 	if err != nil {
 		return nil, fmt.Errorf("boltstore: start log segment: %w", err)
 	}
-	header := segmentHeaderBytes(bank, prev)
-	if _, err := f.Write(header); err != nil {
+	return startSegment(f, path, n, bank, prev)
+}
+
+// startSegment writes segment n's header at the start of f and makes it,
+// and the segment's name, durable. What f holds past the header, zeros or
+// older records, is the logWriter's to write over.
+func startSegment(f *os.File, path string, n uint64, bank [bankIDSize]byte, prev uint64) (*logWriter, error) {
+	header := binary.BigEndian.AppendUint64(append([]byte(segmentMagic), bank[:]...), prev)
+	fi, err := func() (os.FileInfo, error) {
+		if _, err := f.WriteAt(header, 0); err != nil {
+			return nil, err
+		}
+		if err := f.Sync(); err != nil {
+			return nil, err
+		}
+		if err := syncDir(path); err != nil {
+			return nil, err
+		}
+		return f.Stat()
+	}()
+	if err != nil {
 		f.Close()
 		return nil, fmt.Errorf("boltstore: start log segment: %w", err)
 	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("boltstore: start log segment: %w", err)
-	}
-	if err := syncDir(path); err != nil {
-		f.Close()
-		return nil, err
-	}
-	return &logWriter{path: path, n: n, bank: bank, f: f, size: int64(len(header)), allocated: int64(len(header))}, nil
+	size := int64(len(header))
+	return &logWriter{path: path, n: n, bank: bank, f: f, size: size, allocated: max(size, fi.Size())}, nil
 }
 
 // append writes records and syncs them. On failure it cuts the segment
@@ -388,27 +396,9 @@ func adoptSpare(spare, path string, n uint64, bank [bankIDSize]byte, prev uint64
 	if err != nil {
 		return nil, fmt.Errorf("boltstore: start log segment: %w", err)
 	}
-	header := segmentHeaderBytes(bank, prev)
 	// A crash before the header is written leaves the header of the
 	// spare's earlier use, whose records are all older than the file's.
-	if _, err := f.WriteAt(header, 0); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("boltstore: start log segment: %w", err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("boltstore: start log segment: %w", err)
-	}
-	if err := syncDir(path); err != nil {
-		f.Close()
-		return nil, err
-	}
-	fi, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, fmt.Errorf("boltstore: start log segment: %w", err)
-	}
-	return &logWriter{path: path, n: n, bank: bank, f: f, size: int64(len(header)), allocated: fi.Size()}, nil
+	return startSegment(f, path, n, bank, prev)
 }
 
 // close closes the segment and removes the spare.
