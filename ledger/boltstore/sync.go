@@ -223,16 +223,20 @@ func (s *Store) lastOfHotKeys(groups []*group) []write {
 // are all in the file; the first becomes the spare if there is none.
 func (s *Store) dropCheckpointed(applied uint64) error {
 	s.segsMu.Lock()
-	var err error
-	dropped := false
+	var drop []uint64
 	for len(s.segs) > 1 && s.segs[0].last <= applied {
+		drop = append(drop, s.segs[0].n)
+		s.segs = s.segs[1:]
+	}
+	spare := s.log.spare
+	s.segsMu.Unlock()
+	var err error
+	for _, n := range drop {
 		// A full segment (the syncer leaves a segment when it is full):
 		// its blocks are written, so the next segment is made from it.
-		err = errors.Join(err, s.log.spare.keep(segmentPath(s.path, s.segs[0].n)))
-		s.segs, dropped = s.segs[1:], true
+		err = errors.Join(err, spare.keep(segmentPath(s.path, n)))
 	}
-	s.segsMu.Unlock()
-	if err == nil && dropped {
+	if err == nil && len(drop) > 0 {
 		err = syncDir(s.path)
 	}
 	return err
