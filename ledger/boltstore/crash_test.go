@@ -112,9 +112,13 @@ func TestCrashRecovery(t *testing.T) {
 		}
 	})
 	acked := map[string]uint64{}
+	rotated := 0 // rounds killed past the child's second log segment
 	for round := 0; round < 20; round++ {
 		for id, seq := range runChildUntilKilled(t, path, round, 20+rand.IntN(200)) {
 			acked[id] = seq
+		}
+		if newestSegment(t, path) >= 3 {
+			rotated++
 		}
 		withLedger(t, path, func(l *ledger.Ledger) {
 			rep, err := l.Audit()
@@ -139,7 +143,26 @@ func TestCrashRecovery(t *testing.T) {
 			}
 		})
 	}
-	t.Logf("%d acknowledged requests survived 20 SIGKILLs", len(acked))
+	t.Logf("%d acknowledged requests survived 20 SIGKILLs; %d kills came after the child had started two new segments or more", len(acked), rotated)
+	if rotated == 0 {
+		t.Errorf("no child was killed past its second log segment: the kills did not fall across segment changes")
+	}
+}
+
+// newestSegment is the highest number of the log segments beside path.
+func newestSegment(t *testing.T, path string) uint64 {
+	t.Helper()
+	files, err := filepath.Glob(path + "-wal.*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var newest uint64
+	for _, f := range files {
+		if n, err := strconv.ParseUint(strings.TrimPrefix(f, path+"-wal."), 10, 64); err == nil {
+			newest = max(newest, n)
+		}
+	}
+	return newest
 }
 
 // runChildUntilKilled starts the child, kills it with SIGKILL once it has
