@@ -294,7 +294,10 @@ const yieldEvery = 64
 
 // appendedBuckets are the buckets whose new keys come after their others
 // (ids from a sequence) or after the others of their prefix (an allocation's
-// history by seq, a client's requests by ids that grow with time).
+// history by seq, a client's requests by ids that grow with time). Keys in
+// random order, as a client sending random request ids makes, fare no
+// worse: 20,000 random keys with 1.3 KB values, 100 to a transaction, left
+// pages 77% in use whether split at half or full.
 var appendedBuckets = [][]byte{bucketJournal, bucketLiens, bucketCharges, bucketHistory, bucketRequests}
 
 // apply writes a group's changes into the file's buckets.
