@@ -10,13 +10,13 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
-	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/ingot-hpc/ingot/internal/gctune"
 	"github.com/ingot-hpc/ingot/ledger"
 	"github.com/ingot-hpc/ingot/ledger/boltstore"
 	"github.com/ingot-hpc/ingot/lien"
@@ -40,16 +40,8 @@ type httpTimeouts struct {
 // timeouts are serve's; tests shorten them.
 var timeouts = httpTimeouts{readHeader: 5 * time.Second, read: 30 * time.Second, write: 60 * time.Second, idle: 2 * time.Minute}
 
-const (
-	// shutdownTimeout is how long a shutdown waits for requests in flight.
-	shutdownTimeout = 30 * time.Second
-	// gcPercent is serve's GOGC when the environment sets none. At Go's
-	// 100 the collector took about a tenth of the server's CPU under load,
-	// while the live heap is a few tens of MB: at 400 it runs a quarter as
-	// often, for a heap that may grow to five times the live data
-	// (docs/server.md).
-	gcPercent = 400
-)
+// shutdownTimeout is how long a shutdown waits for requests in flight.
+const shutdownTimeout = 30 * time.Second
 
 func serveCommands() []*cli.Command {
 	own := []cli.Flag{
@@ -94,9 +86,7 @@ func serve(c *cli.Context, fileKeys []string) error {
 	}
 	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if _, set := os.LookupEnv("GOGC"); !set {
-		debug.SetGCPercent(gcPercent)
-	}
+	gctune.Apply()
 	out := newBufferedLog(c.App.ErrWriter)
 	defer out.Close()
 	log := slog.New(flushingHandler{slog.NewJSONHandler(out, &slog.HandlerOptions{Level: c.Generic("log-level").(*logLevel).Level}), out})
