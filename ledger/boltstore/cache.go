@@ -24,26 +24,26 @@ type decodedCache struct {
 	// byBucket holds each bucket's records by key: looking a key up with
 	// string(key) builds no string, where one map keyed by bucket and key
 	// built one per lookup.
-	byBucket map[string]map[string]any
+	byBucket [numBuckets]map[string]any
 	n        int
 }
 
 // cachedBuckets are the buckets whose records are cached.
-var cachedBuckets = map[string]bool{
-	string(bucketMeta): true, string(bucketNodes): true, string(bucketUsers): true,
-	string(bucketMachines): true, string(bucketAllocations): true, string(bucketRecords): true,
-	string(bucketLiens): true, string(bucketReserved): true, string(bucketReservedSum): true,
-	string(bucketCharged): true,
+var cachedBuckets = [numBuckets]bool{
+	bucketMeta: true, bucketNodes: true, bucketUsers: true,
+	bucketMachines: true, bucketAllocations: true, bucketRecords: true,
+	bucketLiens: true, bucketReserved: true, bucketReservedSum: true,
+	bucketCharged: true,
 }
 
-func newDecodedCache() *decodedCache { return &decodedCache{byBucket: map[string]map[string]any{}} }
+func newDecodedCache() *decodedCache { return &decodedCache{} }
 
 // lookup returns a copy of the cached record, which the caller may change.
-func (c *decodedCache) lookup(bucket, key []byte) (any, bool) {
+func (c *decodedCache) lookup(bucket bucketID, key []byte) (any, bool) {
 	if c == nil {
 		return nil, false
 	}
-	v, ok := c.byBucket[string(bucket)][string(key)]
+	v, ok := c.byBucket[bucket][string(key)]
 	if !ok {
 		return nil, false
 	}
@@ -52,8 +52,8 @@ func (c *decodedCache) lookup(bucket, key []byte) (any, bool) {
 
 // keep caches a record just decoded (a copy, so that the caller's changes
 // to its slices do not reach the cache).
-func (c *decodedCache) keep(bucket, key []byte, v any) {
-	if c == nil || !cachedBuckets[string(bucket)] {
+func (c *decodedCache) keep(bucket bucketID, key []byte, v any) {
+	if c == nil || !cachedBuckets[bucket] {
 		return
 	}
 	if l, ok := v.(ledger.Lien); ok && l.State != ledger.LienActive {
@@ -66,10 +66,10 @@ func (c *decodedCache) keep(bucket, key []byte, v any) {
 	if c.n >= maxCached {
 		c.reset() // a bound on memory; what is needed again is decoded again
 	}
-	records := c.byBucket[string(bucket)]
+	records := c.byBucket[bucket]
 	if records == nil {
 		records = map[string]any{}
-		c.byBucket[string(bucket)] = records
+		c.byBucket[bucket] = records
 	}
 	if _, ok := records[string(key)]; !ok {
 		c.n++
@@ -80,9 +80,9 @@ func (c *decodedCache) keep(bucket, key []byte, v any) {
 // maxCached bounds the records the cache holds.
 const maxCached = 1 << 16
 
-func (c *decodedCache) forget(bucket, key []byte) {
-	if c != nil && cachedBuckets[string(bucket)] { // most writes are of other buckets: no key to build
-		records := c.byBucket[string(bucket)]
+func (c *decodedCache) forget(bucket bucketID, key []byte) {
+	if c != nil && cachedBuckets[bucket] { // most writes are of other buckets: no key to build
+		records := c.byBucket[bucket]
 		if _, ok := records[string(key)]; ok {
 			delete(records, string(key))
 			c.n--
@@ -92,7 +92,9 @@ func (c *decodedCache) forget(bucket, key []byte) {
 
 // reset empties the cache, after a rollback.
 func (c *decodedCache) reset() {
-	clear(c.byBucket)
+	for _, records := range c.byBucket {
+		clear(records)
+	}
 	c.n = 0
 }
 

@@ -38,7 +38,7 @@ func TestCacheKeepsOnlyActiveLiens(t *testing.T) {
 		}
 	}
 	cached := 0
-	for key, v := range store.cache.byBucket[string(bucketLiens)] {
+	for key, v := range store.cache.byBucket[bucketLiens] {
 		l, ok := v.(ledger.Lien)
 		if !ok {
 			continue
@@ -59,7 +59,7 @@ func TestCacheIsBounded(t *testing.T) {
 	for i := range maxCached + 10 {
 		c.keep(bucketNodes, encodeUint(uint64(i)), ledger.Node{Name: "n"})
 	}
-	if n := c.n; n == 0 || n > maxCached || n != len(c.byBucket[string(bucketNodes)]) {
+	if n := c.n; n == 0 || n > maxCached || n != len(c.byBucket[bucketNodes]) {
 		t.Fatalf("the cache holds %d records, bound %d", n, maxCached)
 	}
 	if _, ok := c.lookup(bucketNodes, encodeUint(maxCached+9)); !ok {

@@ -21,7 +21,7 @@ func expiryKey(t time.Time, id uint64) []byte {
 	return binary.BigEndian.AppendUint64(encodeUint(uint64(t.UnixNano())), id)
 }
 
-func (t *tx) nextID(bucket []byte) (uint64, error) {
+func (t *tx) nextID(bucket bucketID) (uint64, error) {
 	id, err := t.bucket(bucket).NextSequence()
 	if err != nil {
 		return 0, fmt.Errorf("boltstore: next %s id: %w", bucket, err)
@@ -30,7 +30,7 @@ func (t *tx) nextID(bucket []byte) (uint64, error) {
 }
 
 // index adds (or, with add false, removes) an index key.
-func (t *tx) index(bucket, key []byte, value []byte, add bool) error {
+func (t *tx) index(bucket bucketID, key []byte, value []byte, add bool) error {
 	b := t.bucket(bucket)
 	var err error
 	if add {
@@ -99,7 +99,7 @@ func sumKey(account, project string) []byte {
 
 // addSums adds (sign 1) or takes off (sign -1) holds from a project's
 // running sums in bucket (reserved or charged).
-func (t *tx) addSums(bucket []byte, account, project string, holds []ledger.Hold, sign int64) error {
+func (t *tx) addSums(bucket bucketID, account, project string, holds []ledger.Hold, sign int64) error {
 	key := sumKey(account, project)
 	old, err := t.sum(bucket, key, t.bucket(bucket).Get(key))
 	if err != nil {
@@ -141,7 +141,7 @@ func (t *tx) addSums(bucket []byte, account, project string, holds []ledger.Hold
 // there) unless the committer's cache has it decoded: every lien and
 // charge reads and writes an account's sums several times. The caller must
 // not change it (the cache may hold the very slice).
-func (t *tx) sum(bucket, key, raw []byte) ([]ledger.Hold, error) {
+func (t *tx) sum(bucket bucketID, key, raw []byte) ([]ledger.Hold, error) {
 	if cached, ok := t.cache.lookup(bucket, key); ok {
 		return cached.([]ledger.Hold), nil
 	}
@@ -153,7 +153,7 @@ func (t *tx) sum(bucket, key, raw []byte) ([]ledger.Hold, error) {
 }
 
 // sums reads an account's running sums from bucket, per project.
-func (t *tx) sums(bucket []byte, account string) (ledger.ByProject, error) {
+func (t *tx) sums(bucket bucketID, account string) (ledger.ByProject, error) {
 	out := ledger.ByProject{}
 	prefix := append([]byte(account), 0)
 	c := t.bucket(bucket).Cursor()

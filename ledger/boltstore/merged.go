@@ -34,19 +34,19 @@ type kvCursor interface {
 type mergedBucket struct {
 	s    *session
 	ov   *overlay
-	name []byte
+	id   bucketID
 	base *bolt.Bucket
 	// resident: the overlay holds the whole bucket (overlay.go), and the
 	// file is not read.
 	resident bool
 }
 
-func newMergedBucket(s *session, ov *overlay, name []byte, btx *bolt.Tx) *mergedBucket {
-	return &mergedBucket{s: s, ov: ov, name: name, base: btx.Bucket(name), resident: residentBuckets[string(name)]}
+func newMergedBucket(s *session, ov *overlay, id bucketID, btx *bolt.Tx) *mergedBucket {
+	return &mergedBucket{s: s, ov: ov, id: id, base: btx.Bucket(id.name()), resident: residentBuckets[id]}
 }
 
 func (b *mergedBucket) Get(key []byte) []byte {
-	value, found, deleted := b.ov.get(b.name, key)
+	value, found, deleted := b.ov.get(b.id, key)
 	switch {
 	case found:
 		return nonNil(value)
@@ -60,7 +60,7 @@ func (b *mergedBucket) Put(key, value []byte) error {
 	if b.s == nil {
 		return bolt.ErrTxNotWritable
 	}
-	b.s.record(write{bucket: b.name, key: bytes.Clone(key), value: value})
+	b.s.record(write{bucket: b.id, key: bytes.Clone(key), value: value})
 	return nil
 }
 
@@ -68,7 +68,7 @@ func (b *mergedBucket) Delete(key []byte) error {
 	if b.s == nil {
 		return bolt.ErrTxNotWritable
 	}
-	b.s.record(write{bucket: b.name, key: bytes.Clone(key), deleted: true})
+	b.s.record(write{bucket: b.id, key: bytes.Clone(key), deleted: true})
 	return nil
 }
 
@@ -77,11 +77,11 @@ func (b *mergedBucket) NextSequence() (uint64, error) {
 		return 0, bolt.ErrTxNotWritable
 	}
 	seq := b.base.Sequence()
-	if s, ok := b.ov.seqs[string(b.name)]; ok {
+	if s := b.ov.seqs[b.id]; s.set {
 		seq = s.value
 	}
 	seq++
-	b.s.record(write{bucket: b.name, seq: true, sequence: seq})
+	b.s.record(write{bucket: b.id, seq: true, sequence: seq})
 	return seq, nil
 }
 
@@ -106,13 +106,13 @@ type mergedCursor struct {
 
 func (c *mergedCursor) First() ([]byte, []byte) {
 	c.bk, c.bv = c.base.First()
-	e, ok := c.b.ov.ceil(c.b.name, []byte{})
+	e, ok := c.b.ov.ceil(c.b.id, []byte{})
 	return c.ahead(e, ok)
 }
 
 func (c *mergedCursor) Seek(key []byte) ([]byte, []byte) {
 	c.bk, c.bv = c.base.Seek(key)
-	e, ok := c.b.ov.ceil(c.b.name, key)
+	e, ok := c.b.ov.ceil(c.b.id, key)
 	return c.ahead(e, ok)
 }
 
@@ -125,7 +125,7 @@ func (c *mergedCursor) Next() ([]byte, []byte) {
 	} else if c.bk != nil && bytes.Equal(c.bk, c.cur) {
 		c.bk, c.bv = c.base.Next()
 	}
-	e, ok := c.b.ov.ceil(c.b.name, successor(c.cur))
+	e, ok := c.b.ov.ceil(c.b.id, successor(c.cur))
 	return c.ahead(e, ok)
 }
 
@@ -133,7 +133,7 @@ func (c *mergedCursor) Next() ([]byte, []byte) {
 // overlay's put e.
 func (c *mergedCursor) ahead(e overlayEntry, ok bool) ([]byte, []byte) {
 	c.forward = true
-	for c.bk != nil && c.b.ov.deleted(c.b.name, c.bk) {
+	for c.bk != nil && c.b.ov.deleted(c.b.id, c.bk) {
 		c.bk, c.bv = c.base.Next()
 	}
 	if ok && (c.bk == nil || bytes.Compare(e.key, c.bk) <= 0) {
@@ -160,10 +160,10 @@ func (c *mergedCursor) Prev() ([]byte, []byte) {
 func (c *mergedCursor) behind(before []byte) ([]byte, []byte) {
 	c.forward = false
 	bk, bv := c.baseBefore(before)
-	for bk != nil && c.b.ov.deleted(c.b.name, bk) {
+	for bk != nil && c.b.ov.deleted(c.b.id, bk) {
 		bk, bv = c.baseBefore(bk)
 	}
-	e, ok := c.b.ov.below(c.b.name, before)
+	e, ok := c.b.ov.below(c.b.id, before)
 	if !ok || (bk != nil && bytes.Compare(e.key, bk) < 0) {
 		c.cur = bk
 		return bk, bv
@@ -222,23 +222,23 @@ type session struct {
 	cache   *decodedCache
 	group   uint64
 	btx     *bolt.Tx
-	buckets map[string]kvBucket
+	buckets [numBuckets]kvBucket
 	writes  []write
 	undos   []undo
 }
 
 func newSession(btx *bolt.Tx, ov *overlay, cache *decodedCache, group uint64) *session {
-	return &session{ov: ov, cache: cache, group: group, btx: btx, buckets: make(map[string]kvBucket, len(allBuckets))}
+	return &session{ov: ov, cache: cache, group: group, btx: btx}
 }
 
 // bucket is the named bucket as the session sees it, opened when the group
 // first uses it: groups are often of a few calls, which use half the
 // buckets.
-func (s *session) bucket(name []byte) kvBucket {
-	b, ok := s.buckets[string(name)]
-	if !ok {
-		b = newMergedBucket(s, s.ov, name, s.btx)
-		s.buckets[string(name)] = b
+func (s *session) bucket(id bucketID) kvBucket {
+	b := s.buckets[id]
+	if b == nil {
+		b = newMergedBucket(s, s.ov, id, s.btx)
+		s.buckets[id] = b
 	}
 	return b
 }
@@ -298,7 +298,7 @@ const yieldEvery = 64
 // random order, as a client sending random request ids makes, fare no
 // worse: 20,000 random keys with 1.3 KB values, 100 to a transaction, left
 // pages 77% in use whether split at half or full.
-var appendedBuckets = [][]byte{bucketJournal, bucketLiens, bucketCharges, bucketHistory, bucketRequests}
+var appendedBuckets = []bucketID{bucketJournal, bucketLiens, bucketCharges, bucketHistory, bucketRequests}
 
 // apply writes a group's changes into the file's buckets.
 func apply(btx *bolt.Tx, writes []write) error {
@@ -306,8 +306,12 @@ func apply(btx *bolt.Tx, writes []write) error {
 	// that arrive in any order; appended keys would then leave every page
 	// half empty for good (two 1.1 KB journal entries to a 4 KiB page) and
 	// each checkpoint would write twice the pages it needs.
-	for _, name := range appendedBuckets {
-		btx.Bucket(name).FillPercent = 1
+	var open [numBuckets]*bolt.Bucket
+	for b := range numBuckets {
+		open[b] = btx.Bucket(b.name())
+	}
+	for _, b := range appendedBuckets {
+		open[b].FillPercent = 1
 	}
 	for i, w := range writes {
 		if i%yieldEvery == yieldEvery-1 {
@@ -316,7 +320,7 @@ func apply(btx *bolt.Tx, writes []write) error {
 			// until the scheduler preempts it (10 ms): their requests' p99.
 			runtime.Gosched()
 		}
-		b := btx.Bucket(w.bucket)
+		b := open[w.bucket]
 		var err error
 		switch {
 		case w.seq:

@@ -25,10 +25,10 @@ func TestMergedCursorMatchesModel(t *testing.T) {
 		model := map[string]string{}
 		key := func() []byte { return []byte(fmt.Sprintf("k%02d", rng.IntN(40))) }
 		err := db.Update(func(btx *bolt.Tx) error {
-			if err := btx.DeleteBucket(bucketRequests); err != nil {
+			if err := btx.DeleteBucket(bucketRequests.name()); err != nil {
 				return err
 			}
-			b, err := btx.CreateBucket(bucketRequests)
+			b, err := btx.CreateBucket(bucketRequests.name())
 			if err != nil {
 				return err
 			}
@@ -147,10 +147,10 @@ func TestTrimDropsWhatTheFileHolds(t *testing.T) {
 	for seed := range uint64(200) {
 		rng := rand.New(rand.NewPCG(seed, 2))
 		if err := db.Update(func(btx *bolt.Tx) error {
-			if err := btx.DeleteBucket(bucketRequests); err != nil {
+			if err := btx.DeleteBucket(bucketRequests.name()); err != nil {
 				return err
 			}
-			_, err := btx.CreateBucket(bucketRequests)
+			_, err := btx.CreateBucket(bucketRequests.name())
 			return err
 		}); err != nil {
 			t.Fatal(err)
@@ -186,7 +186,7 @@ func TestTrimDropsWhatTheFileHolds(t *testing.T) {
 			t.Fatal(err)
 		}
 		ov.trim(applied, math.MaxInt)
-		trees := ov.buckets[string(bucketRequests)]
+		trees := ov.buckets[bucketRequests]
 		for _, tr := range []*btree.BTreeG[overlayEntry]{trees.live, trees.dead} {
 			tr.Scan(func(e overlayEntry) bool {
 				if e.group <= applied {

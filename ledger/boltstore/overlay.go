@@ -23,10 +23,10 @@ import (
 // active liens of an account, placed and charged by the thousand, made
 // each lien's walk of that index long.
 type overlay struct {
-	buckets map[string]*overlayTrees
+	buckets [numBuckets]*overlayTrees
 	// seqs are the buckets' sequences (bbolt's NextSequence) moved on by
 	// groups not yet in the file.
-	seqs map[string]overlaySeq
+	seqs [numBuckets]overlaySeq
 	// pending lists, oldest first, what each group not yet trimmed wrote,
 	// so that trim visits only those keys.
 	pending []groupWrites
@@ -47,12 +47,17 @@ type overlayEntry struct {
 	group      uint64
 }
 
-type overlaySeq struct{ value, group uint64 }
+// overlaySeq is a bucket's sequence as a group not yet in the file left
+// it (set false: no such group).
+type overlaySeq struct {
+	value, group uint64
+	set          bool
+}
 
 // A write is one change of a group, as the log and the checkpointer apply
 // it to the file: a put, a delete, or (seq true) a bucket's new sequence.
 type write struct {
-	bucket     []byte
+	bucket     bucketID
 	key, value []byte
 	deleted    bool
 	seq        bool
@@ -65,7 +70,7 @@ type groupWrites struct {
 }
 
 func newOverlay() *overlay {
-	return &overlay{buckets: map[string]*overlayTrees{}, seqs: map[string]overlaySeq{}}
+	return &overlay{}
 }
 
 func lessEntry(a, b overlayEntry) bool { return bytes.Compare(a.key, b.key) < 0 }
@@ -74,19 +79,19 @@ func newTree() *btree.BTreeG[overlayEntry] {
 	return btree.NewBTreeGOptions(lessEntry, btree.Options{NoLocks: true})
 }
 
-func (o *overlay) trees(bucket []byte) *overlayTrees {
-	t := o.buckets[string(bucket)]
+func (o *overlay) trees(bucket bucketID) *overlayTrees {
+	t := o.buckets[bucket]
 	if t == nil {
 		t = &overlayTrees{live: newTree(), dead: newTree()}
-		o.buckets[string(bucket)] = t
+		o.buckets[bucket] = t
 	}
 	return t
 }
 
 // get tells what the overlay knows of key: found, with its value, or
 // deleted, or nothing (the file decides).
-func (o *overlay) get(bucket, key []byte) (value []byte, found, deleted bool) {
-	t := o.buckets[string(bucket)]
+func (o *overlay) get(bucket bucketID, key []byte) (value []byte, found, deleted bool) {
+	t := o.buckets[bucket]
 	if t == nil {
 		return nil, false, false
 	}
@@ -98,14 +103,14 @@ func (o *overlay) get(bucket, key []byte) (value []byte, found, deleted bool) {
 }
 
 // deleted tells whether the overlay deleted key.
-func (o *overlay) deleted(bucket, key []byte) bool {
+func (o *overlay) deleted(bucket bucketID, key []byte) bool {
 	_, _, deleted := o.get(bucket, key)
 	return deleted
 }
 
 // ceil is the overlay's first put at or after key.
-func (o *overlay) ceil(bucket, key []byte) (e overlayEntry, ok bool) {
-	if t := o.buckets[string(bucket)]; t != nil {
+func (o *overlay) ceil(bucket bucketID, key []byte) (e overlayEntry, ok bool) {
+	if t := o.buckets[bucket]; t != nil {
 		t.live.Ascend(overlayEntry{key: key}, func(item overlayEntry) bool {
 			e, ok = item, true
 			return false
@@ -116,8 +121,8 @@ func (o *overlay) ceil(bucket, key []byte) (e overlayEntry, ok bool) {
 
 // below is the overlay's last put before key (the last of all when key
 // is nil).
-func (o *overlay) below(bucket, key []byte) (e overlayEntry, ok bool) {
-	t := o.buckets[string(bucket)]
+func (o *overlay) below(bucket bucketID, key []byte) (e overlayEntry, ok bool) {
+	t := o.buckets[bucket]
 	if t == nil {
 		return e, false
 	}
@@ -137,17 +142,16 @@ func (o *overlay) below(bucket, key []byte) (e overlayEntry, ok bool) {
 // set records w, stamped with group, and returns what it replaced so that
 // a failed call can be undone.
 func (o *overlay) set(w write, group uint64) undo {
-	name := string(w.bucket)
 	if w.seq {
-		old, had := o.seqs[name]
-		o.seqs[name] = overlaySeq{value: w.sequence, group: group}
-		return undo{bucket: w.bucket, seq: true, hadSeq: had, oldSeq: old}
+		old := o.seqs[w.bucket]
+		o.seqs[w.bucket] = overlaySeq{value: w.sequence, group: group, set: true}
+		return undo{bucket: w.bucket, seq: true, oldSeq: old}
 	}
 	t := o.trees(w.bucket)
 	e := overlayEntry{key: w.key, value: w.value, group: group}
 	u := undo{bucket: w.bucket, key: w.key}
 	switch {
-	case w.deleted && residentBuckets[name]:
+	case w.deleted && residentBuckets[w.bucket]:
 		u.live, u.hadLive = t.live.DeleteHint(e, &t.liveHint) // no file to hide
 	case w.deleted:
 		u.live, u.hadLive = t.live.DeleteHint(e, &t.liveHint)
@@ -171,15 +175,15 @@ func (o *overlay) set(w write, group uint64) undo {
 // lien the file holds as active that was charged since the last
 // checkpoint. The growing buckets (journal, history, requests, liens,
 // charges) stay in the file, with only recent writes in the overlay.
-var residentBuckets = map[string]bool{
-	string(bucketMeta): true, string(bucketNodes): true, string(bucketUsers): true,
-	string(bucketMachines): true, string(bucketByAccount): true,
-	string(bucketLiensActive): true, string(bucketLiensExpiry): true, string(bucketReserved): true,
-	string(bucketCharged): true, string(bucketReservedSum): true, string(bucketVersions): true,
+var residentBuckets = [numBuckets]bool{
+	bucketMeta: true, bucketNodes: true, bucketUsers: true,
+	bucketMachines: true, bucketByAccount: true,
+	bucketLiensActive: true, bucketLiensExpiry: true, bucketReserved: true,
+	bucketCharged: true, bucketReservedSum: true, bucketVersions: true,
 }
 
 // load puts a resident bucket's records in the overlay.
-func (o *overlay) load(bucket []byte, fn func(func(k, v []byte) error) error) error {
+func (o *overlay) load(bucket bucketID, fn func(func(k, v []byte) error) error) error {
 	t := o.trees(bucket)
 	return fn(func(k, v []byte) error {
 		t.live.Set(overlayEntry{key: bytes.Clone(k), value: bytes.Clone(v)})
@@ -189,21 +193,17 @@ func (o *overlay) load(bucket []byte, fn func(func(k, v []byte) error) error) er
 
 // An undo puts back what one write replaced.
 type undo struct {
-	bucket, key      []byte
+	bucket           bucketID
+	key              []byte
 	live, dead       overlayEntry
 	hadLive, hadDead bool
-	seq, hadSeq      bool
+	seq              bool
 	oldSeq           overlaySeq
 }
 
 func (o *overlay) revert(u undo) {
-	name := string(u.bucket)
 	if u.seq {
-		if u.hadSeq {
-			o.seqs[name] = u.oldSeq
-		} else {
-			delete(o.seqs, name)
-		}
+		o.seqs[u.bucket] = u.oldSeq
 		return
 	}
 	t := o.trees(u.bucket)
@@ -253,19 +253,18 @@ func (o *overlay) trim(applied uint64, budget int) uint64 {
 }
 
 func (o *overlay) trimWrite(w write, applied uint64) {
-	name := string(w.bucket)
 	if w.seq {
-		if s, ok := o.seqs[name]; ok && s.group <= applied {
-			delete(o.seqs, name)
+		if s := o.seqs[w.bucket]; s.set && s.group <= applied {
+			o.seqs[w.bucket] = overlaySeq{}
 		}
 		return
 	}
-	if residentBuckets[name] {
+	if residentBuckets[w.bucket] {
 		return
 	}
 	// A put's key is in the live tree unless a later write deleted it, and
 	// then that write trims the dead one: each write looks in its own tree.
-	t := o.buckets[name]
+	t := o.buckets[w.bucket]
 	tr := t.live
 	if w.deleted {
 		tr = t.dead
@@ -286,12 +285,11 @@ type snapshot struct {
 // copy is a copy of the overlay that later writes to o do not change:
 // the trees are copied on write, so it costs little until o changes.
 func (o *overlay) copy() *overlay {
-	c := newOverlay()
-	for name, t := range o.buckets {
-		c.buckets[name] = &overlayTrees{live: t.live.Copy(), dead: t.dead.Copy()}
-	}
-	for name, seq := range o.seqs {
-		c.seqs[name] = seq
+	c := &overlay{seqs: o.seqs}
+	for b, t := range o.buckets {
+		if t != nil {
+			c.buckets[b] = &overlayTrees{live: t.live.Copy(), dead: t.dead.Copy()}
+		}
 	}
 	return c
 }

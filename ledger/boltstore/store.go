@@ -32,32 +32,66 @@ const maxGroup = 1024
 // syncer: past it the committer waits, and calls gather into bigger groups.
 const syncQueue = 2
 
+// bucketID names one of the file's buckets. Its number is how the log
+// names the bucket (wal.go): a new bucket goes at the end, and none is
+// ever renumbered. Tables indexed by it replace maps keyed by the name,
+// which the committer looked up several times per write.
+type bucketID uint8
+
+const (
+	bucketMeta bucketID = iota
+	bucketNodes
+	bucketUsers
+	bucketMachines
+	bucketAllocations
+	bucketByAccount
+	bucketHistory
+	bucketJournal
+	bucketRequests
+	bucketLiens
+	bucketLiensByJob
+	bucketLiensActive
+	bucketLiensExpiry
+	bucketCharges
+	bucketChargesJob
+	bucketRecords
+	bucketReserved
+	bucketCharged
+	bucketReservedSum
+	bucketVersions
+	numBuckets
+)
+
+// bucketNames are the buckets' names in the file.
+var bucketNames = [numBuckets][]byte{
+	bucketMeta:        []byte("meta"),
+	bucketNodes:       []byte("nodes"),
+	bucketUsers:       []byte("users"),
+	bucketMachines:    []byte("machines"),
+	bucketAllocations: []byte("allocations"),
+	bucketByAccount:   []byte("allocations_by_account"),
+	bucketHistory:     []byte("balance_history"),
+	bucketJournal:     []byte("journal"),
+	bucketRequests:    []byte("requests"),
+	bucketLiens:       []byte("liens"),
+	bucketLiensByJob:  []byte("liens_by_job"),
+	bucketLiensActive: []byte("liens_active"),
+	bucketLiensExpiry: []byte("liens_by_expiry"),
+	bucketCharges:     []byte("charges"),
+	bucketChargesJob:  []byte("charges_by_job"),
+	bucketRecords:     []byte("records"),
+	bucketReserved:    []byte("reserved"),
+	bucketCharged:     []byte("charged"),
+	bucketReservedSum: []byte("reserved_total"),
+	bucketVersions:    []byte("account_versions"),
+}
+
+// name is the bucket's name in the file.
+func (b bucketID) name() []byte { return bucketNames[b] }
+
+func (b bucketID) String() string { return string(bucketNames[b]) }
+
 var (
-	bucketMeta        = []byte("meta")
-	bucketNodes       = []byte("nodes")
-	bucketUsers       = []byte("users")
-	bucketMachines    = []byte("machines")
-	bucketAllocations = []byte("allocations")
-	bucketByAccount   = []byte("allocations_by_account")
-	bucketHistory     = []byte("balance_history")
-	bucketJournal     = []byte("journal")
-	bucketRequests    = []byte("requests")
-	bucketLiens       = []byte("liens")
-	bucketLiensByJob  = []byte("liens_by_job")
-	bucketLiensActive = []byte("liens_active")
-	bucketLiensExpiry = []byte("liens_by_expiry")
-	bucketCharges     = []byte("charges")
-	bucketChargesJob  = []byte("charges_by_job")
-	bucketRecords     = []byte("records")
-	bucketReserved    = []byte("reserved")
-	bucketCharged     = []byte("charged")
-	bucketReservedSum = []byte("reserved_total")
-	bucketVersions    = []byte("account_versions")
-	allBuckets        = [][]byte{bucketMeta, bucketNodes, bucketUsers, bucketMachines,
-		bucketAllocations, bucketByAccount, bucketHistory, bucketJournal, bucketRequests,
-		bucketLiens, bucketLiensByJob, bucketLiensActive, bucketLiensExpiry,
-		bucketCharges, bucketChargesJob, bucketRecords, bucketReserved, bucketCharged,
-		bucketReservedSum, bucketVersions}
 	keySchema   = []byte("schema")
 	keySettings = []byte("settings")
 	keyHead     = []byte("journal_head")
@@ -125,7 +159,7 @@ type Store struct {
 	// The checkpointer's own: the writes of a checkpoint and the hot keys
 	// seen (lastOfHotKeys), reused from one checkpoint to the next.
 	checkpointBuf  []write
-	checkpointSeen map[string]map[string]bool
+	checkpointSeen [numBuckets]map[string]bool
 
 	// The syncer's own.
 	log         *logWriter
@@ -198,7 +232,7 @@ func Open(path string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("boltstore: open %s: %w", path, err)
 	}
 	s := &Store{path: path, db: db, readOnly: opts.ReadOnly, onCommit: opts.OnCommit,
-		cache: newDecodedCache(), ov: newOverlay(), checkpointSeen: map[string]map[string]bool{}}
+		cache: newDecodedCache(), ov: newOverlay()}
 	if err := s.open(); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("boltstore: open %s: %w", path, err)
@@ -223,7 +257,7 @@ func (s *Store) open() error {
 	var applied uint64
 	err := s.db.View(func(btx *bolt.Tx) error {
 		applied = appliedGroup(btx)
-		copy(s.bank[:], btx.Bucket(bucketMeta).Get(keyBankID))
+		copy(s.bank[:], btx.Bucket(bucketMeta.name()).Get(keyBankID))
 		return nil
 	})
 	if err != nil {
@@ -300,9 +334,9 @@ func (s *Store) readLog(applied uint64) ([]uint64, []loggedGroup, error) {
 // loadResident reads the resident buckets into the overlay.
 func (s *Store) loadResident() error {
 	return s.db.View(func(btx *bolt.Tx) error {
-		for _, name := range allBuckets {
-			if residentBuckets[string(name)] {
-				if err := s.ov.load(name, btx.Bucket(name).ForEach); err != nil {
+		for b := range numBuckets {
+			if residentBuckets[b] {
+				if err := s.ov.load(b, btx.Bucket(b.name()).ForEach); err != nil {
 					return err
 				}
 			}
@@ -362,20 +396,20 @@ func (s *Store) removeSegments(nums []uint64) error {
 
 // appliedGroup is the newest group the file holds.
 func appliedGroup(btx *bolt.Tx) uint64 {
-	if v := btx.Bucket(bucketMeta).Get(keyApplied); len(v) == 8 {
+	if v := btx.Bucket(bucketMeta.name()).Get(keyApplied); len(v) == 8 {
 		return decodeUint(v)
 	}
 	return 0
 }
 
 func setApplied(btx *bolt.Tx, group uint64) error {
-	return btx.Bucket(bucketMeta).Put(keyApplied, encodeUint(group))
+	return btx.Bucket(bucketMeta.name()).Put(keyApplied, encodeUint(group))
 }
 
 // prepare creates the buckets of a new file and checks the schema version.
 func prepare(db *bolt.DB, readOnly bool) error {
 	check := func(tx *bolt.Tx) error {
-		meta := tx.Bucket(bucketMeta)
+		meta := tx.Bucket(bucketMeta.name())
 		if meta == nil {
 			return fmt.Errorf("%w: not an ingot database (no meta bucket)", ledger.ErrNotInitialized)
 		}
@@ -388,9 +422,9 @@ func prepare(db *bolt.DB, readOnly bool) error {
 		} else if got < schemaVersion && !(readOnly && got >= oldestUpgradable) {
 			return fmt.Errorf("database schema %d is older than this ingot's %d and there is no migration: restore it with the ingot that made it", got, schemaVersion)
 		}
-		for _, name := range allBuckets {
-			if tx.Bucket(name) == nil {
-				return fmt.Errorf("bucket %s is missing: open the database once read-write (any ingot command that changes it) to add it", name)
+		for b := range numBuckets {
+			if tx.Bucket(b.name()) == nil {
+				return fmt.Errorf("bucket %s is missing: open the database once read-write (any ingot command that changes it) to add it", b)
 			}
 		}
 		return nil
@@ -399,12 +433,12 @@ func prepare(db *bolt.DB, readOnly bool) error {
 		return db.View(check)
 	}
 	return db.Update(func(tx *bolt.Tx) error {
-		for _, name := range allBuckets {
-			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+		for b := range numBuckets {
+			if _, err := tx.CreateBucketIfNotExists(b.name()); err != nil {
 				return err
 			}
 		}
-		meta := tx.Bucket(bucketMeta)
+		meta := tx.Bucket(bucketMeta.name())
 		if v := meta.Get(keySchema); v == nil || len(v) == 8 && decodeUint(v) >= oldestUpgradable && decodeUint(v) < schemaVersion {
 			if err := meta.Put(keySchema, encodeUint(schemaVersion)); err != nil {
 				return err

@@ -192,19 +192,19 @@ func (s *Store) lastOfHotKeys(groups []*group) []write {
 	if cap(out) < n {
 		out = make([]write, 0, n)
 	}
-	seen := s.checkpointSeen
-	for name := range seen {
-		clear(seen[name])
+	seen := &s.checkpointSeen
+	for _, keys := range seen {
+		clear(keys)
 	}
 	for i := len(groups) - 1; i >= 0; i-- {
 		writes := groups[i].writes.writes
 		for j := len(writes) - 1; j >= 0; j-- {
 			w := writes[j]
-			if w.seq || residentBuckets[string(w.bucket)] {
-				keys := seen[string(w.bucket)]
+			if w.seq || residentBuckets[w.bucket] {
+				keys := seen[w.bucket]
 				if keys == nil {
 					keys = map[string]bool{}
-					seen[string(w.bucket)] = keys
+					seen[w.bucket] = keys
 				}
 				if keys[string(w.key)] { // a sequence's key is nil: no key is empty
 					continue

@@ -14,8 +14,8 @@ import (
 // many times over), with the same checkpointer state reused from one
 // checkpoint to the next.
 func TestLastOfHotKeysLeavesWhatAllWritesLeave(t *testing.T) {
-	s := &Store{checkpointSeen: map[string]map[string]bool{}}
-	buckets := [][]byte{bucketMeta, bucketLiensActive, bucketReserved, bucketLiens, bucketJournal}
+	s := &Store{}
+	buckets := []bucketID{bucketMeta, bucketLiensActive, bucketReserved, bucketLiens, bucketJournal}
 	for seed := range uint64(300) {
 		rng := rand.New(rand.NewPCG(seed, 3))
 		var groups []*group
@@ -43,7 +43,7 @@ func TestLastOfHotKeysLeavesWhatAllWritesLeave(t *testing.T) {
 		}
 		repeated := map[string]bool{}
 		for _, w := range kept {
-			if !w.seq && !residentBuckets[string(w.bucket)] {
+			if !w.seq && !residentBuckets[w.bucket] {
 				continue
 			}
 			id := fmt.Sprintf("%s/%s/%v", w.bucket, w.key, w.seq)
@@ -62,11 +62,11 @@ func applyToModel(writes []write) map[string]string {
 	for _, w := range writes {
 		switch {
 		case w.seq:
-			m[string(w.bucket)+"/seq"] = fmt.Sprint(w.sequence)
+			m[w.bucket.String()+"/seq"] = fmt.Sprint(w.sequence)
 		case w.deleted:
-			delete(m, string(w.bucket)+"/"+string(w.key))
+			delete(m, w.bucket.String()+"/"+string(w.key))
 		default:
-			m[string(w.bucket)+"/"+string(w.key)] = string(w.value)
+			m[w.bucket.String()+"/"+string(w.key)] = string(w.value)
 		}
 	}
 	return m

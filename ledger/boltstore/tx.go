@@ -23,20 +23,20 @@ type tx struct {
 	cache *decodedCache // nil outside the committer
 	s     *session      // nil outside the committer
 	view  *overlay
-	open  map[string]kvBucket
+	open  *[numBuckets]kvBucket
 }
 
-func (t *tx) bucket(name []byte) kvBucket {
+func (t *tx) bucket(id bucketID) kvBucket {
 	if t.s != nil {
-		return t.s.bucket(name)
+		return t.s.bucket(id)
 	}
-	b, ok := t.open[string(name)]
-	if !ok {
-		if t.open == nil {
-			t.open = map[string]kvBucket{}
-		}
-		b = newMergedBucket(nil, t.view, name, t.btx)
-		t.open[string(name)] = b
+	if t.open == nil {
+		t.open = new([numBuckets]kvBucket)
+	}
+	b := t.open[id]
+	if b == nil {
+		b = newMergedBucket(nil, t.view, id, t.btx)
+		t.open[id] = b
 	}
 	return b
 }
@@ -63,7 +63,7 @@ func requestKey(k ledger.RequestKey) []byte {
 
 // get decodes the value at key into v; ok is false if there is none. In
 // the committer's transactions it first asks the cache of decoded records.
-func get[T any](t *tx, bucket, key []byte) (v T, ok bool, err error) {
+func get[T any](t *tx, bucket bucketID, key []byte) (v T, ok bool, err error) {
 	if cached, ok := t.cache.lookup(bucket, key); ok {
 		return cached.(T), true, nil
 	}
@@ -83,12 +83,12 @@ func get[T any](t *tx, bucket, key []byte) (v T, ok bool, err error) {
 // job placed, every change the allocations the one before changed), and
 // decoding it again was a sixth of the committer's time. stamp (UTC, to
 // the microsecond) makes what a record holds what decoding it gives.
-func (t *tx) put(bucket, key []byte, v any) error {
+func (t *tx) put(bucket bucketID, key []byte, v any) error {
 	var raw []byte
 	var err error
 	switch m := v.(type) {
 	case jsonbuf.Appender: // the ledger's own encoders, without encoding/json's compaction
-		hint := recordSizes[string(bucket)]
+		hint := recordSizes[bucket]
 		raw, err = m.AppendJSON(hint.Buf())
 		hint.Note(raw)
 	case json.Marshaler:
@@ -104,9 +104,9 @@ func (t *tx) put(bucket, key []byte, v any) error {
 
 // recordSizes are the last lengths of the records put in the buckets
 // that hold liens and charges, which every cycle writes.
-var recordSizes = map[string]*jsonbuf.SizeHint{string(bucketLiens): {}, string(bucketCharges): {}}
+var recordSizes = [numBuckets]*jsonbuf.SizeHint{bucketLiens: {}, bucketCharges: {}}
 
-func (t *tx) putKept(bucket, key, raw []byte, v any) error {
+func (t *tx) putKept(bucket bucketID, key, raw []byte, v any) error {
 	if err := t.putRaw(bucket, key, raw); err != nil {
 		return err
 	}
@@ -116,7 +116,7 @@ func (t *tx) putKept(bucket, key, raw []byte, v any) error {
 
 // putRaw stores an encoded record (the committer's session forgets what
 // its cache knew of it).
-func (t *tx) putRaw(bucket, key, raw []byte) error {
+func (t *tx) putRaw(bucket bucketID, key, raw []byte) error {
 	if err := t.bucket(bucket).Put(key, raw); err != nil {
 		return fmt.Errorf("boltstore: write %s: %w", bucket, err)
 	}
@@ -124,7 +124,7 @@ func (t *tx) putRaw(bucket, key, raw []byte) error {
 }
 
 // all decodes every value of a bucket in key order.
-func all[T any](t *tx, bucket []byte) ([]T, error) {
+func all[T any](t *tx, bucket bucketID) ([]T, error) {
 	var out []T
 	err := forEach(t.bucket(bucket), func(k, raw []byte) error {
 		var v T

@@ -36,7 +36,7 @@ import (
 // and its payload is the number of the newest group it holds (8) followed
 // by the writes, each
 //
-//	kind (1: put, delete, sequence) ‖ bucket (1, its index in allBuckets) ‖
+//	kind (1: put, delete, sequence) ‖ bucket (1, its bucketID) ‖
 //	put:      key length (uvarint) ‖ key ‖ value length (uvarint) ‖ value
 //	delete:   key length (uvarint) ‖ key
 //	sequence: the bucket's new sequence (8)
@@ -66,15 +66,6 @@ const (
 
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
 
-// bucketIndex maps a bucket's name to its index in allBuckets.
-var bucketIndex = func() map[string]byte {
-	m := map[string]byte{}
-	for i, name := range allBuckets {
-		m[string(name)] = byte(i)
-	}
-	return m
-}()
-
 // appendRecord appends a log record holding writes, the last of which
 // belongs to group.
 func appendRecord(dst []byte, group uint64, writes []write) []byte {
@@ -83,7 +74,7 @@ func appendRecord(dst []byte, group uint64, writes []write) []byte {
 	dst = append(dst, make([]byte, 8)...) // length and checksum, below
 	dst = binary.BigEndian.AppendUint64(dst, group)
 	for _, w := range writes {
-		b := bucketIndex[string(w.bucket)]
+		b := byte(w.bucket)
 		switch {
 		case w.seq:
 			dst = append(dst, walSequence, b)
@@ -142,11 +133,11 @@ func readWrite(p []byte) (write, []byte, error) {
 	if len(p) < 2 {
 		return write{}, nil, errors.New("write is truncated")
 	}
-	kind, b := p[0], int(p[1])
-	if b >= len(allBuckets) {
+	kind, b := p[0], bucketID(p[1])
+	if b >= numBuckets {
 		return write{}, nil, fmt.Errorf("unknown bucket %d", b)
 	}
-	w := write{bucket: allBuckets[b]}
+	w := write{bucket: b}
 	p = p[2:]
 	if kind == walSequence {
 		if len(p) < 8 {

@@ -20,7 +20,7 @@ import (
 func randomWrites(rng *rand.Rand) []write {
 	var out []write
 	for range rng.IntN(20) {
-		w := write{bucket: allBuckets[rng.IntN(len(allBuckets))]}
+		w := write{bucket: bucketID(rng.IntN(int(numBuckets)))}
 		switch rng.IntN(3) {
 		case 0:
 			w.seq, w.sequence = true, rng.Uint64()
@@ -114,7 +114,7 @@ func sameGroup(a, b loggedGroup) bool {
 	}
 	for i := range a.writes {
 		x, y := a.writes[i], b.writes[i]
-		if !bytes.Equal(x.bucket, y.bucket) || !bytes.Equal(x.key, y.key) || !bytes.Equal(x.value, y.value) ||
+		if x.bucket != y.bucket || !bytes.Equal(x.key, y.key) || !bytes.Equal(x.value, y.value) ||
 			x.deleted != y.deleted || x.seq != y.seq || x.sequence != y.sequence {
 			return false
 		}
@@ -225,7 +225,7 @@ func TestSchemaFiveUpgrades(t *testing.T) {
 	}
 	defer db.Close()
 	db.View(func(btx *bolt.Tx) error {
-		if v := decodeUint(btx.Bucket(bucketMeta).Get(keySchema)); v != schemaVersion {
+		if v := decodeUint(btx.Bucket(bucketMeta.name()).Get(keySchema)); v != schemaVersion {
 			t.Errorf("schema after upgrade: %d", v)
 		}
 		return nil
@@ -244,7 +244,7 @@ func setSchema(t *testing.T, path string, v uint64) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	if err := db.Update(func(btx *bolt.Tx) error { return btx.Bucket(bucketMeta).Put(keySchema, encodeUint(v)) }); err != nil {
+	if err := db.Update(func(btx *bolt.Tx) error { return btx.Bucket(bucketMeta.name()).Put(keySchema, encodeUint(v)) }); err != nil {
 		t.Fatal(err)
 	}
 }
