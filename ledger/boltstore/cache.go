@@ -14,6 +14,9 @@ import (
 // every lien and charge reads and changes several times. Decoding them
 // again and again was a large part of the single writer's time.
 //
+// It keeps keys found missing (absent) the same way: only a write makes
+// them present, and a write forgets them.
+//
 // Only the committer's transactions use it, one at a time, so it needs no
 // lock. It is exact because every write of a cached bucket goes through
 // the committer's session, which forgets the key (put then keeps the value
@@ -27,6 +30,13 @@ type decodedCache struct {
 	byBucket [numBuckets]map[string]any
 	n        int
 }
+
+// absent is what the cache holds for a key the bucket does not have:
+// every lien and charge looks up records that a bank may never set (the
+// liens' configuration and the rate table, while at their defaults), and
+// each miss searched the overlay and the file. A write of the key forgets
+// it, as it forgets a value.
+type absent struct{}
 
 // cachedBuckets are the buckets whose records are cached.
 var cachedBuckets = [numBuckets]bool{

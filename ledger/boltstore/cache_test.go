@@ -1,6 +1,7 @@
 package boltstore
 
 import (
+	"errors"
 	"path/filepath"
 	"testing"
 	"time"
@@ -64,5 +65,59 @@ func TestCacheIsBounded(t *testing.T) {
 	}
 	if _, ok := c.lookup(bucketNodes, encodeUint(maxCached+9)); !ok {
 		t.Error("the newest record is not cached")
+	}
+}
+
+// TestCacheForgetsMissingKeysWhenWritten looks a record up while it is
+// missing (the cache then remembers it missing), and checks that a write
+// makes it present, within the same call and in the next ones, and that a
+// call that wrote it and failed leaves it missing again.
+func TestCacheForgetsMissingKeysWhenWritten(t *testing.T) {
+	store, err := Open(filepath.Join(t.TempDir(), "bank.db"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	rec := ledger.Record{Kind: "config", Key: "rates", Value: []byte(`{"x":1}`)}
+	present := func(tx ledger.Tx) bool {
+		t.Helper()
+		_, ok, err := tx.Record(rec.Kind, rec.Key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ok
+	}
+	update := func(fn func(ledger.Tx) error) error { return store.Update(fn) }
+	failed := errors.New("the call fails")
+	// Missing, then written and failed: still missing.
+	if err := update(func(tx ledger.Tx) error {
+		if present(tx) {
+			t.Error("the record is present before it was written")
+		}
+		if err := tx.PutRecord(rec); err != nil {
+			return err
+		}
+		if !present(tx) {
+			t.Error("the record is missing right after its write")
+		}
+		return failed
+	}); !errors.Is(err, failed) {
+		t.Fatalf("the failing call returned %v", err)
+	}
+	if err := update(func(tx ledger.Tx) error {
+		if present(tx) {
+			t.Error("the record of a failed call is present")
+		}
+		return tx.PutRecord(rec)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := update(func(tx ledger.Tx) error {
+		if !present(tx) {
+			t.Error("the record written by the call before is missing")
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
 	}
 }

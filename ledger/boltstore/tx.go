@@ -62,13 +62,18 @@ func requestKey(k ledger.RequestKey) []byte {
 }
 
 // get decodes the value at key into v; ok is false if there is none. In
-// the committer's transactions it first asks the cache of decoded records.
+// the committer's transactions it first asks the cache of decoded records,
+// which also remembers keys found missing.
 func get[T any](t *tx, bucket bucketID, key []byte) (v T, ok bool, err error) {
 	if cached, ok := t.cache.lookup(bucket, key); ok {
+		if _, missing := cached.(absent); missing {
+			return v, false, nil
+		}
 		return cached.(T), true, nil
 	}
 	raw := t.bucket(bucket).Get(key)
 	if raw == nil {
+		t.cache.keep(bucket, key, absent{})
 		return v, false, nil
 	}
 	if err := json.Unmarshal(raw, &v); err != nil {
