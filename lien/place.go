@@ -9,6 +9,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/ingot-hpc/ingot/charge"
+	"github.com/ingot-hpc/ingot/internal/jsonread"
 	"github.com/ingot-hpc/ingot/ledger"
 )
 
@@ -52,13 +53,41 @@ type LienResult struct {
 	Quote    charge.Amount `json:"quote"`
 }
 
-// DetailOf decodes a lien's Detail.
+// DetailOf decodes a lien's Detail: by readDetail, or where that gives up,
+// by encoding/json. Every charge decodes its lien's, and encoding/json took
+// about a twentieth of the committer's time doing it.
 func DetailOf(l ledger.Lien) (Detail, error) {
 	var d Detail
+	r := jsonread.New(l.Detail)
+	if readDetail(r, &d); r.End() {
+		return d, nil
+	}
+	d = Detail{}
 	if err := json.Unmarshal(l.Detail, &d); err != nil {
 		return d, fmt.Errorf("%w: lien %d detail: %v", ledger.ErrCorrupt, l.ID, err)
 	}
 	return d, nil
+}
+
+// readDetail reads a Detail as package jsonread's decoders do, giving up
+// on anything encoding/json might read otherwise.
+func readDetail(r *jsonread.Reader, v *Detail) {
+	for m := r.Object(); r.Member(m); {
+		switch string(r.Name()) {
+		case "request":
+			charge.ReadRequest(r, &v.Request)
+		case "policy":
+			r.Text(&v.Policy)
+		case "quote":
+			v.Quote = r.Uint(64)
+		case "requested_project":
+			v.Requested = r.Str()
+		case "quoted":
+			r.Decimal(&v.Quoted)
+		default:
+			r.Fail()
+		}
+	}
 }
 
 // resultOf is the answer about lien l priced as d says; quote is the

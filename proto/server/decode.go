@@ -40,7 +40,7 @@ func readPlaceSpec(r *jsonread.Reader, v *lien.PlaceSpec) {
 		case "project":
 			v.Project = r.Str()
 		case "request":
-			readRequest(r, &v.Request)
+			charge.ReadRequest(r, &v.Request)
 		case "quote":
 			v.Quote = r.Uint(64)
 		case "replace":
@@ -59,7 +59,7 @@ func readChargeSpec(r *jsonread.Reader, v *lien.ChargeSpec) {
 		case "project":
 			v.Project = r.Str()
 		case "usage":
-			readUsage(r, &v.Usage)
+			charge.ReadUsage(r, &v.Usage)
 		case "incremental":
 			v.Incremental = r.Bool()
 		case "reservation":
@@ -77,72 +77,6 @@ func readJob(r *jsonread.Reader, name []byte, v *lien.Job) {
 		v.Machine = r.Str()
 	case "job_id":
 		v.ID = r.Str()
-	default:
-		r.Fail()
-	}
-}
-
-func readRequest(r *jsonread.Reader, v *charge.Request) {
-	for m := r.Object(); r.Member(m); {
-		switch name := r.Name(); string(name) {
-		case "wallclock_limit_seconds":
-			v.WallclockLimitSeconds = r.Int(64)
-		case "start":
-			r.Time(&v.Start)
-		default:
-			readResources(r, name, &v.Resources)
-		}
-	}
-}
-
-func readUsage(r *jsonread.Reader, v *charge.Usage) {
-	for m := r.Object(); r.Member(m); {
-		switch name := r.Name(); string(name) {
-		case "wallclock_seconds":
-			v.WallclockSeconds = r.Int(64)
-		case "wallclock_limit_seconds":
-			v.WallclockLimitSeconds = r.Int(64)
-		case "cpu_seconds":
-			v.CPUSeconds = r.Int(64)
-		case "start":
-			r.Time(&v.Start)
-		case "end":
-			r.Time(&v.End)
-		case "state":
-			r.Text(&v.State)
-		default:
-			readResources(r, name, &v.Resources)
-		}
-	}
-}
-
-// readResources reads a member of an embedded charge.Resources, failing on
-// any other.
-func readResources(r *jsonread.Reader, name []byte, v *charge.Resources) {
-	switch string(name) {
-	case "processors":
-		v.Processors = r.Int(64)
-	case "nodes":
-		v.Nodes = r.Int(64)
-	case "gpus":
-		v.GPUs = r.Int(64)
-	case "memory_mb":
-		v.MemoryMB = r.Int(64)
-	case "disk_mb":
-		v.DiskMB = r.Int(64)
-	case "qos":
-		v.QOS = r.Str()
-	case "partition":
-		v.Partition = r.Str()
-	case "node_type":
-		v.NodeType = r.Str()
-	case "licenses":
-		// encoding/json makes the map even for {}.
-		v.Licenses = map[string]int64{}
-		for m := r.Object(); r.Member(m); {
-			license := string(r.Name())
-			v.Licenses[license] = r.Int(64)
-		}
 	default:
 		r.Fail()
 	}
