@@ -32,9 +32,13 @@ type kvCursor interface {
 // committer's, which its writes go to (s is its session), or a published
 // snapshot's, read-only.
 type mergedBucket struct {
-	s    *session
-	ov   *overlay
-	id   bucketID
+	s   *session
+	ov  *overlay
+	id  bucketID
+	btx *bolt.Tx
+	// base is the file's bucket, opened when first read (file): a group
+	// reads the file for few of the buckets it uses, and never for the
+	// resident ones.
 	base *bolt.Bucket
 	// resident: the overlay holds the whole bucket (overlay.go), and the
 	// file is not read.
@@ -42,7 +46,15 @@ type mergedBucket struct {
 }
 
 func newMergedBucket(s *session, ov *overlay, id bucketID, btx *bolt.Tx) *mergedBucket {
-	return &mergedBucket{s: s, ov: ov, id: id, base: btx.Bucket(id.name()), resident: residentBuckets[id]}
+	return &mergedBucket{s: s, ov: ov, id: id, btx: btx, resident: residentBuckets[id]}
+}
+
+// file is the file's bucket.
+func (b *mergedBucket) file() *bolt.Bucket {
+	if b.base == nil {
+		b.base = b.btx.Bucket(b.id.name())
+	}
+	return b.base
 }
 
 func (b *mergedBucket) Get(key []byte) []byte {
@@ -53,7 +65,7 @@ func (b *mergedBucket) Get(key []byte) []byte {
 	case deleted || b.resident:
 		return nil
 	}
-	return b.base.Get(key)
+	return b.file().Get(key)
 }
 
 func (b *mergedBucket) Put(key, value []byte) error {
@@ -76,9 +88,11 @@ func (b *mergedBucket) NextSequence() (uint64, error) {
 	if b.s == nil {
 		return 0, bolt.ErrTxNotWritable
 	}
-	seq := b.base.Sequence()
+	var seq uint64
 	if s := b.ov.seqs[b.id]; s.set {
 		seq = s.value
+	} else {
+		seq = b.file().Sequence()
 	}
 	seq++
 	b.s.record(write{bucket: b.id, seq: true, sequence: seq})
@@ -89,7 +103,7 @@ func (b *mergedBucket) Cursor() kvCursor {
 	if b.resident {
 		return &mergedCursor{b: b, base: noCursor{}}
 	}
-	return &mergedCursor{b: b, base: b.base.Cursor()}
+	return &mergedCursor{b: b, base: b.file().Cursor()}
 }
 
 // mergedCursor walks the file's bucket and the overlay's entries

@@ -269,8 +269,10 @@ func (o *overlay) trimWrite(w write, applied uint64) {
 	if w.deleted {
 		tr = t.dead
 	}
-	if e, ok := tr.GetHint(overlayEntry{key: w.key}, &t.trimHint); ok && e.group <= applied {
-		tr.DeleteHint(e, &t.trimHint)
+	// Deleted at once, and put back in the rare case that a later group
+	// wrote the key again: one search per write rather than two.
+	if e, ok := tr.DeleteHint(overlayEntry{key: w.key}, &t.trimHint); ok && e.group > applied {
+		tr.SetHint(e, &t.trimHint)
 	}
 }
 
