@@ -152,7 +152,9 @@ func writeDelta(b *jsonbuf.Buf, d Delta) {
 }
 
 // writeJSON writes the entry, Hash included, as encoding/json would.
-func (e Entry) writeJSON(b *jsonbuf.Buf) {
+// writeJSON writes e and notes in carried where the lien and charge it
+// carries start and end.
+func (e Entry) writeJSON(b *jsonbuf.Buf, carried *carriedSpans) {
 	b.Open()
 	b.Key("seq")
 	b.Uint(e.Seq)
@@ -181,11 +183,15 @@ func (e Entry) writeJSON(b *jsonbuf.Buf) {
 	}
 	if e.Lien != nil {
 		b.Key("lien")
+		carried.lien[0] = b.Len()
 		b.Append(e.Lien.AppendJSON)
+		carried.lien[1] = b.Len()
 	}
 	if e.Charge != nil {
 		b.Key("charge")
+		carried.charge[0] = b.Len()
 		b.Append(e.Charge.AppendJSON)
+		carried.charge[1] = b.Len()
 	}
 	if e.Record != nil {
 		b.Key("record")

@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -44,6 +45,9 @@ func TestEncodersMatchEncodingJSON(t *testing.T) {
 		}
 		if e.Charge != nil {
 			jsontest.Appends(t, "charge", e.Charge.AppendJSON, plainCharge(*e.Charge))
+		}
+		if err == nil {
+			checkCarried(t, i, e)
 		}
 		var a Allocation
 		jsontest.Fill(r, reflect.ValueOf(&a).Elem())
@@ -95,6 +99,41 @@ func TestContentHashIsUnchanged(t *testing.T) {
 			if want := hex.EncodeToString(sum[:]); wantErr == nil && got != want {
 				t.Fatalf("case %d (%T, %d bytes): hash %s, want %s", i, content, len(body), got, want)
 			}
+		}
+	}
+}
+
+// checkCarried wants encode to give Encode's body and hash, and the lien
+// and charge the entry carries as their own encoders give them: the
+// stores keep those bytes as the records.
+func checkCarried(t *testing.T, i int, e Entry) {
+	t.Helper()
+	body, hash, _ := e.Encode()
+	enc, err := e.encode()
+	if err != nil || !bytes.Equal(enc.body, body) || enc.hash != hash {
+		t.Fatalf("entry %d: encode gives %s %s (%v), Encode %s %s", i, enc.body, enc.hash, err, body, hash)
+	}
+	for _, c := range []struct {
+		what    string
+		carried []byte
+		set     bool
+		encode  func([]byte) ([]byte, error)
+	}{
+		{"lien", enc.lien, e.Lien != nil, func(dst []byte) ([]byte, error) { return e.Lien.AppendJSON(dst) }},
+		{"charge", enc.charge, e.Charge != nil, func(dst []byte) ([]byte, error) { return e.Charge.AppendJSON(dst) }},
+	} {
+		if !c.set {
+			if c.carried != nil {
+				t.Fatalf("entry %d carries no %s, encode gives %s", i, c.what, c.carried)
+			}
+			continue
+		}
+		want, _ := c.encode(nil)
+		if !bytes.Equal(c.carried, want) {
+			t.Fatalf("entry %d: the %s encode gives is\n%s\nits encoder's is\n%s", i, c.what, c.carried, want)
+		}
+		if cap(c.carried) != len(c.carried) {
+			t.Fatalf("entry %d: the %s's slice has room to append into the body", i, c.what)
 		}
 	}
 }

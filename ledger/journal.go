@@ -93,17 +93,44 @@ func sizeHints() map[Kind]*jsonbuf.SizeHint {
 // as encoding/json gives it: see encode.go) and its SHA-256. PrevHash is
 // inside the hashed text, which is what chains the entries.
 func (e Entry) Encode() (body []byte, hash string, err error) {
+	enc, err := e.encode()
+	return enc.body, enc.hash, err
+}
+
+// encodedEntry is an entry's canonical encoding and hash, and the
+// encodings of the lien and charge it carries (parts of body, nil when it
+// carries none), which are the records' own: a lien or charge written
+// with its entry is not encoded twice.
+type encodedEntry struct {
+	body, lien, charge []byte
+	hash               string
+}
+
+// carriedSpans are where in an entry's body the lien and charge it
+// carries start and end.
+type carriedSpans struct{ lien, charge [2]int }
+
+func (e Entry) encode() (encodedEntry, error) {
 	e.Hash = ""
 	hint := entrySizes[e.Kind]
 	b := jsonbuf.New(hint.Buf())
-	e.writeJSON(b)
-	body, err = b.Bytes()
+	var carried carriedSpans
+	e.writeJSON(b, &carried)
+	body, err := b.Bytes()
 	if err != nil {
-		return nil, "", fmt.Errorf("ledger: encode entry %d: %w", e.Seq, err)
+		return encodedEntry{}, fmt.Errorf("ledger: encode entry %d: %w", e.Seq, err)
 	}
 	hint.Note(body)
 	sum := sha256.Sum256(body)
-	return body, hex.EncodeToString(sum[:]), nil
+	enc := encodedEntry{body: body, hash: hex.EncodeToString(sum[:])}
+	// Full slices: whoever appends to one gets a copy, not the body's bytes.
+	if e.Lien != nil {
+		enc.lien = body[carried.lien[0]:carried.lien[1]:carried.lien[1]]
+	}
+	if e.Charge != nil {
+		enc.charge = body[carried.charge[0]:carried.charge[1]:carried.charge[1]]
+	}
+	return enc, nil
 }
 
 // ComputeHash is the hash Encode gives.

@@ -220,11 +220,11 @@ func (w *Writer) Append(e Entry, changed ...Allocation) (Entry, error) {
 		e.Time = head.Time // entry times never go backwards
 	}
 	e.Actor, e.RequestID = w.req.Actor, w.req.ID
-	body, hash, err := e.Encode()
+	enc, err := e.encode()
 	if err != nil {
 		return Entry{}, err
 	}
-	e.Hash = hash
+	e.Hash = enc.hash
 	var oldLien *Lien
 	var oldCharge *Charge
 	if e.Lien != nil {
@@ -241,7 +241,7 @@ func (w *Writer) Append(e Entry, changed ...Allocation) (Entry, error) {
 			oldCharge = &c
 		}
 	}
-	if err := w.tx.AppendEntry(e, body); err != nil {
+	if err := w.tx.AppendEntry(e, enc.body); err != nil {
 		return Entry{}, err
 	}
 	for _, a := range changed {
@@ -250,12 +250,12 @@ func (w *Writer) Append(e Entry, changed ...Allocation) (Entry, error) {
 		}
 	}
 	if e.Lien != nil {
-		if err := w.tx.PutLien(*e.Lien, oldLien); err != nil {
+		if err := w.tx.PutLien(*e.Lien, enc.lien, oldLien); err != nil {
 			return Entry{}, err
 		}
 	}
 	if e.Charge != nil {
-		if err := w.tx.PutCharge(*e.Charge, oldCharge); err != nil {
+		if err := w.tx.PutCharge(*e.Charge, enc.charge, oldCharge); err != nil {
 			return Entry{}, err
 		}
 	}

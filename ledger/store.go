@@ -108,9 +108,12 @@ type Tx interface {
 	NextLienID() (uint64, error)
 	Lien(id uint64) (l Lien, ok bool, err error)
 	// PutLien stores a lien and keeps its indexes: by job, and while it is
-	// active, by account and by expiry. old is the stored lien it replaces
-	// (nil for a new one), which the caller has read already.
-	PutLien(l Lien, old *Lien) error
+	// active, by account and by expiry. encoded is l's encoding
+	// (Lien.AppendJSON), which the caller has made already (in the journal
+	// entry that carries l); an engine may store it as it is, and must not
+	// change it. old is the stored lien it replaces (nil for a new one),
+	// which the caller has read already.
+	PutLien(l Lien, encoded []byte, old *Lien) error
 	// JobLien is the newest lien of a job on a machine.
 	JobLien(machine, job string) (l Lien, ok bool, err error)
 	// ActiveLiens lists the account's active liens in id order, including
@@ -142,9 +145,10 @@ type Tx interface {
 
 	NextChargeID() (uint64, error)
 	Charge(id uint64) (c Charge, ok bool, err error)
-	// PutCharge stores a charge and keeps the charged sums; old is the
-	// stored charge it replaces (nil for a new one).
-	PutCharge(c Charge, old *Charge) error
+	// PutCharge stores a charge and keeps the charged sums; encoded is c's
+	// encoding (Charge.AppendJSON), as PutLien's; old is the stored charge
+	// it replaces (nil for a new one).
+	PutCharge(c Charge, encoded []byte, old *Charge) error
 	// JobCharges lists a job's charges in id order.
 	JobCharges(machine, job string) ([]Charge, error)
 	Charges() ([]Charge, error)

@@ -40,6 +40,9 @@ func New(dst []byte) *Buf { return &Buf{b: dst} }
 // Bytes is dst with the JSON appended, or the first error.
 func (b *Buf) Bytes() ([]byte, error) { return b.b, b.err }
 
+// Len is how many bytes have been written.
+func (b *Buf) Len() int { return len(b.b) }
+
 // Fail records err, unless an error was recorded already.
 func (b *Buf) Fail(err error) {
 	if b.err == nil {

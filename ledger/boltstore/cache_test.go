@@ -22,7 +22,7 @@ func TestCacheKeepsOnlyActiveLiens(t *testing.T) {
 	defer store.Close()
 	put := func(l ledger.Lien, old *ledger.Lien) {
 		t.Helper()
-		if err := store.Update(func(tx ledger.Tx) error { return tx.PutLien(l, old) }); err != nil {
+		if err := store.Update(func(tx ledger.Tx) error { return tx.PutLien(l, encodedLien(t, l), old) }); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -52,6 +52,16 @@ func TestCacheKeepsOnlyActiveLiens(t *testing.T) {
 	if cached != 50 {
 		t.Errorf("the cache holds %d liens, want the 50 active ones", cached)
 	}
+}
+
+// encodedLien is l's encoding, as Writer.Append passes it to PutLien.
+func encodedLien(t testing.TB, l ledger.Lien) []byte {
+	t.Helper()
+	raw, err := l.AppendJSON(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw
 }
 
 // TestCacheIsBounded keeps more records than the cache may hold.

@@ -54,7 +54,7 @@ func activeKey(l ledger.Lien) []byte {
 	return binary.BigEndian.AppendUint64(append(append([]byte(l.Account), 0), encodeUint(uint64(l.Expires.UnixNano()))...), l.ID)
 }
 
-func (t *tx) PutLien(l ledger.Lien, old *ledger.Lien) error {
+func (t *tx) PutLien(l ledger.Lien, encoded []byte, old *ledger.Lien) error {
 	if old != nil && old.State == ledger.LienActive {
 		if err := t.index(bucketLiensActive, activeKey(*old), nil, false); err != nil {
 			return err
@@ -90,7 +90,7 @@ func (t *tx) PutLien(l ledger.Lien, old *ledger.Lien) error {
 			return err
 		}
 	}
-	return t.put(bucketLiens, encodeUint(l.ID), l)
+	return t.putKept(bucketLiens, encodeUint(l.ID), encoded, l)
 }
 
 func sumKey(account, project string) []byte {
@@ -343,7 +343,7 @@ func (t *tx) Charge(id uint64) (ledger.Charge, bool, error) {
 	return get[ledger.Charge](t, bucketCharges, encodeUint(id))
 }
 
-func (t *tx) PutCharge(c ledger.Charge, old *ledger.Charge) error {
+func (t *tx) PutCharge(c ledger.Charge, encoded []byte, old *ledger.Charge) error {
 	if old != nil {
 		if err := t.addSums(bucketCharged, old.Account, old.Project, old.NetDebits(), -1); err != nil {
 			return err
@@ -356,7 +356,7 @@ func (t *tx) PutCharge(c ledger.Charge, old *ledger.Charge) error {
 	if err := t.index(bucketChargesJob, key, []byte{}, true); err != nil {
 		return err
 	}
-	return t.put(bucketCharges, encodeUint(c.ID), c)
+	return t.putKept(bucketCharges, encodeUint(c.ID), encoded, c)
 }
 
 func (t *tx) JobCharges(machine, job string) ([]ledger.Charge, error) {

@@ -42,7 +42,11 @@ func TestOnCommitAndActiveLiens(t *testing.T) {
 					return err
 				}
 				placed[i] = ledger.Lien{ID: id, JobRef: ledger.JobRef{Account: "chem"}, State: ledger.LienActive, Expires: time.Unix(int64(id), 0)}
-				return tx.PutLien(placed[i], nil)
+				encoded, err := placed[i].AppendJSON(nil)
+				if err != nil {
+					return err
+				}
+				return tx.PutLien(placed[i], encoded, nil)
 			})
 			if err != nil {
 				t.Error(err)
@@ -52,7 +56,13 @@ func TestOnCommitAndActiveLiens(t *testing.T) {
 	wg.Wait()
 	released := placed[0]
 	released.State = ledger.LienReleased
-	if err := store.Update(func(tx ledger.Tx) error { return tx.PutLien(released, &placed[0]) }); err != nil {
+	if err := store.Update(func(tx ledger.Tx) error {
+		encoded, err := released.AppendJSON(nil)
+		if err != nil {
+			return err
+		}
+		return tx.PutLien(released, encoded, &placed[0])
+	}); err != nil {
 		t.Fatal(err)
 	}
 

@@ -11,7 +11,6 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/ingot-hpc/ingot/internal/jsonbuf"
 	"github.com/ingot-hpc/ingot/ledger"
 )
 
@@ -89,27 +88,12 @@ func get[T any](t *tx, bucket bucketID, key []byte) (v T, ok bool, err error) {
 // decoding it again was a sixth of the committer's time. stamp (UTC, to
 // the microsecond) makes what a record holds what decoding it gives.
 func (t *tx) put(bucket bucketID, key []byte, v any) error {
-	var raw []byte
-	var err error
-	switch m := v.(type) {
-	case jsonbuf.Appender: // the ledger's own encoders, without encoding/json's compaction
-		hint := recordSizes[bucket]
-		raw, err = m.AppendJSON(hint.Buf())
-		hint.Note(raw)
-	case json.Marshaler:
-		raw, err = m.MarshalJSON()
-	default:
-		raw, err = json.Marshal(v)
-	}
+	raw, err := json.Marshal(v)
 	if err != nil {
 		return fmt.Errorf("boltstore: encode %s record: %w", bucket, err)
 	}
 	return t.putKept(bucket, key, raw, v)
 }
-
-// recordSizes are the last lengths of the records put in the buckets
-// that hold liens and charges, which every cycle writes.
-var recordSizes = [numBuckets]*jsonbuf.SizeHint{bucketLiens: {}, bucketCharges: {}}
 
 func (t *tx) putKept(bucket bucketID, key, raw []byte, v any) error {
 	if err := t.putRaw(bucket, key, raw); err != nil {
