@@ -109,8 +109,6 @@ func (r ChargeResult) AppendJSON(dst []byte) ([]byte, error) {
 			b.Key("lien")
 			b.Append(r.Lien.AppendJSON)
 		}
-		b.Key("explanation")
-		b.Append(r.Explanation.AppendJSON)
 		b.Key("overran")
 		b.Decimal(r.Overran)
 		b.Key("released")

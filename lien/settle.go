@@ -1,6 +1,7 @@
 package lien
 
 import (
+	"encoding/json"
 	"fmt"
 
 	"github.com/shopspring/decimal"
@@ -30,16 +31,26 @@ type chargeDetail struct {
 	Explanation charge.Explanation `json:"explanation"`
 }
 
-// ChargeResult answers a charge.
+// ChargeResult answers a charge. How the charge was priced is in the
+// charge's detail (ExplanationOf): the answer does not repeat it, since it
+// is encoded, logged, kept for retries and sent at every job.
 type ChargeResult struct {
 	Charge ledger.Charge `json:"charge"`
 	// Lien is the job's lien after the charge (nil without one).
-	Lien        *ledger.Lien       `json:"lien,omitempty"`
-	Explanation charge.Explanation `json:"explanation"`
+	Lien *ledger.Lien `json:"lien,omitempty"`
 	// Overran is how far an incremental charge went beyond the lien.
 	Overran decimal.Decimal `json:"overran"`
 	// Released is what a final charge released of the lien.
 	Released decimal.Decimal `json:"released"`
+}
+
+// ExplanationOf is how charge c, made by this package, was priced.
+func ExplanationOf(c ledger.Charge) (charge.Explanation, error) {
+	var d chargeDetail
+	if err := json.Unmarshal(c.Detail, &d); err != nil {
+		return charge.Explanation{}, fmt.Errorf("%w: charge %d detail: %v", ledger.ErrCorrupt, c.ID, err)
+	}
+	return d.Explanation, nil
 }
 
 // Charge charges a job. It never fails for lack of funds (see the package
@@ -155,7 +166,7 @@ func (b *Bank) settle(w *ledger.Writer, c ledger.Charge, lien *ledger.Lien, rec 
 		return ChargeResult{}, fmt.Errorf("lien: encode charge detail: %w", err)
 	}
 	chargeDetailSize.Note(c.Detail)
-	res := ChargeResult{Explanation: d.Explanation, Overran: decimal.Zero, Released: decimal.Zero}
+	res := ChargeResult{Overran: decimal.Zero, Released: decimal.Zero}
 	if lien != nil {
 		l := *lien
 		l.Charged = l.Charged.Add(amount)

@@ -118,7 +118,11 @@ func showChargeResult(c *cli.Context, b bank, r lien.ChargeResult) error {
 	if r.Charge.Final && r.Lien != nil {
 		t.add("Released", amount(r.Released, p))
 	}
-	return showExplained(c, t, charge.Amount{Credits: r.Charge.Amount, Explanation: r.Explanation})
+	explained, err := lien.ExplanationOf(r.Charge)
+	if err != nil {
+		return err
+	}
+	return showExplained(c, t, charge.Amount{Credits: r.Charge.Amount, Explanation: explained})
 }
 
 // heldBy is what a lien still holds: nothing once it is no longer active.

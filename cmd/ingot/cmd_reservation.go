@@ -124,7 +124,11 @@ func reservationFlush(end bool) cli.ActionFunc {
 				return show(c, t)
 			}
 			t.add("Idle charge", fmt.Sprintf("charge %d, %s", r.Charge.Charge.ID, amount(r.Charge.Charge.Amount, p)))
-			return showExplained(c, t, charge.Amount{Credits: r.Charge.Charge.Amount, Explanation: r.Charge.Explanation})
+			explained, err := lien.ExplanationOf(r.Charge.Charge)
+			if err != nil {
+				return err
+			}
+			return showExplained(c, t, charge.Amount{Credits: r.Charge.Charge.Amount, Explanation: explained})
 		})
 	}
 }

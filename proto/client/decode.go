@@ -62,8 +62,6 @@ func readChargeResult(r *jsonread.Reader, v *lien.ChargeResult) {
 				v.Lien = new(ledger.Lien)
 				readLien(r, v.Lien)
 			}
-		case "explanation":
-			readExplanation(r, &v.Explanation)
 		case "overran":
 			r.Decimal(&v.Overran)
 		case "released":
