@@ -199,10 +199,29 @@ type Writer struct {
 	now     time.Time
 	lastSeq uint64
 	plans   *planCache // nil while a bank is initialised
+	// newLien and newCharge are ids reserved through the writer (0 for
+	// none) that no Append has stored yet: nothing is stored under them.
+	newLien, newCharge uint64
 }
 
 // Tx is the transaction, for reads; changes go through Append.
 func (w *Writer) Tx() Tx { return w.tx }
+
+// NewLienID reserves the id of a new lien (Tx.NextLienID). Append then
+// knows that there is no stored lien to replace: looking one up was a miss
+// in the store at every lien.
+func (w *Writer) NewLienID() (uint64, error) {
+	id, err := w.tx.NextLienID()
+	w.newLien = id
+	return id, err
+}
+
+// NewChargeID reserves the id of a new charge, as NewLienID.
+func (w *Writer) NewChargeID() (uint64, error) {
+	id, err := w.tx.NextChargeID()
+	w.newCharge = id
+	return id, err
+}
 
 // Now is the time of this change.
 func (w *Writer) Now() time.Time { return w.now }
@@ -227,14 +246,18 @@ func (w *Writer) Append(e Entry, changed ...Allocation) (Entry, error) {
 	e.Hash = enc.hash
 	var oldLien *Lien
 	var oldCharge *Charge
-	if e.Lien != nil {
+	if e.Lien != nil && e.Lien.ID == w.newLien {
+		w.newLien = 0 // stored below: a later entry of the call replaces it
+	} else if e.Lien != nil {
 		if l, ok, err := w.tx.Lien(e.Lien.ID); err != nil {
 			return Entry{}, err
 		} else if ok {
 			oldLien = &l
 		}
 	}
-	if e.Charge != nil {
+	if e.Charge != nil && e.Charge.ID == w.newCharge {
+		w.newCharge = 0
+	} else if e.Charge != nil {
 		if c, ok, err := w.tx.Charge(e.Charge.ID); err != nil {
 			return Entry{}, err
 		} else if ok {

@@ -179,7 +179,7 @@ func (b *Bank) Place(req ledger.Request, spec PlaceSpec) (LienResult, error) {
 			Amount: amount.Credits, Holds: holds, Charged: decimal.Zero, Created: w.Now(), Expires: expires, State: ledger.LienActive, Detail: detail}
 		if own != nil {
 			l.ID = own.ID
-		} else if l.ID, err = tx.NextLienID(); err != nil {
+		} else if l.ID, err = w.NewLienID(); err != nil {
 			return LienResult{}, err
 		}
 		if _, err := w.Append(ledger.Entry{Kind: ledger.KindLienPlace, Node: project, Ref: spec.ID, Lien: &l, Record: quoteRec}); err != nil {

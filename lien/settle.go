@@ -159,7 +159,7 @@ func (b *Bank) settle(w *ledger.Writer, c ledger.Charge, lien *ledger.Lien, rec 
 		c.Debits, c.Overdrawn = []ledger.Hold{}, decimal.Zero
 	}
 	c.Amount, c.Refunded = amount, decimal.Zero
-	if c.ID, err = w.Tx().NextChargeID(); err != nil {
+	if c.ID, err = w.NewChargeID(); err != nil {
 		return ChargeResult{}, err
 	}
 	if c.Detail, err = d.AppendJSON(chargeDetailSize.Buf()); err != nil {
