@@ -110,8 +110,8 @@ type Tx interface {
 	// PutLien stores a lien and keeps its indexes: by job, and while it is
 	// active, by account and by expiry. encoded is l's encoding
 	// (Lien.AppendJSON), which the caller has made already (in the journal
-	// entry that carries l); an engine may store it as it is, and must not
-	// change it. old is the stored lien it replaces (nil for a new one),
+	// entry that carries l); an engine may store it as it is, must not
+	// change it, and refuses an empty one. old is the stored lien it replaces (nil for a new one),
 	// which the caller has read already.
 	PutLien(l Lien, encoded []byte, old *Lien) error
 	// JobLien is the newest lien of a job on a machine.

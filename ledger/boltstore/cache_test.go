@@ -131,3 +131,34 @@ func TestCacheForgetsMissingKeysWhenWritten(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestPutWithoutEncodingIsRefused: a lien or charge handed over without
+// its encoding is refused with ErrInvalid and nothing of the call stays.
+func TestPutWithoutEncodingIsRefused(t *testing.T) {
+	store, err := Open(filepath.Join(t.TempDir(), "bank.db"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	l := ledger.Lien{ID: 1, JobRef: ledger.JobRef{JobID: "j", Machine: "m", Project: "p", Account: "a"}, State: ledger.LienActive}
+	for what, put := range map[string]func(ledger.Tx) error{
+		"lien":   func(tx ledger.Tx) error { return tx.PutLien(l, nil, nil) },
+		"charge": func(tx ledger.Tx) error { return tx.PutCharge(ledger.Charge{ID: 1, JobRef: l.JobRef}, nil, nil) },
+	} {
+		if err := store.Update(put); !errors.Is(err, ledger.ErrInvalid) {
+			t.Errorf("%s without its encoding: %v, want ErrInvalid", what, err)
+		}
+	}
+	err = store.View(func(tx ledger.Tx) error {
+		if _, ok, err := tx.Lien(1); err != nil || ok {
+			t.Errorf("a refused lien is stored (%v)", err)
+		}
+		if _, ok, err := tx.Charge(1); err != nil || ok {
+			t.Errorf("a refused charge is stored (%v)", err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

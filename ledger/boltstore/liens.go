@@ -55,6 +55,9 @@ func activeKey(l ledger.Lien) []byte {
 }
 
 func (t *tx) PutLien(l ledger.Lien, encoded []byte, old *ledger.Lien) error {
+	if len(encoded) == 0 {
+		return fmt.Errorf("%w: lien %d given without its encoding", ledger.ErrInvalid, l.ID)
+	}
 	if old != nil && old.State == ledger.LienActive {
 		if err := t.index(bucketLiensActive, activeKey(*old), nil, false); err != nil {
 			return err
@@ -344,6 +347,9 @@ func (t *tx) Charge(id uint64) (ledger.Charge, bool, error) {
 }
 
 func (t *tx) PutCharge(c ledger.Charge, encoded []byte, old *ledger.Charge) error {
+	if len(encoded) == 0 {
+		return fmt.Errorf("%w: charge %d given without its encoding", ledger.ErrInvalid, c.ID)
+	}
 	if old != nil {
 		if err := t.addSums(bucketCharged, old.Account, old.Project, old.NetDebits(), -1); err != nil {
 			return err
