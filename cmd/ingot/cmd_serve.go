@@ -16,7 +16,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/ingot-hpc/ingot/internal/gctune"
+	"github.com/ingot-hpc/ingot/internal/runtimetune"
 	"github.com/ingot-hpc/ingot/ledger"
 	"github.com/ingot-hpc/ingot/ledger/boltstore"
 	"github.com/ingot-hpc/ingot/lien"
@@ -86,7 +86,7 @@ func serve(c *cli.Context, fileKeys []string) error {
 	}
 	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	gctune.Apply()
+	runtimetune.Apply()
 	out := newBufferedLog(c.App.ErrWriter)
 	defer out.Close()
 	log := slog.New(flushingHandler{slog.NewJSONHandler(out, &slog.HandlerOptions{Level: c.Generic("log-level").(*logLevel).Level}), out})

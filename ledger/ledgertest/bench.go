@@ -10,7 +10,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/ingot-hpc/ingot/internal/gctune"
+	"github.com/ingot-hpc/ingot/internal/runtimetune"
 )
 
 // Benchmarks print ingot's figures beside raw bbolt doing the nearest thing
@@ -20,14 +20,14 @@ import (
 // Parallel runs op b.N times over n goroutines, timing only that. It
 // first has the kernel write out every file's dirty pages, so that what the
 // setup or an earlier benchmark wrote does not compete with the run's syncs
-// for the disk. The run has Go's collector set as `ingot serve` sets it
-// (gctune), so that an in-process bank is measured as it is served; the
+// for the disk. The run has Go's runtime set as `ingot serve` sets it
+// (runtimetune), so that an in-process bank is measured as it is served; the
 // same goes for what runs beside it in the process (a load generator, raw
 // bbolt), so that ratios compare like with like.
 func Parallel(b *testing.B, n int, op func()) {
 	var next atomic.Int64
 	done := make(chan struct{})
-	defer gctune.Apply()()
+	defer runtimetune.Apply()()
 	syscall.Sync()
 	b.ResetTimer()
 	cpu := processCPU()
