@@ -14,6 +14,7 @@ type Bank struct {
 	l      *ledger.Ledger
 	rates  decoded[*charge.CompiledTable]
 	config decoded[Config]
+	last   lastPricing // for pricing ahead (ahead.go)
 }
 
 // New returns the lien layer of a ledger.

@@ -336,6 +336,31 @@ func TestRatesWithQOSAndNightDiscount(t *testing.T) {
 	}
 }
 
+// TestNewRatesPriceTheNextJobs: liens and charges priced ahead with the
+// pricing of the calls before a rate change are priced again by the
+// writer at the new rates.
+func TestNewRatesPriceTheNextJobs(t *testing.T) {
+	s := newSite(t)
+	s.MustDeposit("chem", "10000000", time.Time{})
+	s.mustPlace("1", 2, 3600)
+	s.mustPlace("2", 2, 3600)
+	c := s.mustCharge(lien.ChargeSpec{Job: job("1"), Usage: s.usage(2, 1800, 3600, 0, charge.Completed)})
+	wantAmount(t, "charge at the old rates", c.Charge.Amount, "3600")
+	expensive := charge.DefaultRateTable()
+	expensive.Rates[0].Rate = dec("10")
+	if _, err := s.lb.SetRates(s.Req(), expensive); err != nil {
+		t.Fatal(err)
+	}
+	// Job 2's lien was priced at the old rates; its charge, at the new.
+	c = s.mustCharge(lien.ChargeSpec{Job: job("2"), Usage: s.usage(2, 1800, 3600, 0, charge.Completed)})
+	wantAmount(t, "charge at the new rates", c.Charge.Amount, "36000")
+	r := s.mustPlace("3", 2, 3600)
+	wantAmount(t, "lien at the new rates", r.Lien.Amount, "72000")
+	again := s.mustCharge(lien.ChargeSpec{Job: job("3"), Usage: s.usage(2, 1800, 3600, 0, charge.Completed)})
+	wantAmount(t, "charge at the new rates, priced ahead", again.Charge.Amount, "36000")
+	s.MustAudit()
+}
+
 func TestGuaranteedQuoteFreezesRates(t *testing.T) {
 	s := newSite(t)
 	s.MustDeposit("chem", "1000000", time.Time{})

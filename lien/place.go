@@ -111,6 +111,7 @@ func (b *Bank) Place(req ledger.Request, spec PlaceSpec) (LienResult, error) {
 	if err := spec.Job.check(); err != nil {
 		return LienResult{}, err
 	}
+	ahead := b.quoteLienAhead(spec)
 	return ledger.Mutate(b.l, req, ledger.KindLienPlace, spec, func(w *ledger.Writer) (LienResult, error) {
 		tx := w.Tx()
 		old, found, err := tx.JobLien(spec.Machine, spec.ID)
@@ -152,8 +153,9 @@ func (b *Bank) Place(req ledger.Request, spec PlaceSpec) (LienResult, error) {
 		if err != nil {
 			return LienResult{}, err
 		}
+		keep(&b.last.liens, placeKey{spec.Machine, spec.User, spec.Project}, pr)
 		request := withStart(spec.Request, w.Now())
-		amount, err := pr.rates.Quote(pr.policy, pr.shape, request)
+		amount, err := ahead.quote(pr, request)
 		if err != nil {
 			return LienResult{}, fmt.Errorf("%w: lien for job %s: %v", ledger.ErrInvalid, spec.ID, err)
 		}

@@ -59,6 +59,7 @@ func (b *Bank) Charge(req ledger.Request, spec ChargeSpec) (ChargeResult, error)
 	if err := spec.Job.check(); err != nil {
 		return ChargeResult{}, err
 	}
+	ahead := b.priceChargeAhead(spec)
 	return ledger.Mutate(b.l, req, ledger.KindCharge, spec, func(w *ledger.Writer) (ChargeResult, error) {
 		tx := w.Tx()
 		charges, err := tx.JobCharges(spec.Machine, spec.ID)
@@ -75,7 +76,10 @@ func (b *Bank) Charge(req ledger.Request, spec ChargeSpec) (ChargeResult, error)
 			return ChargeResult{}, err
 		}
 		c, lien, usage := terms.charge, terms.lien, terms.usage
-		amount, err := terms.pr.rates.Price(terms.pr.policy, terms.pr.shape, terms.usage)
+		if lien != nil {
+			keep(&b.last.charges, spec.Machine, terms.pr)
+		}
+		amount, err := ahead.price(terms.pr, usage)
 		if err != nil {
 			return ChargeResult{}, fmt.Errorf("%w: charge for job %s: %v", ledger.ErrInvalid, spec.ID, err)
 		}
@@ -100,11 +104,18 @@ type chargeTerms struct {
 	usage  charge.Usage
 }
 
-func (b *Bank) chargeTerms(tx ledger.Tx, spec ChargeSpec) (chargeTerms, error) {
-	t := chargeTerms{usage: spec.Usage}
+// chargeUsage is the usage a charge is priced for: an incremental charge
+// prices the job as still running.
+func chargeUsage(spec ChargeSpec) charge.Usage {
+	u := spec.Usage
 	if spec.Incremental {
-		t.usage.State = charge.Running
+		u.State = charge.Running
 	}
+	return u
+}
+
+func (b *Bank) chargeTerms(tx ledger.Tx, spec ChargeSpec) (chargeTerms, error) {
+	t := chargeTerms{usage: chargeUsage(spec)}
 	cfg, err := b.pricingConfig(tx)
 	if err != nil {
 		return t, err

@@ -1,0 +1,104 @@
+package lien
+
+import (
+	"sync"
+
+	"github.com/ingot-hpc/ingot/charge"
+)
+
+// Pricing ahead: a lien's quote and a charge's price are computed in the
+// caller's goroutine, before the change goes to the store's single
+// writer, whose time is what bounds the bank (pricing was about a tenth
+// of it). The caller reads nothing from the bank for it (a read would make
+// the store copy its state for a reader): it takes the pricing the writer
+// last used for a call like it, which the writer keeps in lastPricing. The
+// writer then uses the price only if it resolves the very same pricing
+// (the same compiled table, policy and shape) and the same request or
+// usage; otherwise, or when nothing was priced ahead, it prices as always.
+// A guess is only ever saved work, never a different result.
+
+// lastPricing is the pricing the writer last used, for charges by machine
+// (the job's lien names the rest) and for liens by machine, user and the
+// project named. A site has few of each: the maps stay small.
+type lastPricing struct {
+	charges sync.Map // machine -> pricing
+	liens   sync.Map // placeKey -> pricing
+}
+
+type placeKey struct{ machine, user, project string }
+
+// keep remembers pr under key unless it is there already (the common
+// case: a store only when the pricing changes).
+func keep[K comparable](m *sync.Map, key K, pr pricing) {
+	if pr.quote != 0 { // a guaranteed quote's pricing is the job's own
+		return
+	}
+	if old, ok := m.Load(key); !ok || old.(pricing) != pr {
+		m.Store(key, pr)
+	}
+}
+
+func guess[K comparable](m *sync.Map, key K) (pricing, bool) {
+	v, ok := m.Load(key)
+	if !ok {
+		return pricing{}, false
+	}
+	return v.(pricing), true
+}
+
+// chargeAhead is a charge's price made ahead.
+type chargeAhead struct {
+	pr     pricing
+	amount charge.Amount
+	ok     bool
+}
+
+func (b *Bank) priceChargeAhead(spec ChargeSpec) chargeAhead {
+	pr, ok := guess(&b.last.charges, spec.Machine)
+	if !ok {
+		return chargeAhead{}
+	}
+	amount, err := pr.rates.Price(pr.policy, pr.shape, chargeUsage(spec))
+	return chargeAhead{pr: pr, amount: amount, ok: err == nil}
+}
+
+// price is the charge's price under pr for its usage (chargeUsage of the
+// same spec): the one made ahead if it was made with pr.
+func (a chargeAhead) price(pr pricing, usage charge.Usage) (charge.Amount, error) {
+	if a.ok && a.pr == pr {
+		return a.amount, nil
+	}
+	return pr.rates.Price(pr.policy, pr.shape, usage)
+}
+
+// quoteAhead is a lien's quote made ahead.
+type quoteAhead struct {
+	pr      pricing
+	request charge.Request // the request priced, its start set
+	amount  charge.Amount
+	ok      bool
+}
+
+func (b *Bank) quoteLienAhead(spec PlaceSpec) quoteAhead {
+	if spec.Quote != 0 {
+		return quoteAhead{}
+	}
+	pr, ok := guess(&b.last.liens, placeKey{spec.Machine, spec.User, spec.Project})
+	if !ok {
+		return quoteAhead{}
+	}
+	request := withStart(spec.Request, b.l.Now())
+	amount, err := pr.rates.Quote(pr.policy, pr.shape, request)
+	return quoteAhead{pr: pr, request: request, amount: amount, ok: err == nil}
+}
+
+// quote is the quote under pr for request (spec.Request with its start
+// set): the one made ahead if it was made with pr and the same start. A
+// request without a start of its own starts at the writer's clock, which
+// has moved on since the caller's unless the clock is held (tests).
+func (a quoteAhead) quote(pr pricing, request charge.Request) (charge.Amount, error) {
+	if a.ok && a.pr == pr && a.request.Start.Equal(request.Start) {
+		return a.amount, nil
+	}
+	return pr.rates.Quote(pr.policy, pr.shape, request)
+}

@@ -1,0 +1,103 @@
+package lien
+
+import (
+	"testing"
+	"time"
+
+	"github.com/shopspring/decimal"
+
+	"github.com/ingot-hpc/ingot/charge"
+)
+
+// TestPricedAheadOnlyWhenTheSame: the writer takes a charge's price or a
+// lien's quote made ahead only for the very same compiled table, policy
+// and shape (and, for a quote, start), and no guaranteed quote; otherwise
+// it prices again.
+func TestPricedAheadOnlyWhenTheSame(t *testing.T) {
+	table, err := charge.DefaultRateTable().Compile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := charge.DefaultRateTable().Compile() // equal, but another compilation
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr := pricing{rates: table, policy: charge.DebitSuccessfulWC, shape: charge.Shape{Cores: 32}}
+	quoted := pr
+	quoted.quote = 7
+	start := time.Date(2026, 1, 5, 9, 0, 0, 0, time.UTC)
+	usage := charge.Usage{Resources: charge.Resources{Processors: 2}, WallclockSeconds: 10, WallclockLimitSeconds: 60, Start: start, State: charge.Completed}
+	request := charge.Request{Resources: charge.Resources{Processors: 2}, WallclockLimitSeconds: 60, Start: start}
+	// A price no pricing gives, so that its use shows.
+	mark := charge.Amount{Credits: decimal.NewFromInt(-1)}
+	charged := chargeAhead{pr: pr, amount: mark, ok: true}
+	quotedAhead := quoteAhead{pr: pr, request: request, amount: mark, ok: true}
+	for _, tc := range []struct {
+		what      string
+		now       pricing
+		start     time.Time
+		usesAhead bool
+	}{
+		{"the same pricing", pr, start, true},
+		{"an equal table compiled again", pricing{rates: other, policy: pr.policy, shape: pr.shape}, start, false},
+		{"another policy", pricing{rates: table, policy: charge.DebitAllCPU, shape: pr.shape}, start, false},
+		{"another shape", pricing{rates: table, policy: pr.policy, shape: charge.Shape{Cores: 64}}, start, false},
+		{"a guaranteed quote's pricing", quoted, start, false},
+	} {
+		got, err := charged.price(tc.now, usage)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.what, err)
+		}
+		if usedAhead := got.Credits.Equal(mark.Credits); usedAhead != tc.usesAhead {
+			t.Errorf("charge, %s: price %s; the price made ahead used: %v, want %v", tc.what, got.Credits, usedAhead, tc.usesAhead)
+		}
+		got, err = quotedAhead.quote(tc.now, request)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.what, err)
+		}
+		if usedAhead := got.Credits.Equal(mark.Credits); usedAhead != tc.usesAhead {
+			t.Errorf("quote, %s: %s; the quote made ahead used: %v, want %v", tc.what, got.Credits, usedAhead, tc.usesAhead)
+		}
+	}
+	later := request
+	later.Start = start.Add(time.Millisecond)
+	if got, err := quotedAhead.quote(pr, later); err != nil || got.Credits.Equal(mark.Credits) {
+		t.Errorf("a quote made ahead for another start was used: %s %v", got.Credits, err)
+	}
+	if got, err := (chargeAhead{}).price(pr, usage); err != nil || !got.Credits.Equal(decimal.NewFromInt(20)) {
+		t.Errorf("nothing priced ahead: %s %v; want 20 (2 processors × 10 s)", got.Credits, err)
+	}
+	if got, err := (quoteAhead{}).quote(pr, request); err != nil || !got.Credits.Equal(decimal.NewFromInt(120)) {
+		t.Errorf("nothing quoted ahead: %s %v; want 120 (2 processors × 60 s)", got.Credits, err)
+	}
+}
+
+// TestLastPricingKeptOnlyWhenChanged: the writer stores a pricing only when
+// it differs from the one kept, and never a guaranteed quote's.
+func TestLastPricingKeptOnlyWhenChanged(t *testing.T) {
+	table, err := charge.DefaultRateTable().Compile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last lastPricing
+	pr := pricing{rates: table, policy: charge.DebitSuccessfulWC, shape: charge.Shape{Cores: 32}}
+	keep(&last.charges, "hpc1", pr)
+	if got, ok := guess(&last.charges, "hpc1"); !ok || got != pr {
+		t.Fatalf("kept %+v %v, want %+v", got, ok, pr)
+	}
+	quoted := pr
+	quoted.quote = 3
+	keep(&last.charges, "hpc1", quoted)
+	if got, _ := guess(&last.charges, "hpc1"); got != pr {
+		t.Errorf("a guaranteed quote's pricing replaced the rates': %+v", got)
+	}
+	cpu := pr
+	cpu.policy = charge.DebitAllCPU
+	keep(&last.charges, "hpc1", cpu)
+	if got, _ := guess(&last.charges, "hpc1"); got != cpu {
+		t.Errorf("a changed pricing was not kept: %+v", got)
+	}
+	if _, ok := guess(&last.charges, "hpc2"); ok {
+		t.Error("a machine never priced has a pricing")
+	}
+}
