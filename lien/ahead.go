@@ -79,23 +79,23 @@ type quoteAhead struct {
 	ok      bool
 }
 
+// quoteLienAhead quotes a lien whose request has a start of its own (a
+// scheduler's at job start). One without starts at the writer's clock,
+// which will have moved on from the caller's: its quote is the writer's.
 func (b *Bank) quoteLienAhead(spec PlaceSpec) quoteAhead {
-	if spec.Quote != 0 {
+	if spec.Quote != 0 || spec.Request.Start.IsZero() {
 		return quoteAhead{}
 	}
 	pr, ok := guess(&b.last.liens, placeKey{spec.Machine, spec.User, spec.Project})
 	if !ok {
 		return quoteAhead{}
 	}
-	request := withStart(spec.Request, b.l.Now())
-	amount, err := pr.rates.Quote(pr.policy, pr.shape, request)
-	return quoteAhead{pr: pr, request: request, amount: amount, ok: err == nil}
+	amount, err := pr.rates.Quote(pr.policy, pr.shape, spec.Request)
+	return quoteAhead{pr: pr, request: spec.Request, amount: amount, ok: err == nil}
 }
 
 // quote is the quote under pr for request (spec.Request with its start
-// set): the one made ahead if it was made with pr and the same start. A
-// request without a start of its own starts at the writer's clock, which
-// has moved on since the caller's unless the clock is held (tests).
+// set): the one made ahead if it was made with pr and the same start.
 func (a quoteAhead) quote(pr pricing, request charge.Request) (charge.Amount, error) {
 	if a.ok && a.pr == pr && a.request.Start.Equal(request.Start) {
 		return a.amount, nil

@@ -57,7 +57,10 @@ func cycles(b *testing.B, workers int, rated bool) {
 	var next atomic.Int64
 	ledgertest.Parallel(b, workers, func() {
 		id := fmt.Sprint(next.Add(1))
-		if _, err := s.lb.Place(s.Req(), lien.PlaceSpec{Job: job(id), User: "amy", Request: request(4, 3600)}); err != nil {
+		// The lien starts with the job, as a scheduler's placed at job
+		// start does.
+		spec := lien.PlaceSpec{Job: job(id), User: "amy", Request: withStart(request(4, 3600), s.Clock.Now())}
+		if _, err := s.lb.Place(s.Req(), spec); err != nil {
 			b.Fatal(err)
 		}
 		u := charge.Usage{Resources: charge.Resources{Processors: 4}, WallclockSeconds: 1800, WallclockLimitSeconds: 3600,

@@ -42,6 +42,12 @@ func dec(s string) decimal.Decimal { return decimal.RequireFromString(s) }
 
 func job(id string) lien.Job { return lien.Job{Machine: "hpc1", ID: id} }
 
+// withStart is r starting at start.
+func withStart(r charge.Request, start time.Time) charge.Request {
+	r.Start = start
+	return r
+}
+
 // request is procs processors for a wallclock limit of seconds.
 func request(procs, seconds int64) charge.Request {
 	return charge.Request{Resources: charge.Resources{Processors: procs}, WallclockLimitSeconds: seconds}
@@ -342,8 +348,17 @@ func TestRatesWithQOSAndNightDiscount(t *testing.T) {
 func TestNewRatesPriceTheNextJobs(t *testing.T) {
 	s := newSite(t)
 	s.MustDeposit("chem", "10000000", time.Time{})
-	s.mustPlace("1", 2, 3600)
-	s.mustPlace("2", 2, 3600)
+	// Liens with a start of their own, which the caller may quote ahead.
+	place := func(id string) lien.LienResult {
+		t.Helper()
+		r, err := s.lb.Place(s.Req(), lien.PlaceSpec{Job: job(id), User: "amy", Request: withStart(request(2, 3600), s.Clock.Now())})
+		if err != nil {
+			t.Fatalf("place lien %s: %v", id, err)
+		}
+		return r
+	}
+	place("1")
+	place("2")
 	c := s.mustCharge(lien.ChargeSpec{Job: job("1"), Usage: s.usage(2, 1800, 3600, 0, charge.Completed)})
 	wantAmount(t, "charge at the old rates", c.Charge.Amount, "3600")
 	expensive := charge.DefaultRateTable()
@@ -354,7 +369,7 @@ func TestNewRatesPriceTheNextJobs(t *testing.T) {
 	// Job 2's lien was priced at the old rates; its charge, at the new.
 	c = s.mustCharge(lien.ChargeSpec{Job: job("2"), Usage: s.usage(2, 1800, 3600, 0, charge.Completed)})
 	wantAmount(t, "charge at the new rates", c.Charge.Amount, "36000")
-	r := s.mustPlace("3", 2, 3600)
+	r := place("3")
 	wantAmount(t, "lien at the new rates", r.Lien.Amount, "72000")
 	again := s.mustCharge(lien.ChargeSpec{Job: job("3"), Usage: s.usage(2, 1800, 3600, 0, charge.Completed)})
 	wantAmount(t, "charge at the new rates, priced ahead", again.Charge.Amount, "36000")

@@ -116,7 +116,9 @@ func (b *cliBank) clientKey(name string, flags ...string) auth.Key {
 // when it ends.
 func cycleOf(jobID string) (api.LienRequest, api.ChargeRequest) {
 	job := lien.Job{Machine: "hpc1", ID: jobID}
-	place := api.LienRequest{Job: job, User: "amy", Request: charge.Request{Resources: charge.Resources{Processors: 4}, WallclockLimitSeconds: 3600}}
+	// The lien starts with the job, as a scheduler's placed at job start
+	// does.
+	place := api.LienRequest{Job: job, User: "amy", Request: charge.Request{Resources: charge.Resources{Processors: 4}, WallclockLimitSeconds: 3600, Start: time.Now().UTC()}}
 	usage := charge.Usage{Resources: charge.Resources{Processors: 4}, WallclockSeconds: 1800, WallclockLimitSeconds: 3600, State: charge.Completed}
 	return place, api.ChargeRequest{Job: job, Usage: usage}
 }
