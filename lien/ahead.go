@@ -13,9 +13,10 @@ import (
 // the store copy its state for a reader): it takes the pricing the writer
 // last used for a call like it, which the writer keeps in lastPricing. The
 // writer then uses the price only if it resolves the very same pricing
-// (the same compiled table, policy and shape) and the same request or
-// usage; otherwise, or when nothing was priced ahead, it prices as always.
-// A guess is only ever saved work, never a different result.
+// (the same compiled table, policy and shape) for the same request (its
+// start compared; the rest is the spec's own) or usage (the spec's own);
+// otherwise, or when nothing was priced ahead, it prices as always. A
+// guess is only ever saved work, never a different result.
 
 // lastPricing is the pricing the writer last used, for charges by machine
 // (the job's lien names the rest) and for liens by machine, user and the
@@ -46,6 +47,16 @@ func guess[K comparable](m *sync.Map, key K) (pricing, bool) {
 	return v.(pricing), true
 }
 
+// forgetPanic, deferred, turns a panic while pricing ahead into nothing
+// priced: the writer prices again, where a panic becomes the call's error
+// (as it did before pricing moved ahead), rather than end the process.
+func forgetPanic[T any](ahead *T) {
+	if recover() != nil {
+		var none T
+		*ahead = none
+	}
+}
+
 // chargeAhead is a charge's price made ahead.
 type chargeAhead struct {
 	pr     pricing
@@ -53,7 +64,8 @@ type chargeAhead struct {
 	ok     bool
 }
 
-func (b *Bank) priceChargeAhead(spec ChargeSpec) chargeAhead {
+func (b *Bank) priceChargeAhead(spec ChargeSpec) (ahead chargeAhead) {
+	defer forgetPanic(&ahead)
 	pr, ok := guess(&b.last.charges, spec.Machine)
 	if !ok {
 		return chargeAhead{}
@@ -82,7 +94,8 @@ type quoteAhead struct {
 // quoteLienAhead quotes a lien whose request has a start of its own (a
 // scheduler's at job start). One without starts at the writer's clock,
 // which will have moved on from the caller's: its quote is the writer's.
-func (b *Bank) quoteLienAhead(spec PlaceSpec) quoteAhead {
+func (b *Bank) quoteLienAhead(spec PlaceSpec) (ahead quoteAhead) {
+	defer forgetPanic(&ahead)
 	if spec.Quote != 0 || spec.Request.Start.IsZero() {
 		return quoteAhead{}
 	}

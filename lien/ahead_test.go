@@ -101,3 +101,21 @@ func TestLastPricingKeptOnlyWhenChanged(t *testing.T) {
 		t.Error("a machine never priced has a pricing")
 	}
 }
+
+// TestPricingAheadSurvivesAPanic: a pricing that panics in the caller's
+// goroutine prices nothing ahead (the writer prices again and turns the
+// panic into the call's error) instead of ending the process.
+func TestPricingAheadSurvivesAPanic(t *testing.T) {
+	var b Bank
+	broken := pricing{policy: charge.DebitSuccessfulWC} // no table: pricing dereferences nil
+	keep(&b.last.charges, "hpc1", broken)
+	keep(&b.last.liens, placeKey{"hpc1", "amy", ""}, broken)
+	job := Job{Machine: "hpc1", ID: "1"}
+	if a := b.priceChargeAhead(ChargeSpec{Job: job, Usage: charge.Usage{WallclockSeconds: 10}}); a.ok {
+		t.Errorf("a charge priced ahead with no table: %+v", a)
+	}
+	start := time.Date(2026, 1, 5, 9, 0, 0, 0, time.UTC)
+	if a := b.quoteLienAhead(PlaceSpec{Job: job, User: "amy", Request: charge.Request{WallclockLimitSeconds: 60, Start: start}}); a.ok {
+		t.Errorf("a lien quoted ahead with no table: %+v", a)
+	}
+}
