@@ -69,7 +69,7 @@ func (s *Store) run(calls []*call) *group {
 		return g
 	}
 	defer btx.Rollback()
-	ses := newSession(btx, s.ov, s.cache, s.lastGroup)
+	ses := newSession(btx, s.ov, s.cache, &s.filters, s.lastGroup)
 	// The writes go on to the syncer; sized as the last group's per call,
 	// they are not copied as they grow. The undo records stay with the
 	// committer until the group is durable, and their buffers are reused.

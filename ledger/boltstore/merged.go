@@ -64,6 +64,8 @@ func (b *mergedBucket) Get(key []byte) []byte {
 		return nonNil(value)
 	case deleted || b.resident:
 		return nil
+	case b.s != nil && b.s.filters != nil && !b.s.filters.mayHold(b.id, key):
+		return nil // not in the file either (filter.go)
 	}
 	return b.file().Get(key)
 }
@@ -234,6 +236,7 @@ func forEach(b kvBucket, fn func(k, v []byte) error) error {
 type session struct {
 	ov      *overlay
 	cache   *decodedCache
+	filters *keyFilters // nil for none
 	group   uint64
 	btx     *bolt.Tx
 	buckets [numBuckets]kvBucket
@@ -241,8 +244,8 @@ type session struct {
 	undos   []undo
 }
 
-func newSession(btx *bolt.Tx, ov *overlay, cache *decodedCache, group uint64) *session {
-	return &session{ov: ov, cache: cache, group: group, btx: btx}
+func newSession(btx *bolt.Tx, ov *overlay, cache *decodedCache, filters *keyFilters, group uint64) *session {
+	return &session{ov: ov, cache: cache, filters: filters, group: group, btx: btx}
 }
 
 // bucket is the named bucket as the session sees it, opened when the group

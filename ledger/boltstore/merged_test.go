@@ -48,7 +48,7 @@ func TestMergedCursorMatchesModel(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ses := newSession(btx, newOverlay(), newDecodedCache(), 1)
+		ses := newSession(btx, newOverlay(), newDecodedCache(), nil, 1)
 		b := ses.bucket(bucketRequests)
 		for range rng.IntN(30) {
 			k := key()

@@ -153,6 +153,10 @@ type Store struct {
 	epoch         uint64
 	trimmed       uint64
 
+	// filters say which keys the file cannot hold, for the committer's
+	// lookups (filter.go); the checkpointer adds to them.
+	filters keyFilters
+
 	// bank is the bank's id, which the log's segments carry.
 	bank [bankIDSize]byte
 
@@ -279,6 +283,14 @@ func (s *Store) open() error {
 	}
 	if err := s.loadResident(); err != nil {
 		return err
+	}
+	if !s.readOnly { // only the committer asks them
+		if err := s.db.View(func(btx *bolt.Tx) error {
+			s.filters.build(btx)
+			return nil
+		}); err != nil {
+			return err
+		}
 	}
 	for _, g := range logged {
 		for _, w := range g.writes {

@@ -163,6 +163,7 @@ func (s *Store) checkpoint(groups []*group) error {
 		if err := apply(btx, writes); err != nil {
 			return err
 		}
+		s.filters.added(btx, writes)
 		return setApplied(btx, last)
 	})
 	clear(writes) // the buffer is kept for the next checkpoint, not what it held

@@ -1,0 +1,110 @@
+package boltstore
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ingot-hpc/ingot/ledger"
+)
+
+// TestKeyFilterHasNoFalseNegatives: every key added is held; at capacity
+// keys never added are mostly not; past it the filter says it is full.
+func TestKeyFilterHasNoFalseNegatives(t *testing.T) {
+	f := newKeyFilter(0) // the smallest, minFilterKeys
+	key := func(prefix string, i int) []byte { return fmt.Appendf(nil, "%s\x00req-%d", prefix, i) }
+	for i := range minFilterKeys {
+		f.add(key("sched", i))
+	}
+	if f.full() {
+		t.Fatalf("full at its capacity, %d keys", minFilterKeys)
+	}
+	for i := range minFilterKeys {
+		if !f.mayHold(key("sched", i)) {
+			t.Fatalf("key %d was added but is not held", i)
+		}
+	}
+	positives := 0
+	const others = 100_000
+	for i := range others {
+		if f.mayHold(key("other", i)) {
+			positives++
+		}
+	}
+	rate := float64(positives) / others
+	t.Logf("false positives at capacity: %.2f%%", 100*rate)
+	if rate > 0.02 {
+		t.Errorf("false positives at capacity: %.2f%%, want about 1%%", 100*rate)
+	}
+	f.add([]byte("one more"))
+	if !f.full() {
+		t.Error("not full past its capacity")
+	}
+}
+
+// TestCheckpointedKeysAreFound: keys the checkpointer moved to the file,
+// and which the overlay then dropped, are found by the committer's lookups
+// through the filters; so are they after the store is opened again, and a
+// key never written is not.
+func TestCheckpointedKeysAreFound(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "bank.db")
+	store, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := make([]ledger.RequestKey, 200)
+	for i := range keys {
+		keys[i] = ledger.RequestKey{Client: "sched", ID: fmt.Sprintf("req-%d", i)}
+	}
+	rec := ledger.RequestRecord{ContentHash: strings.Repeat("ab", 32), Result: []byte(`{}`), Seq: 1, Time: time.Unix(0, 0).UTC()}
+	if err := store.Update(func(tx ledger.Tx) error {
+		for _, k := range keys {
+			if err := tx.PutRequest(k, rec); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// found runs in the committer, where a test must not stop: it reports
+	// through the call's error.
+	found := func(s *Store, what string) {
+		t.Helper()
+		if err := s.Update(func(tx ledger.Tx) error {
+			for _, k := range keys {
+				if _, ok, err := tx.Request(k); err != nil || !ok {
+					return fmt.Errorf("request %s not found (%v)", k.ID, err)
+				}
+			}
+			if _, ok, err := tx.Request(ledger.RequestKey{Client: "sched", ID: "never"}); err != nil || ok {
+				return fmt.Errorf("a request never written found: %v %v", ok, err)
+			}
+			return nil
+		}); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	if err := store.flush(); err != nil {
+		t.Fatal(err)
+	}
+	// A group trims what the checkpoint wrote from the overlay: the next
+	// lookups go to the file.
+	if err := store.Update(func(ledger.Tx) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if _, found, _ := store.ov.get(bucketRequests, requestKey(keys[0])); found {
+		t.Fatal("the overlay still holds the checkpointed request: the test would not reach the file")
+	}
+	found(store, "after a checkpoint")
+	if err := store.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if store, err = Open(path, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	found(store, "opened again")
+}
