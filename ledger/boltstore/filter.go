@@ -17,9 +17,9 @@ import (
 // charge cycle fell by about 3 µs of 50 (tmpfs profiles, two alternating
 // pairs of 2 × 80,000 cycles: 8.12 -> 7.67 s and 7.94 -> 7.41 s).
 //
-// A filter takes 12 bits (1.5 bytes) of memory per key of its bucket, at
-// least 1.5 MiB, and Open reads every key of the three buckets to build
-// them (a bank of ten million changes: about 45 MB, and some seconds).
+// A filter takes 12 bits of memory per key it has room for, twice the
+// keys of its bucket when built (3 bytes a key), at least 1.5 MiB; Open
+// reads every key of the three buckets to build them.
 //
 // The filters hold every key the file holds: Open builds them from the
 // file, and the checkpointer adds the keys it writes before its
