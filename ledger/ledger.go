@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	"github.com/ingot-hpc/ingot/internal/jsonbuf"
@@ -287,7 +288,7 @@ func (w *Writer) Append(e Entry, changed ...Allocation) (Entry, error) {
 			return Entry{}, err
 		}
 	}
-	for account := range touchedAccounts(e, oldLien) {
+	for _, account := range touchedAccounts(e, oldLien) {
 		prev, err := w.tx.AccountVersion(account)
 		if err != nil {
 			return Entry{}, err
@@ -303,12 +304,17 @@ func (w *Writer) Append(e Entry, changed ...Allocation) (Entry, error) {
 	return e, nil
 }
 
-// touchedAccounts are the accounts whose state e changes.
-func touchedAccounts(e Entry, oldLien *Lien) map[string]bool {
-	touched := map[string]bool{}
+// touchedAccounts are the accounts whose state e changes, each once, in
+// the order the entry names them. An entry touches one account or two: a
+// walk of a small array finds a repeat sooner than a map is made.
+func touchedAccounts(e Entry, oldLien *Lien) []string {
+	touched := make([]string, 0, 2)
 	add := func(node string) {
-		if node != "" {
-			touched[AccountOf(node)] = true
+		if node == "" {
+			return
+		}
+		if account := AccountOf(node); !slices.Contains(touched, account) {
+			touched = append(touched, account)
 		}
 	}
 	add(e.Node)

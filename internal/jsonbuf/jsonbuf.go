@@ -231,12 +231,17 @@ func (b *Buf) Bool(v bool) { b.b = strconv.AppendBool(b.b, v) }
 // concatenations were a third of the encoding of an answer.
 func (b *Buf) Decimal(d decimal.Decimal) {
 	b.b = append(b.b, '"')
-	if d.Exponent() > 0 || d.NumDigits() > 18 || decimal.UseScientificNotation || !decimal.TrimTrailingZeros {
-		b.b = append(b.b, d.String()...)
-	} else {
-		b.b = appendDecimal(b.b, d.CoefficientInt64(), int(-d.Exponent()))
-	}
+	b.b = AppendDecimal(b.b, d)
 	b.b = append(b.b, '"')
+}
+
+// AppendDecimal appends d's text, as its String gives it, to dst (see
+// Decimal).
+func AppendDecimal(dst []byte, d decimal.Decimal) []byte {
+	if d.Exponent() > 0 || d.NumDigits() > 18 || decimal.UseScientificNotation || !decimal.TrimTrailingZeros {
+		return append(dst, d.String()...)
+	}
+	return appendDecimal(dst, d.CoefficientInt64(), int(-d.Exponent()))
 }
 
 // appendDecimal writes coefficient × 10^-scale as decimal.Decimal's String

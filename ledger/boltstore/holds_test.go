@@ -17,6 +17,11 @@ func TestHoldsRoundTrip(t *testing.T) {
 	if len(got) != 2 || got[1].Allocation != 1<<40 || !got[1].Amount.Equal(holds[1].Amount) || !got[0].Amount.Equal(holds[0].Amount) {
 		t.Errorf("round trip: %+v", got)
 	}
+	// The layout: the allocation id (8 bytes), the text's length, the text
+	// as decimal's String gives it.
+	if packed, want := encodeHolds(holds[1:]), "\x00\x00\x01\x00\x00\x00\x00\x00\x05-0.05"; string(packed) != want {
+		t.Errorf("packed %q, want %q", packed, want)
+	}
 	if got, err := decodeHolds(nil); err != nil || len(got) != 0 {
 		t.Errorf("empty: %+v %v", got, err)
 	}

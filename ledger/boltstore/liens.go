@@ -10,6 +10,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"github.com/ingot-hpc/ingot/internal/jsonbuf"
 	"github.com/ingot-hpc/ingot/ledger"
 )
 
@@ -300,10 +301,10 @@ func decodeProjectHolds(b []byte) (string, []ledger.Hold, error) {
 func encodeHolds(holds []ledger.Hold) []byte {
 	b := make([]byte, 0, len(holds)*(9+24))
 	for _, h := range holds {
-		amount := h.Amount.String()
 		b = binary.BigEndian.AppendUint64(b, h.Allocation)
-		b = append(b, byte(len(amount)))
-		b = append(b, amount...)
+		at := len(b)
+		b = jsonbuf.AppendDecimal(append(b, 0), h.Amount) // the text's length, then the text
+		b[at] = byte(len(b) - at - 1)
 	}
 	return b
 }
