@@ -283,14 +283,23 @@ func (t *tx) AppendEntry(e ledger.Entry, body []byte) error {
 	if journal.Get(key) != nil {
 		return fmt.Errorf("%w: journal entry %d already exists", ledger.ErrCorrupt, e.Seq)
 	}
-	hash, err := hex.DecodeString(e.Hash)
-	if err != nil || len(hash) != sha256.Size {
+	// The value and the head record are each made in one allocation: a
+	// journal entry is appended at every change.
+	value := make([]byte, sha256.Size+len(body))
+	err := hex.ErrLength
+	if len(e.Hash) == 2*sha256.Size {
+		_, err = hex.Decode(value[:sha256.Size], []byte(e.Hash))
+	}
+	if err != nil {
 		return fmt.Errorf("%w: journal entry %d: hash %q is not a SHA-256", ledger.ErrInvalid, e.Seq, e.Hash)
 	}
-	if err := journal.Put(key, append(hash, body...)); err != nil {
+	copy(value[sha256.Size:], body)
+	hash := value[:sha256.Size:sha256.Size]
+	if err := journal.Put(key, value); err != nil {
 		return fmt.Errorf("boltstore: append journal entry %d: %w", e.Seq, err)
 	}
-	head := binary.BigEndian.AppendUint64(encodeUint(e.Seq), uint64(e.Time.UnixNano()))
+	head := make([]byte, 0, 16+sha256.Size)
+	head = binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(head, e.Seq), uint64(e.Time.UnixNano()))
 	if err := t.bucket(bucketMeta).Put(keyHead, append(head, hash...)); err != nil {
 		return fmt.Errorf("boltstore: journal head: %w", err)
 	}
