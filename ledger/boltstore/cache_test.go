@@ -16,11 +16,7 @@ import (
 // active, then settled) and checks that the committer's cache holds the
 // active ones only, so that it does not grow with every job the bank saw.
 func TestCacheKeepsOnlyActiveLiens(t *testing.T) {
-	store, err := Open(filepath.Join(t.TempDir(), "bank.db"), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
+	store := openTempStore(t)
 	put := func(l ledger.Lien, old *ledger.Lien) {
 		t.Helper()
 		if err := store.Update(func(tx ledger.Tx) error { return tx.PutLien(l, encodedLien(t, l), old) }); err != nil {
@@ -84,11 +80,7 @@ func TestCacheIsBounded(t *testing.T) {
 // makes it present, within the same call and in the next ones, and that a
 // call that wrote it and failed leaves it missing again.
 func TestCacheForgetsMissingKeysWhenWritten(t *testing.T) {
-	store, err := Open(filepath.Join(t.TempDir(), "bank.db"), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
+	store := openTempStore(t)
 	rec := ledger.Record{Kind: "config", Key: "rates", Value: []byte(`{"x":1}`)}
 	present := func(tx ledger.Tx) bool {
 		t.Helper()
@@ -136,11 +128,7 @@ func TestCacheForgetsMissingKeysWhenWritten(t *testing.T) {
 // TestPutWithoutEncodingIsRefused: a lien or charge handed over without
 // its encoding is refused with ErrInvalid and nothing of the call stays.
 func TestPutWithoutEncodingIsRefused(t *testing.T) {
-	store, err := Open(filepath.Join(t.TempDir(), "bank.db"), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
+	store := openTempStore(t)
 	l := ledger.Lien{ID: 1, JobRef: ledger.JobRef{JobID: "j", Machine: "m", Project: "p", Account: "a"}, State: ledger.LienActive}
 	for what, put := range map[string]func(ledger.Tx) error{
 		"lien":   func(tx ledger.Tx) error { return tx.PutLien(l, nil, nil) },
@@ -150,7 +138,7 @@ func TestPutWithoutEncodingIsRefused(t *testing.T) {
 			t.Errorf("%s without its encoding: %v, want ErrInvalid", what, err)
 		}
 	}
-	err = store.View(func(tx ledger.Tx) error {
+	err := store.View(func(tx ledger.Tx) error {
 		if _, ok, err := tx.Lien(1); err != nil || ok {
 			t.Errorf("a refused lien is stored (%v)", err)
 		}
@@ -168,18 +156,14 @@ func TestPutWithoutEncodingIsRefused(t *testing.T) {
 // SHA-256 in hex (too short, too long, not hex) is refused with
 // ErrInvalid, and nothing of it is stored.
 func TestEntryWithoutItsHashIsRefused(t *testing.T) {
-	store, err := Open(filepath.Join(t.TempDir(), "bank.db"), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
+	store := openTempStore(t)
 	for _, hash := range []string{"", "ab", strings.Repeat("ab", 33), strings.Repeat("zz", 32)} {
 		e := ledger.Entry{Seq: 1, Kind: ledger.KindInit, Hash: hash}
 		if err := store.Update(func(tx ledger.Tx) error { return tx.AppendEntry(e, []byte(`{}`)) }); !errors.Is(err, ledger.ErrInvalid) {
 			t.Errorf("hash %q: %v, want ErrInvalid", hash, err)
 		}
 	}
-	err = store.View(func(tx ledger.Tx) error {
+	err := store.View(func(tx ledger.Tx) error {
 		if _, ok, err := tx.Entry(1); err != nil || ok {
 			t.Errorf("a refused entry is stored (%v)", err)
 		}
@@ -191,4 +175,16 @@ func TestEntryWithoutItsHashIsRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// openTempStore opens a new store in the test's temporary directory and
+// closes it when the test ends.
+func openTempStore(t *testing.T) *Store {
+	t.Helper()
+	store, err := Open(filepath.Join(t.TempDir(), "bank.db"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	return store
 }
