@@ -96,6 +96,7 @@
 // The committer keeps decoded copies of the records nearly every change
 // reads (nodes, users, machines, allocations, liens, rate tables): see
 // cache.go for why that is exact. Bloom filters of the keys the file holds
-// in the requests, job-lien and journal buckets spare it the file's search
-// for keys that are not there (filter.go).
+// in the requests and job-lien buckets, and the journal's newest entry in
+// the file, spare it the file's search for keys that are not there
+// (filter.go).
 package boltstore

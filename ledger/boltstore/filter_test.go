@@ -44,10 +44,10 @@ func TestKeyFilterHasNoFalseNegatives(t *testing.T) {
 	}
 }
 
-// TestCheckpointedKeysAreFound: keys the checkpointer moved to the file,
-// and which the overlay then dropped, are found by the committer's lookups
-// through the filters; so are they after the store is opened again, and a
-// key never written is not.
+// TestCheckpointedKeysAreFound: requests and journal entries the
+// checkpointer moved to the file, and which the overlay then dropped, are
+// found by the committer's lookups through the filters; so are they after
+// the store is opened again, and a key never written is not.
 func TestCheckpointedKeysAreFound(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "bank.db")
 	store, err := Open(path, Options{})
@@ -59,9 +59,15 @@ func TestCheckpointedKeysAreFound(t *testing.T) {
 		keys[i] = ledger.RequestKey{Client: "sched", ID: fmt.Sprintf("req-%d", i)}
 	}
 	rec := ledger.RequestRecord{ContentHash: strings.Repeat("ab", 32), Result: []byte(`{}`), Seq: 1, Time: time.Unix(0, 0).UTC()}
+	const entries = 3
 	if err := store.Update(func(tx ledger.Tx) error {
 		for _, k := range keys {
 			if err := tx.PutRequest(k, rec); err != nil {
+				return err
+			}
+		}
+		for seq := range uint64(entries) {
+			if err := tx.AppendEntry(ledger.Entry{Seq: seq + 1, Kind: ledger.KindInit, Hash: strings.Repeat("cd", 32)}, []byte(`{}`)); err != nil {
 				return err
 			}
 		}
@@ -81,6 +87,14 @@ func TestCheckpointedKeysAreFound(t *testing.T) {
 			}
 			if _, ok, err := tx.Request(ledger.RequestKey{Client: "sched", ID: "never"}); err != nil || ok {
 				return fmt.Errorf("a request never written found: %v %v", ok, err)
+			}
+			for seq := range uint64(entries) {
+				if _, ok, err := tx.Entry(seq + 1); err != nil || !ok {
+					return fmt.Errorf("journal entry %d not found (%v)", seq+1, err)
+				}
+			}
+			if _, ok, err := tx.Entry(entries + 1); err != nil || ok {
+				return fmt.Errorf("a journal entry never written found: %v %v", ok, err)
 			}
 			return nil
 		}); err != nil {
