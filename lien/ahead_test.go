@@ -72,9 +72,10 @@ func TestPricedAheadOnlyWhenTheSame(t *testing.T) {
 	}
 }
 
-// TestLastPricingKeptOnlyWhenChanged: the writer stores a pricing only when
-// it differs from the one kept, and never a guaranteed quote's.
-func TestLastPricingKeptOnlyWhenChanged(t *testing.T) {
+// TestLastPricingKeepsTheRatesPricing: the pricing kept for a machine is
+// the newest the writer used with the rates in force, never a guaranteed
+// quote's (which is one job's own).
+func TestLastPricingKeepsTheRatesPricing(t *testing.T) {
 	table, err := charge.DefaultRateTable().Compile()
 	if err != nil {
 		t.Fatal(err)

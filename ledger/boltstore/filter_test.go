@@ -122,3 +122,36 @@ func TestCheckpointedKeysAreFound(t *testing.T) {
 	defer store.Close()
 	found(store, "opened again")
 }
+
+// TestFullFilterIsMadeAgain: a filter past its capacity is made again at
+// the next checkpoint, bigger, from the file, and holds every key the file
+// holds, those of that checkpoint too.
+func TestFullFilterIsMadeAgain(t *testing.T) {
+	store := openTempStore(t)
+	old := store.filters.byBucket[bucketRequests].Load()
+	old.capacity = 1 // nothing checkpointed yet: no one else reads it
+	rec := ledger.RequestRecord{ContentHash: strings.Repeat("ab", 32), Result: []byte(`{}`), Seq: 1, Time: time.Unix(0, 0).UTC()}
+	keys := []ledger.RequestKey{{Client: "sched", ID: "a"}, {Client: "sched", ID: "b"}, {Client: "sched", ID: "c"}}
+	if err := store.Update(func(tx ledger.Tx) error {
+		for _, k := range keys {
+			if err := tx.PutRequest(k, rec); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.flush(); err != nil {
+		t.Fatal(err)
+	}
+	remade := store.filters.byBucket[bucketRequests].Load()
+	if remade == old || remade.full() || remade.capacity < minFilterKeys {
+		t.Fatalf("after the checkpoint the filter is %p (was %p), capacity %d, full %v: not made again", remade, old, remade.capacity, remade.full())
+	}
+	for _, k := range keys {
+		if !remade.mayHold(requestKey(k)) {
+			t.Errorf("the filter made again lacks request %s, which the file holds", k.ID)
+		}
+	}
+}
