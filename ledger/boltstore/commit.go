@@ -15,8 +15,19 @@ const trimBudget = 512
 func (s *Store) commitLoop() {
 	defer close(s.toSync)
 	for first := range s.calls {
-		s.toSync <- s.run(gather(first, s.calls, maxGroup))
+		s.toSync <- s.run(gather(first, s.calls, groupLimit(s.waiting.Load())))
 	}
+}
+
+// groupLimit is how many calls a group takes when waiting calls are in
+// the store (queued, running, or being made durable): half of them, so
+// that two groups are on their way at once and the committer runs one
+// while the syncer makes the other durable. Without the limit the calls
+// went in convoys: the syncer answered most of them at once, they came
+// back together as one big group, and while the committer ran it the
+// syncer had nothing to do, and the other way round.
+func groupLimit(waiting int64) int {
+	return int(min(max(waiting/2, 1), maxGroup))
 }
 
 // gather is first and whatever else waits in ch, at most max in all: a

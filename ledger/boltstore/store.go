@@ -131,6 +131,8 @@ type Store struct {
 	db       *bolt.DB
 	readOnly bool
 	calls    chan *call
+	// waiting counts the calls submitted and not answered yet.
+	waiting  atomic.Int64
 	mu       sync.RWMutex // guards closed against sends on calls
 	closed   bool
 	onCommit func(calls int, d time.Duration)
@@ -551,9 +553,11 @@ func (s *Store) submit(c *call) error {
 		s.mu.RUnlock()
 		return ErrClosed
 	}
+	s.waiting.Add(1)
 	s.calls <- c
 	s.mu.RUnlock()
 	<-c.done
+	s.waiting.Add(-1)
 	return c.err
 }
 

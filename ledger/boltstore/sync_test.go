@@ -71,3 +71,13 @@ func applyToModel(writes []write) map[string]string {
 	}
 	return m
 }
+
+// TestGroupLimit: a group takes half the waiting calls, at least one and at
+// most maxGroup, so that two groups are on their way at once.
+func TestGroupLimit(t *testing.T) {
+	for waiting, want := range map[int64]int{0: 1, 1: 1, 2: 1, 3: 1, 64: 32, 65: 32, 2 * maxGroup: maxGroup, 10 * maxGroup: maxGroup} {
+		if got := groupLimit(waiting); got != want {
+			t.Errorf("groupLimit(%d) = %d, want %d", waiting, got, want)
+		}
+	}
+}
