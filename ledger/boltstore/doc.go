@@ -4,6 +4,9 @@
 // spare.go; there are none after a clean Close). Copy a bank with Backup
 // (ingot backup), never by copying the file alone while it is open.
 //
+// Files Open creates have 16 KiB pages (pageSize in store.go); a file
+// made by an earlier version keeps its 4 KiB ones.
+//
 // Records are JSON in buckets, except where noted. Integer keys (journal sequence numbers,
 // allocation ids) are 8-byte big-endian so that bbolt's byte order is their
 // numeric order:
@@ -40,8 +43,9 @@
 //
 // Three goroutines share the work of Update:
 //
-//   - The committer takes every call that is waiting and runs them one after
-//     another as a group, reading the file through an in-memory overlay of
+//   - The committer takes the calls that are waiting, at most half of all
+//     the calls in the store (groupLimit), and runs them one after another
+//     as a group, reading the file through an in-memory overlay of
 //     the writes the file does not hold yet (overlay.go, merged.go) and
 //     writing only to the overlay. It hands the group's writes to the syncer
 //     and runs the next group at once. A call that fails has its writes
