@@ -4,7 +4,11 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"slices"
 	"testing"
+	"time"
+
+	"github.com/ingot-hpc/ingot/ledger"
 )
 
 // TestLastOfHotKeysLeavesWhatAllWritesLeave: applying the writes a
@@ -70,6 +74,56 @@ func applyToModel(writes []write) map[string]string {
 		}
 	}
 	return m
+}
+
+// TestGroupsTakeHalfTheWaitingCalls: with the committer held by one call
+// and 40 more queued behind it, the next group takes 20 of them (half the
+// calls waiting, counted by submit), not all 40, nor one at a time.
+func TestGroupsTakeHalfTheWaitingCalls(t *testing.T) {
+	store := openTempStore(t)
+	started, release := make(chan struct{}), make(chan struct{})
+	first := make(chan error)
+	go func() {
+		first <- store.Update(func(ledger.Tx) error {
+			close(started)
+			<-release
+			return nil
+		})
+	}()
+	<-started
+	const queued = 40
+	groups := make([]uint64, queued)
+	errs := make(chan error, queued)
+	for i := range queued {
+		go func() {
+			errs <- store.Update(func(t ledger.Tx) error {
+				groups[i] = t.(*tx).s.group
+				return nil
+			})
+		}()
+	}
+	for deadline := time.Now().Add(10 * time.Second); store.waiting.Load() < queued+1; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			close(release)
+			t.Fatalf("%d calls counted waiting, want %d", store.waiting.Load(), queued+1)
+		}
+	}
+	close(release)
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	for range queued {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	sizes := map[uint64]int{}
+	for _, g := range groups {
+		sizes[g]++
+	}
+	if biggest := slices.Max(slices.Collect(maps.Values(sizes))); biggest != queued/2 {
+		t.Errorf("%d calls queued behind a running one went in groups of %v: the biggest of %d, want %d", queued, sizes, biggest, queued/2)
+	}
 }
 
 // TestGroupLimit: a group takes half the waiting calls, at least one and at
