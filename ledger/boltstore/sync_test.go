@@ -96,16 +96,18 @@ func TestGroupsTakeHalfTheWaitingCalls(t *testing.T) {
 	errs := make(chan error, queued)
 	for i := range queued {
 		go func() {
-			errs <- store.Update(func(t ledger.Tx) error {
-				groups[i] = t.(*tx).s.group
+			errs <- store.Update(func(ltx ledger.Tx) error {
+				groups[i] = ltx.(*tx).s.group
 				return nil
 			})
 		}()
 	}
-	for deadline := time.Now().Add(10 * time.Second); store.waiting.Load() < queued+1; time.Sleep(time.Millisecond) {
+	// All counted and all queued: a call counts itself before it queues,
+	// and the group is gathered from the queue.
+	for deadline := time.Now().Add(10 * time.Second); store.waiting.Load() < queued+1 || len(store.calls) < queued; time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
 			close(release)
-			t.Fatalf("%d calls counted waiting, want %d", store.waiting.Load(), queued+1)
+			t.Fatalf("%d calls counted waiting and %d queued, want %d and %d", store.waiting.Load(), len(store.calls), queued+1, queued)
 		}
 	}
 	close(release)
