@@ -160,14 +160,20 @@ func Mutate[R any](l *Ledger, req Request, kind Kind, content any, fn func(w *Wr
 		if req.ID == "" {
 			return nil
 		}
-		hint := answerSizes[kind]
-		b, err := jsonbuf.Marshal(hint.Buf(), r)
-		if err != nil {
-			return fmt.Errorf("ledger: encode answer: %w", err)
+		// The answer is encoded when the store needs its bytes (its log
+		// writer, off the single writer's path): nothing changes it
+		// after fn, as its caller reads it while later changes run.
+		answer := func() ([]byte, error) {
+			hint := answerSizes[kind]
+			b, err := jsonbuf.Marshal(hint.Buf(), r)
+			if err != nil {
+				return nil, fmt.Errorf("ledger: encode answer to request %q: %w", req.ID, err)
+			}
+			hint.Note(b)
+			req.keep(b)
+			return b, nil
 		}
-		hint.Note(b)
-		req.keep(b)
-		return tx.PutRequest(key, RequestRecord{ContentHash: hash, Result: b, Seq: w.lastSeq, Time: w.now})
+		return tx.PutRequest(key, RequestRecord{ContentHash: hash, Answer: answer, Seq: w.lastSeq, Time: w.now})
 	})
 	return result, err
 }

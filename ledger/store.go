@@ -177,4 +177,13 @@ type RequestRecord struct {
 	Result []byte    `json:"result"`
 	Seq    uint64    `json:"seq"`
 	Time   time.Time `json:"time"`
+	// Answer, given instead of Result when the record is put, encodes the
+	// answer when the store first needs its bytes: the store may call it
+	// on another goroutine, after Update's function has returned but
+	// before Update does, at most once. It is for answers that nothing
+	// changes once the change is made (Mutate's), and moves their
+	// encoding off the store's single writer. If it fails, the change
+	// fails as a failed write to the disk does: it and the changes after
+	// it are undone and their callers get the error.
+	Answer func() ([]byte, error) `json:"-"`
 }

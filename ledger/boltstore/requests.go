@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"time"
 
+	bolt "go.etcd.io/bbolt"
+
 	"github.com/ingot-hpc/ingot/ledger"
 )
 
@@ -17,16 +19,22 @@ import (
 //	content hash (32 bytes) ‖ seq (8) ‖ time (Unix ns, 8) ‖ answer (the rest)
 const requestHeader = sha256.Size + 8 + 8
 
-func packRequest(r ledger.RequestRecord) ([]byte, error) {
+// packRequest packs r, whose answer is answer (r.Result, or what
+// r.Answer made). hash is r.ContentHash decoded (contentHash).
+func packRequest(r ledger.RequestRecord, hash, answer []byte) []byte {
+	out := make([]byte, 0, requestHeader+len(answer))
+	out = append(out, hash...)
+	out = binary.BigEndian.AppendUint64(out, r.Seq)
+	out = binary.BigEndian.AppendUint64(out, uint64(r.Time.UnixNano()))
+	return append(out, answer...)
+}
+
+func contentHash(r ledger.RequestRecord) ([]byte, error) {
 	hash, err := hex.DecodeString(r.ContentHash)
 	if err != nil || len(hash) != sha256.Size {
 		return nil, fmt.Errorf("%w: request content hash %q is not a SHA-256", ledger.ErrInvalid, r.ContentHash)
 	}
-	out := make([]byte, 0, requestHeader+len(r.Result))
-	out = append(out, hash...)
-	out = binary.BigEndian.AppendUint64(out, r.Seq)
-	out = binary.BigEndian.AppendUint64(out, uint64(r.Time.UnixNano()))
-	return append(out, r.Result...), nil
+	return hash, nil
 }
 
 func unpackRequest(raw []byte) (ledger.RequestRecord, error) {
@@ -53,10 +61,27 @@ func (t *tx) Request(k ledger.RequestKey) (ledger.RequestRecord, bool, error) {
 	return r, true, nil
 }
 
+// PutRequest stores r; an answer given as r.Answer is encoded and packed
+// when the log or a retry first needs the record (a deferred value).
 func (t *tx) PutRequest(k ledger.RequestKey, r ledger.RequestRecord) error {
-	raw, err := packRequest(r)
+	hash, err := contentHash(r)
 	if err != nil {
 		return err
 	}
-	return t.putRaw(bucketRequests, requestKey(k), raw)
+	if r.Answer == nil {
+		return t.putRaw(bucketRequests, requestKey(k), packRequest(r, hash, r.Result))
+	}
+	if t.s == nil {
+		return bolt.ErrTxNotWritable
+	}
+	answer := r.Answer
+	r.Answer = nil
+	t.s.record(write{bucket: bucketRequests, key: requestKey(k), later: &deferred{make: func() ([]byte, error) {
+		b, err := answer()
+		if err != nil {
+			return nil, err
+		}
+		return packRequest(r, hash, b), nil
+	}}})
+	return nil
 }

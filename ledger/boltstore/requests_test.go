@@ -13,10 +13,11 @@ import (
 func TestRequestRecordRoundTrip(t *testing.T) {
 	r := ledger.RequestRecord{ContentHash: strings.Repeat("ab", 32), Result: []byte(`{"ok":true}`), Seq: 42,
 		Time: time.Date(2026, 11, 22, 5, 0, 0, 123000, time.UTC)}
-	raw, err := packRequest(r)
+	hash, err := contentHash(r)
 	if err != nil {
 		t.Fatal(err)
 	}
+	raw := packRequest(r, hash, r.Result)
 	got, err := unpackRequest(raw)
 	if err != nil {
 		t.Fatal(err)
@@ -24,7 +25,7 @@ func TestRequestRecordRoundTrip(t *testing.T) {
 	if got.ContentHash != r.ContentHash || got.Seq != r.Seq || !got.Time.Equal(r.Time) || !bytes.Equal(got.Result, r.Result) {
 		t.Errorf("round trip: %+v, want %+v", got, r)
 	}
-	if _, err := packRequest(ledger.RequestRecord{ContentHash: "not hex"}); !errors.Is(err, ledger.ErrInvalid) {
+	if _, err := contentHash(ledger.RequestRecord{ContentHash: "not hex"}); !errors.Is(err, ledger.ErrInvalid) {
 		t.Errorf("bad content hash: %v, want ErrInvalid", err)
 	}
 	if _, err := unpackRequest(raw[:requestHeader-1]); !errors.Is(err, ledger.ErrCorrupt) {
@@ -36,7 +37,7 @@ func TestRequestRecordRoundTrip(t *testing.T) {
 // must refuse a truncated one with ErrCorrupt or decode one that packs back
 // to the same bytes.
 func FuzzUnpackRequest(f *testing.F) {
-	good, _ := packRequest(ledger.RequestRecord{ContentHash: strings.Repeat("0f", 32), Result: []byte(`{}`), Seq: 1, Time: time.Unix(0, 5).UTC()})
+	good := packRequest(ledger.RequestRecord{Seq: 1, Time: time.Unix(0, 5).UTC()}, bytes.Repeat([]byte{0x0f}, 32), []byte(`{}`))
 	f.Add(good)
 	f.Add([]byte("short"))
 	f.Fuzz(func(t *testing.T, raw []byte) {
@@ -47,8 +48,11 @@ func FuzzUnpackRequest(f *testing.F) {
 			}
 			return
 		}
-		again, err := packRequest(r)
-		if err != nil || !bytes.Equal(again, raw) {
+		hash, err := contentHash(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if again := packRequest(r, hash, r.Result); !bytes.Equal(again, raw) {
 			t.Fatalf("repacking %x gave %x, %v", raw, again, err)
 		}
 	})

@@ -77,7 +77,7 @@ func holdsOldRecords(t *testing.T, file string) bool {
 	}
 	end := segmentHeader
 	for _, g := range groups {
-		end += len(appendRecord(nil, g.group, g.writes))
+		end += len(logRecord(t, nil, g.group, g.writes))
 	}
 	return end < len(data) && len(bytes.Trim(data[end:], "\x00")) > 0
 }
@@ -129,7 +129,7 @@ func TestRecycledSegmentHidesItsOldRecords(t *testing.T) {
 	w.spare = spare
 	defer w.close() // and removes the spare
 	for g := uint64(1); g <= 40; g++ {
-		if err := w.append(appendRecord(nil, g, randomWrites(rng))); err != nil {
+		if err := w.append(logRecord(t, nil, g, randomWrites(rng))); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -164,7 +164,7 @@ func TestRecycledSegmentHidesItsOldRecords(t *testing.T) {
 			break
 		}
 		writes := []write{{bucket: bucketMeta, key: []byte("k"), value: []byte{byte(g)}}}
-		if err := w.append(appendRecord(nil, g, writes)); err != nil {
+		if err := w.append(logRecord(t, nil, g, writes)); err != nil {
 			t.Fatal(err)
 		}
 		want = append(want, loggedGroup{group: g, writes: writes})

@@ -40,21 +40,24 @@ func (s *Store) sync(groups []*group) {
 	var current []*group
 	s.logBuf = s.logBuf[:0]
 	calls := 0
+	var err error
 	for _, g := range groups {
 		for _, c := range g.calls {
 			if !c.snapshot {
 				calls++ // a reader's request for a snapshot is no change
 			}
 		}
-		if g.epoch == epoch {
+		if g.epoch == epoch && err == nil {
 			current = append(current, g)
 			if len(g.writes.writes) > 0 {
-				s.logBuf = appendRecord(s.logBuf, g.writes.group, g.writes.writes)
+				// A deferred value that cannot be made fails the write
+				// as the disk failing it would: its group and those run
+				// after it are undone.
+				s.logBuf, err = appendRecord(s.logBuf, g.writes.group, g.writes.writes)
 			}
 		}
 	}
-	var err error
-	if len(s.logBuf) > 0 {
+	if err == nil && len(s.logBuf) > 0 {
 		err = s.log.append(s.logBuf)
 	}
 	durable := err == nil && len(current) > 0

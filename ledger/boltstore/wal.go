@@ -68,7 +68,7 @@ var crcTable = crc32.MakeTable(crc32.Castagnoli)
 
 // appendRecord appends a log record holding writes, the last of which
 // belongs to group.
-func appendRecord(dst []byte, group uint64, writes []write) []byte {
+func appendRecord(dst []byte, group uint64, writes []write) ([]byte, error) {
 	start := len(dst)
 	dst = append(dst, walMagic...)
 	dst = append(dst, make([]byte, 8)...) // length and checksum, below
@@ -84,17 +84,21 @@ func appendRecord(dst []byte, group uint64, writes []write) []byte {
 			dst = binary.AppendUvarint(dst, uint64(len(w.key)))
 			dst = append(dst, w.key...)
 		default:
+			value, err := w.bytes()
+			if err != nil {
+				return dst[:start], fmt.Errorf("boltstore: group %d: %s value: %w", group, w.bucket, err)
+			}
 			dst = append(dst, walPut, b)
 			dst = binary.AppendUvarint(dst, uint64(len(w.key)))
 			dst = append(dst, w.key...)
-			dst = binary.AppendUvarint(dst, uint64(len(w.value)))
-			dst = append(dst, w.value...)
+			dst = binary.AppendUvarint(dst, uint64(len(value)))
+			dst = append(dst, value...)
 		}
 	}
 	payload := dst[start+walHeader:]
 	binary.BigEndian.PutUint32(dst[start+4:], uint32(len(payload)))
 	binary.BigEndian.PutUint32(dst[start+8:], crc32.Checksum(payload, crcTable))
-	return dst
+	return dst, nil
 }
 
 // errTorn marks the end of what a log segment holds intact.

@@ -55,7 +55,7 @@ func TestLogRecordsRoundTrip(t *testing.T) {
 	var ends []int
 	for g := uint64(8); g <= 37; g++ {
 		w := randomWrites(rng)
-		data = appendRecord(data, g, w)
+		data = logRecord(t, data, g, w)
 		groups = append(groups, loggedGroup{group: g, writes: w})
 		ends = append(ends, len(data))
 	}
@@ -127,7 +127,7 @@ func sameGroup(a, b loggedGroup) bool {
 func FuzzReadRecord(f *testing.F) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	for g := range uint64(5) {
-		f.Add(appendRecord(nil, g, randomWrites(rng)))
+		f.Add(logRecord(f, nil, g, randomWrites(rng)))
 	}
 	f.Add([]byte("IWAL\x00\x00\x00\x08\x00\x00\x00\x00"))
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -135,7 +135,7 @@ func FuzzReadRecord(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if again := appendRecord(nil, group, writes); !bytes.Equal(again, b[:size]) {
+		if again := logRecord(t, nil, group, writes); !bytes.Equal(again, b[:size]) {
 			t.Fatalf("record re-encodes as %x, read from %x", again, b[:size])
 		}
 	})
@@ -334,7 +334,7 @@ func TestLogThatDoesNotFitIsRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := w.append(appendRecord(nil, last+11, []write{{bucket: bucketNodes, key: []byte("x"), value: []byte("{}")}})); err != nil {
+	if err := w.append(logRecord(t, nil, last+11, []write{{bucket: bucketNodes, key: []byte("x"), value: []byte("{}")}})); err != nil {
 		t.Fatal(err)
 	}
 	w.close()
@@ -348,4 +348,15 @@ func TestLogThatDoesNotFitIsRefused(t *testing.T) {
 	}
 	defer b.Close()
 	checkDeposits(t, b, 0)
+}
+
+// logRecord is appendRecord's record of writes that have no deferred
+// value to fail.
+func logRecord(tb testing.TB, dst []byte, group uint64, writes []write) []byte {
+	tb.Helper()
+	b, err := appendRecord(dst, group, writes)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return b
 }
