@@ -13,9 +13,9 @@ const trimBudget = 512
 // then hands the group to the syncer and goes on with the next group while
 // the syncer writes the log.
 func (s *Store) commitLoop() {
-	defer close(s.toSync)
+	defer close(s.toRecord)
 	for first := range s.calls {
-		s.toSync <- s.run(gather(first, s.calls, groupLimit(s.waiting.Load())))
+		s.toRecord <- s.run(gather(first, s.calls, groupLimit(s.waiting.Load())))
 	}
 }
 

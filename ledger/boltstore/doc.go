@@ -41,15 +41,19 @@
 //
 // # Group commit, pipelined, with a write-ahead log
 //
-// Three goroutines share the work of Update:
+// Four goroutines share the work of Update:
 //
 //   - The committer takes the calls that are waiting, at most half of all
 //     the calls in the store (groupLimit), and runs them one after another
 //     as a group, reading the file through an in-memory overlay of
 //     the writes the file does not hold yet (overlay.go, merged.go) and
-//     writing only to the overlay. It hands the group's writes to the syncer
-//     and runs the next group at once. A call that fails has its writes
-//     undone in the overlay; the others of its group are kept.
+//     writing only to the overlay. It hands the group's writes on and runs
+//     the next group at once. A call that fails has its writes undone in
+//     the overlay; the others of its group are kept. Values a call leaves
+//     to be made later (a request's answer: ledger.RequestRecord.Answer)
+//     are made by whoever needs them first, once (deferred, overlay.go).
+//   - The recorder makes each group's log record, and the deferred values
+//     in it, while the syncer writes the groups before it.
 //   - The syncer appends all the groups waiting for it to the log, as one
 //     write and one fdatasync, then publishes the state after them for
 //     readers and answers their calls: no call returns before what it
@@ -62,8 +66,9 @@
 //     log segments the file holds all of. The committer then drops those
 //     groups' entries from the overlay.
 //
-// At most syncQueue groups wait for the syncer; beyond that the committer
-// waits and calls gather into bigger groups.
+// At most syncQueue groups wait for the recorder, and as many for the
+// syncer; beyond that the committer waits and calls gather into bigger
+// groups.
 //
 // Opening a file applies the groups of the log newer than "log_applied" to
 // it (read-only, it keeps them in memory instead), so a crash loses no

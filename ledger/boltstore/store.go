@@ -28,8 +28,9 @@ const (
 // maxGroup bounds how many calls the committer runs as one group.
 const maxGroup = 1024
 
-// syncQueue bounds how many groups the committer may run ahead of the
-// syncer: past it the committer waits, and calls gather into bigger groups.
+// syncQueue bounds how many groups wait for the recorder, and how many for
+// the syncer: past them the committer waits, and calls gather into bigger
+// groups.
 const syncQueue = 2
 
 // bucketID names one of the file's buckets. Its number is how the log
@@ -136,7 +137,13 @@ type Store struct {
 	mu       sync.RWMutex // guards closed against sends on calls
 	closed   bool
 	onCommit func(calls int, d time.Duration)
+	// toRecord carries the committer's groups to the recorder, which
+	// passes them on toSync with their log records made.
+	toRecord chan *group
 	toSync   chan *group
+	// spareRecords are record buffers the syncer has copied out, for the
+	// recorder to use again.
+	spareRecords chan []byte
 	// toCheckpoint carries durable groups to the checkpointer.
 	toCheckpoint chan []*group
 	finished     chan error
@@ -212,6 +219,10 @@ type group struct {
 	epoch  uint64
 	start  time.Time
 	snap   *snapshot
+	// record is the group's log record and recordErr why it could not
+	// be made (the recorder's).
+	record    []byte
+	recordErr error
 }
 
 // pageSize is the page size of the files Open creates (a file keeps the
@@ -254,10 +265,13 @@ func Open(path string, opts Options) (*Store, error) {
 	}
 	if !s.readOnly {
 		s.calls = make(chan *call, maxGroup)
+		s.toRecord = make(chan *group, syncQueue)
 		s.toSync = make(chan *group, syncQueue)
+		s.spareRecords = make(chan []byte, syncQueue+2)
 		s.toCheckpoint = make(chan []*group, checkpointQueue)
 		s.finished = make(chan error, 1)
 		go s.commitLoop()
+		go s.recordLoop()
 		go s.syncLoop()
 		go s.checkpointLoop()
 	}
