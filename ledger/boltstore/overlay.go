@@ -139,13 +139,16 @@ func (o *overlay) get(bucket bucketID, key []byte) (e overlayEntry, found, delet
 	if e, ok := t.live.Get(overlayEntry{key: key}); ok {
 		return e, true, false
 	}
-	_, deleted = t.dead.Get(overlayEntry{key: key})
-	return e, false, deleted
+	return e, false, o.deleted(bucket, key)
 }
 
 // deleted tells whether the overlay deleted key.
 func (o *overlay) deleted(bucket bucketID, key []byte) bool {
-	_, _, deleted := o.get(bucket, key)
+	t := o.buckets[bucket]
+	if t == nil || t.dead.Len() == 0 {
+		return false
+	}
+	_, deleted := t.dead.Get(overlayEntry{key: key})
 	return deleted
 }
 
@@ -198,7 +201,11 @@ func (o *overlay) set(w write, group uint64) undo {
 		u.live, u.hadLive = t.live.DeleteHint(e, &t.liveHint)
 		u.dead, u.hadDead = t.dead.SetHint(e, &t.deadHint)
 	default:
-		u.dead, u.hadDead = t.dead.DeleteHint(e, &t.deadHint)
+		// Most buckets never delete (and resident ones keep no
+		// deletions): no search of an empty tree.
+		if t.dead.Len() > 0 {
+			u.dead, u.hadDead = t.dead.DeleteHint(e, &t.deadHint)
+		}
 		u.live, u.hadLive = t.live.SetHint(e, &t.liveHint)
 	}
 	return u
