@@ -5,18 +5,50 @@ import (
 	"time"
 )
 
-// trimBudget is about how many overlay entries the committer trims per
-// group (see overlay.trim).
+// trimBudget is about how many overlay entries the committer trims at a
+// time (see overlay.trim).
 const trimBudget = 512
+
+// trimBacklog is how many groups the overlay may hold before each group
+// trims as it starts; below it, the committer trims only while no call
+// waits. Trimming was 8% of its time, and it is idle a sixth of the time
+// under load.
+const trimBacklog = 256
 
 // commitLoop takes whatever calls are waiting and runs them as a group,
 // then hands the group to the syncer and goes on with the next group while
 // the syncer writes the log.
 func (s *Store) commitLoop() {
 	defer close(s.toRecord)
-	for first := range s.calls {
+	for {
+		var first *call
+		var open bool
+		select {
+		case first, open = <-s.calls:
+		default:
+			if s.trim() {
+				continue // and look for calls again
+			}
+			first, open = <-s.calls
+		}
+		if !open {
+			return
+		}
 		s.toRecord <- s.run(gather(first, s.calls, groupLimit(s.waiting.Load())))
 	}
+}
+
+// trim drops from the overlay up to trimBudget entries the file holds,
+// and tells whether it found any.
+func (s *Store) trim() bool {
+	applied := s.checkpointed.Load()
+	if !s.ov.canTrim(applied) {
+		return false
+	}
+	// What was trimmed is in the file: a reader of a later group's
+	// snapshot needs a file at least that new.
+	s.trimmed = max(s.trimmed, s.ov.trim(applied, trimBudget))
+	return true
 }
 
 // groupLimit is how many calls a group takes when waiting calls are in
@@ -64,9 +96,9 @@ func (s *Store) run(calls []*call) *group {
 		s.published.Store(&snapshot{group: durable, trimmed: s.trimmed, ov: s.ov.copy()})
 	}
 	s.forgetDurable()
-	// What was trimmed is in the file: a reader of this group's snapshot
-	// needs a file at least that new.
-	s.trimmed = max(s.trimmed, s.ov.trim(s.checkpointed.Load(), trimBudget))
+	if s.ov.backlog() > trimBacklog {
+		s.trim()
+	}
 	s.lastGroup++
 	g := &group{writes: groupWrites{group: s.lastGroup}, calls: calls, epoch: s.epoch, start: time.Now()}
 	// The read transaction is opened after the trim, so the file holds what

@@ -274,6 +274,15 @@ func (o *overlay) committed(g groupWrites) {
 	}
 }
 
+// canTrim tells whether the file holds groups the overlay has not dropped.
+func (o *overlay) canTrim(applied uint64) bool {
+	return len(o.pending) > 0 && o.pending[0].group <= applied
+}
+
+// backlog is how many groups' writes the overlay holds (resident buckets
+// aside).
+func (o *overlay) backlog() int { return len(o.pending) }
+
 // trim drops what the file holds now that groups up to applied are in it,
 // group by group until it has visited budget writes, and returns the
 // newest group trimmed (the overlay still holds those after it). A

@@ -137,3 +137,50 @@ func TestGroupLimit(t *testing.T) {
 		}
 	}
 }
+
+// TestIdleCommitterTrims: with fewer groups than trimBacklog in the
+// overlay, groups do not trim as they start; the committer drops what the
+// file holds while no call waits, so a store left idle after a checkpoint
+// holds nothing in its overlay but the resident buckets.
+func TestIdleCommitterTrims(t *testing.T) {
+	store := openTempStore(t)
+	const changes = 20
+	for i := range changes {
+		if err := store.Update(func(ltx ledger.Tx) error {
+			return ltx.PutRequest(ledger.RequestKey{Client: "c", ID: fmt.Sprint(i)},
+				ledger.RequestRecord{ContentHash: fmt.Sprintf("%064x", i), Result: []byte("{}"), Seq: uint64(i)})
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The backlog is read in the committer, by a call that writes
+	// nothing (and so adds no group to it).
+	backlog := func() (n int) {
+		if err := store.Update(func(ltx ledger.Tx) error {
+			n = ltx.(*tx).s.ov.backlog()
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := backlog(); n == 0 || n > trimBacklog {
+		t.Fatalf("the overlay holds %d groups right after %d changes, want some and at most %d", n, changes, trimBacklog)
+	}
+	for deadline := time.Now().Add(10 * time.Second); backlog() > 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the overlay still holds %d groups 10 s after the last change (checkpointed up to group %d)", backlog(), store.checkpointed.Load())
+		}
+	}
+	// What was dropped is read from the file.
+	if err := store.View(func(ltx ledger.Tx) error {
+		for i := range changes {
+			if _, ok, err := ltx.Request(ledger.RequestKey{Client: "c", ID: fmt.Sprint(i)}); !ok || err != nil {
+				t.Errorf("request %d is gone after the trim (%v)", i, err)
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
