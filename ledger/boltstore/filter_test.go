@@ -104,13 +104,22 @@ func TestCheckpointedKeysAreFound(t *testing.T) {
 	if err := store.flush(); err != nil {
 		t.Fatal(err)
 	}
-	// A group trims what the checkpoint wrote from the overlay: the next
-	// lookups go to the file.
-	if err := store.Update(func(ledger.Tx) error { return nil }); err != nil {
-		t.Fatal(err)
+	// The idle committer trims what the checkpoint wrote from the
+	// overlay: the next lookups go to the file. The overlay is read in
+	// the committer.
+	inOverlay := func() (held bool) {
+		if err := store.Update(func(ltx ledger.Tx) error {
+			_, held, _ = ltx.(*tx).s.ov.get(bucketRequests, requestKey(keys[0]))
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return held
 	}
-	if _, found, _ := store.ov.get(bucketRequests, requestKey(keys[0])); found {
-		t.Fatal("the overlay still holds the checkpointed request: the test would not reach the file")
+	for deadline := time.Now().Add(10 * time.Second); inOverlay(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the overlay still holds the checkpointed request: the test would not reach the file")
+		}
 	}
 	found(store, "after a checkpoint")
 	if err := store.Close(); err != nil {
