@@ -182,13 +182,21 @@ func (t *tx) Allocation(id uint64) (ledger.Allocation, bool, error) {
 }
 
 func (t *tx) PutAllocation(a ledger.Allocation, seq uint64) error {
-	raw, err := ledger.EncodeAllocation(a)
-	if err != nil {
-		return fmt.Errorf("boltstore: encode allocation %d: %w", a.ID, err)
+	if t.s == nil {
+		return bolt.ErrTxNotWritable
 	}
-	if err := t.putKept(bucketAllocations, encodeUint(a.ID), raw, a); err != nil {
-		return err
-	}
+	// Encoded off the committer (a deferred value, overlay.go): a is a
+	// copy, and what it holds (strings, decimals) does not change.
+	raw := &deferred{make: func() ([]byte, error) {
+		raw, err := ledger.EncodeAllocation(a)
+		if err != nil {
+			return nil, fmt.Errorf("boltstore: encode allocation %d: %w", a.ID, err)
+		}
+		return raw, nil
+	}}
+	id := encodeUint(a.ID)
+	t.s.record(write{bucket: bucketAllocations, key: id, later: raw})
+	t.cache.keep(bucketAllocations, id, a)
 	// The account's index (resident: reading it costs a lookup in memory)
 	// gets a key when the allocation is new, not at every change of it.
 	key := accountKey(a.Account, a.ID)
@@ -197,7 +205,8 @@ func (t *tx) PutAllocation(a ledger.Allocation, seq uint64) error {
 			return err
 		}
 	}
-	return t.putRaw(bucketHistory, historyKey(a.ID, seq), raw)
+	t.s.record(write{bucket: bucketHistory, key: historyKey(a.ID, seq), later: raw})
+	return nil
 }
 
 func (t *tx) AccountAllocations(account string) ([]ledger.Allocation, error) {
