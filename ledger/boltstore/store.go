@@ -571,7 +571,6 @@ func (s *Store) submit(c *call) error {
 	s.calls <- c
 	s.mu.RUnlock()
 	<-c.done
-	s.waiting.Add(-1)
 	return c.err
 }
 

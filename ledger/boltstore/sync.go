@@ -101,6 +101,7 @@ func (s *Store) sync(groups []*group) {
 			if c.err == nil && (err != nil || g.epoch != epoch) {
 				c.err = s.lastFailure
 			}
+			s.waiting.Add(-1)
 			close(c.done)
 		}
 	}
