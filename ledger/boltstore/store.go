@@ -171,8 +171,8 @@ type Store struct {
 
 	// The checkpointer's own: the writes of a checkpoint and the hot keys
 	// seen (lastOfHotKeys), reused from one checkpoint to the next.
-	checkpointBuf  []write
-	checkpointSeen [numBuckets]map[string]bool
+	checkpointBuf, checkpointSorted []write
+	checkpointSeen                  [numBuckets]map[string]bool
 
 	// The syncer's own.
 	log         *logWriter

@@ -45,6 +45,13 @@ func TestLastOfHotKeysLeavesWhatAllWritesLeave(t *testing.T) {
 		if got, want := applyToModel(kept), applyToModel(all); !maps.Equal(got, want) {
 			t.Fatalf("seed %d: the checkpoint's writes leave %v, all writes leave %v", seed, got, want)
 		}
+		sorted := byBucket(nil, kept)
+		if got, want := applyToModel(sorted), applyToModel(all); !maps.Equal(got, want) {
+			t.Fatalf("seed %d: the checkpoint's writes bucket by bucket leave %v, all writes leave %v", seed, got, want)
+		}
+		if len(sorted) != len(kept) || !slices.IsSortedFunc(sorted, func(a, b write) int { return int(a.bucket) - int(b.bucket) }) {
+			t.Fatalf("seed %d: %d writes not ordered bucket by bucket, from %d", seed, len(sorted), len(kept))
+		}
 		repeated := map[string]bool{}
 		for _, w := range kept {
 			if !w.seq && !residentBuckets[w.bucket] {
