@@ -695,3 +695,30 @@ func TestNewPolicyChargesAtOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestTimesPastYear9999AreRefused: a deposit or a lien whose times JSON
+// cannot hold (past year 9999) is refused in its own call, with nothing
+// written, and the bank goes on. The store encodes an allocation's record
+// and a request's answer after the call (deferred values, which fail a
+// whole group); this holds because the same times are encoded first in
+// the call, in its request or its journal entry.
+func TestTimesPastYear9999AreRefused(t *testing.T) {
+	s := newSite(t)
+	s.MustDeposit("chem", "1000000", time.Time{})
+	entries := s.JournalLen()
+	if _, err := s.Deposit(s.Req(), ledger.DepositSpec{Account: "chem", Amount: dec("100"), End: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)}); err == nil {
+		t.Error("a deposit ending in year 10000 was accepted")
+	}
+	far := lien.PlaceSpec{Job: job("far"), User: "amy", Request: withStart(request(4, 24*3600), time.Date(9999, 12, 31, 12, 0, 0, 0, time.UTC))}
+	if _, err := s.lb.Place(s.Req(), far); err == nil {
+		t.Error("a lien expiring in year 10000 was placed")
+	}
+	if n := s.JournalLen(); n != entries {
+		t.Errorf("the refusals wrote %d journal entries", n-entries)
+	}
+	s.MustDeposit("chem", "5", time.Time{})
+	if _, err := s.lb.Place(s.Req(), lien.PlaceSpec{Job: job("next"), User: "amy", Request: withStart(request(4, 3600), s.Clock.Now())}); err != nil {
+		t.Fatalf("a lien after the refusals: %v", err)
+	}
+	s.MustAudit()
+}

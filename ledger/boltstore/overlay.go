@@ -85,11 +85,14 @@ func (w write) bytes() ([]byte, error) {
 }
 
 // A deferred value is a put's value made after its call, by whoever needs
-// its bytes first: the syncer writing the log, nearly always, or the
-// committer reading the key again (a retry of a request on its way to the
-// disk). A request's answer is stored so (ledger.RequestRecord.Answer):
-// encoding the two answers of a lien and its charge was 3 us of the
-// committer's 40 per cycle.
+// its bytes first: the recorder making the log record, nearly always, or
+// the committer reading the key again (a retry of a request on its way to
+// the disk). Requests' answers (ledger.RequestRecord.Answer), allocation
+// records and running sums are stored so: encoding them was a tenth of
+// the committer's time. What they encode is encoded in the call first (in
+// its request or journal entry), so that an unencodable value is refused
+// in its own call (TestTimesPastYear9999AreRefused in package lien); one
+// that still failed here would fail its group like a failed disk write.
 type deferred struct {
 	once  sync.Once
 	make  func() ([]byte, error)
