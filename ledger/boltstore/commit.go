@@ -5,10 +5,6 @@ import (
 	"time"
 )
 
-// trimBudget is about how many overlay entries the committer trims at a
-// time (see overlay.trim).
-const trimBudget = 512
-
 // trimBacklog is how many groups the overlay may hold before each group
 // trims as it starts; below it, the committer trims only while no call
 // waits. Trimming was 8% of its time, and it is idle a sixth of the time
@@ -38,8 +34,8 @@ func (s *Store) commitLoop() {
 	}
 }
 
-// trim drops from the overlay up to trimBudget entries the file holds,
-// and tells whether it found any.
+// trim drops from the overlay the entries the file holds, and tells
+// whether it found any.
 func (s *Store) trim() bool {
 	applied := s.checkpointed.Load()
 	if !s.ov.canTrim(applied) {
@@ -47,7 +43,7 @@ func (s *Store) trim() bool {
 	}
 	// What was trimmed is in the file: a reader of a later group's
 	// snapshot needs a file at least that new.
-	s.trimmed = max(s.trimmed, s.ov.trim(applied, trimBudget))
+	s.trimmed = max(s.trimmed, s.ov.trim(applied))
 	return true
 }
 

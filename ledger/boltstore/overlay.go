@@ -286,30 +286,70 @@ func (o *overlay) canTrim(applied uint64) bool {
 // aside).
 func (o *overlay) backlog() int { return len(o.pending) }
 
-// trim drops what the file holds now that groups up to applied are in it,
-// group by group until it has visited budget writes, and returns the
-// newest group trimmed (the overlay still holds those after it). A
-// checkpoint covers hundreds of groups; trimming them all at once stopped
-// the committer for tens of milliseconds, so it is spread over the groups
-// that follow.
-func (o *overlay) trim(applied uint64, budget int) uint64 {
-	n, trimmed := 0, uint64(0)
-	for _, g := range o.pending {
-		if g.group > applied || budget <= 0 {
-			break
+// trim drops what the file holds now that groups up to applied are in it
+// and returns applied. A tree that loses many of its entries is rebuilt
+// from those it keeps (appended in order, bulk-loading the new tree: about
+// a tenth of what deleting a key costs) and one that loses few has them
+// deleted key by key: deleting each trimmed write's key took a tenth of
+// the committer's time, and rebuilding costs in proportion to the tree,
+// which holds about two checkpoints' writes in steady state, so a trim
+// stops the committer for a fraction of a millisecond.
+func (o *overlay) trim(applied uint64) uint64 {
+	n := 0
+	var trimmed [numBuckets][2]int // each bucket's trimmed writes, live and dead
+	for n < len(o.pending) && o.pending[n].group <= applied {
+		for _, w := range o.pending[n].writes {
+			if !w.seq && !residentBuckets[w.bucket] {
+				trimmed[w.bucket][deadIndex(w.deleted)]++
+			}
 		}
 		n++
-		budget -= len(g.writes)
-		trimmed = g.group
+	}
+	var rebuilt [numBuckets][2]bool
+	for b, counts := range trimmed {
+		t := o.buckets[b]
+		if counts[0] > 0 && counts[0]*rebuildFraction >= t.live.Len() {
+			t.live, t.liveHint = withoutTrimmed(t.live, applied), btree.PathHint{}
+			rebuilt[b][0] = true
+		}
+		if counts[1] > 0 && counts[1]*rebuildFraction >= t.dead.Len() {
+			t.dead, t.deadHint = withoutTrimmed(t.dead, applied), btree.PathHint{}
+			rebuilt[b][1] = true
+		}
+	}
+	for _, g := range o.pending[:n] {
 		for _, w := range g.writes {
-			o.trimWrite(w, applied)
+			if w.seq || !rebuilt[w.bucket][deadIndex(w.deleted)] {
+				o.trimWrite(w, applied)
+			}
 		}
 	}
 	o.pending = o.pending[n:]
-	if len(o.pending) == 0 || o.pending[0].group > applied {
-		return applied // nothing up to applied is left
+	return applied
+}
+
+// rebuildFraction: a tree is rebuilt when at least this fraction of its
+// entries (one in rebuildFraction) are trimmed; below it, deleting them
+// one by one costs less.
+const rebuildFraction = 8
+
+func deadIndex(deleted bool) int {
+	if deleted {
+		return 1
 	}
-	return trimmed
+	return 0
+}
+
+// withoutTrimmed is a new tree of tr's entries written after applied.
+func withoutTrimmed(tr *btree.BTreeG[overlayEntry], applied uint64) *btree.BTreeG[overlayEntry] {
+	kept := newTree()
+	tr.Scan(func(e overlayEntry) bool {
+		if e.group > applied {
+			kept.Load(e)
+		}
+		return true
+	})
+	return kept
 }
 
 func (o *overlay) trimWrite(w write, applied uint64) {
