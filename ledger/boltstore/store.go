@@ -173,6 +173,7 @@ type Store struct {
 	// seen (lastOfHotKeys), reused from one checkpoint to the next.
 	checkpointBuf, checkpointSorted []write
 	checkpointSeen                  [numBuckets]map[string]bool
+	checkpointSeenIDs               [numBuckets]map[uint64]bool
 
 	// The syncer's own.
 	log         *logWriter
