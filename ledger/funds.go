@@ -3,6 +3,7 @@ package ledger
 import (
 	"cmp"
 	"fmt"
+	"github.com/ingot-hpc/ingot/internal/decimals"
 	"slices"
 	"time"
 
@@ -227,8 +228,8 @@ func (w *Writer) Move(e Entry, allocs []Allocation, deltas []Delta) (Receipt, er
 	}
 	for _, d := range deltas {
 		a := byID[d.Allocation]
-		a.Amount = a.Amount.Add(d.Amount)
-		a.Deposited = a.Deposited.Add(d.Deposited)
+		a.Amount = decimals.Add(a.Amount, d.Amount)
+		a.Deposited = decimals.Add(a.Deposited, d.Deposited)
 		byID[d.Allocation] = a
 	}
 	changed := make([]Allocation, len(order))

@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"fmt"
+	"github.com/ingot-hpc/ingot/internal/decimals"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -19,7 +20,7 @@ func reservedAt(tx Tx, account string, t time.Time, own *Lien) (map[uint64]decim
 		return reserved, err
 	}
 	for _, h := range own.Holds {
-		reserved[h.Allocation] = reserved[h.Allocation].Sub(h.Amount)
+		reserved[h.Allocation] = decimals.Sub(reserved[h.Allocation], h.Amount)
 	}
 	return reserved, nil
 }
@@ -99,13 +100,13 @@ func (w *Writer) funds(account string, usable func(Allocation) bool, own *Lien) 
 }
 
 // free is what allocation a holds beyond others' liens (may be negative).
-func (f Funds) free(a Allocation) decimal.Decimal { return a.Amount.Sub(f.Reserved[a.ID]) }
+func (f Funds) free(a Allocation) decimal.Decimal { return decimals.Sub(a.Amount, f.Reserved[a.ID]) }
 
 // Available is Gold's Available over these allocations.
 func (f Funds) Available() decimal.Decimal {
 	total := decimal.Zero
 	for _, a := range f.Allocations {
-		total = total.Add(f.free(a)).Add(a.CreditLimit)
+		total = decimals.Add(decimals.Add(total, f.free(a)), a.CreditLimit)
 	}
 	return total
 }
@@ -118,7 +119,9 @@ func (f Funds) take(amount decimal.Decimal) ([]Hold, decimal.Decimal) {
 	need := amount
 	for _, room := range []func(Allocation) decimal.Decimal{
 		f.free,
-		func(a Allocation) decimal.Decimal { return a.CreditLimit.Add(decimal.Min(f.free(a), decimal.Zero)) },
+		func(a Allocation) decimal.Decimal {
+			return decimals.Add(a.CreditLimit, decimal.Min(f.free(a), decimal.Zero))
+		},
 	} {
 		for _, a := range f.Allocations {
 			if !need.IsPositive() {
@@ -126,8 +129,8 @@ func (f Funds) take(amount decimal.Decimal) ([]Hold, decimal.Decimal) {
 			}
 			if r := room(a); r.IsPositive() {
 				t := decimal.Min(r, need)
-				taken[a.ID] = taken[a.ID].Add(t)
-				need = need.Sub(t)
+				taken[a.ID] = decimals.Add(taken[a.ID], t)
+				need = decimals.Sub(need, t)
 			}
 		}
 	}
@@ -169,7 +172,7 @@ func (f Funds) Debit(amount decimal.Decimal) (debits []Hold, overdrawn decimal.D
 			debits = append([]Hold{{Allocation: first, Amount: decimal.Zero}}, debits...)
 			i = 0
 		}
-		debits[i].Amount = debits[i].Amount.Add(overdrawn)
+		debits[i].Amount = decimals.Add(debits[i].Amount, overdrawn)
 	}
 	return debits, overdrawn, nil
 }

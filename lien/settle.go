@@ -3,6 +3,7 @@ package lien
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/ingot-hpc/ingot/internal/decimals"
 
 	"github.com/shopspring/decimal"
 
@@ -180,14 +181,14 @@ func (b *Bank) settle(w *ledger.Writer, c ledger.Charge, lien *ledger.Lien, rec 
 	res := ChargeResult{Overran: decimal.Zero, Released: decimal.Zero}
 	if lien != nil {
 		l := *lien
-		l.Charged = l.Charged.Add(amount)
+		l.Charged = decimals.Add(l.Charged, amount)
 		if c.Final {
-			res.Released = decimal.Max(l.Amount.Sub(amount), decimal.Zero)
+			res.Released = decimal.Max(decimals.Sub(l.Amount, amount), decimal.Zero)
 			l.State = ledger.LienSettled
 		} else {
-			res.Overran = decimal.Max(amount.Sub(l.Amount), decimal.Zero)
+			res.Overran = decimal.Max(decimals.Sub(amount, l.Amount), decimal.Zero)
 			l.Holds = shrink(l.Holds, c.Debits, decimal.Min(amount, l.Amount))
-			l.Amount = decimal.Max(l.Amount.Sub(amount), decimal.Zero)
+			l.Amount = decimal.Max(decimals.Sub(l.Amount, amount), decimal.Zero)
 		}
 		res.Lien = &l
 	}
@@ -214,7 +215,7 @@ func shrink(holds, debits []ledger.Hold, by decimal.Decimal) []ledger.Hold {
 	copy(out, holds)
 	debited := map[uint64]decimal.Decimal{}
 	for _, d := range debits {
-		debited[d.Allocation] = debited[d.Allocation].Add(d.Amount)
+		debited[d.Allocation] = decimals.Add(debited[d.Allocation], d.Amount)
 	}
 	for _, firstPass := range []bool{true, false} {
 		for i := range out {
@@ -225,8 +226,8 @@ func shrink(holds, debits []ledger.Hold, by decimal.Decimal) []ledger.Hold {
 			if firstPass {
 				take = decimal.Min(take, debited[out[i].Allocation])
 			}
-			out[i].Amount = out[i].Amount.Sub(take)
-			by = by.Sub(take)
+			out[i].Amount = decimals.Sub(out[i].Amount, take)
+			by = decimals.Sub(by, take)
 		}
 	}
 	kept := out[:0]

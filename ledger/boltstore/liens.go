@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"encoding/binary"
 	"fmt"
+	"github.com/ingot-hpc/ingot/internal/decimals"
 	"slices"
 	"time"
 
@@ -120,7 +121,7 @@ func (t *tx) addSums(bucket bucketID, account, project string, holds []ledger.Ho
 		// than a map made for the purpose.
 		i := slices.IndexFunc(sums, func(s ledger.Hold) bool { return s.Allocation == h.Allocation })
 		if i >= 0 {
-			sums[i].Amount = sums[i].Amount.Add(delta)
+			sums[i].Amount = decimals.Add(sums[i].Amount, delta)
 		} else {
 			sums = append(sums, ledger.Hold{Allocation: h.Allocation, Amount: delta})
 		}
@@ -236,10 +237,10 @@ func (t *tx) ReservedTotal(account string, at time.Time) (map[uint64]decimal.Dec
 	}
 	reserved := make(map[uint64]decimal.Decimal, len(total))
 	for _, h := range total {
-		reserved[h.Allocation] = reserved[h.Allocation].Add(h.Amount)
+		reserved[h.Allocation] = decimals.Add(reserved[h.Allocation], h.Amount)
 	}
 	err = t.expiredHolds(account, at, func(_ string, h ledger.Hold) {
-		reserved[h.Allocation] = reserved[h.Allocation].Sub(h.Amount)
+		reserved[h.Allocation] = decimals.Sub(reserved[h.Allocation], h.Amount)
 	})
 	return reserved, err
 }
