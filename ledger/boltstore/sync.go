@@ -229,6 +229,12 @@ func byBucket(dst, writes []write) []write {
 	return dst
 }
 
+// rewrittenByID are the buckets keyed by an id whose records are written
+// again and again (lastOfHotKeys): a set of ids finds the repeats for a
+// fraction of what a set of strings did (session 8 found that one cost
+// what the puts it saved did).
+var rewrittenByID = [numBuckets]bool{bucketLiens: true, bucketAllocations: true}
+
 // lastOfHotKeys is the groups' writes, in their order, less those that a
 // later write of the same key overrides among the keys written over and
 // over: the resident buckets' (the journal head, an account's running sums
@@ -240,12 +246,6 @@ func byBucket(dst, writes []write) []write {
 // buckets' keys are new nearly every time (journal entries, requests,
 // charges), and finding their repeats would cost more than writing them
 // twice.
-// rewrittenByID are the buckets keyed by an id whose records are written
-// again and again (lastOfHotKeys): a set of ids finds the repeats for a
-// fraction of what a set of strings did (session 8 found that one cost
-// what the puts it saved did).
-var rewrittenByID = [numBuckets]bool{bucketLiens: true, bucketAllocations: true}
-
 func (s *Store) lastOfHotKeys(groups []*group) []write {
 	n := 0
 	for _, g := range groups {
