@@ -14,12 +14,13 @@ import (
 // TestLastOfHotKeysLeavesWhatAllWritesLeave: applying the writes a
 // checkpoint keeps leaves every key and sequence as applying all the
 // groups' writes in order does, on random puts, deletions and sequences
-// over few keys of resident and other buckets (so that keys are written
+// over few keys of resident, id-keyed (liens, allocations) and other
+// buckets (so that keys are written
 // many times over), with the same checkpointer state reused from one
 // checkpoint to the next.
 func TestLastOfHotKeysLeavesWhatAllWritesLeave(t *testing.T) {
 	s := &Store{}
-	buckets := []bucketID{bucketMeta, bucketLiensActive, bucketReserved, bucketLiens, bucketJournal}
+	buckets := []bucketID{bucketMeta, bucketLiensActive, bucketReserved, bucketLiens, bucketAllocations, bucketJournal}
 	for seed := range uint64(300) {
 		rng := rand.New(rand.NewPCG(seed, 3))
 		var groups []*group
@@ -28,6 +29,9 @@ func TestLastOfHotKeysLeavesWhatAllWritesLeave(t *testing.T) {
 			gw := groupWrites{group: uint64(g + 1)}
 			for range rng.IntN(30) {
 				w := write{bucket: buckets[rng.IntN(len(buckets))], key: []byte(fmt.Sprint("k", rng.IntN(4)))}
+				if rewrittenByID[w.bucket] {
+					w.key = encodeUint(uint64(rng.IntN(4)))
+				}
 				switch rng.IntN(4) {
 				case 0:
 					w.deleted = true
@@ -54,7 +58,7 @@ func TestLastOfHotKeysLeavesWhatAllWritesLeave(t *testing.T) {
 		}
 		repeated := map[string]bool{}
 		for _, w := range kept {
-			if !w.seq && !residentBuckets[w.bucket] {
+			if !w.seq && !residentBuckets[w.bucket] && !rewrittenByID[w.bucket] {
 				continue
 			}
 			id := fmt.Sprintf("%s/%s/%v", w.bucket, w.key, w.seq)
