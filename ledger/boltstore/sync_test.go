@@ -15,9 +15,8 @@ import (
 // checkpoint keeps leaves every key and sequence as applying all the
 // groups' writes in order does, on random puts, deletions and sequences
 // over few keys of resident, id-keyed (liens, allocations) and other
-// buckets (so that keys are written
-// many times over), with the same checkpointer state reused from one
-// checkpoint to the next.
+// buckets (so that keys are written many times over), with the same
+// checkpointer state reused from one checkpoint to the next.
 func TestLastOfHotKeysLeavesWhatAllWritesLeave(t *testing.T) {
 	s := &Store{}
 	buckets := []bucketID{bucketMeta, bucketLiensActive, bucketReserved, bucketLiens, bucketAllocations, bucketJournal}
