@@ -113,17 +113,17 @@ func (t *tx) addSums(bucket bucketID, account, project string, holds []ledger.Ho
 	// A new slice: the cache hands out the one it keeps, not a copy.
 	sums := append(make([]ledger.Hold, 0, len(old)+len(holds)), old...)
 	for _, h := range holds {
-		delta := h.Amount
-		if sign < 0 {
-			delta = delta.Neg()
-		}
 		// An account has few allocations: a walk finds a hold's sooner
 		// than a map made for the purpose.
 		i := slices.IndexFunc(sums, func(s ledger.Hold) bool { return s.Allocation == h.Allocation })
-		if i >= 0 {
-			sums[i].Amount = decimals.Add(sums[i].Amount, delta)
+		if i < 0 {
+			i = len(sums)
+			sums = append(sums, ledger.Hold{Allocation: h.Allocation})
+		}
+		if sign < 0 {
+			sums[i].Amount = decimals.Sub(sums[i].Amount, h.Amount)
 		} else {
-			sums = append(sums, ledger.Hold{Allocation: h.Allocation, Amount: delta})
+			sums[i].Amount = decimals.Add(sums[i].Amount, h.Amount)
 		}
 	}
 	kept := sums[:0]
