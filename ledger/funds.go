@@ -3,11 +3,12 @@ package ledger
 import (
 	"cmp"
 	"fmt"
-	"github.com/ingot-hpc/ingot/internal/decimals"
 	"slices"
 	"time"
 
 	"github.com/shopspring/decimal"
+
+	"github.com/ingot-hpc/ingot/internal/decimals"
 )
 
 // DepositSpec is a deposit: into a new allocation (Allocation = 0) with the

@@ -2,10 +2,11 @@ package ledger
 
 import (
 	"fmt"
-	"github.com/ingot-hpc/ingot/internal/decimals"
 	"time"
 
 	"github.com/shopspring/decimal"
+
+	"github.com/ingot-hpc/ingot/internal/decimals"
 )
 
 // ErrNoAllocation marks a charge or lien for which no allocation exists at

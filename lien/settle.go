@@ -3,11 +3,11 @@ package lien
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/ingot-hpc/ingot/internal/decimals"
 
 	"github.com/shopspring/decimal"
 
 	"github.com/ingot-hpc/ingot/charge"
+	"github.com/ingot-hpc/ingot/internal/decimals"
 	"github.com/ingot-hpc/ingot/ledger"
 )
 

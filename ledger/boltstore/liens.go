@@ -5,12 +5,12 @@ import (
 	"cmp"
 	"encoding/binary"
 	"fmt"
-	"github.com/ingot-hpc/ingot/internal/decimals"
 	"slices"
 	"time"
 
 	"github.com/shopspring/decimal"
 
+	"github.com/ingot-hpc/ingot/internal/decimals"
 	"github.com/ingot-hpc/ingot/internal/jsonbuf"
 	"github.com/ingot-hpc/ingot/ledger"
 )
