@@ -116,29 +116,29 @@ func (f Funds) Available() decimal.Decimal {
 // then its credit limit, each pass in debit order. It returns what is
 // left when both passes are exhausted.
 func (f Funds) take(amount decimal.Decimal) ([]Hold, decimal.Decimal) {
-	taken := map[uint64]decimal.Decimal{}
+	// What is taken from each allocation, by its place in f.Allocations.
+	taken := make([]decimal.Decimal, len(f.Allocations))
 	need := amount
-	for _, room := range []func(Allocation) decimal.Decimal{
-		f.free,
-		func(a Allocation) decimal.Decimal {
-			return decimals.Add(a.CreditLimit, decimal.Min(f.free(a), decimal.Zero))
-		},
-	} {
-		for _, a := range f.Allocations {
+	for _, credit := range []bool{false, true} {
+		for i, a := range f.Allocations {
 			if !need.IsPositive() {
 				break
 			}
-			if r := room(a); r.IsPositive() {
-				t := decimal.Min(r, need)
-				taken[a.ID] = decimals.Add(taken[a.ID], t)
+			room := f.free(a)
+			if credit {
+				room = decimals.Add(a.CreditLimit, decimal.Min(room, decimal.Zero))
+			}
+			if room.IsPositive() {
+				t := decimal.Min(room, need)
+				taken[i] = decimals.Add(taken[i], t)
 				need = decimals.Sub(need, t)
 			}
 		}
 	}
 	var holds []Hold
-	for _, a := range f.Allocations {
-		if t, ok := taken[a.ID]; ok {
-			holds = append(holds, Hold{Allocation: a.ID, Amount: t})
+	for i, a := range f.Allocations {
+		if !taken[i].IsZero() {
+			holds = append(holds, Hold{Allocation: a.ID, Amount: taken[i]})
 		}
 	}
 	return holds, need
