@@ -57,10 +57,10 @@ func forgetPanic[T any](ahead *T) {
 	}
 }
 
-// chargeAhead is a charge's price made ahead.
+// chargeAhead is a charge's price, and its detail, made ahead.
 type chargeAhead struct {
 	pr     pricing
-	amount charge.Amount
+	priced pricedCharge
 	ok     bool
 }
 
@@ -70,17 +70,17 @@ func (b *Bank) priceChargeAhead(spec ChargeSpec) (ahead chargeAhead) {
 	if !ok {
 		return chargeAhead{}
 	}
-	amount, err := pr.rates.Price(pr.policy, pr.shape, chargeUsage(spec))
-	return chargeAhead{pr: pr, amount: amount, ok: err == nil}
+	priced, err := priceCharge(pr, pr.policy, chargeUsage(spec), spec.Reservation)
+	return chargeAhead{pr: pr, priced: priced, ok: err == nil}
 }
 
-// price is the charge's price under pr for its usage (chargeUsage of the
-// same spec): the one made ahead if it was made with pr.
-func (a chargeAhead) price(pr pricing, usage charge.Usage) (charge.Amount, error) {
+// price is spec's charge priced under pr, with its detail: the one made
+// ahead if it was made with pr (the rest of the detail is spec's own).
+func (a chargeAhead) price(pr pricing, spec ChargeSpec) (pricedCharge, error) {
 	if a.ok && a.pr == pr {
-		return a.amount, nil
+		return a.priced, nil
 	}
-	return pr.rates.Price(pr.policy, pr.shape, usage)
+	return priceCharge(pr, pr.policy, chargeUsage(spec), spec.Reservation)
 }
 
 // quoteAhead is a lien's quote made ahead.

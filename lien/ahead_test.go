@@ -7,6 +7,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/ingot-hpc/ingot/charge"
+	"github.com/ingot-hpc/ingot/ledger"
 )
 
 // TestPricedAheadOnlyWhenTheSame: the writer takes a charge's price or a
@@ -30,7 +31,8 @@ func TestPricedAheadOnlyWhenTheSame(t *testing.T) {
 	request := charge.Request{Resources: charge.Resources{Processors: 2}, WallclockLimitSeconds: 60, Start: start}
 	// A price no pricing gives, so that its use shows.
 	mark := charge.Amount{Credits: decimal.NewFromInt(-1)}
-	charged := chargeAhead{pr: pr, amount: mark, ok: true}
+	charged := chargeAhead{pr: pr, priced: pricedCharge{amount: mark}, ok: true}
+	spec := ChargeSpec{Usage: usage}
 	quotedAhead := quoteAhead{pr: pr, request: request, amount: mark, ok: true}
 	for _, tc := range []struct {
 		what      string
@@ -44,14 +46,14 @@ func TestPricedAheadOnlyWhenTheSame(t *testing.T) {
 		{"another shape", pricing{rates: table, policy: pr.policy, shape: charge.Shape{Cores: 64}}, start, false},
 		{"a guaranteed quote's pricing", quoted, start, false},
 	} {
-		got, err := charged.price(tc.now, usage)
+		priced, err := charged.price(tc.now, spec)
 		if err != nil {
 			t.Fatalf("%s: %v", tc.what, err)
 		}
-		if usedAhead := got.Credits.Equal(mark.Credits); usedAhead != tc.usesAhead {
-			t.Errorf("charge, %s: price %s; the price made ahead used: %v, want %v", tc.what, got.Credits, usedAhead, tc.usesAhead)
+		if usedAhead := priced.amount.Credits.Equal(mark.Credits); usedAhead != tc.usesAhead {
+			t.Errorf("charge, %s: price %s; the price made ahead used: %v, want %v", tc.what, priced.amount.Credits, usedAhead, tc.usesAhead)
 		}
-		got, err = quotedAhead.quote(tc.now, request)
+		got, err := quotedAhead.quote(tc.now, request)
 		if err != nil {
 			t.Fatalf("%s: %v", tc.what, err)
 		}
@@ -64,11 +66,48 @@ func TestPricedAheadOnlyWhenTheSame(t *testing.T) {
 	if got, err := quotedAhead.quote(pr, later); err != nil || got.Credits.Equal(mark.Credits) {
 		t.Errorf("a quote made ahead for another start was used: %s %v", got.Credits, err)
 	}
-	if got, err := (chargeAhead{}).price(pr, usage); err != nil || !got.Credits.Equal(decimal.NewFromInt(20)) {
-		t.Errorf("nothing priced ahead: %s %v; want 20 (2 processors × 10 s)", got.Credits, err)
+	if got, err := (chargeAhead{}).price(pr, spec); err != nil || !got.amount.Credits.Equal(decimal.NewFromInt(20)) {
+		t.Errorf("nothing priced ahead: %s %v; want 20 (2 processors × 10 s)", got.amount.Credits, err)
 	}
 	if got, err := (quoteAhead{}).quote(pr, request); err != nil || !got.Credits.Equal(decimal.NewFromInt(120)) {
 		t.Errorf("nothing quoted ahead: %s %v; want 120 (2 processors × 60 s)", got.Credits, err)
+	}
+}
+
+// TestChargeDetailMadeAheadIsTheWriters: a charge's detail made in the
+// caller's goroutine is the one the writer would make for the same spec:
+// its usage as priced (an incremental charge's as still running), its
+// reservation and the price's explanation.
+func TestChargeDetailMadeAheadIsTheWriters(t *testing.T) {
+	table, err := charge.DefaultRateTable().Compile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr := pricing{rates: table, policy: charge.DebitSuccessfulWC, shape: charge.Shape{Cores: 32}}
+	var b Bank
+	keep(&b.last.charges, "hpc1", pr)
+	start := time.Date(2026, 1, 5, 9, 0, 0, 0, time.UTC)
+	usage := charge.Usage{Resources: charge.Resources{Processors: 2}, WallclockSeconds: 10, WallclockLimitSeconds: 60, Start: start, State: charge.Completed}
+	for _, spec := range []ChargeSpec{
+		{Job: Job{Machine: "hpc1", ID: "1"}, Usage: usage},
+		{Job: Job{Machine: "hpc1", ID: "2"}, Usage: usage, Incremental: true},
+		{Job: Job{Machine: "hpc1", ID: "3"}, Usage: usage, Reservation: "night"},
+	} {
+		ahead := b.priceChargeAhead(spec)
+		if !ahead.ok {
+			t.Fatalf("job %s: nothing priced ahead", spec.ID)
+		}
+		writers, err := (chargeAhead{}).price(pr, spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(ahead.priced.detail) != string(writers.detail) || !ahead.priced.amount.Credits.Equal(writers.amount.Credits) {
+			t.Errorf("job %s: made ahead %s (%s), by the writer %s (%s)", spec.ID, ahead.priced.detail, ahead.priced.amount.Credits, writers.detail, writers.amount.Credits)
+		}
+		d, err := ExplanationOf(ledger.Charge{Detail: writers.detail})
+		if err != nil || d.Subject != "charge" || len(d.Items) == 0 {
+			t.Errorf("job %s: the detail %s does not explain the charge: %+v %v", spec.ID, writers.detail, d, err)
+		}
 	}
 }
 

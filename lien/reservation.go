@@ -178,18 +178,18 @@ func (b *Bank) chargeIdle(w *ledger.Writer, r *Reservation, from time.Time, seco
 	}
 	usage := charge.Usage{Resources: charge.Resources{Processors: r.Processors}, WallclockSeconds: seconds, CPUSeconds: idle,
 		Start: from, End: from.Add(time.Duration(seconds) * time.Second), State: charge.Completed}
-	amount, err := pr.rates.Price(charge.DebitAllCPU, pr.shape, usage)
+	priced, err := priceCharge(pr, charge.DebitAllCPU, usage, r.Name)
 	if err != nil {
-		return ChargeResult{}, fmt.Errorf("%w: idle charge of reservation %s: %v", ledger.ErrInvalid, r.Name, err)
+		return ChargeResult{}, fmt.Errorf("idle charge of reservation %s: %w", r.Name, err)
 	}
-	r.Charged = r.Charged.Add(amount.Credits)
+	r.Charged = r.Charged.Add(priced.amount.Credits)
 	rec, err := recordOf(recordReservation, r.Name, *r)
 	if err != nil {
 		return ChargeResult{}, err
 	}
 	c := ledger.Charge{JobRef: ledger.JobRef{JobID: fmt.Sprintf("reservation/%s/%d", r.Name, r.Flushes), Machine: r.Machine,
 		Project: p.project.Name, Account: p.project.Account(), User: p.user.Name}, Final: true, Time: w.Now()}
-	return b.settle(w, c, nil, rec, chargeDetail{Usage: usage, Reservation: r.Name, Explanation: amount.Explanation}, amount.Credits)
+	return b.settle(w, c, nil, rec, priced)
 }
 
 // recordJobInReservation adds a charged job's run to its reservation, so

@@ -80,9 +80,9 @@ func (b *Bank) Charge(req ledger.Request, spec ChargeSpec) (ChargeResult, error)
 		if lien != nil {
 			keep(&b.last.charges, spec.Machine, terms.pr)
 		}
-		amount, err := ahead.price(terms.pr, usage)
+		priced, err := ahead.price(terms.pr, spec)
 		if err != nil {
-			return ChargeResult{}, fmt.Errorf("%w: charge for job %s: %v", ledger.ErrInvalid, spec.ID, err)
+			return ChargeResult{}, fmt.Errorf("charge for job %s: %w", spec.ID, err)
 		}
 		c.JobID, c.Machine, c.Final, c.Time = spec.ID, spec.Machine, !spec.Incremental, w.Now()
 		var rec *ledger.Record
@@ -91,7 +91,7 @@ func (b *Bank) Charge(req ledger.Request, spec ChargeSpec) (ChargeResult, error)
 				return ChargeResult{}, fmt.Errorf("charge for job %s: %w", spec.ID, err)
 			}
 		}
-		return b.settle(w, c, lien, rec, chargeDetail{Usage: usage, Reservation: spec.Reservation, Explanation: amount.Explanation}, amount.Credits)
+		return b.settle(w, c, lien, rec, priced)
 	})
 }
 
@@ -156,9 +156,32 @@ func (b *Bank) chargeTerms(tx ledger.Tx, spec ChargeSpec) (chargeTerms, error) {
 	return t, nil
 }
 
-// settle debits amount for charge c (its identity filled in), updates the
-// lien and journals both, and rec if not nil, in one entry.
-func (b *Bank) settle(w *ledger.Writer, c ledger.Charge, lien *ledger.Lien, rec *ledger.Record, d chargeDetail, amount decimal.Decimal) (ChargeResult, error) {
+// pricedCharge is a charge's price and its detail, encoded as the charge
+// keeps it.
+type pricedCharge struct {
+	amount charge.Amount
+	detail []byte
+}
+
+// priceCharge prices usage under pr and encodes the charge's detail. Errors
+// are ledger.ErrInvalid: the usage cannot be priced.
+func priceCharge(pr pricing, policy charge.Policy, usage charge.Usage, reservation string) (pricedCharge, error) {
+	amount, err := pr.rates.Price(policy, pr.shape, usage)
+	if err != nil {
+		return pricedCharge{}, fmt.Errorf("%w: %v", ledger.ErrInvalid, err)
+	}
+	detail, err := chargeDetail{Usage: usage, Reservation: reservation, Explanation: amount.Explanation}.AppendJSON(chargeDetailSize.Buf())
+	if err != nil {
+		return pricedCharge{}, fmt.Errorf("%w: encode charge detail: %v", ledger.ErrInvalid, err)
+	}
+	chargeDetailSize.Note(detail)
+	return pricedCharge{amount: amount, detail: detail}, nil
+}
+
+// settle debits what p priced for charge c (its identity filled in),
+// updates the lien and journals both, and rec if not nil, in one entry.
+func (b *Bank) settle(w *ledger.Writer, c ledger.Charge, lien *ledger.Lien, rec *ledger.Record, p pricedCharge) (ChargeResult, error) {
+	amount := p.amount.Credits
 	f, err := w.Funds(c.Account, c.Machine, lien)
 	if err != nil {
 		return ChargeResult{}, err
@@ -174,10 +197,7 @@ func (b *Bank) settle(w *ledger.Writer, c ledger.Charge, lien *ledger.Lien, rec 
 	if c.ID, err = w.NewChargeID(); err != nil {
 		return ChargeResult{}, err
 	}
-	if c.Detail, err = d.AppendJSON(chargeDetailSize.Buf()); err != nil {
-		return ChargeResult{}, fmt.Errorf("lien: encode charge detail: %w", err)
-	}
-	chargeDetailSize.Note(c.Detail)
+	c.Detail = p.detail
 	res := ChargeResult{Overran: decimal.Zero, Released: decimal.Zero}
 	if lien != nil {
 		l := *lien
@@ -192,7 +212,7 @@ func (b *Bank) settle(w *ledger.Writer, c ledger.Charge, lien *ledger.Lien, rec 
 		}
 		res.Lien = &l
 	}
-	description := d.Explanation.NoCharge
+	description := p.amount.Explanation.NoCharge
 	if c.Overdrawn.IsPositive() {
 		description = fmt.Sprintf("overdrawn by %s", c.Overdrawn)
 	}
