@@ -24,9 +24,9 @@ import (
 // wrote, and because the committer empties it when a group could not be
 // written. Read-only transactions do not use it: they read the file.
 type decodedCache struct {
-	// byBucket holds each bucket's records by key: looking a key up with
-	// string(key) builds no string, where one map keyed by bucket and key
-	// built one per lookup.
+	// byBucket holds each bucket's records by key (see lookup for what a
+	// value is): looking a key up with string(key) builds no string, where
+	// one map keyed by bucket and key built one per lookup.
 	byBucket [numBuckets]map[string]any
 	n        int
 }
@@ -48,31 +48,53 @@ var cachedBuckets = [numBuckets]bool{
 
 func newDecodedCache() *decodedCache { return &decodedCache{} }
 
-// lookup returns a copy of the cached record, which the caller may change.
+// lookup returns what the cache holds at key: absent, a running sum
+// ([]ledger.Hold, which no one changes), or a pointer to a decoded record,
+// which the caller must copy (copyOf) before handing it out.
 func (c *decodedCache) lookup(bucket bucketID, key []byte) (any, bool) {
 	if c == nil {
 		return nil, false
 	}
 	v, ok := c.byBucket[bucket][string(key)]
-	if !ok {
-		return nil, false
-	}
-	return unshared(v), true
+	return v, ok
 }
 
-// keep caches a record just decoded (a copy, so that the caller's changes
-// to its slices do not reach the cache).
-func (c *decodedCache) keep(bucket bucketID, key []byte, v any) {
+// copyOf is a copy of the cached record at p that its receiver may change.
+func copyOf[T any](p *T) T {
+	v := *p
+	unshare(&v)
+	return v
+}
+
+// keep caches a record just decoded or written: a copy, so that the
+// caller's changes to its slices do not reach the cache, held by pointer,
+// so that handing it out (copyOf) allocates only the slices it copies.
+// Running sums and absent are kept as they are.
+func keep[T any](c *decodedCache, bucket bucketID, key []byte, v T) {
 	if c == nil || !cachedBuckets[bucket] {
 		return
 	}
-	if l, ok := v.(ledger.Lien); ok && l.State != ledger.LienActive {
+	if l, ok := any(&v).(*ledger.Lien); ok && l.State != ledger.LienActive {
 		// A settled lien is seldom read again. Keeping only active ones
 		// bounds the cache by the running jobs, not the bank's history (a
 		// server kept every lien it had seen).
 		c.forget(bucket, key)
 		return
 	}
+	switch r := any(&v).(type) {
+	case *absent:
+		c.set(bucket, key, *r)
+	case *[]ledger.Hold:
+		c.set(bucket, key, *r)
+	default:
+		p := new(T)
+		*p = v
+		unshare(p)
+		c.set(bucket, key, p)
+	}
+}
+
+func (c *decodedCache) set(bucket bucketID, key []byte, v any) {
 	if c.n >= maxCached {
 		c.reset() // a bound on memory; what is needed again is decoded again
 	}
@@ -84,7 +106,7 @@ func (c *decodedCache) keep(bucket bucketID, key []byte, v any) {
 	if _, ok := records[string(key)]; !ok {
 		c.n++
 	}
-	records[string(key)] = unshared(v)
+	records[string(key)] = v
 }
 
 // maxCached bounds the records the cache holds.
@@ -108,21 +130,18 @@ func (c *decodedCache) reset() {
 	c.n = 0
 }
 
-// unshared copies the slices of the cached kinds that hold them; the other
-// kinds are plain values (a Node's Limit points to an immutable decimal).
-// Running sums ([]ledger.Hold) are shared as they are: no one changes one
-// (addSums makes a new slice), and they are read several times a change.
-func unshared(v any) any {
-	switch r := v.(type) {
-	case ledger.User:
+// unshare gives the record at p slices of its own where a receiver might
+// change them in place; the other kinds are plain values (a Node's Limit
+// points to an immutable decimal). JSON held as bytes (a lien's detail, a
+// record's value) is only ever replaced, never written into: it is shared,
+// clipped to its length so that an append makes a new array.
+func unshare(p any) {
+	switch r := p.(type) {
+	case *ledger.User:
 		r.Memberships = slices.Clone(r.Memberships)
-		return r
-	case ledger.Record:
-		r.Value = slices.Clone(r.Value)
-		return r
-	case ledger.Lien:
-		r.Holds, r.Detail = slices.Clone(r.Holds), slices.Clone(r.Detail)
-		return r
+	case *ledger.Record:
+		r.Value = slices.Clip(r.Value)
+	case *ledger.Lien:
+		r.Holds, r.Detail = slices.Clone(r.Holds), slices.Clip(r.Detail)
 	}
-	return v
 }

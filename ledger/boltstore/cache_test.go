@@ -2,6 +2,7 @@ package boltstore
 
 import (
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -37,7 +38,7 @@ func TestCacheKeepsOnlyActiveLiens(t *testing.T) {
 	}
 	cached := 0
 	for key, v := range store.cache.byBucket[bucketLiens] {
-		l, ok := v.(ledger.Lien)
+		l, ok := v.(*ledger.Lien)
 		if !ok {
 			continue
 		}
@@ -61,11 +62,65 @@ func encodedLien(t testing.TB, l ledger.Lien) []byte {
 	return raw
 }
 
+// TestCachedRecordsAreHandedOutAsCopies: a call that changes the slices of
+// records it read (a lien's holds, a user's memberships) or appends to a
+// lien's detail changes neither the cache nor what the next call reads.
+func TestCachedRecordsAreHandedOutAsCopies(t *testing.T) {
+	store := openTempStore(t)
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	lien := ledger.Lien{ID: 1, JobRef: ledger.JobRef{JobID: "j", Machine: "m", Project: "p", Account: "a"},
+		Amount: decimal.NewFromInt(1), Holds: []ledger.Hold{{Allocation: 1, Amount: decimal.NewFromInt(1)}},
+		Charged: decimal.Zero, Created: now, Expires: now.Add(time.Hour), State: ledger.LienActive,
+		Detail: append(make([]byte, 0, 64), `{"quoted":"1"}`...)} // room to append in place
+	user := ledger.User{Name: "amy", Memberships: []ledger.Membership{{Node: "chem", Role: ledger.RoleMember}}}
+	if err := store.Update(func(tx ledger.Tx) error {
+		if err := tx.PutLien(lien, encodedLien(t, lien), nil); err != nil {
+			return err
+		}
+		return tx.PutUser(user)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// The writer's own values, changed after it wrote them.
+	lien.Holds[0].Amount = decimal.NewFromInt(7)
+	user.Memberships[0].Node = "biology"
+	for round := range 3 { // kept as written, then as read (a cache hit), then again
+		if err := store.Update(func(tx ledger.Tx) error {
+			l, ok, err := tx.Lien(1)
+			if err != nil || !ok {
+				return fmt.Errorf("lien 1: %v %v", ok, err)
+			}
+			u, ok, err := tx.User("amy")
+			if err != nil || !ok {
+				return fmt.Errorf("user amy: %v %v", ok, err)
+			}
+			if !l.Holds[0].Amount.Equal(decimal.NewFromInt(1)) || string(l.Detail) != string(lien.Detail) || u.Memberships[0].Node != "chem" {
+				t.Errorf("round %d: read lien holds %v, detail %s, user memberships %v: a change of an earlier read reached the cache",
+					round, l.Holds, l.Detail, u.Memberships)
+			}
+			again, _, err := tx.Lien(1)
+			if err != nil {
+				return err
+			}
+			l.Holds[0].Amount = decimal.NewFromInt(99)
+			l.Detail = append(l.Detail, " changed"...)
+			again.Detail = append(again.Detail, " as well"...)
+			if string(l.Detail) != string(lien.Detail)+" changed" {
+				t.Errorf("round %d: two copies of a lien appended to one detail: %s", round, l.Detail)
+			}
+			u.Memberships[0].Node = "physics"
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // TestCacheIsBounded keeps more records than the cache may hold.
 func TestCacheIsBounded(t *testing.T) {
 	c := newDecodedCache()
 	for i := range maxCached + 10 {
-		c.keep(bucketNodes, encodeUint(uint64(i)), ledger.Node{Name: "n"})
+		keep(c, bucketNodes, encodeUint(uint64(i)), ledger.Node{Name: "n"})
 	}
 	if n := c.n; n == 0 || n > maxCached || n != len(c.byBucket[bucketNodes]) {
 		t.Fatalf("the cache holds %d records, bound %d", n, maxCached)

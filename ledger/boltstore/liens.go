@@ -95,7 +95,7 @@ func (t *tx) PutLien(l ledger.Lien, encoded []byte, old *ledger.Lien) error {
 			return err
 		}
 	}
-	return t.putKept(bucketLiens, encodeUint(l.ID), encoded, l)
+	return putKept(t, bucketLiens, encodeUint(l.ID), encoded, l)
 }
 
 func sumKey(account, project string) []byte {
@@ -138,7 +138,7 @@ func (t *tx) addSums(bucket bucketID, account, project string, holds []ledger.Ho
 	// Encoded off the committer (a deferred value, overlay.go): no one
 	// changes a running sum's slice once made.
 	t.s.record(write{bucket: bucket, key: key, later: &deferred{make: func() ([]byte, error) { return encodeHolds(kept), nil }}})
-	t.cache.keep(bucket, key, kept)
+	keep(t.cache, bucket, key, kept)
 	return nil
 }
 
@@ -152,7 +152,7 @@ func (t *tx) sum(bucket bucketID, key, raw []byte) ([]ledger.Hold, error) {
 	}
 	holds, err := decodeHolds(raw)
 	if err == nil && raw != nil {
-		t.cache.keep(bucket, key, holds)
+		keep(t.cache, bucket, key, holds)
 	}
 	return holds, err
 }
@@ -375,7 +375,7 @@ func (t *tx) PutCharge(c ledger.Charge, encoded []byte, old *ledger.Charge) erro
 	if err := t.index(bucketChargesJob, key, []byte{}, true); err != nil {
 		return err
 	}
-	return t.putKept(bucketCharges, encodeUint(c.ID), encoded, c)
+	return putKept(t, bucketCharges, encodeUint(c.ID), encoded, c)
 }
 
 func (t *tx) JobCharges(machine, job string) ([]ledger.Charge, error) {
@@ -408,7 +408,7 @@ func (t *tx) PutRecord(r ledger.Record) error {
 	if r.Deleted {
 		return t.index(bucketRecords, recordKey(r.Kind, r.Key), nil, false)
 	}
-	return t.put(bucketRecords, recordKey(r.Kind, r.Key), r)
+	return put(t, bucketRecords, recordKey(r.Kind, r.Key), r)
 }
 
 func (t *tx) Records(kind string) ([]ledger.Record, error) {

@@ -60,26 +60,28 @@ func requestKey(k ledger.RequestKey) []byte {
 	return append(append([]byte(k.Client), 0), k.ID...)
 }
 
-// get decodes the value at key into v; ok is false if there is none. In
-// the committer's transactions it first asks the cache of decoded records,
-// which also remembers keys found missing.
+// get decodes the value at key; ok is false if there is none. In the
+// committer's transactions it first asks the cache of decoded records,
+// which also remembers keys found missing. Only a miss decodes into memory
+// of its own (json.Unmarshal keeps what it is given on the heap).
 func get[T any](t *tx, bucket bucketID, key []byte) (v T, ok bool, err error) {
 	if cached, ok := t.cache.lookup(bucket, key); ok {
 		if _, missing := cached.(absent); missing {
 			return v, false, nil
 		}
-		return cached.(T), true, nil
+		return copyOf(cached.(*T)), true, nil
 	}
 	raw := t.bucket(bucket).Get(key)
 	if raw == nil {
-		t.cache.keep(bucket, key, absent{})
+		keep(t.cache, bucket, key, absent{})
 		return v, false, nil
 	}
-	if err := json.Unmarshal(raw, &v); err != nil {
+	decoded := new(T)
+	if err := json.Unmarshal(raw, decoded); err != nil {
 		return v, false, fmt.Errorf("%w: %s/%x: %v", ledger.ErrCorrupt, bucket, key, err)
 	}
-	t.cache.keep(bucket, key, v)
-	return v, true, nil
+	keep(t.cache, bucket, key, *decoded)
+	return *decoded, true, nil
 }
 
 // put encodes and stores a record, which the committer's cache then keeps
@@ -87,19 +89,19 @@ func get[T any](t *tx, bucket bucketID, key []byte) (v T, ok bool, err error) {
 // job placed, every change the allocations the one before changed), and
 // decoding it again was a sixth of the committer's time. stamp (UTC, to
 // the microsecond) makes what a record holds what decoding it gives.
-func (t *tx) put(bucket bucketID, key []byte, v any) error {
+func put[T any](t *tx, bucket bucketID, key []byte, v T) error {
 	raw, err := json.Marshal(v)
 	if err != nil {
 		return fmt.Errorf("boltstore: encode %s record: %w", bucket, err)
 	}
-	return t.putKept(bucket, key, raw, v)
+	return putKept(t, bucket, key, raw, v)
 }
 
-func (t *tx) putKept(bucket bucketID, key, raw []byte, v any) error {
+func putKept[T any](t *tx, bucket bucketID, key, raw []byte, v T) error {
 	if err := t.putRaw(bucket, key, raw); err != nil {
 		return err
 	}
-	t.cache.keep(bucket, key, v)
+	keep(t.cache, bucket, key, v)
 	return nil
 }
 
@@ -130,13 +132,13 @@ func (t *tx) Settings() (ledger.Settings, bool, error) {
 	return get[ledger.Settings](t, bucketMeta, keySettings)
 }
 
-func (t *tx) PutSettings(s ledger.Settings) error { return t.put(bucketMeta, keySettings, s) }
+func (t *tx) PutSettings(s ledger.Settings) error { return put(t, bucketMeta, keySettings, s) }
 
 func (t *tx) Node(name string) (ledger.Node, bool, error) {
 	return get[ledger.Node](t, bucketNodes, []byte(name))
 }
 
-func (t *tx) PutNode(n ledger.Node) error { return t.put(bucketNodes, []byte(n.Name), n) }
+func (t *tx) PutNode(n ledger.Node) error { return put(t, bucketNodes, []byte(n.Name), n) }
 
 func (t *tx) Nodes() ([]ledger.Node, error) { return all[ledger.Node](t, bucketNodes) }
 
@@ -163,7 +165,7 @@ func (t *tx) User(name string) (ledger.User, bool, error) {
 	return get[ledger.User](t, bucketUsers, []byte(name))
 }
 
-func (t *tx) PutUser(u ledger.User) error { return t.put(bucketUsers, []byte(u.Name), u) }
+func (t *tx) PutUser(u ledger.User) error { return put(t, bucketUsers, []byte(u.Name), u) }
 
 func (t *tx) Users() ([]ledger.User, error) { return all[ledger.User](t, bucketUsers) }
 
@@ -171,7 +173,7 @@ func (t *tx) Machine(name string) (ledger.Machine, bool, error) {
 	return get[ledger.Machine](t, bucketMachines, []byte(name))
 }
 
-func (t *tx) PutMachine(m ledger.Machine) error { return t.put(bucketMachines, []byte(m.Name), m) }
+func (t *tx) PutMachine(m ledger.Machine) error { return put(t, bucketMachines, []byte(m.Name), m) }
 
 func (t *tx) Machines() ([]ledger.Machine, error) { return all[ledger.Machine](t, bucketMachines) }
 
@@ -196,7 +198,7 @@ func (t *tx) PutAllocation(a ledger.Allocation, seq uint64) error {
 	}}
 	id := encodeUint(a.ID)
 	t.s.record(write{bucket: bucketAllocations, key: id, later: raw})
-	t.cache.keep(bucketAllocations, id, a)
+	keep(t.cache, bucketAllocations, id, a)
 	// The account's index (resident: reading it costs a lookup in memory)
 	// gets a key when the allocation is new, not at every change of it.
 	key := accountKey(a.Account, a.ID)
