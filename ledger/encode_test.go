@@ -5,9 +5,11 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -103,15 +105,27 @@ func TestContentHashIsUnchanged(t *testing.T) {
 	}
 }
 
-// checkCarried wants encode to give Encode's body and hash, and the lien
-// and charge the entry carries as their own encoders give them: the
-// stores keep those bytes as the records.
+// checkCarried wants encodeSealable, sealed, to give Encode's body and
+// hash, with the previous hash sealed in, and the lien and charge the
+// entry carries as their own encoders give them: the stores keep those
+// bytes as the records.
 func checkCarried(t *testing.T, i int, e Entry) {
 	t.Helper()
+	var prev []byte
+	e.PrevHash = ""
+	if e.Seq > 1 {
+		sum := sha256.Sum256([]byte(fmt.Sprint("entry before ", i)))
+		prev = sum[:]
+		e.PrevHash = hex.EncodeToString(prev)
+	}
 	body, hash, _ := e.Encode()
-	enc, err := e.encode()
-	if err != nil || !bytes.Equal(enc.body, body) || enc.hash != hash {
-		t.Fatalf("entry %d: encode gives %s %s (%v), Encode %s %s", i, enc.body, enc.hash, err, body, hash)
+	enc, err := e.encodeSealable()
+	if err != nil {
+		t.Fatalf("entry %d: %v", i, err)
+	}
+	value, err := enc.sealable.Seal(prev)
+	if err != nil || !bytes.Equal(value[sha256.Size:], body) || hex.EncodeToString(value[:sha256.Size]) != hash {
+		t.Fatalf("entry %d: sealed %x (%v), Encode %s %s", i, value, err, body, hash)
 	}
 	for _, c := range []struct {
 		what    string
@@ -134,6 +148,44 @@ func checkCarried(t *testing.T, i int, e Entry) {
 		}
 		if cap(c.carried) != len(c.carried) {
 			t.Fatalf("entry %d: the %s's slice has room to append into the body", i, c.what)
+		}
+	}
+}
+
+// TestSealedEntryRefusesABadHash: an entry stored with its hash given
+// must give a SHA-256 in hex; anything else is refused with ErrInvalid.
+func TestSealedEntryRefusesABadHash(t *testing.T) {
+	for _, hash := range []string{"", "ab", strings.Repeat("ab", 33), strings.Repeat("zz", 32)} {
+		if _, err := SealedEntry(hash, []byte(`{}`)); !errors.Is(err, ErrInvalid) {
+			t.Errorf("hash %q: %v, want ErrInvalid", hash, err)
+		}
+	}
+	sealed, err := SealedEntry(strings.Repeat("ab", 32), []byte(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if value, err := sealed.Seal(nil); err != nil || hex.EncodeToString(value) != strings.Repeat("ab", 32)+hex.EncodeToString([]byte(`{}`)) {
+		t.Errorf("sealed entry stored as %x (%v)", value, err)
+	}
+}
+
+// TestSealWantsThePreviousHash: the first entry is sealed without a
+// previous hash, every other with a SHA-256, and nothing else.
+func TestSealWantsThePreviousHash(t *testing.T) {
+	first, err := Entry{Seq: 1, Kind: KindInit}.encodeSealable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := first.sealable.Seal(make([]byte, sha256.Size)); err == nil {
+		t.Error("the first entry sealed with a previous hash")
+	}
+	second, err := Entry{Seq: 2, Kind: KindDeposit}.encodeSealable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, prev := range [][]byte{nil, make([]byte, sha256.Size-1)} {
+		if _, err := second.sealable.Seal(prev); err == nil {
+			t.Errorf("entry 2 sealed with a previous hash of %d bytes", len(prev))
 		}
 	}
 }

@@ -1,9 +1,11 @@
 package ledger
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -93,44 +95,128 @@ func sizeHints() map[Kind]*jsonbuf.SizeHint {
 // as encoding/json gives it: see encode.go) and its SHA-256. PrevHash is
 // inside the hashed text, which is what chains the entries.
 func (e Entry) Encode() (body []byte, hash string, err error) {
-	enc, err := e.encode()
-	return enc.body, enc.hash, err
-}
-
-// encodedEntry is an entry's canonical encoding and hash, and the
-// encodings of the lien and charge it carries (parts of body, nil when it
-// carries none), which are the records' own: a lien or charge written
-// with its entry is not encoded twice.
-type encodedEntry struct {
-	body, lien, charge []byte
-	hash               string
+	body, _, err = e.writeBody(nil)
+	if err != nil {
+		return nil, "", err
+	}
+	sum := sha256.Sum256(body)
+	return body, hex.EncodeToString(sum[:]), nil
 }
 
 // carriedSpans are where in an entry's body the lien and charge it
 // carries start and end.
 type carriedSpans struct{ lien, charge [2]int }
 
-func (e Entry) encode() (encodedEntry, error) {
+// writeBody appends e's canonical encoding (Hash empty) to dst and notes
+// where the lien and charge it carries are.
+func (e Entry) writeBody(dst []byte) (out []byte, carried carriedSpans, err error) {
 	e.Hash = ""
-	hint := entrySizes[e.Kind]
-	b := jsonbuf.New(hint.Buf())
-	var carried carriedSpans
+	b := jsonbuf.New(dst)
 	e.writeJSON(b, &carried)
-	body, err := b.Bytes()
+	out, err = b.Bytes()
 	if err != nil {
-		return encodedEntry{}, fmt.Errorf("ledger: encode entry %d: %w", e.Seq, err)
+		return nil, carried, fmt.Errorf("ledger: encode entry %d: %w", e.Seq, err)
 	}
-	hint.Note(body)
-	sum := sha256.Sum256(body)
-	enc := encodedEntry{body: body, hash: hex.EncodeToString(sum[:])}
-	// Full slices: whoever appends to one gets a copy, not the body's bytes.
+	return out, carried, nil
+}
+
+// parts are the lien's and charge's encodings in body, as full slices:
+// whoever appends to one gets a copy, not the body's bytes.
+func (c carriedSpans) parts(e Entry, body []byte) (lien, charge []byte) {
 	if e.Lien != nil {
-		enc.lien = body[carried.lien[0]:carried.lien[1]:carried.lien[1]]
+		lien = body[c.lien[0]:c.lien[1]:c.lien[1]]
 	}
 	if e.Charge != nil {
-		enc.charge = body[carried.charge[0]:carried.charge[1]:carried.charge[1]]
+		charge = body[c.charge[0]:c.charge[1]:c.charge[1]]
 	}
+	return lien, charge
+}
+
+// A SealableEntry is a journal entry encoded as it is stored (room for its
+// SHA-256, then its canonical JSON) but for the hash of the entry before
+// it, which Seal writes in before it hashes the text. The store seals
+// entries in journal order after their transaction, on another goroutine:
+// the previous entry's hash is only known once it is sealed, and hashing
+// on the single writer was a tenth of its time.
+type SealableEntry struct {
+	value []byte
+	// prevAt is where the previous entry's hash goes in value, in hex;
+	// -1 for the first entry, which has none.
+	prevAt int
+	sealed bool // the value is complete as it is (SealedEntry)
+}
+
+// prevHashPlaceholder fills prev_hash until Seal writes the hash in: as
+// long as one in hex, so that nothing around it moves.
+var prevHashPlaceholder = strings.Repeat("0", 2*sha256.Size)
+
+// entryTail is how every entry's canonical JSON ends after its previous
+// hash (its own hash is empty in what is hashed).
+const entryTail = `","hash":""}`
+
+// sealableEntry is an entry encoded for the store (its PrevHash to be
+// sealed in, unless it is the first) and the encodings of the lien and
+// charge it carries (parts of the entry's value).
+type sealableEntry struct {
+	sealable     SealableEntry
+	lien, charge []byte
+}
+
+// encodeSealable encodes e for Tx.AppendEntry. Its PrevHash is ignored:
+// an entry after the first gets its previous entry's as it is sealed.
+func (e Entry) encodeSealable() (sealableEntry, error) {
+	e.PrevHash = ""
+	if e.Seq > 1 {
+		e.PrevHash = prevHashPlaceholder
+	}
+	hint := entrySizes[e.Kind]
+	value, carried, err := e.writeBody(append(hint.Buf(), make([]byte, sha256.Size)...))
+	if err != nil {
+		return sealableEntry{}, err
+	}
+	hint.Note(value)
+	enc := sealableEntry{sealable: SealableEntry{value: value, prevAt: -1}}
+	if e.Seq > 1 {
+		enc.sealable.prevAt = len(value) - len(entryTail) - len(prevHashPlaceholder)
+		if !bytes.HasSuffix(value, []byte(prevHashPlaceholder+entryTail)) {
+			return sealableEntry{}, fmt.Errorf("ledger: encode entry %d: its previous hash is not where it belongs", e.Seq)
+		}
+	}
+	enc.lien, enc.charge = carried.parts(e, value)
 	return enc, nil
+}
+
+// SealedEntry is an entry stored as it is, its hashes set already (hash
+// and PrevHash inside body): a copy of a journal, or a forged entry for
+// the audit to find. body is the canonical encoding (Encode).
+func SealedEntry(hash string, body []byte) (SealableEntry, error) {
+	value := make([]byte, sha256.Size, sha256.Size+len(body))
+	if len(hash) != 2*sha256.Size {
+		return SealableEntry{}, fmt.Errorf("%w: entry hash %q is not a SHA-256", ErrInvalid, hash)
+	}
+	if _, err := hex.Decode(value, []byte(hash)); err != nil {
+		return SealableEntry{}, fmt.Errorf("%w: entry hash %q is not a SHA-256", ErrInvalid, hash)
+	}
+	return SealableEntry{value: append(value, body...), sealed: true}, nil
+}
+
+// Seal writes prev (the previous entry's SHA-256; nil for the first
+// entry) into the entry and its own hash before it, and returns the value
+// to store: the hash, then the canonical JSON. It is called once: it
+// writes into the entry's own bytes.
+func (s SealableEntry) Seal(prev []byte) ([]byte, error) {
+	if s.sealed {
+		return s.value, nil
+	}
+	if (s.prevAt < 0) != (prev == nil) || (prev != nil && len(prev) != sha256.Size) {
+		return nil, fmt.Errorf("ledger: seal an entry with a previous hash of %d bytes: %w", len(prev), ErrCorrupt)
+	}
+	if prev != nil {
+		hex.Encode(s.value[s.prevAt:], prev)
+	}
+	sum := sha256.Sum256(s.value[sha256.Size:])
+	copy(s.value, sum[:])
+	return s.value, nil
 }
 
 // ComputeHash is the hash Encode gives.

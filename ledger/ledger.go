@@ -233,24 +233,25 @@ func (w *Writer) NewChargeID() (uint64, error) {
 // Now is the time of this change.
 func (w *Writer) Now() time.Time { return w.now }
 
-// Append journals e (filling in its sequence, time, actor, request and
-// hashes) and stores what it changed: the allocations given, and the lien,
-// charge or record the entry carries. Nothing changes without its entry.
+// Append journals e (filling in its sequence, time, actor and request;
+// the store fills in the hashes as it seals it) and stores what it
+// changed: the allocations given, and the lien, charge or record the entry
+// carries. Nothing changes without its entry. The entry returned has no
+// hashes.
 func (w *Writer) Append(e Entry, changed ...Allocation) (Entry, error) {
 	head, err := w.tx.Head()
 	if err != nil {
 		return Entry{}, err
 	}
-	e.Seq, e.PrevHash, e.Time = head.Seq+1, head.Hash, w.now
+	e.Seq, e.Time = head.Seq+1, w.now
 	if head.Time.After(e.Time) {
 		e.Time = head.Time // entry times never go backwards
 	}
 	e.Actor, e.RequestID = w.req.Actor, w.req.ID
-	enc, err := e.encode()
+	enc, err := e.encodeSealable()
 	if err != nil {
 		return Entry{}, err
 	}
-	e.Hash = enc.hash
 	var oldLien *Lien
 	var oldCharge *Charge
 	if e.Lien != nil && e.Lien.ID == w.newLien {
@@ -271,7 +272,7 @@ func (w *Writer) Append(e Entry, changed ...Allocation) (Entry, error) {
 			oldCharge = &c
 		}
 	}
-	if err := w.tx.AppendEntry(e, enc.body); err != nil {
+	if err := w.tx.AppendEntry(e, enc.sealable); err != nil {
 		return Entry{}, err
 	}
 	for _, a := range changed {
@@ -299,11 +300,12 @@ func (w *Writer) Append(e Entry, changed ...Allocation) (Entry, error) {
 		if err != nil {
 			return Entry{}, err
 		}
-		if err := w.tx.PutAccountVersion(account, e.Hash); err != nil {
+		version := newVersion()
+		if err := w.tx.PutAccountVersion(account, version); err != nil {
 			return Entry{}, err
 		}
 		if w.plans != nil {
-			w.plans.afterAppend(account, prev, e, oldLien, oldCharge, w.now)
+			w.plans.afterAppend(account, prev, version, e, oldLien, oldCharge, w.now)
 		}
 	}
 	w.lastSeq = e.Seq

@@ -1,7 +1,12 @@
 package ledger
 
 import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -15,10 +20,11 @@ import (
 //
 // It must never answer for a state other than the one asked about. An
 // entry is valid only:
-//   - at the account's version, the hash of the newest journal entry that
-//     changed it (Tx.AccountVersion): an entry updated by a transaction
-//     that then rolled back carries a hash no committed state has, so it
-//     is never used again;
+//   - at the account's version, which the newest journal entry that
+//     changed it gave it (Tx.AccountVersion, newVersion): no version is
+//     made twice, so an entry updated by a transaction that then rolled
+//     back carries a version no committed state has and is never used
+//     again;
 //   - before validUntil, the first instant at which time alone changes the
 //     split: the earliest expiry of a lien it counts, the next start or end
 //     of one of the account's allocations.
@@ -46,6 +52,28 @@ type cachedPlan struct {
 }
 
 func newPlanCache() *planCache { return &planCache{entries: map[string]*cachedPlan{}} }
+
+// versionPrefix and versionCount make the versions of accounts
+// (newVersion): a prefix drawn at random once per process, so that none
+// is one a file holds from an earlier process, and a count.
+var (
+	versionPrefix = randomVersionPrefix()
+	versionCount  atomic.Uint64
+)
+
+func randomVersionPrefix() string {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(fmt.Sprintf("ledger: no randomness for account versions: %v", err))
+	}
+	return hex.EncodeToString(b[:]) + "-"
+}
+
+// newVersion is a version no account had before: what an entry that
+// changes an account gives it (Tx.PutAccountVersion).
+func newVersion() string {
+	return versionPrefix + strconv.FormatUint(versionCount.Add(1), 36)
+}
 
 // available answers from the cache for account at version and time now;
 // ok is false on a miss.
@@ -127,10 +155,10 @@ func (s *shareState) validUntil(tx Tx, account string, now time.Time) (time.Time
 var demandKinds = map[Kind]bool{KindLienPlace: true, KindLienExtend: true, KindLienRelease: true,
 	KindLienExpire: true, KindCharge: true, KindRefund: true}
 
-// afterAppend brings account's entry from version prev to e.Hash: it moves
-// the demands e changed, or drops the entry. oldLien and oldCharge are the
-// records e replaced (nil if new).
-func (c *planCache) afterAppend(account, prev string, e Entry, oldLien *Lien, oldCharge *Charge, now time.Time) {
+// afterAppend brings account's entry from version prev to version, which
+// entry e gave it: it moves the demands e changed, or drops the entry.
+// oldLien and oldCharge are the records e replaced (nil if new).
+func (c *planCache) afterAppend(account, prev, version string, e Entry, oldLien *Lien, oldCharge *Charge, now time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	ce := c.entries[account]
@@ -141,7 +169,7 @@ func (c *planCache) afterAppend(account, prev string, e Entry, oldLien *Lien, ol
 		delete(c.entries, account)
 		return
 	}
-	ce.version = e.Hash
+	ce.version = version
 	if !ce.hfsOn {
 		return
 	}

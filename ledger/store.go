@@ -29,10 +29,11 @@ func (b ByProject) PerAllocation() map[uint64]decimal.Decimal {
 	return out
 }
 
-// JournalHead is what a new entry needs of the one before it.
+// JournalHead is what a new entry needs of the one before it: its number
+// and time. Its hash the store writes in as it seals the new entry
+// (SealableEntry).
 type JournalHead struct {
 	Seq  uint64
-	Hash string
 	Time time.Time
 }
 
@@ -93,14 +94,15 @@ type Tx interface {
 	// numbered <= seq that changed it; ok is false if it did not exist yet.
 	AllocationAsOf(id uint64, seq uint64) (a Allocation, ok bool, err error)
 
-	// Head is the newest entry's number, hash and time (zero values for an
+	// Head is the newest entry's number and time (zero values for an
 	// empty journal), without decoding the entry.
 	Head() (JournalHead, error)
 	Entry(seq uint64) (e Entry, ok bool, err error)
-	// AppendEntry appends e. body is e's canonical encoding with Hash
-	// empty, which is what the hash covers (Entry.Encode); an engine may
-	// store it as it is instead of encoding e again.
-	AppendEntry(e Entry, body []byte) error
+	// AppendEntry appends e (numbered head's Seq+1), encoded as enc: the
+	// store seals it (SealableEntry.Seal) with the hash of entry e.Seq-1
+	// once that one is sealed, in journal order, which may be after the
+	// transaction, on another goroutine; until then the entry is e's.
+	AppendEntry(e Entry, enc SealableEntry) error
 	// Entries calls fn for entries from..to (inclusive) in order until fn
 	// returns false or an error.
 	Entries(from, to uint64, fn func(Entry) (bool, error)) error
@@ -134,8 +136,9 @@ type Tx interface {
 	// took, less what was refunded: the used part of HFS demand.
 	Charged(account string) (ByProject, error)
 
-	// AccountVersion is the hash of the newest journal entry that changed
-	// the account (its allocations, nodes, liens or charges); "" if none.
+	// AccountVersion is the version the newest journal entry that changed
+	// the account (its allocations, nodes, liens or charges) gave it
+	// (newVersion); "" if none.
 	AccountVersion(account string) (string, error)
 	PutAccountVersion(account, version string) error
 	// ExpiredLiens lists at most limit active liens whose expiry is at or

@@ -1,12 +1,19 @@
 package ledger_test
 
 import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/shopspring/decimal"
 
 	"github.com/ingot-hpc/ingot/ledger"
+	"github.com/ingot-hpc/ingot/ledger/boltstore"
 	"github.com/ingot-hpc/ingot/ledger/ledgertest"
 )
 
@@ -61,5 +68,87 @@ func TestAppendAfterNewLienID(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestEntriesChainThroughFailedCallsAndReopens: the store seals each entry
+// with the hash of the one before it after the call that appended it.
+// Calls that append an entry and then fail, among calls that succeed in
+// the same groups, must leave neither a gap nor a link to an undone entry;
+// nor may a reopen, after which the entry before comes from the file. The
+// audit checks every link and hash after each stage.
+func TestEntriesChainThroughFailedCallsAndReopens(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "bank.db")
+	open := func() *ledger.Ledger {
+		t.Helper()
+		store, err := boltstore.Open(path, boltstore.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := ledger.Open(store)
+		if errors.Is(err, ledger.ErrNotInitialized) {
+			if err := ledger.Init(store, ledger.Settings{Precision: ledger.DefaultPrecision}, ledger.Request{Actor: "test"}, time.Now()); err != nil {
+				t.Fatal(err)
+			}
+			l, err = ledger.Open(store)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	errRefused := errors.New("refused after appending")
+	var next atomic.Int64
+	record := func(l *ledger.Ledger, fail bool) error {
+		n := next.Add(1)
+		rec := &ledger.Record{Kind: "test", Key: fmt.Sprint(n), Value: json.RawMessage(`{}`)}
+		_, err := ledger.Mutate(l, ledger.Request{Actor: "test", ID: fmt.Sprint("req-", n)}, ledger.KindRecord, rec, func(w *ledger.Writer) (struct{}, error) {
+			if _, err := w.Append(ledger.Entry{Kind: ledger.KindRecord, Record: rec}); err != nil {
+				return struct{}{}, err
+			}
+			if fail {
+				return struct{}{}, errRefused
+			}
+			return struct{}{}, nil
+		})
+		return err
+	}
+	audit := func(l *ledger.Ledger, stage string, entries uint64) {
+		t.Helper()
+		rep, err := l.Audit()
+		if err != nil || len(rep.Problems) > 0 {
+			t.Fatalf("%s: audit %v: %v", stage, err, rep.Problems)
+		}
+		if rep.Entries != entries {
+			t.Fatalf("%s: %d entries, want %d", stage, rep.Entries, entries)
+		}
+	}
+	entries := uint64(1) // the bank's first
+	for round := range 3 {
+		l := open()
+		var wg sync.WaitGroup
+		var kept atomic.Int64
+		for g := range 16 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range 30 {
+					fail := (g+i)%3 == 0
+					err := record(l, fail)
+					if fail && !errors.Is(err, errRefused) || !fail && err != nil {
+						t.Errorf("call failing %v: %v", fail, err)
+					}
+					if err == nil {
+						kept.Add(1)
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		entries += uint64(kept.Load())
+		audit(l, fmt.Sprint("round ", round), entries)
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

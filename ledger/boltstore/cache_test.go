@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -199,31 +198,6 @@ func TestPutWithoutEncodingIsRefused(t *testing.T) {
 		}
 		if _, ok, err := tx.Charge(1); err != nil || ok {
 			t.Errorf("a refused charge is stored (%v)", err)
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
-// TestEntryWithoutItsHashIsRefused: a journal entry whose hash is not a
-// SHA-256 in hex (too short, too long, not hex) is refused with
-// ErrInvalid, and nothing of it is stored.
-func TestEntryWithoutItsHashIsRefused(t *testing.T) {
-	store := openTempStore(t)
-	for _, hash := range []string{"", "ab", strings.Repeat("ab", 33), strings.Repeat("zz", 32)} {
-		e := ledger.Entry{Seq: 1, Kind: ledger.KindInit, Hash: hash}
-		if err := store.Update(func(tx ledger.Tx) error { return tx.AppendEntry(e, []byte(`{}`)) }); !errors.Is(err, ledger.ErrInvalid) {
-			t.Errorf("hash %q: %v, want ErrInvalid", hash, err)
-		}
-	}
-	err := store.View(func(tx ledger.Tx) error {
-		if _, ok, err := tx.Entry(1); err != nil || ok {
-			t.Errorf("a refused entry is stored (%v)", err)
-		}
-		if head, err := tx.Head(); err != nil || head.Seq != 0 {
-			t.Errorf("the head moved to %+v (%v)", head, err)
 		}
 		return nil
 	})

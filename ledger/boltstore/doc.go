@@ -12,7 +12,8 @@
 // numeric order:
 //
 //	meta                   "schema" -> version, "settings" -> ledger.Settings,
-//	                       "journal_head" -> seq ‖ time (Unix ns) ‖ hash of the newest entry,
+//	                       "journal_head" -> seq ‖ time (Unix ns) of the newest entry (files
+//	                       before sealing was deferred have its hash after them),
 //	                       "log_applied" -> the newest group of the log the file holds,
 //	                       "bank_id" -> 16 random bytes, which the log's segments carry
 //	nodes                  name -> ledger.Node
@@ -29,7 +30,7 @@
 //	reserved               account NUL project -> running sum of its active liens' holds per allocation
 //	charged                account NUL project -> running sum of its charges (less refunds) per allocation
 //	reserved_total         account NUL -> the reserved sums of all its projects together
-//	account_versions       account -> hash of the newest journal entry that changed it
+//	account_versions       account -> the version the newest journal entry that changed it gave it
 //	liens_by_expiry        expiry (Unix ns) ‖ id -> (empty), while active
 //	charges                id -> ledger.Charge
 //	charges_by_job         machine NUL job id NUL id -> (empty)
@@ -53,7 +54,9 @@
 //     to be made later (a request's answer: ledger.RequestRecord.Answer)
 //     are made by whoever needs them first, once (deferred, overlay.go).
 //   - The recorder makes each group's log record, and the deferred values
-//     in it, while the syncer writes the groups before it.
+//     in it, while the syncer writes the groups before it: journal entries
+//     among them, each sealed with the hash of the one before it, which
+//     the recorder made first (groups and their writes are in order).
 //   - The syncer appends all the groups waiting for it to the log, as one
 //     write and one fdatasync, then publishes the state after them for
 //     readers and answers their calls: no call returns before what it

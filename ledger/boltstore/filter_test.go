@@ -66,8 +66,12 @@ func TestCheckpointedKeysAreFound(t *testing.T) {
 				return err
 			}
 		}
+		entry, err := ledger.SealedEntry(strings.Repeat("cd", 32), []byte(`{}`))
+		if err != nil {
+			return err
+		}
 		for seq := range uint64(entries) {
-			if err := tx.AppendEntry(ledger.Entry{Seq: seq + 1, Kind: ledger.KindInit, Hash: strings.Repeat("cd", 32)}, []byte(`{}`)); err != nil {
+			if err := tx.AppendEntry(ledger.Entry{Seq: seq + 1, Kind: ledger.KindInit}, entry); err != nil {
 				return err
 			}
 		}

@@ -89,7 +89,8 @@ func (w write) bytes() ([]byte, error) {
 // the committer reading the key again (a retry of a request on its way to
 // the disk). Requests' answers (ledger.RequestRecord.Answer), allocation
 // records and running sums are stored so: encoding them was a tenth of
-// the committer's time. What they encode is encoded in the call first (in
+// the committer's time; so are journal entries, sealed with the hash of
+// the entry before them (AppendEntry), which the recorder has made first. What they encode is encoded in the call first (in
 // its request or journal entry), so that an unencodable value is refused
 // in its own call (TestTimesPastYear9999AreRefused in package lien); one
 // that still failed here would fail its group like a failed disk write.

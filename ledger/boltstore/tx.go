@@ -272,12 +272,17 @@ func (t *tx) Head() (ledger.JournalHead, error) {
 	if raw == nil {
 		return ledger.JournalHead{}, nil
 	}
-	if len(raw) != 16+sha256.Size {
+	// Files before sealing moved off the writer keep the newest entry's
+	// hash after its number and time.
+	if len(raw) != headSize && len(raw) != headSize+sha256.Size {
 		return ledger.JournalHead{}, fmt.Errorf("%w: journal head record is malformed", ledger.ErrCorrupt)
 	}
-	return ledger.JournalHead{Seq: decodeUint(raw), Time: time.Unix(0, int64(decodeUint(raw[8:]))).UTC(),
-		Hash: hex.EncodeToString(raw[16:])}, nil
+	return ledger.JournalHead{Seq: decodeUint(raw), Time: time.Unix(0, int64(decodeUint(raw[8:]))).UTC()}, nil
 }
+
+// headSize is the journal head record's: the newest entry's number and
+// time (Unix ns).
+const headSize = 16
 
 func (t *tx) Entry(seq uint64) (ledger.Entry, bool, error) {
 	raw := t.bucket(bucketJournal).Get(encodeUint(seq))
@@ -288,33 +293,66 @@ func (t *tx) Entry(seq uint64) (ledger.Entry, bool, error) {
 	return e, err == nil, err
 }
 
-func (t *tx) AppendEntry(e ledger.Entry, body []byte) error {
+// AppendEntry stores entry e as a deferred value (overlay.go) that seals
+// it with the hash of the entry before it: the recorder makes the values
+// of a group in order, and the groups in order, so the entry before is
+// sealed first, and hashing is off the committer.
+func (t *tx) AppendEntry(e ledger.Entry, enc ledger.SealableEntry) error {
+	if t.s == nil {
+		return bolt.ErrTxNotWritable
+	}
 	key := encodeUint(e.Seq)
 	journal := t.bucket(bucketJournal)
 	if journal.Get(key) != nil {
 		return fmt.Errorf("%w: journal entry %d already exists", ledger.ErrCorrupt, e.Seq)
 	}
-	// The value and the head record are each made in one allocation: a
-	// journal entry is appended at every change.
-	value := make([]byte, sha256.Size+len(body))
-	err := hex.ErrLength
-	if len(e.Hash) == 2*sha256.Size {
-		_, err = hex.Decode(value[:sha256.Size], []byte(e.Hash))
-	}
+	prev, err := t.prevHash(e.Seq)
 	if err != nil {
-		return fmt.Errorf("%w: journal entry %d: hash %q is not a SHA-256", ledger.ErrInvalid, e.Seq, e.Hash)
+		return err
 	}
-	copy(value[sha256.Size:], body)
-	hash := value[:sha256.Size:sha256.Size]
-	if err := journal.Put(key, value); err != nil {
-		return fmt.Errorf("boltstore: append journal entry %d: %w", e.Seq, err)
-	}
-	head := make([]byte, 0, 16+sha256.Size)
+	t.s.record(write{bucket: bucketJournal, key: key, later: &deferred{make: func() ([]byte, error) {
+		hash, err := prev()
+		if err != nil {
+			return nil, err
+		}
+		return enc.Seal(hash)
+	}}})
+	head := make([]byte, 0, headSize)
 	head = binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(head, e.Seq), uint64(e.Time.UnixNano()))
-	if err := t.bucket(bucketMeta).Put(keyHead, append(head, hash...)); err != nil {
+	if err := t.bucket(bucketMeta).Put(keyHead, head); err != nil {
 		return fmt.Errorf("boltstore: journal head: %w", err)
 	}
 	return nil
+}
+
+// prevHash is how the entry numbered seq gets the hash of the one before
+// it (nil for the first): from that entry's deferred value while the
+// overlay holds one, which it does not make now, or else from the stored
+// value, copied (the file's bytes last as long as the transaction).
+func (t *tx) prevHash(seq uint64) (func() ([]byte, error), error) {
+	if seq <= 1 {
+		return func() ([]byte, error) { return nil, nil }, nil
+	}
+	key := encodeUint(seq - 1)
+	var stored []byte
+	if e, found, _ := t.s.ov.get(bucketJournal, key); found && e.later != nil {
+		return func() ([]byte, error) {
+			value, err := e.later.bytes()
+			if err != nil {
+				return nil, err
+			}
+			return value[:sha256.Size], nil
+		}, nil
+	} else if found {
+		stored = e.value
+	} else {
+		stored = t.btx.Bucket(bucketJournal.name()).Get(key)
+	}
+	if len(stored) < sha256.Size {
+		return nil, fmt.Errorf("%w: journal entry %d, before entry %d, is missing or truncated", ledger.ErrCorrupt, seq-1, seq)
+	}
+	hash := bytes.Clone(stored[:sha256.Size])
+	return func() ([]byte, error) { return hash, nil }, nil
 }
 
 func (t *tx) Entries(from, to uint64, fn func(ledger.Entry) (bool, error)) error {

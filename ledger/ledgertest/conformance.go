@@ -689,7 +689,11 @@ func testAuditFindsTampering(t *testing.T, open OpenStore) {
 		if err != nil {
 			return err
 		}
-		return tx.AppendEntry(forged, body)
+		sealed, err := ledger.SealedEntry(forged.Hash, body)
+		if err != nil {
+			return err
+		}
+		return tx.AppendEntry(forged, sealed)
 	})
 	rep, err = l.Audit()
 	if err != nil {
