@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shopspring/decimal"
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/ingot-hpc/ingot/ledger"
@@ -75,5 +76,80 @@ func TestPageSizes(t *testing.T) {
 				t.Errorf("the file has %d-byte pages, want %d", got, c.pageSize)
 			}
 		})
+	}
+}
+
+// TestJournalHeadOfEarlierFilesIsRead: files from before entries were
+// sealed after their call keep the newest entry's hash in the journal
+// head record after its number and time. Such a file opens, its head reads
+// as the same number and time, new entries chain to the stored ones, and
+// the audit passes.
+func TestJournalHeadOfEarlierFilesIsRead(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "bank.db")
+	open := func(t testing.TB) ledger.Store {
+		s, err := boltstore.Open(path, boltstore.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	var before ledger.JournalHead
+	t.Run("made", func(t *testing.T) {
+		b := ledgertest.NewBank(t, open)
+		b.MustNode("chem")
+		b.MustDeposit("chem", "10", time.Time{})
+		if err := b.Store.View(func(tx ledger.Tx) (err error) {
+			before, err = tx.Head()
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}) // closed and audited
+	// Write the head as earlier versions did: seq ‖ time ‖ the entry's hash.
+	db, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Update(func(tx *bolt.Tx) error {
+		meta := tx.Bucket([]byte("meta"))
+		head := meta.Get([]byte("journal_head"))
+		entry := tx.Bucket([]byte("journal")).Get(head[:8])
+		if len(head) != 16 || len(entry) < 32 {
+			t.Fatalf("head record of %d bytes, newest entry of %d", len(head), len(entry))
+		}
+		return meta.Put([]byte("journal_head"), append(append([]byte(nil), head...), entry[:32]...))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	store := open(t)
+	defer store.Close()
+	l, err := ledger.Open(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Deposit(ledger.Request{Actor: "test", ID: "after"}, ledger.DepositSpec{Account: "chem", Amount: decimal.NewFromInt(5)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.View(func(tx ledger.Tx) error {
+		e, ok, err := tx.Entry(before.Seq)
+		if err != nil || !ok || !e.Time.Equal(before.Time) {
+			t.Errorf("entry %d read as %+v %v %v, head %+v", before.Seq, e, ok, err, before)
+		}
+		head, err := tx.Head()
+		if err != nil || head.Seq != before.Seq+1 {
+			t.Errorf("after a deposit the head is %+v (%v), want entry %d", head, err, before.Seq+1)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if nb, err := l.BalanceAt("chem", time.Time{}); err != nil || nb.Amount.String() != "15" {
+		t.Errorf("chem has %v (%v), want 15", nb.Amount, err)
+	}
+	if rep, err := l.Audit(); err != nil || len(rep.Problems) > 0 {
+		t.Errorf("the audit: %v %v", err, rep.Problems)
 	}
 }
