@@ -84,7 +84,7 @@ func TestChargeDetailMadeAheadIsTheWriters(t *testing.T) {
 		t.Fatal(err)
 	}
 	pr := pricing{rates: table, policy: charge.DebitSuccessfulWC, shape: charge.Shape{Cores: 32}}
-	var b Bank
+	b := Bank{priceAhead: true}
 	keep(&b.last.charges, "hpc1", pr)
 	start := time.Date(2026, 1, 5, 9, 0, 0, 0, time.UTC)
 	usage := charge.Usage{Resources: charge.Resources{Processors: 2}, WallclockSeconds: 10, WallclockLimitSeconds: 60, Start: start, State: charge.Completed}
@@ -146,7 +146,7 @@ func TestLastPricingKeepsTheRatesPricing(t *testing.T) {
 // goroutine prices nothing ahead (the writer prices again and turns the
 // panic into the call's error) instead of ending the process.
 func TestPricingAheadSurvivesAPanic(t *testing.T) {
-	var b Bank
+	b := Bank{priceAhead: true}
 	broken := pricing{policy: charge.DebitSuccessfulWC} // no table: pricing dereferences nil
 	keep(&b.last.charges, "hpc1", broken)
 	keep(&b.last.liens, placeKey{"hpc1", "amy", ""}, broken)
@@ -157,5 +157,30 @@ func TestPricingAheadSurvivesAPanic(t *testing.T) {
 	start := time.Date(2026, 1, 5, 9, 0, 0, 0, time.UTC)
 	if a := b.quoteLienAhead(PlaceSpec{Job: job, User: "amy", Request: charge.Request{WallclockLimitSeconds: 60, Start: start}}); a.ok {
 		t.Errorf("a lien quoted ahead with no table: %+v", a)
+	}
+}
+
+// TestNoPricingAheadWhenOff: a bank that does not price ahead (a machine
+// with few cores) leaves every price to the writer.
+func TestNoPricingAheadWhenOff(t *testing.T) {
+	table, err := charge.DefaultRateTable().Compile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr := pricing{rates: table, policy: charge.DebitSuccessfulWC, shape: charge.Shape{Cores: 32}}
+	var b Bank
+	keep(&b.last.charges, "hpc1", pr)
+	keep(&b.last.liens, placeKey{"hpc1", "amy", ""}, pr)
+	start := time.Date(2026, 1, 5, 9, 0, 0, 0, time.UTC)
+	job := Job{Machine: "hpc1", ID: "1"}
+	if a := b.priceChargeAhead(ChargeSpec{Job: job, Usage: charge.Usage{WallclockSeconds: 10, Start: start, State: charge.Completed}}); a.ok {
+		t.Errorf("a charge priced ahead: %+v", a)
+	}
+	if a := b.quoteLienAhead(PlaceSpec{Job: job, User: "amy", Request: charge.Request{WallclockLimitSeconds: 60, Start: start}}); a.ok {
+		t.Errorf("a lien quoted ahead: %+v", a)
+	}
+	b.priceAhead = true
+	if a := b.priceChargeAhead(ChargeSpec{Job: job, Usage: charge.Usage{WallclockSeconds: 10, Start: start, State: charge.Completed}}); !a.ok {
+		t.Error("turned on, the charge was not priced ahead")
 	}
 }

@@ -2,6 +2,7 @@ package lien
 
 import (
 	"fmt"
+	"runtime"
 	"strings"
 	"unicode"
 
@@ -14,11 +15,16 @@ type Bank struct {
 	l      *ledger.Ledger
 	rates  decoded[*charge.CompiledTable]
 	config decoded[Config]
-	last   lastPricing // for pricing ahead (ahead.go)
+	// priceAhead: callers price their liens and charges before the
+	// writer runs them (ahead.go), on machines with cores to spare.
+	priceAhead bool
+	last       lastPricing // for pricing ahead
 }
 
 // New returns the lien layer of a ledger.
-func New(l *ledger.Ledger) *Bank { return &Bank{l: l} }
+func New(l *ledger.Ledger) *Bank {
+	return &Bank{l: l, priceAhead: runtime.NumCPU() >= priceAheadCPUs}
+}
 
 // Ledger is the ledger below.
 func (b *Bank) Ledger() *ledger.Ledger { return b.l }

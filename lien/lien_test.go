@@ -344,9 +344,16 @@ func TestRatesWithQOSAndNightDiscount(t *testing.T) {
 
 // TestNewRatesPriceTheNextJobs: liens and charges priced ahead with the
 // pricing of the calls before a rate change are priced again by the
-// writer at the new rates.
+// writer at the new rates; without pricing ahead the same amounts result.
 func TestNewRatesPriceTheNextJobs(t *testing.T) {
+	for _, ahead := range []bool{true, false} {
+		t.Run(fmt.Sprint("priced ahead ", ahead), func(t *testing.T) { newRatesPriceTheNextJobs(t, ahead) })
+	}
+}
+
+func newRatesPriceTheNextJobs(t *testing.T, ahead bool) {
 	s := newSite(t)
+	s.lb.SetPricingAhead(ahead)
 	s.MustDeposit("chem", "10000000", time.Time{})
 	// Liens with a start of their own, which the caller may quote ahead.
 	place := func(id string) lien.LienResult {
