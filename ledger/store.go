@@ -98,10 +98,10 @@ type Tx interface {
 	// empty journal), without decoding the entry.
 	Head() (JournalHead, error)
 	Entry(seq uint64) (e Entry, ok bool, err error)
-	// AppendEntry appends e (numbered head's Seq+1), encoded as enc: the
+	// AppendEntry appends e (numbered head's Seq+1), encoded as enc. The
 	// store seals it (SealableEntry.Seal) with the hash of entry e.Seq-1
 	// once that one is sealed, in journal order, which may be after the
-	// transaction, on another goroutine; until then the entry is e's.
+	// transaction and on another goroutine: enc's bytes are the store's.
 	AppendEntry(e Entry, enc SealableEntry) error
 	// Entries calls fn for entries from..to (inclusive) in order until fn
 	// returns false or an error.
