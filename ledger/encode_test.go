@@ -189,3 +189,45 @@ func TestSealWantsThePreviousHash(t *testing.T) {
 		}
 	}
 }
+
+// TestContentHashConcurrent: content hashes made at once on many
+// goroutines (their buffers pooled) are those made one by one, for small
+// requests and for one too big to pool.
+func TestContentHashConcurrent(t *testing.T) {
+	contents := []any{
+		map[string]string{"job": "1"},
+		map[string]string{"job": "2", "user": "amy"},
+		map[string]string{"batch": strings.Repeat("x", 2*maxPooledRequest)},
+	}
+	want := make([]string, len(contents))
+	for i, c := range contents {
+		body, err := json.Marshal(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum := sha256.Sum256(append([]byte(string(KindCharge)+"\x00"), body...))
+		want[i] = hex.EncodeToString(sum[:])
+	}
+	errs := make(chan error, 8)
+	for g := range 8 {
+		go func() {
+			for i := range 300 {
+				k := (g + i) % len(contents)
+				got, err := contentHash(KindCharge, contents[k])
+				if err == nil && got != want[k] {
+					err = fmt.Errorf("content %d hashed as %s, want %s", k, got, want[k])
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range 8 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+}

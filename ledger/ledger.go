@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/ingot-hpc/ingot/internal/jsonbuf"
@@ -188,15 +189,27 @@ func (req Request) keep(answer []byte) {
 // contentHash is the SHA-256 of the request's kind, a zero byte and the
 // request's JSON: what tells a retry from another request under the same id.
 func contentHash(kind Kind, content any) (string, error) {
-	var buf [512]byte // most requests fit: no allocation
-	b := append(append(buf[:0], kind...), 0)
+	// The buffer is pooled: one on the stack escaped to the heap (content
+	// encodes itself through an interface), half a kilobyte per call.
+	buf := requestBufs.Get().(*[]byte)
+	b := append(append((*buf)[:0], kind...), 0)
 	b, err := jsonbuf.Marshal(b, content)
+	sum := sha256.Sum256(b)
+	if cap(b) <= maxPooledRequest { // a batch's buffer is not kept
+		*buf = b
+		requestBufs.Put(buf)
+	}
 	if err != nil {
 		return "", fmt.Errorf("ledger: encode request: %w", err)
 	}
-	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:]), nil
 }
+
+// requestBufs are contentHash's buffers, of at most maxPooledRequest
+// bytes.
+var requestBufs = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
+
+const maxPooledRequest = 64 << 10
 
 // Writer appends journal entries and the state they change in one
 // transaction.
