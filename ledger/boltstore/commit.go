@@ -110,9 +110,10 @@ func (s *Store) run(calls []*call) *group {
 	defer btx.Rollback()
 	ses := newSession(btx, s.ov, s.cache, &s.filters, s.lastGroup)
 	// The writes go on to the syncer; sized as the last group's per call,
-	// they are not copied as they grow. The undo records stay with the
-	// committer until the group is durable, and their buffers are reused.
-	ses.writes = make([]write, 0, len(calls)*s.writesPerCall)
+	// they are not copied as they grow, and trimmed groups' lists are used
+	// again. The undo records stay with the committer until the group is
+	// durable, and their buffers are reused.
+	ses.writes = s.ov.spareWrites(len(calls) * s.writesPerCall)
 	ses.undos = s.spareUndos()
 	wantSnapshot := false
 	for _, c := range calls {

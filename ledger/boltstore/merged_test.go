@@ -223,3 +223,38 @@ func openPrepared(t *testing.T) *bolt.DB {
 	}
 	return db
 }
+
+// TestTrimmedWriteListsAreReused: a trimmed group's write list, emptied of
+// what it held, is handed once to a later group that fits in it.
+func TestTrimmedWriteListsAreReused(t *testing.T) {
+	ov := newOverlay()
+	commit := func(group uint64) groupWrites {
+		gw := groupWrites{group: group, writes: make([]write, 0, 8)}
+		w := write{bucket: bucketRequests, key: []byte(fmt.Sprint("k", group)), value: []byte("v")}
+		ov.set(w, group)
+		gw.writes = append(gw.writes, w)
+		ov.committed(gw)
+		return gw
+	}
+	same := func(a, b []write) bool { return &a[:1][0] == &b[:1][0] }
+	first := commit(1)
+	if got := ov.spareWrites(4); same(got, first.writes) {
+		t.Fatal("a group's list was reused before it was trimmed")
+	}
+	ov.trim(1)
+	if first.writes[0].key != nil || first.writes[0].value != nil {
+		t.Error("a trimmed list still holds its writes")
+	}
+	got := ov.spareWrites(4)
+	if len(got) != 0 || !same(got, first.writes) {
+		t.Errorf("the trimmed list was not reused: %d writes, cap %d", len(got), cap(got))
+	}
+	if again := ov.spareWrites(4); same(again, first.writes) {
+		t.Error("the list was handed out twice")
+	}
+	second := commit(2)
+	ov.trim(2)
+	if got := ov.spareWrites(16); same(got, second.writes) || cap(got) < 16 {
+		t.Errorf("a list too small was handed out (cap %d)", cap(got))
+	}
+}

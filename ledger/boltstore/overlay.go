@@ -31,6 +31,28 @@ type overlay struct {
 	// pending lists, oldest first, what each group not yet trimmed wrote,
 	// so that trim visits only those keys.
 	pending []groupWrites
+	// spare are the write lists of trimmed groups, emptied, for the next
+	// groups (spareWrites): allocating one per group was a fifteenth of
+	// the bank's allocation. Once trimmed, a group's list is no one's: the
+	// recorder, syncer and checkpointer are done with it.
+	spare [][]write
+}
+
+// maxSpareWrites bounds the write lists kept for reuse.
+const maxSpareWrites = 64
+
+// spareWrites is an empty write list with room for n writes: a trimmed
+// group's, or a new one with room to spare (groups vary in size).
+func (o *overlay) spareWrites(n int) []write {
+	for i := len(o.spare) - 1; i >= 0; i-- {
+		if w := o.spare[i]; cap(w) >= n {
+			last := len(o.spare) - 1
+			o.spare[i], o.spare[last] = o.spare[last], nil
+			o.spare = o.spare[:last]
+			return w
+		}
+	}
+	return make([]write, 0, n+n/2)
 }
 
 // overlayTrees are a bucket's puts (live) and deletions (dead); a key is
@@ -323,6 +345,10 @@ func (o *overlay) trim(applied uint64) uint64 {
 			if w.seq || !rebuilt[w.bucket][deadIndex(w.deleted)] {
 				o.trimWrite(w, applied)
 			}
+		}
+		if len(o.spare) < maxSpareWrites {
+			clear(g.writes) // what the writes held is garbage now
+			o.spare = append(o.spare, g.writes[:0])
 		}
 	}
 	o.pending = o.pending[n:]
