@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ingot-hpc/ingot/internal/jsonbuf"
+	"github.com/ingot-hpc/ingot/internal/runtimetune"
 )
 
 // Ledger is the bank. It is safe for concurrent use.
@@ -20,6 +21,10 @@ type Ledger struct {
 	created  time.Time
 	plans    *planCache
 	now      func() time.Time
+	// deferAnswers: the answers kept for retries are encoded when the
+	// store first needs them (its log's recorder) rather than in the call,
+	// on machines with the cores for it (runtimetune.Offload).
+	deferAnswers bool
 }
 
 // Option configures a Ledger.
@@ -28,6 +33,13 @@ type Option func(*Ledger)
 // WithClock replaces the wall clock, for tests that move through time.
 func WithClock(now func() time.Time) Option {
 	return func(l *Ledger) { l.now = now }
+}
+
+// WithDeferredAnswers says whether the answers kept for retries are
+// encoded by the store after the call (on) or in the call (off), whatever
+// the machine's cores, for tests that run both ways.
+func WithDeferredAnswers(on bool) Option {
+	return func(l *Ledger) { l.deferAnswers = on }
 }
 
 // Request says who asks for a change and under which request id. A retry
@@ -65,7 +77,7 @@ func Init(store Store, s Settings, req Request, now time.Time) error {
 
 // Open opens the bank held in store.
 func Open(store Store, opts ...Option) (*Ledger, error) {
-	l := &Ledger{store: store, now: time.Now, plans: newPlanCache()}
+	l := &Ledger{store: store, now: time.Now, plans: newPlanCache(), deferAnswers: runtimetune.Offload()}
 	for _, o := range opts {
 		o(l)
 	}
@@ -161,9 +173,6 @@ func Mutate[R any](l *Ledger, req Request, kind Kind, content any, fn func(w *Wr
 		if req.ID == "" {
 			return nil
 		}
-		// The answer is encoded when the store needs its bytes (its log
-		// writer, off the single writer's path): nothing changes it
-		// after fn, as its caller reads it while later changes run.
 		answer := func() ([]byte, error) {
 			hint := answerSizes[kind]
 			b, err := jsonbuf.Marshal(hint.Buf(), r)
@@ -174,7 +183,16 @@ func Mutate[R any](l *Ledger, req Request, kind Kind, content any, fn func(w *Wr
 			req.keep(b)
 			return b, nil
 		}
-		return tx.PutRequest(key, RequestRecord{ContentHash: hash, Answer: answer, Seq: w.lastSeq, Time: w.now})
+		rec := RequestRecord{ContentHash: hash, Seq: w.lastSeq, Time: w.now}
+		if l.deferAnswers {
+			// Encoded when the store needs its bytes (its log's recorder,
+			// off the single writer's path): nothing changes the answer
+			// after fn, as its caller reads it while later changes run.
+			rec.Answer = answer
+		} else if rec.Result, err = answer(); err != nil {
+			return err
+		}
+		return tx.PutRequest(key, rec)
 	})
 	return result, err
 }

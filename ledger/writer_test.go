@@ -152,3 +152,76 @@ func TestEntriesChainThroughFailedCallsAndReopens(t *testing.T) {
 		}
 	}
 }
+
+// TestRetriesGetTheFirstAnswerEitherWay: whether the answer kept for
+// retries is encoded in the call or by the store after it, concurrent
+// retries of a deposit, and one after the bank is reopened (the answer read
+// from the file), get the first answer and deposit once; the same id with
+// other content is a conflict.
+func TestRetriesGetTheFirstAnswerEitherWay(t *testing.T) {
+	for _, deferred := range []bool{false, true} {
+		t.Run(fmt.Sprint("deferred ", deferred), func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "bank.db")
+			open := func() *ledger.Ledger {
+				t.Helper()
+				store, err := boltstore.Open(path, boltstore.Options{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				l, err := ledger.Open(store, ledger.WithDeferredAnswers(deferred))
+				if errors.Is(err, ledger.ErrNotInitialized) {
+					if err = ledger.Init(store, ledger.Settings{Precision: ledger.DefaultPrecision}, ledger.Request{Actor: "test"}, time.Now()); err == nil {
+						l, err = ledger.Open(store, ledger.WithDeferredAnswers(deferred))
+					}
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				return l
+			}
+			l := open()
+			if _, err := l.CreateNode(ledger.Request{Actor: "test", ID: "node"}, ledger.NodeSpec{Name: "chem"}); err != nil {
+				t.Fatal(err)
+			}
+			req := ledger.Request{Actor: "test", ID: "deposit-1"}
+			spec := ledger.DepositSpec{Account: "chem", Amount: decimal.NewFromInt(10)}
+			receipts := make([]ledger.Receipt, 20)
+			var wg sync.WaitGroup
+			for i := range receipts {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					r, err := l.Deposit(req, spec)
+					if err != nil {
+						t.Error(err)
+					}
+					receipts[i] = r
+				}()
+			}
+			wg.Wait()
+			if err := l.Close(); err != nil {
+				t.Fatal(err)
+			}
+			l = open()
+			defer l.Close()
+			again, err := l.Deposit(req, spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, r := range append(receipts, again) {
+				if r.Seq != receipts[0].Seq || len(r.Allocations) != 1 || r.Allocations[0].ID != receipts[0].Allocations[0].ID {
+					t.Errorf("answer %d: entry %d, allocations %+v; the first: entry %d, %+v", i, r.Seq, r.Allocations, receipts[0].Seq, receipts[0].Allocations)
+				}
+			}
+			if nb, err := l.BalanceAt("chem", time.Time{}); err != nil || nb.Amount.String() != "10" {
+				t.Errorf("chem has %v (%v), want 10: deposited once", nb.Amount, err)
+			}
+			if _, err := l.Deposit(req, ledger.DepositSpec{Account: "chem", Amount: decimal.NewFromInt(11)}); !errors.Is(err, ledger.ErrRequestConflict) {
+				t.Errorf("the same id with other content: %v, want ErrRequestConflict", err)
+			}
+			if rep, err := l.Audit(); err != nil || len(rep.Problems) > 0 {
+				t.Errorf("audit: %v %v", err, rep.Problems)
+			}
+		})
+	}
+}

@@ -18,19 +18,9 @@ import (
 // otherwise, or when nothing was priced ahead, it prices as always. A
 // guess is only ever saved work, never a different result.
 //
-// It pays only where the callers have cores of their own. On this
-// project's 2-core machine the writer waits for the log a sixth of the
-// time, while the other core runs the log's syncs, the checkpointer, the
-// recorder and every caller: pricing in the callers made that core the
-// limit. In process, 64 goroutines, 40,000 lien+charge cycles on the disk,
-// five alternating pairs: 20,111 cycles/s priced ahead, 21,206 priced by
-// the writer, and 69.9 against 65.6 us of CPU per cycle (on tmpfs, where
-// the writer is the limit, 23,973 against 22,088; over loopback no
-// difference). So callers price ahead only on machines with at least
-// priceAheadCPUs cores.
-
-// priceAheadCPUs is the fewest cores on which callers price ahead.
-const priceAheadCPUs = 4
+// It pays only where the callers have cores of their own: callers price
+// ahead on machines with runtimetune.OffloadCPUs cores or more (why, with
+// the figures, is there), and elsewhere the writer prices.
 
 // lastPricing is the pricing the writer last used, for charges by machine
 // (the job's lien names the rest) and for liens by machine, user and the

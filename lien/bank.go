@@ -2,11 +2,11 @@ package lien
 
 import (
 	"fmt"
-	"runtime"
 	"strings"
 	"unicode"
 
 	"github.com/ingot-hpc/ingot/charge"
+	"github.com/ingot-hpc/ingot/internal/runtimetune"
 	"github.com/ingot-hpc/ingot/ledger"
 )
 
@@ -23,7 +23,7 @@ type Bank struct {
 
 // New returns the lien layer of a ledger.
 func New(l *ledger.Ledger) *Bank {
-	return &Bank{l: l, priceAhead: runtime.NumCPU() >= priceAheadCPUs}
+	return &Bank{l: l, priceAhead: runtimetune.Offload()}
 }
 
 // Ledger is the ledger below.
