@@ -79,24 +79,7 @@ func TestAppendAfterNewLienID(t *testing.T) {
 // audit checks every link and hash after each stage.
 func TestEntriesChainThroughFailedCallsAndReopens(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "bank.db")
-	open := func() *ledger.Ledger {
-		t.Helper()
-		store, err := boltstore.Open(path, boltstore.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		l, err := ledger.Open(store)
-		if errors.Is(err, ledger.ErrNotInitialized) {
-			if err := ledger.Init(store, ledger.Settings{Precision: ledger.DefaultPrecision}, ledger.Request{Actor: "test"}, time.Now()); err != nil {
-				t.Fatal(err)
-			}
-			l, err = ledger.Open(store)
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		return l
-	}
+	open := func() *ledger.Ledger { return openBoltLedger(t, path) }
 	errRefused := errors.New("refused after appending")
 	var next atomic.Int64
 	record := func(l *ledger.Ledger, fail bool) error {
@@ -162,23 +145,7 @@ func TestRetriesGetTheFirstAnswerEitherWay(t *testing.T) {
 	for _, deferred := range []bool{false, true} {
 		t.Run(fmt.Sprint("deferred ", deferred), func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "bank.db")
-			open := func() *ledger.Ledger {
-				t.Helper()
-				store, err := boltstore.Open(path, boltstore.Options{})
-				if err != nil {
-					t.Fatal(err)
-				}
-				l, err := ledger.Open(store, ledger.WithDeferredAnswers(deferred))
-				if errors.Is(err, ledger.ErrNotInitialized) {
-					if err = ledger.Init(store, ledger.Settings{Precision: ledger.DefaultPrecision}, ledger.Request{Actor: "test"}, time.Now()); err == nil {
-						l, err = ledger.Open(store, ledger.WithDeferredAnswers(deferred))
-					}
-				}
-				if err != nil {
-					t.Fatal(err)
-				}
-				return l
-			}
+			open := func() *ledger.Ledger { return openBoltLedger(t, path, ledger.WithDeferredAnswers(deferred)) }
 			l := open()
 			if _, err := l.CreateNode(ledger.Request{Actor: "test", ID: "node"}, ledger.NodeSpec{Name: "chem"}); err != nil {
 				t.Fatal(err)
@@ -224,4 +191,24 @@ func TestRetriesGetTheFirstAnswerEitherWay(t *testing.T) {
 			}
 		})
 	}
+}
+
+// openBoltLedger opens the bank on the bbolt file at path, made and
+// initialised if new.
+func openBoltLedger(t *testing.T, path string, opts ...ledger.Option) *ledger.Ledger {
+	t.Helper()
+	store, err := boltstore.Open(path, boltstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := ledger.Open(store, opts...)
+	if errors.Is(err, ledger.ErrNotInitialized) {
+		if err = ledger.Init(store, ledger.Settings{Precision: ledger.DefaultPrecision}, ledger.Request{Actor: "test"}, time.Now()); err == nil {
+			l, err = ledger.Open(store, opts...)
+		}
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
 }
