@@ -25,8 +25,8 @@ type site struct {
 	t  testing.TB
 }
 
-func newSite(t testing.TB) *site {
-	b := ledgertest.NewBank(t, ledgertest.Bolt)
+func newSite(t testing.TB, opts ...ledger.Option) *site {
+	b := ledgertest.NewBank(t, ledgertest.Bolt, opts...)
 	s := &site{Bank: b, lb: lien.New(b.Ledger), t: t}
 	b.MustNode("chem", "chem.lab1", "bio")
 	if _, err := b.AddMachine(b.Req(), ledger.MachineSpec{Name: "hpc1", Shape: ledger.Shape{Cores: 32, MemoryMB: 128000, GPUs: 4}}); err != nil {
@@ -555,9 +555,22 @@ func TestConcurrentLiensStopAtFunds(t *testing.T) {
 }
 
 // TestChargeRetriedChargesOnce retries one charge 1,000 times, concurrently,
-// with the same request id.
-func TestChargeRetriedChargesOnce(t *testing.T) {
-	s := newSite(t)
+// with the same request id, with the answer kept for retries encoded in
+// the call and after it.
+func TestChargeRetriedChargesOnce(t *testing.T) { bothAnswerWays(t, chargeRetriedChargesOnce) }
+
+// bothAnswerWays runs test on a site whose answers kept for retries are
+// encoded in the call, and on one where the store encodes them after it
+// (as on machines of four cores or more).
+func bothAnswerWays(t *testing.T, test func(*testing.T, *site)) {
+	for _, deferred := range []bool{false, true} {
+		t.Run(fmt.Sprint("answers deferred ", deferred), func(t *testing.T) {
+			test(t, newSite(t, ledger.WithDeferredAnswers(deferred)))
+		})
+	}
+}
+
+func chargeRetriedChargesOnce(t *testing.T, s *site) {
 	s.MustDeposit("chem", "100000", time.Time{})
 	s.mustPlace("r", 2, 600)
 	req := ledger.Request{Actor: "sched", ID: "charge-r"}
@@ -706,11 +719,13 @@ func TestNewPolicyChargesAtOnce(t *testing.T) {
 // TestTimesPastYear9999AreRefused: a deposit or a lien whose times JSON
 // cannot hold (past year 9999) is refused in its own call, with nothing
 // written, and the bank goes on. The store encodes an allocation's record
-// and a request's answer after the call (deferred values, which fail a
-// whole group); this holds because the same times are encoded first in
-// the call, in its request or its journal entry.
-func TestTimesPastYear9999AreRefused(t *testing.T) {
-	s := newSite(t)
+// after the call, and on machines of four cores or more a request's answer
+// (deferred values, which fail a whole group); this holds because the
+// same times are encoded first in the call, in its request or its journal
+// entry. The test runs both ways for the answer.
+func TestTimesPastYear9999AreRefused(t *testing.T) { bothAnswerWays(t, timesPastYear9999AreRefused) }
+
+func timesPastYear9999AreRefused(t *testing.T, s *site) {
 	s.MustDeposit("chem", "1000000", time.Time{})
 	entries := s.JournalLen()
 	if _, err := s.Deposit(s.Req(), ledger.DepositSpec{Account: "chem", Amount: dec("100"), End: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)}); err == nil {

@@ -180,7 +180,7 @@ func (b *Bank) chargeIdle(w *ledger.Writer, r *Reservation, from time.Time, seco
 		Start: from, End: from.Add(time.Duration(seconds) * time.Second), State: charge.Completed}
 	priced, err := priceCharge(pr, charge.DebitAllCPU, usage, r.Name)
 	if err != nil {
-		return ChargeResult{}, fmt.Errorf("idle charge of reservation %s: %w", r.Name, err)
+		return ChargeResult{}, fmt.Errorf("%w: idle charge of reservation %s: %v", ledger.ErrInvalid, r.Name, err)
 	}
 	r.Charged = r.Charged.Add(priced.amount.Credits)
 	rec, err := recordOf(recordReservation, r.Name, *r)

@@ -82,13 +82,13 @@ func (b *Bank) Charge(req ledger.Request, spec ChargeSpec) (ChargeResult, error)
 		}
 		priced, err := ahead.price(terms.pr, spec)
 		if err != nil {
-			return ChargeResult{}, fmt.Errorf("charge for job %s: %w", spec.ID, err)
+			return ChargeResult{}, fmt.Errorf("%w: charge for job %s: %v", ledger.ErrInvalid, spec.ID, err)
 		}
 		c.JobID, c.Machine, c.Final, c.Time = spec.ID, spec.Machine, !spec.Incremental, w.Now()
 		var rec *ledger.Record
 		if spec.Reservation != "" {
 			if rec, err = recordJobInReservation(tx, spec.Reservation, spec.Machine, usage); err != nil {
-				return ChargeResult{}, fmt.Errorf("charge for job %s: %w", spec.ID, err)
+				return ChargeResult{}, fmt.Errorf("%w: charge for job %s: %v", ledger.ErrInvalid, spec.ID, err)
 			}
 		}
 		return b.settle(w, c, lien, rec, priced)
@@ -163,16 +163,17 @@ type pricedCharge struct {
 	detail []byte
 }
 
-// priceCharge prices usage under pr and encodes the charge's detail. Errors
-// are ledger.ErrInvalid: the usage cannot be priced.
+// priceCharge prices usage under pr and encodes the charge's detail. An
+// error means the usage cannot be priced or its detail not encoded (times
+// JSON cannot hold): the caller refuses it as invalid input.
 func priceCharge(pr pricing, policy charge.Policy, usage charge.Usage, reservation string) (pricedCharge, error) {
 	amount, err := pr.rates.Price(policy, pr.shape, usage)
 	if err != nil {
-		return pricedCharge{}, fmt.Errorf("%w: %v", ledger.ErrInvalid, err)
+		return pricedCharge{}, err
 	}
 	detail, err := chargeDetail{Usage: usage, Reservation: reservation, Explanation: amount.Explanation}.AppendJSON(chargeDetailSize.Buf())
 	if err != nil {
-		return pricedCharge{}, fmt.Errorf("%w: encode charge detail: %v", ledger.ErrInvalid, err)
+		return pricedCharge{}, fmt.Errorf("encode charge detail: %w", err)
 	}
 	chargeDetailSize.Note(detail)
 	return pricedCharge{amount: amount, detail: detail}, nil

@@ -60,22 +60,23 @@ func Bolt(t testing.TB) ledger.Store {
 	return s
 }
 
-// NewBank initialises a bank (precision 2) on a new store and audits it
-// when the test ends: any audit problem fails the test.
-func NewBank(t testing.TB, open OpenStore) *Bank {
+// NewBank initialises a bank (precision 2) on a new store, opens it with
+// the test clock and opts, and audits it when the test ends: any audit
+// problem fails the test.
+func NewBank(t testing.TB, open OpenStore, opts ...ledger.Option) *Bank {
 	t.Helper()
-	return NewBankWithPrecision(t, open, ledger.DefaultPrecision)
+	return NewBankWithPrecision(t, open, ledger.DefaultPrecision, opts...)
 }
 
 // NewBankWithPrecision is NewBank with another currency precision.
-func NewBankWithPrecision(t testing.TB, open OpenStore, precision int32) *Bank {
+func NewBankWithPrecision(t testing.TB, open OpenStore, precision int32, opts ...ledger.Option) *Bank {
 	t.Helper()
 	store := open(t)
 	clock := &Clock{now: Epoch}
 	if err := ledger.Init(store, ledger.Settings{Precision: precision}, ledger.Request{Actor: "test"}, clock.Now()); err != nil {
 		t.Fatalf("init bank: %v", err)
 	}
-	l, err := ledger.Open(store, ledger.WithClock(clock.Now))
+	l, err := ledger.Open(store, append([]ledger.Option{ledger.WithClock(clock.Now)}, opts...)...)
 	if err != nil {
 		t.Fatalf("open bank: %v", err)
 	}
