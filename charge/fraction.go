@@ -164,6 +164,19 @@ func (f fraction) ceil() int64 {
 	return q.Int64()
 }
 
+// smallWholes are the whole figures below 1,024 as decimals, made once. An
+// explanation shows many (a job's processors, a multiplier of 1, a count
+// of licenses), and each new decimal allocates its big.Int: half a price's
+// allocations were such figures. The decimals can share them because a
+// decimal never changes its big.Int (shopspring/decimal's operations make
+// new ones, and its own Zero is shared the same way).
+var smallWholes = func() (d [1024]decimal.Decimal) {
+	for i := range d {
+		d[i] = decimal.New(int64(i), 0)
+	}
+	return d
+}()
+
 // displayPlaces is how far a figure of the explanation that does not
 // terminate (a third of a node) is shown. Such figures are for reading
 // only: the charge itself is computed exactly and rounded once.
@@ -175,6 +188,9 @@ const displayPlaces = 18
 func (f fraction) display() decimal.Decimal {
 	if f.big == nil {
 		if f.d == 1 {
+			if f.n < uint64(len(smallWholes)) {
+				return smallWholes[f.n]
+			}
 			return decimal.New(int64(f.n), 0)
 		}
 		if q, half, ok := f.scaledQuo(displayPlaces); ok && (q > 0 || half >= 0) {

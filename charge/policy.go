@@ -2,6 +2,7 @@ package charge
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -144,8 +145,9 @@ func (p Policy) quantities(shape Shape, u Usage) (chargedQuantities, error) {
 		seconds:     u.WallclockSeconds,
 		consumption: integer(1),
 	}
-	processorsBasis := fmt.Sprintf("Processors = %d dedicated", u.Processors)
-	wall := fmt.Sprintf("WallDuration = %d s", u.WallclockSeconds)
+	// The common lines without fmt, which took a tenth of a price.
+	processorsBasis := "Processors = " + strconv.FormatInt(u.Processors, 10) + " dedicated"
+	wall := "WallDuration = " + strconv.FormatInt(u.WallclockSeconds, 10) + " s"
 	consumption := "ConsumptionRate = 1"
 	switch policyRules[p].metric {
 	case consumedCPU:

@@ -148,11 +148,15 @@ func (c *compiledTable) matches(out []match, cr *compiledRate, q *chargedQuantit
 		return append(out, match{cr.key.name, q.values[cr.quantity]})
 	}
 	for _, v := range values.of(cr.quantity) {
-		what := cr.key.name + "=" + v.value
+		var what string
 		switch {
 		case cr.key.instance == v.lower:
-		case cr.key.instance == Wildcard && !c.listed[rateKey{cr.key.typ, cr.key.name, v.lower}]:
-			what += " (" + Wildcard + ")"
+			what = cr.what
+			if v.value != cr.key.instance {
+				what = cr.key.name + "=" + v.value
+			}
+		case cr.key.instance == Wildcard && !cr.siblings[v.lower]:
+			what = cr.key.name + "=" + v.value + " (" + Wildcard + ")"
 		default:
 			continue
 		}
@@ -190,7 +194,7 @@ func stretches(segments []segment, consumption fraction) []stretch {
 // apply fills in the formula. All arithmetic is exact; the only rounding is
 // the final half-even rounding to the currency precision.
 func (c *compiledTable) apply(e Explanation, shown []ChargeRate, q chargedQuantities, values *jobValues, segments []segment) Amount {
-	one := decimal.NewFromInt(1)
+	one := smallWholes[1]
 	sums := [feeTerm + 1]fraction{integer(0), integer(0), integer(1), integer(0)}
 	var timeScaled []stretch
 	var items []LineItem

@@ -3,6 +3,7 @@ package charge
 import (
 	"errors"
 	"math/big"
+	"slices"
 	"testing"
 	"time"
 
@@ -224,7 +225,9 @@ func TestRoundHalfEvenMatchesRoundBank(t *testing.T) {
 }
 
 // TestUnlistedValues: a table that prices some values of a property
-// refuses a job with another value, unless it has a "*" rate for it.
+// refuses a job with another value, unless it has a "*" rate for it. The
+// explanation names the QOS item as the job spells its QOS, marked when
+// the "*" rate priced it.
 func TestUnlistedValues(t *testing.T) {
 	strict := DefaultRateTable()
 	strict.Rates = append(strict.Rates, ChargeRate{Type: NBM, Name: "QualityOfService", Instance: "premium", Rate: dec("2")})
@@ -235,14 +238,17 @@ func TestUnlistedValues(t *testing.T) {
 		table RateTable
 		qos   string
 		want  string
+		item  string // the QOS item's name, if any
 		err   error
 	}{
-		{"listed", strict, "premium", "7200", nil},
-		{"listed, other case", strict, "Premium", "7200", nil},
-		{"no QOS", strict, "", "3600", nil},
-		{"unlisted", strict, "normal", "", ErrUnknownInstance},
-		{"unlisted with wildcard", open, "normal", "3600", nil},
-		{"listed with wildcard", open, "premium", "7200", nil},
+		{"listed", strict, "premium", "7200", "QualityOfService=premium", nil},
+		{"listed, other case", strict, "Premium", "7200", "QualityOfService=Premium", nil},
+		{"no QOS", strict, "", "3600", "", nil},
+		{"unlisted", strict, "normal", "", "", ErrUnknownInstance},
+		{"unlisted with wildcard", open, "normal", "3600", "QualityOfService=normal (*)", nil},
+		{"unlisted with wildcard, other case", open, "Normal", "3600", "QualityOfService=Normal (*)", nil},
+		{"listed with wildcard", open, "premium", "7200", "QualityOfService=premium", nil},
+		{"listed with wildcard, other case", open, "PREMIUM", "7200", "QualityOfService=PREMIUM", nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -251,8 +257,24 @@ func TestUnlistedValues(t *testing.T) {
 			if !errors.Is(err, c.err) {
 				t.Fatalf("err = %v, want %v", err, c.err)
 			}
-			if err == nil && !a.Credits.Equal(dec(c.want)) {
+			if err != nil {
+				return
+			}
+			if !a.Credits.Equal(dec(c.want)) {
 				t.Errorf("credits = %s, want %s", a.Credits, c.want)
+			}
+			var items []string
+			for _, item := range a.Explanation.Items {
+				if item.Type == NBM {
+					items = append(items, item.What)
+				}
+			}
+			var want []string
+			if c.item != "" {
+				want = []string{c.item}
+			}
+			if !slices.Equal(items, want) {
+				t.Errorf("QOS items %q, want %q", items, want)
 			}
 		})
 	}

@@ -144,7 +144,6 @@ type compiledTable struct {
 	// the table, the order of the explanation's items.
 	rates   []compiledRate
 	windows windows
-	listed  map[rateKey]bool // every rate, to tell a listed value from one that falls to "*"
 	// known are, per name-based property (propertyNames' order), the
 	// values (lower case) that some rate lists; nil if no rate matches it.
 	known [len(propertyNames)]map[string]bool
@@ -159,6 +158,13 @@ type compiledRate struct {
 	// propertyNames for a name-based rate.
 	quantity int
 	rate     fraction
+	// what is how the explanation names a name-based rate's item for a
+	// job value spelled as the rate's instance ("QualityOfService=premium"),
+	// made once; a value spelled otherwise is named as the job spells it.
+	what string
+	// siblings are, for a "*" rate, the instances that other rates of its
+	// type and name list: values the "*" rate does not apply to.
+	siblings map[string]bool
 }
 
 func (t RateTable) compile() (compiledTable, error) {
@@ -168,17 +174,17 @@ func (t RateTable) compile() (compiledTable, error) {
 	c := compiledTable{
 		precision: t.Precision,
 		rates:     make([]compiledRate, 0, len(t.Rates)),
-		listed:    make(map[rateKey]bool, len(t.Rates)),
 	}
+	listed := make(map[rateKey]bool, len(t.Rates))
 	for i, r := range t.Rates {
 		key, err := r.key()
 		if err != nil {
 			return compiledTable{}, fmt.Errorf("%w (rates[%d])", err, i)
 		}
-		if c.listed[key] {
+		if listed[key] {
 			return compiledTable{}, fmt.Errorf("%w: %s (rates[%d])", ErrDuplicateRate, key, i)
 		}
-		c.listed[key] = true
+		listed[key] = true
 		info := rateTypes[key.typ]
 		cr := compiledRate{key: key, index: i, term: info.term, nameBased: info.nameBased, rate: fractionOfDecimal(r.Rate)}
 		if info.nameBased {
@@ -190,7 +196,20 @@ func (t RateTable) compile() (compiledTable, error) {
 		} else {
 			cr.quantity = slices.Index(valueNames[:], key.name)
 		}
+		if info.nameBased {
+			cr.what = key.name + "=" + key.instance
+		}
 		c.rates = append(c.rates, cr)
+	}
+	for i := range c.rates {
+		if cr := &c.rates[i]; cr.key.instance == Wildcard {
+			cr.siblings = make(map[string]bool)
+			for _, other := range c.rates {
+				if other.key.typ == cr.key.typ && other.key.name == cr.key.name {
+					cr.siblings[other.key.instance] = true
+				}
+			}
+		}
 	}
 	slices.SortStableFunc(c.rates, func(a, b compiledRate) int { return int(a.term) - int(b.term) })
 	w, err := t.compileWindows()
