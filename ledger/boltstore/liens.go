@@ -15,12 +15,10 @@ import (
 	"github.com/ingot-hpc/ingot/ledger"
 )
 
-func jobKey(machine, job string) []byte {
-	return append(append([]byte(machine), 0), job...)
-}
+func jobKey(machine, job string) []byte { return pairKey(machine, job) }
 
 func expiryKey(t time.Time, id uint64) []byte {
-	return binary.BigEndian.AppendUint64(encodeUint(uint64(t.UnixNano())), id)
+	return binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(make([]byte, 0, 16), uint64(t.UnixNano())), id)
 }
 
 func (t *tx) nextID(bucket bucketID) (uint64, error) {
@@ -53,7 +51,8 @@ func (t *tx) Lien(id uint64) (ledger.Lien, bool, error) {
 }
 
 func activeKey(l ledger.Lien) []byte {
-	return binary.BigEndian.AppendUint64(append(append([]byte(l.Account), 0), encodeUint(uint64(l.Expires.UnixNano()))...), l.ID)
+	k := append(append(make([]byte, 0, len(l.Account)+1+16), l.Account...), 0)
+	return binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(k, uint64(l.Expires.UnixNano())), l.ID)
 }
 
 func (t *tx) PutLien(l ledger.Lien, encoded []byte, old *ledger.Lien) error {
@@ -98,9 +97,7 @@ func (t *tx) PutLien(l ledger.Lien, encoded []byte, old *ledger.Lien) error {
 	return putKept(t, bucketLiens, encodeUint(l.ID), encoded, l)
 }
 
-func sumKey(account, project string) []byte {
-	return append(append([]byte(account), 0), project...)
-}
+func sumKey(account, project string) []byte { return pairKey(account, project) }
 
 // addSums adds (sign 1) or takes off (sign -1) holds from a project's
 // running sums in bucket (reserved or charged).
@@ -398,7 +395,7 @@ func (t *tx) JobCharges(machine, job string) ([]ledger.Charge, error) {
 
 func (t *tx) Charges() ([]ledger.Charge, error) { return all[ledger.Charge](t, bucketCharges) }
 
-func recordKey(kind, key string) []byte { return append(append([]byte(kind), 0), key...) }
+func recordKey(kind, key string) []byte { return pairKey(kind, key) }
 
 func (t *tx) Record(kind, key string) (ledger.Record, bool, error) {
 	return get[ledger.Record](t, bucketRecords, recordKey(kind, key))

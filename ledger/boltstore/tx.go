@@ -48,17 +48,25 @@ func encodeUint(n uint64) []byte {
 
 func decodeUint(b []byte) uint64 { return binary.BigEndian.Uint64(b) }
 
+// Keys are made in one allocation of their exact size: appending to a
+// string's bytes allocated two or three times a key, a tenth of the
+// committer's allocations.
+
 func historyKey(id, seq uint64) []byte {
-	return binary.BigEndian.AppendUint64(encodeUint(id), seq)
+	return binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(make([]byte, 0, 16), id), seq)
+}
+
+// pairKey is a, a zero byte, then b: a key whose first part is a name
+// (which never holds a zero byte).
+func pairKey(a, b string) []byte {
+	return append(append(append(make([]byte, 0, len(a)+1+len(b)), a...), 0), b...)
 }
 
 func accountKey(account string, id uint64) []byte {
-	return binary.BigEndian.AppendUint64(append([]byte(account), 0), id)
+	return binary.BigEndian.AppendUint64(append(append(make([]byte, 0, len(account)+1+8), account...), 0), id)
 }
 
-func requestKey(k ledger.RequestKey) []byte {
-	return append(append([]byte(k.Client), 0), k.ID...)
-}
+func requestKey(k ledger.RequestKey) []byte { return pairKey(k.Client, k.ID) }
 
 // get decodes the value at key; ok is false if there is none. In the
 // committer's transactions it first asks the cache of decoded records,
