@@ -276,14 +276,32 @@ func (s *session) bucket(id bucketID) kvBucket {
 	return b
 }
 
-// record applies a write to the overlay, remembering how to undo it.
+// record applies a write to the overlay, remembering how to undo it, and
+// marks the group's earlier write of the same key superseded. A group
+// writes an account's running sums, version and allocations, the journal
+// head and the buckets' sequences once a call: two writes in five of a
+// group of calls on one account were replaced within it, and making their
+// values, logging them and putting them in the file was work for nothing.
+// Journal entries and request records are never marked: their deferred
+// values do more than make bytes (the hash chain, the caller's answer),
+// and their keys are new to every call anyway.
 func (s *session) record(w write) {
-	s.undos = append(s.undos, s.ov.set(w, s.group))
+	u := s.ov.set(w, s.group, len(s.writes))
+	u.superseding = -1
+	if at := u.replaced(s.group); at >= 0 && !keptWhole[w.bucket] {
+		s.writes[at].superseded = true
+		u.superseding = at
+	}
+	s.undos = append(s.undos, u)
 	s.writes = append(s.writes, w)
 	if !w.seq {
 		s.cache.forget(w.bucket, w.key)
 	}
 }
+
+// keptWhole are the buckets whose every write is logged and applied, even
+// when a later write of the group replaces it (session.record).
+var keptWhole = [numBuckets]bool{bucketJournal: true, bucketRequests: true}
 
 // runCall runs one call, keeping its writes if it succeeds and undoing
 // them if it fails. The group's undo records stay until the group is
@@ -293,6 +311,11 @@ func (s *session) runCall(fn func(ledger.Tx) error, btx *bolt.Tx) error {
 	err := runCall(fn, &tx{btx: btx, cache: s.cache, s: s})
 	if err == nil {
 		return nil
+	}
+	for _, u := range s.undos[undoMark:] {
+		if u.superseding >= 0 && u.superseding < mark {
+			s.writes[u.superseding].superseded = false // the call's write that replaced it is undone
+		}
 	}
 	revert(s.ov, s.cache, s.undos[undoMark:])
 	s.undos = s.undos[:undoMark]

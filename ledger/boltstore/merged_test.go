@@ -167,7 +167,7 @@ func TestTrimDropsWhatTheFileHolds(t *testing.T) {
 					w.value = []byte(fmt.Sprint("v", rng.IntN(100)))
 					model[string(w.key)] = string(w.value)
 				}
-				ov.set(w, g)
+				ov.set(w, g, -1)
 				gw.writes = append(gw.writes, w)
 			}
 			ov.committed(gw)
@@ -231,7 +231,7 @@ func TestTrimmedWriteListsAreReused(t *testing.T) {
 	commit := func(group uint64) groupWrites {
 		gw := groupWrites{group: group, writes: make([]write, 0, 8)}
 		w := write{bucket: bucketRequests, key: []byte(fmt.Sprint("k", group)), value: []byte("v")}
-		ov.set(w, group)
+		ov.set(w, group, -1)
 		gw.writes = append(gw.writes, w)
 		ov.committed(gw)
 		return gw

@@ -69,6 +69,7 @@ type overlayEntry struct {
 	key, value []byte
 	later      *deferred // the value, when it is made later
 	group      uint64
+	at         int // the write's place in its group's writes
 }
 
 // bytes is the entry's value, made now if it was deferred.
@@ -84,6 +85,7 @@ func (e overlayEntry) bytes() ([]byte, error) {
 type overlaySeq struct {
 	value, group uint64
 	set          bool
+	at           int // the write's place in its group's writes
 }
 
 // A write is one change of a group, as the log and the checkpointer apply
@@ -96,6 +98,10 @@ type write struct {
 	deleted    bool
 	seq        bool
 	sequence   uint64
+	// superseded says that a later write of the same group replaces this
+	// one (session.record): the log record and the checkpoint leave it
+	// out, and its deferred value is never made.
+	superseded bool
 }
 
 // bytes is a put's value, made now if it was deferred.
@@ -211,14 +217,14 @@ func (o *overlay) below(bucket bucketID, key []byte) (e overlayEntry, ok bool) {
 
 // set records w, stamped with group, and returns what it replaced so that
 // a failed call can be undone.
-func (o *overlay) set(w write, group uint64) undo {
+func (o *overlay) set(w write, group uint64, at int) undo {
 	if w.seq {
 		old := o.seqs[w.bucket]
-		o.seqs[w.bucket] = overlaySeq{value: w.sequence, group: group, set: true}
+		o.seqs[w.bucket] = overlaySeq{value: w.sequence, group: group, set: true, at: at}
 		return undo{bucket: w.bucket, seq: true, oldSeq: old}
 	}
 	t := o.trees(w.bucket)
-	e := overlayEntry{key: w.key, value: w.value, later: w.later, group: group}
+	e := overlayEntry{key: w.key, value: w.value, later: w.later, group: group, at: at}
 	u := undo{bucket: w.bucket, key: w.key}
 	switch {
 	case w.deleted && residentBuckets[w.bucket]:
@@ -273,6 +279,21 @@ type undo struct {
 	hadLive, hadDead bool
 	seq              bool
 	oldSeq           overlaySeq
+	superseding      int // the place in the group's writes of the write this one superseded; -1 for none
+}
+
+// replaced is the place in group's writes of the write that the one u
+// undoes replaced, if the same group made it; -1 if not.
+func (u undo) replaced(group uint64) int {
+	switch {
+	case u.seq && u.oldSeq.set && u.oldSeq.group == group:
+		return u.oldSeq.at
+	case !u.seq && u.hadLive && u.live.group == group:
+		return u.live.at
+	case !u.seq && u.hadDead && u.dead.group == group:
+		return u.dead.at
+	}
+	return -1
 }
 
 func (o *overlay) revert(u undo) {

@@ -320,7 +320,7 @@ func (s *Store) open() error {
 	}
 	for _, g := range logged {
 		for _, w := range g.writes {
-			s.ov.set(w, g.group)
+			s.ov.set(w, g.group, -1)
 		}
 	}
 	s.checkpointed.Store(applied)

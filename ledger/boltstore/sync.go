@@ -268,6 +268,8 @@ func (s *Store) lastOfHotKeys(groups []*group) []write {
 		for j := len(writes) - 1; j >= 0; j-- {
 			w := writes[j]
 			switch {
+			case w.superseded:
+				continue
 			case rewrittenByID[w.bucket] && len(w.key) == 8:
 				ids := seenIDs[w.bucket]
 				if ids == nil {

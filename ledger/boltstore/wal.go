@@ -76,6 +76,7 @@ func appendRecord(dst []byte, group uint64, writes []write) ([]byte, error) {
 	for _, w := range writes {
 		b := byte(w.bucket)
 		switch {
+		case w.superseded:
 		case w.seq:
 			dst = append(dst, walSequence, b)
 			dst = binary.BigEndian.AppendUint64(dst, w.sequence)
