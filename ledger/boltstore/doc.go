@@ -53,6 +53,10 @@
 //     the overlay; the others of its group are kept. Values a call leaves
 //     to be made later (a request's answer: ledger.RequestRecord.Answer)
 //     are made by whoever needs them first, once (deferred, overlay.go).
+//     A write that a later write of the same group replaces (an account's
+//     running sums, written once a call) is marked superseded: the log
+//     record and the checkpoint leave it out, and its deferred value is
+//     never made (session.record).
 //   - The recorder makes each group's log record, and the deferred values
 //     in it, while the syncer writes the groups before it: journal entries
 //     among them, each sealed with the hash of the one before it, which
