@@ -240,7 +240,18 @@ type Writer struct {
 	// newLien and newCharge are ids reserved through the writer (0 for
 	// none) that no Append has stored yet: nothing is stored under them.
 	newLien, newCharge uint64
+	// carriedLien and carriedCharge are the encodings of the lien and
+	// charge that the last entry appended carries (Carried).
+	carriedLien, carriedCharge []byte
 }
+
+// Carried is the canonical JSON of the lien and of the charge that the
+// last entry the call appended carries, nil for none: parts of the stored
+// entry, not to be changed. An answer that holds the same lien or charge
+// copies them rather than encode them again (package lien's results): on
+// a 2-core machine answers are encoded by the single writer, and encoding
+// a lien and a charge again was a tenth of it.
+func (w *Writer) Carried() (lien, charge []byte) { return w.carriedLien, w.carriedCharge }
 
 // Tx is the transaction, for reads; changes go through Append.
 func (w *Writer) Tx() Tx { return w.tx }
@@ -340,6 +351,7 @@ func (w *Writer) Append(e Entry, changed ...Allocation) (Entry, error) {
 		}
 	}
 	w.lastSeq = e.Seq
+	w.carriedLien, w.carriedCharge = enc.lien, enc.charge
 	return e, nil
 }
 

@@ -87,7 +87,7 @@ func (d chargeDetail) AppendJSON(dst []byte) ([]byte, error) {
 func (r LienResult) AppendJSON(dst []byte) ([]byte, error) {
 	return jsonbuf.Object(dst, func(b *jsonbuf.Buf) {
 		b.Key("lien")
-		b.Append(r.Lien.AppendJSON)
+		appendCarried(b, r.lienJSON, r.Lien.AppendJSON)
 		b.Key("project")
 		b.Str(r.Project)
 		b.Key("fell_back")
@@ -104,14 +104,25 @@ func (r LienResult) AppendJSON(dst []byte) ([]byte, error) {
 func (r ChargeResult) AppendJSON(dst []byte) ([]byte, error) {
 	return jsonbuf.Object(dst, func(b *jsonbuf.Buf) {
 		b.Key("charge")
-		b.Append(r.Charge.AppendJSON)
+		appendCarried(b, r.chargeJSON, r.Charge.AppendJSON)
 		if r.Lien != nil {
 			b.Key("lien")
-			b.Append(r.Lien.AppendJSON)
+			appendCarried(b, r.lienJSON, r.Lien.AppendJSON)
 		}
 		b.Key("overran")
 		b.Decimal(r.Overran)
 		b.Key("released")
 		b.Decimal(r.Released)
 	})
+}
+
+// appendCarried writes a value as its journal entry holds it (carried,
+// the same encoder's output) or, when the call did not journal it, by its
+// own encoder.
+func appendCarried(b *jsonbuf.Buf, carried []byte, appendJSON func([]byte) ([]byte, error)) {
+	if carried != nil {
+		b.Raw(carried)
+		return
+	}
+	b.Append(appendJSON)
 }

@@ -51,6 +51,9 @@ type LienResult struct {
 	// Existing says the job already had this active lien; nothing changed.
 	Existing bool          `json:"existing,omitempty"`
 	Quote    charge.Amount `json:"quote"`
+	// lienJSON is Lien's JSON when the call just journaled it
+	// (ledger.Writer.Carried), which AppendJSON copies.
+	lienJSON []byte
 }
 
 // DetailOf decodes a lien's Detail: by readDetail, or where that gives up,
@@ -187,7 +190,9 @@ func (b *Bank) Place(req ledger.Request, spec PlaceSpec) (LienResult, error) {
 		if _, err := w.Append(ledger.Entry{Kind: ledger.KindLienPlace, Node: project, Ref: spec.ID, Lien: &l, Record: quoteRec}); err != nil {
 			return LienResult{}, err
 		}
-		return resultOf(l, d, &amount), nil
+		r := resultOf(l, d, &amount)
+		r.lienJSON, _ = w.Carried()
+		return r, nil
 	})
 }
 

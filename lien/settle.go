@@ -43,6 +43,9 @@ type ChargeResult struct {
 	Overran decimal.Decimal `json:"overran"`
 	// Released is what a final charge released of the lien.
 	Released decimal.Decimal `json:"released"`
+	// chargeJSON and lienJSON are Charge's and Lien's JSON when the call
+	// just journaled them (ledger.Writer.Carried), which AppendJSON copies.
+	chargeJSON, lienJSON []byte
 }
 
 // ExplanationOf is how charge c, made by this package, was priced.
@@ -224,9 +227,12 @@ func (b *Bank) settle(w *ledger.Writer, c ledger.Charge, lien *ledger.Lien, rec 
 	if err != nil {
 		return ChargeResult{}, err
 	}
-	_, err = w.Move(ledger.Entry{Kind: ledger.KindCharge, Node: c.Project, Ref: c.JobID, Charge: &c, Lien: res.Lien, Record: rec, Description: description}, allocs, deltas)
+	if _, err = w.Move(ledger.Entry{Kind: ledger.KindCharge, Node: c.Project, Ref: c.JobID, Charge: &c, Lien: res.Lien, Record: rec, Description: description}, allocs, deltas); err != nil {
+		return ChargeResult{}, err
+	}
 	res.Charge = c
-	return res, err
+	res.lienJSON, res.chargeJSON = w.Carried()
+	return res, nil
 }
 
 // shrink takes by off a lien's holds: first where the charge debited, then

@@ -121,7 +121,9 @@ func Fill(r *rand.Rand, v reflect.Value) {
 		}
 	case reflect.Struct:
 		for i := range v.NumField() {
-			Fill(r, v.Field(i))
+			if v.Type().Field(i).IsExported() { // what encoding/json sees
+				Fill(r, v.Field(i))
+			}
 		}
 	default:
 		panic("jsontest.Fill: no random values of kind " + v.Kind().String())
