@@ -203,7 +203,9 @@ func plain(v reflect.Value) {
 		v.Set(m)
 	case reflect.Struct:
 		for i := range v.NumField() {
-			plain(v.Field(i))
+			if v.Type().Field(i).IsExported() {
+				plain(v.Field(i))
+			}
 		}
 	}
 }
