@@ -53,16 +53,7 @@ func TestSupersededWritesLeaveWhatAllWritesLeave(t *testing.T) {
 		for range 1 + rng.IntN(12) {
 			var ws []write
 			for range rng.IntN(8) {
-				w := write{bucket: buckets[rng.IntN(len(buckets))], key: []byte(fmt.Sprint("k", rng.IntN(3)))}
-				switch rng.IntN(5) {
-				case 0:
-					w.deleted = true
-				case 1:
-					w.seq, w.key, w.sequence = true, nil, rng.Uint64()
-				default:
-					w.value = []byte(fmt.Sprint(rng.Uint64()))
-				}
-				ws = append(ws, w)
+				ws = append(ws, randomWrite(rng, buckets, 3))
 			}
 			fail := rng.IntN(4) == 0
 			if err := recordIn(ses, ws, fail); (err != nil) != fail {

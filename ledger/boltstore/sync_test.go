@@ -27,19 +27,7 @@ func TestLastOfHotKeysLeavesWhatAllWritesLeave(t *testing.T) {
 		for g := range 1 + rng.IntN(20) {
 			gw := groupWrites{group: uint64(g + 1)}
 			for range rng.IntN(30) {
-				w := write{bucket: buckets[rng.IntN(len(buckets))], key: []byte(fmt.Sprint("k", rng.IntN(4)))}
-				if rewrittenByID[w.bucket] {
-					w.key = encodeUint(uint64(rng.IntN(4)))
-				}
-				switch rng.IntN(4) {
-				case 0:
-					w.deleted = true
-				case 1:
-					w.seq, w.key, w.sequence = true, nil, rng.Uint64()
-				default:
-					w.value = []byte(fmt.Sprint(rng.Uint64()))
-				}
-				gw.writes = append(gw.writes, w)
+				gw.writes = append(gw.writes, randomWrite(rng, buckets, 4))
 			}
 			groups = append(groups, &group{writes: gw})
 			all = append(all, gw.writes...)
@@ -67,6 +55,24 @@ func TestLastOfHotKeysLeavesWhatAllWritesLeave(t *testing.T) {
 			repeated[id] = true
 		}
 	}
+}
+
+// randomWrite is a put, a deletion or a bucket's new sequence, in one of
+// buckets, of one of keys keys (ids in the buckets keyed by id).
+func randomWrite(rng *rand.Rand, buckets []bucketID, keys int) write {
+	w := write{bucket: buckets[rng.IntN(len(buckets))], key: []byte(fmt.Sprint("k", rng.IntN(keys)))}
+	if rewrittenByID[w.bucket] {
+		w.key = encodeUint(uint64(rng.IntN(keys)))
+	}
+	switch rng.IntN(4) {
+	case 0:
+		w.deleted = true
+	case 1:
+		w.seq, w.key, w.sequence = true, nil, rng.Uint64()
+	default:
+		w.value = []byte(fmt.Sprint(rng.Uint64()))
+	}
+	return w
 }
 
 // applyToModel applies writes to a map of bucket/key to value ("seq" for
