@@ -250,7 +250,8 @@ type Writer struct {
 // entry, not to be changed. An answer that holds the same lien or charge
 // copies them rather than encode them again (package lien's results): on
 // a 2-core machine answers are encoded by the single writer, and encoding
-// a lien and a charge again was a tenth of it.
+// the lien twice and the charge once more took about 1.3 µs of CPU a lien
+// and charge cycle (docs/performance.md, session 12).
 func (w *Writer) Carried() (lien, charge []byte) { return w.carriedLien, w.carriedCharge }
 
 // Tx is the transaction, for reads; changes go through Append.

@@ -279,9 +279,10 @@ func (s *session) bucket(id bucketID) kvBucket {
 // record applies a write to the overlay, remembering how to undo it, and
 // marks the group's earlier write of the same key superseded. A group
 // writes an account's running sums, version and allocations, the journal
-// head and the buckets' sequences once a call: two writes in five of a
-// group of calls on one account were replaced within it, and making their
-// values, logging them and putting them in the file was work for nothing.
+// head and the buckets' sequences once a call: in the lien and charge
+// benchmark (64 goroutines, one account) two writes in five were replaced
+// within their group, and making their values, logging them and putting
+// them in the file was work for nothing.
 // Journal entries and request records are never marked: their deferred
 // values do more than make bytes (the hash chain, the caller's answer),
 // and their keys are new to every call anyway.
