@@ -36,7 +36,10 @@ const ExtraProcs = 1
 // alternating pairs: the writer pricing, 20,111 -> 21,206 cycles/s (five
 // pairs), and encoding the answers as well, 20,496 -> 21,230 (six pairs,
 // ahead in five); on tmpfs, where the writer is the limit, pricing ahead
-// was worth 22,088 -> 23,973.
+// was worth 22,088 -> 23,973. Both again in session 12, fourteen pairs:
+// 19,255 with the writer doing them against 18,420 handed off. The log's
+// recorder itself runs as a goroutine of its own only from this many
+// cores (package boltstore).
 const OffloadCPUs = 4
 
 // Offload tells whether this machine has OffloadCPUs cores or more.

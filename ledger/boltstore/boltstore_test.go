@@ -2,6 +2,7 @@ package boltstore_test
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
@@ -17,6 +18,22 @@ import (
 
 func TestConformance(t *testing.T) {
 	ledgertest.Conformance(t, ledgertest.Bolt)
+}
+
+// TestRecorderStageBothWays runs the conformance suite, the deferred
+// answers' test and the crash test (its killed children too) with a
+// recorder goroutine and without one (the syncer making the records),
+// whichever the machine's cores would choose.
+func TestRecorderStageBothWays(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		t.Run(fmt.Sprint("recorder ", on), func(t *testing.T) {
+			defer boltstore.RecorderStage(on)()
+			t.Setenv(envCrashRecorder, map[bool]string{false: "off", true: "on"}[on])
+			ledgertest.Conformance(t, ledgertest.Bolt)
+			TestDeferredAnswers(t)
+			TestCrashRecovery(t)
+		})
+	}
 }
 
 // TestBackupWhileWriting copies the bank while deposits go on and checks the

@@ -26,6 +26,9 @@ import (
 const (
 	envCrashChild = "INGOT_CRASH_CHILD"
 	envCrashRound = "INGOT_CRASH_ROUND"
+	// envCrashRecorder, "on" or "off", has the child run a recorder
+	// goroutine or not (RecorderStage) rather than as its cores choose.
+	envCrashRecorder = "INGOT_CRASH_RECORDER"
 )
 
 func TestMain(m *testing.M) {
@@ -42,6 +45,9 @@ func TestMain(m *testing.M) {
 // as segments are started from the spare and old ones kept as the spare.
 func crashChild(path, round string) {
 	boltstore.SmallSegments(64 << 10)
+	if v := os.Getenv(envCrashRecorder); v != "" {
+		boltstore.RecorderStage(v == "on")
+	}
 	store, err := boltstore.Open(path, boltstore.Options{})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

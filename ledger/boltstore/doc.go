@@ -42,7 +42,8 @@
 //
 // # Group commit, pipelined, with a write-ahead log
 //
-// Four goroutines share the work of Update:
+// Four goroutines share the work of Update (three on machines of fewer
+// than four cores, where the syncer is the recorder too: recorderStage):
 //
 //   - The committer takes the calls that are waiting, at most half of all
 //     the calls in the store (groupLimit), and runs them one after another

@@ -138,9 +138,12 @@ type Store struct {
 	closed   bool
 	onCommit func(calls int, d time.Duration)
 	// toRecord carries the committer's groups to the recorder, which
-	// passes them on toSync with their log records made.
+	// passes them on toSync with their log records made; without a
+	// recorder (recorderStage) they are one channel, and the syncer makes
+	// the records.
 	toRecord chan *group
 	toSync   chan *group
+	recorder bool
 	// spareRecords are record buffers the syncer has copied out, for the
 	// recorder to use again.
 	spareRecords chan []byte
@@ -267,12 +270,15 @@ func Open(path string, opts Options) (*Store, error) {
 	if !s.readOnly {
 		s.calls = make(chan *call, maxGroup)
 		s.toRecord = make(chan *group, syncQueue)
-		s.toSync = make(chan *group, syncQueue)
+		s.toSync = s.toRecord
 		s.spareRecords = make(chan []byte, syncQueue+2)
 		s.toCheckpoint = make(chan []*group, checkpointQueue)
 		s.finished = make(chan error, 1)
 		go s.commitLoop()
-		go s.recordLoop()
+		if s.recorder = recorderStage(); s.recorder {
+			s.toSync = make(chan *group, syncQueue)
+			go s.recordLoop()
+		}
 		go s.syncLoop()
 		go s.checkpointLoop()
 	}

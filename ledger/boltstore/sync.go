@@ -4,10 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
 	"slices"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/ingot-hpc/ingot/internal/runtimetune"
 )
 
 // checkpointQueue bounds how many durable batches wait for the
@@ -22,6 +25,23 @@ const checkpointQueue = 1024
 // more CPU over loopback; 10 gave 11-12 ms but 5-10% more server CPU.
 var checkpointEvery = 20 * time.Millisecond
 
+// recorderStageCPUs is the fewest cores on which a recorder goroutine
+// makes each group's log record while the syncer writes and syncs the
+// groups before it; a variable so that tests can run both ways. With
+// fewer, the syncer makes the records of the groups it writes: on this
+// project's 2-core machine the recorder's handoffs (a thread woken for
+// every group, and again for the syncer) cost more than the overlap
+// gained. In process, 64 goroutines, 40,000 lien+charge cycles on the
+// disk, fourteen alternating pairs, twice: 19,458 -> 19,980 and 19,992 ->
+// 20,470 cycles/s, 72.9 -> 69.7 and 70.3 -> 67.8 µs of CPU a cycle
+// (docs/performance.md, session 12). On four cores
+// or more the recorder also makes the answers kept for retries
+// (runtimetune.Offload), which it was made for (session 9).
+var recorderStageCPUs = runtimetune.OffloadCPUs
+
+// recorderStage tells whether the store runs a recorder goroutine.
+func recorderStage() bool { return runtime.NumCPU() >= recorderStageCPUs }
+
 // recordLoop makes each group's log record, with the values its calls
 // left to be made later (request answers, deferred), while the syncer
 // writes and syncs the groups before it: made by the syncer, they held
@@ -29,16 +49,23 @@ var checkpointEvery = 20 * time.Millisecond
 func (s *Store) recordLoop() {
 	defer close(s.toSync)
 	for g := range s.toRecord {
-		if len(g.writes.writes) > 0 {
-			var buf []byte
-			select {
-			case buf = <-s.spareRecords:
-			default:
-			}
-			g.record, g.recordErr = appendRecord(buf, g.writes.group, g.writes.writes)
-		}
+		s.record(g)
 		s.toSync <- g
 	}
+}
+
+// record makes g's log record, in a buffer the syncer is done with if
+// there is one.
+func (s *Store) record(g *group) {
+	if len(g.writes.writes) == 0 {
+		return
+	}
+	var buf []byte
+	select {
+	case buf = <-s.spareRecords:
+	default:
+	}
+	g.record, g.recordErr = appendRecord(buf, g.writes.group, g.writes.writes)
 }
 
 // syncLoop writes the groups the committer ran, as many as are waiting,
@@ -61,6 +88,9 @@ func (s *Store) sync(groups []*group) {
 	calls := 0
 	var err error
 	for _, g := range groups {
+		if !s.recorder {
+			s.record(g)
+		}
 		for _, c := range g.calls {
 			if !c.snapshot {
 				calls++ // a reader's request for a snapshot is no change
