@@ -75,8 +75,8 @@
 //     groups' entries from the overlay.
 //
 // At most syncQueue groups wait for the recorder, and as many for the
-// syncer; beyond that the committer waits and calls gather into bigger
-// groups.
+// syncer (syncQueue in all where the syncer makes the records); beyond
+// that the committer waits and calls gather into bigger groups.
 //
 // Opening a file applies the groups of the log newer than "log_applied" to
 // it (read-only, it keeps them in memory instead), so a crash loses no
