@@ -29,8 +29,8 @@ const (
 const maxGroup = 1024
 
 // syncQueue bounds how many groups wait for the recorder, and how many for
-// the syncer: past them the committer waits, and calls gather into bigger
-// groups.
+// the syncer (for the syncer alone where it makes the records): past them
+// the committer waits, and calls gather into bigger groups.
 const syncQueue = 2
 
 // bucketID names one of the file's buckets. Its number is how the log

@@ -302,9 +302,10 @@ func (t *tx) Entry(seq uint64) (ledger.Entry, bool, error) {
 }
 
 // AppendEntry stores entry e as a deferred value (overlay.go) that seals
-// it with the hash of the entry before it: the recorder makes the values
-// of a group in order, and the groups in order, so the entry before is
-// sealed first, and hashing is off the committer.
+// it with the hash of the entry before it: the recorder (or the syncer,
+// where it makes the records) makes the values of a group in order, and
+// the groups in order, so the entry before is sealed first, and hashing
+// is off the committer.
 func (t *tx) AppendEntry(e ledger.Entry, enc ledger.SealableEntry) error {
 	if t.s == nil {
 		return bolt.ErrTxNotWritable
