@@ -147,9 +147,9 @@ type Store struct {
 	// spareRecords are record buffers the syncer has copied out, for the
 	// recorder to use again.
 	spareRecords chan []byte
-	// toCheckpoint carries durable groups to the checkpointer.
-	toCheckpoint chan []*group
-	finished     chan error
+	// durableGroups carries durable groups to the checkpointer.
+	durableGroups *durableQueue
+	finished      chan error
 
 	// The committer's own: only commitLoop touches them.
 	cache     *decodedCache
@@ -272,7 +272,7 @@ func Open(path string, opts Options) (*Store, error) {
 		s.toRecord = make(chan *group, syncQueue)
 		s.toSync = s.toRecord
 		s.spareRecords = make(chan []byte, syncQueue+2)
-		s.toCheckpoint = make(chan []*group, checkpointQueue)
+		s.durableGroups = newDurableQueue()
 		s.finished = make(chan error, 1)
 		go s.commitLoop()
 		if s.recorder = recorderStage(); s.recorder {

@@ -6,6 +6,7 @@ import (
 	"math"
 	"runtime"
 	"slices"
+	"sync"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -16,6 +17,69 @@ import (
 // checkpointQueue bounds how many durable batches wait for the
 // checkpointer; past it the syncer waits, which bounds the overlay.
 const checkpointQueue = 1024
+
+// durableQueue holds the groups made durable until the checkpointer takes
+// them. The syncer adds each sync's groups under a lock without waking
+// the checkpointer, which takes them all when its timer fires: a channel
+// woke it at every sync only to add the batch to its list, a thread's
+// wake-up on this VM each. It is woken early only when the queue is full
+// (the syncer then waits for room) or closed.
+type durableQueue struct {
+	mu      sync.Mutex
+	room    sync.Cond // signalled when the checkpointer takes the groups
+	groups  []*group
+	batches int  // syncs whose groups are in groups
+	closed  bool // the syncer is done
+	// wake tells the checkpointer to take the groups now (capacity 1).
+	wake chan struct{}
+}
+
+func newDurableQueue() *durableQueue {
+	q := &durableQueue{wake: make(chan struct{}, 1)}
+	q.room.L = &q.mu
+	return q
+}
+
+// add queues a sync's durable groups, first waiting while checkpointQueue
+// batches wait already.
+func (q *durableQueue) add(groups []*group) {
+	q.mu.Lock()
+	for q.batches >= checkpointQueue {
+		q.kick()
+		q.room.Wait()
+	}
+	q.groups = append(q.groups, groups...)
+	q.batches++
+	q.mu.Unlock()
+}
+
+// close tells the checkpointer that no more groups come.
+func (q *durableQueue) close() {
+	q.mu.Lock()
+	q.closed = true
+	q.mu.Unlock()
+	q.kick()
+}
+
+func (q *durableQueue) kick() {
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+}
+
+// take appends the queued groups to dst and empties the queue, telling
+// whether the syncer is done.
+func (q *durableQueue) take(dst []*group) ([]*group, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	dst = append(dst, q.groups...)
+	clear(q.groups)
+	q.groups = q.groups[:0]
+	q.batches = 0
+	q.room.Broadcast()
+	return dst, q.closed
+}
 
 // checkpointEvery spaces the checkpoints (see checkpointLoop); a variable
 // so that tests can hold them off. A checkpoint's bbolt commit holds a
@@ -72,7 +136,7 @@ func (s *Store) record(g *group) {
 // to the log with one sync, and only then publishes their state and
 // answers their calls.
 func (s *Store) syncLoop() {
-	defer close(s.toCheckpoint)
+	defer s.durableGroups.close()
 	for first := range s.toSync {
 		s.sync(gather(first, s.toSync, math.MaxInt))
 	}
@@ -142,7 +206,7 @@ func (s *Store) sync(groups []*group) {
 		if len(s.logBuf) > 0 {
 			s.logged(current[len(current)-1].writes.group)
 		}
-		s.toCheckpoint <- current
+		s.durableGroups.add(current)
 	}
 }
 
@@ -183,28 +247,20 @@ func (s *Store) logged(last uint64) {
 func (s *Store) checkpointLoop() {
 	var waiting []*group
 	var err error
-	timer := time.NewTimer(0)
-	open := true
-	for open {
+	timer := time.NewTimer(checkpointEvery)
+	for done := false; !done; {
 		select {
-		case batch, ok := <-s.toCheckpoint:
-			if !ok {
-				open = false
-				break
-			}
-			waiting = append(waiting, batch...)
-			continue
 		case <-timer.C:
+		case <-s.durableGroups.wake:
 		}
+		waiting, done = s.durableGroups.take(waiting)
 		if len(waiting) > 0 {
 			if err = s.checkpoint(waiting); err == nil {
+				clear(waiting)
 				waiting = waiting[:0]
 			}
 		}
 		timer.Reset(checkpointEvery)
-	}
-	if len(waiting) > 0 {
-		err = s.checkpoint(waiting)
 	}
 	if err == nil {
 		err = s.removeAllSegments()

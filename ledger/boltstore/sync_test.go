@@ -200,3 +200,55 @@ func TestIdleCommitterTrims(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestDurableQueue: the syncer's durable groups reach the checkpointer in
+// order; once checkpointQueue syncs' groups wait, the queue wakes the
+// checkpointer and the next sync waits until they are taken; closing it
+// wakes the checkpointer and says so.
+func TestDurableQueue(t *testing.T) {
+	q := newDurableQueue()
+	var sent []*group
+	for range checkpointQueue {
+		batch := []*group{{calls: make([]*call, 1)}, {}}
+		sent = append(sent, batch...)
+		q.add(batch)
+	}
+	select {
+	case <-q.wake:
+		t.Fatal("the checkpointer was woken before the queue was full")
+	default:
+	}
+	added := make(chan struct{})
+	last := &group{}
+	go func() {
+		q.add([]*group{last})
+		close(added)
+	}()
+	select {
+	case <-q.wake:
+	case <-time.After(10 * time.Second):
+		t.Fatal("a full queue did not wake the checkpointer")
+	}
+	select {
+	case <-added:
+		t.Fatal("a sync was queued past the bound without waiting")
+	case <-time.After(50 * time.Millisecond):
+	}
+	got, done := q.take(nil)
+	if done || !slices.Equal(got, sent) {
+		t.Fatalf("took %d groups (done %v), want the %d sent in order", len(got), done, len(sent))
+	}
+	<-added // there is room again
+	if got, done = q.take(got[:0]); done || len(got) != 1 || got[0] != last {
+		t.Fatalf("took %d groups (done %v), want the one sent after the wait", len(got), done)
+	}
+	q.close()
+	select {
+	case <-q.wake:
+	default:
+		t.Fatal("closing did not wake the checkpointer")
+	}
+	if got, done = q.take(got[:0]); !done || len(got) != 0 {
+		t.Fatalf("after close took %d groups, done %v", len(got), done)
+	}
+}
