@@ -24,11 +24,29 @@ import (
 // wrote, and because the committer empties it when a group could not be
 // written. Read-only transactions do not use it: they read the file.
 type decodedCache struct {
-	// byBucket holds each bucket's records by key (see lookup for what a
-	// value is): looking a key up with string(key) builds no string, where
-	// one map keyed by bucket and key built one per lookup.
-	byBucket [numBuckets]map[string]any
+	// byBucket holds each bucket's records by key: looking a key up with
+	// string(key) builds no string, where one map keyed by bucket and key
+	// built one per lookup. A key's slot is changed in place when it is
+	// kept again, which builds no string either (storing under string(key)
+	// makes one every time) and boxes no running sum in an interface: the
+	// running sums and allocations are kept again at nearly every change.
+	byBucket [numBuckets]map[string]*cacheSlot
 	n        int
+}
+
+// cacheSlot is what the cache holds at a key: a running sum ([]ledger.Hold,
+// which no one changes) in a bucket of running sums, and in the others
+// absent or a pointer to a decoded record, which the caller must copy
+// (copyOf) before handing it out.
+//
+// A write forgets a key by emptying its slot (held false) rather than
+// deleting it: it is nearly always kept again at once (put keeps the value
+// it was given), and a new slot, and its key's string, were then made
+// again.
+type cacheSlot struct {
+	v    any
+	sum  []ledger.Hold
+	held bool
 }
 
 // absent is what the cache holds for a key the bucket does not have:
@@ -48,15 +66,26 @@ var cachedBuckets = [numBuckets]bool{
 
 func newDecodedCache() *decodedCache { return &decodedCache{} }
 
-// lookup returns what the cache holds at key: absent, a running sum
-// ([]ledger.Hold, which no one changes), or a pointer to a decoded record,
-// which the caller must copy (copyOf) before handing it out.
+// lookup returns what the cache holds at key (cacheSlot.v).
 func (c *decodedCache) lookup(bucket bucketID, key []byte) (any, bool) {
 	if c == nil {
 		return nil, false
 	}
-	v, ok := c.byBucket[bucket][string(key)]
-	return v, ok
+	if slot := c.byBucket[bucket][string(key)]; slot != nil && slot.held {
+		return slot.v, true
+	}
+	return nil, false
+}
+
+// lookupSum returns the running sum the cache holds at key.
+func (c *decodedCache) lookupSum(bucket bucketID, key []byte) ([]ledger.Hold, bool) {
+	if c == nil {
+		return nil, false
+	}
+	if slot := c.byBucket[bucket][string(key)]; slot != nil && slot.held {
+		return slot.sum, true
+	}
+	return nil, false
 }
 
 // copyOf is a copy of the cached record at p that its receiver may change.
@@ -78,47 +107,59 @@ func keep[T any](c *decodedCache, bucket bucketID, key []byte, v T) {
 		// A settled lien is seldom read again. Keeping only active ones
 		// bounds the cache by the running jobs, not the bank's history (a
 		// server kept every lien it had seen).
-		c.forget(bucket, key)
+		c.drop(bucket, key)
 		return
 	}
 	switch r := any(&v).(type) {
 	case *absent:
-		c.set(bucket, key, *r)
+		*c.slot(bucket, key) = cacheSlot{v: *r, held: true}
 	case *[]ledger.Hold:
-		c.set(bucket, key, *r)
+		*c.slot(bucket, key) = cacheSlot{sum: *r, held: true}
 	default:
 		p := new(T)
 		*p = v
 		unshare(p)
-		c.set(bucket, key, p)
+		*c.slot(bucket, key) = cacheSlot{v: p, held: true}
 	}
 }
 
-func (c *decodedCache) set(bucket bucketID, key []byte, v any) {
+// slot is the slot for key, made if the cache has none.
+func (c *decodedCache) slot(bucket bucketID, key []byte) *cacheSlot {
+	records := c.byBucket[bucket]
+	if slot := records[string(key)]; slot != nil {
+		return slot
+	}
 	if c.n >= maxCached {
 		c.reset() // a bound on memory; what is needed again is decoded again
 	}
-	records := c.byBucket[bucket]
 	if records == nil {
-		records = map[string]any{}
+		records = map[string]*cacheSlot{}
 		c.byBucket[bucket] = records
 	}
-	if _, ok := records[string(key)]; !ok {
-		c.n++
-	}
-	records[string(key)] = v
+	slot := new(cacheSlot)
+	records[string(key)] = slot
+	c.n++
+	return slot
 }
 
-// maxCached bounds the records the cache holds.
+// maxCached bounds the slots the cache holds.
 const maxCached = 1 << 16
 
+// forget empties key's slot, if the cache has one.
 func (c *decodedCache) forget(bucket bucketID, key []byte) {
 	if c != nil && cachedBuckets[bucket] { // most writes are of other buckets: no key to build
-		records := c.byBucket[bucket]
-		if _, ok := records[string(key)]; ok {
-			delete(records, string(key))
-			c.n--
+		if slot := c.byBucket[bucket][string(key)]; slot != nil {
+			*slot = cacheSlot{}
 		}
+	}
+}
+
+// drop removes key's slot, if the cache has one.
+func (c *decodedCache) drop(bucket bucketID, key []byte) {
+	records := c.byBucket[bucket]
+	if _, ok := records[string(key)]; ok {
+		delete(records, string(key))
+		c.n--
 	}
 }
 

@@ -36,8 +36,8 @@ func TestCacheKeepsOnlyActiveLiens(t *testing.T) {
 		}
 	}
 	cached := 0
-	for key, v := range store.cache.byBucket[bucketLiens] {
-		l, ok := v.(*ledger.Lien)
+	for key, slot := range store.cache.byBucket[bucketLiens] {
+		l, ok := slot.v.(*ledger.Lien)
 		if !ok {
 			continue
 		}
@@ -216,4 +216,53 @@ func openTempStore(t *testing.T) *Store {
 	}
 	t.Cleanup(func() { store.Close() })
 	return store
+}
+
+// TestCacheForgetsRolledBackSums: a call that changes an account's running
+// sums and fails leaves the sums the calls before it made, read by the next
+// call (through the committer's cache) and by a reader; and a write emptying
+// a cached key's slot does not make it read as held.
+func TestCacheForgetsRolledBackSums(t *testing.T) {
+	store := openTempStore(t)
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	lien := func(id uint64, amount int64) ledger.Lien {
+		return ledger.Lien{ID: id, JobRef: ledger.JobRef{JobID: fmt.Sprint(id), Machine: "m", Project: "p", Account: "a"},
+			Amount: decimal.NewFromInt(amount), Holds: []ledger.Hold{{Allocation: 1, Amount: decimal.NewFromInt(amount)}},
+			Charged: decimal.Zero, Created: now, Expires: now.Add(time.Hour), State: ledger.LienActive}
+	}
+	first := lien(1, 10)
+	if err := store.Update(func(tx ledger.Tx) error { return tx.PutLien(first, encodedLien(t, first), nil) }); err != nil {
+		t.Fatal(err)
+	}
+	fail := errors.New("refused after writing")
+	for round := range 2 {
+		second := lien(2, 5)
+		err := store.Update(func(tx ledger.Tx) error {
+			if err := tx.PutLien(second, encodedLien(t, second), nil); err != nil {
+				return err
+			}
+			return fail
+		})
+		if !errors.Is(err, fail) {
+			t.Fatalf("update: %v, want %v", err, fail)
+		}
+		for _, read := range []func(func(ledger.Tx) error) error{store.Update, store.View} {
+			if err := read(func(tx ledger.Tx) error {
+				total, err := tx.ReservedTotal("a", now)
+				if err != nil {
+					return err
+				}
+				byProject, err := tx.Reserved("a", now)
+				if err != nil {
+					return err
+				}
+				if len(total) != 1 || !total[1].Equal(decimal.NewFromInt(10)) || len(byProject) != 1 || !byProject["p"][1].Equal(decimal.NewFromInt(10)) {
+					t.Errorf("round %d: reserved %v, by project %v after the rollback, want 10 on allocation 1", round, total, byProject)
+				}
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 }

@@ -144,8 +144,8 @@ func (t *tx) addSums(bucket bucketID, account, project string, holds []ledger.Ho
 // charge reads and writes an account's sums several times. The caller must
 // not change it (the cache may hold the very slice).
 func (t *tx) sum(bucket bucketID, key, raw []byte) ([]ledger.Hold, error) {
-	if cached, ok := t.cache.lookup(bucket, key); ok {
-		return cached.([]ledger.Hold), nil
+	if cached, ok := t.cache.lookupSum(bucket, key); ok {
+		return cached, nil
 	}
 	holds, err := decodeHolds(raw)
 	if err == nil && raw != nil {
@@ -157,8 +157,8 @@ func (t *tx) sum(bucket bucketID, key, raw []byte) ([]ledger.Hold, error) {
 // sumAt is the running sum at key, read from the bucket only when the
 // committer's cache does not have it.
 func (t *tx) sumAt(bucket bucketID, key []byte) ([]ledger.Hold, error) {
-	if cached, ok := t.cache.lookup(bucket, key); ok {
-		return cached.([]ledger.Hold), nil
+	if cached, ok := t.cache.lookupSum(bucket, key); ok {
+		return cached, nil
 	}
 	return t.sum(bucket, key, t.bucket(bucket).Get(key))
 }
