@@ -173,26 +173,22 @@ func Mutate[R any](l *Ledger, req Request, kind Kind, content any, fn func(w *Wr
 		if req.ID == "" {
 			return nil
 		}
-		answer := func() ([]byte, error) {
+		answer := func(dst []byte) ([]byte, error) {
 			hint := answerSizes[kind]
-			b, err := jsonbuf.Marshal(hint.Buf(), r)
+			start := len(dst)
+			b, err := jsonbuf.Marshal(hint.Grow(dst), r)
 			if err != nil {
 				return nil, fmt.Errorf("ledger: encode answer to request %q: %w", req.ID, err)
 			}
-			hint.Note(b)
-			req.keep(b)
+			hint.Note(b[start:])
+			req.keep(b[start:])
 			return b, nil
 		}
-		rec := RequestRecord{ContentHash: hash, Seq: w.lastSeq, Time: w.now}
-		if l.deferAnswers {
-			// Encoded when the store needs its bytes (its log's recorder,
-			// off the single writer's path): nothing changes the answer
-			// after fn, as its caller reads it while later changes run.
-			rec.Answer = answer
-		} else if rec.Result, err = answer(); err != nil {
-			return err
-		}
-		return tx.PutRequest(key, rec)
+		// Deferred, the answer is encoded when the store needs its bytes
+		// (its log's recorder, off the single writer's path): nothing
+		// changes it after fn, as its caller reads it while later changes
+		// run.
+		return tx.PutRequest(key, RequestRecord{ContentHash: hash, Seq: w.lastSeq, Time: w.now, Answer: answer, Deferred: l.deferAnswers})
 	})
 	return result, err
 }

@@ -180,13 +180,17 @@ type RequestRecord struct {
 	Result []byte    `json:"result"`
 	Seq    uint64    `json:"seq"`
 	Time   time.Time `json:"time"`
-	// Answer, given instead of Result when the record is put, encodes the
-	// answer when the store first needs its bytes: the store may call it
+	// Answer, given instead of Result when the record is put, appends the
+	// answer's JSON to dst, so that a store can encode it straight after
+	// a header of its own rather than copy it there. The store calls it
+	// once, within PutRequest unless Deferred.
+	Answer func(dst []byte) ([]byte, error) `json:"-"`
+	// Deferred lets the store call Answer when it first needs the bytes:
 	// on another goroutine, after Update's function has returned but
-	// before Update does, at most once. It is for answers that nothing
-	// changes once the change is made (Mutate's), and moves their
-	// encoding off the store's single writer. If it fails, the change
-	// fails as a failed write to the disk does: it and the changes after
-	// it are undone and their callers get the error.
-	Answer func() ([]byte, error) `json:"-"`
+	// before Update does. It is for answers that nothing changes once the
+	// change is made (Mutate's), and moves their encoding off the store's
+	// single writer. If Answer then fails, the change fails as a failed
+	// write to the disk does: it and the changes after it are undone and
+	// their callers get the error.
+	Deferred bool `json:"-"`
 }

@@ -97,11 +97,15 @@ const hintSlack = 64
 
 // Buf is an empty buffer with room for the last length noted, and a bit.
 // A nil hint gives nil.
-func (h *SizeHint) Buf() []byte {
+func (h *SizeHint) Buf() []byte { return h.Grow(nil) }
+
+// Grow is dst with room after it for the last length noted, and a bit. A
+// nil hint gives dst.
+func (h *SizeHint) Grow(dst []byte) []byte {
 	if h == nil {
-		return nil
+		return dst
 	}
-	return make([]byte, 0, h.last.Load()+hintSlack)
+	return slices.Grow(dst, int(h.last.Load())+hintSlack)
 }
 
 // Note remembers b's length for the next Buf; a nil hint does nothing.

@@ -27,19 +27,19 @@ func TestDeferredAnswers(t *testing.T) {
 	hash := strings.Repeat("ab", 32)
 	at := time.Date(2026, 11, 22, 19, 0, 0, 0, time.UTC)
 	var made atomic.Int32
-	answer := func(body string) func() ([]byte, error) {
-		return func() ([]byte, error) {
+	answer := func(body string) func([]byte) ([]byte, error) {
+		return func(dst []byte) ([]byte, error) {
 			made.Add(1)
-			return []byte(body), nil
+			return append(dst, body...), nil
 		}
 	}
 	boom := errors.New("boom")
-	failing := func() ([]byte, error) { return nil, boom }
+	failing := func([]byte) ([]byte, error) { return nil, boom }
 	key := func(id string) ledger.RequestKey { return ledger.RequestKey{Client: "sched", ID: id} }
 
 	// Made by the log's writer, once, before Update returns.
 	if err := s.Update(func(tx ledger.Tx) error {
-		return tx.PutRequest(key("1"), ledger.RequestRecord{ContentHash: hash, Answer: answer(`{"n":1}`), Seq: 1, Time: at})
+		return tx.PutRequest(key("1"), ledger.RequestRecord{ContentHash: hash, Answer: answer(`{"n":1}`), Deferred: true, Seq: 1, Time: at})
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +50,7 @@ func TestDeferredAnswers(t *testing.T) {
 	// Read back in the call that stored it: made by the committer, and
 	// not again by the log's writer.
 	if err := s.Update(func(tx ledger.Tx) error {
-		if err := tx.PutRequest(key("2"), ledger.RequestRecord{ContentHash: hash, Answer: answer(`{"n":2}`), Seq: 2, Time: at}); err != nil {
+		if err := tx.PutRequest(key("2"), ledger.RequestRecord{ContentHash: hash, Answer: answer(`{"n":2}`), Deferred: true, Seq: 2, Time: at}); err != nil {
 			return err
 		}
 		r, ok, err := tx.Request(key("2"))
@@ -73,7 +73,7 @@ func TestDeferredAnswers(t *testing.T) {
 			if err := tx.PutNode(ledger.Node{Name: "lost"}); err != nil {
 				return err
 			}
-			if err := tx.PutRequest(key("bad"), ledger.RequestRecord{ContentHash: hash, Answer: failing, Seq: 3, Time: at}); err != nil {
+			if err := tx.PutRequest(key("bad"), ledger.RequestRecord{ContentHash: hash, Answer: failing, Deferred: true, Seq: 3, Time: at}); err != nil {
 				return err
 			}
 			if readBack {
@@ -101,7 +101,7 @@ func TestDeferredAnswers(t *testing.T) {
 	// The store goes on, and what it made durable is there after a
 	// reopen (from the log, or the file once checkpointed).
 	if err := s.Update(func(tx ledger.Tx) error {
-		return tx.PutRequest(key("3"), ledger.RequestRecord{ContentHash: hash, Answer: answer(`{"n":3}`), Seq: 4, Time: at})
+		return tx.PutRequest(key("3"), ledger.RequestRecord{ContentHash: hash, Answer: answer(`{"n":3}`), Deferred: true, Seq: 4, Time: at})
 	}); err != nil {
 		t.Fatalf("after a failed answer: %v", err)
 	}
@@ -117,6 +117,59 @@ func TestDeferredAnswers(t *testing.T) {
 			if err != nil || !ok || string(r.Result) != want || !r.Time.Equal(at) {
 				t.Errorf("request %s after reopening: %q %v %v, want %s", id, r.Result, ok, err, want)
 			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestAnswersMadeAtOnce: an answer that is not deferred is appended to the
+// record's header within PutRequest, so the call reads it back and a
+// failure is PutRequest's own, which the call may return or not.
+func TestAnswersMadeAtOnce(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "bank.db")
+	s, err := boltstore.Open(path, boltstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { s.Close() }()
+	hash := strings.Repeat("cd", 32)
+	at := time.Date(2026, 11, 23, 3, 0, 0, 0, time.UTC)
+	key := ledger.RequestKey{Client: "sched", ID: "now"}
+	boom := errors.New("boom")
+	if err := s.Update(func(tx ledger.Tx) error {
+		var given []byte
+		err := tx.PutRequest(key, ledger.RequestRecord{ContentHash: hash, Seq: 7, Time: at,
+			Answer: func(dst []byte) ([]byte, error) { given = dst; return nil, boom }})
+		if !errors.Is(err, boom) {
+			t.Errorf("PutRequest with a failing answer returned %v, want %v", err, boom)
+		}
+		if len(given) == 0 {
+			t.Errorf("the answer was not given the record's header to append to")
+		}
+		made := false
+		if err := tx.PutRequest(key, ledger.RequestRecord{ContentHash: hash, Seq: 7, Time: at,
+			Answer: func(dst []byte) ([]byte, error) { made = true; return append(dst, `{"n":7}`...), nil }}); err != nil {
+			return err
+		}
+		if !made {
+			t.Errorf("PutRequest returned before making the answer")
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if s, err = boltstore.Open(path, boltstore.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.View(func(tx ledger.Tx) error {
+		r, ok, err := tx.Request(key)
+		if err != nil || !ok || string(r.Result) != `{"n":7}` || r.ContentHash != hash || r.Seq != 7 || !r.Time.Equal(at) {
+			t.Errorf("request after reopening: %+v %v %v", r, ok, err)
 		}
 		return nil
 	}); err != nil {

@@ -19,8 +19,8 @@ import (
 //	content hash (32 bytes) ‖ seq (8) ‖ time (Unix ns, 8) ‖ answer (the rest)
 const requestHeader = sha256.Size + 8 + 8
 
-// packRequest packs r, whose answer is answer (r.Result, or what
-// r.Answer made). hash is r.ContentHash decoded (contentHash).
+// packRequest packs r with answer, its JSON (r.Result, or nothing for
+// r.Answer to append). hash is r.ContentHash decoded (contentHash).
 func packRequest(r ledger.RequestRecord, hash, answer []byte) []byte {
 	out := make([]byte, 0, requestHeader+len(answer))
 	out = append(out, hash...)
@@ -61,8 +61,9 @@ func (t *tx) Request(k ledger.RequestKey) (ledger.RequestRecord, bool, error) {
 	return r, true, nil
 }
 
-// PutRequest stores r; an answer given as r.Answer is encoded and packed
-// when the log or a retry first needs the record (a deferred value).
+// PutRequest stores r; an answer given as r.Answer is encoded after the
+// record's header, at once or, deferred, when the log or a retry first
+// needs the record (a deferred value).
 func (t *tx) PutRequest(k ledger.RequestKey, r ledger.RequestRecord) error {
 	hash, err := contentHash(r)
 	if err != nil {
@@ -71,17 +72,21 @@ func (t *tx) PutRequest(k ledger.RequestKey, r ledger.RequestRecord) error {
 	if r.Answer == nil {
 		return t.putRaw(bucketRequests, requestKey(k), packRequest(r, hash, r.Result))
 	}
+	if !r.Deferred {
+		packed, err := packAnswer(r, hash)
+		if err != nil {
+			return err
+		}
+		return t.putRaw(bucketRequests, requestKey(k), packed)
+	}
 	if t.s == nil {
 		return bolt.ErrTxNotWritable
 	}
-	answer := r.Answer
-	r.Answer = nil
-	t.s.record(write{bucket: bucketRequests, key: requestKey(k), later: &deferred{make: func() ([]byte, error) {
-		b, err := answer()
-		if err != nil {
-			return nil, err
-		}
-		return packRequest(r, hash, b), nil
-	}}})
+	t.s.record(write{bucket: bucketRequests, key: requestKey(k), later: &deferred{make: func() ([]byte, error) { return packAnswer(r, hash) }}})
 	return nil
+}
+
+// packAnswer packs r with the answer r.Answer appends to the header.
+func packAnswer(r ledger.RequestRecord, hash []byte) ([]byte, error) {
+	return r.Answer(packRequest(r, hash, nil))
 }
