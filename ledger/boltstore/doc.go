@@ -72,11 +72,14 @@
 //     every checkpointEvery, many groups in one bbolt transaction that also
 //     records the newest group applied ("log_applied"), and then removes the
 //     log segments the file holds all of. The committer then drops those
-//     groups' entries from the overlay.
+//     groups' entries from the overlay. The syncer queues the durable groups
+//     for it under a lock (durableQueue), without waking it.
 //
 // At most syncQueue groups wait for the recorder, and as many for the
 // syncer (syncQueue in all where the syncer makes the records); beyond
-// that the committer waits and calls gather into bigger groups.
+// that the committer waits and calls gather into bigger groups. At most
+// checkpointQueue syncs' groups wait for the checkpointer; beyond that
+// the syncer waits.
 //
 // Opening a file applies the groups of the log newer than "log_applied" to
 // it (read-only, it keeps them in memory instead), so a crash loses no
