@@ -18,12 +18,7 @@ import (
 // call like a failed disk write, with nothing of the call kept, and the
 // store goes on.
 func TestDeferredAnswers(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "bank.db")
-	s, err := boltstore.Open(path, boltstore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { s.Close() }()
+	s := openReopenable(t)
 	hash := strings.Repeat("ab", 32)
 	at := time.Date(2026, 11, 22, 19, 0, 0, 0, time.UTC)
 	var made atomic.Int32
@@ -105,12 +100,7 @@ func TestDeferredAnswers(t *testing.T) {
 	}); err != nil {
 		t.Fatalf("after a failed answer: %v", err)
 	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if s, err = boltstore.Open(path, boltstore.Options{}); err != nil {
-		t.Fatal(err)
-	}
+	s.reopen(t)
 	if err := s.View(func(tx ledger.Tx) error {
 		for id, want := range map[string]string{"1": `{"n":1}`, "2": `{"n":2}`, "3": `{"n":3}`} {
 			r, ok, err := tx.Request(key(id))
@@ -128,12 +118,7 @@ func TestDeferredAnswers(t *testing.T) {
 // record's header within PutRequest, so the call reads it back and a
 // failure is PutRequest's own, which the call may return or not.
 func TestAnswersMadeAtOnce(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "bank.db")
-	s, err := boltstore.Open(path, boltstore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { s.Close() }()
+	s := openReopenable(t)
 	hash := strings.Repeat("cd", 32)
 	at := time.Date(2026, 11, 23, 3, 0, 0, 0, time.UTC)
 	key := ledger.RequestKey{Client: "sched", ID: "now"}
@@ -160,12 +145,7 @@ func TestAnswersMadeAtOnce(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if s, err = boltstore.Open(path, boltstore.Options{}); err != nil {
-		t.Fatal(err)
-	}
+	s.reopen(t)
 	if err := s.View(func(tx ledger.Tx) error {
 		r, ok, err := tx.Request(key)
 		if err != nil || !ok || string(r.Result) != `{"n":7}` || r.ContentHash != hash || r.Seq != 7 || !r.Time.Equal(at) {
@@ -175,4 +155,33 @@ func TestAnswersMadeAtOnce(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// reopenable is a store in a test's directory that the test can close and
+// open again; the store it holds at the end is closed.
+type reopenable struct {
+	*boltstore.Store
+	path string
+}
+
+func openReopenable(t *testing.T) *reopenable {
+	r := &reopenable{path: filepath.Join(t.TempDir(), "bank.db")}
+	r.reopen(t)
+	t.Cleanup(func() { r.Close() })
+	return r
+}
+
+// reopen closes the store, if open, and opens its file again.
+func (r *reopenable) reopen(t *testing.T) {
+	t.Helper()
+	if r.Store != nil {
+		if err := r.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, err := boltstore.Open(r.path, boltstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Store = s
 }
