@@ -42,7 +42,10 @@ type decodedCache struct {
 // A write forgets a key by emptying its slot (held false) rather than
 // deleting it: it is nearly always kept again at once (put keeps the value
 // it was given), and a new slot, and its key's string, were then made
-// again.
+// again. Empty slots count towards maxCached, so a bank that writes many
+// keys once and deletes them (guaranteed quotes) empties the cache a
+// little sooner; settled liens, the keys that come and go by the
+// thousand, are dropped (drop).
 type cacheSlot struct {
 	v    any
 	sum  []ledger.Hold
