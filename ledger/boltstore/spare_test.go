@@ -5,7 +5,9 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
+	"time"
 
 	"github.com/shopspring/decimal"
 
@@ -168,5 +170,160 @@ func TestRecycledSegmentHidesItsOldRecords(t *testing.T) {
 			t.Fatal(err)
 		}
 		want = append(want, loggedGroup{group: g, writes: writes})
+	}
+}
+
+// TestFreshSegmentLeftForASpare: a new bank's first segment is started
+// from fallocate's blocks; once it holds a sixteenth of a segment, a spare
+// made of zeros is written and the syncer leaves the segment for it before
+// it is full. From then on every segment is made from a spare (the zeros,
+// then segments that were filled), and the segment left early is removed,
+// never kept as a spare, since its blocks are not all written. The test
+// lets the checkpointer catch up at each new segment, as it does in a bank
+// whose segments take longer to fill than its checkpoints are apart.
+func TestFreshSegmentLeftForASpare(t *testing.T) {
+	defer SmallSegments(64 << 10)()
+	path := filepath.Join(t.TempDir(), "bank.db")
+	store, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := initBank(t, store)
+	// Segment 1's header (its bank and the group before it) is no other
+	// segment's; a spare made of zeros has none.
+	first, err := os.ReadFile(segmentPath(path, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	firstHeader := first[:segmentHeader]
+	underLock := func(f func() bool) func() bool {
+		return func() bool {
+			store.segsMu.Lock()
+			defer store.segsMu.Unlock()
+			return f()
+		}
+	}
+	fileHoldsOlderSegments := underLock(func() bool { return len(store.segs) == 1 })
+	spareReady := underLock(func() bool { return store.log.spare.ready() })
+	fresh := map[uint64]bool{}
+	largest := map[uint64]int64{}
+	const deposits = 600
+	last := uint64(1)
+	for i := range deposits {
+		if _, err := l.Deposit(ledger.Request{Actor: "t"}, ledger.DepositSpec{Account: "chem", Amount: decimal.NewFromInt(1)}); err != nil {
+			t.Fatalf("deposit %d: %v", i, err)
+		}
+		store.segsMu.Lock()
+		n, isFresh, size := store.log.n, store.log.fresh, store.log.size
+		store.segsMu.Unlock()
+		if isFresh {
+			fresh[n] = true
+		}
+		largest[n] = max(largest[n], size)
+		if spare, err := os.ReadFile(sparePath(path)); err == nil && bytes.HasPrefix(spare, firstHeader) {
+			t.Fatalf("after deposit %d segment 1, left before it was full, is the spare", i)
+		}
+		if n != last {
+			waitFor(t, "the file to hold the segments before "+strconv.FormatUint(n, 10), fileHoldsOlderSegments)
+			last = n
+		}
+		if n == 1 && size >= segmentSize/16 {
+			waitFor(t, "a spare made of zeros", spareReady)
+		}
+	}
+	if len(fresh) != 1 || !fresh[1] {
+		t.Errorf("segments started from fallocate's blocks: %v; want only segment 1", fresh)
+	}
+	if largest[1] >= segmentSize {
+		t.Errorf("segment 1 grew to %d bytes of %d before the syncer left it", largest[1], segmentSize)
+	}
+	if len(largest) < 4 {
+		t.Errorf("%d deposits went through segments %v; want at least four", deposits, largest)
+	}
+	checkDeposits(t, store, deposits)
+	if err := store.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if left, _ := filepath.Glob(path + "-wal*"); len(left) > 0 {
+		t.Errorf("Close left %v", left)
+	}
+}
+
+// TestNoZerosWhileAFullSegmentWaits: with the checkpoints held off, a full
+// segment waits for the file to hold it. It is to be the next spare, so
+// the syncer has no zeros written meanwhile: they would be written for
+// nothing, as keep removes a segment while a spare is being made.
+func TestNoZerosWhileAFullSegmentWaits(t *testing.T) {
+	defer func(d time.Duration) { checkpointEvery = d }(checkpointEvery)
+	checkpointEvery = time.Hour
+	defer SmallSegments(64 << 10)()
+	store, err := Open(filepath.Join(t.TempDir(), "bank.db"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	l := initBank(t, store)
+	seen := 0
+	for i := range 300 {
+		if _, err := l.Deposit(ledger.Request{Actor: "t"}, ledger.DepositSpec{Account: "chem", Amount: decimal.NewFromInt(1)}); err != nil {
+			t.Fatalf("deposit %d: %v", i, err)
+		}
+		store.segsMu.Lock()
+		n, size, waiting, spare := store.log.n, store.log.size, store.fullSegmentWaiting(), store.log.spare
+		store.segsMu.Unlock()
+		if !waiting || size < segmentSize/16 {
+			continue
+		}
+		seen++
+		spare.mu.Lock()
+		state := spare.state
+		spare.mu.Unlock()
+		if state != spareNone {
+			t.Fatalf("after deposit %d, segment %d at %d bytes: a spare is there or being made (%d) while a full segment waits", i, n, size, state)
+		}
+	}
+	if seen == 0 {
+		t.Fatal("no full segment waited for the checkpointer while the next one passed a sixteenth of its size")
+	}
+}
+
+// waitFor waits up to ten seconds for ok.
+func waitFor(t *testing.T, what string, ok func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !ok(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited ten seconds for %s", what)
+		}
+	}
+}
+
+// TestRemoveStopsTheSpareBeingMade: removing the spare (Close) while its
+// zeros are being written stops the writer and waits for it, so that no
+// spare appears after the store is closed.
+func TestRemoveStopsTheSpareBeingMade(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "bank.db")
+	spare, err := newSpareSegment(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !spare.makeZeros(1 << 30) {
+		t.Fatal("no spare being made")
+	}
+	if spare.makeZeros(1 << 30) {
+		t.Error("a second spare started while the first is being made")
+	}
+	if err := spare.remove(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-spare.made:
+	default:
+		t.Fatal("remove returned while the zeros were still being written")
+	}
+	if _, err := os.Stat(sparePath(path)); !os.IsNotExist(err) {
+		t.Errorf("the spare is still there after remove: %v", err)
+	}
+	if _, ok := spare.take(); ok {
+		t.Error("a removed spare was taken")
 	}
 }

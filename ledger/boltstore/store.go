@@ -204,7 +204,13 @@ type Store struct {
 	segs   []segment
 }
 
-type segment struct{ n, last uint64 }
+type segment struct {
+	n, last uint64
+	// full says the syncer left the segment for being full, so its blocks
+	// are written: it may be kept as the next spare. One it left early,
+	// made from fallocate's blocks (logWriter.fresh), is removed.
+	full bool
+}
 
 // A call is a function for the committer to run. snapshot asks for a copy
 // of the overlay after its group, for readers (View).
@@ -428,8 +434,8 @@ func (s *Store) recover(logged []loggedGroup, nums []uint64) error {
 
 func (s *Store) removeSegments(nums []uint64) error {
 	for _, n := range nums {
-		if err := os.Remove(segmentPath(s.path, n)); err != nil && !os.IsNotExist(err) {
-			return fmt.Errorf("boltstore: remove log segment: %w", err)
+		if err := removeSegmentFile(segmentPath(s.path, n)); err != nil {
+			return err
 		}
 	}
 	if len(nums) > 0 {

@@ -222,19 +222,41 @@ func (s *Store) publish(durable []*group) {
 }
 
 // logged notes that the current segment holds groups up to last, and starts
-// a new segment when it is full. A segment that cannot be started is not
-// an error for the groups already durable: the syncer goes on with the
-// full one and tries again after the next write.
+// a new segment when it is full, or when it was started from fallocate's
+// blocks and a spare is there now (spare.go). When no spare is there or
+// coming (a full segment the file does not hold yet), it asks for one
+// made of zeros once the segment holds a sixteenth of its size: a store
+// that never logs that much (most tests' banks) writes none. A segment
+// that cannot be started is not an error for the groups already durable:
+// the syncer goes on with the current one and tries again after the next
+// write.
 func (s *Store) logged(last uint64) {
 	s.segsMu.Lock()
 	defer s.segsMu.Unlock()
-	s.segs[len(s.segs)-1].last = last
-	if s.log.size < segmentSize {
-		return
+	current := &s.segs[len(s.segs)-1]
+	current.last = last
+	full := s.log.size >= segmentSize
+	switch {
+	case full || s.log.fresh && s.log.spare.ready():
+		current.full = full
+		if err := s.log.rotate(last); err == nil {
+			s.segs = append(s.segs, segment{n: s.log.n})
+		}
+	case !s.log.spareAsked && s.log.size >= segmentSize/16 && !s.fullSegmentWaiting():
+		s.log.spareAsked = true
+		s.log.spare.makeZeros(segmentSize + segmentSize/4)
 	}
-	if err := s.log.rotate(last); err == nil {
-		s.segs = append(s.segs, segment{n: s.log.n})
+}
+
+// fullSegmentWaiting tells whether a segment before the current one was
+// full: once the file holds it, it becomes the spare.
+func (s *Store) fullSegmentWaiting() bool {
+	for _, seg := range s.segs[:len(s.segs)-1] {
+		if seg.full {
+			return true
+		}
 	}
+	return false
 }
 
 // checkpointLoop applies durable groups to the bbolt file, at most every
@@ -387,23 +409,26 @@ func (s *Store) lastOfHotKeys(groups []*group) []write {
 }
 
 // dropCheckpointed removes the segments, but the current one, whose groups
-// are all in the file; the first becomes the spare if there is none.
+// are all in the file; the first that was full becomes the spare if there
+// is none. It does so holding segsMu, so that the syncer never finds
+// neither a spare nor a full segment waiting while one is on its way to be
+// kept (logged would have zeros written for nothing).
 func (s *Store) dropCheckpointed(applied uint64) error {
 	s.segsMu.Lock()
-	var drop []uint64
-	for len(s.segs) > 1 && s.segs[0].last <= applied {
-		drop = append(drop, s.segs[0].n)
-		s.segs = s.segs[1:]
-	}
-	spare := s.log.spare
-	s.segsMu.Unlock()
 	var err error
-	for _, n := range drop {
-		// A full segment (the syncer leaves a segment when it is full):
-		// its blocks are written, so the next segment is made from it.
-		err = errors.Join(err, spare.keep(segmentPath(s.path, n)))
+	dropped := false
+	for len(s.segs) > 1 && s.segs[0].last <= applied {
+		seg := s.segs[0]
+		s.segs = s.segs[1:]
+		dropped = true
+		if seg.full {
+			err = errors.Join(err, s.log.spare.keep(segmentPath(s.path, seg.n)))
+		} else {
+			err = errors.Join(err, removeSegmentFile(segmentPath(s.path, seg.n)))
+		}
 	}
-	if err == nil && len(drop) > 0 {
+	s.segsMu.Unlock()
+	if err == nil && dropped {
 		err = syncDir(s.path)
 	}
 	return err

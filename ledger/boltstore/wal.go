@@ -263,6 +263,13 @@ type logWriter struct {
 	allocated int64
 	// spare is the segment the next one is made from, if any.
 	spare *spareSegment
+	// fresh says the segment was started from fallocate's blocks (no spare
+	// was there): its syncs also commit ext4's journal (spare.go), so the
+	// syncer leaves it for a spare as soon as there is one.
+	fresh bool
+	// spareAsked says a spare of zeros was asked for while this segment
+	// was the log's (at most once a segment: on a full disk it fails).
+	spareAsked bool
 }
 
 const walChunk = 4 << 20
@@ -283,7 +290,12 @@ func openLog(path string, n uint64, bank [bankIDSize]byte, prev uint64) (*logWri
 	if err != nil {
 		return nil, fmt.Errorf("boltstore: start log segment: %w", err)
 	}
-	return startSegment(f, path, n, bank, prev)
+	w, err := startSegment(f, path, n, bank, prev)
+	if err != nil {
+		return nil, err
+	}
+	w.fresh = true
+	return w, nil
 }
 
 // startSegment writes segment n's header at the start of f and makes it,
