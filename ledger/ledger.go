@@ -50,7 +50,9 @@ type Request struct {
 	ID    string
 	// Answer, if set, receives the JSON of the answer as Mutate keeps it
 	// for retries (json.Marshal's bytes: see jsonbuf.Marshal), so that a server
-	// can send it without encoding the result again.
+	// can send it without encoding the result again. It receives nothing
+	// for an answer kept by reference (AnswerReference), which the caller
+	// encodes itself, as jsonbuf.Marshal does, off the store's writer.
 	Answer *[]byte
 }
 
@@ -157,11 +159,7 @@ func Mutate[R any](l *Ledger, req Request, kind Kind, content any, fn func(w *Wr
 				if rec.ContentHash != hash {
 					return fmt.Errorf("%w: request %q was first used at %s for other content (entry %d)", ErrRequestConflict, req.ID, rec.Time.Format(time.RFC3339), rec.Seq)
 				}
-				if err := json.Unmarshal(rec.Result, &result); err != nil {
-					return fmt.Errorf("%w: stored answer of request %q: %v", ErrCorrupt, req.ID, err)
-				}
-				req.keep(rec.Result)
-				return nil
+				return firstAnswer(tx, req, rec, &result)
 			}
 		}
 		w := &Writer{tx: tx, req: req, now: l.Now(), plans: l.plans}
@@ -174,6 +172,11 @@ func Mutate[R any](l *Ledger, req Request, kind Kind, content any, fn func(w *Wr
 			return nil
 		}
 		answer := func(dst []byte) ([]byte, error) {
+			if ref, ok := any(&r).(AnswerReference); ok && w.lastSeq != 0 {
+				if b, whole := ref.AppendReference(append(dst, answerByReference), w); whole {
+					return b, nil
+				}
+			}
 			hint := answerSizes[kind]
 			start := len(dst)
 			b, err := jsonbuf.Marshal(hint.Grow(dst), r)
@@ -191,6 +194,57 @@ func Mutate[R any](l *Ledger, req Request, kind Kind, content any, fn func(w *Wr
 		return tx.PutRequest(key, RequestRecord{ContentHash: hash, Seq: w.lastSeq, Time: w.now, Answer: answer, Deferred: l.deferAnswers})
 	})
 	return result, err
+}
+
+// An AnswerReference is an answer (Mutate's *R) that repeats what the
+// last journal entry of its call holds, and so is kept for retries as a
+// reference to that entry and what the answer holds besides: in a lien
+// and charge cycle the charge's answer (its charge and lien) was about a
+// kilobyte and a fifth that the single writer copied, the log wrote and
+// the checkpointer put into the file again. Measured: docs/performance.md,
+// session 14.
+type AnswerReference interface {
+	// AppendReference appends to dst what the answer holds beyond the last
+	// journal entry w appended, and tells whether that entry holds the
+	// rest, as the answer does (w.Carried); if not, the answer is kept
+	// whole, as JSON.
+	AppendReference(dst []byte, w *Writer) ([]byte, bool)
+	// FromReference makes the answer again from the entry and what
+	// AppendReference appended: the same answer, encoded to the same
+	// bytes (the entry's parts decode and encode again exactly, as the
+	// audit's hash check holds them to).
+	FromReference(e Entry, ref []byte) error
+}
+
+// answerByReference starts a kept answer that is a reference
+// (AnswerReference); an answer kept as JSON starts otherwise.
+const answerByReference = 0x01
+
+// firstAnswer sets *result to the first answer to the request, kept in
+// rec, and hands its JSON to the request if it is kept so.
+func firstAnswer[R any](tx Tx, req Request, rec RequestRecord, result *R) error {
+	if len(rec.Result) == 0 || rec.Result[0] != answerByReference {
+		if err := json.Unmarshal(rec.Result, result); err != nil {
+			return fmt.Errorf("%w: stored answer of request %q: %v", ErrCorrupt, req.ID, err)
+		}
+		req.keep(rec.Result)
+		return nil
+	}
+	ref, ok := any(result).(AnswerReference)
+	if !ok {
+		return fmt.Errorf("%w: the stored answer of request %q refers to journal entry %d, which a %T is not made from", ErrCorrupt, req.ID, rec.Seq, *result)
+	}
+	e, found, err := tx.Entry(rec.Seq)
+	if err != nil {
+		return err
+	}
+	if !found {
+		return fmt.Errorf("%w: the stored answer of request %q refers to journal entry %d, which the journal does not hold", ErrCorrupt, req.ID, rec.Seq)
+	}
+	if err := ref.FromReference(e, rec.Result[1:]); err != nil {
+		return fmt.Errorf("%w: the stored answer of request %q: %v", ErrCorrupt, req.ID, err)
+	}
+	return nil
 }
 
 // keep hands the answer's JSON to whoever asked for it.

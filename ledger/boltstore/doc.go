@@ -23,7 +23,7 @@
 //	allocations_by_account account NUL id -> (empty)
 //	balance_history        id ‖ seq -> ledger.Allocation after entry seq
 //	journal                seq -> SHA-256 ‖ canonical JSON of the entry (hash empty)
-//	requests               client NUL request id -> content hash ‖ seq ‖ time ‖ the answer's JSON (requests.go)
+//	requests               client NUL request id -> content hash ‖ seq ‖ time ‖ the answer's JSON, or 0x01 ‖ a reference to entry seq (requests.go, ledger.AnswerReference)
 //	liens                  id -> ledger.Lien
 //	liens_by_job           machine NUL job id -> newest lien id
 //	liens_active           account NUL expiry (Unix ns) ‖ id -> packed project and holds, while active

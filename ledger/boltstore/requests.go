@@ -17,6 +17,10 @@ import (
 // second time, as base64 inside a JSON object. The layout is
 //
 //	content hash (32 bytes) ‖ seq (8) ‖ time (Unix ns, 8) ‖ answer (the rest)
+//
+// where the answer is its JSON or, for an answer kept by reference to
+// entry seq, 0x01 and what the answer holds beyond the entry
+// (ledger.AnswerReference): the store keeps either as it is given.
 const requestHeader = sha256.Size + 8 + 8
 
 // packRequest packs r with answer, its JSON (r.Result, or nothing for
