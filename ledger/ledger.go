@@ -199,10 +199,10 @@ func Mutate[R any](l *Ledger, req Request, kind Kind, content any, fn func(w *Wr
 // An AnswerReference is an answer (Mutate's *R) that repeats what the
 // last journal entry of its call holds, and so is kept for retries as a
 // reference to that entry and what the answer holds besides: in a lien
-// and charge cycle the charge's answer (its charge and lien) was about a
-// kilobyte and a fifth that the single writer copied, the log wrote and
-// the checkpointer put into the file again. Measured: docs/performance.md,
-// session 14.
+// and charge cycle the answers repeated about 1.8 KB of lien and charge
+// that the single writer copied, the log wrote and the checkpointer put
+// into the file again (package lien's placements and charges; measured in
+// docs/performance.md, session 14).
 type AnswerReference interface {
 	// AppendReference appends to dst what the answer holds beyond the last
 	// journal entry w appended, and tells whether that entry holds the

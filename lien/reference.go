@@ -2,18 +2,61 @@ package lien
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 
 	"github.com/shopspring/decimal"
 
+	"github.com/ingot-hpc/ingot/charge"
 	"github.com/ingot-hpc/ingot/internal/jsonbuf"
 	"github.com/ingot-hpc/ingot/ledger"
 )
 
-// A charge's answer is kept for retries by reference to its journal entry
-// (ledger.AnswerReference), which holds the same charge and lien: what the
-// answer holds besides is how far the charge overran its lien and what it
-// released, kept as their text with a zero byte between.
+// A placement's and a charge's answers are kept for retries by reference
+// to their journal entries (ledger.AnswerReference), which hold the same
+// lien, and charge: what a placement's answer holds besides is the quote,
+// kept as its JSON (the project it fell back from is in the lien's
+// detail); what a charge's holds besides is how far the charge overran
+// its lien and what it released, kept as their text with a zero byte
+// between. An answer about a lien the call did not journal (an existing
+// one) is kept whole.
+
+// AppendReference appends the quote, if the entry w appended last holds
+// the answer's lien as the answer carries it.
+func (r *LienResult) AppendReference(dst []byte, w *ledger.Writer) ([]byte, bool) {
+	lien, _ := w.Carried()
+	if r.lienJSON == nil || r.Existing || !bytes.Equal(r.lienJSON, lien) {
+		return dst, false
+	}
+	b, err := r.Quote.AppendJSON(dst)
+	if err != nil {
+		return dst, false // kept whole, whose encoding reports the error
+	}
+	return b, true
+}
+
+// FromReference makes the answer from its placement's journal entry and
+// the quote AppendReference appended. It refuses a quote not written as
+// AppendJSON writes it, which would encode to other bytes than the first
+// answer's.
+func (r *LienResult) FromReference(e ledger.Entry, ref []byte) error {
+	if e.Kind != ledger.KindLienPlace || e.Lien == nil {
+		return fmt.Errorf("journal entry %d (%s) places no lien", e.Seq, e.Kind)
+	}
+	var quote charge.Amount
+	if err := json.Unmarshal(ref, &quote); err != nil {
+		return fmt.Errorf("the quote of lien %d: %w", e.Lien.ID, err)
+	}
+	if again, err := quote.AppendJSON(nil); err != nil || !bytes.Equal(again, ref) {
+		return fmt.Errorf("the quote of lien %d is not as the bank writes one", e.Lien.ID)
+	}
+	d, err := DetailOf(*e.Lien)
+	if err != nil {
+		return err
+	}
+	*r = resultOf(*e.Lien, d, &quote)
+	return nil
+}
 
 // AppendReference appends what the answer holds beyond the entry w
 // appended last, if that entry holds the answer's charge and lien as the
