@@ -167,8 +167,8 @@ func Mutate[R any](l *Ledger, req Request, kind Kind, content any, fn func(w *Wr
 		if err != nil {
 			return err
 		}
-		result = r
 		if req.ID == "" {
+			result = r
 			return nil
 		}
 		answer := func(dst []byte) ([]byte, error) {
@@ -179,7 +179,7 @@ func Mutate[R any](l *Ledger, req Request, kind Kind, content any, fn func(w *Wr
 			}
 			hint := answerSizes[kind]
 			start := len(dst)
-			b, err := jsonbuf.Marshal(hint.Grow(dst), r)
+			b, err := jsonbuf.Marshal(hint.Grow(dst), &r) // &r: no copy of r boxed
 			if err != nil {
 				return nil, fmt.Errorf("ledger: encode answer to request %q: %w", req.ID, err)
 			}
@@ -190,8 +190,11 @@ func Mutate[R any](l *Ledger, req Request, kind Kind, content any, fn func(w *Wr
 		// Deferred, the answer is encoded when the store needs its bytes
 		// (its log's recorder, off the single writer's path): nothing
 		// changes it after fn, as its caller reads it while later changes
-		// run.
-		return tx.PutRequest(key, RequestRecord{ContentHash: hash, Seq: w.lastSeq, Time: w.now, Answer: answer, Deferred: l.deferAnswers})
+		// run. Made at once, a reference may note in r what it encoded
+		// (AnswerReference), which the result then carries.
+		err = tx.PutRequest(key, RequestRecord{ContentHash: hash, Seq: w.lastSeq, Time: w.now, Answer: answer, Deferred: l.deferAnswers})
+		result = r
+		return err
 	})
 	return result, err
 }
@@ -207,7 +210,9 @@ type AnswerReference interface {
 	// AppendReference appends to dst what the answer holds beyond the last
 	// journal entry w appended, and tells whether that entry holds the
 	// rest, as the answer does (w.Carried); if not, the answer is kept
-	// whole, as JSON.
+	// whole, as JSON. The answer may keep slices of what it appended
+	// (parts of the stored record, not to be changed), so that encoding
+	// it copies them.
 	AppendReference(dst []byte, w *Writer) ([]byte, bool)
 	// FromReference makes the answer again from the entry and what
 	// AppendReference appended: the same answer, encoded to the same

@@ -96,7 +96,7 @@ func (r LienResult) AppendJSON(dst []byte) ([]byte, error) {
 		b.Str(r.Requested)
 		b.OptTrue("existing", r.Existing)
 		b.Key("quote")
-		b.Append(r.Quote.AppendJSON)
+		appendCarried(b, r.quoteJSON, r.Quote.AppendJSON)
 	})
 }
 
@@ -116,9 +116,9 @@ func (r ChargeResult) AppendJSON(dst []byte) ([]byte, error) {
 	})
 }
 
-// appendCarried writes a value as its journal entry holds it (carried,
-// the same encoder's output) or, when the call did not journal it, by its
-// own encoder.
+// appendCarried writes a value as its journal entry or request record
+// holds it (carried, the same encoder's output) or, when the call did not
+// keep it so, by its own encoder.
 func appendCarried(b *jsonbuf.Buf, carried []byte, appendJSON func([]byte) ([]byte, error)) {
 	if carried != nil {
 		b.Raw(carried)

@@ -52,8 +52,9 @@ type LienResult struct {
 	Existing bool          `json:"existing,omitempty"`
 	Quote    charge.Amount `json:"quote"`
 	// lienJSON is Lien's JSON when the call just journaled it
-	// (ledger.Writer.Carried), which AppendJSON copies.
-	lienJSON []byte
+	// (ledger.Writer.Carried), and quoteJSON Quote's when it was kept by
+	// reference (reference.go): AppendJSON copies them.
+	lienJSON, quoteJSON []byte
 }
 
 // DetailOf decodes a lien's Detail: by readDetail, or where that gives up,

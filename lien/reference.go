@@ -22,16 +22,19 @@ import (
 // one) is kept whole.
 
 // AppendReference appends the quote, if the entry w appended last holds
-// the answer's lien as the answer carries it.
+// the answer's lien as the answer carries it, and keeps the quote's JSON
+// for AppendJSON to copy: a server encodes the answer again to send it.
 func (r *LienResult) AppendReference(dst []byte, w *ledger.Writer) ([]byte, bool) {
 	lien, _ := w.Carried()
 	if r.lienJSON == nil || r.Existing || !bytes.Equal(r.lienJSON, lien) {
 		return dst, false
 	}
+	start := len(dst)
 	b, err := r.Quote.AppendJSON(dst)
 	if err != nil {
 		return dst, false // kept whole, whose encoding reports the error
 	}
+	r.quoteJSON = b[start:len(b):len(b)]
 	return b, true
 }
 
@@ -55,6 +58,7 @@ func (r *LienResult) FromReference(e ledger.Entry, ref []byte) error {
 		return err
 	}
 	*r = resultOf(*e.Lien, d, &quote)
+	r.quoteJSON = ref[:len(ref):len(ref)]
 	return nil
 }
 

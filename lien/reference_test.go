@@ -127,6 +127,33 @@ func sameRetries(t *testing.T, what string, first interface{ AppendJSON([]byte) 
 	}
 }
 
+// TestPlacementCarriesItsKeptQuote: a placement whose answer is made at
+// once keeps in its result the quote's JSON it kept for retries, and so
+// does a retry, so that a server encoding the answer copies it: the
+// answer's bytes are the same either way.
+func TestPlacementCarriesItsKeptQuote(t *testing.T) {
+	s := newSite(t, ledger.WithDeferredAnswers(false))
+	s.MustDeposit("chem", "1000000", time.Time{})
+	req := ledger.Request{Actor: "sched", ID: "place-1"}
+	spec := lien.PlaceSpec{Job: job("1"), User: "amy", Request: request(4, 3600)}
+	for _, what := range []string{"placed", "retried"} {
+		r, err := s.lb.Place(req, spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !r.QuoteCopied() {
+			t.Errorf("%s: the answer encodes its quote again", what)
+		}
+		got, err := r.AppendJSON(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want, err := json.Marshal(r); err != nil || !bytes.Equal(got, want) {
+			t.Errorf("%s: AppendJSON gives\n%s\nencoding/json gives\n%s (%v)", what, got, want, err)
+		}
+	}
+}
+
 // keptAnswer is what the bank keeps of the answer to req.
 func (s *site) keptAnswer(req ledger.Request) []byte {
 	s.t.Helper()
