@@ -47,12 +47,7 @@ func TestSegmentsFromSpares(t *testing.T) {
 		t.Errorf("segments made from an earlier one: %v; want at least two in %d deposits", reused, deposits)
 	}
 	checkDeposits(t, store, deposits)
-	if err := store.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if left, _ := filepath.Glob(path + "-wal*"); len(left) > 0 {
-		t.Errorf("Close left %v", left)
-	}
+	closeLeavingNoLog(t, store, path)
 	store, err = Open(path, Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -241,6 +236,13 @@ func TestFreshSegmentLeftForASpare(t *testing.T) {
 		t.Errorf("%d deposits went through segments %v; want at least four", deposits, largest)
 	}
 	checkDeposits(t, store, deposits)
+	closeLeavingNoLog(t, store, path)
+}
+
+// closeLeavingNoLog closes the store at path: no log segment and no spare
+// may be left beside it.
+func closeLeavingNoLog(t *testing.T, store *Store, path string) {
+	t.Helper()
 	if err := store.Close(); err != nil {
 		t.Fatal(err)
 	}
