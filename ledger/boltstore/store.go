@@ -17,11 +17,13 @@ import (
 
 // schemaVersion is the layout of the buckets; Open refuses a newer one.
 // Version 6 added the write-ahead log (wal.go) and the meta key
-// "log_applied"; a version 5 file is the same without a log, so a
-// read-write open upgrades it by setting the version. Older ones are
-// refused (their layout changed before any bank was in service).
+// "log_applied"; version 7, answers kept by reference to their journal
+// entries (requests.go), which an ingot of version 6 would take for
+// corrupt answers on a retry. A version 5 or 6 file is the same without
+// them, so a read-write open upgrades it by setting the version. Older
+// ones are refused (their layout changed before any bank was in service).
 const (
-	schemaVersion    = 6
+	schemaVersion    = 7
 	oldestUpgradable = 5
 )
 

@@ -202,9 +202,10 @@ func TestLogRecovery(t *testing.T) {
 	checkDeposits(t, store, 40)
 }
 
-// TestSchemaFiveUpgrades opens a version 5 file: read-write sets version
-// 6, as the layout of the buckets is the same.
-func TestSchemaFiveUpgrades(t *testing.T) {
+// TestOlderSchemasUpgrade opens a version 5 file and a version 6 file:
+// read-write sets the current version, as the layout of the buckets is the
+// same (version 6 added the log, version 7 answers kept by reference).
+func TestOlderSchemasUpgrade(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "bank.db")
 	store, err := Open(path, Options{})
 	if err != nil {
@@ -212,25 +213,26 @@ func TestSchemaFiveUpgrades(t *testing.T) {
 	}
 	initBank(t, store)
 	store.Close()
-	setSchema(t, path, 5)
-	store, err = Open(path, Options{})
-	if err != nil {
-		t.Fatalf("version 5 file: %v", err)
-	}
-	checkDeposits(t, store, 0)
-	store.Close()
-	db, err := bolt.Open(path, 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	db.View(func(btx *bolt.Tx) error {
-		if v := decodeUint(btx.Bucket(bucketMeta.name()).Get(keySchema)); v != schemaVersion {
-			t.Errorf("schema after upgrade: %d", v)
+	for _, version := range []uint64{5, 6} {
+		setSchema(t, path, version)
+		store, err = Open(path, Options{})
+		if err != nil {
+			t.Fatalf("version %d file: %v", version, err)
 		}
-		return nil
-	})
-	db.Close()
+		checkDeposits(t, store, 0)
+		store.Close()
+		db, err := bolt.Open(path, 0o600, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		db.View(func(btx *bolt.Tx) error {
+			if v := decodeUint(btx.Bucket(bucketMeta.name()).Get(keySchema)); v != schemaVersion {
+				t.Errorf("schema after upgrading version %d: %d", version, v)
+			}
+			return nil
+		})
+		db.Close()
+	}
 	setSchema(t, path, 4)
 	if _, err := Open(path, Options{}); err == nil {
 		t.Error("a version 4 file opened")
