@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -236,6 +237,10 @@ func TestOlderSchemasUpgrade(t *testing.T) {
 	setSchema(t, path, 4)
 	if _, err := Open(path, Options{}); err == nil {
 		t.Error("a version 4 file opened")
+	}
+	setSchema(t, path, schemaVersion+1)
+	if _, err := Open(path, Options{}); err == nil || !strings.Contains(err.Error(), "newer than this ingot's") {
+		t.Errorf("a file of a newer schema: %v", err)
 	}
 }
 
