@@ -179,7 +179,9 @@ func Mutate[R any](l *Ledger, req Request, kind Kind, content any, fn func(w *Wr
 			}
 			hint := answerSizes[kind]
 			start := len(dst)
-			b, err := jsonbuf.Marshal(hint.Grow(dst), &r) // &r: no copy of r boxed
+			// &r, so that no copy of r is boxed: the same bytes as r's,
+			// since no answer type encodes itself by a pointer receiver.
+			b, err := jsonbuf.Marshal(hint.Grow(dst), &r)
 			if err != nil {
 				return nil, fmt.Errorf("ledger: encode answer to request %q: %w", req.ID, err)
 			}

@@ -300,20 +300,25 @@ func waitFor(t *testing.T, what string, ok func() bool) {
 }
 
 // TestRemoveStopsTheSpareBeingMade: removing the spare (Close) while its
-// zeros are being written stops the writer and waits for it, so that no
-// spare appears after the store is closed.
+// zeros are being written stops the writer, short of the size asked, and
+// waits for it, so that no spare appears after the store is closed.
 func TestRemoveStopsTheSpareBeingMade(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "bank.db")
 	spare, err := newSpareSegment(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !spare.makeZeros(1 << 30) {
+	const size = 1 << 30
+	if !spare.makeZeros(size) {
 		t.Fatal("no spare being made")
 	}
-	if spare.makeZeros(1 << 30) {
+	if spare.makeZeros(size) {
 		t.Error("a second spare started while the first is being made")
 	}
+	// Held open, the file shows after its removal how far the zeros went.
+	var f *os.File
+	waitFor(t, "the spare's file", func() bool { f, err = os.Open(sparePath(path)); return err == nil })
+	defer f.Close()
 	if err := spare.remove(); err != nil {
 		t.Fatal(err)
 	}
@@ -321,6 +326,9 @@ func TestRemoveStopsTheSpareBeingMade(t *testing.T) {
 	case <-spare.made:
 	default:
 		t.Fatal("remove returned while the zeros were still being written")
+	}
+	if fi, err := f.Stat(); err != nil || fi.Size() >= size {
+		t.Errorf("the writer went on to %v bytes of %d after remove (%v)", fi.Size(), size, err)
 	}
 	if _, err := os.Stat(sparePath(path)); !os.IsNotExist(err) {
 		t.Errorf("the spare is still there after remove: %v", err)
