@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -41,19 +42,27 @@ func writeFile(t *testing.T, dir, name string, data []byte) string {
 // given and returns its standard output.
 func runSignScript(t *testing.T, env []string, args ...string) string {
 	t.Helper()
+	out, stderr, err := signScript(t, env, args...)
+	if err != nil {
+		t.Fatalf("sign.sh %q: %v\n%s", args, err, stderr)
+	}
+	return out
+}
+
+// signScript runs testdata/sign.sh and returns its standard output and
+// error and how it exited.
+func signScript(t *testing.T, env []string, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
 	script, err := filepath.Abs("testdata/sign.sh")
 	if err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command("sh", append([]string{script}, args...)...)
 	cmd.Env = append(os.Environ(), env...)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
+	var errOut strings.Builder
+	cmd.Stderr = &errOut
 	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("sign.sh %q: %v\n%s", args, err, stderr.String())
-	}
-	return string(out)
+	return string(out), errOut.String(), err
 }
 
 // TestSignScript checks that testdata/sign.sh, the openssl recipe, signs as
@@ -168,5 +177,18 @@ func TestSignScriptWithCurl(t *testing.T) {
 		keyFile, "POST", "/v1/users/j%C3%B6rg/../x", "name=J%C3%B6rg%20K", bodyFile)
 	if want := "sched-1 Jörg K " + testBody; out != want {
 		t.Errorf("the server answered %q, want %q", out, want)
+	}
+
+	// A request the server refuses (signed with a wrong secret) exits 22,
+	// curl's status for an HTTP error, and still prints the server's
+	// answer.
+	wrongKey := writeFile(t, dir, "wrong", Key{ID: testKey.ID, Secret: otherKey.Secret}.KeyFile())
+	out, stderr, err := signScript(t, []string{"INGOT_SERVER=" + server.URL}, wrongKey, "GET", "/v1/balance")
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 22 {
+		t.Errorf("sign.sh with a wrong key: %v, want exit status 22\n%s", err, stderr)
+	}
+	if !strings.Contains(out, "signature does not match") {
+		t.Errorf("sign.sh with a wrong key printed %q, want the server's refusal", out)
 	}
 }

@@ -18,6 +18,9 @@
 # sends the X-Ingot-Request-Id header every change needs (a unique id; the
 # same id again retries the change: the first answer, nothing applied twice).
 #
+# Exit status: curl's; 22 when the server refused the request (its JSON
+# error is printed all the same).
+#
 # The secret passes through openssl's command line, where other users of
 # the machine can see it (ps): a demonstration, not for shared machines.
 set -eu
@@ -52,6 +55,8 @@ if [ -n "${INGOT_REQUEST_ID-}" ]; then
 	set -- "$@" -H "X-Ingot-Request-Id: $INGOT_REQUEST_ID"
 fi
 # --path-as-is: send the path exactly as signed (curl would squash /../).
-exec curl -sS --path-as-is -X "$method" -H "$authorization" \
+# --fail-with-body: a refusal (HTTP 400 or above) prints the server's JSON
+# error and exits 22, so that a script sees it failed.
+exec curl -sS --path-as-is --fail-with-body -X "$method" -H "$authorization" \
 	-H "X-Ingot-Date: $date" -H "X-Ingot-Nonce: $nonce" "$@" \
 	"${INGOT_SERVER:-http://localhost:8080}$path${query:+?$query}"
