@@ -200,10 +200,12 @@ func TestFreshSegmentLeftForASpare(t *testing.T) {
 	}
 	fileHoldsOlderSegments := underLock(func() bool { return len(store.segs) == 1 })
 	// The deposit's answer comes before the syncer looks at the segment
-	// (logged): by then a spare asked for earlier may be made, and the
-	// syncer may have moved onto it, so that there is no spare to see any
-	// more. A segment that did not move onto a spare is fresh, which the
-	// test catches below.
+	// (logged): the test may read segment 1 just before the syncer moves
+	// onto the spare asked for earlier, and then find no spare to see any
+	// more (a sleep before logged and one before the wait made the plain
+	// "spare ready" wait time out every time). A segment that did not move
+	// onto a spare is fresh or grows full, which the test catches below;
+	// without the zeros the wait still times out.
 	spareReadyOrTaken := underLock(func() bool { return store.log.spare.ready() || store.log.n > 1 })
 	fresh := map[uint64]bool{}
 	largest := map[uint64]int64{}

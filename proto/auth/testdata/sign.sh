@@ -55,8 +55,9 @@ if [ -n "${INGOT_REQUEST_ID-}" ]; then
 	set -- "$@" -H "X-Ingot-Request-Id: $INGOT_REQUEST_ID"
 fi
 # --path-as-is: send the path exactly as signed (curl would squash /../).
-# --fail-with-body: a refusal (HTTP 400 or above) prints the server's JSON
-# error and exits 22, so that a script sees it failed.
+# --fail-with-body (curl 7.76 or later): a refusal (HTTP 400 or above)
+# prints the server's JSON error and exits 22, so that a script sees it
+# failed.
 exec curl -sS --path-as-is --fail-with-body -X "$method" -H "$authorization" \
 	-H "X-Ingot-Date: $date" -H "X-Ingot-Nonce: $nonce" "$@" \
 	"${INGOT_SERVER:-http://localhost:8080}$path${query:+?$query}"
