@@ -1,10 +1,12 @@
 package ledger
 
 import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"slices"
-	"time"
 
 	"github.com/shopspring/decimal"
 )
@@ -21,22 +23,35 @@ type AuditReport struct {
 // consequence of the first few problems.
 const maxProblems = 100
 
-// Audit replays the whole journal in one consistent snapshot: it checks the
-// hash chain, recomputes every allocation from the journaled deltas
-// (checking the history kept for point-in-time queries after every entry),
-// and compares the result, and every node, user and machine, with the
-// stored state.
-func (l *Ledger) Audit() (AuditReport, error) {
+// Audit checks the bank. It runs the engine's own check of its storage,
+// then, in one consistent snapshot, replays the whole journal: it checks
+// each entry's hash over the bytes stored and the hash chain, recomputes
+// every allocation from the journaled deltas (checking the history kept
+// for point-in-time queries after every entry), and compares the result,
+// and every node, user, machine, lien, charge, record and running sum,
+// with the stored state; each answer kept for retries is checked against
+// the hash its journal entry carries.
+func (l *Ledger) Audit(ctx context.Context) (AuditReport, error) {
 	var rep AuditReport
-	err := l.store.View(func(tx Tx) error {
+	damaged, err := l.store.Check(ctx)
+	if err != nil {
+		return rep, err
+	}
+	err = l.store.View(ctx, func(tx Tx) error {
 		rep = AuditReport{}
+		for _, d := range damaged {
+			rep.Problems = append(rep.Problems, "storage: "+d)
+		}
 		a := auditor{tx: tx, rep: &rep, allocs: map[uint64]Allocation{}, nodes: map[string]Node{},
 			users: map[string]User{}, machines: map[string]Machine{}, liens: map[string]Lien{},
 			charges: map[string]Charge{}, records: map[string]Record{}}
 		if err := tx.Entries(1, ^uint64(0), a.replay); err != nil {
 			return err
 		}
-		return a.compareStored()
+		if err := a.compareStored(); err != nil {
+			return err
+		}
+		return a.checkRequests()
 	})
 	return rep, err
 }
@@ -45,6 +60,7 @@ type auditor struct {
 	tx       Tx
 	rep      *AuditReport
 	prev     Entry
+	prevHash string
 	settings *Settings
 	allocs   map[uint64]Allocation
 	nodes    map[string]Node
@@ -61,22 +77,32 @@ func (a *auditor) problem(format string, args ...any) {
 	}
 }
 
-// replay checks one entry against the chain and applies it.
-func (a *auditor) replay(e Entry) (bool, error) {
+// replay checks one stored entry against the chain and applies it.
+func (a *auditor) replay(se StoredEntry) (bool, error) {
 	a.rep.Entries++
+	hash := hex.EncodeToString(se.Hash[:])
+	if sum := sha256.Sum256(se.Body); sum != se.Hash {
+		a.problem("journal: entry %d: stored hash %.12s… is not the hash of its stored bytes %.12s…", se.Seq, hash, hex.EncodeToString(sum[:]))
+	}
+	e, err := DecodeEntry(se)
+	if err != nil {
+		a.problem("journal: %v", err)
+		a.prev, a.prevHash = Entry{Seq: se.Seq, Time: se.Time}, hash
+		return true, nil
+	}
 	if e.Seq != a.prev.Seq+1 {
 		a.problem("journal: entry %d follows entry %d", e.Seq, a.prev.Seq)
 	}
-	if e.PrevHash != a.prev.Hash {
-		a.problem("journal: entry %d: previous hash %.12s… does not match entry %d's hash %.12s…", e.Seq, e.PrevHash, a.prev.Seq, a.prev.Hash)
-	}
-	if h, err := e.ComputeHash(); err != nil || h != e.Hash {
-		a.problem("journal: entry %d: stored hash %.12s… is not the hash of its content %.12s…", e.Seq, e.Hash, h)
+	if e.PrevHash != a.prevHash {
+		a.problem("journal: entry %d: previous hash %.12s… does not match entry %d's hash %.12s…", e.Seq, e.PrevHash, a.prev.Seq, a.prevHash)
 	}
 	if e.Time.Before(a.prev.Time) {
 		a.problem("journal: entry %d at %s is earlier than entry %d", e.Seq, e.Time, a.prev.Seq)
 	}
-	a.prev = e
+	if !e.Time.Equal(se.Time) {
+		a.problem("journal: entry %d is stored with time %s but holds %s", e.Seq, se.Time, e.Time)
+	}
+	a.prev, a.prevHash = e, hash
 	if e.Settings != nil {
 		a.settings = e.Settings
 	}
@@ -141,6 +167,22 @@ func (a *auditor) replay(e Entry) (bool, error) {
 		}
 	}
 	return true, nil
+}
+
+// checkRequests checks every answer kept for retries against the
+// journal entry it names.
+func (a *auditor) checkRequests() error {
+	return a.tx.Requests(func(k RequestKey, rec RequestRecord) (bool, error) {
+		e, ok, err := ReadEntry(a.tx, rec.Seq)
+		if err != nil {
+			a.problem("requests: %v", err)
+			return true, nil
+		}
+		if err := checkAnswer(k.Client, k.ID, rec, e, ok); err != nil {
+			a.problem("requests: %v", err)
+		}
+		return true, nil
+	})
 }
 
 // compareStored compares the replayed state with what is stored.
@@ -212,7 +254,7 @@ func (a *auditor) compareStored() error {
 		if err := a.compareActiveLiens(n.Name, liens); err != nil {
 			return err
 		}
-		if err := a.compareCharged(n.Name, charges); err != nil {
+		if err := a.compareSums(n.Name, liens, charges); err != nil {
 			return err
 		}
 	}
@@ -267,46 +309,27 @@ func (a *auditor) compareActiveLiens(account string, liens []Lien) error {
 	if !slices.Equal(got, want) {
 		a.problem("account %s: its active-lien index lists %v, its active liens are %v", account, got, want)
 	}
-	// The engine's running sum of holds, asked at the dawn of time when no
-	// lien has expired, must be the sum over the active liens.
-	byProject, err := a.tx.Reserved(account, time.Time{})
-	if err != nil {
-		return err
-	}
-	sums := byProject.PerAllocation()
-	heldByLiens := map[uint64]decimal.Decimal{}
-	for _, l := range indexed {
-		for _, h := range l.Holds {
-			heldByLiens[h.Allocation] = heldByLiens[h.Allocation].Add(h.Amount)
-		}
-	}
-	for id := range mergeKeys(sums, heldByLiens) {
-		if !sums[id].Equal(heldByLiens[id]) {
-			a.problem("account %s: the reserved sum of allocation %d is %s, its active liens hold %s", account, id, sums[id], heldByLiens[id])
-		}
-	}
 	return nil
 }
 
-// compareCharged checks the engine's running sums of charges against the
-// stored charges of the account.
-func (a *auditor) compareCharged(account string, charges []Charge) error {
-	got, err := a.tx.Charged(account)
+// compareSums checks the account's running sums against its stored liens
+// and charges.
+func (a *auditor) compareSums(account string, liens []Lien, charges []Charge) error {
+	st, err := readAccountState(a.tx, account)
 	if err != nil {
-		return err
+		a.problem("account %s: %v", account, err)
+		return nil
 	}
-	want := ByProject{}
-	for _, c := range charges {
-		if c.Account == account {
-			for _, h := range c.NetDebits() {
-				want.Add(c.Project, h.Allocation, h.Amount)
-			}
-		}
-	}
-	for _, project := range projectKeys(got, want) {
-		for id := range mergeKeys(got[project], want[project]) {
-			if !got[project][id].Equal(want[project][id]) {
-				a.problem("account %s: the charged sum of %s on allocation %d is %s, its charges took %s", account, project, id, got[project][id], want[project][id])
+	reserved, charged := sumsFromRecords(account, liens, charges)
+	for _, c := range []struct {
+		what      string
+		got, want ByProject
+	}{{"reserved", st.Reserved, reserved}, {"charged", st.Charged, charged}} {
+		for _, project := range projectKeys(c.got, c.want) {
+			for id := range mergeKeys(c.got[project], c.want[project]) {
+				if !c.got[project][id].Equal(c.want[project][id]) {
+					a.problem("account %s: the %s sum of %s on allocation %d is %s, its liens and charges say %s", account, c.what, project, id, c.got[project][id], c.want[project][id])
+				}
 			}
 		}
 	}

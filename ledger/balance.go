@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"time"
@@ -55,14 +56,14 @@ func sumBalances(allocs []Allocation, reserved map[uint64]decimal.Decimal) Balan
 // time in the past the amounts are those after the last journal entry made
 // at or before it. A project draws on its account's allocations, so it shows
 // its account's figures.
-func (l *Ledger) BalanceAt(name string, at time.Time) (NodeBalance, error) {
+func (l *Ledger) BalanceAt(ctx context.Context, name string, at time.Time) (NodeBalance, error) {
 	now := l.Now()
 	past := !at.IsZero() && at.Before(now)
 	if !past {
 		at = now
 	}
 	var nb NodeBalance
-	err := l.store.View(func(tx Tx) error {
+	err := l.store.View(ctx, func(tx Tx) error {
 		if _, err := GetNode(tx, name); err != nil {
 			return err
 		}
@@ -99,8 +100,8 @@ func (l *Ledger) BalanceAt(name string, at time.Time) (NodeBalance, error) {
 }
 
 // Balances returns the balance of each account at time at, in name order.
-func (l *Ledger) Balances(at time.Time) ([]NodeBalance, error) {
-	nodes, err := l.Nodes("")
+func (l *Ledger) Balances(ctx context.Context, at time.Time) ([]NodeBalance, error) {
+	nodes, err := l.Nodes(ctx, "")
 	if err != nil {
 		return nil, err
 	}
@@ -109,7 +110,7 @@ func (l *Ledger) Balances(at time.Time) ([]NodeBalance, error) {
 		if !n.IsAccount() {
 			continue
 		}
-		b, err := l.BalanceAt(n.Name, at)
+		b, err := l.BalanceAt(ctx, n.Name, at)
 		if err != nil {
 			return nil, err
 		}

@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -33,12 +34,12 @@ type FairShareNode struct {
 // decayed with halfLife (0: no decay); active liens are active jobs; cf is
 // Grid Engine's compensation factor (0: off). Usage and entitlements are
 // priorities, not credits, so they are floating point (see package hfs).
-func (l *Ledger) FairShare(account string, halfLife time.Duration, cf float64) ([]FairShareNode, error) {
+func (l *Ledger) FairShare(ctx context.Context, account string, halfLife time.Duration, cf float64) ([]FairShareNode, error) {
 	if halfLife < 0 || cf < 0 {
 		return nil, fmt.Errorf("%w: fair share: half-life %s and compensation factor %g must not be negative", ErrInvalid, halfLife, cf)
 	}
 	var out []FairShareNode
-	err := l.store.View(func(tx Tx) error {
+	err := l.store.View(ctx, func(tx Tx) error {
 		nodes, err := tx.Subtree(account)
 		if err != nil {
 			return err

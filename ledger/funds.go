@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"context"
 	"cmp"
 	"fmt"
 	"slices"
@@ -53,11 +54,11 @@ type Receipt struct {
 }
 
 // Deposit adds credits to an account.
-func (l *Ledger) Deposit(req Request, spec DepositSpec) (Receipt, error) {
+func (l *Ledger) Deposit(ctx context.Context, req Request, spec DepositSpec) (Receipt, error) {
 	if err := l.checkDeposit(&spec); err != nil {
 		return Receipt{}, err
 	}
-	return Mutate(l, req, KindDeposit, spec, func(w *Writer) (Receipt, error) {
+	return Mutate(ctx, l, req, KindDeposit, spec, func(w *Writer) (Receipt, error) {
 		if _, err := activeAccount(w.tx, spec.Account, "deposit"); err != nil {
 			return Receipt{}, err
 		}
@@ -111,11 +112,11 @@ func (l *Ledger) checkDeposit(spec *DepositSpec) error {
 
 // Withdraw takes credits out of an account, in debit order, up to what is
 // Available.
-func (l *Ledger) Withdraw(req Request, spec WithdrawSpec) (Receipt, error) {
+func (l *Ledger) Withdraw(ctx context.Context, req Request, spec WithdrawSpec) (Receipt, error) {
 	if err := CheckAmount(spec.Amount, l.settings.Precision); err != nil {
 		return Receipt{}, fmt.Errorf("withdraw: %w", err)
 	}
-	return Mutate(l, req, KindWithdraw, spec, func(w *Writer) (Receipt, error) {
+	return Mutate(ctx, l, req, KindWithdraw, spec, func(w *Writer) (Receipt, error) {
 		sources, deltas, err := w.takeFrom(spec.Account, spec.Allocation, spec.Amount, "withdraw")
 		if err != nil {
 			return Receipt{}, err
@@ -128,14 +129,14 @@ func (l *Ledger) Withdraw(req Request, spec WithdrawSpec) (Receipt, error) {
 // source has Available. Each piece lands in an allocation of the destination
 // with the same start, end and machine: an existing one with those terms is
 // topped up, otherwise one is created.
-func (l *Ledger) Transfer(req Request, spec TransferSpec) (Receipt, error) {
+func (l *Ledger) Transfer(ctx context.Context, req Request, spec TransferSpec) (Receipt, error) {
 	if err := CheckAmount(spec.Amount, l.settings.Precision); err != nil {
 		return Receipt{}, fmt.Errorf("transfer: %w", err)
 	}
 	if spec.From == spec.To {
 		return Receipt{}, fmt.Errorf("%w: transfer from %s to itself", ErrInvalid, spec.From)
 	}
-	return Mutate(l, req, KindTransfer, spec, func(w *Writer) (Receipt, error) {
+	return Mutate(ctx, l, req, KindTransfer, spec, func(w *Writer) (Receipt, error) {
 		if _, err := activeAccount(w.tx, spec.To, "transfer"); err != nil {
 			return Receipt{}, err
 		}

@@ -1,16 +1,13 @@
 package ledger
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/shopspring/decimal"
-
-	"github.com/ingot-hpc/ingot/internal/jsonbuf"
 )
 
 // Kind names what a journal entry did. Kinds are stored: add, never rename.
@@ -75,152 +72,69 @@ type Entry struct {
 	Record      *Record           `json:"record,omitempty"`
 	Terms       []AllocationTerms `json:"terms,omitempty"`
 	Deltas      []Delta           `json:"deltas,omitempty"`
-	PrevHash    string            `json:"prev_hash"`
-	Hash        string            `json:"hash"`
+	// Answer is the SHA-256 of the answer kept for retries of the request
+	// whose last entry this is (RequestRecord.Result), in hex.
+	Answer   string `json:"answer,omitempty"`
+	PrevHash string `json:"prev_hash"`
+	// Hash is the SHA-256 of the stored encoding, which does not hold it
+	// (entries written before the answer was anchored hold it empty).
+	Hash string `json:"hash,omitempty"`
 }
 
-// entrySizes and answerSizes hold the last length of each kind's entry
-// and answer (set up once, then only read: safe for concurrent use).
-var entrySizes, answerSizes = sizeHints(), sizeHints()
-
-func sizeHints() map[Kind]*jsonbuf.SizeHint {
-	m := make(map[Kind]*jsonbuf.SizeHint, len(Kinds))
-	for _, k := range Kinds {
-		m[k] = new(jsonbuf.SizeHint)
-	}
-	return m
-}
-
-// Encode is the entry's canonical encoding (JSON with Hash empty, exactly
-// as encoding/json gives it: see encode.go) and its SHA-256. PrevHash is
-// inside the hashed text, which is what chains the entries.
-func (e Entry) Encode() (body []byte, hash string, err error) {
-	body, _, err = e.writeBody(nil)
-	if err != nil {
-		return nil, "", err
-	}
-	sum := sha256.Sum256(body)
-	return body, hex.EncodeToString(sum[:]), nil
-}
-
-// carriedSpans are where in an entry's body the lien and charge it
-// carries start and end.
-type carriedSpans struct{ lien, charge [2]int }
-
-// writeBody appends e's canonical encoding (Hash empty) to dst and notes
-// where the lien and charge it carries are.
-func (e Entry) writeBody(dst []byte) (out []byte, carried carriedSpans, err error) {
+// encodeEntry is e's canonical encoding: its JSON (encoding/json's), with
+// Hash empty and left out. The hash covers PrevHash, which chains the
+// entries, and Answer, which anchors the answer kept for retries.
+func encodeEntry(e Entry) ([]byte, error) {
 	e.Hash = ""
-	b := jsonbuf.New(dst)
-	e.writeJSON(b, &carried)
-	out, err = b.Bytes()
+	body, err := json.Marshal(e)
 	if err != nil {
-		return nil, carried, fmt.Errorf("ledger: encode entry %d: %w", e.Seq, err)
+		return nil, fmt.Errorf("ledger: encode entry %d: %w", e.Seq, err)
 	}
-	return out, carried, nil
+	return body, nil
 }
 
-// parts are the lien's and charge's encodings in body, as full slices:
-// whoever appends to one gets a copy, not the body's bytes.
-func (c carriedSpans) parts(e Entry, body []byte) (lien, charge []byte) {
-	if e.Lien != nil {
-		lien = body[c.lien[0]:c.lien[1]:c.lien[1]]
-	}
-	if e.Charge != nil {
-		charge = body[c.charge[0]:c.charge[1]:c.charge[1]]
-	}
-	return lien, charge
-}
-
-// A SealableEntry is a journal entry encoded as it is stored (room for its
-// SHA-256, then its canonical JSON) but for the hash of the entry before
-// it, which Seal writes in before it hashes the text. The store seals
-// entries in journal order after their transaction, on another goroutine:
-// the previous entry's hash is only known once it is sealed, and hashing
-// on the single writer was a tenth of its time.
-type SealableEntry struct {
-	value []byte
-	// prevAt is where the previous entry's hash goes in value, in hex;
-	// -1 for the first entry, which has none.
-	prevAt int
-	sealed bool // the value is complete as it is (SealedEntry)
-}
-
-// prevHashPlaceholder fills prev_hash until Seal writes the hash in: as
-// long as one in hex, so that nothing around it moves.
-var prevHashPlaceholder = strings.Repeat("0", 2*sha256.Size)
-
-// entryTail is how every entry's canonical JSON ends after its previous
-// hash (its own hash is empty in what is hashed).
-const entryTail = `","hash":""}`
-
-// sealableEntry is an entry encoded for the store (its PrevHash to be
-// sealed in, unless it is the first) and the encodings of the lien and
-// charge it carries (parts of the entry's value).
-type sealableEntry struct {
-	sealable     SealableEntry
-	lien, charge []byte
-}
-
-// encodeSealable encodes e for Tx.AppendEntry. Its PrevHash is ignored:
-// an entry after the first gets its previous entry's as it is sealed.
-func (e Entry) encodeSealable() (sealableEntry, error) {
-	e.PrevHash = ""
-	if e.Seq > 1 {
-		e.PrevHash = prevHashPlaceholder
-	}
-	hint := entrySizes[e.Kind]
-	value, carried, err := e.writeBody(append(hint.Buf(), make([]byte, sha256.Size)...))
+// SealEntry encodes e, whose PrevHash is set, as a store keeps it.
+func SealEntry(e Entry) (StoredEntry, error) {
+	body, err := encodeEntry(e)
 	if err != nil {
-		return sealableEntry{}, err
+		return StoredEntry{}, err
 	}
-	hint.Note(value)
-	enc := sealableEntry{sealable: SealableEntry{value: value, prevAt: -1}}
-	if e.Seq > 1 {
-		enc.sealable.prevAt = len(value) - len(entryTail) - len(prevHashPlaceholder)
-		if !bytes.HasSuffix(value, []byte(prevHashPlaceholder+entryTail)) {
-			return sealableEntry{}, fmt.Errorf("ledger: encode entry %d: its previous hash is not where it belongs", e.Seq)
+	return StoredEntry{Seq: e.Seq, Time: e.Time, Hash: sha256.Sum256(body), Body: body}, nil
+}
+
+// DecodeEntry decodes a stored entry. It checks that the body is the one
+// its number says and sets Hash to the stored hash; it does not check the
+// hash (the audit does, over the stored bytes).
+func DecodeEntry(se StoredEntry) (Entry, error) {
+	var e Entry
+	if err := json.Unmarshal(se.Body, &e); err != nil {
+		return Entry{}, fmt.Errorf("%w: journal entry %d does not decode: %v", ErrCorrupt, se.Seq, err)
+	}
+	if e.Seq != se.Seq {
+		return Entry{}, fmt.Errorf("%w: journal entry %d holds entry %d", ErrCorrupt, se.Seq, e.Seq)
+	}
+	e.Hash = hex.EncodeToString(se.Hash[:])
+	return e, nil
+}
+
+// ReadEntry reads and decodes journal entry seq.
+func ReadEntry(tx Tx, seq uint64) (Entry, bool, error) {
+	se, ok, err := tx.Entry(seq)
+	if err != nil || !ok {
+		return Entry{}, ok, err
+	}
+	e, err := DecodeEntry(se)
+	return e, err == nil, err
+}
+
+// EachEntry calls fn with the decoded entries from..to in order until fn
+// returns false or an error.
+func EachEntry(tx Tx, from, to uint64, fn func(Entry) (bool, error)) error {
+	return tx.Entries(from, to, func(se StoredEntry) (bool, error) {
+		e, err := DecodeEntry(se)
+		if err != nil {
+			return false, err
 		}
-	}
-	enc.lien, enc.charge = carried.parts(e, value)
-	return enc, nil
-}
-
-// SealedEntry is an entry stored as it is, its hashes set already (hash
-// and PrevHash inside body): a copy of a journal, or a forged entry for
-// the audit to find. body is the canonical encoding (Encode).
-func SealedEntry(hash string, body []byte) (SealableEntry, error) {
-	value := make([]byte, sha256.Size, sha256.Size+len(body))
-	if len(hash) != 2*sha256.Size {
-		return SealableEntry{}, fmt.Errorf("%w: entry hash %q is not a SHA-256", ErrInvalid, hash)
-	}
-	if _, err := hex.Decode(value, []byte(hash)); err != nil {
-		return SealableEntry{}, fmt.Errorf("%w: entry hash %q is not a SHA-256", ErrInvalid, hash)
-	}
-	return SealableEntry{value: append(value, body...), sealed: true}, nil
-}
-
-// Seal writes prev (the previous entry's SHA-256; nil for the first
-// entry) into the entry and its own hash before it, and returns the value
-// to store: the hash, then the canonical JSON. It is called once: it
-// writes into the entry's own bytes.
-func (s SealableEntry) Seal(prev []byte) ([]byte, error) {
-	if s.sealed {
-		return s.value, nil
-	}
-	if (s.prevAt < 0) != (prev == nil) || (prev != nil && len(prev) != sha256.Size) {
-		return nil, fmt.Errorf("ledger: seal an entry with a previous hash of %d bytes: %w", len(prev), ErrCorrupt)
-	}
-	if prev != nil {
-		hex.Encode(s.value[s.prevAt:], prev)
-	}
-	sum := sha256.Sum256(s.value[sha256.Size:])
-	copy(s.value, sum[:])
-	return s.value, nil
-}
-
-// ComputeHash is the hash Encode gives.
-func (e Entry) ComputeHash() (string, error) {
-	_, hash, err := e.Encode()
-	return hash, err
+		return fn(e)
+	})
 }

@@ -1,17 +1,14 @@
 package ledger
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
-	"sync"
 	"time"
-
-	"github.com/ingot-hpc/ingot/internal/jsonbuf"
-	"github.com/ingot-hpc/ingot/internal/runtimetune"
 )
 
 // Ledger is the bank. It is safe for concurrent use.
@@ -21,10 +18,6 @@ type Ledger struct {
 	created  time.Time
 	plans    *planCache
 	now      func() time.Time
-	// deferAnswers: the answers kept for retries are encoded when the
-	// store first needs them (its log's recorder) rather than in the call,
-	// on machines with the cores for it (runtimetune.Offload).
-	deferAnswers bool
 }
 
 // Option configures a Ledger.
@@ -35,13 +28,6 @@ func WithClock(now func() time.Time) Option {
 	return func(l *Ledger) { l.now = now }
 }
 
-// WithDeferredAnswers says whether the answers kept for retries are
-// encoded by the store after the call (on) or in the call (off), whatever
-// the machine's cores, for tests that run both ways.
-func WithDeferredAnswers(on bool) Option {
-	return func(l *Ledger) { l.deferAnswers = on }
-}
-
 // Request says who asks for a change and under which request id. A retry
 // with the same Actor and ID gets the first answer; an empty ID makes the
 // request not retryable.
@@ -49,20 +35,19 @@ type Request struct {
 	Actor string
 	ID    string
 	// Answer, if set, receives the JSON of the answer as Mutate keeps it
-	// for retries (json.Marshal's bytes: see jsonbuf.Marshal), so that a server
-	// can send it without encoding the result again. It receives nothing
-	// for an answer kept by reference (AnswerReference), which the caller
-	// encodes itself, as jsonbuf.Marshal does, off the store's writer.
+	// for retries, so that a server can send it without encoding the
+	// result again. It receives nothing for a change that journaled
+	// nothing, whose answer is not kept.
 	Answer *[]byte
 }
 
 // Init creates a bank in an empty store: its settings and the first journal
 // entry. It refuses a store that already holds one.
-func Init(store Store, s Settings, req Request, now time.Time) error {
+func Init(ctx context.Context, store Store, s Settings, req Request, now time.Time) error {
 	if s.Precision < 0 || s.Precision > 8 {
 		return fmt.Errorf("%w: precision %d must be 0 to 8 decimal places", ErrInvalid, s.Precision)
 	}
-	return store.Update(func(tx Tx) error {
+	return store.Update(ctx, func(tx Tx) error {
 		if _, ok, err := tx.Settings(); err != nil {
 			return err
 		} else if ok {
@@ -71,19 +56,21 @@ func Init(store Store, s Settings, req Request, now time.Time) error {
 		if err := tx.PutSettings(s); err != nil {
 			return err
 		}
-		w := &Writer{tx: tx, req: req, now: stamp(now)}
-		_, err := w.Append(Entry{Kind: KindInit, Settings: &s})
-		return err
+		w := newWriter(tx, req, stamp(now), nil)
+		if _, err := w.Append(Entry{Kind: KindInit, Settings: &s}); err != nil {
+			return err
+		}
+		return w.flush("")
 	})
 }
 
 // Open opens the bank held in store.
-func Open(store Store, opts ...Option) (*Ledger, error) {
-	l := &Ledger{store: store, now: time.Now, plans: newPlanCache(), deferAnswers: runtimetune.Offload()}
+func Open(ctx context.Context, store Store, opts ...Option) (*Ledger, error) {
+	l := &Ledger{store: store, now: time.Now, plans: newPlanCache()}
 	for _, o := range opts {
 		o(l)
 	}
-	err := store.View(func(tx Tx) error {
+	err := store.View(ctx, func(tx Tx) error {
 		s, ok, err := tx.Settings()
 		if err != nil {
 			return err
@@ -92,7 +79,7 @@ func Open(store Store, opts ...Option) (*Ledger, error) {
 			return ErrNotInitialized
 		}
 		l.settings = s
-		first, ok, err := tx.Entry(1)
+		first, ok, err := ReadEntry(tx, 1)
 		if err != nil || !ok {
 			return fmt.Errorf("%w: the journal has no first entry (%v)", ErrCorrupt, err)
 		}
@@ -116,8 +103,8 @@ func (l *Ledger) Created() time.Time { return l.created }
 func (l *Ledger) Now() time.Time { return stamp(l.now()) }
 
 // Backup writes a consistent copy of the bank to w while it is in use.
-func (l *Ledger) Backup(w io.Writer) (int64, error) {
-	n, err := l.store.Backup(w)
+func (l *Ledger) Backup(ctx context.Context, w io.Writer) (int64, error) {
+	n, err := l.store.Backup(ctx, w)
 	if err != nil {
 		return n, fmt.Errorf("backup: %w", err)
 	}
@@ -126,7 +113,7 @@ func (l *Ledger) Backup(w io.Writer) (int64, error) {
 
 // View runs fn in a read-only transaction: a consistent snapshot for the
 // layers above the ledger.
-func (l *Ledger) View(fn func(Tx) error) error { return l.store.View(fn) }
+func (l *Ledger) View(ctx context.Context, fn func(Tx) error) error { return l.store.View(ctx, fn) }
 
 // Close closes the store.
 func (l *Ledger) Close() error { return l.store.Close() }
@@ -136,18 +123,22 @@ func stamp(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
 // Mutate runs one idempotent change: the building block of every change to
 // the bank, here and in the packages above (lien). content is what the
 // request asks (hashed to detect a reused id); fn does the change through a
-// Writer and returns the answer, which is recorded for retries. fn may run
-// more than once (see Store.Update) and must keep its effects in the Writer.
-// Content and answer are encoded as json.Marshal encodes them, by their
-// AppendJSON method if they have one (see jsonbuf.Marshal).
-func Mutate[R any](l *Ledger, req Request, kind Kind, content any, fn func(w *Writer) (R, error)) (R, error) {
+// Writer and returns the answer. fn may run more than once (see
+// Store.Update) and must keep its effects in the Writer.
+//
+// The answer to a change that journaled something is kept for retries
+// (json.Marshal's bytes), and its SHA-256 goes into the change's last
+// journal entry, so the audit can tell a kept answer that was altered. A
+// change that journaled nothing (asking again for what is already so)
+// keeps no answer: a retry asks again.
+func Mutate[R any](ctx context.Context, l *Ledger, req Request, kind Kind, content any, fn func(w *Writer) (R, error)) (R, error) {
 	var result R
 	hash, err := contentHash(kind, content)
 	if err != nil {
 		return result, err
 	}
 	key := RequestKey{Client: req.Actor, ID: req.ID}
-	err = l.store.Update(func(tx Tx) error {
+	err = l.store.Update(ctx, func(tx Tx) error {
 		var zero R
 		result = zero // the store may run this function again
 		if req.ID != "" {
@@ -162,94 +153,70 @@ func Mutate[R any](l *Ledger, req Request, kind Kind, content any, fn func(w *Wr
 				return firstAnswer(tx, req, rec, &result)
 			}
 		}
-		w := &Writer{tx: tx, req: req, now: l.Now(), plans: l.plans}
+		w := newWriter(tx, req, l.Now(), l.plans)
 		r, err := fn(w)
 		if err != nil {
 			return err
 		}
-		if req.ID == "" {
-			result = r
-			return nil
-		}
-		answer := func(dst []byte) ([]byte, error) {
-			if ref, ok := any(&r).(AnswerReference); ok && w.lastSeq != 0 {
-				if b, whole := ref.AppendReference(append(dst, answerByReference), w); whole {
-					return b, nil
-				}
+		var answer []byte
+		if req.ID != "" && len(w.pending) > 0 {
+			if answer, err = json.Marshal(r); err != nil {
+				return fmt.Errorf("ledger: encode answer to request %q: %w", req.ID, err)
 			}
-			hint := answerSizes[kind]
-			start := len(dst)
-			// &r, so that no copy of r is boxed: the same bytes as r's,
-			// since no answer type encodes itself by a pointer receiver.
-			b, err := jsonbuf.Marshal(hint.Grow(dst), &r)
-			if err != nil {
-				return nil, fmt.Errorf("ledger: encode answer to request %q: %w", req.ID, err)
+			sum := sha256.Sum256(answer)
+			if err := w.flush(hex.EncodeToString(sum[:])); err != nil {
+				return err
 			}
-			hint.Note(b[start:])
-			req.keep(b[start:])
-			return b, nil
+			rec := RequestRecord{ContentHash: hash, Result: answer, Seq: w.head.Seq, Time: w.now}
+			if err := tx.PutRequest(key, rec); err != nil {
+				return err
+			}
+			req.keep(answer)
+		} else if err := w.flush(""); err != nil {
+			return err
 		}
-		// Deferred, the answer is encoded when the store needs its bytes
-		// (its log's recorder, off the single writer's path): nothing
-		// changes it after fn, as its caller reads it while later changes
-		// run. Made at once, a reference may note in r what it encoded
-		// (AnswerReference), which the result then carries.
-		err = tx.PutRequest(key, RequestRecord{ContentHash: hash, Seq: w.lastSeq, Time: w.now, Answer: answer, Deferred: l.deferAnswers})
 		result = r
-		return err
+		return nil
 	})
 	return result, err
 }
 
-// An AnswerReference is an answer (Mutate's *R) that repeats what the
-// last journal entry of its call holds, and so is kept for retries as a
-// reference to that entry and what the answer holds besides: in a lien
-// and charge cycle the answers repeated about 1.8 KB of lien and charge
-// that the single writer copied, the log wrote and the checkpointer put
-// into the file again (package lien's placements and charges; measured in
-// docs/performance.md, session 14).
-type AnswerReference interface {
-	// AppendReference appends to dst what the answer holds beyond the last
-	// journal entry w appended, and tells whether that entry holds the
-	// rest, as the answer does (w.Carried); if not, the answer is kept
-	// whole, as JSON. The answer may keep slices of what it appended
-	// (parts of the stored record, not to be changed), so that encoding
-	// it copies them.
-	AppendReference(dst []byte, w *Writer) ([]byte, bool)
-	// FromReference makes the answer again from the entry and what
-	// AppendReference appended: the same answer, encoded to the same
-	// bytes (the entry's parts decode and encode again exactly, as the
-	// audit's hash check holds them to).
-	FromReference(e Entry, ref []byte) error
-}
-
-// answerByReference starts a kept answer that is a reference
-// (AnswerReference); an answer kept as JSON starts otherwise.
-const answerByReference = 0x01
-
 // firstAnswer sets *result to the first answer to the request, kept in
-// rec, and hands its JSON to the request if it is kept so.
+// rec, after checking it against the hash its journal entry carries.
 func firstAnswer[R any](tx Tx, req Request, rec RequestRecord, result *R) error {
-	if len(rec.Result) == 0 || rec.Result[0] != answerByReference {
-		if err := json.Unmarshal(rec.Result, result); err != nil {
-			return fmt.Errorf("%w: stored answer of request %q: %v", ErrCorrupt, req.ID, err)
-		}
-		req.keep(rec.Result)
-		return nil
-	}
-	ref, ok := any(result).(AnswerReference)
-	if !ok {
-		return fmt.Errorf("%w: the stored answer of request %q refers to journal entry %d, which a %T is not made from", ErrCorrupt, req.ID, rec.Seq, *result)
-	}
-	e, found, err := tx.Entry(rec.Seq)
+	e, ok, err := ReadEntry(tx, rec.Seq)
 	if err != nil {
 		return err
 	}
-	if !found {
-		return fmt.Errorf("%w: the stored answer of request %q refers to journal entry %d, which the journal does not hold", ErrCorrupt, req.ID, rec.Seq)
+	if err := checkAnswer(req.Actor, req.ID, rec, e, ok); err != nil {
+		return err
 	}
-	if err := ref.FromReference(e, rec.Result[1:]); err != nil {
-		return fmt.Errorf("%w: the stored answer of request %q: %v", ErrCorrupt, req.ID, err)
+	if e.Answer == "" {
+		return fmt.Errorf("%w: request %q was applied as journal entry %d by an earlier version of ingot, whose kept answers this one does not read; `ingot journal` shows the change", ErrRequestConflict, req.ID, rec.Seq)
+	}
+	if err := json.Unmarshal(rec.Result, result); err != nil {
+		return fmt.Errorf("%w: stored answer of request %q: %v", ErrCorrupt, req.ID, err)
+	}
+	req.keep(rec.Result)
+	return nil
+}
+
+// checkAnswer checks a kept answer against the journal entry it names
+// (found says whether the journal holds it). An entry journaled before
+// answers were anchored carries no hash: its answer is not checked, and
+// not given (firstAnswer).
+func checkAnswer(client, id string, rec RequestRecord, e Entry, found bool) error {
+	switch {
+	case !found:
+		return fmt.Errorf("%w: the answer kept for request %q of %s names journal entry %d, which the journal does not hold", ErrCorrupt, id, client, rec.Seq)
+	case e.Actor != client || e.RequestID != id:
+		return fmt.Errorf("%w: the answer kept for request %q of %s names journal entry %d, which is request %q of %s", ErrCorrupt, id, client, rec.Seq, e.RequestID, e.Actor)
+	case e.Answer == "":
+		return nil
+	}
+	sum := sha256.Sum256(rec.Result)
+	if e.Answer != hex.EncodeToString(sum[:]) {
+		return fmt.Errorf("%w: the answer kept for request %q of %s is not the one journal entry %d recorded", ErrCorrupt, id, client, rec.Seq)
 	}
 	return nil
 }
@@ -263,117 +230,91 @@ func (req Request) keep(answer []byte) {
 
 // contentHash is the SHA-256 of the request's kind, a zero byte and the
 // request's JSON: what tells a retry from another request under the same id.
-func contentHash(kind Kind, content any) (string, error) {
-	// The buffer is pooled: one on the stack escaped to the heap (content
-	// encodes itself through an interface), half a kilobyte per call.
-	buf := requestBufs.Get().(*[]byte)
-	b := append(append((*buf)[:0], kind...), 0)
-	b, err := jsonbuf.Marshal(b, content)
-	sum := sha256.Sum256(b)
-	if cap(b) <= maxPooledRequest { // a batch's buffer is not kept
-		*buf = b
-		requestBufs.Put(buf)
-	}
+func contentHash(kind Kind, content any) ([sha256.Size]byte, error) {
+	b, err := json.Marshal(content)
 	if err != nil {
-		return "", fmt.Errorf("ledger: encode request: %w", err)
+		return [sha256.Size]byte{}, fmt.Errorf("ledger: encode request: %w", err)
 	}
-	return hex.EncodeToString(sum[:]), nil
+	return sha256.Sum256(slices.Concat([]byte(kind), []byte{0}, b)), nil
 }
-
-// requestBufs are contentHash's buffers, of at most maxPooledRequest
-// bytes.
-var requestBufs = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
-
-const maxPooledRequest = 64 << 10
 
 // Writer appends journal entries and the state they change in one
-// transaction.
+// transaction. The state changes are stored as each entry is appended;
+// the entries themselves are sealed and stored together at the end of
+// the change (flush), when the answer whose hash the last one carries is
+// known.
 type Writer struct {
-	tx      Tx
-	req     Request
-	now     time.Time
-	lastSeq uint64
-	plans   *planCache // nil while a bank is initialised
-	// newLien and newCharge are ids reserved through the writer (0 for
-	// none) that no Append has stored yet: nothing is stored under them.
-	newLien, newCharge uint64
-	// carriedLien and carriedCharge are the encodings of the lien and
-	// charge that the last entry appended carries (Carried).
-	carriedLien, carriedCharge []byte
+	tx    Tx
+	req   Request
+	now   time.Time
+	plans *planCache // nil while a bank is initialised
+	// head is the newest entry, stored or pending; read once.
+	head    JournalHead
+	headSet bool
+	pending []Entry
+	// accounts are the account states read or written in this change.
+	accounts map[string]*accountState
 }
 
-// Carried is the canonical JSON of the lien and of the charge that the
-// last entry the call appended carries, nil for none: parts of the stored
-// entry, not to be changed. An answer that holds the same lien or charge
-// copies them rather than encode them again (package lien's results): on
-// a 2-core machine answers are encoded by the single writer, and encoding
-// the lien twice and the charge once more took about 1.3 µs of CPU a lien
-// and charge cycle (docs/performance.md, session 12).
-func (w *Writer) Carried() (lien, charge []byte) { return w.carriedLien, w.carriedCharge }
+func newWriter(tx Tx, req Request, now time.Time, plans *planCache) *Writer {
+	return &Writer{tx: tx, req: req, now: now, plans: plans}
+}
 
 // Tx is the transaction, for reads; changes go through Append.
 func (w *Writer) Tx() Tx { return w.tx }
 
-// NewLienID reserves the id of a new lien (Tx.NextLienID). Append then
-// knows that there is no stored lien to replace: looking one up was a miss
-// in the store at every lien.
-func (w *Writer) NewLienID() (uint64, error) {
-	id, err := w.tx.NextLienID()
-	w.newLien = id
-	return id, err
-}
-
-// NewChargeID reserves the id of a new charge, as NewLienID.
-func (w *Writer) NewChargeID() (uint64, error) {
-	id, err := w.tx.NextChargeID()
-	w.newCharge = id
-	return id, err
-}
-
 // Now is the time of this change.
 func (w *Writer) Now() time.Time { return w.now }
 
-// Append journals e (filling in its sequence, time, actor and request;
-// the store fills in the hashes as it seals it) and stores what it
-// changed: the allocations given, and the lien, charge or record the entry
-// carries. Nothing changes without its entry. The entry returned has no
-// hashes.
-func (w *Writer) Append(e Entry, changed ...Allocation) (Entry, error) {
+// LastSeq is the number of the newest entry, this change's own included.
+func (w *Writer) LastSeq() (uint64, error) {
+	if err := w.loadHead(); err != nil {
+		return 0, err
+	}
+	return w.head.Seq, nil
+}
+
+func (w *Writer) loadHead() error {
+	if w.headSet {
+		return nil
+	}
 	head, err := w.tx.Head()
 	if err != nil {
+		return err
+	}
+	w.head, w.headSet = head, true
+	return nil
+}
+
+// Append journals e (filling in its sequence, time, actor and request;
+// the hashes are filled in as the change ends) and stores what it
+// changed: the allocations given, and the lien, charge or record the entry
+// carries, and the running sums of the accounts it touches. Nothing
+// changes without its entry. The entry returned has no hashes.
+func (w *Writer) Append(e Entry, changed ...Allocation) (Entry, error) {
+	if err := w.loadHead(); err != nil {
 		return Entry{}, err
 	}
-	e.Seq, e.Time = head.Seq+1, w.now
-	if head.Time.After(e.Time) {
-		e.Time = head.Time // entry times never go backwards
+	e.Seq, e.Time = w.head.Seq+1, w.now
+	if w.head.Time.After(e.Time) {
+		e.Time = w.head.Time // entry times never go backwards
 	}
 	e.Actor, e.RequestID = w.req.Actor, w.req.ID
-	enc, err := e.encodeSealable()
-	if err != nil {
-		return Entry{}, err
-	}
 	var oldLien *Lien
 	var oldCharge *Charge
-	if e.Lien != nil && e.Lien.ID == w.newLien {
-		w.newLien = 0 // stored below: a later entry of the call replaces it
-	} else if e.Lien != nil {
+	if e.Lien != nil {
 		if l, ok, err := w.tx.Lien(e.Lien.ID); err != nil {
 			return Entry{}, err
 		} else if ok {
 			oldLien = &l
 		}
 	}
-	if e.Charge != nil && e.Charge.ID == w.newCharge {
-		w.newCharge = 0
-	} else if e.Charge != nil {
+	if e.Charge != nil {
 		if c, ok, err := w.tx.Charge(e.Charge.ID); err != nil {
 			return Entry{}, err
 		} else if ok {
 			oldCharge = &c
 		}
-	}
-	if err := w.tx.AppendEntry(e, enc.sealable); err != nil {
-		return Entry{}, err
 	}
 	for _, a := range changed {
 		if err := w.tx.PutAllocation(a, e.Seq); err != nil {
@@ -381,12 +322,12 @@ func (w *Writer) Append(e Entry, changed ...Allocation) (Entry, error) {
 		}
 	}
 	if e.Lien != nil {
-		if err := w.tx.PutLien(*e.Lien, enc.lien, oldLien); err != nil {
+		if err := w.tx.PutLien(*e.Lien); err != nil {
 			return Entry{}, err
 		}
 	}
 	if e.Charge != nil {
-		if err := w.tx.PutCharge(*e.Charge, enc.charge, oldCharge); err != nil {
+		if err := w.tx.PutCharge(*e.Charge); err != nil {
 			return Entry{}, err
 		}
 	}
@@ -396,26 +337,48 @@ func (w *Writer) Append(e Entry, changed ...Allocation) (Entry, error) {
 		}
 	}
 	for _, account := range touchedAccounts(e, oldLien) {
-		prev, err := w.tx.AccountVersion(account)
-		if err != nil {
+		if err := w.moveAccount(account, e, oldLien, oldCharge); err != nil {
 			return Entry{}, err
-		}
-		version := newVersion()
-		if err := w.tx.PutAccountVersion(account, version); err != nil {
-			return Entry{}, err
-		}
-		if w.plans != nil {
-			w.plans.afterAppend(account, prev, version, e, oldLien, oldCharge, w.now)
 		}
 	}
-	w.lastSeq = e.Seq
-	w.carriedLien, w.carriedCharge = enc.lien, enc.charge
+	w.pending = append(w.pending, e)
+	w.head = JournalHead{Seq: e.Seq, Time: e.Time}
 	return e, nil
 }
 
+// flush seals and stores the pending entries in order, the last one
+// carrying answer (the kept answer's hash, or "").
+func (w *Writer) flush(answer string) error {
+	if len(w.pending) == 0 {
+		return nil
+	}
+	w.pending[len(w.pending)-1].Answer = answer
+	prev, err := w.tx.Head()
+	if err != nil {
+		return err
+	}
+	for _, e := range w.pending {
+		if e.Seq != prev.Seq+1 {
+			return fmt.Errorf("%w: entry %d would follow entry %d", ErrCorrupt, e.Seq, prev.Seq)
+		}
+		if e.Seq > 1 {
+			e.PrevHash = hex.EncodeToString(prev.Hash[:])
+		}
+		se, err := SealEntry(e)
+		if err != nil {
+			return err
+		}
+		if err := w.tx.AppendEntry(se); err != nil {
+			return err
+		}
+		prev = JournalHead{Seq: se.Seq, Time: se.Time, Hash: se.Hash}
+	}
+	w.pending, w.head = nil, prev
+	return nil
+}
+
 // touchedAccounts are the accounts whose state e changes, each once, in
-// the order the entry names them. An entry touches one account or two: a
-// walk of a small array finds a repeat sooner than a map is made.
+// the order the entry names them.
 func touchedAccounts(e Entry, oldLien *Lien) []string {
 	touched := make([]string, 0, 2)
 	add := func(node string) {

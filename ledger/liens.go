@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"context"
 	"encoding/json"
 	"time"
 
@@ -94,4 +95,27 @@ func (c Charge) NetDebits() []Hold {
 		net = append(net, Hold{Allocation: r.Allocation, Amount: r.Amount.Neg()})
 	}
 	return net
+}
+
+// OpenLiens counts the active liens of every account (past their expiry
+// or not), for the server's metrics.
+func (l *Ledger) OpenLiens(ctx context.Context) (int, error) {
+	n := 0
+	err := l.store.View(ctx, func(tx Tx) error {
+		nodes, err := tx.Nodes()
+		if err != nil {
+			return err
+		}
+		for _, node := range nodes {
+			if node.IsAccount() {
+				liens, err := tx.ActiveLiens(node.Name)
+				if err != nil {
+					return err
+				}
+				n += len(liens)
+			}
+		}
+		return nil
+	})
+	return n, err
 }

@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -25,14 +26,14 @@ type NodeChange struct {
 
 // CreateNode creates an account (a name without dots) or a project under an
 // existing active parent.
-func (l *Ledger) CreateNode(req Request, spec NodeSpec) (Node, error) {
+func (l *Ledger) CreateNode(ctx context.Context, req Request, spec NodeSpec) (Node, error) {
 	if err := CheckNodeName(spec.Name); err != nil {
 		return Node{}, err
 	}
 	if err := checkPolicy(spec.Name, spec.Policy); err != nil {
 		return Node{}, err
 	}
-	return Mutate(l, req, KindNodeCreate, spec, func(w *Writer) (Node, error) {
+	return Mutate(ctx, l, req, KindNodeCreate, spec, func(w *Writer) (Node, error) {
 		if _, ok, err := w.tx.Node(spec.Name); err != nil {
 			return Node{}, err
 		} else if ok {
@@ -54,13 +55,13 @@ func (l *Ledger) CreateNode(req Request, spec NodeSpec) (Node, error) {
 // ModifyNode changes a node's description, any-user flag or HFS policy. A
 // deactivated node may be modified too: its HFS quota keeps counting until
 // it is set to none.
-func (l *Ledger) ModifyNode(req Request, name string, change NodeChange) (Node, error) {
+func (l *Ledger) ModifyNode(ctx context.Context, req Request, name string, change NodeChange) (Node, error) {
 	if change.Policy != nil {
 		if err := checkPolicy(name, *change.Policy); err != nil {
 			return Node{}, err
 		}
 	}
-	return Mutate(l, req, KindNodeModify, struct {
+	return Mutate(ctx, l, req, KindNodeModify, struct {
 		Name   string     `json:"name"`
 		Change NodeChange `json:"change"`
 	}{name, change}, func(w *Writer) (Node, error) {
@@ -86,8 +87,8 @@ func (l *Ledger) ModifyNode(req Request, name string, change NodeChange) (Node, 
 
 // DeactivateNode stops a node and its subtree from taking part in any
 // further change. Its history, balances and statements stay readable.
-func (l *Ledger) DeactivateNode(req Request, name string) (Node, error) {
-	return Mutate(l, req, KindNodeDeactivate, name, func(w *Writer) (Node, error) {
+func (l *Ledger) DeactivateNode(ctx context.Context, req Request, name string) (Node, error) {
+	return Mutate(ctx, l, req, KindNodeDeactivate, name, func(w *Writer) (Node, error) {
 		n, err := ActiveNode(w.tx, name)
 		if err != nil {
 			return Node{}, err
@@ -106,9 +107,9 @@ func putNode(w *Writer, kind Kind, n Node) error {
 }
 
 // Node returns one node.
-func (l *Ledger) Node(name string) (Node, error) {
+func (l *Ledger) Node(ctx context.Context, name string) (Node, error) {
 	var n Node
-	err := l.store.View(func(tx Tx) (err error) {
+	err := l.store.View(ctx, func(tx Tx) (err error) {
 		n, err = GetNode(tx, name)
 		return err
 	})
@@ -117,9 +118,9 @@ func (l *Ledger) Node(name string) (Node, error) {
 
 // Nodes lists the nodes under prefix (a node and its subtree; "" for all),
 // in name order.
-func (l *Ledger) Nodes(prefix string) ([]Node, error) {
+func (l *Ledger) Nodes(ctx context.Context, prefix string) ([]Node, error) {
 	var out []Node
-	err := l.store.View(func(tx Tx) error {
+	err := l.store.View(ctx, func(tx Tx) error {
 		all, err := tx.Nodes()
 		if err != nil {
 			return err

@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -25,11 +26,11 @@ type UserChange struct {
 }
 
 // AddUser adds a user with their memberships.
-func (l *Ledger) AddUser(req Request, spec UserSpec) (User, error) {
+func (l *Ledger) AddUser(ctx context.Context, req Request, spec UserSpec) (User, error) {
 	if err := CheckUserName(spec.Name); err != nil {
 		return User{}, err
 	}
-	return Mutate(l, req, KindUserAdd, spec, func(w *Writer) (User, error) {
+	return Mutate(ctx, l, req, KindUserAdd, spec, func(w *Writer) (User, error) {
 		if _, ok, err := w.tx.User(spec.Name); err != nil {
 			return User{}, err
 		} else if ok {
@@ -45,8 +46,8 @@ func (l *Ledger) AddUser(req Request, spec UserSpec) (User, error) {
 
 // ModifyUser changes a user's description, default project, memberships or
 // active state.
-func (l *Ledger) ModifyUser(req Request, name string, change UserChange) (User, error) {
-	return Mutate(l, req, KindUserModify, struct {
+func (l *Ledger) ModifyUser(ctx context.Context, req Request, name string, change UserChange) (User, error) {
+	return Mutate(ctx, l, req, KindUserModify, struct {
 		Name   string     `json:"name"`
 		Change UserChange `json:"change"`
 	}{name, change}, func(w *Writer) (User, error) {
@@ -129,9 +130,9 @@ func putUser(w *Writer, kind Kind, u User) error {
 }
 
 // Users lists every user in name order.
-func (l *Ledger) Users() ([]User, error) {
+func (l *Ledger) Users(ctx context.Context) ([]User, error) {
 	var out []User
-	err := l.store.View(func(tx Tx) (err error) {
+	err := l.store.View(ctx, func(tx Tx) (err error) {
 		out, err = tx.Users()
 		return err
 	})
@@ -155,14 +156,14 @@ type MachineChange struct {
 }
 
 // AddMachine adds a cluster.
-func (l *Ledger) AddMachine(req Request, spec MachineSpec) (Machine, error) {
+func (l *Ledger) AddMachine(ctx context.Context, req Request, spec MachineSpec) (Machine, error) {
 	if err := CheckMachineName(spec.Name); err != nil {
 		return Machine{}, err
 	}
 	if err := spec.Shape.check(); err != nil {
 		return Machine{}, err
 	}
-	return Mutate(l, req, KindMachineAdd, spec, func(w *Writer) (Machine, error) {
+	return Mutate(ctx, l, req, KindMachineAdd, spec, func(w *Writer) (Machine, error) {
 		if _, ok, err := w.tx.Machine(spec.Name); err != nil {
 			return Machine{}, err
 		} else if ok {
@@ -174,8 +175,8 @@ func (l *Ledger) AddMachine(req Request, spec MachineSpec) (Machine, error) {
 }
 
 // ModifyMachine changes a machine's description, node shape or active state.
-func (l *Ledger) ModifyMachine(req Request, name string, change MachineChange) (Machine, error) {
-	return Mutate(l, req, KindMachineModify, struct {
+func (l *Ledger) ModifyMachine(ctx context.Context, req Request, name string, change MachineChange) (Machine, error) {
+	return Mutate(ctx, l, req, KindMachineModify, struct {
 		Name   string        `json:"name"`
 		Change MachineChange `json:"change"`
 	}{name, change}, func(w *Writer) (Machine, error) {
@@ -216,9 +217,9 @@ func putMachine(w *Writer, kind Kind, m Machine) error {
 }
 
 // Machines lists every machine in name order.
-func (l *Ledger) Machines() ([]Machine, error) {
+func (l *Ledger) Machines(ctx context.Context) ([]Machine, error) {
 	var out []Machine
-	err := l.store.View(func(tx Tx) (err error) {
+	err := l.store.View(ctx, func(tx Tx) (err error) {
 		out, err = tx.Machines()
 		return err
 	})

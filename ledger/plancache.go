@@ -21,7 +21,7 @@ import (
 // It must never answer for a state other than the one asked about. An
 // entry is valid only:
 //   - at the account's version, which the newest journal entry that
-//     changed it gave it (Tx.AccountVersion, newVersion): no version is
+//     changed it gave it (accountState.Version, newVersion): no version is
 //     made twice, so an entry updated by a transaction that then rolled
 //     back carries a version no committed state has and is never used
 //     again;
@@ -70,7 +70,7 @@ func randomVersionPrefix() string {
 }
 
 // newVersion is a version no account had before: what an entry that
-// changes an account gives it (Tx.PutAccountVersion).
+// changes an account gives it (accountState.Version).
 func newVersion() string {
 	return versionPrefix + strconv.FormatUint(versionCount.Add(1), 36)
 }
@@ -130,7 +130,7 @@ func (c *planCache) store(tx Tx, account, version string, s *shareState, now tim
 // ending.
 func (s *shareState) validUntil(tx Tx, account string, now time.Time) (time.Time, error) {
 	until := now.Add(24 * time.Hour) // a bound, so that nothing is cached for ever
-	if next, ok, err := tx.NextExpiry(account, now); err != nil {
+	if next, ok, err := nextExpiry(tx, account, now, until); err != nil {
 		return time.Time{}, err
 	} else if ok && next.Before(until) {
 		until = next

@@ -13,37 +13,12 @@ import (
 // all: nothing can be debited, not even into overdraft.
 var ErrNoAllocation = fmt.Errorf("%w: no usable allocation", ErrInsufficientFunds)
 
-// reservedAt sums, per allocation, what the account's liens hold at time
-// t, leaving out what own holds (nil: nothing to leave out).
-func reservedAt(tx Tx, account string, t time.Time, own *Lien) (map[uint64]decimal.Decimal, error) {
-	reserved, err := tx.ReservedTotal(account, t)
-	if err != nil || own == nil || !own.HoldsAt(t) || own.Account != account {
-		return reserved, err
-	}
-	for _, h := range own.Holds {
-		reserved[h.Allocation] = decimals.Sub(reserved[h.Allocation], h.Amount)
-	}
-	return reserved, nil
-}
-
-// reservedByProject is reservedAt per project.
-func reservedByProject(tx Tx, account string, t time.Time, own *Lien) (ByProject, error) {
-	reserved, err := tx.Reserved(account, t)
-	if err != nil || own == nil || !own.HoldsAt(t) || own.Account != account {
-		return reserved, err
-	}
-	for _, h := range own.Holds {
-		reserved.Add(own.Project, h.Allocation, h.Amount.Neg())
-	}
-	return reserved, nil
-}
-
 // reservedAsOf is reservedAt for the bank as it stood after entry seq: it
 // replays the liens journaled up to then (a full journal scan: point-in-time
 // queries are rare).
 func reservedAsOf(tx Tx, account string, seq uint64, t time.Time) (map[uint64]decimal.Decimal, error) {
 	liens := map[uint64]Lien{}
-	err := tx.Entries(1, seq, func(e Entry) (bool, error) {
+	err := EachEntry(tx, 1, seq, func(e Entry) (bool, error) {
 		if e.Lien != nil && e.Lien.Account == account {
 			liens[e.Lien.ID] = *e.Lien
 		}

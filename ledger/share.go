@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"context"
 	"fmt"
 	"math/big"
 	"time"
@@ -99,7 +100,7 @@ func loadShares(tx Tx, account string, t time.Time, own *Lien) (*shareState, err
 			s.pool = s.pool.Add(a.Amount).Add(a.CreditLimit)
 		}
 	}
-	charged, err := tx.Charged(account)
+	charged, err := chargedSums(tx, account)
 	if err != nil {
 		return nil, err
 	}
@@ -199,7 +200,7 @@ func shareAvailable(tx Tx, plans *planCache, project string, own *Lien, now time
 	var version string
 	if cacheable {
 		var err error
-		if version, err = tx.AccountVersion(account); err != nil {
+		if version, err = accountVersion(tx, account); err != nil {
 			return decimal.Zero, false, err
 		}
 		a, on, ok, err := plans.available(account, version, project, now)
@@ -227,9 +228,9 @@ func shareAvailable(tx Tx, plans *planCache, project string, own *Lien, now time
 // account's machines: its HFS availability, capped by the account's funds
 // (Gold's Available when HFS is off). A lien for one machine may find less,
 // on the allocations usable there.
-func (l *Ledger) Available(project string) (decimal.Decimal, error) {
+func (l *Ledger) Available(ctx context.Context, project string) (decimal.Decimal, error) {
 	var a decimal.Decimal
-	err := l.store.View(func(tx Tx) error {
+	err := l.store.View(ctx, func(tx Tx) error {
 		if _, err := GetNode(tx, project); err != nil {
 			return err
 		}
@@ -240,7 +241,7 @@ func (l *Ledger) Available(project string) (decimal.Decimal, error) {
 			return err
 		}
 		f := Funds{Account: account, Allocations: activeAt(allocs, now)}
-		if f.Reserved, err = tx.ReservedTotal(account, now); err != nil {
+		if f.Reserved, err = reservedAt(tx, account, now, nil); err != nil {
 			return err
 		}
 		a = f.Available()
@@ -254,9 +255,9 @@ func (l *Ledger) Available(project string) (decimal.Decimal, error) {
 }
 
 // Shares reports an account's HFS split now.
-func (l *Ledger) Shares(account string) (AccountShares, error) {
+func (l *Ledger) Shares(ctx context.Context, account string) (AccountShares, error) {
 	var out AccountShares
-	err := l.store.View(func(tx Tx) error {
+	err := l.store.View(ctx, func(tx Tx) error {
 		now := l.Now()
 		s, err := loadShares(tx, account, now, nil)
 		if err != nil {

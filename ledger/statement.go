@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"time"
@@ -42,13 +43,13 @@ type StatementLine struct {
 }
 
 // Statement reports an account's credits and debits over [from, to).
-func (l *Ledger) Statement(account string, from, to time.Time, summarize bool) (Statement, error) {
+func (l *Ledger) Statement(ctx context.Context, account string, from, to time.Time, summarize bool) (Statement, error) {
 	from, to = stamp(from), stamp(to)
 	if !to.After(from) {
 		return Statement{}, fmt.Errorf("%w: statement: end %s is not after start %s", ErrInvalid, to.Format(time.RFC3339), from.Format(time.RFC3339))
 	}
 	st := Statement{Account: account, From: from, To: to, Credits: decimal.Zero, Debits: decimal.Zero}
-	err := l.store.View(func(tx Tx) error {
+	err := l.store.View(ctx, func(tx Tx) error {
 		n, err := GetNode(tx, account)
 		if err != nil {
 			return err
@@ -70,7 +71,7 @@ func (l *Ledger) Statement(account string, from, to time.Time, summarize bool) (
 		if st.Ending, err = totalAsOf(tx, account, last); err != nil {
 			return err
 		}
-		return tx.Entries(first+1, last, func(e Entry) (bool, error) {
+		return EachEntry(tx, first+1, last, func(e Entry) (bool, error) {
 			credit, debit := statementLines(e, account)
 			if credit != nil {
 				st.Credits = st.Credits.Add(credit.Amount)
@@ -159,9 +160,9 @@ type JournalFilter struct {
 }
 
 // Journal lists entries in order.
-func (l *Ledger) Journal(f JournalFilter) ([]Entry, error) {
+func (l *Ledger) Journal(ctx context.Context, f JournalFilter) ([]Entry, error) {
 	var out []Entry
-	err := l.store.View(func(tx Tx) error {
+	err := l.store.View(ctx, func(tx Tx) error {
 		var first, last uint64 = 1, ^uint64(0)
 		if !f.From.IsZero() {
 			s, err := seqAtOrBefore(tx, stamp(f.From).Add(-time.Microsecond))
@@ -177,7 +178,7 @@ func (l *Ledger) Journal(f JournalFilter) ([]Entry, error) {
 			}
 			last = s
 		}
-		return tx.Entries(first, last, func(e Entry) (bool, error) {
+		return EachEntry(tx, first, last, func(e Entry) (bool, error) {
 			if f.matches(e) {
 				out = append(out, e)
 			}

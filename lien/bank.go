@@ -6,7 +6,6 @@ import (
 	"unicode"
 
 	"github.com/ingot-hpc/ingot/charge"
-	"github.com/ingot-hpc/ingot/internal/runtimetune"
 	"github.com/ingot-hpc/ingot/ledger"
 )
 
@@ -15,15 +14,11 @@ type Bank struct {
 	l      *ledger.Ledger
 	rates  decoded[*charge.CompiledTable]
 	config decoded[Config]
-	// priceAhead: callers price their liens and charges before the
-	// writer runs them (ahead.go), on machines with cores to spare.
-	priceAhead bool
-	last       lastPricing // for pricing ahead
 }
 
 // New returns the lien layer of a ledger.
 func New(l *ledger.Ledger) *Bank {
-	return &Bank{l: l, priceAhead: runtimetune.Offload()}
+	return &Bank{l: l}
 }
 
 // Ledger is the ledger below.

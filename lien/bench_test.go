@@ -1,7 +1,7 @@
 package lien_test
 
 import (
-	"encoding/json"
+	"context"
 	"fmt"
 	"sync/atomic"
 	"testing"
@@ -50,7 +50,7 @@ func cycles(b *testing.B, workers int, rated bool) {
 		table.Rates = append(table.Rates, charge.ChargeRate{Type: charge.NBM, Name: "QualityOfService", Instance: "premium", Rate: dec("2")},
 			charge.ChargeRate{Type: charge.NBM, Name: "QualityOfService", Instance: "*", Rate: dec("1")})
 		table.TimeOfDay = []charge.TimeWindow{{Name: "night", Start: "20:00", End: "06:00", Multiplier: dec("0.5")}}
-		if _, err := s.lb.SetRates(s.Req(), table); err != nil {
+		if _, err := s.lb.SetRates(context.Background(), s.Req(), table); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -60,44 +60,14 @@ func cycles(b *testing.B, workers int, rated bool) {
 		// The lien starts with the job, as a scheduler's placed at job
 		// start does.
 		spec := lien.PlaceSpec{Job: job(id), User: "amy", Request: withStart(request(4, 3600), s.Clock.Now())}
-		if _, err := s.lb.Place(s.Req(), spec); err != nil {
+		if _, err := s.lb.Place(context.Background(), s.Req(), spec); err != nil {
 			b.Fatal(err)
 		}
 		u := charge.Usage{Resources: charge.Resources{Processors: 4}, WallclockSeconds: 1800, WallclockLimitSeconds: 3600,
 			State: charge.Completed, Start: s.Clock.Now()}
-		if _, err := s.lb.Charge(s.Req(), lien.ChargeSpec{Job: job(id), Usage: u}); err != nil {
+		if _, err := s.lb.Charge(context.Background(), s.Req(), lien.ChargeSpec{Job: job(id), Usage: u}); err != nil {
 			b.Fatal(err)
 		}
 	})
 	ledgertest.PerSecond(b, "cycles/s")
-}
-
-// BenchmarkEncodeChargeResult encodes the answer to a charge as the bank
-// keeps it for retries (AppendJSON, what ledger.Mutate uses) and through
-// encoding/json (json.Marshal, as a server or the CLI encodes a result).
-func BenchmarkEncodeChargeResult(b *testing.B) {
-	s := newSite(b)
-	s.MustDeposit("chem", "1000000", time.Time{})
-	if _, err := s.place("1", 4, 3600); err != nil {
-		b.Fatal(err)
-	}
-	u := charge.Usage{Resources: charge.Resources{Processors: 4}, WallclockSeconds: 1800, State: charge.Completed}
-	r, err := s.lb.Charge(s.Req(), lien.ChargeSpec{Job: job("1"), Usage: u})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Run("json.Marshal", func(b *testing.B) {
-		for b.Loop() {
-			if _, err := json.Marshal(r); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-	b.Run("AppendJSON", func(b *testing.B) {
-		for b.Loop() {
-			if _, err := r.AppendJSON(nil); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
 }

@@ -1,6 +1,7 @@
 package lien
 
 import (
+	"context"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -185,9 +186,9 @@ func (c Config) fallbackFor(project, machine string) string {
 }
 
 // Config returns the configuration in force.
-func (b *Bank) Config() (Config, error) {
+func (b *Bank) Config(ctx context.Context) (Config, error) {
 	var c Config
-	err := b.l.View(func(tx ledger.Tx) (err error) {
+	err := b.l.View(ctx, func(tx ledger.Tx) (err error) {
 		c, err = loadConfig(tx)
 		return err
 	})
@@ -195,9 +196,9 @@ func (b *Bank) Config() (Config, error) {
 }
 
 // Rates returns the rate table in force.
-func (b *Bank) Rates() (charge.RateTable, error) {
+func (b *Bank) Rates(ctx context.Context) (charge.RateTable, error) {
 	var t charge.RateTable
-	err := b.l.View(func(tx ledger.Tx) (err error) {
+	err := b.l.View(ctx, func(tx ledger.Tx) (err error) {
 		t, err = loadRates(tx, b.l.Settings().Precision)
 		return err
 	})
@@ -206,7 +207,7 @@ func (b *Bank) Rates() (charge.RateTable, error) {
 
 // SetRates replaces the rate table. Guaranteed quotes keep the table they
 // were made with.
-func (b *Bank) SetRates(req ledger.Request, t charge.RateTable) (charge.RateTable, error) {
+func (b *Bank) SetRates(ctx context.Context, req ledger.Request, t charge.RateTable) (charge.RateTable, error) {
 	t.Precision = b.l.Settings().Precision
 	// A round trip through the decoder validates the table and stores the
 	// names in Gold's spelling, whatever case they were given in.
@@ -217,7 +218,7 @@ func (b *Bank) SetRates(req ledger.Request, t charge.RateTable) (charge.RateTabl
 	if t, err = charge.DecodeRateTable(raw); err != nil {
 		return charge.RateTable{}, fmt.Errorf("%w: %v", ledger.ErrInvalid, err)
 	}
-	return ledger.Mutate(b.l, req, ledger.KindRecord, t, func(w *ledger.Writer) (charge.RateTable, error) {
+	return ledger.Mutate(ctx, b.l, req, ledger.KindRecord, t, func(w *ledger.Writer) (charge.RateTable, error) {
 		rec, err := recordOf(recordConfig, keyRates, t)
 		if err != nil {
 			return charge.RateTable{}, err
@@ -239,14 +240,14 @@ type ConfigChange struct {
 
 // ChangeConfig sets a policy or fallback at a scope, or the grace period
 // (whole seconds).
-func (b *Bank) ChangeConfig(req ledger.Request, ch ConfigChange) (Config, error) {
+func (b *Bank) ChangeConfig(ctx context.Context, req ledger.Request, ch ConfigChange) (Config, error) {
 	if ch.Grace != nil && (*ch.Grace < 0 || *ch.Grace > 7*24*time.Hour || *ch.Grace%time.Second != 0) {
 		return Config{}, fmt.Errorf("%w: grace %s must be whole seconds between 0 and a week", ledger.ErrInvalid, *ch.Grace)
 	}
 	if ch.Scope.Machine != "" && ch.Scope.Project != "" {
 		return Config{}, fmt.Errorf("%w: a setting applies to a machine or a project, not both", ledger.ErrInvalid)
 	}
-	return ledger.Mutate(b.l, req, ledger.KindRecord, ch, func(w *ledger.Writer) (Config, error) {
+	return ledger.Mutate(ctx, b.l, req, ledger.KindRecord, ch, func(w *ledger.Writer) (Config, error) {
 		c, err := loadConfig(w.Tx())
 		if err != nil {
 			return Config{}, err

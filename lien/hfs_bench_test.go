@@ -1,6 +1,7 @@
 package lien_test
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -21,12 +22,12 @@ func BenchmarkAvailability(b *testing.B) {
 	frac := ledger.Policy{QuotaKind: ledger.QuotaDynamic, Quota: dec("0.1")}
 	for g := range 10 {
 		group := fmt.Sprintf("big.g%d", g)
-		if _, err := s.CreateNode(s.Req(), ledger.NodeSpec{Name: group, Policy: frac}); err != nil {
+		if _, err := s.CreateNode(context.Background(), s.Req(), ledger.NodeSpec{Name: group, Policy: frac}); err != nil {
 			b.Fatal(err)
 		}
 		for p := range 99 {
 			pol := ledger.Policy{QuotaKind: ledger.QuotaDynamic, Quota: dec("0.01"), AcceptSurplus: p%2 == 0}
-			if _, err := s.CreateNode(s.Req(), ledger.NodeSpec{Name: fmt.Sprintf("%s.p%d", group, p), Policy: pol, AnyUser: true}); err != nil {
+			if _, err := s.CreateNode(context.Background(), s.Req(), ledger.NodeSpec{Name: fmt.Sprintf("%s.p%d", group, p), Policy: pol, AnyUser: true}); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -41,7 +42,7 @@ func BenchmarkAvailability(b *testing.B) {
 	}
 	b.Run("check", func(b *testing.B) {
 		for b.Loop() {
-			if _, err := s.Available("big.g3.p42"); err != nil {
+			if _, err := s.Available(context.Background(), "big.g3.p42"); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -55,16 +56,16 @@ func BenchmarkAvailability(b *testing.B) {
 			if _, err := s.placeOn("big.g5.p7", id, 10); err != nil {
 				b.Fatal(err)
 			}
-			if _, err := s.lb.Release(s.Req(), job(id)); err != nil {
+			if _, err := s.lb.Release(context.Background(), s.Req(), job(id)); err != nil {
 				b.Fatal(err)
 			}
-		}, func() (decimal.Decimal, error) { return s.Available("big.g3.p42") })
+		}, func() (decimal.Decimal, error) { return s.Available(context.Background(), "big.g3.p42") })
 	})
 	// A miss: a deposit drops the cached plan, and the check reads the tree
 	// and plans it from storage.
 	b.Run("rebuild", func(b *testing.B) {
 		timeChecks(b, func(int) { s.MustDeposit("big", "1", time.Time{}) },
-			func() (decimal.Decimal, error) { return s.Available("big.g3.p42") })
+			func() (decimal.Decimal, error) { return s.Available(context.Background(), "big.g3.p42") })
 	})
 }
 

@@ -1,6 +1,7 @@
 package lien_test
 
 import (
+	"context"
 	"errors"
 	"math/big"
 	"strings"
@@ -22,11 +23,11 @@ func physicsSite(t *testing.T) *site {
 		surplus bool
 	}{{"phys.lab1", false}, {"phys.lab2", true}} {
 		policy := ledger.Policy{QuotaKind: ledger.QuotaDynamic, Quota: dec("0.5"), AcceptSurplus: p.surplus}
-		if _, err := s.ModifyNode(s.Req(), p.name, ledger.NodeChange{Policy: &policy}); err != nil {
+		if _, err := s.ModifyNode(context.Background(), s.Req(), p.name, ledger.NodeChange{Policy: &policy}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := s.ModifyUser(s.Req(), "amy", ledger.UserChange{Add: []ledger.Membership{{Node: "phys", Role: ledger.RoleMember}}}); err != nil {
+	if _, err := s.ModifyUser(context.Background(), s.Req(), "amy", ledger.UserChange{Add: []ledger.Membership{{Node: "phys", Role: ledger.RoleMember}}}); err != nil {
 		t.Fatal(err)
 	}
 	s.MustDeposit("phys", "10000", time.Time{})
@@ -34,7 +35,7 @@ func physicsSite(t *testing.T) *site {
 }
 
 func (s *site) placeOn(project, id string, credits int64) (lien.LienResult, error) {
-	return s.lb.Place(s.Req(), lien.PlaceSpec{Job: job(id), User: "amy", Project: project, Request: request(1, credits)})
+	return s.lb.Place(context.Background(), s.Req(), lien.PlaceSpec{Job: job(id), User: "amy", Project: project, Request: request(1, credits)})
 }
 
 func TestHFSRefusesAtQuota(t *testing.T) {
@@ -66,7 +67,7 @@ func TestHFSSurplusGoesToWhoAcceptsIt(t *testing.T) {
 	if _, err := s.placeOn("phys.lab2", "c", 1); !errors.Is(err, ledger.ErrInsufficientFunds) {
 		t.Errorf("lab2 beyond quota and surplus: %v", err)
 	}
-	shares, err := s.Shares("phys")
+	shares, err := s.Shares(context.Background(), "phys")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +132,7 @@ func TestFairShare(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	nodes, err := s.FairShare("phys", 7*24*time.Hour, 0)
+	nodes, err := s.FairShare(context.Background(), "phys", 7*24*time.Hour, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +151,7 @@ func TestFairShare(t *testing.T) {
 	if !(lab2.ShortTerm > lab1.ShortTerm && lab2.Priority > lab1.Priority) {
 		t.Errorf("short-term: lab1 %+v, lab2 %+v", lab1, lab2)
 	}
-	if _, err := s.FairShare("phys.lab1", 0, 0); !errors.Is(err, ledger.ErrNotFound) {
+	if _, err := s.FairShare(context.Background(), "phys.lab1", 0, 0); !errors.Is(err, ledger.ErrNotFound) {
 		t.Errorf("fair share of a project: %v", err)
 	}
 }

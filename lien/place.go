@@ -1,6 +1,7 @@
 package lien
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,7 +10,6 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/ingot-hpc/ingot/charge"
-	"github.com/ingot-hpc/ingot/internal/jsonread"
 	"github.com/ingot-hpc/ingot/ledger"
 )
 
@@ -51,47 +51,15 @@ type LienResult struct {
 	// Existing says the job already had this active lien; nothing changed.
 	Existing bool          `json:"existing,omitempty"`
 	Quote    charge.Amount `json:"quote"`
-	// lienJSON is Lien's JSON when the call just journaled it
-	// (ledger.Writer.Carried), and quoteJSON Quote's when it was kept by
-	// reference (reference.go): AppendJSON copies them.
-	lienJSON, quoteJSON []byte
 }
 
-// DetailOf decodes a lien's Detail: by readDetail, or where that gives up,
-// by encoding/json. Every charge decodes its lien's, and encoding/json took
-// about a twentieth of the committer's time doing it.
+// DetailOf decodes a lien's Detail.
 func DetailOf(l ledger.Lien) (Detail, error) {
 	var d Detail
-	r := jsonread.New(l.Detail)
-	if readDetail(r, &d); r.End() {
-		return d, nil
-	}
-	d = Detail{}
 	if err := json.Unmarshal(l.Detail, &d); err != nil {
 		return d, fmt.Errorf("%w: lien %d detail: %v", ledger.ErrCorrupt, l.ID, err)
 	}
 	return d, nil
-}
-
-// readDetail reads a Detail as package jsonread's decoders do, giving up
-// on anything encoding/json might read otherwise.
-func readDetail(r *jsonread.Reader, v *Detail) {
-	for m := r.Object(); r.Member(m); {
-		switch string(r.Name()) {
-		case "request":
-			charge.ReadRequest(r, &v.Request)
-		case "policy":
-			r.Text(&v.Policy)
-		case "quote":
-			v.Quote = r.Uint(64)
-		case "requested_project":
-			v.Requested = r.Str()
-		case "quoted":
-			r.Decimal(&v.Quoted)
-		default:
-			r.Fail()
-		}
-	}
 }
 
 // resultOf is the answer about lien l priced as d says; quote is the
@@ -111,12 +79,11 @@ func resultOf(l ledger.Lien, d Detail, quote *charge.Amount) LienResult {
 }
 
 // Place places (or re-places) the lien of a job.
-func (b *Bank) Place(req ledger.Request, spec PlaceSpec) (LienResult, error) {
+func (b *Bank) Place(ctx context.Context, req ledger.Request, spec PlaceSpec) (LienResult, error) {
 	if err := spec.Job.check(); err != nil {
 		return LienResult{}, err
 	}
-	ahead := b.quoteLienAhead(spec)
-	return ledger.Mutate(b.l, req, ledger.KindLienPlace, spec, func(w *ledger.Writer) (LienResult, error) {
+	return ledger.Mutate(ctx, b.l, req, ledger.KindLienPlace, spec, func(w *ledger.Writer) (LienResult, error) {
 		tx := w.Tx()
 		old, found, err := tx.JobLien(spec.Machine, spec.ID)
 		if err != nil {
@@ -157,9 +124,8 @@ func (b *Bank) Place(req ledger.Request, spec PlaceSpec) (LienResult, error) {
 		if err != nil {
 			return LienResult{}, err
 		}
-		keep(&b.last.liens, placeKey{spec.Machine, spec.User, spec.Project}, pr)
 		request := withStart(spec.Request, w.Now())
-		amount, err := ahead.quote(pr, request)
+		amount, err := pr.rates.Quote(pr.policy, pr.shape, request)
 		if err != nil {
 			return LienResult{}, fmt.Errorf("%w: lien for job %s: %v", ledger.ErrInvalid, spec.ID, err)
 		}
@@ -176,24 +142,21 @@ func (b *Bank) Place(req ledger.Request, spec PlaceSpec) (LienResult, error) {
 		if project != p.project.Name {
 			d.Requested = p.project.Name
 		}
-		detail, err := d.AppendJSON(lienDetailSize.Buf())
+		detail, err := json.Marshal(d)
 		if err != nil {
 			return LienResult{}, fmt.Errorf("lien: encode detail: %w", err)
 		}
-		lienDetailSize.Note(detail)
 		l := ledger.Lien{JobRef: ledger.JobRef{JobID: spec.ID, Machine: spec.Machine, Project: project, Account: ledger.AccountOf(project), User: p.user.Name},
 			Amount: amount.Credits, Holds: holds, Charged: decimal.Zero, Created: w.Now(), Expires: expires, State: ledger.LienActive, Detail: detail}
 		if own != nil {
 			l.ID = own.ID
-		} else if l.ID, err = w.NewLienID(); err != nil {
+		} else if l.ID, err = tx.NextLienID(); err != nil {
 			return LienResult{}, err
 		}
 		if _, err := w.Append(ledger.Entry{Kind: ledger.KindLienPlace, Node: project, Ref: spec.ID, Lien: &l, Record: quoteRec}); err != nil {
 			return LienResult{}, err
 		}
-		r := resultOf(l, d, &amount)
-		r.lienJSON, _ = w.Carried()
-		return r, nil
+		return resultOf(l, d, &amount), nil
 	})
 }
 
@@ -283,7 +246,7 @@ func (b *Bank) holdOn(w *ledger.Writer, project, machine string, amount decimal.
 
 // Extend raises the wallclock limit of a job's active lien: it is re-priced
 // and must still be covered.
-func (b *Bank) Extend(req ledger.Request, job Job, wallclockLimitSeconds int64) (LienResult, error) {
+func (b *Bank) Extend(ctx context.Context, req ledger.Request, job Job, wallclockLimitSeconds int64) (LienResult, error) {
 	if err := job.check(); err != nil {
 		return LienResult{}, err
 	}
@@ -291,7 +254,7 @@ func (b *Bank) Extend(req ledger.Request, job Job, wallclockLimitSeconds int64) 
 		Job
 		Limit int64 `json:"wallclock_limit_seconds"`
 	}{job, wallclockLimitSeconds}
-	return ledger.Mutate(b.l, req, ledger.KindLienExtend, content, func(w *ledger.Writer) (LienResult, error) {
+	return ledger.Mutate(ctx, b.l, req, ledger.KindLienExtend, content, func(w *ledger.Writer) (LienResult, error) {
 		l, d, err := activeLien(w, job)
 		if err != nil {
 			return LienResult{}, err
@@ -319,7 +282,7 @@ func (b *Bank) Extend(req ledger.Request, job Job, wallclockLimitSeconds int64) 
 			return LienResult{}, fmt.Errorf("extend job %s: %w", job.ID, err)
 		}
 		d.Quoted = amount.Credits
-		if l.Detail, err = d.AppendJSON(nil); err != nil {
+		if l.Detail, err = json.Marshal(d); err != nil {
 			return LienResult{}, fmt.Errorf("lien: encode detail: %w", err)
 		}
 		l.Amount, l.Holds = hold, holds
@@ -332,11 +295,11 @@ func (b *Bank) Extend(req ledger.Request, job Job, wallclockLimitSeconds int64) 
 }
 
 // Release ends a job's active lien without charging it.
-func (b *Bank) Release(req ledger.Request, job Job) (ledger.Lien, error) {
+func (b *Bank) Release(ctx context.Context, req ledger.Request, job Job) (ledger.Lien, error) {
 	if err := job.check(); err != nil {
 		return ledger.Lien{}, err
 	}
-	return ledger.Mutate(b.l, req, ledger.KindLienRelease, job, func(w *ledger.Writer) (ledger.Lien, error) {
+	return ledger.Mutate(ctx, b.l, req, ledger.KindLienRelease, job, func(w *ledger.Writer) (ledger.Lien, error) {
 		l, _, err := activeLien(w, job)
 		if err != nil {
 			return ledger.Lien{}, err
@@ -352,8 +315,8 @@ const maxSweep = 1000
 
 // Sweep marks liens past their expiry as expired (they already stopped
 // counting): one journal entry each, at most maxSweep per call.
-func (b *Bank) Sweep(req ledger.Request) ([]ledger.Lien, error) {
-	return ledger.Mutate(b.l, req, ledger.KindLienExpire, "sweep", func(w *ledger.Writer) ([]ledger.Lien, error) {
+func (b *Bank) Sweep(ctx context.Context, req ledger.Request) ([]ledger.Lien, error) {
+	return ledger.Mutate(ctx, b.l, req, ledger.KindLienExpire, "sweep", func(w *ledger.Writer) ([]ledger.Lien, error) {
 		expired, err := w.Tx().ExpiredLiens(w.Now(), maxSweep)
 		if err != nil {
 			return nil, err
@@ -401,9 +364,9 @@ func (b *Bank) jobPricing(tx ledger.Tx, cfg Config, l ledger.Lien, d Detail) (pr
 
 // Liens lists liens: the active ones (all, with all set), of a node's
 // subtree when node is not empty.
-func (b *Bank) Liens(node string, all bool) ([]ledger.Lien, error) {
+func (b *Bank) Liens(ctx context.Context, node string, all bool) ([]ledger.Lien, error) {
 	var out []ledger.Lien
-	err := b.l.View(func(tx ledger.Tx) error {
+	err := b.l.View(ctx, func(tx ledger.Tx) error {
 		liens, err := tx.Liens()
 		for _, l := range liens {
 			if (all || l.State == ledger.LienActive) && (node == "" || ledger.InSubtree(l.Project, node)) {
@@ -416,9 +379,9 @@ func (b *Bank) Liens(node string, all bool) ([]ledger.Lien, error) {
 }
 
 // JobLien returns the newest lien of a job.
-func (b *Bank) JobLien(job Job) (ledger.Lien, error) {
+func (b *Bank) JobLien(ctx context.Context, job Job) (ledger.Lien, error) {
 	var l ledger.Lien
-	err := b.l.View(func(tx ledger.Tx) error {
+	err := b.l.View(ctx, func(tx ledger.Tx) error {
 		var ok bool
 		var err error
 		l, ok, err = tx.JobLien(job.Machine, job.ID)

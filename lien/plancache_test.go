@@ -1,6 +1,7 @@
 package lien_test
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -41,7 +42,7 @@ func cacheRun(t *testing.T, seed uint64) {
 		{"geo.d", ledger.Policy{}},
 	}
 	for _, p := range projects {
-		if _, err := s.CreateNode(s.Req(), ledger.NodeSpec{Name: p.name, Policy: p.policy, AnyUser: true}); err != nil {
+		if _, err := s.CreateNode(context.Background(), s.Req(), ledger.NodeSpec{Name: p.name, Policy: p.policy, AnyUser: true}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -52,14 +53,14 @@ func cacheRun(t *testing.T, seed uint64) {
 	var charges []uint64
 	check := func(step string) {
 		t.Helper()
-		shares, err := s.Shares("geo")
+		shares, err := s.Shares(context.Background(), "geo")
 		if err != nil {
 			t.Fatal(err)
 		}
 		funds := s.MustBalance("geo").Available
 		for _, n := range shares.Nodes {
 			want := decimal.Min(n.Available, funds)
-			got, err := s.Available(n.Name)
+			got, err := s.Available(context.Background(), n.Name)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -86,7 +87,7 @@ func cacheRun(t *testing.T, seed uint64) {
 			step = "charge"
 			id := jobs[rng.IntN(len(jobs))]
 			state := charge.Completed
-			r, err := s.lb.Charge(s.Req(), lien.ChargeSpec{Job: job(id), Incremental: rng.IntN(3) == 0, User: "amy", Project: "geo.d",
+			r, err := s.lb.Charge(context.Background(), s.Req(), lien.ChargeSpec{Job: job(id), Incremental: rng.IntN(3) == 0, User: "amy", Project: "geo.d",
 				Usage: charge.Usage{Resources: charge.Resources{Processors: 1}, WallclockSeconds: rng.Int64N(2000), State: state}})
 			if err == nil {
 				charges = append(charges, r.Charge.ID)
@@ -95,18 +96,18 @@ func cacheRun(t *testing.T, seed uint64) {
 			step = "release or extend"
 			id := jobs[rng.IntN(len(jobs))]
 			if rng.IntN(2) == 0 {
-				s.lb.Release(s.Req(), job(id))
+				s.lb.Release(context.Background(), s.Req(), job(id))
 			} else {
-				s.lb.Extend(s.Req(), job(id), 2000+rng.Int64N(2000))
+				s.lb.Extend(context.Background(), s.Req(), job(id), 2000+rng.Int64N(2000))
 			}
 		case op < 7 && len(charges) > 0:
 			step = "refund"
-			s.lb.Refund(s.Req(), lien.RefundSpec{Charge: charges[rng.IntN(len(charges))], Amount: dec("10")})
+			s.lb.Refund(context.Background(), s.Req(), lien.RefundSpec{Charge: charges[rng.IntN(len(charges))], Amount: dec("10")})
 		case op < 8:
 			step = "time"
 			s.Clock.Advance(time.Duration(rng.IntN(40)) * time.Minute)
 			if rng.IntN(2) == 0 {
-				s.lb.Sweep(s.Req())
+				s.lb.Sweep(context.Background(), s.Req())
 			}
 		case op < 9:
 			step = "concurrent places"
@@ -125,7 +126,7 @@ func cacheRun(t *testing.T, seed uint64) {
 				s.MustDeposit("geo", "500", time.Time{})
 			} else {
 				pol := ledger.Policy{QuotaKind: ledger.QuotaDynamic, Quota: decimal.New(int64(rng.IntN(5)), -1), AcceptSurplus: rng.IntN(2) == 0}
-				if _, err := s.ModifyNode(s.Req(), "geo.a", ledger.NodeChange{Policy: &pol}); err != nil {
+				if _, err := s.ModifyNode(context.Background(), s.Req(), "geo.a", ledger.NodeChange{Policy: &pol}); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -1,6 +1,7 @@
 package lien
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -36,9 +37,9 @@ type StoredQuote struct {
 }
 
 // Quote prices a job without holding anything.
-func (b *Bank) Quote(spec QuoteSpec) (QuoteResult, error) {
+func (b *Bank) Quote(ctx context.Context, spec QuoteSpec) (QuoteResult, error) {
 	var r QuoteResult
-	err := b.l.View(func(tx ledger.Tx) error {
+	err := b.l.View(ctx, func(tx ledger.Tx) error {
 		cfg, err := b.pricingConfig(tx)
 		if err != nil {
 			return err
@@ -64,13 +65,13 @@ func (b *Bank) Quote(spec QuoteSpec) (QuoteResult, error) {
 
 // Guarantee makes a guaranteed quote: the price holds, whatever the rates
 // become, until expires, for uses jobs that name it.
-func (b *Bank) Guarantee(req ledger.Request, spec QuoteSpec, expires time.Time, uses int) (StoredQuote, error) {
+func (b *Bank) Guarantee(ctx context.Context, req ledger.Request, spec QuoteSpec, expires time.Time, uses int) (StoredQuote, error) {
 	content := struct {
 		Spec    QuoteSpec `json:"spec"`
 		Expires time.Time `json:"expires"`
 		Uses    int       `json:"uses"`
 	}{spec, expires, uses}
-	return ledger.Mutate(b.l, req, ledger.KindRecord, content, func(w *ledger.Writer) (StoredQuote, error) {
+	return ledger.Mutate(ctx, b.l, req, ledger.KindRecord, content, func(w *ledger.Writer) (StoredQuote, error) {
 		tx := w.Tx()
 		cfg, err := b.pricingConfig(tx)
 		if err != nil {
@@ -104,9 +105,9 @@ func (b *Bank) Guarantee(req ledger.Request, spec QuoteSpec, expires time.Time, 
 }
 
 // Quotes lists the guaranteed quotes.
-func (b *Bank) Quotes() ([]StoredQuote, error) {
+func (b *Bank) Quotes(ctx context.Context) ([]StoredQuote, error) {
 	var out []StoredQuote
-	err := b.l.View(func(tx ledger.Tx) error {
+	err := b.l.View(ctx, func(tx ledger.Tx) error {
 		var err error
 		out, err = allRecords[StoredQuote](tx, recordQuote)
 		return err

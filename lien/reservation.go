@@ -1,6 +1,7 @@
 package lien
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -47,7 +48,7 @@ type ReservationSpec struct {
 }
 
 // AddReservation registers a chargeable reservation.
-func (b *Bank) AddReservation(req ledger.Request, spec ReservationSpec) (Reservation, error) {
+func (b *Bank) AddReservation(ctx context.Context, req ledger.Request, spec ReservationSpec) (Reservation, error) {
 	if err := ledger.CheckMachineName(spec.Name); err != nil {
 		return Reservation{}, fmt.Errorf("reservation name: %w", err)
 	}
@@ -57,7 +58,7 @@ func (b *Bank) AddReservation(req ledger.Request, spec ReservationSpec) (Reserva
 	if !spec.End.After(spec.Start) || spec.End.Sub(spec.Start) > charge.MaxSeconds*time.Second {
 		return Reservation{}, fmt.Errorf("%w: reservation %s: end must be after start, and within ten years of it", ledger.ErrInvalid, spec.Name)
 	}
-	return ledger.Mutate(b.l, req, ledger.KindRecord, spec, func(w *ledger.Writer) (Reservation, error) {
+	return ledger.Mutate(ctx, b.l, req, ledger.KindRecord, spec, func(w *ledger.Writer) (Reservation, error) {
 		if _, ok, err := w.Tx().Record(recordReservation, spec.Name); err != nil {
 			return Reservation{}, err
 		} else if ok {
@@ -79,9 +80,9 @@ func (b *Bank) AddReservation(req ledger.Request, spec ReservationSpec) (Reserva
 }
 
 // Reservations lists the reservations.
-func (b *Bank) Reservations() ([]Reservation, error) {
+func (b *Bank) Reservations(ctx context.Context) ([]Reservation, error) {
 	var out []Reservation
-	err := b.l.View(func(tx ledger.Tx) (err error) {
+	err := b.l.View(ctx, func(tx ledger.Tx) (err error) {
 		out, err = allRecords[Reservation](tx, recordReservation)
 		return err
 	})
@@ -100,7 +101,7 @@ type FlushResult struct {
 // to now (or its end). running is what jobs still running inside it used in
 // that interval, as the scheduler reports it; charged jobs are counted from
 // their usage. end also closes the reservation.
-func (b *Bank) Flush(req ledger.Request, name string, running int64, end bool) (FlushResult, error) {
+func (b *Bank) Flush(ctx context.Context, req ledger.Request, name string, running int64, end bool) (FlushResult, error) {
 	if running < 0 || running > charge.MaxCPUSeconds {
 		return FlushResult{}, fmt.Errorf("%w: running processor-seconds %d out of range", ledger.ErrInvalid, running)
 	}
@@ -110,7 +111,7 @@ func (b *Bank) Flush(req ledger.Request, name string, running int64, end bool) (
 		End     bool   `json:"end"`
 	}{name, running, end}
 	kind := ledger.KindCharge
-	return ledger.Mutate(b.l, req, kind, content, func(w *ledger.Writer) (FlushResult, error) {
+	return ledger.Mutate(ctx, b.l, req, kind, content, func(w *ledger.Writer) (FlushResult, error) {
 		var r Reservation
 		ok, err := loadRecord(w.Tx(), recordReservation, name, &r)
 		if err != nil {

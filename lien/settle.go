@@ -1,6 +1,7 @@
 package lien
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 
@@ -44,9 +45,6 @@ type ChargeResult struct {
 	Overran decimal.Decimal `json:"overran"`
 	// Released is what a final charge released of the lien.
 	Released decimal.Decimal `json:"released"`
-	// chargeJSON and lienJSON are Charge's and Lien's JSON when the call
-	// just journaled them (ledger.Writer.Carried), which AppendJSON copies.
-	chargeJSON, lienJSON []byte
 }
 
 // ExplanationOf is how charge c, made by this package, was priced.
@@ -60,12 +58,11 @@ func ExplanationOf(c ledger.Charge) (charge.Explanation, error) {
 
 // Charge charges a job. It never fails for lack of funds (see the package
 // documentation); a job is charged finally at most once.
-func (b *Bank) Charge(req ledger.Request, spec ChargeSpec) (ChargeResult, error) {
+func (b *Bank) Charge(ctx context.Context, req ledger.Request, spec ChargeSpec) (ChargeResult, error) {
 	if err := spec.Job.check(); err != nil {
 		return ChargeResult{}, err
 	}
-	ahead := b.priceChargeAhead(spec)
-	return ledger.Mutate(b.l, req, ledger.KindCharge, spec, func(w *ledger.Writer) (ChargeResult, error) {
+	return ledger.Mutate(ctx, b.l, req, ledger.KindCharge, spec, func(w *ledger.Writer) (ChargeResult, error) {
 		tx := w.Tx()
 		charges, err := tx.JobCharges(spec.Machine, spec.ID)
 		if err != nil {
@@ -81,10 +78,7 @@ func (b *Bank) Charge(req ledger.Request, spec ChargeSpec) (ChargeResult, error)
 			return ChargeResult{}, err
 		}
 		c, lien, usage := terms.charge, terms.lien, terms.usage
-		if lien != nil {
-			keep(&b.last.charges, spec.Machine, terms.pr)
-		}
-		priced, err := ahead.price(terms.pr, spec)
+		priced, err := priceCharge(terms.pr, terms.pr.policy, chargeUsage(spec), spec.Reservation)
 		if err != nil {
 			return ChargeResult{}, fmt.Errorf("%w: charge for job %s: %v", ledger.ErrInvalid, spec.ID, err)
 		}
@@ -175,11 +169,10 @@ func priceCharge(pr pricing, policy charge.Policy, usage charge.Usage, reservati
 	if err != nil {
 		return pricedCharge{}, err
 	}
-	detail, err := chargeDetail{Usage: usage, Reservation: reservation, Explanation: amount.Explanation}.AppendJSON(chargeDetailSize.Buf())
+	detail, err := json.Marshal(chargeDetail{Usage: usage, Reservation: reservation, Explanation: amount.Explanation})
 	if err != nil {
 		return pricedCharge{}, fmt.Errorf("encode charge detail: %w", err)
 	}
-	chargeDetailSize.Note(detail)
 	return pricedCharge{amount: amount, detail: detail}, nil
 }
 
@@ -199,7 +192,7 @@ func (b *Bank) settle(w *ledger.Writer, c ledger.Charge, lien *ledger.Lien, rec 
 		c.Debits, c.Overdrawn = []ledger.Hold{}, decimal.Zero
 	}
 	c.Amount, c.Refunded = amount, decimal.Zero
-	if c.ID, err = w.NewChargeID(); err != nil {
+	if c.ID, err = w.Tx().NextChargeID(); err != nil {
 		return ChargeResult{}, err
 	}
 	c.Detail = p.detail
@@ -232,7 +225,6 @@ func (b *Bank) settle(w *ledger.Writer, c ledger.Charge, lien *ledger.Lien, rec 
 		return ChargeResult{}, err
 	}
 	res.Charge = c
-	res.lienJSON, res.chargeJSON = w.Carried()
 	return res, nil
 }
 
@@ -297,7 +289,7 @@ type RefundSpec struct {
 
 // Refund returns at most what a charge took, to the allocations it took it
 // from, the last debited first.
-func (b *Bank) Refund(req ledger.Request, spec RefundSpec) (ledger.Charge, error) {
+func (b *Bank) Refund(ctx context.Context, req ledger.Request, spec RefundSpec) (ledger.Charge, error) {
 	if spec.Amount.IsNegative() {
 		return ledger.Charge{}, fmt.Errorf("%w: refund amount %s is negative", ledger.ErrInvalid, spec.Amount)
 	}
@@ -306,7 +298,7 @@ func (b *Bank) Refund(req ledger.Request, spec RefundSpec) (ledger.Charge, error
 			return ledger.Charge{}, fmt.Errorf("refund: %w", err)
 		}
 	}
-	return ledger.Mutate(b.l, req, ledger.KindRefund, spec, func(w *ledger.Writer) (ledger.Charge, error) {
+	return ledger.Mutate(ctx, b.l, req, ledger.KindRefund, spec, func(w *ledger.Writer) (ledger.Charge, error) {
 		c, ok, err := w.Tx().Charge(spec.Charge)
 		if err != nil || !ok {
 			return ledger.Charge{}, notFound(err, "no charge %d", spec.Charge)
@@ -347,9 +339,9 @@ func (b *Bank) Refund(req ledger.Request, spec RefundSpec) (ledger.Charge, error
 }
 
 // Charges lists a job's charges.
-func (b *Bank) Charges(job Job) ([]ledger.Charge, error) {
+func (b *Bank) Charges(ctx context.Context, job Job) ([]ledger.Charge, error) {
 	var out []ledger.Charge
-	err := b.l.View(func(tx ledger.Tx) (err error) {
+	err := b.l.View(ctx, func(tx ledger.Tx) (err error) {
 		out, err = tx.JobCharges(job.Machine, job.ID)
 		return err
 	})

@@ -146,7 +146,7 @@ func openBank(c *cli.Context, opts boltstore.Options) (*ledger.Ledger, *boltstor
 	if err != nil {
 		return nil, nil, err
 	}
-	l, err := ledger.Open(store)
+	l, err := ledger.Open(c.Context, store)
 	if err != nil {
 		store.Close()
 		return nil, nil, fmt.Errorf("%s: %w", path, err)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -42,7 +43,7 @@ func adminCommands() []*cli.Command {
 
 func audit(c *cli.Context) error {
 	return withBank(c, func(b bank) error {
-		rep, err := b.Audit()
+		rep, err := b.Audit(c.Context)
 		if err != nil {
 			return fmt.Errorf("audit: %w", err)
 		}
@@ -92,7 +93,7 @@ func backup(c *cli.Context) error {
 	defer os.Remove(tmp.Name()) // a no-op once renamed
 	var size int64
 	err = withBank(c, func(b bank) error {
-		size, err = b.Backup(tmp)
+		size, err = b.Backup(c.Context, tmp)
 		return err
 	})
 	if err == nil {
@@ -104,7 +105,7 @@ func backup(c *cli.Context) error {
 	if err != nil {
 		return fmt.Errorf("backup: %w", err)
 	}
-	rep, err := auditFile(tmp.Name())
+	rep, err := auditFile(c.Context, tmp.Name())
 	if err != nil {
 		return fmt.Errorf("backup: audit of the copy: %w", err)
 	}
@@ -118,17 +119,17 @@ func backup(c *cli.Context) error {
 	return nil
 }
 
-func auditFile(path string) (ledger.AuditReport, error) {
+func auditFile(ctx context.Context, path string) (ledger.AuditReport, error) {
 	store, err := boltstore.Open(path, boltstore.Options{ReadOnly: true})
 	if err != nil {
 		return ledger.AuditReport{}, err
 	}
 	defer store.Close()
-	l, err := ledger.Open(store)
+	l, err := ledger.Open(ctx, store)
 	if err != nil {
 		return ledger.AuditReport{}, err
 	}
-	return l.Audit()
+	return l.Audit(ctx)
 }
 
 // The completion scripts ask ingot itself for candidates through urfave/cli's

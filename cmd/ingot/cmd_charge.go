@@ -94,7 +94,7 @@ func chargeJob(c *cli.Context) error {
 		return err
 	}
 	return withJob(c, func(b bank, job lien.Job) error {
-		r, err := b.Charge(request(c), lien.ChargeSpec{Job: job, User: c.String("user"), Project: c.String("project"), Usage: usage,
+		r, err := b.Charge(c.Context, request(c), lien.ChargeSpec{Job: job, User: c.String("user"), Project: c.String("project"), Usage: usage,
 			Incremental: c.Bool("incremental"), Reservation: c.String("reservation")})
 		if err != nil {
 			return err
@@ -181,7 +181,7 @@ func chargeKind(ch ledger.Charge) string {
 
 func chargeList(c *cli.Context) error {
 	return withJob(c, func(b bank, job lien.Job) error {
-		charges, err := b.Charges(job)
+		charges, err := b.Charges(c.Context, job)
 		if err != nil {
 			return err
 		}
@@ -210,7 +210,7 @@ func refund(c *cli.Context) error {
 				return err
 			}
 		}
-		ch, err := b.Refund(request(c), spec)
+		ch, err := b.Refund(c.Context, request(c), spec)
 		if err != nil {
 			return err
 		}

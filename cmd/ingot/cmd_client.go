@@ -48,7 +48,7 @@ func clientAdd(c *cli.Context) error {
 	}
 	return withClients(c, true, func(reg clientRegistry) error {
 		return giveKey(c, func() (clients.Client, auth.Key, error) {
-			return reg.Add(request(c), a[0], clients.Role(c.String("role")), c.StringSlice("scope"))
+			return reg.Add(c.Context, request(c), a[0], clients.Role(c.String("role")), c.StringSlice("scope"))
 		})
 	})
 }
@@ -59,7 +59,7 @@ func clientRotate(c *cli.Context) error {
 		return err
 	}
 	return withClients(c, true, func(reg clientRegistry) error {
-		return giveKey(c, func() (clients.Client, auth.Key, error) { return reg.Rotate(request(c), a[0]) })
+		return giveKey(c, func() (clients.Client, auth.Key, error) { return reg.Rotate(c.Context, request(c), a[0]) })
 	})
 }
 
@@ -115,7 +115,7 @@ func clientRevoke(c *cli.Context) error {
 		return err
 	}
 	return withClients(c, false, func(reg clientRegistry) error {
-		cl, err := reg.Revoke(request(c), a[0], a[1])
+		cl, err := reg.Revoke(c.Context, request(c), a[0], a[1])
 		if err != nil {
 			return err
 		}
@@ -125,7 +125,7 @@ func clientRevoke(c *cli.Context) error {
 
 func clientList(c *cli.Context) error {
 	return withClients(c, false, func(reg clientRegistry) error {
-		list, err := reg.List()
+		list, err := reg.List(c.Context)
 		if err != nil {
 			return err
 		}

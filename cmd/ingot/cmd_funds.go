@@ -71,7 +71,7 @@ func deposit(c *cli.Context) error {
 				return fmt.Errorf("--credit-limit: %w", err)
 			}
 		}
-		r, err := b.Deposit(request(c), ledger.DepositSpec{Account: a[0], Amount: amt, Allocation: c.Uint64("allocation"),
+		r, err := b.Deposit(c.Context, request(c), ledger.DepositSpec{Account: a[0], Amount: amt, Allocation: c.Uint64("allocation"),
 			CreditLimit: credit, Start: start, End: end, Machine: c.String("machine"), Description: c.String("description")})
 		if err != nil {
 			return err
@@ -90,7 +90,7 @@ func withdraw(c *cli.Context) error {
 		if err != nil {
 			return err
 		}
-		r, err := b.Withdraw(request(c), ledger.WithdrawSpec{Account: a[0], Amount: amt, Allocation: c.Uint64("allocation"), Description: c.String("description")})
+		r, err := b.Withdraw(c.Context, request(c), ledger.WithdrawSpec{Account: a[0], Amount: amt, Allocation: c.Uint64("allocation"), Description: c.String("description")})
 		if err != nil {
 			return err
 		}
@@ -108,7 +108,7 @@ func transfer(c *cli.Context) error {
 		if err != nil {
 			return err
 		}
-		r, err := b.Transfer(request(c), ledger.TransferSpec{From: a[0], To: a[1], Amount: amt, Allocation: c.Uint64("allocation"), Description: c.String("description")})
+		r, err := b.Transfer(c.Context, request(c), ledger.TransferSpec{From: a[0], To: a[1], Amount: amt, Allocation: c.Uint64("allocation"), Description: c.String("description")})
 		if err != nil {
 			return err
 		}

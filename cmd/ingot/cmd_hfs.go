@@ -87,7 +87,7 @@ func hfsShow(c *cli.Context) error {
 		return err
 	}
 	return withBank(c, func(b bank) error {
-		s, err := b.Shares(a[0])
+		s, err := b.Shares(c.Context, a[0])
 		if err != nil {
 			return err
 		}
@@ -159,7 +159,7 @@ func fairShare(c *cli.Context) error {
 		return err
 	}
 	return withBank(c, func(b bank) error {
-		nodes, err := b.FairShare(a[0], c.Duration("half-life"), c.Float64("compensation"))
+		nodes, err := b.FairShare(c.Context, a[0], c.Duration("half-life"), c.Float64("compensation"))
 		if err != nil {
 			return err
 		}

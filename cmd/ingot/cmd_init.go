@@ -27,7 +27,7 @@ func initCommands() []*cli.Command {
 			if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 				return fmt.Errorf("init: %w", err)
 			}
-			store, err := boltstore.Open(path, boltstore.Options{LockTimeout: lockTimeout})
+			store, err := boltstore.Open(path, boltstore.Options{Create: true, LockTimeout: lockTimeout})
 			if err != nil {
 				return err
 			}
@@ -37,7 +37,7 @@ func initCommands() []*cli.Command {
 				return usageError{fmt.Sprintf("--precision %d: use 0 to 8 decimal places", p)}
 			}
 			s := ledger.Settings{Precision: int32(p)}
-			if err := ledger.Init(store, s, request(c), time.Now()); err != nil {
+			if err := ledger.Init(c.Context, store, s, request(c), time.Now()); err != nil {
 				return fmt.Errorf("init %s: %w", path, err)
 			}
 			fmt.Fprintf(c.App.Writer, "created bank %s (precision %d)\n", path, s.Precision)

@@ -71,7 +71,7 @@ func machineOf(c *cli.Context, b bank) (string, error) {
 	if m := c.String("machine"); m != "" {
 		return m, nil
 	}
-	ms, err := b.Machines()
+	ms, err := b.Machines(c.Context)
 	if err != nil {
 		return "", err
 	}
@@ -349,7 +349,7 @@ func lienPlace(c *cli.Context) error {
 		return err
 	}
 	return withJob(c, func(b bank, job lien.Job) error {
-		r, err := b.Place(request(c), lien.PlaceSpec{Job: job, User: user, Project: c.String("project"), Request: req,
+		r, err := b.Place(c.Context, request(c), lien.PlaceSpec{Job: job, User: user, Project: c.String("project"), Request: req,
 			Quote: c.Uint64("quote"), Replace: c.Bool("replace")})
 		if err != nil {
 			return err
@@ -364,7 +364,7 @@ func lienExtend(c *cli.Context) error {
 		return err
 	}
 	return withJob(c, func(b bank, job lien.Job) error {
-		r, err := b.Extend(request(c), job, limit)
+		r, err := b.Extend(c.Context, request(c), job, limit)
 		if err != nil {
 			return err
 		}
@@ -374,7 +374,7 @@ func lienExtend(c *cli.Context) error {
 
 func lienRelease(c *cli.Context) error {
 	return withJob(c, func(b bank, job lien.Job) error {
-		l, err := b.Release(request(c), job)
+		l, err := b.Release(c.Context, request(c), job)
 		if err != nil {
 			return err
 		}
@@ -384,7 +384,7 @@ func lienRelease(c *cli.Context) error {
 
 func lienShow(c *cli.Context) error {
 	return withJob(c, func(b bank, job lien.Job) error {
-		l, err := b.JobLien(job)
+		l, err := b.JobLien(c.Context, job)
 		if err != nil {
 			return err
 		}
@@ -397,7 +397,7 @@ func lienList(c *cli.Context) error {
 		return usageError{"lien list takes at most one NODE"}
 	}
 	return withBank(c, func(b bank) error {
-		liens, err := b.Liens(c.Args().First(), c.Bool("all"))
+		liens, err := b.Liens(c.Context, c.Args().First(), c.Bool("all"))
 		if err != nil {
 			return err
 		}
@@ -407,7 +407,7 @@ func lienList(c *cli.Context) error {
 
 func lienSweep(c *cli.Context) error {
 	return withBank(c, func(b bank) error {
-		liens, err := b.Sweep(request(c))
+		liens, err := b.Sweep(c.Context, request(c))
 		if err != nil {
 			return err
 		}

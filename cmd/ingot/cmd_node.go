@@ -93,7 +93,7 @@ func (k nodeKind) create(c *cli.Context) error {
 		return err
 	}
 	return withBank(c, func(b bank) error {
-		n, err := b.CreateNode(request(c), spec)
+		n, err := b.CreateNode(c.Context, request(c), spec)
 		if err != nil {
 			return err
 		}
@@ -117,7 +117,7 @@ func (k nodeKind) modify(c *cli.Context) error {
 			change.AnyUser = &b
 		}
 		if k == "project" {
-			n, err := b.Node(name)
+			n, err := b.Node(c.Context, name)
 			if err != nil {
 				return err
 			}
@@ -127,7 +127,7 @@ func (k nodeKind) modify(c *cli.Context) error {
 			}
 			change.Policy = &p
 		}
-		n, err := b.ModifyNode(request(c), name, change)
+		n, err := b.ModifyNode(c.Context, request(c), name, change)
 		if err != nil {
 			return err
 		}
@@ -152,7 +152,7 @@ func (k nodeKind) deactivate(c *cli.Context) error {
 		return err
 	}
 	return withBank(c, func(b bank) error {
-		n, err := b.DeactivateNode(request(c), name)
+		n, err := b.DeactivateNode(c.Context, request(c), name)
 		if err != nil {
 			return err
 		}
@@ -166,7 +166,7 @@ func (k nodeKind) show(c *cli.Context) error {
 		return err
 	}
 	return withBank(c, func(b bank) error {
-		n, err := b.Node(name)
+		n, err := b.Node(c.Context, name)
 		if err != nil {
 			return err
 		}
@@ -179,7 +179,7 @@ func (k nodeKind) list(c *cli.Context) error {
 		return usageError{"list takes at most one NAME"}
 	}
 	return withBank(c, func(b bank) error {
-		nodes, err := b.Nodes(c.Args().First())
+		nodes, err := b.Nodes(c.Context, c.Args().First())
 		if err != nil {
 			return err
 		}

@@ -67,7 +67,7 @@ func userAdd(c *cli.Context) error {
 	}
 	spec := ledger.UserSpec{Name: a[0], Description: c.String("description"), DefaultProject: c.String("default-project"), Memberships: memberships(c)}
 	return withBank(c, func(b bank) error {
-		u, err := b.AddUser(request(c), spec)
+		u, err := b.AddUser(c.Context, request(c), spec)
 		if err != nil {
 			return err
 		}
@@ -91,7 +91,7 @@ func userModify(c *cli.Context) error {
 		change.Active = ptr(c.Bool("active"))
 	}
 	return withBank(c, func(b bank) error {
-		u, err := b.ModifyUser(request(c), a[0], change)
+		u, err := b.ModifyUser(c.Context, request(c), a[0], change)
 		if err != nil {
 			return err
 		}
@@ -101,7 +101,7 @@ func userModify(c *cli.Context) error {
 
 func userList(c *cli.Context) error {
 	return withBank(c, func(b bank) error {
-		users, err := b.Users()
+		users, err := b.Users(c.Context)
 		if err != nil {
 			return err
 		}
@@ -128,7 +128,7 @@ func machineAdd(c *cli.Context) error {
 	}
 	spec := ledger.MachineSpec{Name: a[0], Description: c.String("description"), Shape: ledger.Shape{Cores: c.Int64("cores"), MemoryMB: c.Int64("memory-mb"), GPUs: c.Int64("gpus")}}
 	return withBank(c, func(b bank) error {
-		m, err := b.AddMachine(request(c), spec)
+		m, err := b.AddMachine(c.Context, request(c), spec)
 		if err != nil {
 			return err
 		}
@@ -154,7 +154,7 @@ func machineModify(c *cli.Context) error {
 				*field = ptr(c.Int64(flag))
 			}
 		}
-		m, err := b.ModifyMachine(request(c), a[0], change)
+		m, err := b.ModifyMachine(c.Context, request(c), a[0], change)
 		if err != nil {
 			return err
 		}
@@ -164,7 +164,7 @@ func machineModify(c *cli.Context) error {
 
 func machineList(c *cli.Context) error {
 	return withBank(c, func(b bank) error {
-		ms, err := b.Machines()
+		ms, err := b.Machines(c.Context)
 		if err != nil {
 			return err
 		}

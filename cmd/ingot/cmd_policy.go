@@ -48,7 +48,7 @@ func policyCommands() []*cli.Command {
 
 func policyShow(c *cli.Context) error {
 	return withBank(c, func(b bank) error {
-		cfg, err := b.Config()
+		cfg, err := b.Config(c.Context)
 		if err != nil {
 			return err
 		}
@@ -99,7 +99,7 @@ func policyGrace(c *cli.Context) error {
 func changeConfig(c *cli.Context, ch lien.ConfigChange) error {
 	ch.Scope = lien.Scope{Machine: c.String("machine"), Project: c.String("project")}
 	return withBank(c, func(b bank) error {
-		cfg, err := b.ChangeConfig(request(c), ch)
+		cfg, err := b.ChangeConfig(c.Context, request(c), ch)
 		if err != nil {
 			return err
 		}

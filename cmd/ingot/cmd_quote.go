@@ -53,7 +53,7 @@ func quote(c *cli.Context) error {
 		}
 		spec := lien.QuoteSpec{Machine: machine, User: user, Project: c.String("project"), Request: req}
 		if !c.Bool("guarantee") {
-			r, err := b.Quote(spec)
+			r, err := b.Quote(c.Context, spec)
 			if err != nil {
 				return err
 			}
@@ -65,7 +65,7 @@ func quote(c *cli.Context) error {
 			return showExplained(c, t, r.Amount)
 		}
 		expires := b.settings.Now.Add(time.Duration(validFor) * time.Second)
-		q, err := b.Guarantee(request(c), spec, expires, c.Int("uses"))
+		q, err := b.Guarantee(c.Context, request(c), spec, expires, c.Int("uses"))
 		if err != nil {
 			return err
 		}
@@ -105,7 +105,7 @@ func quoteRows(t *table, q lien.StoredQuote, p int32) {
 
 func quoteList(c *cli.Context) error {
 	return withBank(c, func(b bank) error {
-		qs, err := b.Quotes()
+		qs, err := b.Quotes(c.Context)
 		if err != nil {
 			return err
 		}

@@ -56,7 +56,7 @@ func rateCommands() []*cli.Command {
 
 func rateList(c *cli.Context) error {
 	return withBank(c, func(b bank) error {
-		t, err := b.Rates()
+		t, err := b.Rates(c.Context)
 		if err != nil {
 			return err
 		}
@@ -122,19 +122,19 @@ func withSection(t table, section string) table {
 // user with exit code 2.
 func changeRates(c *cli.Context, change func(*charge.RateTable) error) error {
 	return withBank(c, func(b bank) error {
-		t, err := b.Rates()
+		t, err := b.Rates(c.Context)
 		if err != nil {
 			return err
 		}
 		if err := change(&t); err != nil {
 			return err
 		}
-		if _, err := b.SetRates(request(c), t); err != nil {
+		if _, err := b.SetRates(c.Context, request(c), t); err != nil {
 			return err
 		}
 		// Read back: the bank stores the table as given and spells it
 		// canonically (Gold's names, full day names) when it loads it.
-		if t, err = b.Rates(); err != nil {
+		if t, err = b.Rates(c.Context); err != nil {
 			return err
 		}
 		return showRates(c, t)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 	"strings"
@@ -65,12 +66,12 @@ func balance(c *cli.Context) error {
 	return withBank(c, func(b bank) error {
 		var nbs []ledger.NodeBalance
 		if c.NArg() == 0 {
-			if nbs, err = b.Balances(at); err != nil {
+			if nbs, err = b.Balances(c.Context, at); err != nil {
 				return err
 			}
 		}
 		for _, name := range c.Args().Slice() {
-			nb, err := b.BalanceAt(name, at)
+			nb, err := b.BalanceAt(c.Context, name, at)
 			if err != nil {
 				return err
 			}
@@ -89,7 +90,7 @@ func balance(c *cli.Context) error {
 		}
 		var shares []ledger.AccountShares
 		if !c.IsSet("at") {
-			if shares, err = projectShares(b, c.Args().Slice()); err != nil {
+			if shares, err = projectShares(c.Context, b, c.Args().Slice()); err != nil {
 				return err
 			}
 		}
@@ -112,13 +113,13 @@ type balanceWithShares struct {
 }
 
 // projectShares is the HFS split of each account named that has projects.
-func projectShares(b bank, names []string) ([]ledger.AccountShares, error) {
+func projectShares(ctx context.Context, b bank, names []string) ([]ledger.AccountShares, error) {
 	var out []ledger.AccountShares
 	for _, name := range names {
 		if ledger.ParentOf(name) != "" {
 			continue
 		}
-		s, err := b.Shares(name)
+		s, err := b.Shares(ctx, name)
 		if err != nil {
 			return nil, fmt.Errorf("HFS shares of %s: %w", name, err)
 		}
@@ -180,7 +181,7 @@ func statement(c *cli.Context) error {
 		if from.IsZero() {
 			from = b.settings.Created
 		}
-		st, err := b.Statement(a[0], from, to, c.Bool("summarize"))
+		st, err := b.Statement(c.Context, a[0], from, to, c.Bool("summarize"))
 		if err != nil {
 			return err
 		}
@@ -266,7 +267,7 @@ func journal(c *cli.Context) error {
 		return usageError{"--limit must not be negative"}
 	}
 	return withBank(c, func(b bank) error {
-		entries, err := b.Journal(f)
+		entries, err := b.Journal(c.Context, f)
 		if err != nil {
 			return err
 		}

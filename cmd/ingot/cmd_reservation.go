@@ -65,7 +65,7 @@ func reservationAdd(c *cli.Context) error {
 		if spec.Machine, err = machineOf(c, b); err != nil {
 			return err
 		}
-		r, err := b.AddReservation(request(c), spec)
+		r, err := b.AddReservation(c.Context, request(c), spec)
 		if err != nil {
 			return err
 		}
@@ -84,7 +84,7 @@ func requiredTime(c *cli.Context, name string) (time.Time, error) {
 
 func reservationList(c *cli.Context) error {
 	return withBank(c, func(b bank) error {
-		rs, err := b.Reservations()
+		rs, err := b.Reservations(c.Context)
 		if err != nil {
 			return err
 		}
@@ -111,7 +111,7 @@ func reservationFlush(end bool) cli.ActionFunc {
 			return err
 		}
 		return withBank(c, func(b bank) error {
-			r, err := b.Flush(request(c), a[0], running, end)
+			r, err := b.Flush(c.Context, request(c), a[0], running, end)
 			if err != nil {
 				return err
 			}

@@ -16,7 +16,6 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/ingot-hpc/ingot/internal/runtimetune"
 	"github.com/ingot-hpc/ingot/ledger"
 	"github.com/ingot-hpc/ingot/ledger/boltstore"
 	"github.com/ingot-hpc/ingot/lien"
@@ -86,13 +85,12 @@ func serve(c *cli.Context, fileKeys []string) error {
 	}
 	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	runtimetune.Apply()
 	out := newBufferedLog(c.App.ErrWriter)
 	defer out.Close()
 	log := slog.New(flushingHandler{slog.NewJSONHandler(out, &slog.HandlerOptions{Level: c.Generic("log-level").(*logLevel).Level}), out})
 	m := metrics.New()
 	return withStore(c, boltstore.Options{OnCommit: m.ObserveCommit}, func(l *ledger.Ledger, store *boltstore.Store) error {
-		m.CountLiens(store.ActiveLiens)
+		m.CountLiens(func() (int, error) { return l.OpenLiens(ctx) })
 		firstAdminKey := c.String("first-admin-key")
 		// The server key is made only with the first admin's key: a server
 		// started with a mistyped --server-key must stop, not seal anew.
@@ -127,7 +125,7 @@ func serve(c *cli.Context, fileKeys []string) error {
 // key goes to path and, once, to standard output. A bank that has clients
 // already is left alone.
 func addFirstAdmin(c *cli.Context, reg *clients.Registry, path string) error {
-	existing, err := reg.List()
+	existing, err := reg.List(c.Context)
 	if err != nil || len(existing) > 0 {
 		return err
 	}
@@ -137,7 +135,7 @@ func addFirstAdmin(c *cli.Context, reg *clients.Registry, path string) error {
 	// The file is made first: a path that cannot be written stops the
 	// start before an admin nobody has the key of is made.
 	admin, key, err := makeKeyFile(path, func() (clients.Client, auth.Key, error) {
-		return reg.Add(request(c), "admin", clients.RoleAdmin, nil)
+		return reg.Add(c.Context, request(c), "admin", clients.RoleAdmin, nil)
 	})
 	if err != nil {
 		return fmt.Errorf("serve: first admin: %w", err)

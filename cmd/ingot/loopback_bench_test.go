@@ -46,7 +46,7 @@ func BenchmarkLoopback(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	l, err := ledger.Open(store)
+	l, err := ledger.Open(context.Background(), store)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -92,12 +92,12 @@ func (c *inProcessCycler) req() ledger.Request {
 }
 
 func (c *inProcessCycler) place(spec api.LienRequest) error {
-	_, err := c.bank.Place(c.req(), spec)
+	_, err := c.bank.Place(context.Background(), c.req(), spec)
 	return err
 }
 
 func (c *inProcessCycler) charge(spec api.ChargeRequest) error {
-	_, err := c.bank.Charge(c.req(), spec)
+	_, err := c.bank.Charge(context.Background(), c.req(), spec)
 	return err
 }
 

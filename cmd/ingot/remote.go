@@ -66,146 +66,146 @@ type remoteBank struct {
 
 func (r remoteBank) Settings() (api.Settings, error) { return r.client.Settings(r.ctx) }
 
-func (r remoteBank) Nodes(prefix string) ([]ledger.Node, error) { return r.client.Nodes(r.ctx, prefix) }
+func (r remoteBank) Nodes(ctx context.Context, prefix string) ([]ledger.Node, error) { return r.client.Nodes(ctx, prefix) }
 
-func (r remoteBank) Node(name string) (ledger.Node, error) { return r.client.Node(r.ctx, name) }
+func (r remoteBank) Node(ctx context.Context, name string) (ledger.Node, error) { return r.client.Node(ctx, name) }
 
-func (r remoteBank) CreateNode(req ledger.Request, spec ledger.NodeSpec) (ledger.Node, error) {
-	return r.client.CreateNode(r.ctx, req.ID, spec)
+func (r remoteBank) CreateNode(ctx context.Context, req ledger.Request, spec ledger.NodeSpec) (ledger.Node, error) {
+	return r.client.CreateNode(ctx, req.ID, spec)
 }
 
-func (r remoteBank) ModifyNode(req ledger.Request, name string, change ledger.NodeChange) (ledger.Node, error) {
-	return r.client.ModifyNode(r.ctx, req.ID, name, change)
+func (r remoteBank) ModifyNode(ctx context.Context, req ledger.Request, name string, change ledger.NodeChange) (ledger.Node, error) {
+	return r.client.ModifyNode(ctx, req.ID, name, change)
 }
 
-func (r remoteBank) DeactivateNode(req ledger.Request, name string) (ledger.Node, error) {
-	return r.client.DeactivateNode(r.ctx, req.ID, name)
+func (r remoteBank) DeactivateNode(ctx context.Context, req ledger.Request, name string) (ledger.Node, error) {
+	return r.client.DeactivateNode(ctx, req.ID, name)
 }
 
-func (r remoteBank) Users() ([]ledger.User, error) { return r.client.Users(r.ctx) }
+func (r remoteBank) Users(ctx context.Context) ([]ledger.User, error) { return r.client.Users(ctx) }
 
-func (r remoteBank) AddUser(req ledger.Request, spec ledger.UserSpec) (ledger.User, error) {
-	return r.client.AddUser(r.ctx, req.ID, spec)
+func (r remoteBank) AddUser(ctx context.Context, req ledger.Request, spec ledger.UserSpec) (ledger.User, error) {
+	return r.client.AddUser(ctx, req.ID, spec)
 }
 
-func (r remoteBank) ModifyUser(req ledger.Request, name string, change ledger.UserChange) (ledger.User, error) {
-	return r.client.ModifyUser(r.ctx, req.ID, name, change)
+func (r remoteBank) ModifyUser(ctx context.Context, req ledger.Request, name string, change ledger.UserChange) (ledger.User, error) {
+	return r.client.ModifyUser(ctx, req.ID, name, change)
 }
 
-func (r remoteBank) Machines() ([]ledger.Machine, error) { return r.client.Machines(r.ctx) }
+func (r remoteBank) Machines(ctx context.Context) ([]ledger.Machine, error) { return r.client.Machines(ctx) }
 
-func (r remoteBank) AddMachine(req ledger.Request, spec ledger.MachineSpec) (ledger.Machine, error) {
-	return r.client.AddMachine(r.ctx, req.ID, spec)
+func (r remoteBank) AddMachine(ctx context.Context, req ledger.Request, spec ledger.MachineSpec) (ledger.Machine, error) {
+	return r.client.AddMachine(ctx, req.ID, spec)
 }
 
-func (r remoteBank) ModifyMachine(req ledger.Request, name string, change ledger.MachineChange) (ledger.Machine, error) {
-	return r.client.ModifyMachine(r.ctx, req.ID, name, change)
+func (r remoteBank) ModifyMachine(ctx context.Context, req ledger.Request, name string, change ledger.MachineChange) (ledger.Machine, error) {
+	return r.client.ModifyMachine(ctx, req.ID, name, change)
 }
 
-func (r remoteBank) Deposit(req ledger.Request, spec ledger.DepositSpec) (ledger.Receipt, error) {
-	return r.client.Deposit(r.ctx, req.ID, spec)
+func (r remoteBank) Deposit(ctx context.Context, req ledger.Request, spec ledger.DepositSpec) (ledger.Receipt, error) {
+	return r.client.Deposit(ctx, req.ID, spec)
 }
 
-func (r remoteBank) Withdraw(req ledger.Request, spec ledger.WithdrawSpec) (ledger.Receipt, error) {
-	return r.client.Withdraw(r.ctx, req.ID, spec)
+func (r remoteBank) Withdraw(ctx context.Context, req ledger.Request, spec ledger.WithdrawSpec) (ledger.Receipt, error) {
+	return r.client.Withdraw(ctx, req.ID, spec)
 }
 
-func (r remoteBank) Transfer(req ledger.Request, spec ledger.TransferSpec) (ledger.Receipt, error) {
-	return r.client.Transfer(r.ctx, req.ID, spec)
+func (r remoteBank) Transfer(ctx context.Context, req ledger.Request, spec ledger.TransferSpec) (ledger.Receipt, error) {
+	return r.client.Transfer(ctx, req.ID, spec)
 }
 
-func (r remoteBank) Balances(at time.Time) ([]ledger.NodeBalance, error) {
-	return r.client.Balances(r.ctx, at)
+func (r remoteBank) Balances(ctx context.Context, at time.Time) ([]ledger.NodeBalance, error) {
+	return r.client.Balances(ctx, at)
 }
 
-func (r remoteBank) BalanceAt(node string, at time.Time) (ledger.NodeBalance, error) {
-	return r.client.BalanceAt(r.ctx, node, at)
+func (r remoteBank) BalanceAt(ctx context.Context, node string, at time.Time) (ledger.NodeBalance, error) {
+	return r.client.BalanceAt(ctx, node, at)
 }
 
-func (r remoteBank) Shares(account string) (ledger.AccountShares, error) {
-	return r.client.Shares(r.ctx, account)
+func (r remoteBank) Shares(ctx context.Context, account string) (ledger.AccountShares, error) {
+	return r.client.Shares(ctx, account)
 }
 
-func (r remoteBank) FairShare(account string, halfLife time.Duration, compensation float64) ([]ledger.FairShareNode, error) {
-	return r.client.FairShare(r.ctx, account, halfLife, compensation)
+func (r remoteBank) FairShare(ctx context.Context, account string, halfLife time.Duration, compensation float64) ([]ledger.FairShareNode, error) {
+	return r.client.FairShare(ctx, account, halfLife, compensation)
 }
 
-func (r remoteBank) Statement(account string, from, to time.Time, summarize bool) (ledger.Statement, error) {
-	return r.client.Statement(r.ctx, account, from, to, summarize)
+func (r remoteBank) Statement(ctx context.Context, account string, from, to time.Time, summarize bool) (ledger.Statement, error) {
+	return r.client.Statement(ctx, account, from, to, summarize)
 }
 
-func (r remoteBank) Journal(f ledger.JournalFilter) ([]ledger.Entry, error) {
-	return r.client.Journal(r.ctx, f)
+func (r remoteBank) Journal(ctx context.Context, f ledger.JournalFilter) ([]ledger.Entry, error) {
+	return r.client.Journal(ctx, f)
 }
 
-func (r remoteBank) Audit() (ledger.AuditReport, error) { return r.client.Audit(r.ctx) }
+func (r remoteBank) Audit(ctx context.Context) (ledger.AuditReport, error) { return r.client.Audit(ctx) }
 
-func (r remoteBank) Backup(w io.Writer) (int64, error) { return r.client.Backup(r.ctx, w) }
+func (r remoteBank) Backup(ctx context.Context, w io.Writer) (int64, error) { return r.client.Backup(ctx, w) }
 
-func (r remoteBank) Rates() (charge.RateTable, error) { return r.client.Rates(r.ctx) }
+func (r remoteBank) Rates(ctx context.Context) (charge.RateTable, error) { return r.client.Rates(ctx) }
 
-func (r remoteBank) SetRates(req ledger.Request, t charge.RateTable) (charge.RateTable, error) {
-	return r.client.SetRates(r.ctx, req.ID, t)
+func (r remoteBank) SetRates(ctx context.Context, req ledger.Request, t charge.RateTable) (charge.RateTable, error) {
+	return r.client.SetRates(ctx, req.ID, t)
 }
 
-func (r remoteBank) Config() (lien.Config, error) { return r.client.Config(r.ctx) }
+func (r remoteBank) Config(ctx context.Context) (lien.Config, error) { return r.client.Config(ctx) }
 
-func (r remoteBank) ChangeConfig(req ledger.Request, ch lien.ConfigChange) (lien.Config, error) {
-	return r.client.ChangeConfig(r.ctx, req.ID, ch)
+func (r remoteBank) ChangeConfig(ctx context.Context, req ledger.Request, ch lien.ConfigChange) (lien.Config, error) {
+	return r.client.ChangeConfig(ctx, req.ID, ch)
 }
 
-func (r remoteBank) Quote(spec lien.QuoteSpec) (lien.QuoteResult, error) {
-	return r.client.Quote(r.ctx, spec)
+func (r remoteBank) Quote(ctx context.Context, spec lien.QuoteSpec) (lien.QuoteResult, error) {
+	return r.client.Quote(ctx, spec)
 }
 
-func (r remoteBank) Guarantee(req ledger.Request, spec lien.QuoteSpec, expires time.Time, uses int) (lien.StoredQuote, error) {
-	return r.client.Guarantee(r.ctx, req.ID, spec, expires, uses)
+func (r remoteBank) Guarantee(ctx context.Context, req ledger.Request, spec lien.QuoteSpec, expires time.Time, uses int) (lien.StoredQuote, error) {
+	return r.client.Guarantee(ctx, req.ID, spec, expires, uses)
 }
 
-func (r remoteBank) Quotes() ([]lien.StoredQuote, error) { return r.client.Quotes(r.ctx) }
+func (r remoteBank) Quotes(ctx context.Context) ([]lien.StoredQuote, error) { return r.client.Quotes(ctx) }
 
-func (r remoteBank) Place(req ledger.Request, spec lien.PlaceSpec) (lien.LienResult, error) {
-	return r.client.PlaceLien(r.ctx, req.ID, spec)
+func (r remoteBank) Place(ctx context.Context, req ledger.Request, spec lien.PlaceSpec) (lien.LienResult, error) {
+	return r.client.PlaceLien(ctx, req.ID, spec)
 }
 
-func (r remoteBank) Extend(req ledger.Request, job lien.Job, wallclockLimitSeconds int64) (lien.LienResult, error) {
-	return r.client.ExtendLien(r.ctx, req.ID, job, wallclockLimitSeconds)
+func (r remoteBank) Extend(ctx context.Context, req ledger.Request, job lien.Job, wallclockLimitSeconds int64) (lien.LienResult, error) {
+	return r.client.ExtendLien(ctx, req.ID, job, wallclockLimitSeconds)
 }
 
-func (r remoteBank) Release(req ledger.Request, job lien.Job) (ledger.Lien, error) {
-	return r.client.ReleaseLien(r.ctx, req.ID, job)
+func (r remoteBank) Release(ctx context.Context, req ledger.Request, job lien.Job) (ledger.Lien, error) {
+	return r.client.ReleaseLien(ctx, req.ID, job)
 }
 
-func (r remoteBank) Sweep(req ledger.Request) ([]ledger.Lien, error) {
-	return r.client.Sweep(r.ctx, req.ID)
+func (r remoteBank) Sweep(ctx context.Context, req ledger.Request) ([]ledger.Lien, error) {
+	return r.client.Sweep(ctx, req.ID)
 }
 
-func (r remoteBank) Liens(node string, all bool) ([]ledger.Lien, error) {
-	return r.client.Liens(r.ctx, node, all)
+func (r remoteBank) Liens(ctx context.Context, node string, all bool) ([]ledger.Lien, error) {
+	return r.client.Liens(ctx, node, all)
 }
 
-func (r remoteBank) JobLien(job lien.Job) (ledger.Lien, error) { return r.client.JobLien(r.ctx, job) }
+func (r remoteBank) JobLien(ctx context.Context, job lien.Job) (ledger.Lien, error) { return r.client.JobLien(ctx, job) }
 
-func (r remoteBank) Charge(req ledger.Request, spec lien.ChargeSpec) (lien.ChargeResult, error) {
-	return r.client.Charge(r.ctx, req.ID, spec)
+func (r remoteBank) Charge(ctx context.Context, req ledger.Request, spec lien.ChargeSpec) (lien.ChargeResult, error) {
+	return r.client.Charge(ctx, req.ID, spec)
 }
 
-func (r remoteBank) Charges(job lien.Job) ([]ledger.Charge, error) {
-	return r.client.Charges(r.ctx, job)
+func (r remoteBank) Charges(ctx context.Context, job lien.Job) ([]ledger.Charge, error) {
+	return r.client.Charges(ctx, job)
 }
 
-func (r remoteBank) Refund(req ledger.Request, spec lien.RefundSpec) (ledger.Charge, error) {
-	return r.client.Refund(r.ctx, req.ID, spec)
+func (r remoteBank) Refund(ctx context.Context, req ledger.Request, spec lien.RefundSpec) (ledger.Charge, error) {
+	return r.client.Refund(ctx, req.ID, spec)
 }
 
-func (r remoteBank) AddReservation(req ledger.Request, spec lien.ReservationSpec) (lien.Reservation, error) {
-	return r.client.AddReservation(r.ctx, req.ID, spec)
+func (r remoteBank) AddReservation(ctx context.Context, req ledger.Request, spec lien.ReservationSpec) (lien.Reservation, error) {
+	return r.client.AddReservation(ctx, req.ID, spec)
 }
 
-func (r remoteBank) Reservations() ([]lien.Reservation, error) { return r.client.Reservations(r.ctx) }
+func (r remoteBank) Reservations(ctx context.Context) ([]lien.Reservation, error) { return r.client.Reservations(ctx) }
 
-func (r remoteBank) Flush(req ledger.Request, name string, running int64, end bool) (lien.FlushResult, error) {
-	return r.client.Flush(r.ctx, req.ID, name, running, end)
+func (r remoteBank) Flush(ctx context.Context, req ledger.Request, name string, running int64, end bool) (lien.FlushResult, error) {
+	return r.client.Flush(ctx, req.ID, name, running, end)
 }
 
 func (r remoteBank) Registry(bool) (clientRegistry, error) { return remoteRegistry(r), nil }
@@ -216,16 +216,16 @@ func (r remoteBank) Close() error { return nil }
 // remoteRegistry is the server's API clients (admins only).
 type remoteRegistry remoteBank
 
-func (r remoteRegistry) Add(req ledger.Request, name string, role clients.Role, scope []string) (clients.Client, auth.Key, error) {
-	return r.client.AddClient(r.ctx, req.ID, name, role, scope)
+func (r remoteRegistry) Add(ctx context.Context, req ledger.Request, name string, role clients.Role, scope []string) (clients.Client, auth.Key, error) {
+	return r.client.AddClient(ctx, req.ID, name, role, scope)
 }
 
-func (r remoteRegistry) Rotate(req ledger.Request, name string) (clients.Client, auth.Key, error) {
-	return r.client.RotateKey(r.ctx, req.ID, name)
+func (r remoteRegistry) Rotate(ctx context.Context, req ledger.Request, name string) (clients.Client, auth.Key, error) {
+	return r.client.RotateKey(ctx, req.ID, name)
 }
 
-func (r remoteRegistry) Revoke(req ledger.Request, name, keyID string) (clients.Client, error) {
-	return r.client.RevokeKey(r.ctx, req.ID, name, keyID)
+func (r remoteRegistry) Revoke(ctx context.Context, req ledger.Request, name, keyID string) (clients.Client, error) {
+	return r.client.RevokeKey(ctx, req.ID, name, keyID)
 }
 
-func (r remoteRegistry) List() ([]clients.Client, error) { return r.client.Clients(r.ctx) }
+func (r remoteRegistry) List(ctx context.Context) ([]clients.Client, error) { return r.client.Clients(ctx) }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -44,7 +45,7 @@ func newRemoteSite(t *testing.T) *remoteSite {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := ledger.Open(store)
+	l, err := ledger.Open(context.Background(), store)
 	if err != nil {
 		t.Fatal(err)
 	}

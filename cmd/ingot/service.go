@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"time"
@@ -24,53 +25,53 @@ type bankService interface {
 	// Settings are the bank's settings, when it was created, and its clock.
 	Settings() (api.Settings, error)
 
-	Nodes(prefix string) ([]ledger.Node, error)
-	Node(name string) (ledger.Node, error)
-	CreateNode(req ledger.Request, spec ledger.NodeSpec) (ledger.Node, error)
-	ModifyNode(req ledger.Request, name string, change ledger.NodeChange) (ledger.Node, error)
-	DeactivateNode(req ledger.Request, name string) (ledger.Node, error)
+	Nodes(ctx context.Context, prefix string) ([]ledger.Node, error)
+	Node(ctx context.Context, name string) (ledger.Node, error)
+	CreateNode(ctx context.Context, req ledger.Request, spec ledger.NodeSpec) (ledger.Node, error)
+	ModifyNode(ctx context.Context, req ledger.Request, name string, change ledger.NodeChange) (ledger.Node, error)
+	DeactivateNode(ctx context.Context, req ledger.Request, name string) (ledger.Node, error)
 
-	Users() ([]ledger.User, error)
-	AddUser(req ledger.Request, spec ledger.UserSpec) (ledger.User, error)
-	ModifyUser(req ledger.Request, name string, change ledger.UserChange) (ledger.User, error)
-	Machines() ([]ledger.Machine, error)
-	AddMachine(req ledger.Request, spec ledger.MachineSpec) (ledger.Machine, error)
-	ModifyMachine(req ledger.Request, name string, change ledger.MachineChange) (ledger.Machine, error)
+	Users(ctx context.Context) ([]ledger.User, error)
+	AddUser(ctx context.Context, req ledger.Request, spec ledger.UserSpec) (ledger.User, error)
+	ModifyUser(ctx context.Context, req ledger.Request, name string, change ledger.UserChange) (ledger.User, error)
+	Machines(ctx context.Context) ([]ledger.Machine, error)
+	AddMachine(ctx context.Context, req ledger.Request, spec ledger.MachineSpec) (ledger.Machine, error)
+	ModifyMachine(ctx context.Context, req ledger.Request, name string, change ledger.MachineChange) (ledger.Machine, error)
 
-	Deposit(req ledger.Request, spec ledger.DepositSpec) (ledger.Receipt, error)
-	Withdraw(req ledger.Request, spec ledger.WithdrawSpec) (ledger.Receipt, error)
-	Transfer(req ledger.Request, spec ledger.TransferSpec) (ledger.Receipt, error)
+	Deposit(ctx context.Context, req ledger.Request, spec ledger.DepositSpec) (ledger.Receipt, error)
+	Withdraw(ctx context.Context, req ledger.Request, spec ledger.WithdrawSpec) (ledger.Receipt, error)
+	Transfer(ctx context.Context, req ledger.Request, spec ledger.TransferSpec) (ledger.Receipt, error)
 
-	Balances(at time.Time) ([]ledger.NodeBalance, error)
-	BalanceAt(node string, at time.Time) (ledger.NodeBalance, error)
-	Shares(account string) (ledger.AccountShares, error)
-	FairShare(account string, halfLife time.Duration, compensation float64) ([]ledger.FairShareNode, error)
-	Statement(account string, from, to time.Time, summarize bool) (ledger.Statement, error)
-	Journal(f ledger.JournalFilter) ([]ledger.Entry, error)
-	Audit() (ledger.AuditReport, error)
+	Balances(ctx context.Context, at time.Time) ([]ledger.NodeBalance, error)
+	BalanceAt(ctx context.Context, node string, at time.Time) (ledger.NodeBalance, error)
+	Shares(ctx context.Context, account string) (ledger.AccountShares, error)
+	FairShare(ctx context.Context, account string, halfLife time.Duration, compensation float64) ([]ledger.FairShareNode, error)
+	Statement(ctx context.Context, account string, from, to time.Time, summarize bool) (ledger.Statement, error)
+	Journal(ctx context.Context, f ledger.JournalFilter) ([]ledger.Entry, error)
+	Audit(ctx context.Context) (ledger.AuditReport, error)
 	// Backup writes a consistent copy of the database file to w.
-	Backup(w io.Writer) (int64, error)
+	Backup(ctx context.Context, w io.Writer) (int64, error)
 
-	Rates() (charge.RateTable, error)
-	SetRates(req ledger.Request, t charge.RateTable) (charge.RateTable, error)
-	Config() (lien.Config, error)
-	ChangeConfig(req ledger.Request, ch lien.ConfigChange) (lien.Config, error)
+	Rates(ctx context.Context) (charge.RateTable, error)
+	SetRates(ctx context.Context, req ledger.Request, t charge.RateTable) (charge.RateTable, error)
+	Config(ctx context.Context) (lien.Config, error)
+	ChangeConfig(ctx context.Context, req ledger.Request, ch lien.ConfigChange) (lien.Config, error)
 
-	Quote(spec lien.QuoteSpec) (lien.QuoteResult, error)
-	Guarantee(req ledger.Request, spec lien.QuoteSpec, expires time.Time, uses int) (lien.StoredQuote, error)
-	Quotes() ([]lien.StoredQuote, error)
-	Place(req ledger.Request, spec lien.PlaceSpec) (lien.LienResult, error)
-	Extend(req ledger.Request, job lien.Job, wallclockLimitSeconds int64) (lien.LienResult, error)
-	Release(req ledger.Request, job lien.Job) (ledger.Lien, error)
-	Sweep(req ledger.Request) ([]ledger.Lien, error)
-	Liens(node string, all bool) ([]ledger.Lien, error)
-	JobLien(job lien.Job) (ledger.Lien, error)
-	Charge(req ledger.Request, spec lien.ChargeSpec) (lien.ChargeResult, error)
-	Charges(job lien.Job) ([]ledger.Charge, error)
-	Refund(req ledger.Request, spec lien.RefundSpec) (ledger.Charge, error)
-	AddReservation(req ledger.Request, spec lien.ReservationSpec) (lien.Reservation, error)
-	Reservations() ([]lien.Reservation, error)
-	Flush(req ledger.Request, name string, running int64, end bool) (lien.FlushResult, error)
+	Quote(ctx context.Context, spec lien.QuoteSpec) (lien.QuoteResult, error)
+	Guarantee(ctx context.Context, req ledger.Request, spec lien.QuoteSpec, expires time.Time, uses int) (lien.StoredQuote, error)
+	Quotes(ctx context.Context) ([]lien.StoredQuote, error)
+	Place(ctx context.Context, req ledger.Request, spec lien.PlaceSpec) (lien.LienResult, error)
+	Extend(ctx context.Context, req ledger.Request, job lien.Job, wallclockLimitSeconds int64) (lien.LienResult, error)
+	Release(ctx context.Context, req ledger.Request, job lien.Job) (ledger.Lien, error)
+	Sweep(ctx context.Context, req ledger.Request) ([]ledger.Lien, error)
+	Liens(ctx context.Context, node string, all bool) ([]ledger.Lien, error)
+	JobLien(ctx context.Context, job lien.Job) (ledger.Lien, error)
+	Charge(ctx context.Context, req ledger.Request, spec lien.ChargeSpec) (lien.ChargeResult, error)
+	Charges(ctx context.Context, job lien.Job) ([]ledger.Charge, error)
+	Refund(ctx context.Context, req ledger.Request, spec lien.RefundSpec) (ledger.Charge, error)
+	AddReservation(ctx context.Context, req ledger.Request, spec lien.ReservationSpec) (lien.Reservation, error)
+	Reservations(ctx context.Context) ([]lien.Reservation, error)
+	Flush(ctx context.Context, req ledger.Request, name string, running int64, end bool) (lien.FlushResult, error)
 
 	// Registry is the bank's API clients; makesKeys lets a local bank make
 	// its server key if it has none.
@@ -81,10 +82,10 @@ type bankService interface {
 // clientRegistry is the API clients and their keys: *clients.Registry
 // locally, the server's /v1/clients remotely.
 type clientRegistry interface {
-	Add(req ledger.Request, name string, role clients.Role, scope []string) (clients.Client, auth.Key, error)
-	Rotate(req ledger.Request, name string) (clients.Client, auth.Key, error)
-	Revoke(req ledger.Request, name, keyID string) (clients.Client, error)
-	List() ([]clients.Client, error)
+	Add(ctx context.Context, req ledger.Request, name string, role clients.Role, scope []string) (clients.Client, auth.Key, error)
+	Rotate(ctx context.Context, req ledger.Request, name string) (clients.Client, auth.Key, error)
+	Revoke(ctx context.Context, req ledger.Request, name, keyID string) (clients.Client, error)
+	List(ctx context.Context) ([]clients.Client, error)
 }
 
 // localBank is the bank on the database file: the ledger and its lien

@@ -1,6 +1,7 @@
 package boltstore_test
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -9,6 +10,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/ingot-hpc/ingot/ledger"
+	"github.com/ingot-hpc/ingot/ledger/boltstore/bolttest"
 	"github.com/ingot-hpc/ingot/ledger/ledgertest"
 )
 
@@ -20,11 +22,11 @@ import (
 func BenchmarkDeposit(b *testing.B) {
 	for _, writers := range []int{1, 64} {
 		b.Run(fmt.Sprintf("ingot/writers=%d", writers), func(b *testing.B) {
-			bank := ledgertest.NewBank(b, ledgertest.Bolt)
+			bank := ledgertest.NewBank(b, bolttest.Open)
 			bank.MustNode("chem")
 			one := decimal.NewFromInt(1)
 			ledgertest.Parallel(b, writers, func() {
-				if _, err := bank.Deposit(bank.Req(), ledger.DepositSpec{Account: "chem", Amount: one}); err != nil {
+				if _, err := bank.Deposit(context.Background(), bank.Req(), ledger.DepositSpec{Account: "chem", Amount: one}); err != nil {
 					b.Fatal(err)
 				}
 			})
@@ -45,7 +47,7 @@ func BenchmarkDeposit(b *testing.B) {
 
 func BenchmarkBalance(b *testing.B) {
 	b.Run("ingot", func(b *testing.B) {
-		bank := ledgertest.NewBank(b, ledgertest.Bolt)
+		bank := ledgertest.NewBank(b, bolttest.Open)
 		bank.MustNode("chem")
 		for i := 0; i < 10; i++ { // a typical account: a few allocations
 			bank.MustDeposit("chem", "100", time.Time{})
@@ -53,7 +55,7 @@ func BenchmarkBalance(b *testing.B) {
 		b.ResetTimer()
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
-				if _, err := bank.BalanceAt("chem", time.Time{}); err != nil {
+				if _, err := bank.BalanceAt(context.Background(), "chem", time.Time{}); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -1,13 +1,15 @@
 package boltstore
 
 import (
-	"crypto/rand"
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"runtime/debug"
 	"sync"
-	"sync/atomic"
+	"syscall"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -15,610 +17,444 @@ import (
 	"github.com/ingot-hpc/ingot/ledger"
 )
 
-// schemaVersion is the layout of the buckets; Open refuses a newer one.
-// Version 6 added the write-ahead log (wal.go) and the meta key
-// "log_applied"; version 7, answers kept by reference to their journal
-// entries (requests.go), which an ingot of version 6 would take for
-// corrupt answers on a retry. A version 5 or 6 file is the same without
-// them, so a read-write open upgrades it by setting the version. Older
-// ones are refused (their layout changed before any bank was in service).
+// schemaVersion is the layout of the buckets (doc.go); Open refuses a newer
+// one and upgrades oldestUpgradable and later.
 const (
-	schemaVersion    = 7
-	oldestUpgradable = 5
+	schemaVersion    = 8
+	oldestUpgradable = 7
 )
 
-// maxGroup bounds how many calls the committer runs as one group.
+// maxGroup bounds the calls one transaction runs, so that one commit's
+// pages stay a modest write.
 const maxGroup = 1024
 
-// syncQueue bounds how many groups wait for the recorder, and how many for
-// the syncer (for the syncer alone where it makes the records): past them
-// the committer waits, and calls gather into bigger groups.
-const syncQueue = 2
-
-// bucketID names one of the file's buckets. Its number is how the log
-// names the bucket (wal.go): a new bucket goes at the end, and none is
-// ever renumbered. Tables indexed by it replace maps keyed by the name,
-// which the committer looked up several times per write.
-type bucketID uint8
-
-const (
-	bucketMeta bucketID = iota
-	bucketNodes
-	bucketUsers
-	bucketMachines
-	bucketAllocations
-	bucketByAccount
-	bucketHistory
-	bucketJournal
-	bucketRequests
-	bucketLiens
-	bucketLiensByJob
-	bucketLiensActive
-	bucketLiensExpiry
-	bucketCharges
-	bucketChargesJob
-	bucketRecords
-	bucketReserved
-	bucketCharged
-	bucketReservedSum
-	bucketVersions
-	numBuckets
-)
-
-// bucketNames are the buckets' names in the file.
-var bucketNames = [numBuckets][]byte{
-	bucketMeta:        []byte("meta"),
-	bucketNodes:       []byte("nodes"),
-	bucketUsers:       []byte("users"),
-	bucketMachines:    []byte("machines"),
-	bucketAllocations: []byte("allocations"),
-	bucketByAccount:   []byte("allocations_by_account"),
-	bucketHistory:     []byte("balance_history"),
-	bucketJournal:     []byte("journal"),
-	bucketRequests:    []byte("requests"),
-	bucketLiens:       []byte("liens"),
-	bucketLiensByJob:  []byte("liens_by_job"),
-	bucketLiensActive: []byte("liens_active"),
-	bucketLiensExpiry: []byte("liens_by_expiry"),
-	bucketCharges:     []byte("charges"),
-	bucketChargesJob:  []byte("charges_by_job"),
-	bucketRecords:     []byte("records"),
-	bucketReserved:    []byte("reserved"),
-	bucketCharged:     []byte("charged"),
-	bucketReservedSum: []byte("reserved_total"),
-	bucketVersions:    []byte("account_versions"),
-}
-
-// name is the bucket's name in the file.
-func (b bucketID) name() []byte { return bucketNames[b] }
-
-func (b bucketID) String() string { return string(bucketNames[b]) }
+// initialMmapSize is bbolt's first memory map. bbolt maps the file again
+// as it grows, and a new map waits for every reader to finish; mapping
+// this much at once spares a busy bank those stalls until its file is
+// this big.
+const initialMmapSize = 1 << 30
 
 var (
-	keySchema   = []byte("schema")
-	keySettings = []byte("settings")
-	keyHead     = []byte("journal_head")
-	keyApplied  = []byte("log_applied")
-	keyBankID   = []byte("bank_id")
+	// ErrClosed is returned by calls on a closed store.
+	ErrClosed = errors.New("boltstore: store is closed")
+	// ErrLocked is returned when another process holds the database file.
+	ErrLocked = errors.New("boltstore: database is in use by another process")
+	// ErrReadOnly is returned by Update on a store opened read-only.
+	ErrReadOnly = errors.New("boltstore: store is opened read-only")
+	// ErrLogLeft is returned by Open for a file whose write-ahead log,
+	// kept by an earlier version of ingot, was left by a crash.
+	ErrLogLeft = errors.New("boltstore: the bank was left with a write-ahead log by an earlier ingot")
 )
-
-// ErrClosed is returned by calls on a closed store.
-var ErrClosed = errors.New("boltstore: store is closed")
-
-// ErrLocked is returned when another process holds the database file.
-var ErrLocked = errors.New("boltstore: database is in use by another process")
-
-// ErrReadOnly is returned by Update on a store opened read-only.
-var ErrReadOnly = errors.New("boltstore: store is opened read-only")
 
 // Options tune Open.
 type Options struct {
-	// ReadOnly opens the file with a shared lock, beside other readers.
+	// ReadOnly opens the file with a shared lock, beside other readers. A
+	// file this process may not write is opened read-only anyway.
 	ReadOnly bool
+	// Create makes a new bank file if there is none (or it is empty);
+	// otherwise a missing or empty file is refused.
+	Create bool
 	// LockTimeout is how long to wait for another process to release the
 	// file (default 2s).
 	LockTimeout time.Duration
-	// OnCommit, if set, is told of each durable write of the log: how many
-	// Update calls it served and how long they took from the start of the
-	// first one's group to the sync's end, for the server's metrics. It
-	// runs on the syncer, which every writer waits on, so it must return at
-	// once.
+	// OnCommit, if set, is told of each commit: how many Update calls it
+	// served and how long they took from the start of their group to the
+	// commit's end, for the server's metrics. It runs on the committer and
+	// must return at once.
 	OnCommit func(calls int, d time.Duration)
 }
 
-// Store is a ledger.Store on a bbolt file and its write-ahead log. See the
-// package documentation for how the committer, the syncer and the
-// checkpointer share the work.
+// Store is a ledger.Store on a bbolt file.
 type Store struct {
 	path     string
 	db       *bolt.DB
 	readOnly bool
-	calls    chan *call
-	// waiting counts the calls submitted and not answered yet.
-	waiting  atomic.Int64
-	mu       sync.RWMutex // guards closed against sends on calls
-	closed   bool
-	onCommit func(calls int, d time.Duration)
-	// toRecord carries the committer's groups to the recorder, which
-	// passes them on toSync with their log records made; without a
-	// recorder (recorderStage) they are one channel, and the syncer makes
-	// the records.
-	toRecord chan *group
-	toSync   chan *group
-	recorder bool
-	// spareRecords are record buffers the syncer has copied out, for the
-	// recorder to use again.
-	spareRecords chan []byte
-	// durableGroups carries durable groups to the checkpointer.
-	durableGroups *durableQueue
-	finished      chan error
+	onCommit func(int, time.Duration)
 
-	// The committer's own: only commitLoop touches them.
-	cache     *decodedCache
-	ov        *overlay
-	lastGroup uint64
-	// unsynced are the undo records of the groups not yet durable, oldest
-	// first, and undoBuffers the buffers of those since made durable;
-	// writesPerCall is about how many writes a call of the last group
-	// made, to size the next group's.
-	unsynced      []groupUndos
-	undoBuffers   [][]undo
-	writesPerCall int
-	epoch         uint64
-	trimmed       uint64
+	calls chan *call
+	quit  chan struct{}
+	done  chan struct{}
 
-	// filters say which keys the file cannot hold, for the committer's
-	// lookups (filter.go); the checkpointer adds to them.
-	filters keyFilters
-
-	// bank is the bank's id, which the log's segments carry.
-	bank [bankIDSize]byte
-
-	// The checkpointer's own: the writes of a checkpoint and the hot keys
-	// seen (lastOfHotKeys), reused from one checkpoint to the next.
-	checkpointBuf, checkpointSorted []write
-	checkpointSeen                  [numBuckets]map[string]bool
-	checkpointSeenIDs               [numBuckets]map[uint64]bool
-
-	// The syncer's own.
-	log         *logWriter
-	logBuf      []byte
-	lastFailure error
-
-	// durable is the newest durable group: its calls have been answered,
-	// so a reader must see at least its state. published is the newest
-	// state readers were given; the committer copies its overlay for
-	// readers only when one asks (View), so that its writes do not copy
-	// the B-trees' nodes a reader might share when none does.
-	durable   atomic.Uint64
-	published atomic.Pointer[snapshot]
-	// checkpointed is the newest group in the bbolt file; checkpointErr the
-	// error of the newest checkpoint that failed.
-	checkpointed  atomic.Uint64
-	checkpointErr atomic.Value
-	// failures counts the syncer's failed log writes (the committer's
-	// epoch catches up with it).
-	failures atomic.Uint64
-
-	// segs lists the log's segments and the newest group each holds; the
-	// syncer adds, the checkpointer removes.
-	segsMu sync.Mutex
-	segs   []segment
+	mu      sync.Mutex
+	stopped error // set by a failed commit: every later Update gets it
+	closed  bool
 }
 
-type segment struct {
-	n, last uint64
-	// full says the syncer left the segment for being full, so its blocks
-	// are written: it may be kept as the next spare. One it left early,
-	// made from fallocate's blocks (logWriter.fresh), is removed.
-	full bool
-}
-
-// A call is a function for the committer to run. snapshot asks for a copy
-// of the overlay after its group, for readers (View).
+// call is one Update waiting for the committer.
 type call struct {
-	fn       func(ledger.Tx) error
-	snapshot bool
-	err      error
-	done     chan struct{}
+	ctx    context.Context
+	fn     func(ledger.Tx) error
+	result chan error
 }
 
-// A group is the calls the committer ran together, on their way to the
-// syncer and then the checkpointer, with the state after them.
-type group struct {
-	writes groupWrites
-	calls  []*call
-	epoch  uint64
-	start  time.Time
-	snap   *snapshot
-	// record is the group's log record and recordErr why it could not
-	// be made (the recorder's).
-	record    []byte
-	recordErr error
-}
-
-// pageSize is the page size of the files Open creates (a file keeps the
-// one it was made with). A checkpoint writes about 7 KB of new records a
-// lien and charge, and bbolt writes each dirty page with its own system
-// call: with 16 KiB pages instead of the machine's 4 KiB, cycles at 64
-// goroutines took 9% less CPU (20.2 -> 15.5 us of it in the kernel) and ran
-// 7% faster (five alternating pairs, docs/performance.md session 8); 8, 32
-// and 64 KiB did no better.
-const pageSize = 16 << 10
-
-// Open opens (creating if needed, unless read-only) the database at path.
-// It first applies what the write-ahead log holds beyond the file (all of
-// it, after a crash) or, read-only, keeps it in memory for reading.
+// Open opens the bank file at path (see Options).
 func Open(path string, opts Options) (*Store, error) {
 	if opts.LockTimeout == 0 {
 		opts.LockTimeout = 2 * time.Second
 	}
-	if opts.ReadOnly {
-		if _, err := os.Stat(path); err != nil {
-			return nil, fmt.Errorf("boltstore: open %s: %w", path, err)
-		}
-	}
-	// NoFreelistSync: bbolt does not write its free-page list at every
-	// commit, and rebuilds it by a scan when it opens a file that was not
-	// closed cleanly, as etcd runs it.
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: opts.LockTimeout, ReadOnly: opts.ReadOnly,
-		FreelistType: bolt.FreelistMapType, NoFreelistSync: true, InitialMmapSize: initialMmapSize, PageSize: pageSize})
-	if errors.Is(err, bolt.ErrTimeout) {
-		return nil, fmt.Errorf("%w: %s (waited %s for its lock)", ErrLocked, path, opts.LockTimeout)
-	}
+	fresh, err := checkFile(path, opts.Create)
 	if err != nil {
 		return nil, fmt.Errorf("boltstore: open %s: %w", path, err)
 	}
-	s := &Store{path: path, db: db, readOnly: opts.ReadOnly, onCommit: opts.OnCommit,
-		cache: newDecodedCache(), ov: newOverlay()}
-	if err := s.open(); err != nil {
+	readOnly := opts.ReadOnly
+	if !readOnly && !fresh && !writable(path) {
+		readOnly = true
+	}
+	version := uint64(schemaVersion)
+	if !fresh {
+		// Read-only first: bbolt may write to a file it opens read-write
+		// (its free list), and a file that is not a bank must not change.
+		if version, err = probe(path, opts.LockTimeout); err != nil {
+			return nil, err
+		}
+		if err := checkVersion(path, version, readOnly); err != nil {
+			return nil, fmt.Errorf("boltstore: open %s: %w", path, err)
+		}
+	}
+	db, err := openBolt(path, readOnly, opts.LockTimeout)
+	if err != nil {
+		return nil, err
+	}
+	s := &Store{path: path, db: db, readOnly: readOnly, onCommit: opts.OnCommit}
+	switch {
+	case fresh:
+		err = s.create()
+	case version < schemaVersion:
+		err = s.upgrade()
+	}
+	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("boltstore: open %s: %w", path, err)
 	}
-	if !s.readOnly {
-		s.calls = make(chan *call, maxGroup)
-		s.toRecord = make(chan *group, syncQueue)
-		s.toSync = s.toRecord
-		s.spareRecords = make(chan []byte, syncQueue+2)
-		s.durableGroups = newDurableQueue()
-		s.finished = make(chan error, 1)
+	if !readOnly {
+		s.calls, s.quit, s.done = make(chan *call), make(chan struct{}), make(chan struct{})
 		go s.commitLoop()
-		if s.recorder = recorderStage(); s.recorder {
-			s.toSync = make(chan *group, syncQueue)
-			go s.recordLoop()
-		}
-		go s.syncLoop()
-		go s.checkpointLoop()
 	}
 	return s, nil
 }
 
-// open checks the file, recovers the log, and publishes the state.
-func (s *Store) open() error {
-	if err := prepare(s.db, s.readOnly); err != nil {
-		return err
+func openBolt(path string, readOnly bool, timeout time.Duration) (*bolt.DB, error) {
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: timeout, ReadOnly: readOnly,
+		FreelistType: bolt.FreelistMapType, InitialMmapSize: initialMmapSize})
+	if errors.Is(err, bolt.ErrTimeout) {
+		return nil, fmt.Errorf("%w: %s (waited %s for its lock)", ErrLocked, path, timeout)
 	}
-	var applied uint64
-	err := s.db.View(func(btx *bolt.Tx) error {
-		applied = appliedGroup(btx)
-		copy(s.bank[:], btx.Bucket(bucketMeta.name()).Get(keyBankID))
-		return nil
-	})
 	if err != nil {
-		return err
+		return nil, fmt.Errorf("boltstore: open %s: %w", path, err)
 	}
-	nums, logged, err := s.readLog(applied)
+	return db, nil
+}
+
+// writable reports whether this process may write the file.
+func writable(path string) bool {
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
-		return err
+		return !(errors.Is(err, os.ErrPermission) || errors.Is(err, syscall.EROFS))
 	}
-	s.lastGroup, s.trimmed = applied, applied
-	if len(logged) > 0 {
-		s.lastGroup = logged[len(logged)-1].group
-	}
-	if !s.readOnly {
-		if err := s.recover(logged, nums); err != nil {
-			return err
-		}
-		logged = nil // in the file now
-	}
-	if err := s.loadResident(); err != nil {
-		return err
-	}
-	if !s.readOnly { // only the committer asks them
-		if err := s.db.View(func(btx *bolt.Tx) error {
-			s.filters.build(btx)
-			return nil
-		}); err != nil {
-			return err
-		}
-	}
-	for _, g := range logged {
-		for _, w := range g.writes {
-			s.ov.set(w, g.group, -1)
-		}
-	}
-	s.checkpointed.Store(applied)
-	s.durable.Store(s.lastGroup)
-	s.published.Store(&snapshot{group: s.lastGroup, trimmed: applied, ov: s.ov.copy()})
-	return nil
+	f.Close()
+	return true
 }
 
-// ErrLogMismatch is returned by Open when the write-ahead log beside the
-// file cannot be applied to it.
-var ErrLogMismatch = errors.New("boltstore: the write-ahead log does not fit the database file")
-
-// readLog lists the log's segments and the groups in them the file (which
-// holds the groups up to applied) lacks. It refuses a segment of another
-// bank, and a log that starts after applied: the file was replaced by an
-// older copy, and the groups between are lost to it.
-func (s *Store) readLog(applied uint64) ([]uint64, []loggedGroup, error) {
-	nums, err := segments(s.path)
+// probe reads the schema version of the bank at path, opening it
+// read-only, and checks that a file of this schema has every bucket.
+func probe(path string, timeout time.Duration) (uint64, error) {
+	db, err := openBolt(path, true, timeout)
 	if err != nil {
-		return nil, nil, err
-	}
-	var logged []loggedGroup
-	first := true
-	for _, n := range nums {
-		file := segmentPath(s.path, n)
-		info, groups, err := readSegment(file)
-		if err != nil {
-			return nil, nil, err
-		}
-		if !info.ok {
-			continue
-		}
-		if info.bank != s.bank {
-			return nil, nil, fmt.Errorf("%w: %s belongs to another bank: move the %s-wal.* files away to open the file as it is", ErrLogMismatch, file, s.path)
-		}
-		if first && info.prev > applied {
-			return nil, nil, fmt.Errorf("%w: the log starts after change group %d but the file holds groups up to %d only (is the file an older copy?): move the %s-wal.* files away to open the file as it is", ErrLogMismatch, info.prev, applied, s.path)
-		}
-		first = false
-		for _, g := range groups {
-			if g.group > applied {
-				logged = append(logged, g)
-			}
-		}
-	}
-	return nums, logged, nil
-}
-
-// loadResident reads the resident buckets into the overlay.
-func (s *Store) loadResident() error {
-	return s.db.View(func(btx *bolt.Tx) error {
-		for b := range numBuckets {
-			if residentBuckets[b] {
-				if err := s.ov.load(b, btx.Bucket(b.name()).ForEach); err != nil {
-					return err
-				}
-			}
-		}
-		return nil
-	})
-}
-
-// recover applies the logged groups to the file, removes the old segments
-// and starts a new one.
-func (s *Store) recover(logged []loggedGroup, nums []uint64) error {
-	if len(logged) > 0 {
-		err := s.db.Update(func(btx *bolt.Tx) error {
-			for _, g := range logged {
-				if err := apply(btx, g.writes); err != nil {
-					return err
-				}
-			}
-			return setApplied(btx, logged[len(logged)-1].group)
-		})
-		if err != nil {
-			return fmt.Errorf("apply the write-ahead log: %w", err)
-		}
-	}
-	if err := s.removeSegments(nums); err != nil {
-		return err
-	}
-	next := uint64(1)
-	if len(nums) > 0 {
-		next = nums[len(nums)-1] + 1
-	}
-	spare, err := newSpareSegment(s.path)
-	if err != nil {
-		return err
-	}
-	log, err := openLog(s.path, next, s.bank, s.lastGroup)
-	if err != nil {
-		return err
-	}
-	log.spare = spare
-	s.log = log
-	s.segs = []segment{{n: next}}
-	return nil
-}
-
-func (s *Store) removeSegments(nums []uint64) error {
-	for _, n := range nums {
-		if err := removeSegmentFile(segmentPath(s.path, n)); err != nil {
-			return err
-		}
-	}
-	if len(nums) > 0 {
-		return syncDir(s.path)
-	}
-	return nil
-}
-
-// appliedGroup is the newest group the file holds.
-func appliedGroup(btx *bolt.Tx) uint64 {
-	if v := btx.Bucket(bucketMeta.name()).Get(keyApplied); len(v) == 8 {
-		return decodeUint(v)
-	}
-	return 0
-}
-
-func setApplied(btx *bolt.Tx, group uint64) error {
-	return btx.Bucket(bucketMeta.name()).Put(keyApplied, encodeUint(group))
-}
-
-// prepare creates the buckets of a new file and checks the schema version.
-func prepare(db *bolt.DB, readOnly bool) error {
-	check := func(tx *bolt.Tx) error {
-		meta := tx.Bucket(bucketMeta.name())
-		if meta == nil {
-			return fmt.Errorf("%w: not an ingot database (no meta bucket)", ledger.ErrNotInitialized)
-		}
-		v := meta.Get(keySchema)
-		if len(v) != 8 {
-			return fmt.Errorf("%w: schema version missing", ledger.ErrCorrupt)
-		}
-		if got := decodeUint(v); got > schemaVersion {
-			return fmt.Errorf("database schema %d is newer than this ingot's %d: upgrade ingot", got, schemaVersion)
-		} else if got < schemaVersion && !(readOnly && got >= oldestUpgradable) {
-			return fmt.Errorf("database schema %d is older than this ingot's %d and there is no migration: restore it with the ingot that made it", got, schemaVersion)
-		}
-		for b := range numBuckets {
-			if tx.Bucket(b.name()) == nil {
-				return fmt.Errorf("bucket %s is missing: open the database once read-write (any ingot command that changes it) to add it", b)
-			}
-		}
-		return nil
-	}
-	if readOnly {
-		return db.View(check)
-	}
-	return db.Update(func(tx *bolt.Tx) error {
-		for b := range numBuckets {
-			if _, err := tx.CreateBucketIfNotExists(b.name()); err != nil {
-				return err
-			}
-		}
-		meta := tx.Bucket(bucketMeta.name())
-		if v := meta.Get(keySchema); v == nil || len(v) == 8 && decodeUint(v) >= oldestUpgradable && decodeUint(v) < schemaVersion {
-			if err := meta.Put(keySchema, encodeUint(schemaVersion)); err != nil {
-				return err
-			}
-		}
-		if meta.Get(keyBankID) == nil {
-			id := make([]byte, bankIDSize)
-			if _, err := rand.Read(id); err != nil {
-				return fmt.Errorf("make the bank's id: %w", err)
-			}
-			if err := meta.Put(keyBankID, id); err != nil {
-				return err
-			}
-		}
-		return check(tx)
-	})
-}
-
-// View runs fn on the newest durable state: the file as the checkpointer
-// left it, through the published overlay of the groups it does not hold
-// yet. The two must match: a checkpoint between loading the snapshot and
-// opening the transaction is seen by the applied group, and View tries
-// again. A snapshot older than the durable state (the committer copies its
-// overlay only when a reader asks) is brought up to date first.
-func (s *Store) View(fn func(ledger.Tx) error) error {
-	for {
-		snap := s.published.Load()
-		if snap.group < s.durable.Load() {
-			if err := s.refreshSnapshot(); err != nil {
-				return err
-			}
-			continue
-		}
-		btx, err := s.db.Begin(false)
-		if err != nil {
-			return fmt.Errorf("boltstore: read: %w", err)
-		}
-		applied := appliedGroup(btx)
-		if applied < snap.trimmed || applied > snap.group {
-			btx.Rollback()
-			if applied > snap.group {
-				if err := s.refreshSnapshot(); err != nil {
-					return err
-				}
-			}
-			continue
-		}
-		err = fn(&tx{btx: btx, view: snap.ov})
-		btx.Rollback()
-		return err
-	}
-}
-
-// refreshSnapshot has the committer copy its overlay after its next group
-// and waits until that group is durable and its state published. A group
-// whose log write fails (a full disk) publishes nothing, and the request
-// is made again: the committer then runs on the durable state, and a group
-// of readers alone writes nothing to the log.
-func (s *Store) refreshSnapshot() error {
-	if s.readOnly { // its state is the one it opened, published then
-		return fmt.Errorf("boltstore: a read-only store's snapshot is out of date")
-	}
-	var err error
-	for range snapshotTries {
-		err = s.submit(&call{fn: func(ledger.Tx) error { return nil }, snapshot: true, done: make(chan struct{})})
-		if err == nil || errors.Is(err, ErrClosed) {
-			return err
-		}
-	}
-	return fmt.Errorf("boltstore: read: %w", err)
-}
-
-// snapshotTries bounds how often a reader asks for a snapshot while log
-// writes fail.
-const snapshotTries = 3
-
-// Update queues fn for the committer and waits until its group is durable.
-func (s *Store) Update(fn func(ledger.Tx) error) error {
-	if s.readOnly {
-		return ErrReadOnly
-	}
-	return s.submit(&call{fn: fn, done: make(chan struct{})})
-}
-
-// submit queues c for the committer and waits for its answer.
-func (s *Store) submit(c *call) error {
-	s.mu.RLock()
-	if s.closed {
-		s.mu.RUnlock()
-		return ErrClosed
-	}
-	s.waiting.Add(1)
-	s.calls <- c
-	s.mu.RUnlock()
-	<-c.done
-	return c.err
-}
-
-// Backup writes a consistent copy of the database to w: the file once
-// the checkpointer holds every group durable when Backup was called.
-func (s *Store) Backup(w io.Writer) (int64, error) {
-	if err := s.flush(); err != nil {
 		return 0, err
 	}
+	defer db.Close()
+	s := &Store{path: path, db: db}
+	var version uint64
+	err = s.view(func(btx *bolt.Tx) error {
+		var v []byte
+		if meta := btx.Bucket(bucketMeta); meta != nil {
+			v = meta.Get(keySchema)
+		}
+		if len(v) != 8 {
+			return fmt.Errorf("%w: %s is a bbolt database but not an ingot bank (it has no schema version)", ledger.ErrNotInitialized, path)
+		}
+		version = decodeUint(v)
+		if version == schemaVersion {
+			for _, name := range bucketNames {
+				if btx.Bucket(name) == nil {
+					return fmt.Errorf("%w: %s: bucket %s is missing", ledger.ErrCorrupt, path, name)
+				}
+			}
+		}
+		return nil
+	})
+	return version, err
+}
+
+// checkVersion refuses a schema this ingot does not open as asked.
+func checkVersion(path string, version uint64, readOnly bool) error {
+	switch {
+	case version > schemaVersion:
+		return fmt.Errorf("database schema %d is newer than this ingot's %d: upgrade ingot", version, schemaVersion)
+	case version < oldestUpgradable:
+		return fmt.Errorf("database schema %d is older than %d, the oldest this ingot upgrades: open it once read-write with an ingot of schema 7 first", version, oldestUpgradable)
+	case version < schemaVersion && readOnly:
+		return fmt.Errorf("%w: database schema %d must be upgraded to %d: open it once read-write (any command that may change it, with the file writable)", ErrReadOnly, version, schemaVersion)
+	case version < schemaVersion:
+		if left, _ := filepath.Glob(path + "-wal.*"); len(left) > 0 {
+			return fmt.Errorf("%w: %v beside %s hold changes the file may not have yet; open and close the bank once with the ingot that made it (any local command, `ingot --db %s audit` for one) to fold them into the file, then open it with this one", ErrLogLeft, left, path, path)
+		}
+	}
+	return nil
+}
+
+// create makes the buckets of a new bank file.
+func (s *Store) create() error {
+	return s.update(func(btx *bolt.Tx) error {
+		for _, name := range bucketNames {
+			if _, err := btx.CreateBucketIfNotExists(name); err != nil {
+				return err
+			}
+		}
+		return btx.Bucket(bucketMeta).Put(keySchema, encodeUint(schemaVersion))
+	})
+}
+
+// view runs fn in a bbolt read transaction, with a damaged file's panics
+// and faults turned into ledger.ErrCorrupt.
+func (s *Store) view(fn func(*bolt.Tx) error) (err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer s.recoverDamage(&err)
+	err = s.db.View(fn)
+	if errors.Is(err, bolt.ErrDatabaseNotOpen) {
+		return ErrClosed
+	}
+	return err
+}
+
+// update runs fn in a bbolt read-write transaction of its own, as view.
+func (s *Store) update(fn func(*bolt.Tx) error) (err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer s.recoverDamage(&err)
+	return s.db.Update(fn)
+}
+
+// recoverDamage, deferred, turns a panic (bbolt's on a damaged page, or a
+// memory fault on a file cut short) into an error naming the file.
+func (s *Store) recoverDamage(err *error) {
+	if r := recover(); r != nil {
+		*err = damaged(s.path, r)
+	}
+}
+
+func damaged(path string, r any) error {
+	return fmt.Errorf("%w: reading %s failed (%v): the file is damaged; `ingot audit` says what it finds, and `ingot backup` copies are what to restore from", ledger.ErrCorrupt, path, r)
+}
+
+// View runs fn in a read-only transaction.
+func (s *Store) View(ctx context.Context, fn func(ledger.Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return s.view(func(btx *bolt.Tx) error { return fn(&tx{btx: btx}) })
+}
+
+// Update runs fn in the committer's next group and returns once the group
+// is durable (see the package documentation).
+func (s *Store) Update(ctx context.Context, fn func(ledger.Tx) error) error {
+	if s.readOnly {
+		return fmt.Errorf("%w: %s", ErrReadOnly, s.path)
+	}
+	if err := s.stoppedErr(); err != nil {
+		return err
+	}
+	c := &call{ctx: ctx, fn: fn, result: make(chan error, 1)}
+	select {
+	case s.calls <- c:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-s.quit:
+		return ErrClosed
+	}
+	// Once the committer has the call, its outcome is waited for whatever
+	// the context says: the caller must know whether it was applied.
+	return <-c.result
+}
+
+func (s *Store) stoppedErr() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	return s.stopped
+}
+
+// commitLoop is the committer: it takes the calls waiting, runs them as
+// one group, and starts again.
+func (s *Store) commitLoop() {
+	defer close(s.done)
+	debug.SetPanicOnFault(true)
+	for {
+		var group []*call
+		select {
+		case c := <-s.calls:
+			group = append(group, c)
+		case <-s.quit:
+			return
+		}
+	gather:
+		for len(group) < maxGroup {
+			select {
+			case c := <-s.calls:
+				group = append(group, c)
+			default:
+				break gather
+			}
+		}
+		s.commit(group)
+	}
+}
+
+// commit runs a group in one transaction and answers its calls.
+func (s *Store) commit(group []*call) {
+	start := time.Now()
+	if err := s.stoppedErr(); err != nil {
+		answer(group, err)
+		return
+	}
+	live := group[:0:0]
+	for _, c := range group {
+		if err := c.ctx.Err(); err != nil {
+			c.result <- err
+		} else {
+			live = append(live, c)
+		}
+	}
+	for len(live) > 0 {
+		btx, err := s.db.Begin(true)
+		if err != nil {
+			answer(live, fmt.Errorf("boltstore: begin: %w", err))
+			return
+		}
+		t := &tx{btx: btx}
+		var done, refused []*call
+		var refusals []error
+		redo := false
+		for i, c := range live {
+			t.wrote = false
+			err := s.run(c.fn, t)
+			if err == nil {
+				done = append(done, c)
+				continue
+			}
+			if !t.wrote {
+				refused, refusals = append(refused, c), append(refusals, err)
+				continue
+			}
+			// Its writes are in the transaction: run the group again
+			// without it.
+			s.rollback(btx)
+			c.result <- err
+			live = append(live[:i:i], live[i+1:]...)
+			redo = true
+			break
+		}
+		if redo {
+			continue
+		}
+		if err := s.commitTx(btx); err != nil {
+			answer(done, err)
+		} else {
+			answer(done, nil)
+		}
+		for i, c := range refused {
+			c.result <- refusals[i]
+		}
+		if s.onCommit != nil {
+			s.onCommit(len(done), time.Since(start))
+		}
+		return
+	}
+}
+
+// run runs one call's function, its panics turned into errors.
+func (s *Store) run(fn func(ledger.Tx) error, t *tx) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			t.wrote = true // whatever it did is suspect: roll it back
+			err = damaged(s.path, r)
+		}
+	}()
+	return fn(t)
+}
+
+func (s *Store) rollback(btx *bolt.Tx) {
+	defer func() { _ = recover() }() // a damaged file may panic again
+	_ = btx.Rollback()
+}
+
+// commitTx commits; after a failure the store stops (see Update).
+func (s *Store) commitTx(btx *bolt.Tx) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = damaged(s.path, r)
+		}
+		if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+			// bbolt writes a commit's pages where the file's state does not
+			// reach and its meta page last: a write refused for space leaves
+			// the file as it was, and the next commit may find the space.
+			err = fmt.Errorf("boltstore: commit to %s: %w", s.path, err)
+		} else if err != nil {
+			err = fmt.Errorf("boltstore: commit to %s failed, and the store refuses every change until the bank is opened again: %w", s.path, err)
+			s.mu.Lock()
+			if s.stopped == nil {
+				s.stopped = err
+			}
+			s.mu.Unlock()
+		}
+	}()
+	return btx.Commit()
+}
+
+func answer(calls []*call, err error) {
+	for _, c := range calls {
+		c.result <- err
+	}
+}
+
+// Backup writes a consistent copy of the file to w.
+func (s *Store) Backup(ctx context.Context, w io.Writer) (int64, error) {
 	var n int64
-	err := s.db.View(func(btx *bolt.Tx) (err error) {
-		n, err = btx.WriteTo(w)
+	err := s.view(func(btx *bolt.Tx) error {
+		var err error
+		n, err = btx.WriteTo(ctxWriter{ctx, w})
 		return err
 	})
 	return n, err
 }
 
-// Close waits for queued updates and the last checkpoint, then closes the
-// file.
+// ctxWriter stops a copy once its context is done.
+type ctxWriter struct {
+	ctx context.Context
+	w   io.Writer
+}
+
+func (c ctxWriter) Write(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.w.Write(p)
+}
+
+// Close stops the committer, after the group it is running, and closes the
+// file. Calls waiting for it get ErrClosed.
 func (s *Store) Close() error {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
-		return ErrClosed
+		return nil
 	}
 	s.closed = true
-	if !s.readOnly {
-		close(s.calls)
-	}
 	s.mu.Unlock()
-	var err error
-	if !s.readOnly {
-		err = <-s.finished
+	if s.quit != nil {
+		close(s.quit)
+		<-s.done
 	}
-	return errors.Join(err, s.db.Close())
+	return s.db.Close()
 }

@@ -2,11 +2,12 @@ package boltstore
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"encoding/binary"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -14,126 +15,126 @@ import (
 	"github.com/ingot-hpc/ingot/ledger"
 )
 
-// tx is a ledger.Tx: the file read through an overlay (merged.go). In
-// the committer (s set) that is the committer's, which it writes to; in
-// View, a published snapshot's (view).
+// The buckets (doc.go has what each holds).
+var (
+	bucketMeta        = []byte("meta")
+	bucketNodes       = []byte("nodes")
+	bucketUsers       = []byte("users")
+	bucketMachines    = []byte("machines")
+	bucketAllocations = []byte("allocations")
+	bucketByAccount   = []byte("allocations_by_account")
+	bucketHistory     = []byte("balance_history")
+	bucketJournal     = []byte("journal")
+	bucketRequests    = []byte("requests")
+	bucketLiens       = []byte("liens")
+	bucketLiensByJob  = []byte("liens_by_job")
+	bucketLiensActive = []byte("liens_active")
+	bucketCharges     = []byte("charges")
+	bucketChargesJob  = []byte("charges_by_job")
+	bucketRecords     = []byte("records")
+
+	bucketNames = [][]byte{bucketMeta, bucketNodes, bucketUsers, bucketMachines, bucketAllocations,
+		bucketByAccount, bucketHistory, bucketJournal, bucketRequests, bucketLiens, bucketLiensByJob,
+		bucketLiensActive, bucketCharges, bucketChargesJob, bucketRecords}
+)
+
+var (
+	keySchema   = []byte("schema")
+	keySettings = []byte("settings")
+	keyHead     = []byte("journal_head")
+)
+
+// tx is a ledger.Tx on a bbolt transaction. wrote says whether the
+// current call has written (the committer's rollback rule).
 type tx struct {
 	btx   *bolt.Tx
-	cache *decodedCache // nil outside the committer
-	s     *session      // nil outside the committer
-	view  *overlay
-	open  *[numBuckets]kvBucket
+	wrote bool
 }
 
-func (t *tx) bucket(id bucketID) kvBucket {
-	if t.s != nil {
-		return t.s.bucket(id)
-	}
-	if t.open == nil {
-		t.open = new([numBuckets]kvBucket)
-	}
-	b := t.open[id]
-	if b == nil {
-		b = newMergedBucket(nil, t.view, id, t.btx)
-		t.open[id] = b
-	}
-	return b
-}
-
-func encodeUint(n uint64) []byte {
-	b := make([]byte, 8)
-	binary.BigEndian.PutUint64(b, n)
-	return b
-}
+func encodeUint(n uint64) []byte { return binary.BigEndian.AppendUint64(nil, n) }
 
 func decodeUint(b []byte) uint64 { return binary.BigEndian.Uint64(b) }
 
-// Keys are made in one allocation of their exact size: appending to a
-// string's bytes allocated two or three times a key, a tenth of the
-// committer's allocations.
-
-func historyKey(id, seq uint64) []byte {
-	return binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(make([]byte, 0, 16), id), seq)
-}
+func encodeTime(t time.Time) uint64 { return uint64(t.UnixNano()) }
 
 // pairKey is a, a zero byte, then b: a key whose first part is a name
 // (which never holds a zero byte).
-func pairKey(a, b string) []byte {
-	return append(append(append(make([]byte, 0, len(a)+1+len(b)), a...), 0), b...)
-}
+func pairKey(a, b string) []byte { return append(append([]byte(a), 0), b...) }
 
-func accountKey(account string, id uint64) []byte {
-	return binary.BigEndian.AppendUint64(append(append(make([]byte, 0, len(account)+1+8), account...), 0), id)
-}
-
-func requestKey(k ledger.RequestKey) []byte { return pairKey(k.Client, k.ID) }
-
-// get decodes the value at key; ok is false if there is none. In the
-// committer's transactions it first asks the cache of decoded records,
-// which also remembers keys found missing. Only a miss decodes into memory
-// of its own (json.Unmarshal keeps what it is given on the heap).
-func get[T any](t *tx, bucket bucketID, key []byte) (v T, ok bool, err error) {
-	if cached, ok := t.cache.lookup(bucket, key); ok {
-		if _, missing := cached.(absent); missing {
-			return v, false, nil
-		}
-		return copyOf(cached.(*T)), true, nil
+func idKey(prefix []byte, ids ...uint64) []byte {
+	k := bytes.Clone(prefix)
+	for _, id := range ids {
+		k = binary.BigEndian.AppendUint64(k, id)
 	}
+	return k
+}
+
+func (t *tx) bucket(name []byte) *bolt.Bucket {
+	b := t.btx.Bucket(name)
+	if b == nil {
+		panic(fmt.Sprintf("bucket %s is missing", name)) // prepare checked they all exist
+	}
+	return b
+}
+
+// get decodes the JSON value at key; ok is false if there is none.
+func get[T any](t *tx, bucket, key []byte) (v T, ok bool, err error) {
 	raw := t.bucket(bucket).Get(key)
 	if raw == nil {
-		keep(t.cache, bucket, key, absent{})
 		return v, false, nil
 	}
-	decoded := new(T)
-	if err := json.Unmarshal(raw, decoded); err != nil {
-		return v, false, fmt.Errorf("%w: %s/%x: %v", ledger.ErrCorrupt, bucket, key, err)
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return v, false, fmt.Errorf("%w: %s/%q: %v", ledger.ErrCorrupt, bucket, key, err)
 	}
-	keep(t.cache, bucket, key, *decoded)
-	return *decoded, true, nil
+	return v, true, nil
 }
 
-// put encodes and stores a record, which the committer's cache then keeps
-// as it was given: the next change often reads it (a charge the lien its
-// job placed, every change the allocations the one before changed), and
-// decoding it again was a sixth of the committer's time. stamp (UTC, to
-// the microsecond) makes what a record holds what decoding it gives.
-func put[T any](t *tx, bucket bucketID, key []byte, v T) error {
+// put stores v's JSON at key.
+func put[T any](t *tx, bucket, key []byte, v T) error {
 	raw, err := json.Marshal(v)
 	if err != nil {
 		return fmt.Errorf("boltstore: encode %s record: %w", bucket, err)
 	}
-	return putKept(t, bucket, key, raw, v)
+	return t.putRaw(bucket, key, raw)
 }
 
-func putKept[T any](t *tx, bucket bucketID, key, raw []byte, v T) error {
-	if err := t.putRaw(bucket, key, raw); err != nil {
-		return err
-	}
-	keep(t.cache, bucket, key, v)
-	return nil
-}
-
-// putRaw stores an encoded record (the committer's session forgets what
-// its cache knew of it).
-func (t *tx) putRaw(bucket bucketID, key, raw []byte) error {
+func (t *tx) putRaw(bucket, key, raw []byte) error {
+	t.wrote = true
 	if err := t.bucket(bucket).Put(key, raw); err != nil {
 		return fmt.Errorf("boltstore: write %s: %w", bucket, err)
 	}
 	return nil
 }
 
-// all decodes every value of a bucket in key order.
-func all[T any](t *tx, bucket bucketID) ([]T, error) {
+func (t *tx) delete(bucket, key []byte) error {
+	t.wrote = true
+	if err := t.bucket(bucket).Delete(key); err != nil {
+		return fmt.Errorf("boltstore: delete from %s: %w", bucket, err)
+	}
+	return nil
+}
+
+// scan decodes the values whose keys start with prefix, in key order.
+func scan[T any](t *tx, bucket, prefix []byte) ([]T, error) {
 	var out []T
-	err := forEach(t.bucket(bucket), func(k, raw []byte) error {
+	c := t.bucket(bucket).Cursor()
+	for k, raw := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, raw = c.Next() {
 		var v T
 		if err := json.Unmarshal(raw, &v); err != nil {
-			return fmt.Errorf("%w: %s/%x: %v", ledger.ErrCorrupt, bucket, k, err)
+			return nil, fmt.Errorf("%w: %s/%q: %v", ledger.ErrCorrupt, bucket, k, err)
 		}
 		out = append(out, v)
-		return nil
-	})
-	return out, err
+	}
+	return out, nil
+}
+
+func (t *tx) nextID(bucket []byte) (uint64, error) {
+	t.wrote = true
+	id, err := t.bucket(bucket).NextSequence()
+	if err != nil {
+		return 0, fmt.Errorf("boltstore: next id in %s: %w", bucket, err)
+	}
+	return id, nil
 }
 
 func (t *tx) Settings() (ledger.Settings, bool, error) {
@@ -148,25 +149,15 @@ func (t *tx) Node(name string) (ledger.Node, bool, error) {
 
 func (t *tx) PutNode(n ledger.Node) error { return put(t, bucketNodes, []byte(n.Name), n) }
 
-func (t *tx) Nodes() ([]ledger.Node, error) { return all[ledger.Node](t, bucketNodes) }
+func (t *tx) Nodes() ([]ledger.Node, error) { return scan[ledger.Node](t, bucketNodes, nil) }
 
 func (t *tx) Subtree(name string) ([]ledger.Node, error) {
-	var out []ledger.Node
 	n, ok, err := t.Node(name)
 	if err != nil || !ok {
 		return nil, err
 	}
-	out = append(out, n)
-	prefix := []byte(name + ".")
-	c := t.bucket(bucketNodes).Cursor()
-	for k, raw := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, raw = c.Next() {
-		var n ledger.Node
-		if err := json.Unmarshal(raw, &n); err != nil {
-			return nil, fmt.Errorf("%w: node %s: %v", ledger.ErrCorrupt, k, err)
-		}
-		out = append(out, n)
-	}
-	return out, nil
+	below, err := scan[ledger.Node](t, bucketNodes, []byte(name+"."))
+	return append([]ledger.Node{n}, below...), err
 }
 
 func (t *tx) User(name string) (ledger.User, bool, error) {
@@ -175,7 +166,7 @@ func (t *tx) User(name string) (ledger.User, bool, error) {
 
 func (t *tx) PutUser(u ledger.User) error { return put(t, bucketUsers, []byte(u.Name), u) }
 
-func (t *tx) Users() ([]ledger.User, error) { return all[ledger.User](t, bucketUsers) }
+func (t *tx) Users() ([]ledger.User, error) { return scan[ledger.User](t, bucketUsers, nil) }
 
 func (t *tx) Machine(name string) (ledger.Machine, bool, error) {
 	return get[ledger.Machine](t, bucketMachines, []byte(name))
@@ -183,7 +174,9 @@ func (t *tx) Machine(name string) (ledger.Machine, bool, error) {
 
 func (t *tx) PutMachine(m ledger.Machine) error { return put(t, bucketMachines, []byte(m.Name), m) }
 
-func (t *tx) Machines() ([]ledger.Machine, error) { return all[ledger.Machine](t, bucketMachines) }
+func (t *tx) Machines() ([]ledger.Machine, error) {
+	return scan[ledger.Machine](t, bucketMachines, nil)
+}
 
 func (t *tx) NextAllocationID() (uint64, error) { return t.nextID(bucketAllocations) }
 
@@ -192,31 +185,17 @@ func (t *tx) Allocation(id uint64) (ledger.Allocation, bool, error) {
 }
 
 func (t *tx) PutAllocation(a ledger.Allocation, seq uint64) error {
-	if t.s == nil {
-		return bolt.ErrTxNotWritable
+	raw, err := json.Marshal(a)
+	if err != nil {
+		return fmt.Errorf("boltstore: encode allocation %d: %w", a.ID, err)
 	}
-	// Encoded off the committer (a deferred value, overlay.go): a is a
-	// copy, and what it holds (strings, decimals) does not change.
-	raw := &deferred{make: func() ([]byte, error) {
-		raw, err := ledger.EncodeAllocation(a)
-		if err != nil {
-			return nil, fmt.Errorf("boltstore: encode allocation %d: %w", a.ID, err)
-		}
-		return raw, nil
-	}}
-	id := encodeUint(a.ID)
-	t.s.record(write{bucket: bucketAllocations, key: id, later: raw})
-	keep(t.cache, bucketAllocations, id, a)
-	// The account's index (resident: reading it costs a lookup in memory)
-	// gets a key when the allocation is new, not at every change of it.
-	key := accountKey(a.Account, a.ID)
-	if byAccount := t.bucket(bucketByAccount); byAccount.Get(key) == nil {
-		if err := t.index(bucketByAccount, key, []byte{}, true); err != nil {
-			return err
-		}
+	if err := t.putRaw(bucketAllocations, encodeUint(a.ID), raw); err != nil {
+		return err
 	}
-	t.s.record(write{bucket: bucketHistory, key: historyKey(a.ID, seq), later: raw})
-	return nil
+	if err := t.putRaw(bucketByAccount, idKey(append([]byte(a.Account), 0), a.ID), nil); err != nil {
+		return err
+	}
+	return t.putRaw(bucketHistory, idKey(nil, a.ID, seq), raw)
 }
 
 func (t *tx) AccountAllocations(account string) ([]ledger.Allocation, error) {
@@ -224,6 +203,9 @@ func (t *tx) AccountAllocations(account string) ([]ledger.Allocation, error) {
 	var out []ledger.Allocation
 	c := t.bucket(bucketByAccount).Cursor()
 	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+		if len(k) != len(prefix)+8 {
+			return nil, fmt.Errorf("%w: %s/%q is not an account and an allocation id", ledger.ErrCorrupt, bucketByAccount, k)
+		}
 		id := decodeUint(k[len(prefix):])
 		a, ok, err := t.Allocation(id)
 		if err != nil {
@@ -238,20 +220,20 @@ func (t *tx) AccountAllocations(account string) ([]ledger.Allocation, error) {
 }
 
 func (t *tx) Allocations() ([]ledger.Allocation, error) {
-	return all[ledger.Allocation](t, bucketAllocations)
+	return scan[ledger.Allocation](t, bucketAllocations, nil)
 }
 
 func (t *tx) AllocationAsOf(id, seq uint64) (ledger.Allocation, bool, error) {
 	var a ledger.Allocation
 	c := t.bucket(bucketHistory).Cursor()
 	// The state after seq is the record with the greatest key <= id‖seq.
-	k, raw := c.Seek(historyKey(id, seq+1))
+	k, raw := c.Seek(idKey(nil, id, seq+1))
 	if k == nil {
 		k, raw = c.Last()
 	} else {
 		k, raw = c.Prev()
 	}
-	if k == nil || decodeUint(k[:8]) != id {
+	if k == nil || len(k) != 16 || decodeUint(k[:8]) != id {
 		return a, false, nil
 	}
 	if err := json.Unmarshal(raw, &a); err != nil {
@@ -260,116 +242,72 @@ func (t *tx) AllocationAsOf(id, seq uint64) (ledger.Allocation, bool, error) {
 	return a, true, nil
 }
 
-// A journal value is the entry's 32-byte SHA-256 followed by its canonical
-// encoding (the JSON the hash covers, Hash empty): the bytes the ledger
-// hashed are the bytes stored.
-func decodeEntry(seq uint64, raw []byte) (ledger.Entry, error) {
-	var e ledger.Entry
-	if len(raw) < sha256.Size {
-		return e, fmt.Errorf("%w: journal entry %d is truncated", ledger.ErrCorrupt, seq)
-	}
-	if err := json.Unmarshal(raw[sha256.Size:], &e); err != nil {
-		return e, fmt.Errorf("%w: journal entry %d: %v", ledger.ErrCorrupt, seq, err)
-	}
-	e.Hash = hex.EncodeToString(raw[:sha256.Size])
-	return e, nil
-}
+// headSize is the journal head record's: the newest entry's number, time
+// (Unix ns) and hash.
+const headSize = 16 + sha256.Size
 
 func (t *tx) Head() (ledger.JournalHead, error) {
 	raw := t.bucket(bucketMeta).Get(keyHead)
 	if raw == nil {
 		return ledger.JournalHead{}, nil
 	}
-	// Files before sealing moved off the writer keep the newest entry's
-	// hash after its number and time.
-	if len(raw) != headSize && len(raw) != headSize+sha256.Size {
-		return ledger.JournalHead{}, fmt.Errorf("%w: journal head record is malformed", ledger.ErrCorrupt)
+	if len(raw) != headSize {
+		return ledger.JournalHead{}, fmt.Errorf("%w: the journal head record has %d bytes, not %d", ledger.ErrCorrupt, len(raw), headSize)
 	}
-	return ledger.JournalHead{Seq: decodeUint(raw), Time: time.Unix(0, int64(decodeUint(raw[8:]))).UTC()}, nil
+	h := ledger.JournalHead{Seq: decodeUint(raw), Time: time.Unix(0, int64(decodeUint(raw[8:]))).UTC()}
+	copy(h.Hash[:], raw[16:])
+	return h, nil
 }
 
-// headSize is the journal head record's: the newest entry's number and
-// time (Unix ns).
-const headSize = 16
+// storedEntry reads a journal value: the entry's SHA-256, then its bytes,
+// whose time it decodes.
+func storedEntry(seq uint64, raw []byte) (ledger.StoredEntry, error) {
+	if len(raw) < sha256.Size {
+		return ledger.StoredEntry{}, fmt.Errorf("%w: journal entry %d is truncated", ledger.ErrCorrupt, seq)
+	}
+	e := ledger.StoredEntry{Seq: seq, Body: raw[sha256.Size:]}
+	copy(e.Hash[:], raw)
+	var stamp struct {
+		Time time.Time `json:"time"`
+	}
+	if err := json.Unmarshal(e.Body, &stamp); err != nil {
+		return e, fmt.Errorf("%w: journal entry %d does not decode: %v", ledger.ErrCorrupt, seq, err)
+	}
+	e.Time = stamp.Time
+	return e, nil
+}
 
-func (t *tx) Entry(seq uint64) (ledger.Entry, bool, error) {
+func (t *tx) Entry(seq uint64) (ledger.StoredEntry, bool, error) {
 	raw := t.bucket(bucketJournal).Get(encodeUint(seq))
 	if raw == nil {
-		return ledger.Entry{}, false, nil
+		return ledger.StoredEntry{}, false, nil
 	}
-	e, err := decodeEntry(seq, raw)
+	e, err := storedEntry(seq, raw)
+	e.Body = bytes.Clone(e.Body) // the file's bytes last as long as the transaction
 	return e, err == nil, err
 }
 
-// AppendEntry stores entry e as a deferred value (overlay.go) that seals
-// it with the hash of the entry before it: the recorder (or the syncer,
-// where it makes the records) makes the values of a group in order, and
-// the groups in order, so the entry before is sealed first, and hashing
-// is off the committer.
-func (t *tx) AppendEntry(e ledger.Entry, enc ledger.SealableEntry) error {
-	if t.s == nil {
-		return bolt.ErrTxNotWritable
-	}
-	key := encodeUint(e.Seq)
-	journal := t.bucket(bucketJournal)
-	if journal.Get(key) != nil {
-		return fmt.Errorf("%w: journal entry %d already exists", ledger.ErrCorrupt, e.Seq)
-	}
-	prev, err := t.prevHash(e.Seq)
+func (t *tx) AppendEntry(e ledger.StoredEntry) error {
+	head, err := t.Head()
 	if err != nil {
 		return err
 	}
-	t.s.record(write{bucket: bucketJournal, key: key, later: &deferred{make: func() ([]byte, error) {
-		hash, err := prev()
-		if err != nil {
-			return nil, err
-		}
-		return enc.Seal(hash)
-	}}})
-	head := make([]byte, 0, headSize)
-	head = binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(head, e.Seq), uint64(e.Time.UnixNano()))
-	if err := t.bucket(bucketMeta).Put(keyHead, head); err != nil {
-		return fmt.Errorf("boltstore: journal head: %w", err)
+	if e.Seq != head.Seq+1 {
+		return fmt.Errorf("%w: journal entry %d appended after entry %d", ledger.ErrCorrupt, e.Seq, head.Seq)
 	}
-	return nil
+	if err := t.putRaw(bucketJournal, encodeUint(e.Seq), append(e.Hash[:], e.Body...)); err != nil {
+		return err
+	}
+	h := binary.BigEndian.AppendUint64(encodeUint(e.Seq), encodeTime(e.Time))
+	return t.putRaw(bucketMeta, keyHead, append(h, e.Hash[:]...))
 }
 
-// prevHash is how the entry numbered seq gets the hash of the one before
-// it (nil for the first): from that entry's deferred value while the
-// overlay holds one, which it does not make now, or else from the stored
-// value, copied (the file's bytes last as long as the transaction).
-func (t *tx) prevHash(seq uint64) (func() ([]byte, error), error) {
-	if seq <= 1 {
-		return func() ([]byte, error) { return nil, nil }, nil
-	}
-	key := encodeUint(seq - 1)
-	var stored []byte
-	if e, found, _ := t.s.ov.get(bucketJournal, key); found && e.later != nil {
-		return func() ([]byte, error) {
-			value, err := e.later.bytes()
-			if err != nil {
-				return nil, err
-			}
-			return value[:sha256.Size], nil
-		}, nil
-	} else if found {
-		stored = e.value
-	} else {
-		stored = t.btx.Bucket(bucketJournal.name()).Get(key)
-	}
-	if len(stored) < sha256.Size {
-		return nil, fmt.Errorf("%w: journal entry %d, before entry %d, is missing or truncated", ledger.ErrCorrupt, seq-1, seq)
-	}
-	hash := bytes.Clone(stored[:sha256.Size])
-	return func() ([]byte, error) { return hash, nil }, nil
-}
-
-func (t *tx) Entries(from, to uint64, fn func(ledger.Entry) (bool, error)) error {
+func (t *tx) Entries(from, to uint64, fn func(ledger.StoredEntry) (bool, error)) error {
 	c := t.bucket(bucketJournal).Cursor()
 	for k, raw := c.Seek(encodeUint(from)); k != nil && decodeUint(k) <= to; k, raw = c.Next() {
-		e, err := decodeEntry(decodeUint(k), raw)
+		e, err := storedEntry(decodeUint(k), raw)
 		if err != nil {
-			return err
+			e.Time = time.Time{} // let the caller say what is wrong with it
 		}
 		more, err := fn(e)
 		if err != nil || !more {
@@ -377,4 +315,233 @@ func (t *tx) Entries(from, to uint64, fn func(ledger.Entry) (bool, error)) error
 		}
 	}
 	return nil
+}
+
+func (t *tx) NextLienID() (uint64, error) { return t.nextID(bucketLiens) }
+
+func (t *tx) Lien(id uint64) (ledger.Lien, bool, error) {
+	return get[ledger.Lien](t, bucketLiens, encodeUint(id))
+}
+
+// activeKey is a lien's key in the active index.
+func activeKey(l ledger.Lien) []byte {
+	return idKey(append([]byte(l.Account), 0), encodeTime(l.Expires), l.ID)
+}
+
+func (t *tx) PutLien(l ledger.Lien) error {
+	old, found, err := t.Lien(l.ID)
+	if err != nil {
+		return err
+	}
+	if found && old.State == ledger.LienActive {
+		if err := t.delete(bucketLiensActive, activeKey(old)); err != nil {
+			return err
+		}
+	}
+	if err := put(t, bucketLiens, encodeUint(l.ID), l); err != nil {
+		return err
+	}
+	if l.State == ledger.LienActive {
+		if err := t.putRaw(bucketLiensActive, activeKey(l), nil); err != nil {
+			return err
+		}
+	}
+	return t.putRaw(bucketLiensByJob, pairKey(l.Machine, l.JobID), encodeUint(l.ID))
+}
+
+func (t *tx) JobLien(machine, job string) (ledger.Lien, bool, error) {
+	raw := t.bucket(bucketLiensByJob).Get(pairKey(machine, job))
+	if raw == nil {
+		return ledger.Lien{}, false, nil
+	}
+	if len(raw) != 8 {
+		return ledger.Lien{}, false, fmt.Errorf("%w: the lien index of job %s on %s is malformed", ledger.ErrCorrupt, job, machine)
+	}
+	l, ok, err := t.Lien(decodeUint(raw))
+	if err == nil && !ok {
+		err = fmt.Errorf("%w: job %s on %s names lien %d, which does not exist", ledger.ErrCorrupt, job, machine, decodeUint(raw))
+	}
+	return l, ok, err
+}
+
+// activeLiens lists the account's active liens whose expiry is after from
+// and at or before to, soonest first, at most limit (0: all).
+func (t *tx) activeLiens(account string, from, to time.Time, limit int) ([]ledger.Lien, error) {
+	prefix := append([]byte(account), 0)
+	var out []ledger.Lien
+	c := t.bucket(bucketLiensActive).Cursor()
+	start := prefix
+	if !from.IsZero() {
+		start = idKey(prefix, encodeTime(from)+1)
+	}
+	for k, _ := c.Seek(start); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+		if len(k) != len(prefix)+16 {
+			return nil, fmt.Errorf("%w: %s/%q is not an account, an expiry and an id", ledger.ErrCorrupt, bucketLiensActive, k)
+		}
+		if !to.IsZero() && decodeUint(k[len(prefix):]) > encodeTime(to) {
+			break
+		}
+		id := decodeUint(k[len(prefix)+8:])
+		l, ok, err := t.Lien(id)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return nil, fmt.Errorf("%w: the active liens of %s list lien %d, which does not exist", ledger.ErrCorrupt, account, id)
+		}
+		out = append(out, l)
+		if limit > 0 && len(out) == limit {
+			break
+		}
+	}
+	return out, nil
+}
+
+func (t *tx) ActiveLiens(account string) ([]ledger.Lien, error) {
+	liens, err := t.activeLiens(account, time.Time{}, time.Time{}, 0)
+	sortByID(liens)
+	return liens, err
+}
+
+func (t *tx) ActiveLiensExpiring(account string, from, to time.Time, limit int) ([]ledger.Lien, error) {
+	if to.IsZero() || !to.After(from) {
+		return nil, nil
+	}
+	return t.activeLiens(account, from, to, limit)
+}
+
+func (t *tx) ExpiredLiens(at time.Time, limit int) ([]ledger.Lien, error) {
+	var out []ledger.Lien
+	c := t.bucket(bucketLiensActive).Cursor()
+	// One account at a time: its keys are in expiry order, so its expired
+	// liens come first; then on to the next account.
+	for k, _ := c.First(); k != nil && len(out) < limit; {
+		i := bytes.IndexByte(k, 0)
+		if i < 0 {
+			return nil, fmt.Errorf("%w: %s/%q has no account", ledger.ErrCorrupt, bucketLiensActive, k)
+		}
+		expired, err := t.activeLiens(string(k[:i]), time.Time{}, at, limit-len(out))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, expired...)
+		k, _ = c.Seek(append(bytes.Clone(k[:i]), 1))
+	}
+	return out, nil
+}
+
+func (t *tx) Liens() ([]ledger.Lien, error) { return scan[ledger.Lien](t, bucketLiens, nil) }
+
+func (t *tx) NextChargeID() (uint64, error) { return t.nextID(bucketCharges) }
+
+func (t *tx) Charge(id uint64) (ledger.Charge, bool, error) {
+	return get[ledger.Charge](t, bucketCharges, encodeUint(id))
+}
+
+func (t *tx) PutCharge(c ledger.Charge) error {
+	if err := put(t, bucketCharges, encodeUint(c.ID), c); err != nil {
+		return err
+	}
+	return t.putRaw(bucketChargesJob, idKey(pairKey(c.Machine, c.JobID+"\x00"), c.ID), nil)
+}
+
+func (t *tx) JobCharges(machine, job string) ([]ledger.Charge, error) {
+	prefix := pairKey(machine, job+"\x00")
+	var out []ledger.Charge
+	c := t.bucket(bucketChargesJob).Cursor()
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+		if len(k) != len(prefix)+8 {
+			continue // another job whose id starts with this one's and a zero byte
+		}
+		id := decodeUint(k[len(prefix):])
+		ch, ok, err := t.Charge(id)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return nil, fmt.Errorf("%w: job %s on %s lists charge %d, which does not exist", ledger.ErrCorrupt, job, machine, id)
+		}
+		out = append(out, ch)
+	}
+	return out, nil
+}
+
+func (t *tx) Charges() ([]ledger.Charge, error) {
+	return scan[ledger.Charge](t, bucketCharges, nil)
+}
+
+func (t *tx) Record(kind, key string) (ledger.Record, bool, error) {
+	return get[ledger.Record](t, bucketRecords, pairKey(kind, key))
+}
+
+func (t *tx) PutRecord(r ledger.Record) error {
+	if r.Deleted {
+		return t.delete(bucketRecords, pairKey(r.Kind, r.Key))
+	}
+	return put(t, bucketRecords, pairKey(r.Kind, r.Key), r)
+}
+
+func (t *tx) Records(kind string) ([]ledger.Record, error) {
+	return scan[ledger.Record](t, bucketRecords, pairKey(kind, ""))
+}
+
+// A request record is packed, not JSON: its answer is JSON already, and
+// would be encoded again (as base64) inside a JSON object. The layout is
+//
+//	content hash (32 bytes) ‖ seq (8) ‖ time (Unix ns, 8) ‖ the answer's JSON
+const requestHeader = sha256.Size + 8 + 8
+
+func unpackRequest(raw []byte) (ledger.RequestRecord, error) {
+	var r ledger.RequestRecord
+	if len(raw) < requestHeader {
+		return r, fmt.Errorf("%w: request record of %d bytes is truncated", ledger.ErrCorrupt, len(raw))
+	}
+	copy(r.ContentHash[:], raw)
+	r.Seq = decodeUint(raw[sha256.Size:])
+	r.Time = time.Unix(0, int64(decodeUint(raw[sha256.Size+8:]))).UTC()
+	r.Result = bytes.Clone(raw[requestHeader:])
+	return r, nil
+}
+
+func (t *tx) Request(k ledger.RequestKey) (ledger.RequestRecord, bool, error) {
+	raw := t.bucket(bucketRequests).Get(pairKey(k.Client, k.ID))
+	if raw == nil {
+		return ledger.RequestRecord{}, false, nil
+	}
+	r, err := unpackRequest(raw)
+	if err != nil {
+		return r, false, fmt.Errorf("request %q of %s: %w", k.ID, k.Client, err)
+	}
+	return r, true, nil
+}
+
+func (t *tx) PutRequest(k ledger.RequestKey, r ledger.RequestRecord) error {
+	raw := make([]byte, 0, requestHeader+len(r.Result))
+	raw = append(raw, r.ContentHash[:]...)
+	raw = binary.BigEndian.AppendUint64(raw, r.Seq)
+	raw = binary.BigEndian.AppendUint64(raw, encodeTime(r.Time))
+	return t.putRaw(bucketRequests, pairKey(k.Client, k.ID), append(raw, r.Result...))
+}
+
+func (t *tx) Requests(fn func(ledger.RequestKey, ledger.RequestRecord) (bool, error)) error {
+	c := t.bucket(bucketRequests).Cursor()
+	for k, raw := c.First(); k != nil; k, raw = c.Next() {
+		client, id, ok := bytes.Cut(k, []byte{0})
+		if !ok {
+			return fmt.Errorf("%w: request key %q has no client", ledger.ErrCorrupt, k)
+		}
+		r, err := unpackRequest(raw)
+		if err != nil {
+			return fmt.Errorf("request %q of %s: %w", id, client, err)
+		}
+		more, err := fn(ledger.RequestKey{Client: string(client), ID: string(id)}, r)
+		if err != nil || !more {
+			return err
+		}
+	}
+	return nil
+}
+
+func sortByID(liens []ledger.Lien) {
+	slices.SortFunc(liens, func(a, b ledger.Lien) int { return cmp.Compare(a.ID, b.ID) })
 }

@@ -1,9 +1,9 @@
 package ledgertest
 
 import (
+	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -13,7 +13,6 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/ingot-hpc/ingot/ledger"
-	"github.com/ingot-hpc/ingot/ledger/boltstore"
 )
 
 // Epoch is where every test bank's clock starts: a Monday, in UTC.
@@ -51,15 +50,6 @@ type Bank struct {
 // OpenStore opens a new, empty store for a test.
 type OpenStore func(t testing.TB) ledger.Store
 
-// Bolt opens a bbolt store in the test's temporary directory.
-func Bolt(t testing.TB) ledger.Store {
-	s, err := boltstore.Open(filepath.Join(t.TempDir(), "bank.db"), boltstore.Options{})
-	if err != nil {
-		t.Fatalf("open bolt store: %v", err)
-	}
-	return s
-}
-
 // NewBank initialises a bank (precision 2) on a new store, opens it with
 // the test clock and opts, and audits it when the test ends: any audit
 // problem fails the test.
@@ -73,10 +63,10 @@ func NewBankWithPrecision(t testing.TB, open OpenStore, precision int32, opts ..
 	t.Helper()
 	store := open(t)
 	clock := &Clock{now: Epoch}
-	if err := ledger.Init(store, ledger.Settings{Precision: precision}, ledger.Request{Actor: "test"}, clock.Now()); err != nil {
+	if err := ledger.Init(context.Background(), store, ledger.Settings{Precision: precision}, ledger.Request{Actor: "test"}, clock.Now()); err != nil {
 		t.Fatalf("init bank: %v", err)
 	}
-	l, err := ledger.Open(store, append([]ledger.Option{ledger.WithClock(clock.Now)}, opts...)...)
+	l, err := ledger.Open(context.Background(), store, append([]ledger.Option{ledger.WithClock(clock.Now)}, opts...)...)
 	if err != nil {
 		t.Fatalf("open bank: %v", err)
 	}
@@ -93,7 +83,7 @@ func NewBankWithPrecision(t testing.TB, open OpenStore, precision int32, opts ..
 // MustAudit runs the audit and fails the test on any problem.
 func (b *Bank) MustAudit() ledger.AuditReport {
 	b.t.Helper()
-	rep, err := b.Audit()
+	rep, err := b.Audit(context.Background())
 	if err != nil {
 		b.t.Fatalf("audit: %v", err)
 	}
@@ -122,7 +112,7 @@ func Dec(t testing.TB, s string) decimal.Decimal {
 func (b *Bank) MustNode(names ...string) {
 	b.t.Helper()
 	for _, n := range names {
-		if _, err := b.CreateNode(b.Req(), ledger.NodeSpec{Name: n}); err != nil {
+		if _, err := b.CreateNode(context.Background(), b.Req(), ledger.NodeSpec{Name: n}); err != nil {
 			b.t.Fatalf("create node %s: %v", n, err)
 		}
 	}
@@ -132,7 +122,7 @@ func (b *Bank) MustNode(names ...string) {
 // and returns its id.
 func (b *Bank) MustDeposit(account, amount string, end time.Time) uint64 {
 	b.t.Helper()
-	r, err := b.Deposit(b.Req(), ledger.DepositSpec{Account: account, Amount: Dec(b.t, amount), End: end})
+	r, err := b.Deposit(context.Background(), b.Req(), ledger.DepositSpec{Account: account, Amount: Dec(b.t, amount), End: end})
 	if err != nil {
 		b.t.Fatalf("deposit %s into %s: %v", amount, account, err)
 	}
@@ -142,7 +132,7 @@ func (b *Bank) MustDeposit(account, amount string, end time.Time) uint64 {
 // MustBalance returns a node's balance now or fails the test.
 func (b *Bank) MustBalance(name string) ledger.NodeBalance {
 	b.t.Helper()
-	nb, err := b.BalanceAt(name, time.Time{})
+	nb, err := b.BalanceAt(context.Background(), name, time.Time{})
 	if err != nil {
 		b.t.Fatalf("balance of %s: %v", name, err)
 	}
@@ -180,7 +170,7 @@ func Race(t testing.TB, n int, call func(i int) error) (ok, refused int) {
 // JournalLen is the number of journal entries.
 func (b *Bank) JournalLen() int {
 	b.t.Helper()
-	es, err := b.Journal(ledger.JournalFilter{})
+	es, err := b.Journal(context.Background(), ledger.JournalFilter{})
 	if err != nil {
 		b.t.Fatalf("journal: %v", err)
 	}

@@ -11,7 +11,6 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/ingot-hpc/ingot/internal/runtimetune"
 )
 
 // Benchmarks print ingot's figures beside raw bbolt doing the nearest thing
@@ -22,13 +21,11 @@ import (
 // first has the kernel write out every file's dirty pages, so that what the
 // setup or an earlier benchmark wrote does not compete with the run's syncs
 // for the disk. The run has Go's runtime set as `ingot serve` sets it
-// (runtimetune), so that an in-process bank is measured as it is served; the
 // same goes for what runs beside it in the process (a load generator, raw
 // bbolt), so that ratios compare like with like.
 func Parallel(b *testing.B, n int, op func()) {
 	var next atomic.Int64
 	done := make(chan struct{})
-	defer runtimetune.Apply()()
 	syscall.Sync()
 	b.ResetTimer()
 	cpu, gc := processCPU(), gcCPU()

@@ -1,8 +1,12 @@
 package ledgertest
 
 import (
+	"bytes"
+	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -38,6 +42,9 @@ func Conformance(t *testing.T, open OpenStore) {
 		{"ConcurrentWithdrawalsStopAtAvailable", testConcurrentWithdrawals},
 		{"AuditFindsTampering", testAuditFindsTampering},
 		{"Precision", testPrecision},
+		{"KeptAnswers", testKeptAnswers},
+		{"LienAndChargeIndexes", testLienAndChargeIndexes},
+		{"FailedCallLeavesNoWrites", testFailedCallLeavesNoWrites},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, open) })
 	}
@@ -84,29 +91,29 @@ func testNodes(t *testing.T, open OpenStore) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			refusedWritesNothing(t, b, tc.want, func() error {
-				_, err := b.CreateNode(b.Req(), ledger.NodeSpec{Name: tc.node})
+				_, err := b.CreateNode(context.Background(), b.Req(), ledger.NodeSpec{Name: tc.node})
 				return err
 			})
 		})
 	}
-	if _, err := b.DeactivateNode(b.Req(), "chem.lab1"); err != nil {
+	if _, err := b.DeactivateNode(context.Background(), b.Req(), "chem.lab1"); err != nil {
 		t.Fatal(err)
 	}
 	refusedWritesNothing(t, b, ledger.ErrInactive, func() error {
-		_, err := b.CreateNode(b.Req(), ledger.NodeSpec{Name: "chem.lab1.new"})
+		_, err := b.CreateNode(context.Background(), b.Req(), ledger.NodeSpec{Name: "chem.lab1.new"})
 		return err
 	})
 	// A node inside a deactivated one is inactive too.
 	refusedWritesNothing(t, b, ledger.ErrInactive, func() error {
-		_, err := b.AddUser(b.Req(), ledger.UserSpec{Name: "x", Memberships: []ledger.Membership{{Node: "chem.lab1.spectra", Role: ledger.RoleMember}}})
+		_, err := b.AddUser(context.Background(), b.Req(), ledger.UserSpec{Name: "x", Memberships: []ledger.Membership{{Node: "chem.lab1.spectra", Role: ledger.RoleMember}}})
 		return err
 	})
 	// A deactivated node can still be modified (to release its HFS quota).
 	none := ledger.Policy{}
-	if _, err := b.ModifyNode(b.Req(), "chem.lab1", ledger.NodeChange{Policy: &none}); err != nil {
+	if _, err := b.ModifyNode(context.Background(), b.Req(), "chem.lab1", ledger.NodeChange{Policy: &none}); err != nil {
 		t.Errorf("modify a deactivated node: %v", err)
 	}
-	nodes, err := b.Nodes("chem")
+	nodes, err := b.Nodes(context.Background(), "chem")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +141,7 @@ func testPolicies(t *testing.T, open OpenStore) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			refusedWritesNothing(t, b, ledger.ErrInvalid, func() error {
-				_, err := b.ModifyNode(b.Req(), tc.node, ledger.NodeChange{Policy: &tc.p})
+				_, err := b.ModifyNode(context.Background(), b.Req(), tc.node, ledger.NodeChange{Policy: &tc.p})
 				return err
 			})
 		})
@@ -143,20 +150,20 @@ func testPolicies(t *testing.T, open OpenStore) {
 	b.MustDeposit("phys", "1000", time.Time{})
 	refusedWritesNothing(t, b, ledger.ErrInvalid, func() error {
 		p := ledger.Policy{QuotaKind: ledger.QuotaDynamic, Quota: Dec(t, "0.5"), NonShared: Dec(t, "500.01")}
-		_, err := b.ModifyNode(b.Req(), "phys.lab1", ledger.NodeChange{Policy: &p})
+		_, err := b.ModifyNode(context.Background(), b.Req(), "phys.lab1", ledger.NodeChange{Policy: &p})
 		return err
 	})
 	refusedWritesNothing(t, b, ledger.ErrNotFound, func() error {
 		p := ledger.Policy{QuotaKind: ledger.QuotaDynamic, Quota: Dec(t, "0.5")}
-		_, err := b.ModifyNode(b.Req(), "phys.nope", ledger.NodeChange{Policy: &p})
+		_, err := b.ModifyNode(context.Background(), b.Req(), "phys.nope", ledger.NodeChange{Policy: &p})
 		return err
 	})
 	p := ledger.Policy{QuotaKind: ledger.QuotaDynamic, Quota: Dec(t, "0.5"), AcceptSurplus: true, NonShared: Dec(t, "500")}
-	n, err := b.ModifyNode(b.Req(), "phys.lab1", ledger.NodeChange{Policy: &p})
+	n, err := b.ModifyNode(context.Background(), b.Req(), "phys.lab1", ledger.NodeChange{Policy: &p})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := b.Node("phys.lab1"); !got.Policy.Quota.Equal(n.Policy.Quota) || !got.Policy.AcceptSurplus {
+	if got, _ := b.Node(context.Background(), "phys.lab1"); !got.Policy.Quota.Equal(n.Policy.Quota) || !got.Policy.AcceptSurplus {
 		t.Errorf("stored policy = %+v", got.Policy)
 	}
 }
@@ -164,7 +171,7 @@ func testPolicies(t *testing.T, open OpenStore) {
 func testUsersAndMachines(t *testing.T, open OpenStore) {
 	b := NewBank(t, open)
 	b.MustNode("chem", "chem.lab1", "bio")
-	u, err := b.AddUser(b.Req(), ledger.UserSpec{Name: "amy", DefaultProject: "chem.lab1",
+	u, err := b.AddUser(context.Background(), b.Req(), ledger.UserSpec{Name: "amy", DefaultProject: "chem.lab1",
 		Memberships: []ledger.Membership{{Node: "chem", Role: ledger.RoleManager}}})
 	if err != nil {
 		t.Fatal(err)
@@ -185,35 +192,35 @@ func testUsersAndMachines(t *testing.T, open OpenStore) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			refusedWritesNothing(t, b, tc.want, func() error {
-				_, err := b.AddUser(b.Req(), tc.spec)
+				_, err := b.AddUser(context.Background(), b.Req(), tc.spec)
 				return err
 			})
 		})
 	}
-	u, err = b.ModifyUser(b.Req(), "amy", ledger.UserChange{Add: []ledger.Membership{{Node: "bio", Role: ledger.RoleMember}}, Remove: []string{"chem"}, DefaultProject: ptr("bio")})
+	u, err = b.ModifyUser(context.Background(), b.Req(), "amy", ledger.UserChange{Add: []ledger.Membership{{Node: "bio", Role: ledger.RoleMember}}, Remove: []string{"chem"}, DefaultProject: ptr("bio")})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(u.Memberships) != 1 || u.Memberships[0].Node != "bio" || u.DefaultProject != "bio" {
 		t.Errorf("amy after modify: %+v", u)
 	}
-	if _, err := b.AddMachine(b.Req(), ledger.MachineSpec{Name: "hpc1", Shape: ledger.Shape{Cores: 64, MemoryMB: 256000}}); err != nil {
+	if _, err := b.AddMachine(context.Background(), b.Req(), ledger.MachineSpec{Name: "hpc1", Shape: ledger.Shape{Cores: 64, MemoryMB: 256000}}); err != nil {
 		t.Fatal(err)
 	}
 	refusedWritesNothing(t, b, ledger.ErrExists, func() error {
-		_, err := b.AddMachine(b.Req(), ledger.MachineSpec{Name: "hpc1"})
+		_, err := b.AddMachine(context.Background(), b.Req(), ledger.MachineSpec{Name: "hpc1"})
 		return err
 	})
 	refusedWritesNothing(t, b, ledger.ErrInvalid, func() error {
-		_, err := b.AddMachine(b.Req(), ledger.MachineSpec{Name: "hpc2", Shape: ledger.Shape{Cores: -1}})
+		_, err := b.AddMachine(context.Background(), b.Req(), ledger.MachineSpec{Name: "hpc2", Shape: ledger.Shape{Cores: -1}})
 		return err
 	})
-	m, err := b.ModifyMachine(b.Req(), "hpc1", ledger.MachineChange{Active: ptr(false)})
+	m, err := b.ModifyMachine(context.Background(), b.Req(), "hpc1", ledger.MachineChange{Active: ptr(false)})
 	if err != nil || m.Active {
 		t.Fatalf("deactivate machine: %+v %v", m, err)
 	}
 	refusedWritesNothing(t, b, ledger.ErrInactive, func() error {
-		_, err := b.Deposit(b.Req(), ledger.DepositSpec{Account: "chem", Amount: Dec(t, "5"), Machine: "hpc1"})
+		_, err := b.Deposit(context.Background(), b.Req(), ledger.DepositSpec{Account: "chem", Amount: Dec(t, "5"), Machine: "hpc1"})
 		return err
 	})
 }
@@ -223,7 +230,7 @@ func ptr[T any](v T) *T { return &v }
 func testDepositRefusals(t *testing.T, open OpenStore) {
 	b := NewBank(t, open)
 	b.MustNode("chem", "chem.lab1", "old")
-	if _, err := b.DeactivateNode(b.Req(), "old"); err != nil {
+	if _, err := b.DeactivateNode(context.Background(), b.Req(), "old"); err != nil {
 		t.Fatal(err)
 	}
 	id := b.MustDeposit("chem", "10", time.Time{})
@@ -251,7 +258,7 @@ func testDepositRefusals(t *testing.T, open OpenStore) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			refusedWritesNothing(t, b, tc.want, func() error {
-				_, err := b.Deposit(b.Req(), tc.spec)
+				_, err := b.Deposit(context.Background(), b.Req(), tc.spec)
 				return err
 			})
 		})
@@ -263,7 +270,7 @@ func testDepositAndTopUp(t *testing.T, open OpenStore) {
 	b := NewBank(t, open)
 	b.MustNode("chem", "chem.lab1")
 	now := b.Clock.Now()
-	r, err := b.Deposit(b.Req(), ledger.DepositSpec{Account: "chem", Amount: Dec(t, "100.50"), CreditLimit: Dec(t, "20"),
+	r, err := b.Deposit(context.Background(), b.Req(), ledger.DepositSpec{Account: "chem", Amount: Dec(t, "100.50"), CreditLimit: Dec(t, "20"),
 		End: now.Add(30 * 24 * time.Hour), Description: "grant 1"})
 	if err != nil {
 		t.Fatal(err)
@@ -272,7 +279,7 @@ func testDepositAndTopUp(t *testing.T, open OpenStore) {
 	if !a.Start.Equal(now) || a.Description != "grant 1" {
 		t.Errorf("new allocation = %+v", a)
 	}
-	if _, err := b.Deposit(b.Req(), ledger.DepositSpec{Account: "chem", Amount: Dec(t, "50"), Allocation: a.ID}); err != nil {
+	if _, err := b.Deposit(context.Background(), b.Req(), ledger.DepositSpec{Account: "chem", Amount: Dec(t, "50"), Allocation: a.ID}); err != nil {
 		t.Fatal(err)
 	}
 	bal := b.MustBalance("chem")
@@ -289,21 +296,21 @@ func testDepositAndTopUp(t *testing.T, open OpenStore) {
 func testWithdrawDebitOrder(t *testing.T, open OpenStore) {
 	b := NewBank(t, open)
 	b.MustNode("chem")
-	if _, err := b.AddMachine(b.Req(), ledger.MachineSpec{Name: "hpc1"}); err != nil {
+	if _, err := b.AddMachine(context.Background(), b.Req(), ledger.MachineSpec{Name: "hpc1"}); err != nil {
 		t.Fatal(err)
 	}
 	now := b.Clock.Now()
 	late := b.MustDeposit("chem", "100", now.Add(60*24*time.Hour))
 	never := b.MustDeposit("chem", "100", time.Time{})
 	anyMachine := b.MustDeposit("chem", "100", now.Add(30*24*time.Hour))
-	r, err := b.Deposit(b.Req(), ledger.DepositSpec{Account: "chem", Amount: Dec(t, "100"), End: now.Add(30 * 24 * time.Hour), Machine: "hpc1"})
+	r, err := b.Deposit(context.Background(), b.Req(), ledger.DepositSpec{Account: "chem", Amount: Dec(t, "100"), End: now.Add(30 * 24 * time.Hour), Machine: "hpc1"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	specific := r.Allocations[0].ID
 	// 250 leaves: the machine-specific allocation ending first, then the
 	// any-machine one with the same end, then 50 of the next to end.
-	r, err = b.Withdraw(b.Req(), ledger.WithdrawSpec{Account: "chem", Amount: Dec(t, "250")})
+	r, err = b.Withdraw(context.Background(), b.Req(), ledger.WithdrawSpec{Account: "chem", Amount: Dec(t, "250")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -320,7 +327,7 @@ func testWithdrawDebitOrder(t *testing.T, open OpenStore) {
 		}
 	}
 	// Naming an allocation takes from it alone.
-	if _, err := b.Withdraw(b.Req(), ledger.WithdrawSpec{Account: "chem", Amount: Dec(t, "10"), Allocation: never}); err != nil {
+	if _, err := b.Withdraw(context.Background(), b.Req(), ledger.WithdrawSpec{Account: "chem", Amount: Dec(t, "10"), Allocation: never}); err != nil {
 		t.Fatal(err)
 	}
 	wantAmount(t, "amount", b.MustBalance("chem").Amount, "140")
@@ -329,14 +336,14 @@ func testWithdrawDebitOrder(t *testing.T, open OpenStore) {
 func testWithdrawCreditLimit(t *testing.T, open OpenStore) {
 	b := NewBank(t, open)
 	b.MustNode("chem")
-	if _, err := b.Deposit(b.Req(), ledger.DepositSpec{Account: "chem", Amount: Dec(t, "10"), CreditLimit: Dec(t, "5")}); err != nil {
+	if _, err := b.Deposit(context.Background(), b.Req(), ledger.DepositSpec{Account: "chem", Amount: Dec(t, "10"), CreditLimit: Dec(t, "5")}); err != nil {
 		t.Fatal(err)
 	}
 	refusedWritesNothing(t, b, ledger.ErrInsufficientFunds, func() error {
-		_, err := b.Withdraw(b.Req(), ledger.WithdrawSpec{Account: "chem", Amount: Dec(t, "15.01")})
+		_, err := b.Withdraw(context.Background(), b.Req(), ledger.WithdrawSpec{Account: "chem", Amount: Dec(t, "15.01")})
 		return err
 	})
-	if _, err := b.Withdraw(b.Req(), ledger.WithdrawSpec{Account: "chem", Amount: Dec(t, "15")}); err != nil {
+	if _, err := b.Withdraw(context.Background(), b.Req(), ledger.WithdrawSpec{Account: "chem", Amount: Dec(t, "15")}); err != nil {
 		t.Fatal(err)
 	}
 	bal := b.MustBalance("chem")
@@ -350,7 +357,7 @@ func testExpired(t *testing.T, open OpenStore) {
 	now := b.Clock.Now()
 	b.MustDeposit("chem", "100", now.Add(time.Hour))
 	b.MustDeposit("chem", "40", time.Time{})
-	if _, err := b.Deposit(b.Req(), ledger.DepositSpec{Account: "chem", Amount: Dec(t, "500"), Start: now.Add(24 * time.Hour)}); err != nil {
+	if _, err := b.Deposit(context.Background(), b.Req(), ledger.DepositSpec{Account: "chem", Amount: Dec(t, "500"), Start: now.Add(24 * time.Hour)}); err != nil {
 		t.Fatal(err)
 	}
 	wantAmount(t, "amount before expiry", b.MustBalance("chem").Amount, "140")
@@ -361,7 +368,7 @@ func testExpired(t *testing.T, open OpenStore) {
 		t.Errorf("allocation states = %+v", bal.Allocations)
 	}
 	refusedWritesNothing(t, b, ledger.ErrInsufficientFunds, func() error {
-		_, err := b.Withdraw(b.Req(), ledger.WithdrawSpec{Account: "chem", Amount: Dec(t, "41")})
+		_, err := b.Withdraw(context.Background(), b.Req(), ledger.WithdrawSpec{Account: "chem", Amount: Dec(t, "41")})
 		return err
 	})
 	b.Clock.Advance(24 * time.Hour)
@@ -375,7 +382,7 @@ func testTransfer(t *testing.T, open OpenStore) {
 	end1, end2 := now.Add(30*24*time.Hour), now.Add(90*24*time.Hour)
 	b.MustDeposit("chem", "100", end1)
 	b.MustDeposit("chem", "100", end2)
-	r, err := b.Transfer(b.Req(), ledger.TransferSpec{From: "chem", To: "bio", Amount: Dec(t, "150")})
+	r, err := b.Transfer(context.Background(), b.Req(), ledger.TransferSpec{From: "chem", To: "bio", Amount: Dec(t, "150")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -394,7 +401,7 @@ func testTransfer(t *testing.T, open OpenStore) {
 		t.Errorf("deltas = %+v", r.Deltas)
 	}
 	// A second transfer with the same window tops up, not creates.
-	if _, err := b.Transfer(b.Req(), ledger.TransferSpec{From: "chem", To: "bio", Amount: Dec(t, "20")}); err != nil {
+	if _, err := b.Transfer(context.Background(), b.Req(), ledger.TransferSpec{From: "chem", To: "bio", Amount: Dec(t, "20")}); err != nil {
 		t.Fatal(err)
 	}
 	bio = b.MustBalance("bio")
@@ -409,7 +416,7 @@ func testMoveRefusals(t *testing.T, open OpenStore) {
 	b.MustNode("chem", "chem.lab1", "bio", "old")
 	b.MustDeposit("chem", "100", time.Time{})
 	b.MustDeposit("old", "100", time.Time{})
-	if _, err := b.DeactivateNode(b.Req(), "old"); err != nil {
+	if _, err := b.DeactivateNode(context.Background(), b.Req(), "old"); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
@@ -427,13 +434,13 @@ func testMoveRefusals(t *testing.T, open OpenStore) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			refusedWritesNothing(t, b, tc.want, func() error {
-				_, err := b.Transfer(b.Req(), tc.spec)
+				_, err := b.Transfer(context.Background(), b.Req(), tc.spec)
 				return err
 			})
 		})
 	}
 	refusedWritesNothing(t, b, ledger.ErrInsufficientFunds, func() error {
-		_, err := b.Withdraw(b.Req(), ledger.WithdrawSpec{Account: "chem", Amount: Dec(t, "100.01")})
+		_, err := b.Withdraw(context.Background(), b.Req(), ledger.WithdrawSpec{Account: "chem", Amount: Dec(t, "100.01")})
 		return err
 	})
 	wantAmount(t, "chem", b.MustBalance("chem").Amount, "100")
@@ -447,7 +454,7 @@ func testBalanceAtTime(t *testing.T, open OpenStore) {
 	b.Clock.Advance(time.Hour)
 	b.MustDeposit("chem", "50", time.Time{})
 	b.Clock.Advance(time.Hour)
-	if _, err := b.Withdraw(b.Req(), ledger.WithdrawSpec{Account: "chem", Amount: Dec(t, "30")}); err != nil {
+	if _, err := b.Withdraw(context.Background(), b.Req(), ledger.WithdrawSpec{Account: "chem", Amount: Dec(t, "30")}); err != nil {
 		t.Fatal(err)
 	}
 	b.Clock.Advance(20 * 24 * time.Hour) // the first allocation has expired
@@ -466,7 +473,7 @@ func testBalanceAtTime(t *testing.T, open OpenStore) {
 		{"now", time.Time{}, "50", 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			nb, err := b.BalanceAt("chem", tc.at)
+			nb, err := b.BalanceAt(context.Background(), "chem", tc.at)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -487,19 +494,19 @@ func testStatement(t *testing.T, open OpenStore) {
 	b.Clock.Advance(24 * time.Hour)
 	from := b.Clock.Now()
 	b.MustDeposit("chem", "200", time.Time{})
-	if _, err := b.Withdraw(b.Req(), ledger.WithdrawSpec{Account: "chem", Amount: Dec(t, "50")}); err != nil {
+	if _, err := b.Withdraw(context.Background(), b.Req(), ledger.WithdrawSpec{Account: "chem", Amount: Dec(t, "50")}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.Transfer(b.Req(), ledger.TransferSpec{From: "chem", To: "bio", Amount: Dec(t, "100")}); err != nil {
+	if _, err := b.Transfer(context.Background(), b.Req(), ledger.TransferSpec{From: "chem", To: "bio", Amount: Dec(t, "100")}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.Transfer(b.Req(), ledger.TransferSpec{From: "bio", To: "chem", Amount: Dec(t, "25")}); err != nil {
+	if _, err := b.Transfer(context.Background(), b.Req(), ledger.TransferSpec{From: "bio", To: "chem", Amount: Dec(t, "25")}); err != nil {
 		t.Fatal(err)
 	}
 	b.Clock.Advance(time.Hour)
 	to := b.Clock.Now()
 	b.MustDeposit("chem", "7", time.Time{}) // after the period
-	st, err := b.Statement("chem", from, to, false)
+	st, err := b.Statement(context.Background(), "chem", from, to, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -513,7 +520,7 @@ func testStatement(t *testing.T, open OpenStore) {
 	if len(st.CreditLines) != 2 || len(st.DebitLines) != 2 || st.DebitLines[1].Ref != "bio" || st.CreditLines[1].Ref != "bio" {
 		t.Errorf("lines: credits %+v debits %+v", st.CreditLines, st.DebitLines)
 	}
-	sum, err := b.Statement("chem", t0, to.Add(time.Hour), true)
+	sum, err := b.Statement(context.Background(), "chem", t0, to.Add(time.Hour), true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -521,7 +528,7 @@ func testStatement(t *testing.T, open OpenStore) {
 	if len(sum.CreditLines) != 2 || sum.CreditLines[0].Kind != ledger.KindDeposit || sum.CreditLines[0].Count != 3 {
 		t.Errorf("summarized credits = %+v", sum.CreditLines)
 	}
-	_, err = b.Statement("chem", to, from, false)
+	_, err = b.Statement(context.Background(), "chem", to, from, false)
 	wantErr(t, err, ledger.ErrInvalid)
 }
 
@@ -532,7 +539,7 @@ func testJournalFilter(t *testing.T, open OpenStore) {
 	b.Clock.Advance(time.Hour)
 	mid := b.Clock.Now()
 	b.MustDeposit("bio", "10", time.Time{})
-	if _, err := b.Transfer(b.Req(), ledger.TransferSpec{From: "bio", To: "chem", Amount: Dec(t, "1")}); err != nil {
+	if _, err := b.Transfer(context.Background(), b.Req(), ledger.TransferSpec{From: "bio", To: "chem", Amount: Dec(t, "1")}); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
@@ -547,7 +554,7 @@ func testJournalFilter(t *testing.T, open OpenStore) {
 		{"limit", ledger.JournalFilter{Limit: 1}, []ledger.Kind{ledger.KindTransfer}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			es, err := b.Journal(tc.f)
+			es, err := b.Journal(context.Background(), tc.f)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -567,13 +574,13 @@ func testIdempotency(t *testing.T, open OpenStore) {
 	b.MustNode("chem")
 	req := ledger.Request{Actor: "sched", ID: "dep-1"}
 	spec := ledger.DepositSpec{Account: "chem", Amount: Dec(t, "10")}
-	first, err := b.Deposit(req, spec)
+	first, err := b.Deposit(context.Background(), req, spec)
 	if err != nil {
 		t.Fatal(err)
 	}
 	before := b.JournalLen()
 	for i := 0; i < 20; i++ {
-		again, err := b.Deposit(req, spec)
+		again, err := b.Deposit(context.Background(), req, spec)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -586,11 +593,11 @@ func testIdempotency(t *testing.T, open OpenStore) {
 	}
 	wantAmount(t, "amount", b.MustBalance("chem").Amount, "10")
 	refusedWritesNothing(t, b, ledger.ErrRequestConflict, func() error {
-		_, err := b.Deposit(req, ledger.DepositSpec{Account: "chem", Amount: Dec(t, "11")})
+		_, err := b.Deposit(context.Background(), req, ledger.DepositSpec{Account: "chem", Amount: Dec(t, "11")})
 		return err
 	})
 	// The same id from another client is another request.
-	if _, err := b.Deposit(ledger.Request{Actor: "other", ID: "dep-1"}, spec); err != nil {
+	if _, err := b.Deposit(context.Background(), ledger.Request{Actor: "other", ID: "dep-1"}, spec); err != nil {
 		t.Fatal(err)
 	}
 	wantAmount(t, "amount", b.MustBalance("chem").Amount, "20")
@@ -607,7 +614,7 @@ func testConcurrentDeposits(t *testing.T, open OpenStore) {
 		go func() {
 			defer wg.Done()
 			for i := 0; i < each; i++ {
-				_, err := b.Deposit(b.Req(), ledger.DepositSpec{Account: "chem", Amount: Dec(t, "1.25")})
+				_, err := b.Deposit(context.Background(), b.Req(), ledger.DepositSpec{Account: "chem", Amount: Dec(t, "1.25")})
 				errs <- err
 			}
 		}()
@@ -628,7 +635,7 @@ func testConcurrentWithdrawals(t *testing.T, open OpenStore) {
 	b.MustDeposit("chem", "100", time.Time{})
 	const tries = 200 // each takes 1; exactly 100 fit
 	ok, refused := Race(t, tries, func(int) error {
-		_, err := b.Withdraw(b.Req(), ledger.WithdrawSpec{Account: "chem", Amount: Dec(t, "1")})
+		_, err := b.Withdraw(context.Background(), b.Req(), ledger.WithdrawSpec{Account: "chem", Amount: Dec(t, "1")})
 		return err
 	})
 	if ok != 100 || refused != tries-100 {
@@ -640,27 +647,27 @@ func testConcurrentWithdrawals(t *testing.T, open OpenStore) {
 func testAuditFindsTampering(t *testing.T, open OpenStore) {
 	store := open(t)
 	clock := &Clock{now: Epoch}
-	if err := ledger.Init(store, ledger.Settings{Precision: 2}, ledger.Request{Actor: "test"}, clock.Now()); err != nil {
+	if err := ledger.Init(context.Background(), store, ledger.Settings{Precision: 2}, ledger.Request{Actor: "test"}, clock.Now()); err != nil {
 		t.Fatal(err)
 	}
-	l, err := ledger.Open(store, ledger.WithClock(clock.Now))
+	l, err := ledger.Open(context.Background(), store, ledger.WithClock(clock.Now))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	if _, err := l.CreateNode(ledger.Request{Actor: "t"}, ledger.NodeSpec{Name: "chem"}); err != nil {
+	if _, err := l.CreateNode(context.Background(), ledger.Request{Actor: "t"}, ledger.NodeSpec{Name: "chem"}); err != nil {
 		t.Fatal(err)
 	}
-	r, err := l.Deposit(ledger.Request{Actor: "t"}, ledger.DepositSpec{Account: "chem", Amount: Dec(t, "10")})
+	r, err := l.Deposit(context.Background(), ledger.Request{Actor: "t"}, ledger.DepositSpec{Account: "chem", Amount: Dec(t, "10")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep, err := l.Audit(); err != nil || len(rep.Problems) != 0 {
+	if rep, err := l.Audit(context.Background()); err != nil || len(rep.Problems) != 0 {
 		t.Fatalf("audit of a sound bank: %+v %v", rep, err)
 	}
 	tamper := func(fn func(ledger.Tx) error) {
 		t.Helper()
-		if err := store.Update(fn); err != nil {
+		if err := store.Update(context.Background(), fn); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -668,7 +675,7 @@ func testAuditFindsTampering(t *testing.T, open OpenStore) {
 	a := r.Allocations[0]
 	a.Amount = Dec(t, "1000")
 	tamper(func(tx ledger.Tx) error { return tx.PutAllocation(a, r.Seq) })
-	rep, err := l.Audit()
+	rep, err := l.Audit(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -678,30 +685,85 @@ func testAuditFindsTampering(t *testing.T, open OpenStore) {
 	wantProblem(t, rep, "allocation 1 of chem: amount is 1000, the journal says 10")
 	// A node changed behind the journal's back.
 	tamper(func(tx ledger.Tx) error { return tx.PutNode(ledger.Node{Name: "chem", Active: false}) })
-	// A forged entry appended without the chain.
+	// A forged entry appended without the chain, and one whose stored
+	// bytes are not those its hash is of.
 	tamper(func(tx ledger.Tx) error {
 		head, err := tx.Head()
 		if err != nil {
 			return err
 		}
-		forged := ledger.Entry{Seq: head.Seq + 1, Time: head.Time, Kind: ledger.KindDeposit, PrevHash: "forged", Hash: strings.Repeat("f", 64)}
-		body, _, err := forged.Encode()
+		forged, err := ledger.SealEntry(ledger.Entry{Seq: head.Seq + 1, Time: head.Time, Kind: ledger.KindDeposit, PrevHash: "forged"})
 		if err != nil {
 			return err
 		}
-		sealed, err := ledger.SealedEntry(forged.Hash, body)
+		if err := tx.AppendEntry(forged); err != nil {
+			return err
+		}
+		altered, err := ledger.SealEntry(ledger.Entry{Seq: head.Seq + 2, Time: head.Time, Kind: ledger.KindDeposit, PrevHash: hex.EncodeToString(forged.Hash[:])})
 		if err != nil {
 			return err
 		}
-		return tx.AppendEntry(forged, sealed)
+		altered.Body = bytes.Replace(altered.Body, []byte("deposit"), []byte("withdraw"), 1)
+		return tx.AppendEntry(altered)
 	})
-	rep, err = l.Audit()
+	// The running sums the ledger keeps, changed.
+	tamper(func(tx ledger.Tx) error {
+		return tx.PutRecord(ledger.Record{Kind: "ledger.account", Key: "chem", Value: []byte(`{"version":"x","charged":{"chem":{"1":"5"}}}`)})
+	})
+	rep, err = l.Audit(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
 	wantProblem(t, rep, "node chem: stored state differs from the journal's")
 	wantProblem(t, rep, "journal: entry 4: previous hash forged")
-	wantProblem(t, rep, "journal: entry 4: stored hash ffffffffffff")
+	wantProblem(t, rep, "journal: entry 5: stored hash")
+	wantProblem(t, rep, "account chem: the charged sum of chem on allocation 1 is 5")
+}
+
+// testKeptAnswers: the answer kept for a request's retries is checked
+// against the hash its journal entry carries, by the audit and by the
+// retry itself, so an altered receipt is never given.
+func testKeptAnswers(t *testing.T, open OpenStore) {
+	b := NewBank(t, open)
+	b.MustNode("chem")
+	req := b.Req()
+	first, err := b.Deposit(context.Background(), req, ledger.DepositSpec{Account: "chem", Amount: Dec(t, "10")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := b.Deposit(context.Background(), req, ledger.DepositSpec{Account: "chem", Amount: Dec(t, "10")})
+	if err != nil || again.Seq != first.Seq {
+		t.Fatalf("retry: %+v %v, want entry %d", again, err, first.Seq)
+	}
+	key := ledger.RequestKey{Client: req.Actor, ID: req.ID}
+	var rec ledger.RequestRecord
+	err = b.Store.Update(context.Background(), func(tx ledger.Tx) error {
+		r, ok, err := tx.Request(key)
+		if err != nil || !ok {
+			return fmt.Errorf("request record: %v %v", ok, err)
+		}
+		rec = r
+		r.Result = bytes.Replace(r.Result, []byte(`"10"`), []byte(`"90"`), 1)
+		if bytes.Equal(r.Result, rec.Result) {
+			return fmt.Errorf("no amount of 10 in the kept answer %s", rec.Result)
+		}
+		return tx.PutRequest(key, r)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := b.Audit(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantProblem(t, rep, fmt.Sprintf("requests: ledger: corrupt data: the answer kept for request %q of test is not the one journal entry %d recorded", req.ID, first.Seq))
+	if _, err := b.Deposit(context.Background(), req, ledger.DepositSpec{Account: "chem", Amount: Dec(t, "10")}); !errors.Is(err, ledger.ErrCorrupt) {
+		t.Errorf("retry with an altered kept answer: %v, want ErrCorrupt", err)
+	}
+	// Put back, so that the cleanup's audit passes.
+	if err := b.Store.Update(context.Background(), func(tx ledger.Tx) error { return tx.PutRequest(key, rec) }); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // wantProblem fails unless one of the audit's problems starts with prefix.
@@ -719,9 +781,155 @@ func testPrecision(t *testing.T, open OpenStore) {
 	b := NewBankWithPrecision(t, open, 0)
 	b.MustNode("chem")
 	refusedWritesNothing(t, b, ledger.ErrInvalid, func() error {
-		_, err := b.Deposit(b.Req(), ledger.DepositSpec{Account: "chem", Amount: Dec(t, "1.5")})
+		_, err := b.Deposit(context.Background(), b.Req(), ledger.DepositSpec{Account: "chem", Amount: Dec(t, "1.5")})
 		return err
 	})
 	b.MustDeposit("chem", "15", time.Time{})
 	wantAmount(t, "amount", b.MustBalance("chem").Amount, "15")
+}
+
+// testLienAndChargeIndexes: the indexes an engine keeps for liens and
+// charges answer as the contract says, as liens change state.
+func testLienAndChargeIndexes(t *testing.T, open OpenStore) {
+	store := open(t)
+	defer store.Close()
+	ctx := context.Background()
+	at := func(minutes int) time.Time { return Epoch.Add(time.Duration(minutes) * time.Minute) }
+	lien := func(id uint64, account, job string, expires int) ledger.Lien {
+		return ledger.Lien{ID: id, JobRef: ledger.JobRef{JobID: job, Machine: "hpc1", Project: account, Account: account, User: "amy"},
+			Amount: decimal.NewFromInt(1), Holds: []ledger.Hold{{Allocation: 1, Amount: decimal.NewFromInt(1)}},
+			Created: Epoch, Expires: at(expires), State: ledger.LienActive}
+	}
+	ids := func(liens []ledger.Lien) []uint64 {
+		out := []uint64{}
+		for _, l := range liens {
+			out = append(out, l.ID)
+		}
+		return out
+	}
+	update := func(fn func(ledger.Tx) error) {
+		t.Helper()
+		if err := store.Update(ctx, fn); err != nil {
+			t.Fatal(err)
+		}
+	}
+	update(func(tx ledger.Tx) error {
+		for _, l := range []ledger.Lien{lien(1, "chem", "j1", 30), lien(2, "chem", "j2", 10), lien(3, "bio", "j3", 5), lien(4, "chem", "j4", 20), lien(5, "chemx", "j5", 1)} {
+			if err := tx.PutLien(l); err != nil {
+				return err
+			}
+		}
+		for _, c := range []ledger.Charge{{ID: 1, JobRef: ledger.JobRef{JobID: "j1", Machine: "hpc1"}}, {ID: 2, JobRef: ledger.JobRef{JobID: "j1", Machine: "hpc1"}},
+			{ID: 3, JobRef: ledger.JobRef{JobID: "j1\x00x", Machine: "hpc1"}}, {ID: 4, JobRef: ledger.JobRef{JobID: "j", Machine: "hpc1"}}} {
+			if err := tx.PutCharge(c); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	check := func(what string, got []ledger.Lien, err error, want ...uint64) {
+		t.Helper()
+		if err != nil || !slices.Equal(ids(got), want) {
+			t.Errorf("%s: %v %v, want %v", what, ids(got), err, want)
+		}
+	}
+	err := store.View(ctx, func(tx ledger.Tx) error {
+		got, err := tx.ActiveLiens("chem")
+		check("active liens of chem", got, err, 1, 2, 4)
+		got, err = tx.ActiveLiensExpiring("chem", time.Time{}, at(20), 0)
+		check("chem's liens expiring by 20 min", got, err, 2, 4)
+		got, err = tx.ActiveLiensExpiring("chem", at(10), at(60), 1)
+		check("chem's first lien expiring after 10 min", got, err, 4)
+		got, err = tx.ExpiredLiens(at(10), 10)
+		check("liens expired at 10 min", got, err, 3, 2, 5)
+		got, err = tx.ExpiredLiens(at(60), 2)
+		if err != nil || len(got) != 2 {
+			t.Errorf("at most 2 expired liens: %v %v", ids(got), err)
+		}
+		l, ok, err := tx.JobLien("hpc1", "j4")
+		if err != nil || !ok || l.ID != 4 {
+			t.Errorf("lien of job j4: %d %v %v", l.ID, ok, err)
+		}
+		charges, err := tx.JobCharges("hpc1", "j1")
+		if err != nil || len(charges) != 2 || charges[0].ID != 1 || charges[1].ID != 2 {
+			t.Errorf("charges of job j1: %+v %v", charges, err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Settled, a lien leaves the active index; extended, it moves in it.
+	update(func(tx ledger.Tx) error {
+		l := lien(2, "chem", "j2", 10)
+		l.State = ledger.LienSettled
+		if err := tx.PutLien(l); err != nil {
+			return err
+		}
+		return tx.PutLien(lien(4, "chem", "j4", 90))
+	})
+	err = store.View(ctx, func(tx ledger.Tx) error {
+		got, err := tx.ActiveLiensExpiring("chem", time.Time{}, at(60), 0)
+		check("chem's liens expiring by 60 min after the changes", got, err, 1)
+		got, err = tx.ActiveLiens("chem")
+		check("active liens of chem after the changes", got, err, 1, 4)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// testFailedCallLeavesNoWrites: calls that run together (group commit)
+// do not see each other's failures: one that fails after writing leaves
+// nothing, the others all persist.
+func testFailedCallLeavesNoWrites(t *testing.T, open OpenStore) {
+	store := open(t)
+	defer store.Close()
+	ctx := context.Background()
+	errBoom := errors.New("boom")
+	var wg sync.WaitGroup
+	errs := make([]error, 40)
+	for i := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = store.Update(ctx, func(tx ledger.Tx) error {
+				if err := tx.PutRecord(ledger.Record{Kind: "test", Key: fmt.Sprintf("k%02d", i), Value: []byte(`1`)}); err != nil {
+					return err
+				}
+				if i%3 == 0 {
+					return errBoom
+				}
+				return nil
+			})
+		}()
+	}
+	wg.Wait()
+	err := store.View(ctx, func(tx ledger.Tx) error {
+		rs, err := tx.Records("test")
+		if err != nil {
+			return err
+		}
+		var keys []string
+		for _, r := range rs {
+			keys = append(keys, r.Key)
+		}
+		var want []string
+		for i, err := range errs {
+			if i%3 == 0 != errors.Is(err, errBoom) || (i%3 != 0 && err != nil) {
+				t.Errorf("call %d: %v", i, err)
+			}
+			if i%3 != 0 {
+				want = append(want, fmt.Sprintf("k%02d", i))
+			}
+		}
+		if !slices.Equal(keys, want) {
+			t.Errorf("records %v, want %v", keys, want)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/ingot-hpc/ingot/charge"
 	"github.com/ingot-hpc/ingot/ledger"
+	"github.com/ingot-hpc/ingot/ledger/boltstore/bolttest"
 	"github.com/ingot-hpc/ingot/ledger/ledgertest"
 	"github.com/ingot-hpc/ingot/lien"
 	"github.com/ingot-hpc/ingot/proto/api"
@@ -53,12 +54,12 @@ type fixture struct {
 }
 
 func newFixture(t *testing.T, opts ...server.Option) *fixture {
-	b := ledgertest.NewBank(t, ledgertest.Bolt)
+	b := ledgertest.NewBank(t, bolttest.Open)
 	b.MustNode("chem", "chem.lab1")
-	if _, err := b.AddMachine(b.Req(), ledger.MachineSpec{Name: "hpc1", Shape: ledger.Shape{Cores: 32}}); err != nil {
+	if _, err := b.AddMachine(context.Background(), b.Req(), ledger.MachineSpec{Name: "hpc1", Shape: ledger.Shape{Cores: 32}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.AddUser(b.Req(), ledger.UserSpec{Name: "amy", DefaultProject: "chem.lab1", Memberships: []ledger.Membership{{Node: "chem.lab1", Role: ledger.RoleMember}}}); err != nil {
+	if _, err := b.AddUser(context.Background(), b.Req(), ledger.UserSpec{Name: "amy", DefaultProject: "chem.lab1", Memberships: []ledger.Membership{{Node: "chem.lab1", Role: ledger.RoleMember}}}); err != nil {
 		t.Fatal(err)
 	}
 	b.MustDeposit("chem", "1000", time.Time{})
@@ -66,7 +67,7 @@ func newFixture(t *testing.T, opts ...server.Option) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, key, err := reg.Add(b.Req(), "slurm", clients.RoleScheduler, []string{"hpc1"})
+	_, key, err := reg.Add(context.Background(), b.Req(), "slurm", clients.RoleScheduler, []string{"hpc1"})
 	if err != nil {
 		t.Fatal(err)
 	}

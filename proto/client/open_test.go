@@ -39,7 +39,7 @@ func TestMungeClient(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.AddUser(f.Req(), ledger.UserSpec{Name: me.Username, Memberships: []ledger.Membership{{Node: "chem.lab1", Role: ledger.RoleMember}}}); err != nil {
+	if _, err := f.AddUser(context.Background(), f.Req(), ledger.UserSpec{Name: me.Username, Memberships: []ledger.Membership{{Node: "chem.lab1", Role: ledger.RoleMember}}}); err != nil {
 		t.Fatal(err)
 	}
 	transport := &loseFirst{path: api.PathBalance}

@@ -1,6 +1,7 @@
 package clients
 
 import (
+	"context"
 	"crypto/cipher"
 	"crypto/rand"
 	"encoding/base64"
@@ -228,7 +229,7 @@ func checkRole(tx ledger.Tx, role Role, scope []string) error {
 // time its secret is seen. A retry of the request (same actor and request
 // id, same name, role and scope: a client resending after a lost answer)
 // gets the first answer, with the key it made.
-func (r *Registry) Add(req ledger.Request, name string, role Role, scope []string) (Client, auth.Key, error) {
+func (r *Registry) Add(ctx context.Context, req ledger.Request, name string, role Role, scope []string) (Client, auth.Key, error) {
 	if err := ledger.CheckUserName(name); err != nil || len(name) > 40 {
 		return Client{}, auth.Key{}, fmt.Errorf("%w: client name %q must be a user-like name of at most 40 characters", ledger.ErrInvalid, name)
 	}
@@ -243,7 +244,7 @@ func (r *Registry) Add(req ledger.Request, name string, role Role, scope []strin
 		Role  Role     `json:"role"`
 		Scope []string `json:"scope"`
 	}{name, role, scope}
-	c, err := ledger.Mutate(r.l, req, ledger.KindRecord, content, func(w *ledger.Writer) (Client, error) {
+	c, err := ledger.Mutate(ctx, r.l, req, ledger.KindRecord, content, func(w *ledger.Writer) (Client, error) {
 		if _, ok, err := w.Tx().Record(recordClient, name); err != nil {
 			return Client{}, err
 		} else if ok {
@@ -264,7 +265,7 @@ func (r *Registry) Add(req ledger.Request, name string, role Role, scope []strin
 
 // Rotate adds a new key to a client; its other keys stay valid until
 // revoked. A retry of the request gets the first answer, as Add's does.
-func (r *Registry) Rotate(req ledger.Request, name string) (Client, auth.Key, error) {
+func (r *Registry) Rotate(ctx context.Context, req ledger.Request, name string) (Client, auth.Key, error) {
 	key, sealed, err := r.newSealedKey(name)
 	if err != nil {
 		return Client{}, auth.Key{}, err
@@ -272,7 +273,7 @@ func (r *Registry) Rotate(req ledger.Request, name string) (Client, auth.Key, er
 	content := struct {
 		Name string `json:"name"`
 	}{name}
-	c, err := ledger.Mutate(r.l, req, ledger.KindRecord, content, func(w *ledger.Writer) (Client, error) {
+	c, err := ledger.Mutate(ctx, r.l, req, ledger.KindRecord, content, func(w *ledger.Writer) (Client, error) {
 		c, err := getClient(w.Tx(), name)
 		if err != nil {
 			return Client{}, err
@@ -303,10 +304,10 @@ func (r *Registry) madeKey(c Client, made auth.Key) (Client, auth.Key, error) {
 }
 
 // Revoke ends a key of a client at once.
-func (r *Registry) Revoke(req ledger.Request, name, keyID string) (Client, error) {
+func (r *Registry) Revoke(ctx context.Context, req ledger.Request, name, keyID string) (Client, error) {
 	content := struct{ Name, Key string }{name, keyID}
 	defer r.forgetLookups()
-	return ledger.Mutate(r.l, req, ledger.KindRecord, content, func(w *ledger.Writer) (Client, error) {
+	return ledger.Mutate(ctx, r.l, req, ledger.KindRecord, content, func(w *ledger.Writer) (Client, error) {
 		c, err := getClient(w.Tx(), name)
 		if err != nil {
 			return Client{}, err
@@ -375,9 +376,9 @@ func getClient(tx ledger.Tx, name string) (Client, error) {
 }
 
 // List returns every client, keys sealed.
-func (r *Registry) List() ([]Client, error) {
+func (r *Registry) List(ctx context.Context) ([]Client, error) {
 	var out []Client
-	err := r.l.View(func(tx ledger.Tx) error {
+	err := r.l.View(ctx, func(tx ledger.Tx) error {
 		recs, err := tx.Records(recordClient)
 		if err != nil {
 			return err
@@ -396,21 +397,23 @@ func (r *Registry) List() ([]Client, error) {
 
 // Lookup finds a key's client and secret for auth.Verifier: a revoked key
 // or an unknown id is not ok.
-func (r *Registry) Lookup(keyID string) (secret [32]byte, c Client, ok bool, err error) {
-	hit, ok, err := r.lookup(keyID)
+func (r *Registry) Lookup(ctx context.Context, keyID string) (secret [32]byte, c Client, ok bool, err error) {
+	hit, ok, err := r.lookup(ctx, keyID)
 	return hit.secret, hit.client.clone(), ok, err
 }
 
 // Secret is Lookup's secret alone: it does not copy the client, which
 // every signed request's check of its signature would do for nothing.
 func (r *Registry) Secret(keyID string) (secret [32]byte, ok bool, err error) {
-	hit, ok, err := r.lookup(keyID)
+	// auth.Verifier asks without a context: a lookup is one read of a
+	// record, cached after.
+	hit, ok, err := r.lookup(context.Background(), keyID)
 	return hit.secret, ok, err
 }
 
 // lookup is Lookup's answer from the cache, or read and cached. The cached
 // client is never handed out, only copies of it.
-func (r *Registry) lookup(keyID string) (found lookedUp, ok bool, err error) {
+func (r *Registry) lookup(ctx context.Context, keyID string) (found lookedUp, ok bool, err error) {
 	r.mu.Lock()
 	hit, cached := r.known[keyID]
 	generation := r.generation
@@ -427,7 +430,7 @@ func (r *Registry) lookup(keyID string) (found lookedUp, ok bool, err error) {
 			r.mu.Unlock()
 		}
 	}()
-	err = r.l.View(func(tx ledger.Tx) error {
+	err = r.l.View(ctx, func(tx ledger.Tx) error {
 		rec, exists, err := tx.Record(recordKey, keyID)
 		if err != nil || !exists {
 			return err

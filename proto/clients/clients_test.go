@@ -1,6 +1,7 @@
 package clients_test
 
 import (
+	"context"
 	"bytes"
 	"crypto/rand"
 	"encoding/base64"
@@ -29,17 +30,17 @@ func newFixture(t *testing.T) *fixture {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "bank.db")
 	b := ledgertest.NewBank(t, func(t testing.TB) ledger.Store {
-		s, err := boltstore.Open(path, boltstore.Options{})
+		s, err := boltstore.Open(path, boltstore.Options{Create: true})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return s
 	})
 	b.MustNode("chem", "chem.lab1")
-	if _, err := b.AddMachine(b.Req(), ledger.MachineSpec{Name: "hpc1"}); err != nil {
+	if _, err := b.AddMachine(context.Background(), b.Req(), ledger.MachineSpec{Name: "hpc1"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.AddUser(b.Req(), ledger.UserSpec{Name: "amy"}); err != nil {
+	if _, err := b.AddUser(context.Background(), b.Req(), ledger.UserSpec{Name: "amy"}); err != nil {
 		t.Fatal(err)
 	}
 	key, created, err := clients.LoadServerKey(filepath.Join(dir, "server.key"), true)
@@ -55,42 +56,42 @@ func newFixture(t *testing.T) *fixture {
 
 func TestAddRotateRevoke(t *testing.T) {
 	f := newFixture(t)
-	c, key, err := f.reg.Add(f.Req(), "slurm", clients.RoleScheduler, []string{"hpc1"})
+	c, key, err := f.reg.Add(context.Background(), f.Req(), "slurm", clients.RoleScheduler, []string{"hpc1"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(c.Keys) != 1 || c.Keys[0].ID != key.ID || !strings.HasPrefix(key.ID, "slurm.") {
 		t.Fatalf("client = %+v, key id %s", c, key.ID)
 	}
-	secret, found, ok, err := f.reg.Lookup(key.ID)
+	secret, found, ok, err := f.reg.Lookup(context.Background(), key.ID)
 	if err != nil || !ok || secret != key.Secret || found.Role != clients.RoleScheduler {
 		t.Fatalf("lookup: ok %v err %v", ok, err)
 	}
-	_, second, err := f.reg.Rotate(f.Req(), "slurm")
+	_, second, err := f.reg.Rotate(context.Background(), f.Req(), "slurm")
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, k := range []auth.Key{key, second} {
-		if _, _, ok, err := f.reg.Lookup(k.ID); !ok || err != nil {
+		if _, _, ok, err := f.reg.Lookup(context.Background(), k.ID); !ok || err != nil {
 			t.Errorf("key %s after rotation: ok %v err %v", k.ID, ok, err)
 		}
 	}
-	if _, err := f.reg.Revoke(f.Req(), "slurm", key.ID); err != nil {
+	if _, err := f.reg.Revoke(context.Background(), f.Req(), "slurm", key.ID); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, ok, err := f.reg.Lookup(key.ID); ok || err != nil {
+	if _, _, ok, err := f.reg.Lookup(context.Background(), key.ID); ok || err != nil {
 		t.Errorf("revoked key: ok %v err %v", ok, err)
 	}
-	if _, _, ok, _ := f.reg.Lookup(second.ID); !ok {
+	if _, _, ok, _ := f.reg.Lookup(context.Background(), second.ID); !ok {
 		t.Error("the new key stopped working when the old one was revoked")
 	}
-	if _, err := f.reg.Revoke(f.Req(), "slurm", key.ID); !errors.Is(err, ledger.ErrInactive) {
+	if _, err := f.reg.Revoke(context.Background(), f.Req(), "slurm", key.ID); !errors.Is(err, ledger.ErrInactive) {
 		t.Errorf("second revoke: %v", err)
 	}
-	if _, _, ok, err := f.reg.Lookup("nobody.00000000"); ok || err != nil {
+	if _, _, ok, err := f.reg.Lookup(context.Background(), "nobody.00000000"); ok || err != nil {
 		t.Errorf("unknown key: ok %v err %v", ok, err)
 	}
-	list, err := f.reg.List()
+	list, err := f.reg.List(context.Background())
 	if err != nil || len(list) != 1 || len(list[0].Keys) != 2 {
 		t.Errorf("list = %+v %v", list, err)
 	}
@@ -98,7 +99,7 @@ func TestAddRotateRevoke(t *testing.T) {
 
 func TestRoleRefusals(t *testing.T) {
 	f := newFixture(t)
-	if _, _, err := f.reg.Add(f.Req(), "boss", clients.RoleAdmin, nil); err != nil {
+	if _, _, err := f.reg.Add(context.Background(), f.Req(), "boss", clients.RoleAdmin, nil); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
@@ -122,7 +123,7 @@ func TestRoleRefusals(t *testing.T) {
 				name = "c" + strings.ReplaceAll(tc.name, " ", "-")
 			}
 			before := f.JournalLen()
-			if _, _, err := f.reg.Add(f.Req(), name, tc.role, tc.scope); !errors.Is(err, tc.want) {
+			if _, _, err := f.reg.Add(context.Background(), f.Req(), name, tc.role, tc.scope); !errors.Is(err, tc.want) {
 				t.Errorf("err = %v, want %v", err, tc.want)
 			}
 			if f.JournalLen() != before {
@@ -134,7 +135,7 @@ func TestRoleRefusals(t *testing.T) {
 		role  clients.Role
 		scope []string
 	}{{clients.RoleManager, []string{"chem"}}, {clients.RoleUser, []string{"amy"}}} {
-		if _, _, err := f.reg.Add(f.Req(), "ok-"+string(ok.role), ok.role, ok.scope); err != nil {
+		if _, _, err := f.reg.Add(context.Background(), f.Req(), "ok-"+string(ok.role), ok.role, ok.scope); err != nil {
 			t.Errorf("%s: %v", ok.role, err)
 		}
 	}
@@ -147,20 +148,20 @@ func TestSecretsNotAtRest(t *testing.T) {
 	var keys []auth.Key
 	req := f.Req()
 	for _, name := range []string{"a", "b"} {
-		_, k, err := f.reg.Add(req, name, clients.RoleAdmin, nil)
+		_, k, err := f.reg.Add(context.Background(), req, name, clients.RoleAdmin, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		keys = append(keys, k)
 		req = f.Req()
 	}
-	_, k, err := f.reg.Rotate(f.Req(), "a")
+	_, k, err := f.reg.Rotate(context.Background(), f.Req(), "a")
 	if err != nil {
 		t.Fatal(err)
 	}
 	keys = append(keys, k)
 	var copyBuf bytes.Buffer
-	if _, err := f.Backup(&copyBuf); err != nil {
+	if _, err := f.Backup(context.Background(), &copyBuf); err != nil {
 		t.Fatal(err)
 	}
 	file := copyBuf.Bytes()
@@ -180,12 +181,12 @@ func TestSecretsNotAtRest(t *testing.T) {
 func TestRetryGetsTheFirstKey(t *testing.T) {
 	f := newFixture(t)
 	add := ledger.Request{Actor: "admin", ID: "add-slurm"}
-	_, first, err := f.reg.Add(add, "slurm", clients.RoleAdmin, nil)
+	_, first, err := f.reg.Add(context.Background(), add, "slurm", clients.RoleAdmin, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	rotate := ledger.Request{Actor: "admin", ID: "rotate-slurm"}
-	_, rotated, err := f.reg.Rotate(rotate, "slurm")
+	_, rotated, err := f.reg.Rotate(context.Background(), rotate, "slurm")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,28 +196,28 @@ func TestRetryGetsTheFirstKey(t *testing.T) {
 		do   func() (clients.Client, auth.Key, error)
 		want auth.Key
 	}{
-		{"add", func() (clients.Client, auth.Key, error) { return f.reg.Add(add, "slurm", clients.RoleAdmin, nil) }, first},
-		{"rotation", func() (clients.Client, auth.Key, error) { return f.reg.Rotate(rotate, "slurm") }, rotated},
+		{"add", func() (clients.Client, auth.Key, error) { return f.reg.Add(context.Background(), add, "slurm", clients.RoleAdmin, nil) }, first},
+		{"rotation", func() (clients.Client, auth.Key, error) { return f.reg.Rotate(context.Background(), rotate, "slurm") }, rotated},
 	} {
 		_, again, err := tc.do()
 		if err != nil || again != tc.want {
 			t.Errorf("retried %s: key %s, %v; want the first, %s", tc.what, again.ID, err, tc.want.ID)
 		}
-		if secret, _, ok, err := f.reg.Lookup(again.ID); !ok || err != nil || secret != again.Secret {
+		if secret, _, ok, err := f.reg.Lookup(context.Background(), again.ID); !ok || err != nil || secret != again.Secret {
 			t.Errorf("the key a retried %s gave does not work: %v %v", tc.what, ok, err)
 		}
 	}
 	if got := f.JournalLen(); got != journal {
 		t.Errorf("the retries wrote %d journal entries", got-journal)
 	}
-	if _, _, err := f.reg.Add(add, "slurm", clients.RoleManager, []string{"chem"}); !errors.Is(err, ledger.ErrRequestConflict) {
+	if _, _, err := f.reg.Add(context.Background(), add, "slurm", clients.RoleManager, []string{"chem"}); !errors.Is(err, ledger.ErrRequestConflict) {
 		t.Errorf("the add's id with another role: %v", err)
 	}
 }
 
 func TestWrongServerKey(t *testing.T) {
 	f := newFixture(t)
-	_, k, err := f.reg.Add(f.Req(), "slurm", clients.RoleAdmin, nil)
+	_, k, err := f.reg.Add(context.Background(), f.Req(), "slurm", clients.RoleAdmin, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,7 +227,7 @@ func TestWrongServerKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, ok, err := wrong.Lookup(k.ID); ok || !errors.Is(err, clients.ErrServerKey) {
+	if _, _, ok, err := wrong.Lookup(context.Background(), k.ID); ok || !errors.Is(err, clients.ErrServerKey) {
 		t.Errorf("lookup under another server key: ok %v err %v", ok, err)
 	}
 }
@@ -259,12 +260,12 @@ func TestServerKeyFile(t *testing.T) {
 // from the cache, must not see it.
 func TestLookupCopies(t *testing.T) {
 	f := newFixture(t)
-	_, k, err := f.reg.Add(f.Req(), "slurm", clients.RoleScheduler, []string{"hpc1"})
+	_, k, err := f.reg.Add(context.Background(), f.Req(), "slurm", clients.RoleScheduler, []string{"hpc1"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for range 2 {
-		_, c, ok, err := f.reg.Lookup(k.ID)
+		_, c, ok, err := f.reg.Lookup(context.Background(), k.ID)
 		if !ok || err != nil || c.Scope[0] != "hpc1" || c.Keys[0].ID != k.ID {
 			t.Fatalf("lookup: %+v ok %v err %v", c, ok, err)
 		}
@@ -274,7 +275,7 @@ func TestLookupCopies(t *testing.T) {
 
 func TestVerifyWithRegistry(t *testing.T) {
 	f := newFixture(t)
-	_, k, err := f.reg.Add(f.Req(), "slurm", clients.RoleScheduler, []string{"hpc1"})
+	_, k, err := f.reg.Add(context.Background(), f.Req(), "slurm", clients.RoleScheduler, []string{"hpc1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -288,7 +289,7 @@ func TestVerifyWithRegistry(t *testing.T) {
 	if id, err := v.Verify(r, body); err != nil || id != k.ID {
 		t.Fatalf("verify: %s %v", id, err)
 	}
-	if _, err := f.reg.Revoke(f.Req(), "slurm", k.ID); err != nil {
+	if _, err := f.reg.Revoke(context.Background(), f.Req(), "slurm", k.ID); err != nil {
 		t.Fatal(err)
 	}
 	r2 := httptest.NewRequest("POST", "/v1/liens", bytes.NewReader(body))

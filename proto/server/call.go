@@ -120,7 +120,7 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (*call, er
 	if err != nil {
 		return nil, err
 	}
-	client, err := s.identify(r, body)
+	client, err := s.identify(r.Context(), r, body)
 	if err != nil {
 		return nil, err // api.FromError maps auth's and munge's sentinels to 401 or 503
 	}
@@ -133,7 +133,7 @@ func (s *Server) keyClient(r *http.Request, body []byte) (clients.Client, error)
 	if err != nil {
 		return clients.Client{}, err
 	}
-	_, client, ok, err := s.clients.Lookup(keyID)
+	_, client, ok, err := s.clients.Lookup(r.Context(), keyID)
 	if err != nil {
 		return clients.Client{}, fmt.Errorf("looking up the client of key %s: %w", keyID, err)
 	}

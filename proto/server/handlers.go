@@ -15,7 +15,7 @@ import (
 // records of the bank (nodes, users, machines, rates, clients) are in
 // handlers_records.go, jobs in handlers_jobs.go.
 
-func (s *Server) settings(*call, api.NoQuery) (api.Settings, error) {
+func (s *Server) settings(c *call, _ api.NoQuery) (api.Settings, error) {
 	return api.Settings{Settings: s.ledger.Settings(), Created: s.ledger.Created(), Now: s.ledger.Now()}, nil
 }
 
@@ -23,16 +23,16 @@ func (s *Server) settings(*call, api.NoQuery) (api.Settings, error) {
 // otherwise those of the nodes at the top of its reach: a manager's scope,
 // a user's projects.
 func (s *Server) balances(c *call, q api.BalancesQuery) (api.BalancesResponse, error) {
-	r, err := s.reachOf(c.client)
+	r, err := s.reachOf(c.r.Context(), c.client)
 	if err != nil {
 		return api.BalancesResponse{}, err
 	}
 	var all []ledger.NodeBalance
 	if r.roots == nil {
-		all, err = s.ledger.Balances(q.At)
+		all, err = s.ledger.Balances(c.r.Context(), q.At)
 	} else {
 		for _, root := range slices.Compact(slices.Sorted(slices.Values(r.roots))) {
-			nb, err := s.ledger.BalanceAt(root, q.At)
+			nb, err := s.ledger.BalanceAt(c.r.Context(), root, q.At)
 			if err != nil {
 				return api.BalancesResponse{}, err
 			}
@@ -46,40 +46,40 @@ func (s *Server) balances(c *call, q api.BalancesQuery) (api.BalancesResponse, e
 }
 
 func (s *Server) balance(c *call, q api.BalanceQuery) (ledger.NodeBalance, error) {
-	if err := s.requireReads(c.client, q.Node); err != nil {
+	if err := s.requireReads(c.r.Context(), c.client, q.Node); err != nil {
 		return ledger.NodeBalance{}, err
 	}
-	return s.ledger.BalanceAt(q.Node, q.At)
+	return s.ledger.BalanceAt(c.r.Context(), q.Node, q.At)
 }
 
 func (s *Server) available(c *call, q api.AvailableQuery) (api.AvailableResponse, error) {
-	if err := s.requireReads(c.client, q.Project); err != nil {
+	if err := s.requireReads(c.r.Context(), c.client, q.Project); err != nil {
 		return api.AvailableResponse{}, err
 	}
-	amount, err := s.ledger.Available(q.Project)
+	amount, err := s.ledger.Available(c.r.Context(), q.Project)
 	return api.AvailableResponse{Project: q.Project, Available: amount}, err
 }
 
 func (s *Server) shares(c *call, q api.AccountQuery) (ledger.AccountShares, error) {
-	if err := s.requireReads(c.client, q.Account); err != nil {
+	if err := s.requireReads(c.r.Context(), c.client, q.Account); err != nil {
 		return ledger.AccountShares{}, err
 	}
-	return s.ledger.Shares(q.Account)
+	return s.ledger.Shares(c.r.Context(), q.Account)
 }
 
 func (s *Server) fairShare(c *call, q api.FairShareQuery) (api.List[ledger.FairShareNode], error) {
-	if err := s.requireReads(c.client, q.Account); err != nil {
+	if err := s.requireReads(c.r.Context(), c.client, q.Account); err != nil {
 		return api.List[ledger.FairShareNode]{}, err
 	}
-	nodes, err := s.ledger.FairShare(q.Account, q.HalfLife, q.Compensation)
+	nodes, err := s.ledger.FairShare(c.r.Context(), q.Account, q.HalfLife, q.Compensation)
 	return api.ListOf(nodes), err
 }
 
 func (s *Server) statement(c *call, q api.StatementQuery) (ledger.Statement, error) {
-	if err := s.requireReads(c.client, q.Account); err != nil {
+	if err := s.requireReads(c.r.Context(), c.client, q.Account); err != nil {
 		return ledger.Statement{}, err
 	}
-	return s.ledger.Statement(q.Account, q.From, q.To, q.Summarize)
+	return s.ledger.Statement(c.r.Context(), q.Account, q.From, q.To, q.Summarize)
 }
 
 // journal is the whole journal for an admin. Another client names a node
@@ -103,11 +103,11 @@ func (s *Server) journal(c *call, q api.JournalQuery) (api.List[ledger.Entry], e
 		if q.Node == "" {
 			return api.List[ledger.Entry]{}, forbidden(c.client, "read the whole journal: name a node it reads (node=NAME)")
 		}
-		if err := s.requireReads(c.client, q.Node); err != nil {
+		if err := s.requireReads(c.r.Context(), c.client, q.Node); err != nil {
 			return api.List[ledger.Entry]{}, err
 		}
 	}
-	entries, err := s.ledger.Journal(f)
+	entries, err := s.ledger.Journal(c.r.Context(), f)
 	if scoped {
 		entries = filter(entries, func(e ledger.Entry) bool { return aboutSubtree(e, q.Node) })
 	}
@@ -123,13 +123,13 @@ func aboutSubtree(e ledger.Entry, root string) bool {
 	return ledger.InSubtree(e.Node, root) || slices.ContainsFunc(e.Deltas, func(d ledger.Delta) bool { return ledger.InSubtree(d.Account, root) })
 }
 
-func (s *Server) audit(*call, api.NoQuery) (ledger.AuditReport, error) { return s.ledger.Audit() }
+func (s *Server) audit(c *call, _ api.NoQuery) (ledger.AuditReport, error) { return s.ledger.Audit(c.r.Context()) }
 
 // backup answers with a consistent copy of the database file, made while
 // the bank is in use.
-func (s *Server) backup(*call, api.NoQuery) (stream, error) {
+func (s *Server) backup(c *call, _ api.NoQuery) (stream, error) {
 	return func(w io.Writer) error {
-		_, err := s.ledger.Backup(w)
+		_, err := s.ledger.Backup(c.r.Context(), w)
 		return err
 	}, nil
 }
@@ -138,14 +138,14 @@ func (s *Server) deposit(c *call, spec api.DepositRequest) (ledger.Receipt, erro
 	if err := requireManages(c.client, "deposit into", spec.Account); err != nil {
 		return ledger.Receipt{}, err
 	}
-	return s.ledger.Deposit(c.req, spec)
+	return s.ledger.Deposit(c.r.Context(), c.req, spec)
 }
 
 func (s *Server) withdraw(c *call, spec api.WithdrawRequest) (ledger.Receipt, error) {
 	if err := requireManages(c.client, "withdraw from", spec.Account); err != nil {
 		return ledger.Receipt{}, err
 	}
-	return s.ledger.Withdraw(c.req, spec)
+	return s.ledger.Withdraw(c.r.Context(), c.req, spec)
 }
 
 func (s *Server) transfer(c *call, spec api.TransferRequest) (ledger.Receipt, error) {
@@ -155,5 +155,5 @@ func (s *Server) transfer(c *call, spec api.TransferRequest) (ledger.Receipt, er
 	if err := requireManages(c.client, "transfer to", spec.To); err != nil {
 		return ledger.Receipt{}, err
 	}
-	return s.ledger.Transfer(c.req, spec)
+	return s.ledger.Transfer(c.r.Context(), c.req, spec)
 }

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"slices"
 
 	"github.com/ingot-hpc/ingot/ledger"
@@ -16,43 +17,43 @@ func (s *Server) quote(c *call, spec api.QuoteRequest) (lien.QuoteResult, error)
 	if err := requireSchedules(c.client, "quote on", spec.Machine); err != nil {
 		return lien.QuoteResult{}, err
 	}
-	return s.bank.Quote(spec)
+	return s.bank.Quote(c.r.Context(), spec)
 }
 
 func (s *Server) guarantee(c *call, g api.GuaranteeRequest) (lien.StoredQuote, error) {
 	if err := requireSchedules(c.client, "guarantee a quote on", g.Machine); err != nil {
 		return lien.StoredQuote{}, err
 	}
-	return s.bank.Guarantee(c.req, g.QuoteSpec, g.Expires, g.Uses)
+	return s.bank.Guarantee(c.r.Context(), c.req, g.QuoteSpec, g.Expires, g.Uses)
 }
 
 func (s *Server) quotes(c *call, _ api.NoQuery) (api.List[lien.StoredQuote], error) {
-	return readable(s, c, s.bank.Quotes, func(r reach, q lien.StoredQuote) bool { return r.job(q.Project, q.Machine) })
+	return readable(c.r.Context(), s, c, s.bank.Quotes, func(r reach, q lien.StoredQuote) bool { return r.job(q.Project, q.Machine) })
 }
 
 func (s *Server) placeLien(c *call, spec api.LienRequest) (lien.LienResult, error) {
 	if err := requireSchedules(c.client, "place a lien on", spec.Machine); err != nil {
 		return lien.LienResult{}, err
 	}
-	return s.bank.Place(c.req, spec)
+	return s.bank.Place(c.r.Context(), c.req, spec)
 }
 
 func (s *Server) extendLien(c *call, e api.ExtendRequest) (lien.LienResult, error) {
 	if err := requireSchedules(c.client, "extend a lien on", e.Machine); err != nil {
 		return lien.LienResult{}, err
 	}
-	return s.bank.Extend(c.req, e.Job, e.WallclockLimitSeconds)
+	return s.bank.Extend(c.r.Context(), c.req, e.Job, e.WallclockLimitSeconds)
 }
 
 func (s *Server) releaseLien(c *call, job api.ReleaseRequest) (ledger.Lien, error) {
 	if err := requireSchedules(c.client, "release a lien on", job.Machine); err != nil {
 		return ledger.Lien{}, err
 	}
-	return s.bank.Release(c.req, job)
+	return s.bank.Release(c.r.Context(), c.req, job)
 }
 
 func (s *Server) sweep(c *call, _ api.SweepRequest) (api.List[ledger.Lien], error) {
-	liens, err := s.bank.Sweep(c.req)
+	liens, err := s.bank.Sweep(c.r.Context(), c.req)
 	return api.ListOf(liens), err
 }
 
@@ -60,11 +61,11 @@ func (s *Server) sweep(c *call, _ api.SweepRequest) (api.List[ledger.Lien], erro
 // named.
 func (s *Server) liens(c *call, q api.LiensQuery) (api.List[ledger.Lien], error) {
 	if q.Node != "" {
-		if err := s.requireReads(c.client, q.Node); err != nil {
+		if err := s.requireReads(c.r.Context(), c.client, q.Node); err != nil {
 			return api.List[ledger.Lien]{}, err
 		}
 	}
-	return readable(s, c, func() ([]ledger.Lien, error) { return s.bank.Liens(q.Node, q.All) },
+	return readable(c.r.Context(), s, c, func(ctx context.Context) ([]ledger.Lien, error) { return s.bank.Liens(c.r.Context(), q.Node, q.All) },
 		func(r reach, l ledger.Lien) bool { return r.job(l.Project, l.Machine) })
 }
 
@@ -73,11 +74,11 @@ func (s *Server) jobLien(c *call, q api.JobQuery) (ledger.Lien, error) {
 	if err := requireJobsOn(c.client, what, q.Machine); err != nil {
 		return ledger.Lien{}, err
 	}
-	r, err := s.reachOf(c.client)
+	r, err := s.reachOf(c.r.Context(), c.client)
 	if err != nil {
 		return ledger.Lien{}, err
 	}
-	l, err := s.bank.JobLien(lien.Job{Machine: q.Machine, ID: q.JobID})
+	l, err := s.bank.JobLien(c.r.Context(), lien.Job{Machine: q.Machine, ID: q.JobID})
 	if err == nil {
 		err = r.requireJob(what, l.Project, l.Machine)
 	}
@@ -88,7 +89,7 @@ func (s *Server) charge(c *call, spec api.ChargeRequest) (lien.ChargeResult, err
 	if err := requireSchedules(c.client, "charge a job on", spec.Machine); err != nil {
 		return lien.ChargeResult{}, err
 	}
-	return s.bank.Charge(c.req, spec)
+	return s.bank.Charge(c.r.Context(), c.req, spec)
 }
 
 // charges are a job's charges that the client reads.
@@ -96,30 +97,30 @@ func (s *Server) charges(c *call, q api.JobQuery) (api.List[ledger.Charge], erro
 	if err := requireJobsOn(c.client, "the charges of job "+q.JobID, q.Machine); err != nil {
 		return api.List[ledger.Charge]{}, err
 	}
-	return readable(s, c, func() ([]ledger.Charge, error) { return s.bank.Charges(lien.Job{Machine: q.Machine, ID: q.JobID}) },
+	return readable(c.r.Context(), s, c, func(ctx context.Context) ([]ledger.Charge, error) { return s.bank.Charges(c.r.Context(), lien.Job{Machine: q.Machine, ID: q.JobID}) },
 		func(r reach, ch ledger.Charge) bool { return r.job(ch.Project, ch.Machine) })
 }
 
 func (s *Server) refund(c *call, spec api.RefundRequest) (ledger.Charge, error) {
-	return s.bank.Refund(c.req, spec)
+	return s.bank.Refund(c.r.Context(), c.req, spec)
 }
 
 func (s *Server) addReservation(c *call, spec api.ReservationRequest) (lien.Reservation, error) {
 	if err := requireSchedules(c.client, "add a reservation on", spec.Machine); err != nil {
 		return lien.Reservation{}, err
 	}
-	return s.bank.AddReservation(c.req, spec)
+	return s.bank.AddReservation(c.r.Context(), c.req, spec)
 }
 
 func (s *Server) reservations(c *call, _ api.NoQuery) (api.List[lien.Reservation], error) {
-	return readable(s, c, s.bank.Reservations, func(r reach, res lien.Reservation) bool { return r.job(res.Project, res.Machine) })
+	return readable(c.r.Context(), s, c, s.bank.Reservations, func(r reach, res lien.Reservation) bool { return r.job(res.Project, res.Machine) })
 }
 
 // flush lets a scheduler flush the reservations of its machines; one that
 // is unknown is left to the bank to refuse.
 func (s *Server) flush(c *call, f api.FlushRequest) (lien.FlushResult, error) {
 	if c.client.Role != clients.RoleAdmin {
-		rs, err := s.bank.Reservations()
+		rs, err := s.bank.Reservations(c.r.Context())
 		if err != nil {
 			return lien.FlushResult{}, err
 		}
@@ -129,5 +130,5 @@ func (s *Server) flush(c *call, f api.FlushRequest) (lien.FlushResult, error) {
 			}
 		}
 	}
-	return s.bank.Flush(c.req, f.Name, f.RunningProcSeconds, f.End)
+	return s.bank.Flush(c.r.Context(), c.req, f.Name, f.RunningProcSeconds, f.End)
 }

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"github.com/ingot-hpc/ingot/charge"
 	"github.com/ingot-hpc/ingot/ledger"
 	"github.com/ingot-hpc/ingot/lien"
@@ -15,80 +16,80 @@ import (
 // they are shared by every account.
 
 func (s *Server) nodes(c *call, q api.NodesQuery) (api.List[ledger.Node], error) {
-	return readable(s, c, func() ([]ledger.Node, error) { return s.ledger.Nodes(q.Under) },
+	return readable(c.r.Context(), s, c, func(ctx context.Context) ([]ledger.Node, error) { return s.ledger.Nodes(c.r.Context(), q.Under) },
 		func(r reach, n ledger.Node) bool { return r.node(n.Name) })
 }
 
 func (s *Server) node(c *call, q api.NameQuery) (ledger.Node, error) {
-	if err := s.requireReads(c.client, q.Name); err != nil {
+	if err := s.requireReads(c.r.Context(), c.client, q.Name); err != nil {
 		return ledger.Node{}, err
 	}
-	return s.ledger.Node(q.Name)
+	return s.ledger.Node(c.r.Context(), q.Name)
 }
 
 func (s *Server) createNode(c *call, spec api.NodeRequest) (ledger.Node, error) {
 	if err := requireManagesBelow(c.client, "create", spec.Name); err != nil {
 		return ledger.Node{}, err
 	}
-	return s.ledger.CreateNode(c.req, spec)
+	return s.ledger.CreateNode(c.r.Context(), c.req, spec)
 }
 
 func (s *Server) modifyNode(c *call, m api.Modify[ledger.NodeChange]) (ledger.Node, error) {
 	if err := requireManagesBelow(c.client, "change", m.Name); err != nil {
 		return ledger.Node{}, err
 	}
-	return s.ledger.ModifyNode(c.req, m.Name, m.Change)
+	return s.ledger.ModifyNode(c.r.Context(), c.req, m.Name, m.Change)
 }
 
 func (s *Server) deactivateNode(c *call, n api.NameRequest) (ledger.Node, error) {
 	if err := requireManagesBelow(c.client, "deactivate", n.Name); err != nil {
 		return ledger.Node{}, err
 	}
-	return s.ledger.DeactivateNode(c.req, n.Name)
+	return s.ledger.DeactivateNode(c.r.Context(), c.req, n.Name)
 }
 
 func (s *Server) users(c *call, _ api.NoQuery) (api.List[ledger.User], error) {
-	return readable(s, c, s.ledger.Users, reach.user)
+	return readable(c.r.Context(), s, c, s.ledger.Users, reach.user)
 }
 
 func (s *Server) addUser(c *call, spec api.UserRequest) (ledger.User, error) {
-	return s.ledger.AddUser(c.req, spec)
+	return s.ledger.AddUser(c.r.Context(), c.req, spec)
 }
 
 func (s *Server) modifyUser(c *call, m api.Modify[ledger.UserChange]) (ledger.User, error) {
-	return s.ledger.ModifyUser(c.req, m.Name, m.Change)
+	return s.ledger.ModifyUser(c.r.Context(), c.req, m.Name, m.Change)
 }
 
 // machines are no secret: every client may list them (a scheduler's
 // command line picks the bank's only machine when none is named).
-func (s *Server) machines(*call, api.NoQuery) (api.List[ledger.Machine], error) {
-	ms, err := s.ledger.Machines()
+func (s *Server) machines(c *call, _ api.NoQuery) (api.List[ledger.Machine], error) {
+	ms, err := s.ledger.Machines(c.r.Context())
 	return api.ListOf(ms), err
 }
 
 func (s *Server) addMachine(c *call, spec api.MachineRequest) (ledger.Machine, error) {
-	return s.ledger.AddMachine(c.req, spec)
+	return s.ledger.AddMachine(c.r.Context(), c.req, spec)
 }
 
 func (s *Server) modifyMachine(c *call, m api.Modify[ledger.MachineChange]) (ledger.Machine, error) {
-	return s.ledger.ModifyMachine(c.req, m.Name, m.Change)
+	return s.ledger.ModifyMachine(c.r.Context(), c.req, m.Name, m.Change)
 }
 
 // rates are the price list: every client may read them.
-func (s *Server) rates(*call, api.NoQuery) (charge.RateTable, error) { return s.bank.Rates() }
+func (s *Server) rates(c *call, _ api.NoQuery) (charge.RateTable, error) { return s.bank.Rates(c.r.Context()) }
 
 func (s *Server) setRates(c *call, t api.RatesRequest) (charge.RateTable, error) {
-	return s.bank.SetRates(c.req, t)
+	return s.bank.SetRates(c.r.Context(), c.req, t)
 }
 
-func (s *Server) config(*call, api.NoQuery) (lien.Config, error) { return s.bank.Config() }
+func (s *Server) config(c *call, _ api.NoQuery) (lien.Config, error) { return s.bank.Config(c.r.Context()) }
 
 func (s *Server) changeConfig(c *call, ch api.ConfigRequest) (lien.Config, error) {
-	return s.bank.ChangeConfig(c.req, ch)
+	return s.bank.ChangeConfig(c.r.Context(), c.req, ch)
 }
 
-func (s *Server) clientList(*call, api.NoQuery) (api.List[clients.Client], error) {
-	list, err := s.clients.List()
+func (s *Server) clientList(c *call, _ api.NoQuery) (api.List[clients.Client], error) {
+	list, err := s.clients.List(c.r.Context())
 	for i := range list {
 		list[i] = list[i].Public()
 	}
@@ -96,11 +97,11 @@ func (s *Server) clientList(*call, api.NoQuery) (api.List[clients.Client], error
 }
 
 func (s *Server) addClient(c *call, cr api.ClientRequest) (api.NewKeyResponse, error) {
-	return newKey(s.clients.Add(c.req, cr.Name, cr.Role, cr.Scope))
+	return newKey(s.clients.Add(c.r.Context(), c.req, cr.Name, cr.Role, cr.Scope))
 }
 
 func (s *Server) rotateKey(c *call, n api.NameRequest) (api.NewKeyResponse, error) {
-	return newKey(s.clients.Rotate(c.req, n.Name))
+	return newKey(s.clients.Rotate(c.r.Context(), c.req, n.Name))
 }
 
 // newKey is the answer that hands a new key over, once.
@@ -112,6 +113,6 @@ func newKey(cl clients.Client, key auth.Key, err error) (api.NewKeyResponse, err
 }
 
 func (s *Server) revokeKey(c *call, rr api.RevokeRequest) (clients.Client, error) {
-	cl, err := s.clients.Revoke(c.req, rr.Name, rr.KeyID)
+	cl, err := s.clients.Revoke(c.r.Context(), c.req, rr.Name, rr.KeyID)
 	return cl.Public(), err
 }

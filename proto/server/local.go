@@ -38,18 +38,18 @@ import (
 // Unix socket, without an Authorization header, the peer's. A request on
 // the socket with an Authorization header is checked like any other, so a
 // scheduler's key works there too.
-func (s *Server) identify(r *http.Request, body []byte) (clients.Client, error) {
+func (s *Server) identify(ctx context.Context, r *http.Request, body []byte) (clients.Client, error) {
 	if p, onSocket := r.Context().Value(peerKey{}).(peer); onSocket && len(r.Header.Values("Authorization")) == 0 {
-		return s.peerClient(p)
+		return s.peerClient(ctx, p)
 	}
 	if munge.Uses(r) {
-		return s.mungeClient(r, body)
+		return s.mungeClient(ctx, r, body)
 	}
 	return s.keyClient(r, body)
 }
 
 // mungeClient checks a MUNGE credential and returns its uid's user client.
-func (s *Server) mungeClient(r *http.Request, body []byte) (clients.Client, error) {
+func (s *Server) mungeClient(ctx context.Context, r *http.Request, body []byte) (clients.Client, error) {
 	if s.munge == nil {
 		return clients.Client{}, api.Errorf(api.CodeUnauthenticated,
 			"auth: this server does not accept MUNGE credentials (ingot serve --munge enables them); sign the request with a key")
@@ -58,12 +58,12 @@ func (s *Server) mungeClient(r *http.Request, body []byte) (clients.Client, erro
 	if err != nil {
 		return clients.Client{}, err
 	}
-	return s.localUser("munge", "MUNGE credential", uid)
+	return s.localUser(ctx, "munge", "MUNGE credential", uid)
 }
 
 // peerClient returns the client of a socket peer: admin for root and the
 // server's own uid, else its uid's user client.
-func (s *Server) peerClient(p peer) (clients.Client, error) {
+func (s *Server) peerClient(ctx context.Context, p peer) (clients.Client, error) {
 	if p.err != nil {
 		return clients.Client{}, fmt.Errorf("reading the credentials of the socket's peer: %w", p.err)
 	}
@@ -74,13 +74,13 @@ func (s *Server) peerClient(p peer) (clients.Client, error) {
 		}
 		return clients.Client{Name: "socket:" + name, Role: clients.RoleAdmin}, nil
 	}
-	return s.localUser("socket", "socket peer", p.uid)
+	return s.localUser(ctx, "socket", "socket peer", p.uid)
 }
 
 // localUser returns the user client, named via:<user>, of the bank user
 // named like uid's local account; what says where the uid came from, for
 // refusals.
-func (s *Server) localUser(via, what string, uid uint32) (clients.Client, error) {
+func (s *Server) localUser(ctx context.Context, via, what string, uid uint32) (clients.Client, error) {
 	account, err := osuser.LookupId(strconv.FormatUint(uint64(uid), 10))
 	if _, unknown := errors.AsType[osuser.UnknownUserIdError](err); unknown {
 		return clients.Client{}, api.Errorf(api.CodeUnauthenticated, "auth: %s of uid %d: no local account on the server has that uid", what, uid)
@@ -89,7 +89,7 @@ func (s *Server) localUser(via, what string, uid uint32) (clients.Client, error)
 		return clients.Client{}, fmt.Errorf("looking up the account of uid %d: %w", uid, err)
 	}
 	name := account.Username
-	u, found, err := s.bankUser(name)
+	u, found, err := s.bankUser(ctx, name)
 	switch {
 	case err != nil:
 		return clients.Client{}, err
@@ -102,8 +102,8 @@ func (s *Server) localUser(via, what string, uid uint32) (clients.Client, error)
 }
 
 // bankUser reads a bank user.
-func (s *Server) bankUser(name string) (u ledger.User, found bool, err error) {
-	err = s.ledger.View(func(tx ledger.Tx) (err error) {
+func (s *Server) bankUser(ctx context.Context, name string) (u ledger.User, found bool, err error) {
+	err = s.ledger.View(ctx, func(tx ledger.Tx) (err error) {
 		u, found, err = tx.User(name)
 		return err
 	})

@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"context"
 	"bytes"
 	"io"
 	"net"
@@ -38,7 +39,7 @@ func newLocalSite(t *testing.T) (*site, *mungetest.Daemon) {
 	s := newSite(t, server.WithMunge(&munge.Verifier{Command: d.Command()}))
 	s.addUser("nobody", "chem.lab1")
 	s.addUser("bin", "chem.lab1")
-	if _, err := s.ModifyUser(s.Req(), "bin", ledger.UserChange{Active: new(false)}); err != nil {
+	if _, err := s.ModifyUser(context.Background(), s.Req(), "bin", ledger.UserChange{Active: new(false)}); err != nil {
 		t.Fatal(err)
 	}
 	return s, d
@@ -47,7 +48,7 @@ func newLocalSite(t *testing.T) (*site, *mungetest.Daemon) {
 func (s *site) addUser(name, project string) {
 	s.t.Helper()
 	spec := ledger.UserSpec{Name: name, Memberships: []ledger.Membership{{Node: project, Role: ledger.RoleMember}}}
-	if _, err := s.AddUser(s.Req(), spec); err != nil {
+	if _, err := s.AddUser(context.Background(), s.Req(), spec); err != nil {
 		s.t.Fatal(err)
 	}
 }
@@ -237,7 +238,7 @@ func TestSocketAdmin(t *testing.T) {
 		t.Fatalf("root deposits: %d %s", w.Code, w.Body)
 	}
 	wantAmount(t, "chem after root's deposit", s.balance("chem").Amount, "1005")
-	entries, err := s.Journal(ledger.JournalFilter{Node: "chem"})
+	entries, err := s.Journal(context.Background(), ledger.JournalFilter{Node: "chem"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -70,7 +71,7 @@ type reach struct {
 
 // reachOf is the reach of a client now: a user client's follows its bank
 // user's memberships.
-func (s *Server) reachOf(c clients.Client) (reach, error) {
+func (s *Server) reachOf(ctx context.Context, c clients.Client) (reach, error) {
 	switch c.Role {
 	case clients.RoleAdmin, clients.RoleScheduler:
 		return reach{client: c}, nil
@@ -83,7 +84,7 @@ func (s *Server) reachOf(c clients.Client) (reach, error) {
 		return r, nil
 	}
 	name := c.Scope[0]
-	u, found, err := s.bankUser(name)
+	u, found, err := s.bankUser(ctx, name)
 	switch {
 	case err != nil:
 		return r, fmt.Errorf("user %s of client %s: %w", name, c.Name, err)
@@ -161,8 +162,8 @@ func (r reach) why() string {
 }
 
 // requireReads refuses a client that may not read a node.
-func (s *Server) requireReads(c clients.Client, node string) error {
-	r, err := s.reachOf(c)
+func (s *Server) requireReads(ctx context.Context, c clients.Client, node string) error {
+	r, err := s.reachOf(ctx, c)
 	if err != nil {
 		return err
 	}
@@ -181,12 +182,12 @@ func forbidden(c clients.Client, format string, args ...any) error {
 }
 
 // readable is what list returns that the client reads.
-func readable[T any](s *Server, c *call, list func() ([]T, error), reads func(reach, T) bool) (api.List[T], error) {
-	r, err := s.reachOf(c.client)
+func readable[T any](ctx context.Context, s *Server, c *call, list func(context.Context) ([]T, error), reads func(reach, T) bool) (api.List[T], error) {
+	r, err := s.reachOf(ctx, c.client)
 	if err != nil {
 		return api.List[T]{}, err
 	}
-	items, err := list()
+	items, err := list(c.r.Context())
 	return api.ListOf(filter(items, func(x T) bool { return reads(r, x) })), err
 }
 

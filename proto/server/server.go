@@ -237,7 +237,7 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, methodNotAllowed(r, []string{http.MethodGet}))
 		return
 	}
-	if err := s.ledger.View(func(ledger.Tx) error { return nil }); err != nil {
+	if err := s.ledger.View(r.Context(), func(ledger.Tx) error { return nil }); err != nil {
 		s.writeError(w, r, api.Errorf(api.CodeUnavailable, "the bank does not answer: %v", err))
 		return
 	}

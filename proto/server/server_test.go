@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"context"
 	"bytes"
 	"encoding/json"
 	"io"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/ingot-hpc/ingot/charge"
 	"github.com/ingot-hpc/ingot/ledger"
+	"github.com/ingot-hpc/ingot/ledger/boltstore/bolttest"
 	"github.com/ingot-hpc/ingot/ledger/ledgertest"
 	"github.com/ingot-hpc/ingot/lien"
 	"github.com/ingot-hpc/ingot/proto/api"
@@ -39,16 +41,16 @@ type site struct {
 
 func newSite(t *testing.T, opts ...server.Option) *site {
 	t.Helper()
-	b := ledgertest.NewBank(t, ledgertest.Bolt)
+	b := ledgertest.NewBank(t, bolttest.Open)
 	b.MustNode("chem", "chem.lab1", "bio", "bio.lab1")
 	for _, m := range []string{"hpc1", "hpc2"} {
-		if _, err := b.AddMachine(b.Req(), ledger.MachineSpec{Name: m, Shape: ledger.Shape{Cores: 32}}); err != nil {
+		if _, err := b.AddMachine(context.Background(), b.Req(), ledger.MachineSpec{Name: m, Shape: ledger.Shape{Cores: 32}}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for user, project := range map[string]string{"amy": "chem.lab1", "bob": "bio.lab1"} {
 		spec := ledger.UserSpec{Name: user, DefaultProject: project, Memberships: []ledger.Membership{{Node: project, Role: ledger.RoleMember}}}
-		if _, err := b.AddUser(b.Req(), spec); err != nil {
+		if _, err := b.AddUser(context.Background(), b.Req(), spec); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -71,7 +73,7 @@ func newSite(t *testing.T, opts ...server.Option) *site {
 
 func (s *site) addClient(name string, role clients.Role, scope ...string) {
 	s.t.Helper()
-	_, key, err := s.reg.Add(s.Req(), name, role, scope)
+	_, key, err := s.reg.Add(context.Background(), s.Req(), name, role, scope)
 	if err != nil {
 		s.t.Fatalf("add client %s: %v", name, err)
 	}
@@ -393,7 +395,7 @@ func (s *site) revokedKey() auth.Key {
 	s.t.Helper()
 	s.addClient("gone", clients.RoleAdmin)
 	key := s.keys["gone"]
-	if _, err := s.reg.Revoke(s.Req(), "gone", key.ID); err != nil {
+	if _, err := s.reg.Revoke(context.Background(), s.Req(), "gone", key.ID); err != nil {
 		s.t.Fatal(err)
 	}
 	return key

@@ -1,0 +1,242 @@
+package ledger
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/shopspring/decimal"
+)
+
+// accountStateKind is the kind of the records in which the ledger keeps,
+// per account, what every lien and charge would otherwise have to sum
+// from all the account's liens and charges. An engine stores them like any
+// other record; they are not journaled (the journal's liens and charges
+// say the same) and the audit recomputes them.
+const accountStateKind = "ledger.account"
+
+// accountState is an account's running sums and version.
+type accountState struct {
+	// Version is the version the newest journal entry that changed the
+	// account gave it (newVersion): what the plan cache checks.
+	Version string `json:"version"`
+	// Reserved sums the holds of the account's active liens, per project
+	// and allocation, whether or not they have reached their expiry.
+	Reserved ByProject `json:"reserved,omitempty"`
+	// Charged sums what the account's charges took, less refunds.
+	Charged ByProject `json:"charged,omitempty"`
+}
+
+func readAccountState(tx Tx, account string) (*accountState, error) {
+	st := &accountState{Reserved: ByProject{}, Charged: ByProject{}}
+	r, ok, err := tx.Record(accountStateKind, account)
+	if err != nil || !ok {
+		return st, err
+	}
+	if err := json.Unmarshal(r.Value, st); err != nil {
+		return nil, fmt.Errorf("%w: running sums of account %s: %v", ErrCorrupt, account, err)
+	}
+	if st.Reserved == nil {
+		st.Reserved = ByProject{}
+	}
+	if st.Charged == nil {
+		st.Charged = ByProject{}
+	}
+	return st, nil
+}
+
+func writeAccountState(tx Tx, account string, st *accountState) error {
+	st.Reserved.prune()
+	st.Charged.prune()
+	raw, err := json.Marshal(st)
+	if err != nil {
+		return fmt.Errorf("ledger: encode running sums of account %s: %w", account, err)
+	}
+	return tx.PutRecord(Record{Kind: accountStateKind, Key: account, Value: raw})
+}
+
+// prune drops zero sums, so that the record holds what is in use.
+func (b ByProject) prune() {
+	for project, m := range b {
+		for id, v := range m {
+			if v.IsZero() {
+				delete(m, id)
+			}
+		}
+		if len(m) == 0 {
+			delete(b, project)
+		}
+	}
+}
+
+// account is the state of account as this change sees it.
+func (w *Writer) account(account string) (*accountState, error) {
+	if st := w.accounts[account]; st != nil {
+		return st, nil
+	}
+	st, err := readAccountState(w.tx, account)
+	if err != nil {
+		return nil, err
+	}
+	if w.accounts == nil {
+		w.accounts = map[string]*accountState{}
+	}
+	w.accounts[account] = st
+	return st, nil
+}
+
+// moveAccount brings account's sums and version past entry e, which
+// replaced oldLien and oldCharge (nil if new), and keeps the plan cache in
+// step.
+func (w *Writer) moveAccount(account string, e Entry, oldLien *Lien, oldCharge *Charge) error {
+	st, err := w.account(account)
+	if err != nil {
+		return err
+	}
+	addHolds := func(sums ByProject, project string, holds []Hold, sign int64) {
+		for _, h := range holds {
+			sums.Add(project, h.Allocation, h.Amount.Mul(decimal.NewFromInt(sign)))
+		}
+	}
+	if l := oldLien; l != nil && l.Account == account && l.State == LienActive {
+		addHolds(st.Reserved, l.Project, l.Holds, -1)
+	}
+	if l := e.Lien; l != nil && l.Account == account && l.State == LienActive {
+		addHolds(st.Reserved, l.Project, l.Holds, 1)
+	}
+	if c := oldCharge; c != nil && c.Account == account {
+		addHolds(st.Charged, c.Project, c.NetDebits(), -1)
+	}
+	if c := e.Charge; c != nil && c.Account == account {
+		addHolds(st.Charged, c.Project, c.NetDebits(), 1)
+	}
+	prev := st.Version
+	st.Version = newVersion()
+	if w.plans != nil {
+		w.plans.afterAppend(account, prev, st.Version, e, oldLien, oldCharge, w.now)
+	}
+	return writeAccountState(w.tx, account, st)
+}
+
+// expiredHolds are the holds of the account's active liens that have
+// reached their expiry by t: the running sums count them, balances do not.
+func expiredHolds(tx Tx, account string, t time.Time) ([]Lien, error) {
+	return tx.ActiveLiensExpiring(account, time.Time{}, t, 0)
+}
+
+// reservedByProject sums, per project and allocation, what the account's
+// liens hold at time t, leaving out what own holds (nil: nothing to leave
+// out).
+func reservedByProject(tx Tx, account string, t time.Time, own *Lien) (ByProject, error) {
+	st, err := readAccountState(tx, account)
+	if err != nil {
+		return nil, err
+	}
+	reserved := st.Reserved
+	expired, err := expiredHolds(tx, account, t)
+	if err != nil {
+		return nil, err
+	}
+	for _, l := range expired {
+		for _, h := range l.Holds {
+			reserved.Add(l.Project, h.Allocation, h.Amount.Neg())
+		}
+	}
+	if own != nil && own.HoldsAt(t) && own.Account == account {
+		for _, h := range own.Holds {
+			reserved.Add(own.Project, h.Allocation, h.Amount.Neg())
+		}
+	}
+	return reserved, nil
+}
+
+// reservedAt is reservedByProject summed over the projects.
+func reservedAt(tx Tx, account string, t time.Time, own *Lien) (map[uint64]decimal.Decimal, error) {
+	byProject, err := reservedByProject(tx, account, t, own)
+	if err != nil {
+		return nil, err
+	}
+	return byProject.PerAllocation(), nil
+}
+
+// chargedSums is what the account's charges took, per project and
+// allocation, less refunds.
+func chargedSums(tx Tx, account string) (ByProject, error) {
+	st, err := readAccountState(tx, account)
+	if err != nil {
+		return nil, err
+	}
+	return st.Charged, nil
+}
+
+// accountVersion is the account's version (see accountState).
+func accountVersion(tx Tx, account string) (string, error) {
+	st, err := readAccountState(tx, account)
+	if err != nil {
+		return "", err
+	}
+	return st.Version, nil
+}
+
+// nextExpiry is the earliest expiry after t and at or before until of the
+// account's active liens.
+func nextExpiry(tx Tx, account string, t, until time.Time) (time.Time, bool, error) {
+	liens, err := tx.ActiveLiensExpiring(account, t, until, 1)
+	if err != nil || len(liens) == 0 {
+		return time.Time{}, false, err
+	}
+	return liens[0].Expires, true, nil
+}
+
+// sumsFromRecords computes an account's running sums from its stored
+// liens and charges.
+func sumsFromRecords(account string, liens []Lien, charges []Charge) (reserved, charged ByProject) {
+	reserved, charged = ByProject{}, ByProject{}
+	for _, l := range liens {
+		if l.Account == account && l.State == LienActive {
+			for _, h := range l.Holds {
+				reserved.Add(l.Project, h.Allocation, h.Amount)
+			}
+		}
+	}
+	for _, c := range charges {
+		if c.Account == account {
+			for _, h := range c.NetDebits() {
+				charged.Add(c.Project, h.Allocation, h.Amount)
+			}
+		}
+	}
+	reserved.prune()
+	charged.prune()
+	return reserved, charged
+}
+
+// RebuildAccountStates computes every account's running sums from the
+// stored liens and charges and stores them: for an engine that upgrades a
+// file made before the ledger kept them, and for a copy of a bank into
+// another engine.
+func RebuildAccountStates(tx Tx) error {
+	nodes, err := tx.Nodes()
+	if err != nil {
+		return err
+	}
+	liens, err := tx.Liens()
+	if err != nil {
+		return err
+	}
+	charges, err := tx.Charges()
+	if err != nil {
+		return err
+	}
+	for _, n := range nodes {
+		if !n.IsAccount() {
+			continue
+		}
+		st := &accountState{Version: newVersion()}
+		st.Reserved, st.Charged = sumsFromRecords(n.Name, liens, charges)
+		if err := writeAccountState(tx, n.Name, st); err != nil {
+			return err
+		}
+	}
+	return nil
+}

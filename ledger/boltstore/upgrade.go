@@ -1,0 +1,79 @@
+package boltstore
+
+import (
+	"crypto/sha256"
+	"errors"
+	"fmt"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/ingot-hpc/ingot/ledger"
+)
+
+// Buckets and meta keys of schema 7 that schema 8 does without: the
+// running sums and versions the engine kept for the ledger (the ledger
+// keeps them as records now), the expiry index (the active-lien index
+// serves), and the write-ahead log's bookkeeping.
+var (
+	oldBuckets  = [][]byte{[]byte("reserved"), []byte("charged"), []byte("reserved_total"), []byte("account_versions"), []byte("liens_by_expiry")}
+	oldMetaKeys = [][]byte{[]byte("log_applied"), []byte("bank_id")}
+)
+
+// upgrade brings a file of schema 7 to schema 8 in one transaction
+// (checkVersion has refused one with its log left).
+func (s *Store) upgrade() error {
+	return s.update(func(btx *bolt.Tx) error {
+		for _, name := range oldBuckets {
+			if err := btx.DeleteBucket(name); err != nil && !errors.Is(err, bolt.ErrBucketNotFound) {
+				return fmt.Errorf("upgrade: drop bucket %s: %w", name, err)
+			}
+		}
+		meta := btx.Bucket(bucketMeta)
+		for _, key := range oldMetaKeys {
+			if err := meta.Delete(key); err != nil {
+				return fmt.Errorf("upgrade: %w", err)
+			}
+		}
+		// The active-lien index keeps its keys; its values (packed holds)
+		// go.
+		if err := btx.DeleteBucket(bucketLiensActive); err != nil && !errors.Is(err, bolt.ErrBucketNotFound) {
+			return fmt.Errorf("upgrade: %w", err)
+		}
+		for _, name := range bucketNames {
+			if _, err := btx.CreateBucketIfNotExists(name); err != nil {
+				return fmt.Errorf("upgrade: bucket %s: %w", name, err)
+			}
+		}
+		t := &tx{btx: btx}
+		liens, err := t.Liens()
+		if err != nil {
+			return err
+		}
+		for _, l := range liens {
+			if l.State == ledger.LienActive {
+				if err := t.putRaw(bucketLiensActive, activeKey(l), nil); err != nil {
+					return err
+				}
+			}
+		}
+		// The journal head gains the newest entry's hash.
+		if k, raw := btx.Bucket(bucketJournal).Cursor().Last(); k != nil {
+			e, err := storedEntry(decodeUint(k), raw)
+			if err != nil {
+				return err
+			}
+			if len(raw) < sha256.Size {
+				return fmt.Errorf("%w: journal entry %d is truncated", ledger.ErrCorrupt, e.Seq)
+			}
+			head := append(encodeUint(e.Seq), encodeUint(encodeTime(e.Time))...)
+			if err := t.putRaw(bucketMeta, keyHead, append(head, e.Hash[:]...)); err != nil {
+				return err
+			}
+		}
+		if err := ledger.RebuildAccountStates(t); err != nil {
+			return fmt.Errorf("upgrade: %w", err)
+		}
+		return meta.Put(keySchema, encodeUint(schemaVersion))
+	})
+}
+
