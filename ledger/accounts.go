@@ -126,13 +126,14 @@ func expiredHolds(tx Tx, account string, t time.Time) ([]Lien, error) {
 
 // reservedByProject sums, per project and allocation, what the account's
 // liens hold at time t, leaving out what own holds (nil: nothing to leave
-// out).
-func reservedByProject(tx Tx, account string, t time.Time, own *Lien) (ByProject, error) {
-	st, err := readAccountState(tx, account)
-	if err != nil {
-		return nil, err
+// out). st is the account's state.
+func reservedByProject(tx Tx, st *accountState, account string, t time.Time, own *Lien) (ByProject, error) {
+	reserved := ByProject{}
+	for project, m := range st.Reserved {
+		for id, v := range m {
+			reserved.Add(project, id, v)
+		}
 	}
-	reserved := st.Reserved
 	expired, err := expiredHolds(tx, account, t)
 	if err != nil {
 		return nil, err
@@ -151,31 +152,12 @@ func reservedByProject(tx Tx, account string, t time.Time, own *Lien) (ByProject
 }
 
 // reservedAt is reservedByProject summed over the projects.
-func reservedAt(tx Tx, account string, t time.Time, own *Lien) (map[uint64]decimal.Decimal, error) {
-	byProject, err := reservedByProject(tx, account, t, own)
+func reservedAt(tx Tx, st *accountState, account string, t time.Time, own *Lien) (map[uint64]decimal.Decimal, error) {
+	byProject, err := reservedByProject(tx, st, account, t, own)
 	if err != nil {
 		return nil, err
 	}
 	return byProject.PerAllocation(), nil
-}
-
-// chargedSums is what the account's charges took, per project and
-// allocation, less refunds.
-func chargedSums(tx Tx, account string) (ByProject, error) {
-	st, err := readAccountState(tx, account)
-	if err != nil {
-		return nil, err
-	}
-	return st.Charged, nil
-}
-
-// accountVersion is the account's version (see accountState).
-func accountVersion(tx Tx, account string) (string, error) {
-	st, err := readAccountState(tx, account)
-	if err != nil {
-		return "", err
-	}
-	return st.Version, nil
 }
 
 // nextExpiry is the earliest expiry after t and at or before until of the

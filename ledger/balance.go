@@ -84,7 +84,11 @@ func (l *Ledger) BalanceAt(ctx context.Context, name string, at time.Time) (Node
 			if seq, allocs, err = currentAllocations(tx, account); err != nil {
 				return err
 			}
-			reserved, err = reservedAt(tx, account, at, nil)
+			var st *accountState
+			if st, err = readAccountState(tx, account); err != nil {
+				return err
+			}
+			reserved, err = reservedAt(tx, st, account, at, nil)
 		}
 		if err != nil {
 			return err

@@ -102,7 +102,11 @@ func (l *Ledger) FairShare(ctx context.Context, account string, halfLife time.Du
 // subtree's quota after HFS step 1, which puts static, dynamic and share
 // quotas on one scale (credits); 1 each when HFS is off.
 func shareWeights(tx Tx, account string, now time.Time, precision int32) (map[string]decimal.Decimal, error) {
-	s, err := loadShares(tx, account, now, nil)
+	st, err := readAccountState(tx, account)
+	if err != nil {
+		return nil, err
+	}
+	s, err := loadShares(tx, st, account, now, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -1,8 +1,8 @@
 package ledger
 
 import (
-	"context"
 	"cmp"
+	"context"
 	"fmt"
 	"slices"
 	"time"

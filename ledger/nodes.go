@@ -219,7 +219,11 @@ func checkNonShared(w *Writer, n Node, precision int32) error {
 	if !n.Policy.NonShared.IsPositive() || n.Policy.QuotaKind == QuotaStatic {
 		return nil
 	}
-	s, err := loadShares(w.tx, n.Account(), w.now, nil)
+	st, err := w.account(n.Account())
+	if err != nil {
+		return err
+	}
+	s, err := loadShares(w.tx, st, n.Account(), w.now, nil)
 	if err != nil {
 		return err
 	}

@@ -71,7 +71,11 @@ func (w *Writer) funds(account string, usable func(Allocation) bool, own *Lien) 
 		}
 	}
 	DebitOrder(f.Allocations, held)
-	f.Reserved, err = reservedAt(w.tx, account, w.now, own)
+	st, err := w.account(account)
+	if err != nil {
+		return Funds{}, err
+	}
+	f.Reserved, err = reservedAt(w.tx, st, account, w.now, own)
 	return f, err
 }
 

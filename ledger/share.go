@@ -76,7 +76,7 @@ type shareState struct {
 
 // loadShares reads an account's state at time t; own's holds (a lien being
 // placed again or extended) do not count.
-func loadShares(tx Tx, account string, t time.Time, own *Lien) (*shareState, error) {
+func loadShares(tx Tx, st *accountState, account string, t time.Time, own *Lien) (*shareState, error) {
 	nodes, err := tx.Subtree(account)
 	if err != nil {
 		return nil, err
@@ -100,11 +100,8 @@ func loadShares(tx Tx, account string, t time.Time, own *Lien) (*shareState, err
 			s.pool = s.pool.Add(a.Amount).Add(a.CreditLimit)
 		}
 	}
-	charged, err := chargedSums(tx, account)
-	if err != nil {
-		return nil, err
-	}
-	reserved, err := reservedByProject(tx, account, t, own)
+	charged := st.Charged
+	reserved, err := reservedByProject(tx, st, account, t, own)
 	if err != nil {
 		return nil, err
 	}
@@ -188,27 +185,27 @@ func (s *shareState) available(node string, precision int32) (decimal.Decimal, e
 // account is not split. The caller also checks that the machine's
 // allocations can hold the lien (Funds).
 func (w *Writer) ShareAvailable(project string, own *Lien, precision int32) (available decimal.Decimal, limited bool, err error) {
-	return shareAvailable(w.tx, w.plans, project, own, w.now, precision)
+	st, err := w.account(AccountOf(project))
+	if err != nil {
+		return decimal.Zero, false, err
+	}
+	return shareAvailable(w.tx, w.plans, st, project, own, w.now, precision)
 }
 
 // shareAvailable answers from the plan cache when it can (not for a lien
 // being placed again: its own demand would have to come out) and keeps what
 // it works out otherwise.
-func shareAvailable(tx Tx, plans *planCache, project string, own *Lien, now time.Time, precision int32) (decimal.Decimal, bool, error) {
+func shareAvailable(tx Tx, plans *planCache, st *accountState, project string, own *Lien, now time.Time, precision int32) (decimal.Decimal, bool, error) {
 	account := AccountOf(project)
 	cacheable := plans != nil && own == nil
-	var version string
+	version := st.Version
 	if cacheable {
-		var err error
-		if version, err = accountVersion(tx, account); err != nil {
-			return decimal.Zero, false, err
-		}
 		a, on, ok, err := plans.available(account, version, project, now)
 		if err != nil || ok {
 			return a, on, err
 		}
 	}
-	s, err := loadShares(tx, account, now, own)
+	s, err := loadShares(tx, st, account, now, own)
 	if err != nil {
 		return decimal.Zero, false, err
 	}
@@ -240,12 +237,16 @@ func (l *Ledger) Available(ctx context.Context, project string) (decimal.Decimal
 		if err != nil {
 			return err
 		}
+		st, err := readAccountState(tx, account)
+		if err != nil {
+			return err
+		}
 		f := Funds{Account: account, Allocations: activeAt(allocs, now)}
-		if f.Reserved, err = reservedAt(tx, account, now, nil); err != nil {
+		if f.Reserved, err = reservedAt(tx, st, account, now, nil); err != nil {
 			return err
 		}
 		a = f.Available()
-		share, limited, err := shareAvailable(tx, l.plans, project, nil, now, l.settings.Precision)
+		share, limited, err := shareAvailable(tx, l.plans, st, project, nil, now, l.settings.Precision)
 		if limited {
 			a = decimal.Min(a, share)
 		}
@@ -259,7 +260,11 @@ func (l *Ledger) Shares(ctx context.Context, account string) (AccountShares, err
 	var out AccountShares
 	err := l.store.View(ctx, func(tx Tx) error {
 		now := l.Now()
-		s, err := loadShares(tx, account, now, nil)
+		st, err := readAccountState(tx, AccountOf(account))
+		if err != nil {
+			return err
+		}
+		s, err := loadShares(tx, st, account, now, nil)
 		if err != nil {
 			return err
 		}

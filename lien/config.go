@@ -1,8 +1,8 @@
 package lien
 
 import (
-	"context"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"

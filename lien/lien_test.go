@@ -552,7 +552,6 @@ func TestConcurrentLiensStopAtFunds(t *testing.T) {
 // with the same request id.
 func TestChargeRetriedChargesOnce(t *testing.T) { chargeRetriedChargesOnce(t, newSite(t)) }
 
-
 func chargeRetriedChargesOnce(t *testing.T, s *site) {
 	s.MustDeposit("chem", "100000", time.Time{})
 	s.mustPlace("r", 2, 600)

@@ -66,9 +66,13 @@ type remoteBank struct {
 
 func (r remoteBank) Settings() (api.Settings, error) { return r.client.Settings(r.ctx) }
 
-func (r remoteBank) Nodes(ctx context.Context, prefix string) ([]ledger.Node, error) { return r.client.Nodes(ctx, prefix) }
+func (r remoteBank) Nodes(ctx context.Context, prefix string) ([]ledger.Node, error) {
+	return r.client.Nodes(ctx, prefix)
+}
 
-func (r remoteBank) Node(ctx context.Context, name string) (ledger.Node, error) { return r.client.Node(ctx, name) }
+func (r remoteBank) Node(ctx context.Context, name string) (ledger.Node, error) {
+	return r.client.Node(ctx, name)
+}
 
 func (r remoteBank) CreateNode(ctx context.Context, req ledger.Request, spec ledger.NodeSpec) (ledger.Node, error) {
 	return r.client.CreateNode(ctx, req.ID, spec)
@@ -92,7 +96,9 @@ func (r remoteBank) ModifyUser(ctx context.Context, req ledger.Request, name str
 	return r.client.ModifyUser(ctx, req.ID, name, change)
 }
 
-func (r remoteBank) Machines(ctx context.Context) ([]ledger.Machine, error) { return r.client.Machines(ctx) }
+func (r remoteBank) Machines(ctx context.Context) ([]ledger.Machine, error) {
+	return r.client.Machines(ctx)
+}
 
 func (r remoteBank) AddMachine(ctx context.Context, req ledger.Request, spec ledger.MachineSpec) (ledger.Machine, error) {
 	return r.client.AddMachine(ctx, req.ID, spec)
@@ -138,9 +144,13 @@ func (r remoteBank) Journal(ctx context.Context, f ledger.JournalFilter) ([]ledg
 	return r.client.Journal(ctx, f)
 }
 
-func (r remoteBank) Audit(ctx context.Context) (ledger.AuditReport, error) { return r.client.Audit(ctx) }
+func (r remoteBank) Audit(ctx context.Context) (ledger.AuditReport, error) {
+	return r.client.Audit(ctx)
+}
 
-func (r remoteBank) Backup(ctx context.Context, w io.Writer) (int64, error) { return r.client.Backup(ctx, w) }
+func (r remoteBank) Backup(ctx context.Context, w io.Writer) (int64, error) {
+	return r.client.Backup(ctx, w)
+}
 
 func (r remoteBank) Rates(ctx context.Context) (charge.RateTable, error) { return r.client.Rates(ctx) }
 
@@ -162,7 +172,9 @@ func (r remoteBank) Guarantee(ctx context.Context, req ledger.Request, spec lien
 	return r.client.Guarantee(ctx, req.ID, spec, expires, uses)
 }
 
-func (r remoteBank) Quotes(ctx context.Context) ([]lien.StoredQuote, error) { return r.client.Quotes(ctx) }
+func (r remoteBank) Quotes(ctx context.Context) ([]lien.StoredQuote, error) {
+	return r.client.Quotes(ctx)
+}
 
 func (r remoteBank) Place(ctx context.Context, req ledger.Request, spec lien.PlaceSpec) (lien.LienResult, error) {
 	return r.client.PlaceLien(ctx, req.ID, spec)
@@ -184,7 +196,9 @@ func (r remoteBank) Liens(ctx context.Context, node string, all bool) ([]ledger.
 	return r.client.Liens(ctx, node, all)
 }
 
-func (r remoteBank) JobLien(ctx context.Context, job lien.Job) (ledger.Lien, error) { return r.client.JobLien(ctx, job) }
+func (r remoteBank) JobLien(ctx context.Context, job lien.Job) (ledger.Lien, error) {
+	return r.client.JobLien(ctx, job)
+}
 
 func (r remoteBank) Charge(ctx context.Context, req ledger.Request, spec lien.ChargeSpec) (lien.ChargeResult, error) {
 	return r.client.Charge(ctx, req.ID, spec)
@@ -202,7 +216,9 @@ func (r remoteBank) AddReservation(ctx context.Context, req ledger.Request, spec
 	return r.client.AddReservation(ctx, req.ID, spec)
 }
 
-func (r remoteBank) Reservations(ctx context.Context) ([]lien.Reservation, error) { return r.client.Reservations(ctx) }
+func (r remoteBank) Reservations(ctx context.Context) ([]lien.Reservation, error) {
+	return r.client.Reservations(ctx)
+}
 
 func (r remoteBank) Flush(ctx context.Context, req ledger.Request, name string, running int64, end bool) (lien.FlushResult, error) {
 	return r.client.Flush(ctx, req.ID, name, running, end)
@@ -228,4 +244,6 @@ func (r remoteRegistry) Revoke(ctx context.Context, req ledger.Request, name, ke
 	return r.client.RevokeKey(ctx, req.ID, name, keyID)
 }
 
-func (r remoteRegistry) List(ctx context.Context) ([]clients.Client, error) { return r.client.Clients(ctx) }
+func (r remoteRegistry) List(ctx context.Context) ([]clients.Client, error) {
+	return r.client.Clients(ctx)
+}

@@ -1,8 +1,8 @@
 package boltstore_test
 
 import (
-	"context"
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"

@@ -75,6 +75,8 @@ type Store struct {
 	quit  chan struct{}
 	done  chan struct{}
 
+	cache *recordCache // the committer's (cache.go)
+
 	mu      sync.Mutex
 	stopped error // set by a failed commit: every later Update gets it
 	closed  bool
@@ -115,7 +117,7 @@ func Open(path string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{path: path, db: db, readOnly: readOnly, onCommit: opts.OnCommit}
+	s := &Store{path: path, db: db, readOnly: readOnly, onCommit: opts.OnCommit, cache: newRecordCache()}
 	switch {
 	case fresh:
 		err = s.create()
@@ -332,7 +334,7 @@ func (s *Store) commit(group []*call) {
 			answer(live, fmt.Errorf("boltstore: begin: %w", err))
 			return
 		}
-		t := &tx{btx: btx}
+		t := &tx{btx: btx, cache: s.cache, pending: map[string]any{}}
 		var done, refused []*call
 		var refusals []error
 		redo := false
@@ -361,6 +363,7 @@ func (s *Store) commit(group []*call) {
 		if err := s.commitTx(btx); err != nil {
 			answer(done, err)
 		} else {
+			s.cache.commit(t.pending)
 			answer(done, nil)
 		}
 		for i, c := range refused {

@@ -45,10 +45,14 @@ var (
 )
 
 // tx is a ledger.Tx on a bbolt transaction. wrote says whether the
-// current call has written (the committer's rollback rule).
+// current call has written (the committer's rollback rule). In the
+// committer, cache holds decoded records and pending what the transaction
+// wrote (cache.go).
 type tx struct {
-	btx   *bolt.Tx
-	wrote bool
+	btx     *bolt.Tx
+	wrote   bool
+	cache   *recordCache
+	pending map[string]any
 }
 
 func encodeUint(n uint64) []byte { return binary.BigEndian.AppendUint64(nil, n) }
@@ -79,13 +83,21 @@ func (t *tx) bucket(name []byte) *bolt.Bucket {
 
 // get decodes the JSON value at key; ok is false if there is none.
 func get[T any](t *tx, bucket, key []byte) (v T, ok bool, err error) {
+	if c, found := t.lookup(bucket, key); found {
+		if _, missing := c.(absent); missing {
+			return v, false, nil
+		}
+		return clone(c.(T)), true, nil
+	}
 	raw := t.bucket(bucket).Get(key)
 	if raw == nil {
+		t.remember(bucket, key, absent{})
 		return v, false, nil
 	}
 	if err := json.Unmarshal(raw, &v); err != nil {
 		return v, false, fmt.Errorf("%w: %s/%q: %v", ledger.ErrCorrupt, bucket, key, err)
 	}
+	t.remember(bucket, key, clone(v))
 	return v, true, nil
 }
 
@@ -95,7 +107,11 @@ func put[T any](t *tx, bucket, key []byte, v T) error {
 	if err != nil {
 		return fmt.Errorf("boltstore: encode %s record: %w", bucket, err)
 	}
-	return t.putRaw(bucket, key, raw)
+	if err := t.putRaw(bucket, key, raw); err != nil {
+		return err
+	}
+	t.written(bucket, key, clone(v))
+	return nil
 }
 
 func (t *tx) putRaw(bucket, key, raw []byte) error {
@@ -108,6 +124,7 @@ func (t *tx) putRaw(bucket, key, raw []byte) error {
 
 func (t *tx) delete(bucket, key []byte) error {
 	t.wrote = true
+	t.written(bucket, key, absent{})
 	if err := t.bucket(bucket).Delete(key); err != nil {
 		return fmt.Errorf("boltstore: delete from %s: %w", bucket, err)
 	}
@@ -192,6 +209,7 @@ func (t *tx) PutAllocation(a ledger.Allocation, seq uint64) error {
 	if err := t.putRaw(bucketAllocations, encodeUint(a.ID), raw); err != nil {
 		return err
 	}
+	t.written(bucketAllocations, encodeUint(a.ID), a)
 	if err := t.putRaw(bucketByAccount, idKey(append([]byte(a.Account), 0), a.ID), nil); err != nil {
 		return err
 	}
@@ -470,19 +488,50 @@ func (t *tx) Charges() ([]ledger.Charge, error) {
 	return scan[ledger.Charge](t, bucketCharges, nil)
 }
 
+// A record is stored as its value alone: its kind and key are the key.
 func (t *tx) Record(kind, key string) (ledger.Record, bool, error) {
-	return get[ledger.Record](t, bucketRecords, pairKey(kind, key))
+	k := pairKey(kind, key)
+	r := ledger.Record{Kind: kind, Key: key}
+	if c, found := t.lookup(bucketRecords, k); found {
+		if _, missing := c.(absent); missing {
+			return r, false, nil
+		}
+		r.Value = bytes.Clone(c.([]byte))
+		return r, true, nil
+	}
+	raw := t.bucket(bucketRecords).Get(k)
+	if raw == nil {
+		t.remember(bucketRecords, k, absent{})
+		return r, false, nil
+	}
+	r.Value = bytes.Clone(raw)
+	t.remember(bucketRecords, k, bytes.Clone(raw))
+	return r, true, nil
 }
 
 func (t *tx) PutRecord(r ledger.Record) error {
+	k := pairKey(r.Kind, r.Key)
 	if r.Deleted {
-		return t.delete(bucketRecords, pairKey(r.Kind, r.Key))
+		return t.delete(bucketRecords, k)
 	}
-	return put(t, bucketRecords, pairKey(r.Kind, r.Key), r)
+	if len(r.Value) == 0 {
+		return fmt.Errorf("%w: record %s/%s has no value", ledger.ErrInvalid, r.Kind, r.Key)
+	}
+	if err := t.putRaw(bucketRecords, k, r.Value); err != nil {
+		return err
+	}
+	t.written(bucketRecords, k, bytes.Clone(r.Value))
+	return nil
 }
 
 func (t *tx) Records(kind string) ([]ledger.Record, error) {
-	return scan[ledger.Record](t, bucketRecords, pairKey(kind, ""))
+	prefix := pairKey(kind, "")
+	var out []ledger.Record
+	c := t.bucket(bucketRecords).Cursor()
+	for k, raw := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, raw = c.Next() {
+		out = append(out, ledger.Record{Kind: kind, Key: string(k[len(prefix):]), Value: bytes.Clone(raw)})
+	}
+	return out, nil
 }
 
 // A request record is packed, not JSON: its answer is JSON already, and

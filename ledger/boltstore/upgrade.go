@@ -1,7 +1,9 @@
 package boltstore
 
 import (
+	"bytes"
 	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -45,6 +47,24 @@ func (s *Store) upgrade() error {
 			}
 		}
 		t := &tx{btx: btx}
+		// Records keep their value alone, no longer the JSON of the
+		// whole ledger.Record.
+		var records [][2][]byte
+		if err := btx.Bucket(bucketRecords).ForEach(func(k, v []byte) error {
+			var r ledger.Record
+			if err := json.Unmarshal(v, &r); err != nil {
+				return fmt.Errorf("%w: upgrade: record %q: %v", ledger.ErrCorrupt, k, err)
+			}
+			records = append(records, [2][]byte{bytes.Clone(k), r.Value})
+			return nil
+		}); err != nil {
+			return err
+		}
+		for _, r := range records {
+			if err := t.putRaw(bucketRecords, r[0], r[1]); err != nil {
+				return err
+			}
+		}
 		liens, err := t.Liens()
 		if err != nil {
 			return err
@@ -76,4 +96,3 @@ func (s *Store) upgrade() error {
 		return meta.Put(keySchema, encodeUint(schemaVersion))
 	})
 }
-

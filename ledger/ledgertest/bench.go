@@ -10,7 +10,6 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
-
 )
 
 // Benchmarks print ingot's figures beside raw bbolt doing the nearest thing

@@ -1,8 +1,8 @@
 package clients_test
 
 import (
-	"context"
 	"bytes"
+	"context"
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
@@ -196,7 +196,9 @@ func TestRetryGetsTheFirstKey(t *testing.T) {
 		do   func() (clients.Client, auth.Key, error)
 		want auth.Key
 	}{
-		{"add", func() (clients.Client, auth.Key, error) { return f.reg.Add(context.Background(), add, "slurm", clients.RoleAdmin, nil) }, first},
+		{"add", func() (clients.Client, auth.Key, error) {
+			return f.reg.Add(context.Background(), add, "slurm", clients.RoleAdmin, nil)
+		}, first},
 		{"rotation", func() (clients.Client, auth.Key, error) { return f.reg.Rotate(context.Background(), rotate, "slurm") }, rotated},
 	} {
 		_, again, err := tc.do()

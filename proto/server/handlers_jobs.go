@@ -97,7 +97,9 @@ func (s *Server) charges(c *call, q api.JobQuery) (api.List[ledger.Charge], erro
 	if err := requireJobsOn(c.client, "the charges of job "+q.JobID, q.Machine); err != nil {
 		return api.List[ledger.Charge]{}, err
 	}
-	return readable(c.r.Context(), s, c, func(ctx context.Context) ([]ledger.Charge, error) { return s.bank.Charges(c.r.Context(), lien.Job{Machine: q.Machine, ID: q.JobID}) },
+	return readable(c.r.Context(), s, c, func(ctx context.Context) ([]ledger.Charge, error) {
+		return s.bank.Charges(c.r.Context(), lien.Job{Machine: q.Machine, ID: q.JobID})
+	},
 		func(r reach, ch ledger.Charge) bool { return r.job(ch.Project, ch.Machine) })
 }
 

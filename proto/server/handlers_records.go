@@ -76,13 +76,17 @@ func (s *Server) modifyMachine(c *call, m api.Modify[ledger.MachineChange]) (led
 }
 
 // rates are the price list: every client may read them.
-func (s *Server) rates(c *call, _ api.NoQuery) (charge.RateTable, error) { return s.bank.Rates(c.r.Context()) }
+func (s *Server) rates(c *call, _ api.NoQuery) (charge.RateTable, error) {
+	return s.bank.Rates(c.r.Context())
+}
 
 func (s *Server) setRates(c *call, t api.RatesRequest) (charge.RateTable, error) {
 	return s.bank.SetRates(c.r.Context(), c.req, t)
 }
 
-func (s *Server) config(c *call, _ api.NoQuery) (lien.Config, error) { return s.bank.Config(c.r.Context()) }
+func (s *Server) config(c *call, _ api.NoQuery) (lien.Config, error) {
+	return s.bank.Config(c.r.Context())
+}
 
 func (s *Server) changeConfig(c *call, ch api.ConfigRequest) (lien.Config, error) {
 	return s.bank.ChangeConfig(c.r.Context(), c.req, ch)

@@ -1,8 +1,8 @@
 package server_test
 
 import (
-	"context"
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"log/slog"

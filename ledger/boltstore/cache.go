@@ -1,0 +1,96 @@
+package boltstore
+
+import (
+	"bytes"
+	"slices"
+
+	"github.com/ingot-hpc/ingot/ledger"
+)
+
+// recordCache keeps decoded copies of the records the committer has read
+// or written, as committed: nearly every change reads the same nodes,
+// users, machines, allocations, rate tables and account sums, and the
+// lien a charge settles is the one its placement wrote. Decoding them
+// again was most of the committer's time, and the committer's time is
+// what bounds the bank (the in-process cycle bar of docs/performance.md).
+//
+// It is exact because only the committer writes: a transaction's writes
+// are kept aside (pending) and join the cache when it commits, and are
+// dropped when it rolls back; a record read from the file and not written
+// by the transaction is as committed. Views do not use it. Records are
+// handed out and taken in as copies, so that no caller shares one.
+type recordCache struct {
+	m map[string]any
+}
+
+// maxCached bounds the cache; past it the cache starts again empty.
+const maxCached = 1 << 16
+
+// absent marks a key known to have no record.
+type absent struct{}
+
+func newRecordCache() *recordCache { return &recordCache{m: map[string]any{}} }
+
+func cacheKey(bucket, key []byte) string { return string(bucket) + "\x00" + string(key) }
+
+// lookup finds a record's decoded copy: in the transaction's writes, then
+// in the cache.
+func (t *tx) lookup(bucket, key []byte) (any, bool) {
+	if t.cache == nil {
+		return nil, false
+	}
+	k := cacheKey(bucket, key)
+	if v, ok := t.pending[k]; ok {
+		return v, true
+	}
+	v, ok := t.cache.m[k]
+	return v, ok
+}
+
+// remember keeps v, read from the file, as committed.
+func (t *tx) remember(bucket, key []byte, v any) {
+	if t.cache == nil {
+		return
+	}
+	k := cacheKey(bucket, key)
+	if _, written := t.pending[k]; !written {
+		t.cache.m[k] = v
+	}
+}
+
+// written keeps v (absent{} for a deletion) as this transaction wrote it.
+func (t *tx) written(bucket, key []byte, v any) {
+	if t.cache != nil {
+		t.pending[cacheKey(bucket, key)] = v
+	}
+}
+
+// commit moves a committed transaction's writes into the cache.
+func (c *recordCache) commit(pending map[string]any) {
+	if len(c.m)+len(pending) > maxCached {
+		clear(c.m)
+	}
+	for k, v := range pending {
+		c.m[k] = v
+	}
+}
+
+// clone copies what a record shares with the cache: its slices.
+func clone[T any](v T) T {
+	switch r := any(&v).(type) {
+	case *ledger.Lien:
+		r.Holds, r.Detail = slices.Clone(r.Holds), bytes.Clone(r.Detail)
+	case *ledger.Charge:
+		r.Debits, r.Refunds, r.Detail = slices.Clone(r.Debits), slices.Clone(r.Refunds), bytes.Clone(r.Detail)
+	case *ledger.User:
+		r.Memberships = slices.Clone(r.Memberships)
+	case *ledger.Node:
+		if r.Policy.Limit != nil {
+			limit := *r.Policy.Limit
+			r.Policy.Limit = &limit
+		}
+	case *[]byte:
+		*r = bytes.Clone(*r)
+	}
+	return v
+}
