@@ -82,7 +82,18 @@ func (t *tx) bucket(name []byte) *bolt.Bucket {
 }
 
 // get decodes the JSON value at key; ok is false if there is none.
-func get[T any](t *tx, bucket, key []byte) (v T, ok bool, err error) {
+func get[T any](t *tx, bucket, key []byte) (T, bool, error) {
+	return cached(t, bucket, key, func(raw []byte) (v T, err error) {
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return v, fmt.Errorf("%w: %s/%q: %v", ledger.ErrCorrupt, bucket, key, err)
+		}
+		return v, nil
+	})
+}
+
+// cached is the value at key from the committer's cache, or read from the
+// file, decoded and remembered.
+func cached[T any](t *tx, bucket, key []byte, decode func([]byte) (T, error)) (v T, ok bool, err error) {
 	if c, found := t.lookup(bucket, key); found {
 		if _, missing := c.(absent); missing {
 			return v, false, nil
@@ -94,8 +105,8 @@ func get[T any](t *tx, bucket, key []byte) (v T, ok bool, err error) {
 		t.remember(bucket, key, absent{})
 		return v, false, nil
 	}
-	if err := json.Unmarshal(raw, &v); err != nil {
-		return v, false, fmt.Errorf("%w: %s/%q: %v", ledger.ErrCorrupt, bucket, key, err)
+	if v, err = decode(raw); err != nil {
+		return v, false, err
 	}
 	t.remember(bucket, key, clone(v))
 	return v, true, nil
@@ -218,21 +229,31 @@ func (t *tx) PutAllocation(a ledger.Allocation, seq uint64) error {
 
 func (t *tx) AccountAllocations(account string) ([]ledger.Allocation, error) {
 	prefix := append([]byte(account), 0)
-	var out []ledger.Allocation
-	c := t.bucket(bucketByAccount).Cursor()
-	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
-		if len(k) != len(prefix)+8 {
-			return nil, fmt.Errorf("%w: %s/%q is not an account and an allocation id", ledger.ErrCorrupt, bucketByAccount, k)
+	return indexed(t, bucketByAccount, prefix, prefix, 0, t.Allocation, nil)
+}
+
+// indexed gets the records an index lists under prefix, in key order from
+// seek on: a key is prefix, skip bytes, then the record's 8-byte id. stop,
+// if set, ends the walk at the key it says so of, holding n records.
+func indexed[T any](t *tx, index, prefix, seek []byte, skip int, get func(uint64) (T, bool, error), stop func(k []byte, n int) bool) ([]T, error) {
+	var out []T
+	c := t.bucket(index).Cursor()
+	for k, _ := c.Seek(seek); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+		if len(k) != len(prefix)+skip+8 {
+			return nil, fmt.Errorf("%w: %s/%q is not what the index keeps", ledger.ErrCorrupt, index, k)
 		}
-		id := decodeUint(k[len(prefix):])
-		a, ok, err := t.Allocation(id)
+		if stop != nil && stop(k, len(out)) {
+			break
+		}
+		id := decodeUint(k[len(prefix)+skip:])
+		v, ok, err := get(id)
 		if err != nil {
 			return nil, err
 		}
 		if !ok {
-			return nil, fmt.Errorf("%w: account %s lists allocation %d, which does not exist", ledger.ErrCorrupt, account, id)
+			return nil, fmt.Errorf("%w: %s/%q lists record %d, which does not exist", ledger.ErrCorrupt, index, k, id)
 		}
-		out = append(out, a)
+		out = append(out, v)
 	}
 	return out, nil
 }
@@ -383,36 +404,17 @@ func (t *tx) JobLien(machine, job string) (ledger.Lien, bool, error) {
 }
 
 // activeLiens lists the account's active liens whose expiry is after from
-// and at or before to, soonest first, at most limit (0: all).
+// and at or before to (zero: no bound), soonest first, at most limit (0:
+// all).
 func (t *tx) activeLiens(account string, from, to time.Time, limit int) ([]ledger.Lien, error) {
 	prefix := append([]byte(account), 0)
-	var out []ledger.Lien
-	c := t.bucket(bucketLiensActive).Cursor()
 	start := prefix
 	if !from.IsZero() {
 		start = idKey(prefix, encodeTime(from)+1)
 	}
-	for k, _ := c.Seek(start); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
-		if len(k) != len(prefix)+16 {
-			return nil, fmt.Errorf("%w: %s/%q is not an account, an expiry and an id", ledger.ErrCorrupt, bucketLiensActive, k)
-		}
-		if !to.IsZero() && decodeUint(k[len(prefix):]) > encodeTime(to) {
-			break
-		}
-		id := decodeUint(k[len(prefix)+8:])
-		l, ok, err := t.Lien(id)
-		if err != nil {
-			return nil, err
-		}
-		if !ok {
-			return nil, fmt.Errorf("%w: the active liens of %s list lien %d, which does not exist", ledger.ErrCorrupt, account, id)
-		}
-		out = append(out, l)
-		if limit > 0 && len(out) == limit {
-			break
-		}
-	}
-	return out, nil
+	return indexed(t, bucketLiensActive, prefix, start, 8, t.Lien, func(k []byte, n int) bool {
+		return (!to.IsZero() && decodeUint(k[len(prefix):]) > encodeTime(to)) || (limit > 0 && n == limit)
+	})
 }
 
 func (t *tx) ActiveLiens(account string) ([]ledger.Lien, error) {
@@ -465,23 +467,7 @@ func (t *tx) PutCharge(c ledger.Charge) error {
 
 func (t *tx) JobCharges(machine, job string) ([]ledger.Charge, error) {
 	prefix := pairKey(machine, job+"\x00")
-	var out []ledger.Charge
-	c := t.bucket(bucketChargesJob).Cursor()
-	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
-		if len(k) != len(prefix)+8 {
-			continue // another job whose id starts with this one's and a zero byte
-		}
-		id := decodeUint(k[len(prefix):])
-		ch, ok, err := t.Charge(id)
-		if err != nil {
-			return nil, err
-		}
-		if !ok {
-			return nil, fmt.Errorf("%w: job %s on %s lists charge %d, which does not exist", ledger.ErrCorrupt, job, machine, id)
-		}
-		out = append(out, ch)
-	}
-	return out, nil
+	return indexed(t, bucketChargesJob, prefix, prefix, 0, t.Charge, nil)
 }
 
 func (t *tx) Charges() ([]ledger.Charge, error) {
@@ -490,23 +476,8 @@ func (t *tx) Charges() ([]ledger.Charge, error) {
 
 // A record is stored as its value alone: its kind and key are the key.
 func (t *tx) Record(kind, key string) (ledger.Record, bool, error) {
-	k := pairKey(kind, key)
-	r := ledger.Record{Kind: kind, Key: key}
-	if c, found := t.lookup(bucketRecords, k); found {
-		if _, missing := c.(absent); missing {
-			return r, false, nil
-		}
-		r.Value = bytes.Clone(c.([]byte))
-		return r, true, nil
-	}
-	raw := t.bucket(bucketRecords).Get(k)
-	if raw == nil {
-		t.remember(bucketRecords, k, absent{})
-		return r, false, nil
-	}
-	r.Value = bytes.Clone(raw)
-	t.remember(bucketRecords, k, bytes.Clone(raw))
-	return r, true, nil
+	value, ok, err := cached(t, bucketRecords, pairKey(kind, key), func(raw []byte) ([]byte, error) { return bytes.Clone(raw), nil })
+	return ledger.Record{Kind: kind, Key: key, Value: value}, ok, err
 }
 
 func (t *tx) PutRecord(r ledger.Record) error {

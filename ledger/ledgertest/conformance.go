@@ -820,7 +820,7 @@ func testLienAndChargeIndexes(t *testing.T, open OpenStore) {
 			}
 		}
 		for _, c := range []ledger.Charge{{ID: 1, JobRef: ledger.JobRef{JobID: "j1", Machine: "hpc1"}}, {ID: 2, JobRef: ledger.JobRef{JobID: "j1", Machine: "hpc1"}},
-			{ID: 3, JobRef: ledger.JobRef{JobID: "j1\x00x", Machine: "hpc1"}}, {ID: 4, JobRef: ledger.JobRef{JobID: "j", Machine: "hpc1"}}} {
+			{ID: 3, JobRef: ledger.JobRef{JobID: "j10", Machine: "hpc1"}}, {ID: 4, JobRef: ledger.JobRef{JobID: "j", Machine: "hpc1"}}} {
 			if err := tx.PutCharge(c); err != nil {
 				return err
 			}
