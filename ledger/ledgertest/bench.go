@@ -81,6 +81,30 @@ func gcCPU() time.Duration {
 	return time.Duration(s[0].Value.Float64() * float64(time.Second))
 }
 
+// RateOf runs op b.N times over n goroutines, outside the timed part, and
+// returns how many ran a second: a baseline done as often as the measured
+// operation, in the same run.
+func RateOf(b *testing.B, n int, op func()) float64 {
+	b.StopTimer()
+	defer b.StartTimer()
+	var next atomic.Int64
+	done := make(chan struct{})
+	syscall.Sync()
+	start := time.Now()
+	for range n {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for next.Add(1) <= int64(b.N) {
+				op()
+			}
+		}()
+	}
+	for range n {
+		<-done
+	}
+	return float64(b.N) / time.Since(start).Seconds()
+}
+
 // PerSecond reports b.N over the elapsed time in the given unit.
 func PerSecond(b *testing.B, unit string) {
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), unit)
