@@ -268,9 +268,9 @@ func TestSchema7Upgrades(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The file was made at 11:45:39 on 2026-11-26; its lien of 300 lasts
+	// The file was made at 12:36:29 on 2026-11-26; its lien of 300 lasts
 	// 15 minutes.
-	then := time.Date(2026, 11, 26, 11, 46, 0, 0, time.UTC)
+	then := time.Date(2026, 11, 26, 12, 37, 0, 0, time.UTC)
 	l, err := ledger.Open(ctx, store, ledger.WithClock(func() time.Time { return then }))
 	if err != nil {
 		t.Fatal(err)
@@ -286,6 +286,9 @@ func TestSchema7Upgrades(t *testing.T) {
 			t.Errorf("%s: balance %s reserved %s, want %s and %s", account, got, b.Balance.Reserved, balance, wantReserved[account])
 		}
 	}
+	// It kept answers for changes that journaled nothing (a sweep of no
+	// lien, a lien placed again), which this engine does not keep: the
+	// audit finds none left to check against the journal.
 	rep, err := l.Audit(ctx)
 	if err != nil || len(rep.Problems) > 0 {
 		t.Fatalf("audit after the upgrade: %v %v", rep.Problems, err)

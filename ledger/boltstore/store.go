@@ -360,17 +360,18 @@ func (s *Store) commit(group []*call) {
 		if redo {
 			continue
 		}
-		if err := s.commitTx(btx); err != nil {
-			answer(done, err)
-		} else {
+		err = s.commitTx(btx)
+		if err == nil {
 			s.cache.commit(t.pending)
-			answer(done, nil)
+			if s.onCommit != nil && len(done) > 0 {
+				// Before the answers: whoever is answered sees its commit
+				// counted.
+				s.onCommit(len(done), time.Since(start))
+			}
 		}
+		answer(done, err)
 		for i, c := range refused {
 			c.result <- refusals[i]
-		}
-		if s.onCommit != nil {
-			s.onCommit(len(done), time.Since(start))
 		}
 		return
 	}

@@ -65,6 +65,23 @@ func (s *Store) upgrade() error {
 				return err
 			}
 		}
+		// The engine before kept an answer for a change that journaled
+		// nothing (seq 0); this one keeps none (a retry asks again), and
+		// its audit checks every answer against its entry.
+		var unanchored [][]byte
+		if err := btx.Bucket(bucketRequests).ForEach(func(k, v []byte) error {
+			if len(v) >= requestHeader && decodeUint(v[sha256.Size:]) == 0 {
+				unanchored = append(unanchored, bytes.Clone(k))
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+		for _, k := range unanchored {
+			if err := t.delete(bucketRequests, k); err != nil {
+				return err
+			}
+		}
 		liens, err := t.Liens()
 		if err != nil {
 			return err

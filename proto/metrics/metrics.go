@@ -48,13 +48,13 @@ func New() *Metrics {
 		}, []string{"endpoint"}),
 		batch: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "ingot_commit_batch_size",
-			Help: "Update calls made durable together by one write and sync of the write-ahead log (group commit).",
+			Help: "Update calls made durable together by one bbolt commit (group commit).",
 			// 1 to 1024 (the store's largest group; the syncer may write several).
 			Buckets: prometheus.ExponentialBuckets(1, 2, 11),
 		}),
 		commit: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "ingot_commit_duration_seconds",
-			Help: "Time from the start of the first group of a log write to the end of its sync: the calls, the write and the fsync.",
+			Help: "Time from the start of a group of update calls to the end of its commit: the calls, the page writes and the fsyncs.",
 			// 0.5 ms (a fast SSD's fsync) to about 1 s.
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 12),
 		}),
