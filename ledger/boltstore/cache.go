@@ -19,17 +19,13 @@ import (
 // dropped when it rolls back; a record read from the file and not written
 // by the transaction is as committed. Views do not use it. Records are
 // handed out and taken in as copies, so that no caller shares one.
-type recordCache struct {
-	m map[string]any
-}
+type recordCache map[string]any
 
 // maxCached bounds the cache; past it the cache starts again empty.
 const maxCached = 1 << 16
 
 // absent marks a key known to have no record.
 type absent struct{}
-
-func newRecordCache() *recordCache { return &recordCache{m: map[string]any{}} }
 
 func cacheKey(bucket, key []byte) string { return string(bucket) + "\x00" + string(key) }
 
@@ -43,7 +39,7 @@ func (t *tx) lookup(bucket, key []byte) (any, bool) {
 	if v, ok := t.pending[k]; ok {
 		return v, true
 	}
-	v, ok := t.cache.m[k]
+	v, ok := t.cache[k]
 	return v, ok
 }
 
@@ -54,7 +50,7 @@ func (t *tx) remember(bucket, key []byte, v any) {
 	}
 	k := cacheKey(bucket, key)
 	if _, written := t.pending[k]; !written {
-		t.cache.m[k] = v
+		t.cache[k] = v
 	}
 }
 
@@ -66,12 +62,12 @@ func (t *tx) written(bucket, key []byte, v any) {
 }
 
 // commit moves a committed transaction's writes into the cache.
-func (c *recordCache) commit(pending map[string]any) {
-	if len(c.m)+len(pending) > maxCached {
-		clear(c.m)
+func (c recordCache) commit(pending recordCache) {
+	if len(c)+len(pending) > maxCached {
+		clear(c)
 	}
 	for k, v := range pending {
-		c.m[k] = v
+		c[k] = v
 	}
 }
 

@@ -174,22 +174,16 @@ func (s *Store) Check(ctx context.Context) ([]string, error) {
 
 const maxCheckProblems = 20
 
-// walkAll reads every key and value of every bucket.
+// walkAll reads every key and value of every bucket (a bank has no
+// nested buckets).
 func walkAll(btx *bolt.Tx) error {
-	return btx.ForEach(func(name []byte, b *bolt.Bucket) error { return walkBucket(b) })
-}
-
-func walkBucket(b *bolt.Bucket) error {
 	var sum byte
-	return b.ForEach(func(k, v []byte) error {
-		if v == nil {
-			if sub := b.Bucket(k); sub != nil {
-				return walkBucket(sub)
+	return btx.ForEach(func(_ []byte, b *bolt.Bucket) error {
+		return b.ForEach(func(_, v []byte) error {
+			for _, x := range v {
+				sum ^= x // touch every byte of the value's pages
 			}
-		}
-		for _, x := range v {
-			sum ^= x // touch every byte of the value's pages
-		}
-		return nil
+			return nil
+		})
 	})
 }

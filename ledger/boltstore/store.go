@@ -75,7 +75,7 @@ type Store struct {
 	quit  chan struct{}
 	done  chan struct{}
 
-	cache *recordCache // the committer's (cache.go)
+	cache recordCache // the committer's (cache.go)
 
 	mu      sync.Mutex
 	stopped error // set by a failed commit: every later Update gets it
@@ -117,7 +117,7 @@ func Open(path string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{path: path, db: db, readOnly: readOnly, onCommit: opts.OnCommit, cache: newRecordCache()}
+	s := &Store{path: path, db: db, readOnly: readOnly, onCommit: opts.OnCommit, cache: recordCache{}}
 	switch {
 	case fresh:
 		err = s.create()
@@ -334,7 +334,7 @@ func (s *Store) commit(group []*call) {
 			answer(live, fmt.Errorf("boltstore: begin: %w", err))
 			return
 		}
-		t := &tx{btx: btx, cache: s.cache, pending: map[string]any{}}
+		t := &tx{btx: btx, cache: s.cache, pending: recordCache{}}
 		var done, refused []*call
 		var refusals []error
 		redo := false

@@ -51,8 +51,8 @@ var (
 type tx struct {
 	btx     *bolt.Tx
 	wrote   bool
-	cache   *recordCache
-	pending map[string]any
+	cache   recordCache
+	pending recordCache
 }
 
 func encodeUint(n uint64) []byte { return binary.BigEndian.AppendUint64(nil, n) }
@@ -78,17 +78,8 @@ func (t *tx) bucket(name []byte) *bolt.Bucket {
 	if b == nil {
 		panic(fmt.Sprintf("bucket %s is missing", name)) // prepare checked they all exist
 	}
-	if appendOnly[string(name)] {
-		// Keys that only grow: a full page stays full, rather than half
-		// of every page being kept for inserts that never come.
-		b.FillPercent = 1
-	}
 	return b
 }
-
-// appendOnly are the buckets whose new keys come after every key they
-// hold: sequence numbers, ids, and allocation‖sequence within a page.
-var appendOnly = map[string]bool{"journal": true, "balance_history": true, "liens": true, "charges": true}
 
 // get decodes the JSON value at key; ok is false if there is none.
 func get[T any](t *tx, bucket, key []byte) (T, bool, error) {
