@@ -27,20 +27,13 @@ func parseEnum[T enum](names []string, s string, unknown error) (T, error) {
 }
 
 // marshalEnum writes the name; the zero value is written as "" so that an
-// unset field survives a round trip.
+// unset field survives a round trip. A value with no name is refused.
 func marshalEnum[T enum](names []string, v T, unknown error) ([]byte, error) {
-	if err := checkEnum(names, v, unknown); err != nil {
-		return nil, err
+	name := enumName(names, v)
+	if v != 0 && name == "" {
+		return nil, fmt.Errorf("%w: %d", unknown, v)
 	}
-	return []byte(enumName(names, v)), nil
-}
-
-// checkEnum refuses a value that has no name (other than the zero value).
-func checkEnum[T enum](names []string, v T, unknown error) error {
-	if v != 0 && enumName(names, v) == "" {
-		return fmt.Errorf("%w: %d", unknown, v)
-	}
-	return nil
+	return []byte(name), nil
 }
 
 // unmarshalEnum reads what marshalEnum writes.

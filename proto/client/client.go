@@ -15,7 +15,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ingot-hpc/ingot/internal/jsonbuf"
 	"github.com/ingot-hpc/ingot/proto/api"
 	"github.com/ingot-hpc/ingot/proto/auth"
 )
@@ -103,9 +102,7 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 	var body []byte
 	if in != nil {
 		var err error
-		// The lien and charge requests a scheduler sends at every job have
-		// hand-written encoders (json.Marshal's bytes; lien's tests check).
-		if body, err = jsonbuf.Marshal(nil, in); err != nil {
+		if body, err = json.Marshal(in); err != nil {
 			return fmt.Errorf("client: encode %s: %w", path, err)
 		}
 	}
@@ -170,9 +167,6 @@ func (c *Client) once(ctx context.Context, method, target, requestID string, bod
 			return resp.StatusCode == http.StatusServiceUnavailable, fmt.Errorf("client: server answered %s: %.200s", resp.Status, raw)
 		}
 		return resp.StatusCode == http.StatusServiceUnavailable, &e
-	}
-	if decodeFast(raw, out) {
-		return false, nil
 	}
 	if err := json.Unmarshal(raw, out); err != nil {
 		return false, fmt.Errorf("client: decode the answer: %w", err)

@@ -9,9 +9,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"sync"
 
-	"github.com/ingot-hpc/ingot/internal/jsonbuf"
 	"github.com/ingot-hpc/ingot/ledger"
 	"github.com/ingot-hpc/ingot/proto/api"
 	"github.com/ingot-hpc/ingot/proto/clients"
@@ -190,15 +188,7 @@ func (c *call) decode(v any) error {
 	if len(bytes.TrimSpace(c.body)) == 0 {
 		return api.Errorf(api.CodeBadJSON, "request body is empty; want a JSON object")
 	}
-	if decodeFast(c.body, v) {
-		return nil
-	}
-	return decodeStrict(c.body, v)
-}
-
-// decodeStrict is decode with encoding/json, for every body.
-func decodeStrict(body []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(body))
+	dec := json.NewDecoder(bytes.NewReader(c.body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		return api.Errorf(api.CodeBadJSON, "request body: %v", err)
@@ -231,32 +221,13 @@ func endpoint[In, Out any](act func(*call, In) (Out, error)) handler {
 	}
 }
 
-// writeJSON writes v as the JSON answer, as json.Encoder would: by v's own
-// encoder where it has one (jsonbuf.Marshal), as a change's answer kept by
-// reference has (ledger.AnswerReference), which the ledger does not
-// encode. encoding/json took 7 µs for a charge's answer, its AppendJSON
-// 0.4 (lien's BenchmarkEncodeChargeResult).
+// writeJSON writes v as the JSON answer, with json.Encoder. The status is
+// sent first: an encoding error, after which nothing more is written, can
+// only be seen in the caller's access log as a short answer.
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	buf := answerBufs.Get().(*[]byte)
-	b, err := jsonbuf.Marshal((*buf)[:0], v)
 	jsonHeaders(w, status)
-	// The status is sent; an encoding error can only be logged by the
-	// caller's access log as a short answer.
-	if err == nil {
-		_, _ = w.Write(append(b, '\n'))
-	}
-	if cap(b) <= maxPooledAnswer { // a long list's buffer is not kept
-		*buf = b
-		answerBufs.Put(buf)
-	}
+	_ = json.NewEncoder(w).Encode(v)
 }
-
-// answerBufs are writeJSON's buffers, of at most maxPooledAnswer bytes: a
-// lien's or a charge's answer (one to two kilobytes) encoded into a buffer
-// grown from nothing took about ten allocations.
-var answerBufs = sync.Pool{New: func() any { b := make([]byte, 0, 4<<10); return &b }}
-
-const maxPooledAnswer = 64 << 10
 
 // writeAnswer writes an answer the ledger encoded, as writeJSON would
 // (json.Encoder ends it with a newline).
