@@ -35,8 +35,7 @@ type chargeDetail struct {
 
 // ChargeResult answers a charge. How the charge was priced is in the
 // charge's detail (ExplanationOf): the answer does not repeat it, since it
-// is encoded and sent at every job. It is kept for retries by reference to
-// the charge's journal entry (reference.go).
+// is encoded, kept for retries and sent at every job.
 type ChargeResult struct {
 	Charge ledger.Charge `json:"charge"`
 	// Lien is the job's lien after the charge (nil without one).

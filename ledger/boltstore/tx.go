@@ -221,8 +221,10 @@ func (t *tx) PutAllocation(a ledger.Allocation, seq uint64) error {
 		return err
 	}
 	t.written(bucketAllocations, encodeUint(a.ID), a)
-	if err := t.putRaw(bucketByAccount, idKey(append([]byte(a.Account), 0), a.ID), nil); err != nil {
-		return err
+	if k := idKey(append([]byte(a.Account), 0), a.ID); t.bucket(bucketByAccount).Get(k) == nil {
+		if err := t.putRaw(bucketByAccount, k, nil); err != nil {
+			return err
+		}
 	}
 	return t.putRaw(bucketHistory, idKey(nil, a.ID, seq), raw)
 }

@@ -52,9 +52,8 @@ func Parallel(b *testing.B, n int, op func()) {
 // kernel for it, and the page faults it took. Per operation it is a steadier
 // figure than a rate on a shared machine, whose speed drifts from run to
 // run: it is what to compare when making the bank cheaper. The kernel's
-// share shows what system calls cost (bbolt's page writes, the log's syncs,
-// waking goroutines' threads) and what first touches of memory cost: a
-// minor fault took 11 µs on this project's VM in session 15.
+// share shows what system calls cost (bbolt's page writes and syncs,
+// waking goroutines' threads) and what first touches of memory cost.
 type cpuTimes struct {
 	user, system time.Duration
 	faults       int64

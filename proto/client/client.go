@@ -86,9 +86,8 @@ func newTransport() *http.Transport {
 // NewRequestID is a new request id: the time in nanoseconds, then 8
 // random bytes, in hex. The bank keeps a record per request id for retries,
 // in a B-tree ordered by client and id: ids that grow with time go at the
-// end of the client's range, where purely random ids landed each on a page
-// of its own, rewriting a 4 KiB page per request at the next checkpoint
-// once the tree holds more pages than a checkpoint has requests.
+// end of the client's range, where purely random ids would land each on a
+// page of its own, and every commit would rewrite a page per request.
 func NewRequestID() string {
 	b := binary.BigEndian.AppendUint64(make([]byte, 0, 16), uint64(time.Now().UnixNano()))
 	b = b[:16]

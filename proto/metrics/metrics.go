@@ -49,7 +49,7 @@ func New() *Metrics {
 		batch: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "ingot_commit_batch_size",
 			Help: "Update calls made durable together by one bbolt commit (group commit).",
-			// 1 to 1024 (the store's largest group; the syncer may write several).
+			// 1 to 1024, the store's largest group.
 			Buckets: prometheus.ExponentialBuckets(1, 2, 11),
 		}),
 		commit: prometheus.NewHistogram(prometheus.HistogramOpts{
