@@ -170,53 +170,49 @@ func nextExpiry(tx Tx, account string, t, until time.Time) (time.Time, bool, err
 	return liens[0].Expires, true, nil
 }
 
-// sumsFromRecords computes an account's running sums from its stored
-// liens and charges.
-func sumsFromRecords(account string, liens []Lien, charges []Charge) (reserved, charged ByProject) {
-	reserved, charged = ByProject{}, ByProject{}
-	for _, l := range liens {
-		if l.Account == account && l.State == LienActive {
-			for _, h := range l.Holds {
-				reserved.Add(l.Project, h.Allocation, h.Amount)
-			}
-		}
-	}
-	for _, c := range charges {
-		if c.Account == account {
-			for _, h := range c.NetDebits() {
-				charged.Add(c.Project, h.Allocation, h.Amount)
-			}
-		}
-	}
-	reserved.prune()
-	charged.prune()
-	return reserved, charged
-}
-
 // RebuildAccountStates computes every account's running sums from the
 // stored liens and charges and stores them: for an engine that upgrades a
 // file made before the ledger kept them, and for a copy of a bank into
 // another engine.
 func RebuildAccountStates(tx Tx) error {
+	states := map[string]*accountState{}
+	state := func(account string) *accountState {
+		if states[account] == nil {
+			states[account] = &accountState{Version: newVersion(), Reserved: ByProject{}, Charged: ByProject{}}
+		}
+		return states[account]
+	}
 	nodes, err := tx.Nodes()
 	if err != nil {
 		return err
 	}
-	liens, err := tx.Liens()
-	if err != nil {
-		return err
-	}
-	charges, err := tx.Charges()
-	if err != nil {
-		return err
-	}
 	for _, n := range nodes {
-		if !n.IsAccount() {
-			continue
+		if n.IsAccount() {
+			state(n.Name)
 		}
-		st := &accountState{Version: newVersion()}
-		st.Reserved, st.Charged = sumsFromRecords(n.Name, liens, charges)
-		if err := writeAccountState(tx, n.Name, st); err != nil {
+	}
+	err = tx.Liens(func(l Lien) (bool, error) {
+		if l.State == LienActive {
+			for _, h := range l.Holds {
+				state(l.Account).Reserved.Add(l.Project, h.Allocation, h.Amount)
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		return err
+	}
+	err = tx.Charges(func(c Charge) (bool, error) {
+		for _, h := range c.NetDebits() {
+			state(c.Account).Charged.Add(c.Project, h.Allocation, h.Amount)
+		}
+		return true, nil
+	})
+	if err != nil {
+		return err
+	}
+	for account, st := range states {
+		if err := writeAccountState(tx, account, st); err != nil {
 			return err
 		}
 	}

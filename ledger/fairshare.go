@@ -49,15 +49,15 @@ func (l *Ledger) FairShare(ctx context.Context, account string, halfLife time.Du
 		}
 		now := l.Now()
 		usage := map[string]float64{}
-		charges, err := tx.Charges()
-		if err != nil {
-			return err
-		}
-		for _, c := range charges {
+		err = tx.Charges(func(c Charge) (bool, error) {
 			if c.Account == account {
 				net := c.Amount.Sub(c.Refunded).InexactFloat64()
 				usage[c.Project] += hfs.Decay(net, now.Sub(c.Time), halfLife)
 			}
+			return true, nil
+		})
+		if err != nil {
+			return err
 		}
 		jobs := map[string]int{}
 		liens, err := tx.ActiveLiens(account)

@@ -137,7 +137,9 @@ type Tx interface {
 	// ExpiredLiens lists at most limit active liens of any account whose
 	// expiry is at or before t.
 	ExpiredLiens(t time.Time, limit int) ([]Lien, error)
-	Liens() ([]Lien, error)
+	// Liens calls fn for every lien in id order until fn returns false or
+	// an error.
+	Liens(fn func(Lien) (bool, error)) error
 
 	NextChargeID() (uint64, error)
 	Charge(id uint64) (c Charge, ok bool, err error)
@@ -146,7 +148,9 @@ type Tx interface {
 	PutCharge(Charge) error
 	// JobCharges lists a job's charges in id order.
 	JobCharges(machine, job string) ([]Charge, error)
-	Charges() ([]Charge, error)
+	// Charges calls fn for every charge in id order until fn returns false
+	// or an error.
+	Charges(fn func(Charge) (bool, error)) error
 
 	Record(kind, key string) (r Record, ok bool, err error)
 	// PutRecord stores a record, or removes it when r.Deleted.

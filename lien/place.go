@@ -367,13 +367,12 @@ func (b *Bank) jobPricing(tx ledger.Tx, cfg Config, l ledger.Lien, d Detail) (pr
 func (b *Bank) Liens(ctx context.Context, node string, all bool) ([]ledger.Lien, error) {
 	var out []ledger.Lien
 	err := b.l.View(ctx, func(tx ledger.Tx) error {
-		liens, err := tx.Liens()
-		for _, l := range liens {
+		return tx.Liens(func(l ledger.Lien) (bool, error) {
 			if (all || l.State == ledger.LienActive) && (node == "" || ledger.InSubtree(l.Project, node)) {
 				out = append(out, l)
 			}
-		}
-		return err
+			return true, nil
+		})
 	})
 	return out, err
 }

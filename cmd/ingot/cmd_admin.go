@@ -17,7 +17,8 @@ func adminCommands() []*cli.Command {
 	return []*cli.Command{
 		{
 			Name:   "audit",
-			Usage:  "replay the journal, check its hash chain and compare every balance with the stored state",
+			Usage:  "replay the journal, check its hash chain and compare every balance with the stored state: the changes since the last clean audit, or with --full the whole journal and the file's pages",
+			Flags:  []cli.Flag{&cli.BoolFlag{Name: "full", Usage: "replay the whole journal and check the storage engine's pages, not only what changed since the last clean audit"}},
 			Action: audit,
 		},
 		{
@@ -43,7 +44,7 @@ func adminCommands() []*cli.Command {
 
 func audit(c *cli.Context) error {
 	return withBank(c, func(b bank) error {
-		rep, err := b.Audit(c.Context)
+		rep, err := b.Audit(c.Context, ledger.AuditOptions{Full: c.Bool("full")})
 		if err != nil {
 			return fmt.Errorf("audit: %w", err)
 		}
@@ -61,7 +62,11 @@ func reportAudit(c *cli.Context, rep ledger.AuditReport) error {
 			return err
 		}
 	} else {
-		fmt.Fprintf(c.App.Writer, "audit: %d journal entries, %d allocations, %d nodes replayed\n", rep.Entries, rep.Allocations, rep.Nodes)
+		if rep.Full {
+			fmt.Fprintf(c.App.Writer, "audit: %d journal entries, %d allocations, %d nodes replayed\n", rep.Entries, rep.Allocations, rep.Nodes)
+		} else {
+			fmt.Fprintf(c.App.Writer, "audit: %d journal entries since the last clean audit (entry %d on), %d allocations, %d nodes checked; --full replays all\n", rep.Entries, rep.From, rep.Allocations, rep.Nodes)
+		}
 		for _, p := range rep.Problems {
 			fmt.Fprintf(c.App.Writer, "PROBLEM: %s\n", p)
 		}
@@ -129,7 +134,7 @@ func auditFile(ctx context.Context, path string) (ledger.AuditReport, error) {
 	if err != nil {
 		return ledger.AuditReport{}, err
 	}
-	return l.Audit(ctx)
+	return l.Audit(ctx, ledger.AuditOptions{Full: true})
 }
 
 // The completion scripts ask ingot itself for candidates through urfave/cli's

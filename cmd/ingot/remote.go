@@ -144,8 +144,8 @@ func (r remoteBank) Journal(ctx context.Context, f ledger.JournalFilter) ([]ledg
 	return r.client.Journal(ctx, f)
 }
 
-func (r remoteBank) Audit(ctx context.Context) (ledger.AuditReport, error) {
-	return r.client.Audit(ctx)
+func (r remoteBank) Audit(ctx context.Context, opts ledger.AuditOptions) (ledger.AuditReport, error) {
+	return r.client.Audit(ctx, opts)
 }
 
 func (r remoteBank) Backup(ctx context.Context, w io.Writer) (int64, error) {

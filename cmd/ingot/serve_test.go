@@ -291,7 +291,7 @@ func TestServeSocketAndMunge(t *testing.T) {
 	if all, err := viaMunge.Balances(ctx, time.Time{}); err != nil || len(all) != 1 || all[0].Node != "chem.lab1" {
 		t.Errorf("%s lists balances over MUNGE: %+v, %v; want only chem.lab1", me.Username, all, err)
 	}
-	if _, err := viaMunge.Audit(ctx); !client.IsCode(err, api.CodeForbidden) {
+	if _, err := viaMunge.Audit(ctx, ledger.AuditOptions{}); !client.IsCode(err, api.CodeForbidden) {
 		t.Errorf("%s audits over MUNGE: %v; want forbidden", me.Username, err)
 	}
 

@@ -48,7 +48,7 @@ type bankService interface {
 	FairShare(ctx context.Context, account string, halfLife time.Duration, compensation float64) ([]ledger.FairShareNode, error)
 	Statement(ctx context.Context, account string, from, to time.Time, summarize bool) (ledger.Statement, error)
 	Journal(ctx context.Context, f ledger.JournalFilter) ([]ledger.Entry, error)
-	Audit(ctx context.Context) (ledger.AuditReport, error)
+	Audit(ctx context.Context, opts ledger.AuditOptions) (ledger.AuditReport, error)
 	// Backup writes a consistent copy of the database file to w.
 	Backup(ctx context.Context, w io.Writer) (int64, error)
 

@@ -3,6 +3,8 @@ package boltstore_test
 import (
 	"bytes"
 	"compress/gzip"
+	"encoding/binary"
+	"fmt"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -79,7 +81,7 @@ func auditFile(t *testing.T, path string, opts boltstore.Options) ledger.AuditRe
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := l.Audit(context.Background())
+	rep, err := l.Audit(context.Background(), ledger.AuditOptions{Full: true})
 	if err != nil || len(rep.Problems) > 0 {
 		t.Fatalf("audit of %s: %v %v", path, rep.Problems, err)
 	}
@@ -192,7 +194,7 @@ func TestReadOnlyFile(t *testing.T) {
 	if b, err := l.BalanceAt(context.Background(), "chem", time.Now()); err != nil || !b.Balance.Amount.Equal(decimal.NewFromInt(3)) {
 		t.Errorf("balance: %+v %v", b.Balance, err)
 	}
-	if rep, err := l.Audit(context.Background()); err != nil || len(rep.Problems) > 0 {
+	if rep, err := l.Audit(context.Background(), ledger.AuditOptions{Full: true}); err != nil || len(rep.Problems) > 0 {
 		t.Errorf("audit: %v %v", rep.Problems, err)
 	}
 	if _, err := l.Deposit(context.Background(), ledger.Request{Actor: "t"}, ledger.DepositSpec{Account: "chem", Amount: decimal.NewFromInt(1)}); !errors.Is(err, boltstore.ErrReadOnly) {
@@ -289,7 +291,7 @@ func TestSchema7Upgrades(t *testing.T) {
 	// It kept answers for changes that journaled nothing (a sweep of no
 	// lien, a lien placed again), which this engine does not keep: the
 	// audit finds none left to check against the journal.
-	rep, err := l.Audit(ctx)
+	rep, err := l.Audit(ctx, ledger.AuditOptions{Full: true})
 	if err != nil || len(rep.Problems) > 0 {
 		t.Fatalf("audit after the upgrade: %v %v", rep.Problems, err)
 	}
@@ -312,5 +314,100 @@ func TestSchema7Upgrades(t *testing.T) {
 	}
 	if digest(t, crashed) != before {
 		t.Error("the refused open changed the file")
+	}
+}
+
+// TestIncrementalAudit: an audit starts where the last clean one ended and
+// replays only what came after; a change to an entry before that is found
+// only by a full audit, and a change to the entry it ended at sends it back
+// to the start.
+func TestIncrementalAudit(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "bank.db")
+	makeBank(t, path, 5)
+	audit := func(full bool) ledger.AuditReport {
+		t.Helper()
+		store, err := boltstore.Open(path, boltstore.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer store.Close()
+		l, err := ledger.Open(ctx, store)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := l.Audit(ctx, ledger.AuditOptions{Full: full})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rep
+	}
+	if rep := audit(false); !rep.Full || rep.From != 1 || rep.Entries != 7 || len(rep.Problems) > 0 {
+		t.Fatalf("first audit: %+v, want a full one of entries 1-7", rep)
+	}
+	if rep := audit(false); rep.Full || rep.From != 8 || rep.Entries != 0 || len(rep.Problems) > 0 {
+		t.Fatalf("audit with nothing new: %+v", rep)
+	}
+	deposits(t, path, 3)
+	if rep := audit(false); rep.Full || rep.From != 8 || rep.Entries != 3 || len(rep.Problems) > 0 {
+		t.Fatalf("audit of 3 new deposits: %+v", rep)
+	}
+	// An amount changed in entry 4, before the checkpoint (entry 10).
+	rewriteEntry(t, path, 4, func(body []byte) []byte { return bytes.Replace(body, []byte(`"amount":"1"`), []byte(`"amount":"9"`), 1) })
+	if rep := audit(false); len(rep.Problems) > 0 {
+		t.Errorf("incremental audit looked before its checkpoint: %v", rep.Problems)
+	}
+	rep := audit(true)
+	if len(rep.Problems) == 0 || !strings.Contains(rep.Problems[0], "journal: entry 4: stored hash") {
+		t.Errorf("full audit missed the changed entry 4: %v", rep.Problems)
+	}
+	// The entry the checkpoint names, changed: back to a full replay.
+	rewriteEntry(t, path, 10, func(body []byte) []byte { return bytes.Replace(body, []byte(`"amount":"1"`), []byte(`"amount":"9"`), 1) })
+	rep = audit(false)
+	if !rep.Full || len(rep.Problems) == 0 || !strings.Contains(rep.Problems[0], "journal: entry 10, where the last clean audit ended, is not the one it checked") {
+		t.Errorf("audit after the checkpoint's entry changed: %+v", rep)
+	}
+}
+
+// deposits makes n more deposits of 1 into chem.
+func deposits(t *testing.T, path string, n int) {
+	t.Helper()
+	store, err := boltstore.Open(path, boltstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	l, err := ledger.Open(context.Background(), store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range n {
+		if _, err := l.Deposit(context.Background(), ledger.Request{Actor: "t"}, ledger.DepositSpec{Account: "chem", Amount: decimal.NewFromInt(1)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// rewriteEntry changes the stored bytes of journal entry seq behind the
+// bank's back (its hash left as it was), as a tool editing the file would.
+func rewriteEntry(t *testing.T, path string, seq uint64, change func([]byte) []byte) {
+	t.Helper()
+	db, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	err = db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket([]byte("journal"))
+		k := binary.BigEndian.AppendUint64(nil, seq)
+		v := bytes.Clone(b.Get(k))
+		changed := append(v[:32:32], change(v[32:])...)
+		if bytes.Equal(changed, v) {
+			return fmt.Errorf("entry %d unchanged", seq)
+		}
+		return b.Put(k, changed)
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }

@@ -207,7 +207,7 @@ func checkChild(path string) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	rep, err := l.Audit(context.Background())
+	rep, err := l.Audit(context.Background(), ledger.AuditOptions{Full: true})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

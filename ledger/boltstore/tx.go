@@ -145,15 +145,27 @@ func (t *tx) delete(bucket, key []byte) error {
 // scan decodes the values whose keys start with prefix, in key order.
 func scan[T any](t *tx, bucket, prefix []byte) ([]T, error) {
 	var out []T
+	err := eachFrom(t, bucket, prefix, func(v T) (bool, error) { out = append(out, v); return true, nil })
+	return out, err
+}
+
+// each calls fn with every value of a bucket, decoded, in key order.
+func each[T any](t *tx, bucket []byte, fn func(T) (bool, error)) error {
+	return eachFrom(t, bucket, nil, fn)
+}
+
+func eachFrom[T any](t *tx, bucket, prefix []byte, fn func(T) (bool, error)) error {
 	c := t.bucket(bucket).Cursor()
 	for k, raw := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, raw = c.Next() {
 		var v T
 		if err := json.Unmarshal(raw, &v); err != nil {
-			return nil, fmt.Errorf("%w: %s/%q: %v", ledger.ErrCorrupt, bucket, k, err)
+			return fmt.Errorf("%w: %s/%q: %v", ledger.ErrCorrupt, bucket, k, err)
 		}
-		out = append(out, v)
+		if more, err := fn(v); err != nil || !more {
+			return err
+		}
 	}
-	return out, nil
+	return nil
 }
 
 func (t *tx) nextID(bucket []byte) (uint64, error) {
@@ -452,7 +464,7 @@ func (t *tx) ExpiredLiens(at time.Time, limit int) ([]ledger.Lien, error) {
 	return out, nil
 }
 
-func (t *tx) Liens() ([]ledger.Lien, error) { return scan[ledger.Lien](t, bucketLiens, nil) }
+func (t *tx) Liens(fn func(ledger.Lien) (bool, error)) error { return each(t, bucketLiens, fn) }
 
 func (t *tx) NextChargeID() (uint64, error) { return t.nextID(bucketCharges) }
 
@@ -472,8 +484,8 @@ func (t *tx) JobCharges(machine, job string) ([]ledger.Charge, error) {
 	return indexed(t, bucketChargesJob, prefix, prefix, 0, t.Charge, nil)
 }
 
-func (t *tx) Charges() ([]ledger.Charge, error) {
-	return scan[ledger.Charge](t, bucketCharges, nil)
+func (t *tx) Charges(fn func(ledger.Charge) (bool, error)) error {
+	return each(t, bucketCharges, fn)
 }
 
 // A record is stored as its value alone: its kind and key are the key.

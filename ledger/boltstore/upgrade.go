@@ -82,16 +82,14 @@ func (s *Store) upgrade() error {
 				return err
 			}
 		}
-		liens, err := t.Liens()
+		err := t.Liens(func(l ledger.Lien) (bool, error) {
+			if l.State == ledger.LienActive {
+				return true, t.putRaw(bucketLiensActive, activeKey(l), nil)
+			}
+			return true, nil
+		})
 		if err != nil {
 			return err
-		}
-		for _, l := range liens {
-			if l.State == ledger.LienActive {
-				if err := t.putRaw(bucketLiensActive, activeKey(l), nil); err != nil {
-					return err
-				}
-			}
 		}
 		// The journal head gains the newest entry's hash.
 		if k, raw := btx.Bucket(bucketJournal).Cursor().Last(); k != nil {

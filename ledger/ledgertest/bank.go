@@ -83,7 +83,7 @@ func NewBankWithPrecision(t testing.TB, open OpenStore, precision int32, opts ..
 // MustAudit runs the audit and fails the test on any problem.
 func (b *Bank) MustAudit() ledger.AuditReport {
 	b.t.Helper()
-	rep, err := b.Audit(context.Background())
+	rep, err := b.Audit(context.Background(), ledger.AuditOptions{Full: true})
 	if err != nil {
 		b.t.Fatalf("audit: %v", err)
 	}

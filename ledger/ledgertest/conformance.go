@@ -662,8 +662,26 @@ func testAuditFindsTampering(t *testing.T, open OpenStore) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep, err := l.Audit(context.Background()); err != nil || len(rep.Problems) != 0 {
+	// A clean audit: the incremental audits below start where it ended.
+	if rep, err := l.Audit(context.Background(), ledger.AuditOptions{Full: true}); err != nil || len(rep.Problems) != 0 {
 		t.Fatalf("audit of a sound bank: %+v %v", rep, err)
+	}
+	// Every tampering below is found by a full audit and by one that
+	// starts where the clean one ended.
+	audits := func(wants ...string) {
+		t.Helper()
+		for _, full := range []bool{false, true} {
+			rep, err := l.Audit(context.Background(), ledger.AuditOptions{Full: full})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.Full != full {
+				t.Errorf("audit asked full %v ran full %v", full, rep.Full)
+			}
+			for _, want := range wants {
+				wantProblem(t, rep, want)
+			}
+		}
 	}
 	tamper := func(fn func(ledger.Tx) error) {
 		t.Helper()
@@ -675,14 +693,7 @@ func testAuditFindsTampering(t *testing.T, open OpenStore) {
 	a := r.Allocations[0]
 	a.Amount = Dec(t, "1000")
 	tamper(func(tx ledger.Tx) error { return tx.PutAllocation(a, r.Seq) })
-	rep, err := l.Audit(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(rep.Problems) == 0 {
-		t.Fatal("audit missed a changed amount")
-	}
-	wantProblem(t, rep, "allocation 1 of chem: amount is 1000, the journal says 10")
+	audits("allocation 1 of chem: amount is 1000, the journal says 10")
 	// A node changed behind the journal's back.
 	tamper(func(tx ledger.Tx) error { return tx.PutNode(ledger.Node{Name: "chem", Active: false}) })
 	// A forged entry appended without the chain, and one whose stored
@@ -710,14 +721,8 @@ func testAuditFindsTampering(t *testing.T, open OpenStore) {
 	tamper(func(tx ledger.Tx) error {
 		return tx.PutRecord(ledger.Record{Kind: "ledger.account", Key: "chem", Value: []byte(`{"version":"x","charged":{"chem":{"1":"5"}}}`)})
 	})
-	rep, err = l.Audit(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	wantProblem(t, rep, "node chem: stored state differs from the journal's")
-	wantProblem(t, rep, "journal: entry 4: previous hash forged")
-	wantProblem(t, rep, "journal: entry 5: stored hash")
-	wantProblem(t, rep, "account chem: the charged sum of chem on allocation 1 is 5")
+	audits("node chem: stored state differs from the journal's", "journal: entry 4: previous hash forged",
+		"journal: entry 5: stored hash", "account chem: the charged sum of chem on allocation 1 is 5")
 }
 
 // testKeptAnswers: the answer kept for a request's retries is checked
@@ -752,7 +757,7 @@ func testKeptAnswers(t *testing.T, open OpenStore) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := b.Audit(context.Background())
+	rep, err := b.Audit(context.Background(), ledger.AuditOptions{Full: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,7 +25,7 @@
 //		GET    /v1/fairshare          FairShareQuery     List of FairShareNode   all¹²
 //		GET    /v1/statement          StatementQuery     ledger.Statement        admin, manager¹, user²
 //		GET    /v1/journal            JournalQuery       List of ledger.Entry    admin, manager¹, user² (node required)
-//		GET    /v1/audit              -                  ledger.AuditReport      admin
+//		GET    /v1/audit              full               ledger.AuditReport      admin
 //		GET    /v1/backup             -                  the database file       admin (application/octet-stream, not JSON)
 //		GET    /v1/nodes              NodesQuery         List of ledger.Node     all⁴
 //		GET    /v1/node               NameQuery          ledger.Node             all¹²

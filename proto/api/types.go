@@ -181,6 +181,11 @@ type (
 		Name string `query:"name,required"`
 	}
 	// LiensQuery lists the active liens (all with all=true), of a node's
+	// AuditQuery asks for a full audit rather than one that starts at the
+	// last clean audit's checkpoint.
+	AuditQuery struct {
+		Full bool `query:"full"`
+	}
 	// subtree when node is given.
 	LiensQuery struct {
 		Node string `query:"node"`

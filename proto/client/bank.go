@@ -75,8 +75,8 @@ func (c *Client) Journal(ctx context.Context, f ledger.JournalFilter) ([]ledger.
 }
 
 // Audit replays the server's journal and compares it with its state.
-func (c *Client) Audit(ctx context.Context) (ledger.AuditReport, error) {
-	return get[ledger.AuditReport](ctx, c, api.PathAudit, api.NoQuery{})
+func (c *Client) Audit(ctx context.Context, opts ledger.AuditOptions) (ledger.AuditReport, error) {
+	return get[ledger.AuditReport](ctx, c, api.PathAudit, api.AuditQuery{Full: opts.Full})
 }
 
 // Backup writes a consistent copy of the server's database file to w and

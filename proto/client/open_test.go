@@ -52,7 +52,7 @@ func TestMungeClient(t *testing.T) {
 	if transport.sent.Load() != 2 {
 		t.Errorf("the balance was asked %d times, want 2 (one answer lost)", transport.sent.Load())
 	}
-	if _, err := c.Audit(ctx); !client.IsCode(err, api.CodeForbidden) {
+	if _, err := c.Audit(ctx, ledger.AuditOptions{}); !client.IsCode(err, api.CodeForbidden) {
 		t.Errorf("%s over MUNGE audits the bank: %v; want forbidden (an ordinary user, even root)", me.Username, err)
 	}
 }

@@ -123,8 +123,8 @@ func aboutSubtree(e ledger.Entry, root string) bool {
 	return ledger.InSubtree(e.Node, root) || slices.ContainsFunc(e.Deltas, func(d ledger.Delta) bool { return ledger.InSubtree(d.Account, root) })
 }
 
-func (s *Server) audit(c *call, _ api.NoQuery) (ledger.AuditReport, error) {
-	return s.ledger.Audit(c.r.Context())
+func (s *Server) audit(c *call, q api.AuditQuery) (ledger.AuditReport, error) {
+	return s.ledger.Audit(c.r.Context(), ledger.AuditOptions{Full: q.Full})
 }
 
 // backup answers with a consistent copy of the database file, made while
