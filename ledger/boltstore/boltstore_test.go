@@ -3,11 +3,11 @@ package boltstore_test
 import (
 	"bytes"
 	"compress/gzip"
-	"encoding/binary"
-	"fmt"
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -353,7 +353,9 @@ func TestIncrementalAudit(t *testing.T) {
 		t.Fatalf("audit of 3 new deposits: %+v", rep)
 	}
 	// An amount changed in entry 4, before the checkpoint (entry 10).
-	rewriteEntry(t, path, 4, func(body []byte) []byte { return bytes.Replace(body, []byte(`"amount":"1"`), []byte(`"amount":"9"`), 1) })
+	rewriteEntry(t, path, 4, func(body []byte) []byte {
+		return bytes.Replace(body, []byte(`"amount":"1"`), []byte(`"amount":"9"`), 1)
+	})
 	if rep := audit(false); len(rep.Problems) > 0 {
 		t.Errorf("incremental audit looked before its checkpoint: %v", rep.Problems)
 	}
@@ -362,7 +364,9 @@ func TestIncrementalAudit(t *testing.T) {
 		t.Errorf("full audit missed the changed entry 4: %v", rep.Problems)
 	}
 	// The entry the checkpoint names, changed: back to a full replay.
-	rewriteEntry(t, path, 10, func(body []byte) []byte { return bytes.Replace(body, []byte(`"amount":"1"`), []byte(`"amount":"9"`), 1) })
+	rewriteEntry(t, path, 10, func(body []byte) []byte {
+		return bytes.Replace(body, []byte(`"amount":"1"`), []byte(`"amount":"9"`), 1)
+	})
 	rep = audit(false)
 	if !rep.Full || len(rep.Problems) == 0 || !strings.Contains(rep.Problems[0], "journal: entry 10, where the last clean audit ended, is not the one it checked") {
 		t.Errorf("audit after the checkpoint's entry changed: %+v", rep)
