@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -99,7 +100,31 @@ func SealEntry(e Entry) (StoredEntry, error) {
 	if err != nil {
 		return StoredEntry{}, err
 	}
-	return StoredEntry{Seq: e.Seq, Time: e.Time, Hash: sha256.Sum256(body), Body: body}, nil
+	return StoredEntry{Seq: e.Seq, Time: e.Time, Hash: sha256.Sum256(body), Body: body, Nodes: IndexTerms(e)}, nil
+}
+
+// IndexTerms are the nodes an entry concerns, each with its ancestors, in
+// no particular order and each once: the node it names, the destination
+// of a transfer, the accounts whose allocations it changes. A query about
+// a node and its subtree finds the entry by the node's name.
+func IndexTerms(e Entry) []string {
+	var terms []string
+	add := func(node string) {
+		for ; node != "" && !slices.Contains(terms, node); node = ParentOf(node) {
+			terms = append(terms, node)
+		}
+	}
+	add(e.Node)
+	if e.Kind == KindTransfer {
+		add(e.Ref)
+	}
+	if e.NodeState != nil {
+		add(e.NodeState.Name)
+	}
+	for _, d := range e.Deltas {
+		add(d.Account)
+	}
+	return terms
 }
 
 // DecodeEntry decodes a stored entry. It checks that the body is the one

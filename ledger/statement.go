@@ -71,7 +71,7 @@ func (l *Ledger) Statement(ctx context.Context, account string, from, to time.Ti
 		if st.Ending, err = totalAsOf(tx, account, last); err != nil {
 			return err
 		}
-		return EachEntry(tx, first+1, last, func(e Entry) (bool, error) {
+		return eachNodeEntry(tx, account, first+1, last, false, func(e Entry) (bool, error) {
 			credit, debit := statementLines(e, account)
 			if credit != nil {
 				st.Credits = st.Credits.Add(credit.Amount)
@@ -178,32 +178,62 @@ func (l *Ledger) Journal(ctx context.Context, f JournalFilter) ([]Entry, error) 
 			}
 			last = s
 		}
-		return EachEntry(tx, first, last, func(e Entry) (bool, error) {
+		keep := func(e Entry) (bool, error) {
 			if f.matches(e) {
 				out = append(out, e)
 			}
-			return true, nil
-		})
+			return f.Limit == 0 || len(out) < f.Limit, nil
+		}
+		if f.Node == "" {
+			if f.Limit > 0 && len(f.Kinds) == 0 {
+				head, err := tx.Head()
+				if err != nil {
+					return err
+				}
+				last = min(last, head.Seq)
+				first = max(first, last-min(last, uint64(f.Limit))+1)
+			}
+			out = nil
+			err := EachEntry(tx, first, last, func(e Entry) (bool, error) {
+				if f.matches(e) {
+					out = append(out, e)
+				}
+				return true, nil
+			})
+			if f.Limit > 0 && len(out) > f.Limit {
+				out = out[len(out)-f.Limit:]
+			}
+			return err
+		}
+		// Newest first when only the last few are asked for, so that they
+		// cost the same however long the node's history.
+		if err := eachNodeEntry(tx, f.Node, first, last, f.Limit > 0, keep); err != nil {
+			return err
+		}
+		if f.Limit > 0 {
+			slices.Reverse(out)
+		}
+		return nil
 	})
-	if f.Limit > 0 && len(out) > f.Limit {
-		out = out[len(out)-f.Limit:]
-	}
 	return out, err
+}
+
+// eachNodeEntry is EachEntry over the entries that concern node.
+func eachNodeEntry(tx Tx, node string, from, to uint64, reverse bool, fn func(Entry) (bool, error)) error {
+	return tx.NodeEntries(node, from, to, reverse, func(se StoredEntry) (bool, error) {
+		e, err := DecodeEntry(se)
+		if err != nil {
+			return false, err
+		}
+		return fn(e)
+	})
 }
 
 func (f JournalFilter) matches(e Entry) bool {
 	if len(f.Kinds) > 0 && !slices.Contains(f.Kinds, e.Kind) {
 		return false
 	}
-	if f.Node == "" || InSubtree(e.Node, f.Node) || InSubtree(e.Ref, f.Node) {
-		return true
-	}
-	for _, d := range e.Deltas {
-		if InSubtree(d.Account, f.Node) {
-			return true
-		}
-	}
-	return false
+	return f.Node == "" || slices.Contains(IndexTerms(e), f.Node)
 }
 
 // ParseKind checks a journal entry kind given by name.

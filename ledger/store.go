@@ -40,6 +40,10 @@ type StoredEntry struct {
 	Time time.Time
 	Hash [sha256.Size]byte
 	Body []byte
+	// Nodes are the nodes the entry concerns, each with its ancestors
+	// (IndexTerms): what Tx.NodeEntries finds it by. Set when it is
+	// appended; not read back.
+	Nodes []string
 }
 
 // JournalHead is what a new entry needs of the one before it.
@@ -118,6 +122,10 @@ type Tx interface {
 	// Entries calls fn for the stored entries from..to (inclusive) in order
 	// until fn returns false or an error. e.Body is valid only during fn.
 	Entries(from, to uint64, fn func(e StoredEntry) (bool, error)) error
+	// NodeEntries is Entries for the entries whose Nodes hold node, newest
+	// first if reverse: an index, so that a query about one node reads
+	// only its entries.
+	NodeEntries(node string, from, to uint64, reverse bool, fn func(e StoredEntry) (bool, error)) error
 
 	NextLienID() (uint64, error)
 	Lien(id uint64) (l Lien, ok bool, err error)

@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -294,6 +295,29 @@ func TestSchema7Upgrades(t *testing.T) {
 	rep, err := l.Audit(ctx, ledger.AuditOptions{Full: true})
 	if err != nil || len(rep.Problems) > 0 {
 		t.Fatalf("audit after the upgrade: %v %v", rep.Problems, err)
+	}
+	// The node index was built: a project's journal through it is the
+	// whole journal's entries that concern the project.
+	all, err := l.Journal(ctx, ledger.JournalFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wantSeqs []uint64
+	for _, e := range all {
+		if slices.Contains(ledger.IndexTerms(e), "chem.lab1") {
+			wantSeqs = append(wantSeqs, e.Seq)
+		}
+	}
+	indexed, err := l.Journal(ctx, ledger.JournalFilter{Node: "chem.lab1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []uint64
+	for _, e := range indexed {
+		got = append(got, e.Seq)
+	}
+	if len(wantSeqs) < 3 || !slices.Equal(got, wantSeqs) {
+		t.Errorf("chem.lab1's journal after the upgrade: entries %v, want %v", got, wantSeqs)
 	}
 	// A retry of a request answered before the upgrade is not applied
 	// again: its answer was kept in a form this version does not read.

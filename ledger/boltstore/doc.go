@@ -59,11 +59,13 @@
 //	liens_active           account NUL expiry ‖ id -> (empty), while the lien is active
 //	charges                id -> ledger.Charge
 //	charges_by_job         machine NUL job id NUL id -> (empty)
-//	records                kind NUL key -> ledger.Record (the ledger's running sums among them)
+//	records                kind NUL key -> the record's value (the ledger's running sums and audit checkpoint among them)
+//	journal_by_node        node NUL seq -> (empty), for each node an entry concerns (ledger.IndexTerms)
 //
 // Files of schema 7, made by the engine before this one (which kept a
-// write-ahead log beside the file), are upgraded in place when opened
-// read-write, if they were closed cleanly; one left with log files by a
+// write-ahead log beside the file), and of schema 8 (without the node
+// index) are upgraded in place when opened read-write, if they were closed
+// cleanly; one left with log files by a
 // crash is refused with ErrLogLeft, and must be opened and closed once by
 // that version of ingot, which folds the log into the file.
 package boltstore

@@ -20,7 +20,7 @@ import (
 // schemaVersion is the layout of the buckets (doc.go); Open refuses a newer
 // one and upgrades oldestUpgradable and later.
 const (
-	schemaVersion    = 8
+	schemaVersion    = 9
 	oldestUpgradable = 7
 )
 
@@ -122,7 +122,7 @@ func Open(path string, opts Options) (*Store, error) {
 	case fresh:
 		err = s.create()
 	case version < schemaVersion:
-		err = s.upgrade()
+		err = s.upgrade(version)
 	}
 	if err != nil {
 		db.Close()

@@ -32,10 +32,11 @@ var (
 	bucketCharges     = []byte("charges")
 	bucketChargesJob  = []byte("charges_by_job")
 	bucketRecords     = []byte("records")
+	bucketByNode      = []byte("journal_by_node")
 
 	bucketNames = [][]byte{bucketMeta, bucketNodes, bucketUsers, bucketMachines, bucketAllocations,
 		bucketByAccount, bucketHistory, bucketJournal, bucketRequests, bucketLiens, bucketLiensByJob,
-		bucketLiensActive, bucketCharges, bucketChargesJob, bucketRecords}
+		bucketLiensActive, bucketCharges, bucketChargesJob, bucketRecords, bucketByNode}
 )
 
 var (
@@ -351,6 +352,9 @@ func (t *tx) AppendEntry(e ledger.StoredEntry) error {
 	if err := t.putRaw(bucketJournal, encodeUint(e.Seq), append(e.Hash[:], e.Body...)); err != nil {
 		return err
 	}
+	if err := t.indexEntry(e.Seq, e.Nodes); err != nil {
+		return err
+	}
 	h := binary.BigEndian.AppendUint64(encodeUint(e.Seq), encodeTime(e.Time))
 	return t.putRaw(bucketMeta, keyHead, append(h, e.Hash[:]...))
 }
@@ -364,6 +368,53 @@ func (t *tx) Entries(from, to uint64, fn func(ledger.StoredEntry) (bool, error))
 		}
 		more, err := fn(e)
 		if err != nil || !more {
+			return err
+		}
+	}
+	return nil
+}
+
+// indexEntry lists entry seq under each of the nodes it concerns.
+func (t *tx) indexEntry(seq uint64, nodes []string) error {
+	for _, n := range nodes {
+		if err := t.putRaw(bucketByNode, idKey(append([]byte(n), 0), seq), nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (t *tx) NodeEntries(node string, from, to uint64, reverse bool, fn func(ledger.StoredEntry) (bool, error)) error {
+	prefix := append([]byte(node), 0)
+	c := t.bucket(bucketByNode).Cursor()
+	k, _ := c.Seek(idKey(prefix, from))
+	next := c.Next
+	if reverse {
+		if to < ^uint64(0) {
+			k, _ = c.Seek(idKey(prefix, to+1))
+		} else {
+			k, _ = c.Seek(append(bytes.Clone(prefix[:len(prefix)-1]), 1))
+		}
+		if k == nil {
+			k, _ = c.Last()
+		} else {
+			k, _ = c.Prev()
+		}
+		next = c.Prev
+	}
+	for ; k != nil && bytes.HasPrefix(k, prefix) && len(k) == len(prefix)+8; k, _ = next() {
+		seq := decodeUint(k[len(prefix):])
+		if seq < from || seq > to {
+			break
+		}
+		e, ok, err := t.Entry(seq)
+		if err == nil && !ok {
+			err = fmt.Errorf("%w: the journal's index lists entry %d under %s, which the journal does not hold", ledger.ErrCorrupt, seq, node)
+		}
+		if err != nil {
+			return err
+		}
+		if more, err := fn(e); err != nil || !more {
 			return err
 		}
 	}

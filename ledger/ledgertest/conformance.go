@@ -552,6 +552,10 @@ func testJournalFilter(t *testing.T, open OpenStore) {
 		{"from", ledger.JournalFilter{From: mid}, []ledger.Kind{ledger.KindDeposit, ledger.KindTransfer}},
 		{"to", ledger.JournalFilter{To: mid, Node: "bio"}, []ledger.Kind{ledger.KindNodeCreate}},
 		{"limit", ledger.JournalFilter{Limit: 1}, []ledger.Kind{ledger.KindTransfer}},
+		{"node and limit: the newest, in order", ledger.JournalFilter{Node: "chem", Limit: 2}, []ledger.Kind{ledger.KindDeposit, ledger.KindTransfer}},
+		{"project and limit", ledger.JournalFilter{Node: "chem.lab1", Limit: 5}, []ledger.Kind{ledger.KindNodeCreate}},
+		{"node, kind and limit", ledger.JournalFilter{Node: "bio", Kinds: []ledger.Kind{ledger.KindNodeCreate, ledger.KindDeposit}, Limit: 5}, []ledger.Kind{ledger.KindNodeCreate, ledger.KindDeposit}},
+		{"node, range and limit", ledger.JournalFilter{Node: "chem", To: mid, Limit: 1}, []ledger.Kind{ledger.KindDeposit}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			es, err := b.Journal(context.Background(), tc.f)
