@@ -20,7 +20,13 @@ type AuditOptions struct {
 	// since, and the stored state against them; a bank never audited is
 	// audited in full.
 	Full bool
+	// Progress, if set, is told how many entries the audit has replayed,
+	// every progressEntries of them.
+	Progress func(entries uint64) `json:"-"`
 }
+
+// progressEntries is how often Audit tells AuditOptions.Progress.
+const progressEntries = 10000
 
 // AuditReport is what Audit found. The bank is sound iff Problems is empty.
 type AuditReport struct {
@@ -91,6 +97,7 @@ func (l *Ledger) Audit(ctx context.Context, opts AuditOptions) (AuditReport, err
 			rep.Problems = append(rep.Problems, "storage: "+d)
 		}
 		a := newAuditor(tx, &rep)
+		a.progress = opts.Progress
 		if err := a.start(opts.Full); err != nil {
 			return err
 		}
@@ -142,6 +149,7 @@ type auditor struct {
 	charged map[string]ByProject
 	// liens and charges count those the journal made (full audits).
 	liens, charges, maxLien, maxCharge uint64
+	progress                           func(entries uint64)
 }
 
 func newAuditor(tx Tx, rep *AuditReport) *auditor {
@@ -231,6 +239,9 @@ func keyed[T any](m map[string]T, list []T, key func(T) string) {
 // replay checks one stored entry against the chain and applies it.
 func (a *auditor) replay(se StoredEntry) (bool, error) {
 	a.rep.Entries++
+	if a.progress != nil && a.rep.Entries%progressEntries == 0 {
+		a.progress(a.rep.Entries)
+	}
 	hash := hex.EncodeToString(se.Hash[:])
 	if sum := sha256.Sum256(se.Body); sum != se.Hash {
 		a.problem("journal: entry %d: stored hash %.12s… is not the hash of its stored bytes %.12s…", se.Seq, hash, hex.EncodeToString(sum[:]))

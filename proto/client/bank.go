@@ -76,7 +76,9 @@ func (c *Client) Journal(ctx context.Context, f ledger.JournalFilter) ([]ledger.
 
 // Audit replays the server's journal and compares it with its state.
 func (c *Client) Audit(ctx context.Context, opts ledger.AuditOptions) (ledger.AuditReport, error) {
-	return get[ledger.AuditReport](ctx, c, api.PathAudit, api.AuditQuery{Full: opts.Full})
+	var rep ledger.AuditReport
+	err := c.doLong(ctx, http.MethodGet, api.PathAudit, api.EncodeQuery(api.AuditQuery{Full: opts.Full}), &rep)
+	return rep, err
 }
 
 // Backup writes a consistent copy of the server's database file to w and
@@ -84,7 +86,7 @@ func (c *Client) Audit(ctx context.Context, opts ledger.AuditOptions) (ledger.Au
 // still be audited before it is trusted (ingot backup does).
 func (c *Client) Backup(ctx context.Context, w io.Writer) (int64, error) {
 	counted := &countingWriter{w: w}
-	err := c.do(ctx, http.MethodGet, api.PathBackup, nil, "", nil, counted)
+	err := c.doLong(ctx, http.MethodGet, api.PathBackup, nil, counted)
 	return counted.n, err
 }
 

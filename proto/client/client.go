@@ -98,6 +98,18 @@ func NewRequestID() string {
 // do sends one call, retrying when the answer is lost, and decodes the
 // answer into out. requestID is set for changes ("" for reads).
 func (c *Client) do(ctx context.Context, method, path string, query url.Values, requestID string, in, out any) error {
+	return c.doWith(ctx, c.http, method, path, query, requestID, in, out)
+}
+
+// doLong is do for a call that takes as long as the bank is large (an
+// audit, a backup): no total timeout, only ctx's.
+func (c *Client) doLong(ctx context.Context, method, path string, query url.Values, out any) error {
+	long := *c.http
+	long.Timeout = 0
+	return c.doWith(ctx, &long, method, path, query, "", nil, out)
+}
+
+func (c *Client) doWith(ctx context.Context, hc *http.Client, method, path string, query url.Values, requestID string, in, out any) error {
 	var body []byte
 	if in != nil {
 		var err error
@@ -111,7 +123,7 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 	pause := c.backoff
 	var lastErr error
 	for attempt := 1; attempt <= c.attempts; attempt++ {
-		retry, err := c.once(ctx, method, target.String(), requestID, body, out)
+		retry, err := c.once(ctx, hc, method, target.String(), requestID, body, out)
 		if err == nil || !retry {
 			return err
 		}
@@ -130,7 +142,7 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 
 // once sends a freshly signed request; retry says whether sending it again
 // could help (the answer was lost or the server was busy).
-func (c *Client) once(ctx context.Context, method, target, requestID string, body []byte, out any) (retry bool, err error) {
+func (c *Client) once(ctx context.Context, hc *http.Client, method, target, requestID string, body []byte, out any) (retry bool, err error) {
 	r, err := http.NewRequestWithContext(ctx, method, target, bytes.NewReader(body))
 	if err != nil {
 		return false, fmt.Errorf("client: %w", err)
@@ -144,7 +156,7 @@ func (c *Client) once(ctx context.Context, method, target, requestID string, bod
 	if err := c.sign(r, body, c.now()); err != nil {
 		return false, fmt.Errorf("client: sign: %w", err)
 	}
-	resp, err := c.http.Do(r)
+	resp, err := hc.Do(r)
 	if err != nil {
 		return ctx.Err() == nil, fmt.Errorf("client: %w", err)
 	}

@@ -18,6 +18,7 @@ import (
 // call is one authenticated API request on its way to its handler.
 type call struct {
 	r      *http.Request
+	w      http.ResponseWriter
 	body   []byte
 	client clients.Client
 	// req identifies a change, for the ledger's idempotency.
@@ -122,7 +123,7 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (*call, er
 	if err != nil {
 		return nil, err // api.FromError maps auth's and munge's sentinels to 401 or 503
 	}
-	return &call{r: r, body: body, client: client}, nil
+	return &call{r: r, w: w, body: body, client: client}, nil
 }
 
 // keyClient checks an HMAC signature and finds the key's client.

@@ -124,12 +124,14 @@ func aboutSubtree(e ledger.Entry, root string) bool {
 }
 
 func (s *Server) audit(c *call, q api.AuditQuery) (ledger.AuditReport, error) {
-	return s.ledger.Audit(c.r.Context(), ledger.AuditOptions{Full: q.Full})
+	noDeadline(c.w)
+	return s.runAudit(c.r.Context(), q.Full)
 }
 
 // backup answers with a consistent copy of the database file, made while
 // the bank is in use.
 func (s *Server) backup(c *call, _ api.NoQuery) (stream, error) {
+	noDeadline(c.w)
 	return func(w io.Writer) error {
 		_, err := s.ledger.Backup(c.r.Context(), w)
 		return err

@@ -25,6 +25,7 @@ type Server struct {
 	observe  Observer // nil: no one is told
 	// routes are the endpoints of each path, one per method.
 	routes map[string][]route
+	audits audits
 }
 
 // route is one endpoint: its method and path, the roles that may call it
