@@ -24,8 +24,26 @@ type recordCache map[string]any
 // maxCached bounds the cache; past it the cache starts again empty.
 const maxCached = 1 << 16
 
-// absent marks a key known to have no record.
-type absent struct{}
+// absent marks a key known to have no record; forget, a key whose record
+// the cache is not to keep.
+type (
+	absent struct{}
+	forget struct{}
+)
+
+// kept says whether the cache keeps record v: not charges, nor liens that
+// are over, which are seldom read again and would fill it with the bank's
+// history; nearly every change reads the rest (nodes, users, machines,
+// allocations, the records of rates and sums, the liens of running jobs).
+func kept(v any) bool {
+	switch r := v.(type) {
+	case ledger.Charge:
+		return false
+	case ledger.Lien:
+		return r.State == ledger.LienActive
+	}
+	return true
+}
 
 func cacheKey(bucket, key []byte) string { return string(bucket) + "\x00" + string(key) }
 
@@ -37,7 +55,8 @@ func (t *tx) lookup(bucket, key []byte) (any, bool) {
 	}
 	k := cacheKey(bucket, key)
 	if v, ok := t.pending[k]; ok {
-		return v, true
+		_, forgotten := v.(forget)
+		return v, !forgotten
 	}
 	v, ok := t.cache[k]
 	return v, ok
@@ -49,7 +68,7 @@ func (t *tx) remember(bucket, key []byte, v any) {
 		return
 	}
 	k := cacheKey(bucket, key)
-	if _, written := t.pending[k]; !written {
+	if _, written := t.pending[k]; !written && kept(v) {
 		t.cache[k] = v
 	}
 }
@@ -57,6 +76,9 @@ func (t *tx) remember(bucket, key []byte, v any) {
 // written keeps v (absent{} for a deletion) as this transaction wrote it.
 func (t *tx) written(bucket, key []byte, v any) {
 	if t.cache != nil {
+		if !kept(v) {
+			v = forget{}
+		}
 		t.pending[cacheKey(bucket, key)] = v
 	}
 }
@@ -67,7 +89,11 @@ func (c recordCache) commit(pending recordCache) {
 		clear(c)
 	}
 	for k, v := range pending {
-		c[k] = v
+		if _, forgotten := v.(forget); forgotten {
+			delete(c, k)
+		} else {
+			c[k] = v
+		}
 	}
 }
 
