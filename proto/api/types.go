@@ -8,6 +8,7 @@ import (
 	"github.com/ingot-hpc/ingot/charge"
 	"github.com/ingot-hpc/ingot/ledger"
 	"github.com/ingot-hpc/ingot/lien"
+	"github.com/ingot-hpc/ingot/proto/auth"
 	"github.com/ingot-hpc/ingot/proto/clients"
 )
 
@@ -55,7 +56,7 @@ const (
 )
 
 // HeaderRequestID carries the request id of a change (see Retries).
-const HeaderRequestID = "X-Ingot-Request-Id"
+const HeaderRequestID = auth.HeaderRequestID
 
 // MaxBodyBytes is the largest request body the server reads.
 const MaxBodyBytes = 1 << 20

@@ -13,14 +13,19 @@ import (
 
 // StringToSign returns the text a request's signature is computed over:
 //
-//	METHOD "\n" PATH "\n" QUERY "\n" DATE "\n" NONCE "\n" hex(SHA-256(body))
+//	METHOD "\n" PATH "\n" QUERY "\n" DATE "\n" NONCE "\n" REQUEST_ID "\n" hex(SHA-256(body))
 //
 // escapedPath is the path as sent ("/" when empty), rawQuery the query as
-// sent, which is canonicalised with CanonicalQuery; date and nonce are the
-// X-Ingot-Date and X-Ingot-Nonce header values. The fields must not contain
-// newlines, which would make two different requests sign the same text.
-func StringToSign(method, escapedPath, rawQuery, date, nonce string, body []byte) (string, error) {
-	return canonicalText(method, escapedPath, rawQuery, body, date, nonce)
+// sent, which is canonicalised with CanonicalQuery; date, nonce and
+// requestID are the X-Ingot-Date, X-Ingot-Nonce and X-Ingot-Request-Id
+// header values (requestID empty when there is none, as on reads). The
+// request id is signed so that nobody on the path can change it: a
+// change re-sent under another id would be applied again, and one
+// rewritten to an earlier change's id would get that change's receipt.
+// The fields must not contain newlines, which would make two different
+// requests sign the same text.
+func StringToSign(method, escapedPath, rawQuery, date, nonce, requestID string, body []byte) (string, error) {
+	return canonicalText(method, escapedPath, rawQuery, body, date, nonce, requestID)
 }
 
 // CanonicalRequest returns the lines that bind a credential to request r,

@@ -71,26 +71,26 @@ func TestCanonicalQueryErrors(t *testing.T) {
 func TestStringToSign(t *testing.T) {
 	const emptyHash = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 	for _, tc := range []struct {
-		name                             string
-		method, path, query, date, nonce string
-		body                             string
-		want                             string
+		name                                        string
+		method, path, query, date, nonce, requestID string
+		body                                        string
+		want                                        string
 	}{
 		{"documented example", "POST", "/v1/quote", "project=chem&machine=hpc1", "2026-11-22T05:00:00Z",
-			"9f86d081884c7d659a2feaa0c55ad015", `{"cpus":4,"seconds":3600}`,
-			"POST\n/v1/quote\nmachine=hpc1&project=chem\n2026-11-22T05:00:00Z\n9f86d081884c7d659a2feaa0c55ad015\n" +
+			"9f86d081884c7d659a2feaa0c55ad015", "job-42-quote", `{"cpus":4,"seconds":3600}`,
+			"POST\n/v1/quote\nmachine=hpc1&project=chem\n2026-11-22T05:00:00Z\n9f86d081884c7d659a2feaa0c55ad015\njob-42-quote\n" +
 				"869caaa4307f72a4330cfce93a7122415dbd9e3cd8cb77223f9a7ca8240bebe2"},
-		{"no query, empty body", "GET", "/v1/balances", "", "2026-01-02T03:04:05Z",
-			"00112233445566778899aabbccddeeff", "",
-			"GET\n/v1/balances\n\n2026-01-02T03:04:05Z\n00112233445566778899aabbccddeeff\n" + emptyHash},
-		{"empty path is /", "GET", "", "", "2026-01-02T03:04:05Z", "00112233445566778899aabbccddeeff", "",
-			"GET\n/\n\n2026-01-02T03:04:05Z\n00112233445566778899aabbccddeeff\n" + emptyHash},
+		{"no query, empty body, a read (no request id)", "GET", "/v1/balances", "", "2026-01-02T03:04:05Z",
+			"00112233445566778899aabbccddeeff", "", "",
+			"GET\n/v1/balances\n\n2026-01-02T03:04:05Z\n00112233445566778899aabbccddeeff\n\n" + emptyHash},
+		{"empty path is /", "GET", "", "", "2026-01-02T03:04:05Z", "00112233445566778899aabbccddeeff", "", "",
+			"GET\n/\n\n2026-01-02T03:04:05Z\n00112233445566778899aabbccddeeff\n\n" + emptyHash},
 		{"escaped path as is", "DELETE", "/v1/users/j%C3%B6rg/a%2Fb", "", "2026-01-02T03:04:05Z",
-			"00112233445566778899aabbccddeeff", "",
-			"DELETE\n/v1/users/j%C3%B6rg/a%2Fb\n\n2026-01-02T03:04:05Z\n00112233445566778899aabbccddeeff\n" + emptyHash},
+			"00112233445566778899aabbccddeeff", "r1", "",
+			"DELETE\n/v1/users/j%C3%B6rg/a%2Fb\n\n2026-01-02T03:04:05Z\n00112233445566778899aabbccddeeff\nr1\n" + emptyHash},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := StringToSign(tc.method, tc.path, tc.query, tc.date, tc.nonce, []byte(tc.body))
+			got, err := StringToSign(tc.method, tc.path, tc.query, tc.date, tc.nonce, tc.requestID, []byte(tc.body))
 			if err != nil || got != tc.want {
 				t.Fatalf("StringToSign = %q, %v; want %q", got, err, tc.want)
 			}
@@ -99,15 +99,15 @@ func TestStringToSign(t *testing.T) {
 }
 
 func TestStringToSignRefusesNewlines(t *testing.T) {
-	fields := [4]string{"GET", "/", "2026-01-02T03:04:05Z", "00112233445566778899aabbccddeeff"}
+	fields := [5]string{"GET", "/", "2026-01-02T03:04:05Z", "00112233445566778899aabbccddeeff", "r1"}
 	for i := range fields {
 		bad := fields
 		bad[i] += "\nX"
-		if _, err := StringToSign(bad[0], bad[1], "", bad[2], bad[3], nil); err == nil {
+		if _, err := StringToSign(bad[0], bad[1], "", bad[2], bad[3], bad[4], nil); err == nil {
 			t.Errorf("StringToSign with a newline in field %d: no error", i)
 		}
 	}
-	if _, err := StringToSign("GET", "/", "a=%zz", fields[2], fields[3], nil); !errors.Is(err, ErrQuery) {
+	if _, err := StringToSign("GET", "/", "a=%zz", fields[2], fields[3], "", nil); !errors.Is(err, ErrQuery) {
 		t.Errorf("StringToSign with a bad query = %v; want ErrQuery", err)
 	}
 }

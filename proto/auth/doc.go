@@ -9,14 +9,15 @@
 // A key is an id, sent with every request, and a 256-bit secret, never sent.
 // A client signs a request by computing
 //
-//	string-to-sign = METHOD "\n" PATH "\n" QUERY "\n" DATE "\n" NONCE "\n" hex(SHA-256(body))
+//	string-to-sign = METHOD "\n" PATH "\n" QUERY "\n" DATE "\n" NONCE "\n" REQUEST_ID "\n" hex(SHA-256(body))
 //	signature      = hex(HMAC-SHA256(secret, string-to-sign))
 //
-// and sending three headers:
+// and sending three headers, and a fourth on a change:
 //
 //	Authorization: INGOT-HMAC-SHA256 Credential=<key id>, Signature=<signature>
 //	X-Ingot-Date: <the signing time, UTC, e.g. 2026-11-22T05:00:00Z>
 //	X-Ingot-Nonce: <16 or more random bytes in hex>
+//	X-Ingot-Request-Id: <the change's request id>
 //
 // The fields of the string to sign:
 //
@@ -30,6 +31,11 @@
 //     is accepted.
 //   - NONCE: the X-Ingot-Nonce header: an even number of hex digits, 32 to
 //     128 (16 to 64 random bytes), either case.
+//   - REQUEST_ID: the X-Ingot-Request-Id header, empty when there is none
+//     (reads). It is signed so that nobody on the path can change it: the
+//     bank applies a change once per request id, and answers a retry under
+//     the same id with the first answer. A request signed the way before
+//     (without this line) is refused with ErrOldStringToSign.
 //   - the body's SHA-256 in lowercase hex; an empty body hashes to
 //     e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855.
 //
@@ -94,8 +100,9 @@
 //	date=2026-11-22T05:00:00Z            # for real: date -u +%Y-%m-%dT%H:%M:%SZ
 //	nonce=9f86d081884c7d659a2feaa0c55ad015 # for real: openssl rand -hex 16
 //	body_hash=$(openssl dgst -sha256 <body.json | sed 's/^.*= //')
-//	printf '%s\n%s\n%s\n%s\n%s\n%s' POST /v1/quote 'machine=hpc1&project=chem' \
-//		"$date" "$nonce" "$body_hash" >string-to-sign
+//	request_id=                          # a change's id; a quote is a read, it has none
+//	printf '%s\n%s\n%s\n%s\n%s\n%s\n%s' POST /v1/quote 'machine=hpc1&project=chem' \
+//		"$date" "$nonce" "$request_id" "$body_hash" >string-to-sign
 //	signature=$(openssl dgst -sha256 -mac HMAC -macopt "hexkey:$key_hex" <string-to-sign | sed 's/^.*= //')
 //	curl -sS --path-as-is -X POST --data-binary @body.json -H 'Content-Type: application/json' \
 //		-H "Authorization: INGOT-HMAC-SHA256 Credential=$key_id, Signature=$signature" \
@@ -104,7 +111,8 @@
 //
 // The body hash is
 // 869caaa4307f72a4330cfce93a7122415dbd9e3cd8cb77223f9a7ca8240bebe2 and the
-// signature 45383bb2756f1c50303f956bc6d90c8e7a6e7e8c1a6326cf851b82dc9c39c09e.
+// signature 00a6c230d216a45f55bbbcaf0f1fc2e83c03ba4af6859e8e173906ba0242c018.
+// A change also sends -H "X-Ingot-Request-Id: $request_id".
 // (--path-as-is stops curl from rewriting the path after it was signed.)
 // The same recipe, as a script taking a key file, is testdata/sign.sh in
 // this package's source; the tests check it against this package. Either

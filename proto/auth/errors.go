@@ -18,6 +18,9 @@ var (
 	// ErrBadSignature marks a signature that does not match the request: a
 	// wrong secret, or a request changed after it was signed.
 	ErrBadSignature = errors.New("auth: signature does not match the request")
+	// ErrOldStringToSign marks a request signed the way before the request
+	// id was signed.
+	ErrOldStringToSign = errors.New("it was signed without its request id: the string to sign now has the X-Ingot-Request-Id header's value (empty on reads) on a line of its own between the nonce and the body's hash (go doc ./proto/auth)")
 	// ErrDate marks an X-Ingot-Date header that is missing, not of the form
 	// 2026-11-22T05:00:00Z, or too far from the server's clock.
 	ErrDate = errors.New("auth: bad X-Ingot-Date")

@@ -133,7 +133,7 @@ func FuzzVerify(f *testing.F) {
 		}
 		r := &http.Request{Method: method, URL: &url.URL{Path: path, RawQuery: rawQuery}, Header: http.Header{}}
 		m, p, q := requestFields(r)
-		toSign, signable := StringToSign(m, p, q, date, nonce, body)
+		toSign, signable := StringToSign(m, p, q, date, nonce, "", body)
 		switch signWith % 3 {
 		case 1:
 			if signable == nil {

@@ -72,21 +72,25 @@ func TestSignScript(t *testing.T) {
 	dir := t.TempDir()
 	keyFile := writeFile(t, dir, "key", testKey.KeyFile())
 	for _, tc := range []struct {
-		name, method, path, query, body string
+		name, method, path, query, body, requestID string
 	}{
-		{"documented example", "POST", "/v1/quote", "machine=hpc1&project=chem", testBody},
-		{"no query, no body", "GET", "/v1/balances", "", ""},
-		{"escapes", "GET", "/v1/users/j%C3%B6rg", "a=x%20y&b=~&c=J%C3%B6rg", ""},
-		{"binary body", "PUT", "/v1/blob", "", "\x00\xff\n\r\n%s\\"},
+		{"documented example", "POST", "/v1/quote", "machine=hpc1&project=chem", testBody, ""},
+		{"no query, no body", "GET", "/v1/balances", "", "", ""},
+		{"escapes", "GET", "/v1/users/j%C3%B6rg", "a=x%20y&b=~&c=J%C3%B6rg", "", ""},
+		{"binary body", "PUT", "/v1/blob", "", "\x00\xff\n\r\n%s\\", ""},
+		{"a change, its request id signed", "POST", "/v1/deposits", "", `{"account":"chem","amount":"10"}`, "deposit-7"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			args := []string{keyFile, tc.method, tc.path, tc.query}
 			if tc.body != "" {
 				args = append(args, writeFile(t, dir, "body", []byte(tc.body)))
 			}
-			out := runSignScript(t, []string{"INGOT_SIGN_ONLY=1", "INGOT_DATE=" + testDate, "INGOT_NONCE=" + testNonce}, args...)
+			out := runSignScript(t, []string{"INGOT_SIGN_ONLY=1", "INGOT_DATE=" + testDate, "INGOT_NONCE=" + testNonce, "INGOT_REQUEST_ID=" + tc.requestID}, args...)
 
 			r := httptest.NewRequest(tc.method, tc.path+"?"+tc.query, strings.NewReader(tc.body))
+			if tc.requestID != "" {
+				r.Header.Set(HeaderRequestID, tc.requestID)
+			}
 			for line := range strings.Lines(out) {
 				name, value, ok := strings.Cut(strings.TrimSuffix(line, "\n"), ": ")
 				if !ok {

@@ -17,6 +17,8 @@ const (
 	HeaderDate = "X-Ingot-Date"
 	// HeaderNonce carries the nonce: 16 to 64 random bytes in hex.
 	HeaderNonce = "X-Ingot-Nonce"
+	// HeaderRequestID carries a change's request id, which is signed.
+	HeaderRequestID = "X-Ingot-Request-Id"
 	// DateLayout is the one accepted form of HeaderDate: RFC 3339 in UTC,
 	// whole seconds, "Z".
 	DateLayout = "2006-01-02T15:04:05Z"
@@ -30,7 +32,8 @@ const (
 
 // Sign signs r for key at time now: it sets the Authorization, X-Ingot-Date
 // and X-Ingot-Nonce headers (a fresh random nonce each call). body must be
-// exactly the bytes r will send; the method, path and query are r's.
+// exactly the bytes r will send; the method, path, query and
+// X-Ingot-Request-Id header (set it first) are r's.
 // Sign again before a retry: the server accepts each nonce once.
 func Sign(r *http.Request, body []byte, key Key, now time.Time) error {
 	var nonce [nonceBytes]byte
@@ -45,13 +48,13 @@ func signAt(r *http.Request, body []byte, key Key, date, nonce string) error {
 	if err := ValidateKeyID(key.ID); err != nil {
 		return err
 	}
-	method, path, query := requestFields(r)
-	text, err := StringToSign(method, path, query, date, nonce, body)
-	if err != nil {
-		return err
-	}
 	if r.Header == nil {
 		r.Header = make(http.Header)
+	}
+	method, path, query := requestFields(r)
+	text, err := StringToSign(method, path, query, date, nonce, r.Header.Get(HeaderRequestID), body)
+	if err != nil {
+		return err
 	}
 	r.Header.Set("Authorization", formatAuthorization(key.ID, signature(key.Secret, text)))
 	r.Header.Set(HeaderDate, date)

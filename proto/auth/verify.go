@@ -88,15 +88,22 @@ func (v *Verifier) Verify(r *http.Request, body []byte) (keyID string, err error
 	if !ok {
 		return "", fmt.Errorf("%w: %q", ErrUnknownKey, keyID)
 	}
+	requestID, err := optionalHeader(r.Header, HeaderRequestID)
+	if err != nil {
+		return "", fmt.Errorf("%w: %w", ErrBadSignature, err)
+	}
 	method, path, query := requestFields(r)
-	text, err := StringToSign(method, path, query, date, nonce, body)
+	text, err := StringToSign(method, path, query, date, nonce, requestID, body)
 	if err != nil {
 		return "", err
 	}
 	if !hmac.Equal(sig, signature(secret, text)) {
+		if old, err := canonicalText(method, path, query, body, date, nonce); err == nil && hmac.Equal(sig, signature(secret, old)) {
+			return "", fmt.Errorf("%w: key %q: %w", ErrBadSignature, keyID, ErrOldStringToSign)
+		}
 		// The string the server signed is no secret and tells a client's
 		// author which field they canonicalised differently.
-		return "", fmt.Errorf("%w: key %q; the server signed %q (is the secret right?)", ErrBadSignature, keyID, text)
+		return "", fmt.Errorf("%w: key %q; the server signed %q (is the secret right, and the request id the one signed?)", ErrBadSignature, keyID, text)
 	}
 
 	maxNonces := v.MaxNonces
@@ -167,4 +174,13 @@ func checkNonce(h http.Header) (string, []byte, error) {
 		return "", nil, fmt.Errorf("%w: not hex (%v)", ErrNonce, err)
 	}
 	return nonce, rawNonce, nil
+}
+
+// optionalHeader is header name's value, "" if absent; several are refused
+// (which one was signed would be ambiguous).
+func optionalHeader(h http.Header, name string) (string, error) {
+	if len(h.Values(name)) == 0 {
+		return "", nil
+	}
+	return SingleHeader(h, name)
 }

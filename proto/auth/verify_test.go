@@ -25,7 +25,7 @@ var (
 	testNonce = "9f86d081884c7d659a2feaa0c55ad015"
 	testBody  = `{"cpus":4,"seconds":3600}`
 	// testSignature is the example's signature, computed outside Go.
-	testSignature = "45383bb2756f1c50303f956bc6d90c8e7a6e7e8c1a6326cf851b82dc9c39c09e"
+	testSignature = "00a6c230d216a45f55bbbcaf0f1fc2e83c03ba4af6859e8e173906ba0242c018"
 )
 
 var (
@@ -77,14 +77,14 @@ func TestKnownAnswers(t *testing.T) {
 		wantSignature           string // "" to compute it from wantToSign
 	}{
 		{"documented example", "POST", "http://bank/v1/quote?project=chem&machine=hpc1", testBody,
-			"POST\n/v1/quote\nmachine=hpc1&project=chem\n" + testDate + "\n" + testNonce + "\n" +
+			"POST\n/v1/quote\nmachine=hpc1&project=chem\n" + testDate + "\n" + testNonce + "\n\n" +
 				"869caaa4307f72a4330cfce93a7122415dbd9e3cd8cb77223f9a7ca8240bebe2", testSignature},
 		{"get without query", "GET", "http://bank/v1/balances", "",
-			"GET\n/v1/balances\n\n" + testDate + "\n" + testNonce + "\n" + emptyHash, ""},
+			"GET\n/v1/balances\n\n" + testDate + "\n" + testNonce + "\n\n" + emptyHash, ""},
 		{"no path", "GET", "http://bank", "",
-			"GET\n/\n\n" + testDate + "\n" + testNonce + "\n" + emptyHash, ""},
+			"GET\n/\n\n" + testDate + "\n" + testNonce + "\n\n" + emptyHash, ""},
 		{"escaped path and query", "GET", "http://bank/v1/users/j%C3%B6rg?b=x+y&a=%7e&a=", "",
-			"GET\n/v1/users/j%C3%B6rg\na=&a=~&b=x%20y\n" + testDate + "\n" + testNonce + "\n" + emptyHash, ""},
+			"GET\n/v1/users/j%C3%B6rg\na=&a=~&b=x%20y\n" + testDate + "\n" + testNonce + "\n\n" + emptyHash, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			wantSignature := cmp.Or(tc.wantSignature, hmacHex(testSecret, tc.wantToSign))
@@ -96,7 +96,7 @@ func TestKnownAnswers(t *testing.T) {
 				t.Fatal(err)
 			}
 			method, path, query := requestFields(r)
-			toSign, err := StringToSign(method, path, query, testDate, testNonce, []byte(tc.body))
+			toSign, err := StringToSign(method, path, query, testDate, testNonce, r.Header.Get(HeaderRequestID), []byte(tc.body))
 			if err != nil || toSign != tc.wantToSign {
 				t.Errorf("StringToSign = %q, %v; want %q", toSign, err, tc.wantToSign)
 			}
@@ -543,5 +543,57 @@ func TestConcurrentReplay(t *testing.T) {
 	}
 	if accepted != 1 {
 		t.Errorf("%d copies accepted, want 1", accepted)
+	}
+}
+
+// TestRequestIDIsSigned: a request id changed on the way, added or taken
+// away, breaks the signature; a request signed the way before the request
+// id was signed is refused with an error saying what changed.
+func TestRequestIDIsSigned(t *testing.T) {
+	now := testNow
+	sign := func(id string) *http.Request {
+		r := httptest.NewRequest("POST", "/v1/deposits", strings.NewReader(testBody))
+		if id != "" {
+			r.Header.Set(HeaderRequestID, id)
+		}
+		if err := signAt(r, []byte(testBody), testKey, testDate, testNonce); err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	for _, tc := range []struct {
+		name       string
+		signed, as string // the id signed, the id sent ("-": none)
+	}{
+		{"changed", "deposit-1", "deposit-2"},
+		{"added", "", "deposit-2"},
+		{"removed", "deposit-1", "-"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := sign(tc.signed)
+			r.Header.Del(HeaderRequestID)
+			if tc.as != "-" {
+				r.Header.Set(HeaderRequestID, tc.as)
+			}
+			if _, err := newTestVerifier(&now).Verify(r, []byte(testBody)); !errors.Is(err, ErrBadSignature) || errors.Is(err, ErrOldStringToSign) {
+				t.Errorf("Verify = %v, want ErrBadSignature", err)
+			}
+		})
+	}
+	r := sign("deposit-1")
+	r.Header.Add(HeaderRequestID, "deposit-2")
+	if _, err := newTestVerifier(&now).Verify(r, []byte(testBody)); !errors.Is(err, ErrBadSignature) {
+		t.Errorf("two request ids: %v, want ErrBadSignature", err)
+	}
+	// Signed the old way: METHOD PATH QUERY DATE NONCE BODY-HASH.
+	old := httptest.NewRequest("POST", "/v1/deposits", strings.NewReader(testBody))
+	old.Header.Set(HeaderRequestID, "deposit-1")
+	text := "POST\n/v1/deposits\n\n" + testDate + "\n" + testNonce + "\n" + "869caaa4307f72a4330cfce93a7122415dbd9e3cd8cb77223f9a7ca8240bebe2"
+	old.Header.Set("Authorization", Scheme+" Credential="+testKey.ID+", Signature="+hmacHex(testSecret, text))
+	old.Header.Set(HeaderDate, testDate)
+	old.Header.Set(HeaderNonce, testNonce)
+	_, err := newTestVerifier(&now).Verify(old, []byte(testBody))
+	if !errors.Is(err, ErrOldStringToSign) || !strings.Contains(err.Error(), "X-Ingot-Request-Id header's value (empty on reads) on a line of its own") {
+		t.Errorf("a request signed the old way: %v, want ErrOldStringToSign", err)
 	}
 }

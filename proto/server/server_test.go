@@ -418,6 +418,49 @@ func TestReplayedNonce(t *testing.T) {
 	}
 }
 
+// TestCapturedChangeReplayed: a change captured on the network is of no
+// use to whoever captured it. Re-sent under another request id (in flight,
+// or later) its signature fails; re-sent as it was after a restart (the
+// nonces remembered are gone) it is a retry, answered with the first
+// answer and applied once.
+func TestCapturedChangeReplayed(t *testing.T) {
+	s := newSite(t)
+	captured := s.request(exchange{key: s.keys["root"], method: "POST", target: "/v1/deposits",
+		body: ledger.DepositSpec{Account: "chem", Amount: decimal.NewFromInt(5)}, requestID: "dep-1"})
+	body, _ := io.ReadAll(captured.Body)
+	resend := func(requestID string) *http.Request {
+		r := captured.Clone(captured.Context())
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		r.Header.Set(api.HeaderRequestID, requestID)
+		return r
+	}
+	first := s.serve(resend("dep-1"))
+	if first.Code != http.StatusOK {
+		t.Fatalf("the change: %d %s", first.Code, first.Body)
+	}
+	journal := s.JournalLen()
+	refused := func(when string, r *http.Request, msg string) {
+		t.Helper()
+		w := s.serve(r)
+		wantError(t, w, 401, api.CodeUnauthenticated, msg)
+		if got := s.JournalLen(); got != journal {
+			t.Errorf("%s: the journal grew from %d to %d", when, journal, got)
+		}
+	}
+	refused("request id changed in flight", resend("dep-2"), "signature does not match")
+	// A restart: a server of the same bank with its nonce memory empty.
+	v := &auth.Verifier{Lookup: server.KeyLookup(s.reg), Now: s.Clock.Now}
+	s.srv = server.New(s.Ledger, lien.New(s.Ledger), s.reg, v, slog.New(slog.NewJSONHandler(s.log, nil)))
+	refused("replayed under a new request id after a restart", resend("dep-3"), "signature does not match")
+	again := s.serve(resend("dep-1"))
+	if again.Code != http.StatusOK || again.Body.String() != first.Body.String() {
+		t.Errorf("replayed as it was after a restart: %d %s, want the first answer %s", again.Code, again.Body, first.Body)
+	}
+	if got := s.JournalLen(); got != journal {
+		t.Errorf("the replay was applied again: the journal grew from %d to %d", journal, got)
+	}
+}
+
 func TestAccessLog(t *testing.T) {
 	s := newSite(t)
 	var r ledger.Receipt

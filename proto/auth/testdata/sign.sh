@@ -16,7 +16,8 @@
 # nonce (tests only: the server accepts a nonce once); INGOT_SIGN_ONLY=1
 # prints the three headers instead of sending the request; INGOT_REQUEST_ID
 # sends the X-Ingot-Request-Id header every change needs (a unique id; the
-# same id again retries the change: the first answer, nothing applied twice).
+# same id again retries the change: the first answer, nothing applied twice),
+# and signs it: it is a line of the string to sign, empty without one.
 #
 # Exit status: curl's; 22 when the server refused the request (its JSON
 # error is printed all the same).
@@ -38,7 +39,7 @@ fi
 date=${INGOT_DATE:-$(date -u +%Y-%m-%dT%H:%M:%SZ)}
 nonce=${INGOT_NONCE:-$(openssl rand -hex 16)}
 body_hash=$(openssl dgst -sha256 <"${bodyfile:-/dev/null}" | sed 's/^.*= //')
-signature=$(printf '%s\n%s\n%s\n%s\n%s\n%s' "$method" "$path" "$query" "$date" "$nonce" "$body_hash" |
+signature=$(printf '%s\n%s\n%s\n%s\n%s\n%s\n%s' "$method" "$path" "$query" "$date" "$nonce" "${INGOT_REQUEST_ID-}" "$body_hash" |
 	openssl dgst -sha256 -mac HMAC -macopt "hexkey:$key_hex" | sed 's/^.*= //')
 authorization="Authorization: INGOT-HMAC-SHA256 Credential=$key_id, Signature=$signature"
 
