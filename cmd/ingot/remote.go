@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"time"
 
@@ -41,7 +40,7 @@ func openRemote(c *cli.Context, url string) (bankService, error) {
 		return nil, fmt.Errorf("%w: --server needs --key-file FILE or INGOT_KEY_FILE (a key from `ingot client add`), or --use-munge, or a unix:PATH server", errNoKey)
 	case o.KeyFile != "":
 		// Checked here, so that a bad key file reads as one (exit 8).
-		raw, err := os.ReadFile(o.KeyFile)
+		raw, err := auth.ReadSecretFile(o.KeyFile)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %v", errNoKey, err)
 		}

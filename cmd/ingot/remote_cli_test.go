@@ -506,6 +506,18 @@ func TestRemoteKeys(t *testing.T) {
 	s.refused(t, down, exitUnavailable, "connection refused", deposit...)
 	notHTTP := &cliBank{t: t, global: []string{"--server", "ftp://bank", "--key-file", s.keyFile("root")}}
 	s.refused(t, notHTTP, exitUsage, "is not an http(s)://host[:port] URL", deposit...)
+	// A key file others may read is refused, as ssh refuses such a key.
+	raw, rerr := os.ReadFile(s.keyFile("root"))
+	if rerr != nil {
+		t.Fatal(rerr)
+	}
+	open := filepath.Join(t.TempDir(), "open.key")
+	if err := os.WriteFile(open, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(open, 0o644) // whatever the umask
+	openKey := &cliBank{t: t, global: []string{"--server", s.url, "--key-file", open}}
+	s.refused(t, openKey, exitAuth, "is open to group or others (mode 0644); it holds a secret: chmod 600 "+open, deposit...)
 }
 
 func writeKey(t *testing.T, path string, key auth.Key) {

@@ -38,6 +38,9 @@ var (
 	// ErrKeyID marks a key id that is not 1 to 64 of A-Z a-z 0-9 . _ -
 	// starting with a letter or digit.
 	ErrKeyID = errors.New("auth: invalid key id")
+	// ErrSecretFileMode marks a key file or server key that its group or
+	// others may read or write.
+	ErrSecretFileMode = errors.New("auth: secret file readable by others")
 	// ErrKeyFile marks a key file that is not one line "<key id>:<secret>".
 	ErrKeyFile = errors.New("auth: malformed key file")
 )

@@ -5,7 +5,9 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"fmt"
+	"io"
 	"log/slog"
+	"os"
 	"strings"
 )
 
@@ -124,4 +126,23 @@ func (k Key) LogValue() slog.Value { return slog.StringValue(k.String()) }
 
 func isAlnum(c byte) bool {
 	return 'A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || '0' <= c && c <= '9'
+}
+
+// ReadSecretFile reads a file holding a secret (a key file, the server
+// key), refusing one that its group or others may read or write: like an
+// ssh private key, a secret is its owner's alone.
+func ReadSecretFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if mode := info.Mode().Perm(); mode&0o077 != 0 {
+		return nil, fmt.Errorf("%w: %s is open to group or others (mode %04o); it holds a secret: chmod 600 %s", ErrSecretFileMode, path, mode, path)
+	}
+	return io.ReadAll(f)
 }

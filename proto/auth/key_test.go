@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -127,6 +129,31 @@ func TestKeyNeverPrintsSecret(t *testing.T) {
 	} {
 		if !strings.Contains(shown, "sched-1") || strings.Contains(shown, "31") || strings.Contains(shown, testSecretText) {
 			t.Errorf("printed key %q: want the id and no secret", shown)
+		}
+	}
+}
+
+// TestSecretFilesAreTheOwners: a key file its group or others may read or
+// write is refused with how to fix it; the owner's alone is read.
+func TestSecretFilesAreTheOwners(t *testing.T) {
+	dir := t.TempDir()
+	for _, mode := range []os.FileMode{0o644, 0o640, 0o604, 0o660, 0o602} {
+		path := filepath.Join(dir, fmt.Sprintf("key-%o", mode))
+		if err := os.WriteFile(path, testKey.KeyFile(), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		os.Chmod(path, mode)
+		_, err := ReadSecretFile(path)
+		if !errors.Is(err, ErrSecretFileMode) || !strings.Contains(err.Error(), "chmod 600 "+path) {
+			t.Errorf("mode %04o: %v, want ErrSecretFileMode saying chmod 600", mode, err)
+		}
+	}
+	for _, mode := range []os.FileMode{0o600, 0o400} {
+		path := filepath.Join(dir, fmt.Sprintf("ok-%o", mode))
+		os.WriteFile(path, testKey.KeyFile(), 0o600)
+		os.Chmod(path, mode)
+		if raw, err := ReadSecretFile(path); err != nil || string(raw) != string(testKey.KeyFile()) {
+			t.Errorf("mode %04o: %q %v", mode, raw, err)
 		}
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"os"
 	"time"
 
 	"github.com/ingot-hpc/ingot/proto/auth"
@@ -46,7 +45,7 @@ func Open(o Options, opts ...Option) (*Client, error) {
 	case o.KeyFile != "" && o.Munge:
 		return nil, errors.New("client: a key file or MUNGE, not both")
 	case o.KeyFile != "":
-		raw, err := os.ReadFile(o.KeyFile)
+		raw, err := auth.ReadSecretFile(o.KeyFile)
 		if err != nil {
 			return nil, fmt.Errorf("client: %w", err)
 		}

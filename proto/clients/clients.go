@@ -107,7 +107,7 @@ func New(l *ledger.Ledger, serverKey [32]byte) (*Registry, error) {
 // base64url), creating it with a new random key if create is set and the
 // file does not exist; created says whether it did.
 func LoadServerKey(path string, create bool) (key [32]byte, created bool, err error) {
-	raw, err := os.ReadFile(path)
+	raw, err := auth.ReadSecretFile(path)
 	if errors.Is(err, os.ErrNotExist) && create {
 		if _, err := rand.Read(key[:]); err != nil {
 			return key, false, fmt.Errorf("%w: %v", ErrServerKey, err)

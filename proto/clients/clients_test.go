@@ -250,6 +250,13 @@ func TestServerKeyFile(t *testing.T) {
 	if st, _ := os.Stat(path); st.Mode().Perm() != 0o600 {
 		t.Errorf("server key mode %v", st.Mode().Perm())
 	}
+	// Open to others, the key is refused (as ssh refuses such a private
+	// key), saying how to fix it.
+	os.Chmod(path, 0o644)
+	if _, _, err := clients.LoadServerKey(path, false); !errors.Is(err, clients.ErrServerKey) || !strings.Contains(err.Error(), "chmod 600") {
+		t.Errorf("server key readable by others: %v", err)
+	}
+	os.Chmod(path, 0o600)
 	os.WriteFile(path, []byte("short\n"), 0o600)
 	if _, _, err := clients.LoadServerKey(path, true); !errors.Is(err, clients.ErrServerKey) {
 		t.Errorf("malformed key: %v", err)
