@@ -310,3 +310,26 @@ func TestInterspersedFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestOutputEscapesControlCharacters: a description holding control
+// characters (stored from the command line, or by a bank from before
+// bodies were checked) is shown escaped in tables and -P, so that it
+// cannot forge a line in an operator's terminal or a field of -P.
+func TestOutputEscapesControlCharacters(t *testing.T) {
+	b := newCLIBank(t)
+	b.ok("account", "create", "chem")
+	b.ok("deposit", "chem", "10", "-d", "grant\x1b[2K\rforged|field\nline")
+	for _, format := range [][]string{nil, {"-P"}} {
+		out := b.ok(append([]string{"journal", "--kind", "deposit"}, format...)...)
+		if strings.ContainsAny(out, "\x1b\r") || strings.Count(out, "\n") != 2 {
+			t.Errorf("journal %v printed a control character raw:\n%q", format, out)
+		}
+		want := `grant\x1b[2K\rforged|field\nline`
+		if format != nil {
+			want = `grant\x1b[2K\rforged\x7cfield\nline`
+		}
+		if !strings.Contains(out, want) {
+			t.Errorf("journal %v does not show the description escaped:\n%q", format, out)
+		}
+	}
+}

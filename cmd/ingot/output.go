@@ -4,9 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/shopspring/decimal"
 	"github.com/urfave/cli/v2"
@@ -53,6 +55,9 @@ func show(c *cli.Context, t table) error {
 }
 
 func write(w io.Writer, f format, t table) error {
+	if f != formatJSON {
+		t.rows = escapedRows(t.rows, f == formatParsable)
+	}
 	switch f {
 	case formatJSON:
 		return writeJSON(w, t.data)
@@ -71,6 +76,43 @@ func write(w io.Writer, f format, t table) error {
 		fmt.Fprintln(tw, strings.Join(r, "\t"))
 	}
 	return tw.Flush()
+}
+
+// escapedRows are rows whose control characters (a bank made before
+// bodies were checked may hold some, in a name or a description), and in
+// -P output '|' (the separator), are written as Go escapes: a stored
+// string cannot forge a line in an operator's terminal or a field of -P.
+func escapedRows(rows [][]string, parsable bool) [][]string {
+	out := make([][]string, len(rows))
+	for i, r := range rows {
+		out[i] = make([]string, len(r))
+		for j, cell := range r {
+			out[i][j] = escapeCell(cell, parsable)
+		}
+	}
+	return out
+}
+
+func escapeCell(s string, parsable bool) string {
+	special := func(r rune) bool {
+		return r < 0x20 || r == 0x7f || (r >= 0x80 && r <= 0x9f) || r == utf8.RuneError || (parsable && r == '|')
+	}
+	if !strings.ContainsFunc(s, special) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case !special(r):
+			b.WriteRune(r)
+		case r == '|':
+			b.WriteString(`\x7c`)
+		default:
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+		}
+	}
+	return b.String()
 }
 
 func writeJSON(w io.Writer, v any) error {

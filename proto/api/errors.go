@@ -43,6 +43,10 @@ var Codes = []struct {
 	{CodeUnavailable, http.StatusServiceUnavailable},
 	{CodeCorrupt, http.StatusInternalServerError},
 	{CodeInternal, http.StatusInternalServerError},
+	{CodeInvalidUTF8, http.StatusBadRequest},
+	{CodeDuplicateKey, http.StatusBadRequest},
+	{CodeKeySpelling, http.StatusBadRequest},
+	{CodeControlCharacter, http.StatusBadRequest},
 }
 
 // The codes.
@@ -69,6 +73,10 @@ const (
 	CodeUnavailable         Code = "unavailable" // overloaded or shutting down: retry later
 	CodeCorrupt             Code = "corrupt"     // stored data is damaged
 	CodeInternal            Code = "internal"
+	CodeInvalidUTF8         Code = "invalid_utf8"      // a body that is not valid UTF-8 (CheckBody)
+	CodeDuplicateKey        Code = "duplicate_key"     // an object key twice in a body
+	CodeKeySpelling         Code = "key_spelling"      // a key spelled otherwise than the wire format
+	CodeControlCharacter    Code = "control_character" // a control character in a string of a body
 )
 
 // Status is the HTTP status of a code; 500 for a code not in Codes.

@@ -189,6 +189,9 @@ func (c *call) decode(v any) error {
 	if len(bytes.TrimSpace(c.body)) == 0 {
 		return api.Errorf(api.CodeBadJSON, "request body is empty; want a JSON object")
 	}
+	if err := api.CheckBody(c.body, v); err != nil {
+		return err
+	}
 	dec := json.NewDecoder(bytes.NewReader(c.body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {

@@ -4,14 +4,16 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"slices"
 	"testing"
 
 	"github.com/ingot-hpc/ingot/proto/api"
 )
 
 // FuzzDecode decodes any body as a lien's, a charge's and a batch's
-// request, as the server decodes request bodies (call.decode). A refusal
-// must be an api.Error with CodeBadJSON. A body it accepts must be one
+// request, as the server decodes request bodies (call.decode, after
+// api.CheckBody). A refusal must be an api.Error with one of the body's
+// codes. A body it accepts must be one
 // json.Unmarshal reads the same (the server's checks only refuse), and the
 // value's JSON, as the Go client sends it, must be accepted again and
 // read back to the same JSON.
@@ -24,6 +26,7 @@ func FuzzDecode(f *testing.F) {
 		`{"items":[{"lien":{"machine":"hpc1","job_id":"1","user":"amy","request":{"processors":1,"wallclock_limit_seconds":60}}},{"charge":{"machine":"hpc1","job_id":"1","usage":{"processors":1,"wallclock_seconds":30,"state":"completed"}}},{"release":{"machine":"hpc1","job_id":"1"}}]}`,
 		`{"machine":"hpc1","machine":"hpc2"}`, `{"Machine":"hpc1"}`, `{"machine":"h\u0070c1<&>"}`, `{"quote":-0}`,
 		`{"request":{"processors":1.0}}`, `{"usage":{"state":"bogus"}}`, `{"amunt":"1"}`, ` {} `, `{}{}`, `{} x`, ``, `null`, `[`,
+		"{\"user\":\"a\xffb\"}", `{"user":"a\u001bb"}`, `{"request":{"licenses":{"a":1,"a":2}}}`, `{"items":[{"lien":{"Job_ID":"1"}}]}`,
 	} {
 		for which := range uint8(3) {
 			f.Add(which, []byte(body))
@@ -45,8 +48,8 @@ func FuzzDecode(f *testing.F) {
 func checkDecode[T any](t *testing.T, body []byte) {
 	v, err := decodeAs[T](body)
 	if err != nil {
-		if e, ok := errors.AsType[*api.Error](err); !ok || e.Code != api.CodeBadJSON {
-			t.Fatalf("%q: refused with %v, want an api.Error with code %s", body, err, api.CodeBadJSON)
+		if e, ok := errors.AsType[*api.Error](err); !ok || !slices.Contains(bodyCodes, e.Code) {
+			t.Fatalf("%q: refused with %v, want an api.Error with one of the codes %v", body, err, bodyCodes)
 		}
 		return
 	}
@@ -66,6 +69,9 @@ func checkDecode[T any](t *testing.T, body []byte) {
 		t.Fatalf("%q: its JSON\n%s\nis read back as\n%s", body, sent, got)
 	}
 }
+
+// bodyCodes are the codes of a refused body.
+var bodyCodes = []api.Code{api.CodeBadJSON, api.CodeInvalidUTF8, api.CodeDuplicateKey, api.CodeKeySpelling, api.CodeControlCharacter}
 
 func decodeAs[T any](body []byte) (T, error) {
 	var v T

@@ -461,6 +461,23 @@ func TestCapturedChangeReplayed(t *testing.T) {
 	}
 }
 
+// TestStrictBodies: a body whose reader and the bank could see different
+// things is refused, each with its code, and nothing is written.
+func TestStrictBodies(t *testing.T) {
+	s := newSite(t)
+	deposit := func(name, body string, code api.Code, msg string) refusal {
+		return refusal{name, exchange{key: s.keys["root"], method: "POST", target: "/v1/deposits", body: []byte(body), requestID: "strict-" + strings.ReplaceAll(name, " ", "-")},
+			400, code, msg}
+	}
+	s.wantRefusals(t, []refusal{
+		deposit("duplicate key", `{"account":"chem","amount":"1","amount":"1000"}`, api.CodeDuplicateKey, `key "amount" appears twice`),
+		deposit("key in another case", `{"account":"chem","amount":"1","Amount":"1000"}`, api.CodeKeySpelling, `key "Amount" in the body: the wire format spells it "amount"`),
+		deposit("invalid UTF-8", "{\"account\":\"chem\",\"amount\":\"1\",\"description\":\"grant \xff\"}", api.CodeInvalidUTF8, "not valid UTF-8"),
+		deposit("escape in a description", `{"account":"chem","amount":"1","description":"ok\u001b[2K\rforged line"}`, api.CodeControlCharacter, "description holds the control character U+001B"),
+		deposit("newline in a description", `{"account":"chem","amount":"1","description":"a\nb"}`, api.CodeControlCharacter, "U+000A"),
+	})
+}
+
 func TestAccessLog(t *testing.T) {
 	s := newSite(t)
 	var r ledger.Receipt
