@@ -73,8 +73,18 @@
 // signatures in constant time, and accepts each nonce once: a nonce is
 // remembered, after the signature has been checked (so nobody without the
 // key can use up nonces), until its request's date leaves the window. The
-// nonces remembered are capped (Verifier.MaxNonces); beyond the cap the
-// server refuses requests until old nonces expire, rather than grow. Every
+// nonces remembered of each key are capped (Verifier.MaxNonces); beyond
+// its cap the server refuses that key's requests until its old nonces
+// expire, rather than grow, and other keys are not affected.
+//
+// What a replay can do: a captured request sent again within the window
+// is refused (its nonce is remembered); after a restart, which forgets the
+// nonces, it is accepted again if its date is still within the window,
+// but a change is then a retry of its signed request id: the bank answers
+// with the first answer and applies nothing twice, and a read only reads.
+// Nobody on the path can change the request id (it is signed), so a
+// replay can neither apply a change a second time nor get another change's
+// answer. Every
 // refusal wraps a sentinel error of errors.go saying what was wrong; a
 // refused signature's error shows the string the server signed, so a
 // client's author can see which field differs.

@@ -13,10 +13,11 @@ const (
 	// DefaultWindow is how far a request's date may be from the server's
 	// clock, either way.
 	DefaultWindow = 5 * time.Minute
-	// DefaultMaxNonces caps the nonces a Verifier remembers: enough for
-	// about 14,000 requests a second over the five minutes a nonce is
-	// usually kept, in about 280 MB when full (see Verifier.MaxNonces).
-	DefaultMaxNonces = 1 << 22
+	// DefaultMaxNonces caps the nonces a Verifier remembers of one key:
+	// enough for about 1,700 requests a second from it over the five
+	// minutes a nonce is usually kept, in about 35 MB when full (see
+	// Verifier.MaxNonces).
+	DefaultMaxNonces = 1 << 19
 )
 
 // KeyLookup returns the secret of the key with the given id. ok is false
@@ -35,17 +36,19 @@ type Verifier struct {
 	// Window is how far a request's date may be from Now, either way;
 	// zero means DefaultWindow.
 	Window time.Duration
-	// MaxNonces caps the nonces remembered for replay detection; zero means
-	// DefaultMaxNonces. A nonce is kept until its request's date leaves the
-	// window, so a steady r requests a second need about r × Window of
-	// them (twice that if clients' clocks run ahead), at roughly 50 to 70
-	// bytes each. When the cap is reached, Verify refuses properly signed
-	// requests with ErrNonceCacheFull until older nonces expire: a bound on
+	// MaxNonces caps the nonces remembered of each key for replay
+	// detection; zero means DefaultMaxNonces. A nonce is kept until its
+	// request's date leaves the window, so a steady r requests a second
+	// need about r × Window of them (twice that if clients' clocks run
+	// ahead), at roughly 50 to 70 bytes each. When a key's cap is reached,
+	// Verify refuses properly signed requests of that key with
+	// ErrNonceCacheFull until its older nonces expire; other keys are not
+	// affected, so one client cannot lock the others out. A bound on
 	// memory, not a rate limit (that belongs in front of Verify).
 	MaxNonces int
 
 	mu     sync.Mutex
-	nonces nonceCache
+	nonces map[string]*nonceCache // by key id
 }
 
 // Verify checks that r, whose complete body is body, is signed by a known
@@ -111,7 +114,15 @@ func (v *Verifier) Verify(r *http.Request, body []byte) (keyID string, err error
 		maxNonces = DefaultMaxNonces
 	}
 	v.mu.Lock()
-	err = v.nonces.add(keyOfNonce(rawNonce), signedAt.Add(window).Unix(), now.Unix(), maxNonces)
+	if v.nonces == nil {
+		v.nonces = map[string]*nonceCache{}
+	}
+	c := v.nonces[keyID]
+	if c == nil {
+		c = &nonceCache{}
+		v.nonces[keyID] = c
+	}
+	err = c.add(keyOfNonce(rawNonce), signedAt.Add(window).Unix(), now.Unix(), maxNonces)
 	v.mu.Unlock()
 	if err != nil {
 		return "", fmt.Errorf("%w (key %q, nonce %s)", err, keyID, nonce)

@@ -441,8 +441,8 @@ func TestNonceKeptWhileDateInWindow(t *testing.T) {
 	if _, err := v.Verify(fresh, body); err != nil {
 		t.Fatal(err)
 	}
-	if len(v.nonces.expiry) != 1 || len(v.nonces.byExpiry) != 1 {
-		t.Errorf("cache holds %d nonces in %d groups; want only the fresh one", len(v.nonces.expiry), len(v.nonces.byExpiry))
+	if len(v.nonces[testKey.ID].expiry) != 1 || len(v.nonces[testKey.ID].byExpiry) != 1 {
+		t.Errorf("cache holds %d nonces in %d groups; want only the fresh one", len(v.nonces[testKey.ID].expiry), len(v.nonces[testKey.ID].byExpiry))
 	}
 }
 
@@ -508,6 +508,11 @@ func TestNonceCacheCap(t *testing.T) {
 	}
 	if err := verify(0); !errors.Is(err, ErrReplay) {
 		t.Fatalf("a replay when full = %v; want ErrReplay", err)
+	}
+	// Another key's requests go on: one client cannot lock out the others.
+	r, body := newSignedRequest(t, otherKey, now.Format(DateLayout), fmt.Sprintf("%032x", 99))
+	if _, err := v.Verify(r, body); err != nil {
+		t.Fatalf("another key while the first's nonces are at the cap: %v", err)
 	}
 	now = now.Add(DefaultWindow + time.Second)
 	if err := verify(3); err != nil {
