@@ -50,7 +50,8 @@ func message(err error) string {
 func commonFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "db", Usage: "bank database `FILE`", EnvVars: []string{"INGOT_DB"}},
-		&cli.StringFlag{Name: "server", Usage: "work through the ingot server at `URL` (http://host:port, or unix:PATH for its local socket) instead of --db", EnvVars: []string{"INGOT_SERVER"}},
+		&cli.StringFlag{Name: "server", Usage: "work through the ingot server at `URL` (http://host:port, https://host:port, or unix:PATH for its local socket) instead of --db", EnvVars: []string{"INGOT_SERVER"}},
+		&cli.StringFlag{Name: "ca-file", Usage: "check an https --server's certificate against the certificate authorities in PEM `FILE` rather than the system's", EnvVars: []string{"INGOT_CA_FILE"}},
 		&cli.StringFlag{Name: "key-file", Usage: "the client key `FILE` (<key id>:<secret>) that signs the requests to --server", EnvVars: []string{"INGOT_KEY_FILE"}},
 		&cli.BoolFlag{Name: "use-munge", Usage: "prove who you are to --server with a MUNGE credential instead of a key", EnvVars: []string{"INGOT_USE_MUNGE"}},
 		&cli.StringFlag{Name: "munge-socket", Usage: "munged's socket `PATH`, for munge (--use-munge) and unmunge (serve --munge); default: theirs", EnvVars: []string{"INGOT_MUNGE_SOCKET"}},

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -49,6 +50,8 @@ func serveCommands() []*cli.Command {
 			Usage: "serve " + metrics.Path + " on this `ADDRESS` instead of on --listen (one that only Prometheus reaches)"},
 		&cli.StringFlag{Name: "socket", EnvVars: []string{"INGOT_SOCKET"}, Usage: "also listen on a Unix socket at `PATH` (mode 0666), where local users need no key"},
 		&cli.BoolFlag{Name: "munge", EnvVars: []string{"INGOT_MUNGE"}, Usage: "accept MUNGE credentials (checked with unmunge)"},
+		&cli.StringFlag{Name: "tls-cert", EnvVars: []string{"INGOT_TLS_CERT"}, Usage: "serve --listen over HTTPS (TLS 1.2 or later) with the certificate chain in PEM `FILE`; reloaded on SIGHUP"},
+		&cli.StringFlag{Name: "tls-key", EnvVars: []string{"INGOT_TLS_KEY"}, Usage: "the private key of --tls-cert, in PEM `FILE` (mode 600)"},
 		&cli.StringFlag{Name: "first-admin-key", EnvVars: []string{"INGOT_FIRST_ADMIN_KEY"},
 			Usage: "on a bank with no API clients yet, add client admin (role admin) and write its key to `FILE` (make run does)"},
 		&cli.GenericFlag{Name: "log-level", Value: &logLevel{slog.LevelInfo}, EnvVars: []string{"INGOT_LOG_LEVEL"}, Usage: "least `LEVEL` logged: debug, info, warn or error"},
@@ -147,9 +150,24 @@ func addFirstAdmin(c *cli.Context, reg *clients.Registry, path string) error {
 // listen opens --listen for the API and, unless --metrics-listen gives it
 // a listener of its own, the metrics page.
 func listen(c *cli.Context, log *slog.Logger, api, page http.Handler) ([]listening, error) {
+	var cert *certificate
+	switch certFile, keyFile := c.String("tls-cert"), c.String("tls-key"); {
+	case (certFile == "") != (keyFile == ""):
+		return nil, usageError{"serve: --tls-cert and --tls-key go together"}
+	case certFile != "":
+		var err error
+		if cert, err = loadCertificate(certFile, keyFile); err != nil {
+			return nil, err
+		}
+	}
 	ln, err := net.Listen("tcp", c.String("listen"))
 	if err != nil {
 		return nil, fmt.Errorf("serve: %w", err)
+	}
+	scheme := "http"
+	if cert != nil {
+		ln, scheme = tls.NewListener(ln, cert.config()), "https"
+		go cert.reloadOnHangup(log, c.Context.Done())
 	}
 	servers := []listening{{ln, api}}
 	if addr := c.String("metrics-listen"); addr == "" {
@@ -164,8 +182,8 @@ func listen(c *cli.Context, log *slog.Logger, api, page http.Handler) ([]listeni
 		fmt.Fprintf(c.App.Writer, "metrics on http://%s%s\n", mln.Addr(), metrics.Path)
 		log.Info("serving metrics", "address", mln.Addr().String())
 	}
-	fmt.Fprintf(c.App.Writer, "listening on http://%s\n", ln.Addr())
-	log.Info("serving", "address", ln.Addr().String(), "munge", c.Bool("munge"))
+	fmt.Fprintf(c.App.Writer, "listening on %s://%s\n", scheme, ln.Addr())
+	log.Info("serving", "address", ln.Addr().String(), "scheme", scheme, "munge", c.Bool("munge"))
 	if path := c.String("socket"); path != "" {
 		sock, err := listenUnix(path)
 		if err != nil {

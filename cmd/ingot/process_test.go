@@ -136,7 +136,7 @@ type serverProcess struct {
 // startServer starts `ingot serve` on bank db and waits until it listens.
 // Its log is appended to serve.log beside db. It is killed at the end of
 // the test if it still runs.
-func startServer(tb testing.TB, db string) *serverProcess {
+func startServer(tb testing.TB, db string, flags ...string) *serverProcess {
 	tb.Helper()
 	p := &serverProcess{tb: tb, log: filepath.Join(filepath.Dir(db), "serve.log"), done: make(chan struct{})}
 	log, err := os.OpenFile(p.log, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
@@ -145,7 +145,7 @@ func startServer(tb testing.TB, db string) *serverProcess {
 	}
 	defer log.Close() // the child has its own copy
 	var stdout lockedBuffer
-	p.cmd = exec.Command(os.Args[0], "--db", db, "serve", "--listen", "127.0.0.1:0")
+	p.cmd = exec.Command(os.Args[0], append([]string{"--db", db, "serve", "--listen", "127.0.0.1:0"}, flags...)...)
 	p.cmd.Env = append(os.Environ(), envRunAsIngot+"=1", envCPUProfile+"="+*serverCPUProfile)
 	p.cmd.Stdout, p.cmd.Stderr = &stdout, log
 	if _, err := p.cmd.StdinPipe(); err != nil { // closed by Wait: see TestMain

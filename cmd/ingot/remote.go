@@ -27,7 +27,8 @@ var errNoKey = errors.New("no client key")
 // new one), so that the client's own retries, and a command run again
 // with the same --request-id, are applied once.
 func openRemote(c *cli.Context, url string) (bankService, error) {
-	o := client.Options{KeyFile: flagString(c, "key-file"), Munge: flagBool(c, "use-munge"), MungeSocket: flagString(c, "munge-socket")}
+	o := client.Options{KeyFile: flagString(c, "key-file"), Munge: flagBool(c, "use-munge"), MungeSocket: flagString(c, "munge-socket"),
+		CAFile: flagString(c, "ca-file")}
 	if path, ok := strings.CutPrefix(url, "unix:"); ok {
 		o.Socket = path
 	} else {

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
@@ -74,10 +76,21 @@ func newClient(baseURL string, sign signer, opts ...Option) (*Client, error) {
 // left in TIME_WAIT, each time).
 const maxIdlePerHost = 64
 
+// WithRoots checks an https server's certificate against roots rather
+// than the system's certificate authorities.
+func WithRoots(roots *x509.CertPool) Option {
+	return func(c *Client) {
+		if t, ok := c.http.Transport.(*http.Transport); ok {
+			t.TLSClientConfig.RootCAs = roots
+		}
+	}
+}
+
 // newTransport is net/http's default transport keeping maxIdlePerHost
-// idle connections.
+// idle connections, speaking TLS 1.2 or later.
 func newTransport() *http.Transport {
 	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12}
 	t.MaxIdleConns = max(t.MaxIdleConns, maxIdlePerHost)
 	t.MaxIdleConnsPerHost = maxIdlePerHost
 	return t

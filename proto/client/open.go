@@ -2,10 +2,12 @@ package client
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"time"
 
 	"github.com/ingot-hpc/ingot/proto/auth"
@@ -36,6 +38,9 @@ type Options struct {
 	// Socket connects to the server's Unix socket at this path rather than
 	// over TCP (see WithSocket).
 	Socket string
+	// CAFile is a PEM file of the certificate authorities an https server's
+	// certificate is checked against, instead of the system's.
+	CAFile string
 }
 
 // Open returns a client as o says; opts apply after o.
@@ -68,6 +73,17 @@ func Open(o Options, opts ...Option) (*Client, error) {
 	}
 	if o.Socket != "" {
 		opts = append([]Option{WithSocket(o.Socket)}, opts...)
+	}
+	if o.CAFile != "" {
+		pem, err := os.ReadFile(o.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("client: CA file: %w", err)
+		}
+		roots := x509.NewCertPool()
+		if !roots.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("client: CA file %s holds no PEM certificate", o.CAFile)
+		}
+		opts = append([]Option{WithRoots(roots)}, opts...)
 	}
 	return newClient(server, sign, opts...)
 }
