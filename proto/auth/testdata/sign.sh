@@ -17,7 +17,9 @@
 # prints the three headers instead of sending the request; INGOT_REQUEST_ID
 # sends the X-Ingot-Request-Id header every change needs (a unique id; the
 # same id again retries the change: the first answer, nothing applied twice),
-# and signs it: it is a line of the string to sign, empty without one.
+# and signs it: it is a line of the string to sign, empty without one;
+# INGOT_CA_FILE, for an https server, the certificate authority to check it
+# against (curl --cacert).
 #
 # Exit status: curl's; 22 when the server refused the request (its JSON
 # error is printed all the same).
@@ -54,6 +56,9 @@ else
 fi
 if [ -n "${INGOT_REQUEST_ID-}" ]; then
 	set -- "$@" -H "X-Ingot-Request-Id: $INGOT_REQUEST_ID"
+fi
+if [ -n "${INGOT_CA_FILE-}" ]; then
+	set -- "$@" --cacert "$INGOT_CA_FILE"
 fi
 # --path-as-is: send the path exactly as signed (curl would squash /../).
 # --fail-with-body (curl 7.76 or later): a refusal (HTTP 400 or above)
