@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"crypto/tls"
+	"crypto/x509"
 	"flag"
 	"fmt"
 	"io"
@@ -125,12 +127,14 @@ func cycleOf(jobID string) (api.LienRequest, api.ChargeRequest) {
 
 // serverProcess is `ingot serve` on a loopback port, in a process of its own.
 type serverProcess struct {
-	tb   testing.TB
-	cmd  *exec.Cmd
-	url  string
-	log  string        // its standard error: the JSON request log
-	done chan struct{} // closed when it has ended, err saying how
-	err  error
+	tb  testing.TB
+	cmd *exec.Cmd
+	url string
+	// roots check its certificate when it serves HTTPS (nil: the system's).
+	roots *x509.CertPool
+	log   string        // its standard error: the JSON request log
+	done  chan struct{} // closed when it has ended, err saying how
+	err   error
 }
 
 // startServer starts `ingot serve` on bank db and waits until it listens.
@@ -224,6 +228,7 @@ func (p *serverProcess) logTail() string {
 func (p *serverProcess) client(key auth.Key) *client.Client {
 	p.tb.Helper()
 	transport := http.DefaultTransport.(*http.Transport).Clone()
+	transport.TLSClientConfig = &tls.Config{RootCAs: p.roots}
 	p.tb.Cleanup(transport.CloseIdleConnections)
 	c, err := client.New(p.url, key, client.WithHTTPClient(&http.Client{Transport: transport, Timeout: 30 * time.Second}),
 		client.WithRetries(3, 10*time.Millisecond))

@@ -28,7 +28,7 @@ type testCA struct {
 	file string // its certificate, PEM
 }
 
-func newTestCA(t *testing.T, dir string) *testCA {
+func newTestCA(t testing.TB, dir string) *testCA {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -49,7 +49,7 @@ func newTestCA(t *testing.T, dir string) *testCA {
 
 // issue makes a server certificate for ip or name, valid from notBefore to
 // notAfter, and writes it and its key to dir/NAME.pem and dir/NAME.key.
-func (ca *testCA) issue(t *testing.T, dir, file string, serial int64, ip net.IP, name string, notBefore, notAfter time.Time) (certFile, keyFile string) {
+func (ca *testCA) issue(t testing.TB, dir, file string, serial int64, ip net.IP, name string, notBefore, notAfter time.Time) (certFile, keyFile string) {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -78,7 +78,7 @@ func (ca *testCA) issue(t *testing.T, dir, file string, serial int64, ip net.IP,
 	return certFile, keyFile
 }
 
-func writePEM(t *testing.T, path, kind string, der []byte, mode os.FileMode) {
+func writePEM(t testing.TB, path, kind string, der []byte, mode os.FileMode) {
 	t.Helper()
 	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: kind, Bytes: der}), mode); err != nil {
 		t.Fatal(err)
