@@ -7,7 +7,7 @@ FUZZTIME  ?= 20s
 
 export PATH := $(PATH):/usr/local/go/bin
 
-.PHONY: build run test bench fuzz clean
+.PHONY: build run test bench bench-history fuzz clean
 
 build:
 	$(GO) build -o bin/ingot ./cmd/ingot
@@ -42,6 +42,12 @@ test:
 # (see README, "Performance").
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) ./...
+
+# What a long history costs: banks of INGOT_HISTORY_CYCLES lien + charge
+# cycles (default 10000,40000), their file size, audits, queries and open
+# (see BenchmarkHistory in lien).
+bench-history:
+	$(GO) test -run '^$$' -bench '^BenchmarkHistory$$' -benchtime 1x -timeout 60m ./lien
 
 # A short run of every fuzz target (make test runs their seed corpora).
 fuzz:

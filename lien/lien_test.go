@@ -28,7 +28,12 @@ type site struct {
 }
 
 func newSite(t testing.TB, opts ...ledger.Option) *site {
-	b := ledgertest.NewBank(t, bolttest.Open, opts...)
+	return newSiteOn(t, bolttest.Open, opts...)
+}
+
+// newSiteOn is newSite on the stores open makes.
+func newSiteOn(t testing.TB, open ledgertest.OpenStore, opts ...ledger.Option) *site {
+	b := ledgertest.NewBank(t, open, opts...)
 	s := &site{Bank: b, lb: lien.New(b.Ledger), t: t}
 	b.MustNode("chem", "chem.lab1", "bio")
 	if _, err := b.AddMachine(context.Background(), b.Req(), ledger.MachineSpec{Name: "hpc1", Shape: ledger.Shape{Cores: 32, MemoryMB: 128000, GPUs: 4}}); err != nil {

@@ -79,8 +79,16 @@ func (t *tx) bucket(name []byte) *bolt.Bucket {
 	if b == nil {
 		panic(fmt.Sprintf("bucket %s is missing", name)) // prepare checked they all exist
 	}
+	if appendOnly[string(name)] {
+		// New keys come after the others: pages are filled, rather than
+		// half of each kept for inserts that do not come.
+		b.FillPercent = 1
+	}
 	return b
 }
+
+// appendOnly are the buckets whose keys grow: sequence numbers and ids.
+var appendOnly = map[string]bool{"journal": true, "liens": true, "charges": true}
 
 // get decodes the JSON value at key; ok is false if there is none.
 func get[T any](t *tx, bucket, key []byte) (T, bool, error) {

@@ -1,0 +1,163 @@
+package lien_test
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ingot-hpc/ingot/charge"
+	"github.com/ingot-hpc/ingot/ledger"
+	"github.com/ingot-hpc/ingot/ledger/boltstore"
+	"github.com/ingot-hpc/ingot/lien"
+)
+
+// BenchmarkHistory builds banks of lien + charge cycles (two journal
+// entries each) of growing size and reports, for each, what a long
+// history costs: the file's bytes per cycle, a full audit's time and peak
+// heap, an incremental audit's time after a fortieth more cycles, the last
+// five journal entries of a project and a month's statement (every cycle
+// of the bank is in that month). Run with `make bench-history`; INGOT_HISTORY_CYCLES (default
+// "10000,40000") sets the sizes. Each size runs once (-benchtime 1x): the
+// figures are the report, and the sizes side by side show what grows.
+func BenchmarkHistory(b *testing.B) {
+	sizes := []int{10000, 40000}
+	if v := os.Getenv("INGOT_HISTORY_CYCLES"); v != "" {
+		sizes = nil
+		for _, f := range strings.Split(v, ",") {
+			n, err := strconv.Atoi(f)
+			if err != nil {
+				b.Fatalf("INGOT_HISTORY_CYCLES: %v", err)
+			}
+			sizes = append(sizes, n)
+		}
+	}
+	for _, cycles := range sizes {
+		b.Run(fmt.Sprintf("cycles=%d", cycles), func(b *testing.B) { history(b, cycles) })
+	}
+}
+
+func history(b *testing.B, cycles int) {
+	ctx := context.Background()
+	path := filepath.Join(b.TempDir(), "bank.db")
+	var store *boltstore.Store
+	s := newSiteOn(b, func(tb testing.TB) ledger.Store {
+		var err error
+		if store, err = boltstore.Open(path, boltstore.Options{Create: true}); err != nil {
+			tb.Fatal(err)
+		}
+		return store
+	})
+	s.MustDeposit("chem", "1000000000000000", time.Time{})
+	var next atomic.Int64
+	build := func(n int) time.Duration {
+		start := time.Now()
+		last := next.Load() + int64(n)
+		var wg sync.WaitGroup
+		for range 64 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for id := next.Add(1); id <= last; id = next.Add(1) {
+					j := job(fmt.Sprint("h", id))
+					spec := lien.PlaceSpec{Job: j, User: "amy", Request: withStart(request(4, 3600), s.Clock.Now())}
+					if _, err := s.lb.Place(ctx, s.Req(), spec); err != nil {
+						b.Error(err)
+						return
+					}
+					u := charge.Usage{Resources: charge.Resources{Processors: 4}, WallclockSeconds: 1800, WallclockLimitSeconds: 3600,
+						State: charge.Completed, Start: s.Clock.Now()}
+					if _, err := s.lb.Charge(ctx, s.Req(), lien.ChargeSpec{Job: j, Usage: u}); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		return time.Since(start)
+	}
+	built := build(cycles)
+	b.ReportMetric(float64(cycles)/built.Seconds(), "build_cycles/s")
+	b.ReportMetric(float64(pagesInUse(b, path))/float64(cycles), "file_bytes/cycle")
+	took, heap := withPeakHeap(func() error {
+		rep, err := s.Audit(ctx, ledger.AuditOptions{Full: true})
+		if err == nil && len(rep.Problems) > 0 {
+			err = fmt.Errorf("audit: %v", rep.Problems)
+		}
+		return err
+	}, b)
+	b.ReportMetric(took.Seconds(), "full_audit_s")
+	b.ReportMetric(float64(heap)/(1<<20), "full_audit_peak_heap_MB")
+	build(cycles / 40)
+	took, _ = withPeakHeap(func() error { _, err := s.Audit(ctx, ledger.AuditOptions{}); return err }, b)
+	b.ReportMetric(took.Seconds()*1000, "incremental_audit_ms")
+	start := time.Now()
+	if es, err := s.Journal(ctx, ledger.JournalFilter{Node: "chem.lab1", Limit: 5}); err != nil || len(es) != 5 {
+		b.Fatalf("journal: %d entries, %v", len(es), err)
+	}
+	b.ReportMetric(float64(time.Since(start).Microseconds())/1000, "journal_last5_ms")
+	start = time.Now()
+	now := s.Clock.Now()
+	if _, err := s.Statement(ctx, "chem", now.AddDate(0, -1, 0), now.Add(time.Second), false); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(time.Since(start).Microseconds())/1000, "statement_month_ms")
+}
+
+// pagesInUse is the bytes of the pages bbolt uses in the file at path
+// (its high-water page times the page size, from the first meta page):
+// the file itself grows ahead of them.
+func pagesInUse(b *testing.B, path string) int64 {
+	f, err := os.Open(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	meta := make([]byte, 16+64)
+	if _, err := f.ReadAt(meta, 0); err != nil {
+		b.Fatal(err)
+	}
+	return int64(binary.LittleEndian.Uint32(meta[16+8:])) * int64(binary.LittleEndian.Uint64(meta[16+40:]))
+}
+
+// withPeakHeap runs fn and returns how long it took and the most heap in
+// use while it ran (sampled every 10 ms).
+func withPeakHeap(fn func() error, b *testing.B) (time.Duration, uint64) {
+	runtime.GC()
+	var peak atomic.Uint64
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		var ms runtime.MemStats
+		for {
+			runtime.ReadMemStats(&ms)
+			if ms.HeapInuse > peak.Load() {
+				peak.Store(ms.HeapInuse)
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+	}()
+	start := time.Now()
+	err := fn()
+	took := time.Since(start)
+	close(stop)
+	<-done
+	if err != nil {
+		b.Fatal(err)
+	}
+	return took, peak.Load()
+}
