@@ -73,28 +73,22 @@ func BenchmarkLoopback(b *testing.B) {
 			b.Run("inprocess", func(b *testing.B) {
 				local = runCycles(b, slices.Repeat([]cycler{inProcess}, n), &jobs, nil)
 			})
-			cyclers := make([]cycler, n)
-			for i := range cyclers {
-				cyclers[i] = loopbackCycler{srv.client(served.scheduler)}
-			}
-			b.Run("loopback", func(b *testing.B) {
-				remote := runCycles(b, cyclers, &jobs, srv)
-				if local > 0 {
-					b.ReportMetric(remote/local, "x_inprocess")
+			remote := func(name string, srv *serverProcess, bank *servedBank) {
+				cyclers := make([]cycler, n)
+				for i := range cyclers {
+					cyclers[i] = loopbackCycler{srv.client(bank.scheduler)}
 				}
-			})
-			if n != 64 {
-				return
+				b.Run(name, func(b *testing.B) {
+					rate := runCycles(b, cyclers, &jobs, srv)
+					if local > 0 {
+						b.ReportMetric(rate/local, "x_inprocess")
+					}
+				})
 			}
-			for i := range cyclers {
-				cyclers[i] = loopbackCycler{tlsSrv.client(tlsServed.scheduler)}
+			remote("loopback", srv, served)
+			if n == 64 {
+				remote("tls", tlsSrv, tlsServed)
 			}
-			b.Run("tls", func(b *testing.B) {
-				remote := runCycles(b, cyclers, &jobs, tlsSrv)
-				if local > 0 {
-					b.ReportMetric(remote/local, "x_inprocess")
-				}
-			})
 		})
 	}
 }

@@ -69,19 +69,27 @@ func TestBackupWhileWriting(t *testing.T) {
 	}
 }
 
-// auditFile opens the bank at path, audits it and fails the test on any
-// problem.
-func auditFile(t *testing.T, path string, opts boltstore.Options) ledger.AuditReport {
+// openLedger opens the bank at path, to be closed by the caller.
+func openLedger(t *testing.T, path string, opts boltstore.Options) *ledger.Ledger {
 	t.Helper()
 	store, err := boltstore.Open(path, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer store.Close()
 	l, err := ledger.Open(context.Background(), store)
 	if err != nil {
+		store.Close()
 		t.Fatal(err)
 	}
+	return l
+}
+
+// auditFile opens the bank at path, audits it and fails the test on any
+// problem.
+func auditFile(t *testing.T, path string, opts boltstore.Options) ledger.AuditReport {
+	t.Helper()
+	l := openLedger(t, path, opts)
+	defer l.Close()
 	rep, err := l.Audit(context.Background(), ledger.AuditOptions{Full: true})
 	if err != nil || len(rep.Problems) > 0 {
 		t.Fatalf("audit of %s: %v %v", path, rep.Problems, err)
@@ -351,15 +359,8 @@ func TestIncrementalAudit(t *testing.T) {
 	makeBank(t, path, 5)
 	audit := func(full bool) ledger.AuditReport {
 		t.Helper()
-		store, err := boltstore.Open(path, boltstore.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer store.Close()
-		l, err := ledger.Open(ctx, store)
-		if err != nil {
-			t.Fatal(err)
-		}
+		l := openLedger(t, path, boltstore.Options{})
+		defer l.Close()
 		rep, err := l.Audit(ctx, ledger.AuditOptions{Full: full})
 		if err != nil {
 			t.Fatal(err)
@@ -400,15 +401,8 @@ func TestIncrementalAudit(t *testing.T) {
 // deposits makes n more deposits of 1 into chem.
 func deposits(t *testing.T, path string, n int) {
 	t.Helper()
-	store, err := boltstore.Open(path, boltstore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	l, err := ledger.Open(context.Background(), store)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := openLedger(t, path, boltstore.Options{})
+	defer l.Close()
 	for range n {
 		if _, err := l.Deposit(context.Background(), ledger.Request{Actor: "t"}, ledger.DepositSpec{Account: "chem", Amount: decimal.NewFromInt(1)}); err != nil {
 			t.Fatal(err)
