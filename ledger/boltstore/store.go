@@ -118,10 +118,10 @@ func Open(path string, opts Options) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{path: path, db: db, readOnly: readOnly, onCommit: opts.OnCommit, cache: recordCache{}}
-	switch {
-	case fresh:
-		err = s.create()
-	case version < schemaVersion:
+	if fresh {
+		version = 0
+	}
+	if version < schemaVersion {
 		err = s.upgrade(version)
 	}
 	if err != nil {
@@ -203,18 +203,6 @@ func checkVersion(path string, version uint64, readOnly bool) error {
 		}
 	}
 	return nil
-}
-
-// create makes the buckets of a new bank file.
-func (s *Store) create() error {
-	return s.update(func(btx *bolt.Tx) error {
-		for _, name := range bucketNames {
-			if _, err := btx.CreateBucketIfNotExists(name); err != nil {
-				return err
-			}
-		}
-		return btx.Bucket(bucketMeta).Put(keySchema, encodeUint(schemaVersion))
-	})
 }
 
 // view runs fn in a bbolt read transaction, with a damaged file's panics

@@ -398,17 +398,13 @@ func (t *tx) NodeEntries(node string, from, to uint64, reverse bool, fn func(led
 	k, _ := c.Seek(idKey(prefix, from))
 	next := c.Next
 	if reverse {
-		if to < ^uint64(0) {
-			k, _ = c.Seek(idKey(prefix, to+1))
-		} else {
-			k, _ = c.Seek(append(bytes.Clone(prefix[:len(prefix)-1]), 1))
-		}
-		if k == nil {
+		next, k = c.Prev, nil
+		last := idKey(prefix, to)
+		if k, _ = c.Seek(last); k == nil {
 			k, _ = c.Last()
-		} else {
+		} else if !bytes.Equal(k, last) {
 			k, _ = c.Prev()
 		}
-		next = c.Prev
 	}
 	for ; k != nil && bytes.HasPrefix(k, prefix) && len(k) == len(prefix)+8; k, _ = next() {
 		seq := decodeUint(k[len(prefix):])

@@ -21,18 +21,20 @@ var (
 	oldMetaKeys = [][]byte{[]byte("log_applied"), []byte("bank_id")}
 )
 
-// upgrade brings a file of schema from (7 or 8) to this one in one
-// transaction (checkVersion has refused a schema 7 file with its log
-// left): from 7, the changes of schema 8; then the node index.
+// upgrade brings a file of schema from (0 for a new file, 7 or 8) to this
+// one in one transaction (checkVersion has refused a schema 7 file with
+// its log left): from 7, the changes of schema 8; then the node index.
 func (s *Store) upgrade(from uint64) error {
 	return s.update(func(btx *bolt.Tx) error {
-		if from < 8 {
+		if from == 7 {
 			if err := upgradeTo8(btx); err != nil {
 				return err
 			}
 		}
-		if _, err := btx.CreateBucketIfNotExists(bucketByNode); err != nil {
-			return fmt.Errorf("upgrade: %w", err)
+		for _, name := range bucketNames {
+			if _, err := btx.CreateBucketIfNotExists(name); err != nil {
+				return fmt.Errorf("upgrade: bucket %s: %w", name, err)
+			}
 		}
 		t := &tx{btx: btx}
 		err := t.Entries(1, ^uint64(0), func(se ledger.StoredEntry) (bool, error) {
@@ -62,15 +64,12 @@ func upgradeTo8(btx *bolt.Tx) error {
 			return fmt.Errorf("upgrade: %w", err)
 		}
 	}
-	// The active-lien index keeps its keys; its values (packed holds)
-	// go.
+	// The active-lien index is made again, without the packed holds.
 	if err := btx.DeleteBucket(bucketLiensActive); err != nil && !errors.Is(err, bolt.ErrBucketNotFound) {
 		return fmt.Errorf("upgrade: %w", err)
 	}
-	for _, name := range bucketNames {
-		if _, err := btx.CreateBucketIfNotExists(name); err != nil {
-			return fmt.Errorf("upgrade: bucket %s: %w", name, err)
-		}
+	if _, err := btx.CreateBucket(bucketLiensActive); err != nil {
+		return fmt.Errorf("upgrade: %w", err)
 	}
 	t := &tx{btx: btx}
 	// Records keep their value alone, no longer the JSON of the

@@ -1,0 +1,102 @@
+// Package boltfile reads what bbolt itself trusts of its file format: the
+// two meta pages, whose checksums bbolt checks only to fall back silently
+// from a damaged one to the other, older one, and the file's length
+// against the pages in use, which bbolt does not check before it faults on
+// a file cut short. A meta page (one of the first two pages) is a 16-byte
+// page header, then magic, version, page size, flags (4 bytes each), the
+// root bucket (page, sequence), the free list's page, the high-water page
+// number, the transaction id and an FNV-64a checksum of what comes before
+// it (8 bytes each), in the machine's byte order (little-endian here).
+package boltfile
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io"
+)
+
+const (
+	pageHeaderSize = 16
+	magic          = 0xED0CDAED
+	checksumAt     = 56
+	metaSize       = 64
+)
+
+// ErrNotBolt marks a file that has no bbolt meta page at all.
+var ErrNotBolt = errors.New("not a bbolt database")
+
+// meta is what the checks read of a meta page.
+type meta struct {
+	valid    bool // its magic and checksum are right
+	magic    bool // it has bbolt's magic number
+	pageSize int
+	pgid     uint64 // pages below this one are in use
+	txid     uint64
+}
+
+func readMeta(page []byte) meta {
+	m := page[pageHeaderSize : pageHeaderSize+metaSize]
+	h := fnv.New64a()
+	h.Write(m[:checksumAt])
+	isBolt := binary.LittleEndian.Uint32(m) == magic
+	return meta{
+		magic:    isBolt,
+		valid:    isBolt && h.Sum64() == binary.LittleEndian.Uint64(m[checksumAt:]),
+		pageSize: int(binary.LittleEndian.Uint32(m[8:])),
+		pgid:     binary.LittleEndian.Uint64(m[40:]),
+		txid:     binary.LittleEndian.Uint64(m[48:]),
+	}
+}
+
+func readAt(f io.ReaderAt, off int64) ([]byte, error) {
+	page := make([]byte, pageHeaderSize+metaSize)
+	if _, err := f.ReadAt(page, off); err != nil && !errors.Is(err, io.EOF) {
+		return nil, err
+	}
+	return page, nil
+}
+
+// Check reads both meta pages of the bbolt file f of size bytes, named
+// name in messages, and lists what is wrong with them and with the file's
+// length. It fails with ErrNotBolt if neither is a bbolt meta page.
+func Check(f io.ReaderAt, size int64, name string) ([]string, error) {
+	first, err := readAt(f, 0)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", name, err)
+	}
+	m0 := readMeta(first)
+	// The second meta page is one page in: take the page size the first
+	// says, or, if it is damaged, find the second at the sizes bbolt uses.
+	var m1 meta
+	for at := 4096; at <= 65536; at *= 2 {
+		if m0.valid && at != m0.pageSize {
+			continue
+		}
+		page, err := readAt(f, int64(at))
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", name, err)
+		}
+		if m1 = readMeta(page); m1.magic {
+			break
+		}
+	}
+	if !m0.magic && !m1.magic {
+		return nil, fmt.Errorf("%w: %s", ErrNotBolt, name)
+	}
+	var problems []string
+	for i, m := range []meta{m0, m1} {
+		if !m.valid {
+			problems = append(problems, fmt.Sprintf("meta page %d of %s is damaged (its checksum does not match): bbolt would fall back to the other meta page's older state and lose what was committed after it", i, name))
+		}
+	}
+	newest := m0
+	if !m0.valid || (m1.valid && m1.txid > m0.txid) {
+		newest = m1
+	}
+	if need := int64(newest.pgid) * int64(newest.pageSize); newest.valid && size < need {
+		problems = append(problems, fmt.Sprintf("%s is cut short: its pages reach %d bytes, the file has %d", name, need, size))
+	}
+	return problems, nil
+}
