@@ -7,18 +7,13 @@ import (
 	"github.com/ingot-hpc/ingot/ledger"
 )
 
-// recordCache keeps decoded copies of the records the committer has read
-// or written, as committed: nearly every change reads the same nodes,
-// users, machines, allocations, rate tables and account sums, and the
-// lien a charge settles is the one its placement wrote. Decoding them
-// again was most of the committer's time, and the committer's time is
-// what bounds the bank (the in-process cycle bar of docs/performance.md).
-//
-// It is exact because only the committer writes: a transaction's writes
-// are kept aside (pending) and join the cache when it commits, and are
-// dropped when it rolls back; a record read from the file and not written
-// by the transaction is as committed. Views do not use it. Records are
-// handed out and taken in as copies, so that no caller shares one.
+// recordCache keeps decoded copies of the records the committer reads and
+// writes: nearly every change reads the same nodes, users, allocations,
+// rate tables and sums, and decoding them was most of the committer's
+// time, which bounds the bank (docs/performance.md). It is exact because
+// only the committer writes: a transaction's writes wait in pending, join
+// the cache when it commits and go when it rolls back. Views do not use
+// it. Records go in and out as copies.
 type recordCache map[string]any
 
 // maxCached bounds the cache; past it the cache starts again empty.
@@ -31,10 +26,8 @@ type (
 	forget struct{}
 )
 
-// kept says whether the cache keeps record v: not charges, nor liens that
-// are over, which are seldom read again and would fill it with the bank's
-// history; nearly every change reads the rest (nodes, users, machines,
-// allocations, the records of rates and sums, the liens of running jobs).
+// kept says whether the cache keeps record v: not charges, nor finished
+// liens, seldom read again, which would fill it with the bank's history.
 func kept(v any) bool {
 	switch r := v.(type) {
 	case ledger.Charge:

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 
 	bolt "go.etcd.io/bbolt"
@@ -34,12 +33,7 @@ func checkFile(path string, create bool) (fresh bool, err error) {
 	case info.Size() == 0:
 		return false, fmt.Errorf("%w: %s is empty", ledger.ErrNotInitialized, path)
 	}
-	f, err := os.Open(path)
-	if err != nil {
-		return false, err
-	}
-	defer f.Close()
-	problems, err := checkMetas(f, info.Size(), path)
+	problems, err := metaProblems(path)
 	if err != nil {
 		return false, err
 	}
@@ -49,10 +43,20 @@ func checkFile(path string, create bool) (fresh bool, err error) {
 	return false, nil
 }
 
-// checkMetas is boltfile.Check, a file with no bbolt meta page being no
+// metaProblems lists what is wrong with the meta pages and the length of
+// the file at path (boltfile.Check), a file with no meta page being no
 // bank.
-func checkMetas(f io.ReaderAt, size int64, path string) ([]string, error) {
-	problems, err := boltfile.Check(f, size, path)
+func metaProblems(path string) ([]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	problems, err := boltfile.Check(f, info.Size(), path)
 	if errors.Is(err, boltfile.ErrNotBolt) {
 		return nil, fmt.Errorf("%w: %s is not a bbolt database, so not an ingot bank", ledger.ErrNotInitialized, path)
 	}
@@ -65,18 +69,9 @@ func checkMetas(f io.ReaderAt, size int64, path string) ([]string, error) {
 // recovered), bbolt's own consistency check (pages reachable, free, in
 // order). It lists at most maxCheckProblems.
 func (s *Store) Check(ctx context.Context) ([]string, error) {
-	f, err := os.Open(s.path)
+	problems, err := metaProblems(s.path)
 	if err != nil {
-		return nil, fmt.Errorf("boltstore: check %s: %w", s.path, err)
-	}
-	defer f.Close()
-	info, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("boltstore: check %s: %w", s.path, err)
-	}
-	problems, err := checkMetas(f, info.Size(), s.path)
-	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("boltstore: check: %w", err)
 	}
 	if len(problems) > 0 {
 		return problems, nil

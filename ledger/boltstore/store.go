@@ -28,10 +28,9 @@ const (
 // pages stay a modest write.
 const maxGroup = 1024
 
-// initialMmapSize is bbolt's first memory map. bbolt maps the file again
-// as it grows, and a new map waits for every reader to finish; mapping
-// this much at once spares a busy bank those stalls until its file is
-// this big.
+// initialMmapSize is bbolt's first memory map: a new map, as the file
+// grows, waits for every reader to finish; this spares a busy bank those
+// stalls until its file is this big.
 const initialMmapSize = 1 << 30
 
 var (
@@ -57,10 +56,9 @@ type Options struct {
 	// LockTimeout is how long to wait for another process to release the
 	// file (default 2s).
 	LockTimeout time.Duration
-	// OnCommit, if set, is told of each commit: how many Update calls it
-	// served and how long they took from the start of their group to the
-	// commit's end, for the server's metrics. It runs on the committer and
-	// must return at once.
+	// OnCommit, if set, is told of each commit (for the server's metrics):
+	// how many calls it made durable, and the time from the start of their
+	// group to the commit's end. It runs on the committer: return at once.
 	OnCommit func(calls int, d time.Duration)
 }
 
@@ -206,22 +204,18 @@ func checkVersion(path string, version uint64, readOnly bool) error {
 }
 
 // view runs fn in a bbolt read transaction, with a damaged file's panics
-// and faults turned into ledger.ErrCorrupt.
-func (s *Store) view(fn func(*bolt.Tx) error) (err error) {
+// and faults turned into ledger.ErrCorrupt; update, in a read-write one of
+// its own.
+func (s *Store) view(fn func(*bolt.Tx) error) error   { return s.tx(s.db.View, fn) }
+func (s *Store) update(fn func(*bolt.Tx) error) error { return s.tx(s.db.Update, fn) }
+
+func (s *Store) tx(run func(func(*bolt.Tx) error) error, fn func(*bolt.Tx) error) (err error) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer s.recoverDamage(&err)
-	err = s.db.View(fn)
-	if errors.Is(err, bolt.ErrDatabaseNotOpen) {
+	if err = run(fn); errors.Is(err, bolt.ErrDatabaseNotOpen) {
 		return ErrClosed
 	}
 	return err
-}
-
-// update runs fn in a bbolt read-write transaction of its own, as view.
-func (s *Store) update(fn func(*bolt.Tx) error) (err error) {
-	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	defer s.recoverDamage(&err)
-	return s.db.Update(fn)
 }
 
 // recoverDamage, deferred, turns a panic (bbolt's on a damaged page, or a

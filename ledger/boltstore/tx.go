@@ -45,10 +45,8 @@ var (
 	keyHead     = []byte("journal_head")
 )
 
-// tx is a ledger.Tx on a bbolt transaction. wrote says whether the
-// current call has written (the committer's rollback rule). In the
-// committer, cache holds decoded records and pending what the transaction
-// wrote (cache.go).
+// tx is a ledger.Tx on a bbolt transaction; wrote says whether the call
+// has written (the committer's rollback rule); cache.go has the rest.
 type tx struct {
 	btx     *bolt.Tx
 	wrote   bool
@@ -62,8 +60,7 @@ func decodeUint(b []byte) uint64 { return binary.BigEndian.Uint64(b) }
 
 func encodeTime(t time.Time) uint64 { return uint64(t.UnixNano()) }
 
-// pairKey is a, a zero byte, then b: a key whose first part is a name
-// (which never holds a zero byte).
+// pairKey is a, a zero byte, then b (names hold no zero byte).
 func pairKey(a, b string) []byte { return append(append([]byte(a), 0), b...) }
 
 func idKey(prefix []byte, ids ...uint64) []byte {
@@ -80,9 +77,7 @@ func (t *tx) bucket(name []byte) *bolt.Bucket {
 		panic(fmt.Sprintf("bucket %s is missing", name)) // prepare checked they all exist
 	}
 	if appendOnly[string(name)] {
-		// New keys come after the others: pages are filled, rather than
-		// half of each kept for inserts that do not come.
-		b.FillPercent = 1
+		b.FillPercent = 1 // full pages: no inserts come between their keys
 	}
 	return b
 }
@@ -100,8 +95,7 @@ func get[T any](t *tx, bucket, key []byte) (T, bool, error) {
 	})
 }
 
-// cached is the value at key from the committer's cache, or read from the
-// file, decoded and remembered.
+// cached is key's value from the cache, or decoded and remembered.
 func cached[T any](t *tx, bucket, key []byte, decode func([]byte) (T, error)) (v T, ok bool, err error) {
 	if c, found := t.lookup(bucket, key); found {
 		if _, missing := c.(absent); missing {
@@ -255,9 +249,8 @@ func (t *tx) AccountAllocations(account string) ([]ledger.Allocation, error) {
 	return indexed(t, bucketByAccount, prefix, prefix, 0, t.Allocation, nil)
 }
 
-// indexed gets the records an index lists under prefix, in key order from
-// seek on: a key is prefix, skip bytes, then the record's 8-byte id. stop,
-// if set, ends the walk at the key it says so of, holding n records.
+// indexed gets the records an index lists under prefix (keys: prefix,
+// skip bytes, an 8-byte id), in key order from seek, until stop says so.
 func indexed[T any](t *tx, index, prefix, seek []byte, skip int, get func(uint64) (T, bool, error), stop func(k []byte, n int) bool) ([]T, error) {
 	var out []T
 	c := t.bucket(index).Cursor()
@@ -304,8 +297,7 @@ func (t *tx) AllocationAsOf(id, seq uint64) (ledger.Allocation, bool, error) {
 	return a, true, nil
 }
 
-// headSize is the journal head record's: the newest entry's number, time
-// (Unix ns) and hash.
+// headSize is the journal head's: the newest entry's seq, time, hash.
 const headSize = 16 + sha256.Size
 
 func (t *tx) Head() (ledger.JournalHead, error) {
@@ -321,8 +313,7 @@ func (t *tx) Head() (ledger.JournalHead, error) {
 	return h, nil
 }
 
-// storedEntry reads a journal value: the entry's SHA-256, then its bytes,
-// whose time it decodes.
+// storedEntry reads a journal value: SHA-256, then the entry's bytes.
 func storedEntry(seq uint64, raw []byte) (ledger.StoredEntry, error) {
 	if len(raw) < sha256.Size {
 		return ledger.StoredEntry{}, fmt.Errorf("%w: journal entry %d is truncated", ledger.ErrCorrupt, seq)
@@ -472,9 +463,7 @@ func (t *tx) JobLien(machine, job string) (ledger.Lien, bool, error) {
 	return l, ok, err
 }
 
-// activeLiens lists the account's active liens whose expiry is after from
-// and at or before to (zero: no bound), soonest first, at most limit (0:
-// all).
+// activeLiens is ActiveLiensExpiring with no bound for a zero to.
 func (t *tx) activeLiens(account string, from, to time.Time, limit int) ([]ledger.Lien, error) {
 	prefix := append([]byte(account), 0)
 	start := prefix
@@ -574,10 +563,8 @@ func (t *tx) Records(kind string) ([]ledger.Record, error) {
 	return out, nil
 }
 
-// A request record is packed, not JSON: its answer is JSON already, and
-// would be encoded again (as base64) inside a JSON object. The layout is
-//
-//	content hash (32 bytes) ‖ seq (8) ‖ time (Unix ns, 8) ‖ the answer's JSON
+// A request record is content hash (32 bytes) ‖ seq (8) ‖ time (Unix ns,
+// 8) ‖ the answer's JSON, packed: JSON would encode the answer again.
 const requestHeader = sha256.Size + 8 + 8
 
 func unpackRequest(raw []byte) (ledger.RequestRecord, error) {
