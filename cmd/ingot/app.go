@@ -108,8 +108,27 @@ func addCommonFlags(cmds []*cli.Command) {
 			addCommonFlags(c.Subcommands)
 			continue
 		}
-		c.Flags = append(c.Flags, commonFlags()...)
+		c.Flags = append(c.Flags, commandFlags()...)
 	}
+}
+
+// commandFlags are the common flags as a command takes them after its
+// name: without their environment variables, which the application's
+// flags read. A flag given on the command line then wins over the
+// environment wherever it stands: the command's copy holds only what was
+// given after the name, the application's what was given before it, or
+// else the environment's value (flagString looks in that order).
+func commandFlags() []cli.Flag {
+	flags := commonFlags()
+	for _, f := range flags {
+		switch f := f.(type) {
+		case *cli.StringFlag:
+			f.EnvVars = nil
+		case *cli.BoolFlag:
+			f.EnvVars = nil
+		}
+	}
+	return flags
 }
 
 // flagString is the first non-empty value of a flag given at any level.

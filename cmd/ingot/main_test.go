@@ -333,3 +333,41 @@ func TestOutputEscapesControlCharacters(t *testing.T) {
 		}
 	}
 }
+
+// TestFlagsWinOverTheEnvironment: a flag on the command line, before or
+// after the command's name, wins over the environment's variable, so a
+// change never goes to the bank the environment names when the command
+// line names another.
+func TestFlagsWinOverTheEnvironment(t *testing.T) {
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a.db"), filepath.Join(dir, "b.db")
+	for _, db := range []string{a, b} {
+		onFile(t, db).ok("init")
+	}
+	t.Setenv("INGOT_DB", a)
+	for _, args := range [][]string{
+		{"ingot", "--db", b, "account", "create", "before"},
+		{"ingot", "account", "create", "--db", b, "after"},
+		{"ingot", "account", "create", "envonly"},
+	} {
+		var out strings.Builder
+		if code := run(args, &out, &out); code != exitOK {
+			t.Fatalf("%q: exit %d\n%s", args, code, &out)
+		}
+	}
+	names := func(db string) string {
+		var nodes []ledger.Node
+		onFile(t, db).json(&nodes, "account", "list")
+		var got []string
+		for _, n := range nodes {
+			got = append(got, n.Name)
+		}
+		return strings.Join(got, ",")
+	}
+	if got := names(a); got != "envonly" {
+		t.Errorf("the environment's bank holds %q, want envonly", got)
+	}
+	if got := names(b); got != "after,before" {
+		t.Errorf("the command line's bank holds %q, want after,before", got)
+	}
+}
