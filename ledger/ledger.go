@@ -410,3 +410,40 @@ func touchedAccounts(e Entry, oldLien *Lien) []string {
 	}
 	return touched
 }
+
+// RequestRetention is how long the answer to a request is kept for its
+// retries by default: a client retries a change it got no answer to
+// within seconds or minutes, and a request id used again after this is a
+// new request.
+const RequestRetention = 7 * 24 * time.Hour
+
+// PruneRequests drops the answers kept for requests made before before,
+// at most limit of them, and says how many it dropped. The audit checks
+// the answers kept, and a bank's history should not make it slower.
+func (l *Ledger) PruneRequests(ctx context.Context, before time.Time, limit int) (int, error) {
+	var old []RequestKey
+	err := l.store.View(ctx, func(tx Tx) error {
+		old = old[:0]
+		return tx.Requests(func(k RequestKey, r RequestRecord) (bool, error) {
+			if r.Time.Before(before) {
+				old = append(old, k)
+			}
+			return len(old) < limit, nil
+		})
+	})
+	if err != nil || len(old) == 0 {
+		return 0, err
+	}
+	err = l.store.Update(ctx, func(tx Tx) error {
+		for _, k := range old {
+			if err := tx.DeleteRequest(k); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("ledger: prune requests: %w", err)
+	}
+	return len(old), nil
+}

@@ -168,6 +168,7 @@ type Tx interface {
 
 	Request(key RequestKey) (r RequestRecord, ok bool, err error)
 	PutRequest(key RequestKey, r RequestRecord) error
+	DeleteRequest(key RequestKey) error
 	// Requests calls fn for every request record until fn returns false or
 	// an error.
 	Requests(fn func(RequestKey, RequestRecord) (bool, error)) error

@@ -54,6 +54,8 @@ func serveCommands() []*cli.Command {
 		&cli.StringFlag{Name: "tls-key", EnvVars: []string{"INGOT_TLS_KEY"}, Usage: "the private key of --tls-cert, in PEM `FILE` (mode 600)"},
 		&cli.StringFlag{Name: "first-admin-key", EnvVars: []string{"INGOT_FIRST_ADMIN_KEY"},
 			Usage: "on a bank with no API clients yet, add client admin (role admin) and write its key to `FILE` (make run does)"},
+		&cli.DurationFlag{Name: "request-retention", Value: ledger.RequestRetention, EnvVars: []string{"INGOT_REQUEST_RETENTION"},
+			Usage: "keep the answer to a change for its retries this `LONG` (a request id used again after it is a new request); pruned hourly"},
 		&cli.GenericFlag{Name: "log-level", Value: &logLevel{slog.LevelInfo}, EnvVars: []string{"INGOT_LOG_LEVEL"}, Usage: "least `LEVEL` logged: debug, info, warn or error"},
 		serverKeyFlag(),
 	}
@@ -115,6 +117,7 @@ func serve(c *cli.Context, fileKeys []string) error {
 			}
 			opts = append(opts, server.WithMunge(&munge.Verifier{Command: munge.Command{Socket: flagString(c, "munge-socket")}}))
 		}
+		go pruneRequests(ctx, l, log, c.Duration("request-retention"))
 		bank := server.New(l, lien.New(l), reg, verifier, log, opts...)
 		servers, err := listen(c, log, bank, m.Handler(log))
 		if err != nil {
@@ -294,4 +297,32 @@ func listenUnix(path string) (net.Listener, error) {
 		return nil, err
 	}
 	return ln, nil
+}
+
+// pruneRequests drops the answers kept for retries once older than
+// retention, at start and every hour, until ctx ends.
+func pruneRequests(ctx context.Context, l *ledger.Ledger, log *slog.Logger, retention time.Duration) {
+	for {
+		const batch = 10000
+		for {
+			n, err := l.PruneRequests(ctx, l.Now().Add(-retention), batch)
+			if err != nil {
+				if ctx.Err() == nil {
+					log.Error("pruning the answers kept for retries", "error", err.Error())
+				}
+				break
+			}
+			if n > 0 {
+				log.Info("pruned the answers kept for retries", "requests", n, "older than", retention.String())
+			}
+			if n < batch {
+				break
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Hour):
+		}
+	}
 }

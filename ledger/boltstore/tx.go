@@ -599,6 +599,10 @@ func (t *tx) PutRequest(k ledger.RequestKey, r ledger.RequestRecord) error {
 	return t.putRaw(bucketRequests, pairKey(k.Client, k.ID), append(raw, r.Result...))
 }
 
+func (t *tx) DeleteRequest(k ledger.RequestKey) error {
+	return t.delete(bucketRequests, pairKey(k.Client, k.ID))
+}
+
 func (t *tx) Requests(fn func(ledger.RequestKey, ledger.RequestRecord) (bool, error)) error {
 	c := t.bucket(bucketRequests).Cursor()
 	for k, raw := c.First(); k != nil; k, raw = c.Next() {

@@ -12,10 +12,9 @@ import (
 	"github.com/ingot-hpc/ingot/ledger"
 )
 
-// Buckets and meta keys of schema 7 that schema 8 does without: the
-// running sums and versions the engine kept for the ledger (the ledger
-// keeps them as records now), the expiry index (the active-lien index
-// serves), and the write-ahead log's bookkeeping.
+// Buckets and meta keys of schema 7 that schema 8 does without: the sums
+// and versions the ledger now keeps as records, the expiry index, the
+// write-ahead log's bookkeeping.
 var (
 	oldBuckets  = [][]byte{[]byte("reserved"), []byte("charged"), []byte("reserved_total"), []byte("account_versions"), []byte("liens_by_expiry")}
 	oldMetaKeys = [][]byte{[]byte("log_applied"), []byte("bank_id")}
@@ -72,8 +71,7 @@ func upgradeTo8(btx *bolt.Tx) error {
 		return fmt.Errorf("upgrade: %w", err)
 	}
 	t := &tx{btx: btx}
-	// Records keep their value alone, no longer the JSON of the
-	// whole ledger.Record.
+	// Records keep their value alone, not the JSON of a ledger.Record.
 	var records [][2][]byte
 	if err := btx.Bucket(bucketRecords).ForEach(func(k, v []byte) error {
 		var r ledger.Record
@@ -90,9 +88,8 @@ func upgradeTo8(btx *bolt.Tx) error {
 			return err
 		}
 	}
-	// The engine before kept an answer for a change that journaled
-	// nothing (seq 0); this one keeps none (a retry asks again), and
-	// its audit checks every answer against its entry.
+	// Answers kept for changes that journaled nothing (seq 0) go: this
+	// engine keeps none, and its audit checks each against its entry.
 	var unanchored [][]byte
 	if err := btx.Bucket(bucketRequests).ForEach(func(k, v []byte) error {
 		if len(v) >= requestHeader && decodeUint(v[sha256.Size:]) == 0 {

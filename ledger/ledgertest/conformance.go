@@ -45,6 +45,7 @@ func Conformance(t *testing.T, open OpenStore) {
 		{"KeptAnswers", testKeptAnswers},
 		{"LienAndChargeIndexes", testLienAndChargeIndexes},
 		{"FailedCallLeavesNoWrites", testFailedCallLeavesNoWrites},
+		{"PrunedRequests", testPrunedRequests},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, open) })
 	}
@@ -940,5 +941,38 @@ func testFailedCallLeavesNoWrites(t *testing.T, open OpenStore) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// testPrunedRequests: answers kept for retries go once older than the
+// retention, the newer stay, and the audit is clean after.
+func testPrunedRequests(t *testing.T, open OpenStore) {
+	b := NewBank(t, open)
+	b.MustNode("chem")
+	ctx := context.Background()
+	old, recent := b.Req(), b.Req()
+	if _, err := b.Deposit(ctx, old, ledger.DepositSpec{Account: "chem", Amount: Dec(t, "1")}); err != nil {
+		t.Fatal(err)
+	}
+	b.Clock.Advance(8 * 24 * time.Hour)
+	if _, err := b.Deposit(ctx, recent, ledger.DepositSpec{Account: "chem", Amount: Dec(t, "1")}); err != nil {
+		t.Fatal(err)
+	}
+	kept := func(r ledger.Request) bool {
+		var ok bool
+		if err := b.Store.View(ctx, func(tx ledger.Tx) (err error) {
+			_, ok, err = tx.Request(ledger.RequestKey{Client: r.Actor, ID: r.ID})
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return ok
+	}
+	n, err := b.PruneRequests(ctx, b.Clock.Now().Add(-ledger.RequestRetention), 1000)
+	if err != nil || kept(old) || !kept(recent) {
+		t.Errorf("pruned %d (%v): the old request kept %v, the recent one %v", n, err, kept(old), kept(recent))
+	}
+	if n, err := b.PruneRequests(ctx, b.Clock.Now().Add(-ledger.RequestRetention), 1000); n != 0 || err != nil {
+		t.Errorf("a second prune dropped %d (%v)", n, err)
 	}
 }
