@@ -9,6 +9,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/ingot-hpc/ingot/internal/boltfile"
 	"github.com/ingot-hpc/ingot/ledger"
 	"github.com/ingot-hpc/ingot/ledger/boltstore"
 )
@@ -25,8 +26,9 @@ func adminCommands() []*cli.Command {
 			Name:      "backup",
 			Usage:     "write a consistent copy of the bank to FILE (safe while the bank is in use), then audit the copy; on the bank's host",
 			ArgsUsage: "FILE",
-			Flags:     []cli.Flag{&cli.BoolFlag{Name: "force", Usage: "replace FILE if it exists"}},
-			Action:    backup,
+			Flags: []cli.Flag{&cli.BoolFlag{Name: "force", Usage: "replace FILE if it exists"},
+				&cli.BoolFlag{Name: "compact", Usage: "write the copy compacted: without the free pages the bank's file has grown (the copy is still audited)"}},
+			Action: backup,
 		},
 		{
 			Name:   "man",
@@ -109,6 +111,19 @@ func backup(c *cli.Context) error {
 	}
 	if err != nil {
 		return fmt.Errorf("backup: %w", err)
+	}
+	if c.Bool("compact") {
+		compacted := tmp.Name() + ".compact"
+		defer os.Remove(compacted)
+		if err := boltfile.Compact(compacted, tmp.Name()); err != nil {
+			return fmt.Errorf("backup: %w", err)
+		}
+		if err := os.Rename(compacted, tmp.Name()); err != nil {
+			return fmt.Errorf("backup: %w", err)
+		}
+		if info, err := os.Stat(tmp.Name()); err == nil {
+			size = info.Size()
+		}
 	}
 	rep, err := auditFile(c.Context, tmp.Name())
 	if err != nil {

@@ -234,6 +234,32 @@ func TestBackupIsAuditedCopy(t *testing.T) {
 	}
 }
 
+// TestCompactedBackup: a bank whose file has grown free pages is copied
+// compacted, smaller, with the same balances and journal, audited.
+func TestCompactedBackup(t *testing.T) {
+	b := newCLIBank(t)
+	b.ok("account", "create", "chem")
+	for range 60 {
+		b.ok("deposit", "chem", "1")
+	}
+	dir := t.TempDir()
+	plain, compacted := filepath.Join(dir, "plain.db"), filepath.Join(dir, "compacted.db")
+	b.ok("backup", plain)
+	if out := b.ok("backup", "--compact", compacted); !strings.Contains(out, "audit OK") {
+		t.Fatalf("backup --compact: %s", out)
+	}
+	p, _ := os.Stat(plain)
+	c, _ := os.Stat(compacted)
+	if c.Size() >= p.Size() {
+		t.Errorf("the compacted copy has %d bytes, the plain one %d", c.Size(), p.Size())
+	}
+	for _, args := range [][]string{{"balance", "-P"}, {"journal", "-P"}} {
+		if got, want := onFile(t, compacted).ok(args...), onFile(t, plain).ok(args...); got != want {
+			t.Errorf("%v differs:\n%s\nwant\n%s", args, got, want)
+		}
+	}
+}
+
 func TestUsersAndMachines(t *testing.T) {
 	b := newCLIBank(t)
 	b.ok("account", "create", "chem")

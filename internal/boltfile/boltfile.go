@@ -7,6 +7,7 @@
 // root bucket (page, sequence), the free list's page, the high-water page
 // number, the transaction id and an FNV-64a checksum of what comes before
 // it (8 bytes each), in the machine's byte order (little-endian here).
+// Compact copies a bbolt file without its free pages.
 package boltfile
 
 import (
@@ -15,6 +16,9 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io"
+	"os"
+
+	bolt "go.etcd.io/bbolt"
 )
 
 const (
@@ -99,4 +103,52 @@ func Check(f io.ReaderAt, size int64, name string) ([]string, error) {
 		problems = append(problems, fmt.Sprintf("%s is cut short: its pages reach %d bytes, the file has %d", name, need, size))
 	}
 	return problems, nil
+}
+
+// Compact writes a compacted copy of the bbolt file src to dst (a new
+// file): every key and value in pages filled to bbolt's default, without
+// the free pages src has grown, then syncs it.
+func Compact(dst, src string) error {
+	from, err := bolt.Open(src, 0o600, &bolt.Options{ReadOnly: true})
+	if err != nil {
+		return fmt.Errorf("compact: open %s: %w", src, err)
+	}
+	defer from.Close()
+	to, err := bolt.Open(dst, 0o600, nil)
+	if err != nil {
+		return fmt.Errorf("compact: create %s: %w", dst, err)
+	}
+	if err := bolt.Compact(to, from, 64<<20); err != nil {
+		to.Close()
+		return fmt.Errorf("compact %s: %w", src, err)
+	}
+	if err := to.Close(); err != nil {
+		return fmt.Errorf("compact: %w", err)
+	}
+	// bbolt grew the new file ahead of its pages: cut it to them.
+	f, err := os.OpenFile(dst, os.O_RDWR, 0)
+	if err != nil {
+		return fmt.Errorf("compact: %w", err)
+	}
+	defer f.Close()
+	first, err := readAt(f, 0)
+	if err != nil {
+		return fmt.Errorf("compact: %w", err)
+	}
+	m0 := readMeta(first)
+	second, err := readAt(f, int64(m0.pageSize))
+	if err != nil {
+		return fmt.Errorf("compact: %w", err)
+	}
+	newest := m0
+	if m1 := readMeta(second); m1.valid && (!m0.valid || m1.txid > m0.txid) {
+		newest = m1
+	}
+	if !newest.valid {
+		return fmt.Errorf("compact: %s: no valid meta page", dst)
+	}
+	if err := f.Truncate(int64(newest.pgid) * int64(newest.pageSize)); err != nil {
+		return fmt.Errorf("compact: %w", err)
+	}
+	return f.Sync()
 }
