@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/ingot-hpc/ingot/charge"
 	"github.com/ingot-hpc/ingot/ledger"
 	"github.com/ingot-hpc/ingot/ledger/boltstore"
@@ -24,8 +26,8 @@ import (
 // entries each) of growing size and reports, for each, what a long
 // history costs: the file's bytes per cycle, a full audit's time and peak
 // heap, an incremental audit's time after a fortieth more cycles, the last
-// five journal entries of a project and a month's statement (every cycle
-// of the bank is in that month). Run with `make bench-history`; INGOT_HISTORY_CYCLES (default
+// five journal entries of a project, a month's statement (every cycle
+// of the bank is in that month), and opening the file cold and warm. Run with `make bench-history`; INGOT_HISTORY_CYCLES (default
 // "10000,40000") sets the sizes. Each size runs once (-benchtime 1x): the
 // figures are the report, and the sizes side by side show what grows.
 func BenchmarkHistory(b *testing.B) {
@@ -111,6 +113,46 @@ func history(b *testing.B, cycles int) {
 		b.Fatal(err)
 	}
 	b.ReportMetric(float64(time.Since(start).Microseconds())/1000, "statement_month_ms")
+	cold, warm := openTimes(b, store)
+	b.ReportMetric(float64(cold.Microseconds())/1000, "open_cold_ms")
+	b.ReportMetric(float64(warm.Microseconds())/1000, "open_warm_ms")
+}
+
+// openTimes copies the bank in store and times opening the copy as a
+// command does (the store, then the ledger on it): first with none of the
+// file in the page cache (dropped with posix_fadvise, which needs no
+// privilege), then again with it cached. The copy stands in for the bank
+// itself, which this process holds open.
+func openTimes(b *testing.B, store *boltstore.Store) (cold, warm time.Duration) {
+	ctx := context.Background()
+	path := filepath.Join(b.TempDir(), "copy.db")
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := store.Backup(ctx, f); err != nil {
+		b.Fatal(err)
+	}
+	if err := f.Sync(); err != nil {
+		b.Fatal(err)
+	}
+	open := func() time.Duration {
+		start := time.Now()
+		st, err := boltstore.Open(path, boltstore.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer st.Close()
+		if _, err := ledger.Open(ctx, st); err != nil {
+			b.Fatal(err)
+		}
+		return time.Since(start)
+	}
+	if err := unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
+		b.Fatal(err)
+	}
+	return open(), open()
 }
 
 // pagesInUse is the bytes of the pages bbolt uses in the file at path
