@@ -1,11 +1,16 @@
 package ledger
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"hash"
+	"maps"
 	"slices"
 	"time"
 
@@ -108,6 +113,9 @@ func (l *Ledger) Audit(ctx context.Context, opts AuditOptions) (AuditReport, err
 		if err := a.compareStored(); err != nil {
 			return err
 		}
+		if err := a.checkNodeIndex(); err != nil {
+			return err
+		}
 		return a.checkRequests()
 	})
 	if err != nil || len(rep.Problems) > 0 || next.Seq == 0 {
@@ -147,6 +155,10 @@ type auditor struct {
 	// charged is what each account's charges took, per project and
 	// allocation, as the journal says.
 	charged map[string]ByProject
+	// indexed is, for each node, a hash of the sequence numbers of the
+	// replayed entries that concern it (IndexTerms), in order: what the
+	// node index must list for it.
+	indexed map[string]hash.Hash
 	// liens and charges count those the journal made (full audits).
 	liens, charges, maxLien, maxCharge uint64
 	progress                           func(entries uint64)
@@ -155,7 +167,8 @@ type auditor struct {
 func newAuditor(tx Tx, rep *AuditReport) *auditor {
 	return &auditor{tx: tx, rep: rep, from: 1, allocs: map[uint64]Allocation{}, nodes: map[string]Node{},
 		users: map[string]User{}, machines: map[string]Machine{}, records: map[string]Record{},
-		active: map[uint64]Lien{}, refunded: map[uint64]Charge{}, charged: map[string]ByProject{}}
+		active: map[uint64]Lien{}, refunded: map[uint64]Charge{}, charged: map[string]ByProject{},
+		indexed: map[string]hash.Hash{}}
 }
 
 func (a *auditor) problem(format string, args ...any) {
@@ -265,6 +278,9 @@ func (a *auditor) replay(se StoredEntry) (bool, error) {
 		a.problem("journal: entry %d is stored with time %s but holds %s", e.Seq, se.Time, e.Time)
 	}
 	a.prev, a.prevHash = e, hash
+	for _, node := range IndexTerms(e) {
+		addSeq(a.indexed, node, e.Seq)
+	}
 	if e.Settings != nil {
 		a.settings = e.Settings
 	}
@@ -291,6 +307,54 @@ func (a *auditor) replay(se StoredEntry) (bool, error) {
 		a.records[r.Kind+"/"+r.Key] = *r
 	}
 	return true, a.moveAllocations(e)
+}
+
+// addSeq adds seq to the hash of node's sequence numbers in sums.
+func addSeq(sums map[string]hash.Hash, node string, seq uint64) {
+	h := sums[node]
+	if h == nil {
+		h = sha256.New()
+		sums[node] = h
+	}
+	h.Write(binary.BigEndian.AppendUint64(nil, seq))
+}
+
+// checkNodeIndex compares, for each node, the entries of the replayed
+// range that the node index lists under it (what journal --node and
+// statements read) with those the journal says concern it.
+func (a *auditor) checkNodeIndex() error {
+	names := slices.Sorted(maps.Keys(a.nodes))
+	for name := range a.indexed {
+		if _, ok := a.nodes[name]; !ok {
+			names = append(names, name)
+		}
+	}
+	listed := map[string]hash.Hash{}
+	for _, name := range names {
+		err := a.tx.NodeEntries(name, a.from, a.prev.Seq, false, func(se StoredEntry) (bool, error) {
+			addSeq(listed, name, se.Seq)
+			return true, nil
+		})
+		if errors.Is(err, ErrCorrupt) {
+			a.problem("journal index: %v", err)
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if !bytes.Equal(digestOf(listed[name]), digestOf(a.indexed[name])) {
+			a.problem("journal index: the entries listed under %s from entry %d on are not those of the journal that concern it", name, a.from)
+		}
+	}
+	return nil
+}
+
+// digestOf is h's digest, nil for no hash.
+func digestOf(h hash.Hash) []byte {
+	if h == nil {
+		return nil
+	}
+	return h.Sum(nil)
 }
 
 // lien checks the lien e carries: its holds, and, unless it is still

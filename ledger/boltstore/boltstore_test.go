@@ -398,6 +398,64 @@ func TestIncrementalAudit(t *testing.T) {
 	}
 }
 
+// TestAuditChecksNodeIndex: an entry missing from the node index, or one
+// listed under a node it does not concern, is a problem of the audit that
+// replays it.
+func TestAuditChecksNodeIndex(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "bank.db")
+	makeBank(t, path, 5) // entry 1 sets up the bank, 2 makes chem, 3-7 deposit into it
+	audit := func(full bool) []string {
+		t.Helper()
+		l := openLedger(t, path, boltstore.Options{})
+		defer l.Close()
+		rep, err := l.Audit(ctx, ledger.AuditOptions{Full: full})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rep.Problems
+	}
+	if problems := audit(true); len(problems) > 0 {
+		t.Fatalf("audit of the bank as made: %v", problems)
+	}
+	key := func(node string, seq uint64) []byte { return binary.BigEndian.AppendUint64([]byte(node+"\x00"), seq) }
+	changeIndex := func(change func(b *bolt.Bucket) error) {
+		t.Helper()
+		db, err := bolt.Open(path, 0o600, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		if err := db.Update(func(tx *bolt.Tx) error { return change(tx.Bucket([]byte("journal_by_node"))) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := "journal index: the entries listed under chem from entry 1 on are not those of the journal that concern it"
+	changeIndex(func(b *bolt.Bucket) error { return b.Delete(key("chem", 5)) })
+	if problems := audit(true); len(problems) != 1 || problems[0] != want {
+		t.Errorf("audit with entry 5 missing from chem's index: %v", problems)
+	}
+	changeIndex(func(b *bolt.Bucket) error {
+		if err := b.Put(key("chem", 5), nil); err != nil {
+			return err
+		}
+		return b.Put(key("chem", 1), nil)
+	})
+	if problems := audit(true); len(problems) != 1 || problems[0] != want {
+		t.Errorf("audit with entry 1 listed under chem: %v", problems)
+	}
+	changeIndex(func(b *bolt.Bucket) error { return b.Delete(key("chem", 1)) })
+	if problems := audit(true); len(problems) > 0 {
+		t.Fatalf("audit with the index mended: %v", problems)
+	}
+	// An incremental audit checks the index of the entries it replays.
+	deposits(t, path, 2)
+	changeIndex(func(b *bolt.Bucket) error { return b.Delete(key("chem", 9)) })
+	if problems := audit(false); len(problems) != 1 || !strings.Contains(problems[0], "listed under chem from entry 8 on") {
+		t.Errorf("incremental audit with entry 9 missing from chem's index: %v", problems)
+	}
+}
+
 // deposits makes n more deposits of 1 into chem.
 func deposits(t *testing.T, path string, n int) {
 	t.Helper()
