@@ -133,9 +133,8 @@ func Open(path string, opts Options) (*Store, error) {
 	return s, nil
 }
 
-// openBolt opens the bbolt file at path. The free list stays synced (bbolt's
-// default): not syncing it would make every open read the whole file to
-// rebuild it. The map free list finds runs of free pages without scanning.
+// openBolt opens the bbolt file at path, its free list kept in the file
+// (bbolt's default), so that an open need not read every page to rebuild it.
 func openBolt(path string, readOnly bool, timeout time.Duration) (*bolt.DB, error) {
 	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: timeout, ReadOnly: readOnly,
 		FreelistType: bolt.FreelistMapType, InitialMmapSize: initialMmapSize})

@@ -528,9 +528,7 @@ func (t *tx) JobCharges(machine, job string) ([]ledger.Charge, error) {
 	return indexed(t, bucketChargesJob, prefix, prefix, 0, t.Charge, nil)
 }
 
-func (t *tx) Charges(fn func(ledger.Charge) (bool, error)) error {
-	return each(t, bucketCharges, fn)
-}
+func (t *tx) Charges(fn func(ledger.Charge) (bool, error)) error { return each(t, bucketCharges, fn) }
 
 // A record is stored as its value alone: its kind and key are the key.
 func (t *tx) Record(kind, key string) (ledger.Record, bool, error) {
