@@ -84,15 +84,26 @@ func openLedger(t *testing.T, path string, opts boltstore.Options) *ledger.Ledge
 	return l
 }
 
-// auditFile opens the bank at path, audits it and fails the test on any
-// problem.
+// auditFile opens the bank at path, audits it in full and fails the test
+// on any problem.
 func auditFile(t *testing.T, path string, opts boltstore.Options) ledger.AuditReport {
+	t.Helper()
+	rep := auditBank(t, path, opts, true)
+	if len(rep.Problems) > 0 {
+		t.Fatalf("audit of %s: %v", path, rep.Problems)
+	}
+	return rep
+}
+
+// auditBank opens the bank at path, audits it (in full, or from its last
+// checkpoint) and closes it.
+func auditBank(t *testing.T, path string, opts boltstore.Options, full bool) ledger.AuditReport {
 	t.Helper()
 	l := openLedger(t, path, opts)
 	defer l.Close()
-	rep, err := l.Audit(context.Background(), ledger.AuditOptions{Full: true})
-	if err != nil || len(rep.Problems) > 0 {
-		t.Fatalf("audit of %s: %v %v", path, rep.Problems, err)
+	rep, err := l.Audit(context.Background(), ledger.AuditOptions{Full: full})
+	if err != nil {
+		t.Fatalf("audit of %s: %v", path, err)
 	}
 	return rep
 }
@@ -354,19 +365,9 @@ func TestSchema7Upgrades(t *testing.T) {
 // only by a full audit, and a change to the entry it ended at sends it back
 // to the start.
 func TestIncrementalAudit(t *testing.T) {
-	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "bank.db")
 	makeBank(t, path, 5)
-	audit := func(full bool) ledger.AuditReport {
-		t.Helper()
-		l := openLedger(t, path, boltstore.Options{})
-		defer l.Close()
-		rep, err := l.Audit(ctx, ledger.AuditOptions{Full: full})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return rep
-	}
+	audit := func(full bool) ledger.AuditReport { t.Helper(); return auditBank(t, path, boltstore.Options{}, full) }
 	if rep := audit(false); !rep.Full || rep.From != 1 || rep.Entries != 7 || len(rep.Problems) > 0 {
 		t.Fatalf("first audit: %+v, want a full one of entries 1-7", rep)
 	}
@@ -402,19 +403,9 @@ func TestIncrementalAudit(t *testing.T) {
 // listed under a node it does not concern, is a problem of the audit that
 // replays it.
 func TestAuditChecksNodeIndex(t *testing.T) {
-	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "bank.db")
 	makeBank(t, path, 5) // entry 1 sets up the bank, 2 makes chem, 3-7 deposit into it
-	audit := func(full bool) []string {
-		t.Helper()
-		l := openLedger(t, path, boltstore.Options{})
-		defer l.Close()
-		rep, err := l.Audit(ctx, ledger.AuditOptions{Full: full})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return rep.Problems
-	}
+	audit := func(full bool) []string { t.Helper(); return auditBank(t, path, boltstore.Options{}, full).Problems }
 	if problems := audit(true); len(problems) > 0 {
 		t.Fatalf("audit of the bank as made: %v", problems)
 	}
