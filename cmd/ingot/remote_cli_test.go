@@ -503,7 +503,8 @@ func TestRemoteKeys(t *testing.T) {
 	noKey := &cliBank{t: t, global: []string{"--server", s.url}}
 	s.refused(t, noKey, exitAuth, "--server needs --key-file FILE or INGOT_KEY_FILE", deposit...)
 	down := &cliBank{t: t, global: []string{"--server", "http://127.0.0.1:1", "--key-file", s.keyFile("root")}}
-	s.refused(t, down, exitUnavailable, "connection refused", deposit...)
+	// The message names the server, not the request the command made.
+	s.refused(t, down, exitUnavailable, "ingot: server http://127.0.0.1:1 cannot be reached: dial tcp 127.0.0.1:1: connect: connection refused (tried 3 times)\n", deposit...)
 	notHTTP := &cliBank{t: t, global: []string{"--server", "ftp://bank", "--key-file", s.keyFile("root")}}
 	s.refused(t, notHTTP, exitUsage, "is not an http(s)://host[:port] URL", deposit...)
 	// A key file others may read is refused, as ssh refuses such a key.

@@ -150,8 +150,25 @@ func (c *Client) doWith(ctx context.Context, hc *http.Client, method, path strin
 			pause *= 2
 		}
 	}
-	return fmt.Errorf("client: %s %s: %d attempts: %w", method, path, c.attempts, lastErr)
+	if c.attempts > 1 {
+		return fmt.Errorf("%w (tried %d times)", lastErr, c.attempts)
+	}
+	return lastErr
 }
+
+// UnreachableError is a request that did not reach the server, or whose
+// answer was lost. Its message names the server and the network's reason,
+// not the request: which request the command needed is no help to its user.
+type UnreachableError struct {
+	Server string
+	Err    *url.Error
+}
+
+func (e *UnreachableError) Error() string {
+	return fmt.Sprintf("server %s cannot be reached: %v", e.Server, e.Err.Err)
+}
+
+func (e *UnreachableError) Unwrap() error { return e.Err }
 
 // once sends a freshly signed request; retry says whether sending it again
 // could help (the answer was lost or the server was busy).
@@ -171,29 +188,32 @@ func (c *Client) once(ctx context.Context, hc *http.Client, method, target, requ
 	}
 	resp, err := hc.Do(r)
 	if err != nil {
-		return ctx.Err() == nil, fmt.Errorf("client: %w", err)
+		if ue, ok := errors.AsType[*url.Error](err); ok {
+			err = &UnreachableError{Server: c.base.String(), Err: ue}
+		}
+		return ctx.Err() == nil, err
 	}
 	defer resp.Body.Close()
 	if w, ok := out.(io.Writer); ok && resp.StatusCode == http.StatusOK {
 		// A stream, not JSON; not retried, as part of it may be written.
 		if _, err := io.Copy(w, resp.Body); err != nil {
-			return false, fmt.Errorf("client: reading the answer: %w", err)
+			return false, fmt.Errorf("server %s: reading the answer: %w", c.base, err)
 		}
 		return false, nil
 	}
 	raw, err := readAnswer(resp)
 	if err != nil {
-		return true, fmt.Errorf("client: reading the answer: %w", err)
+		return true, fmt.Errorf("server %s: reading the answer: %w", c.base, err)
 	}
 	if resp.StatusCode != http.StatusOK {
 		var e api.Error
 		if json.Unmarshal(raw, &e) != nil || e.Code == "" {
-			return resp.StatusCode == http.StatusServiceUnavailable, fmt.Errorf("client: server answered %s: %.200s", resp.Status, raw)
+			return resp.StatusCode == http.StatusServiceUnavailable, fmt.Errorf("server %s answered %s, not as an ingot server does: %.200q", c.base, resp.Status, raw)
 		}
 		return resp.StatusCode == http.StatusServiceUnavailable, &e
 	}
 	if err := json.Unmarshal(raw, out); err != nil {
-		return false, fmt.Errorf("client: decode the answer: %w", err)
+		return false, fmt.Errorf("server %s: decode the answer: %w", c.base, err)
 	}
 	return false, nil
 }
