@@ -5,12 +5,18 @@ LISTEN  ?= 127.0.0.1:8080
 BENCHTIME ?= 2s
 FUZZTIME  ?= 20s
 
+# What `ingot version` prints: git's description of the commit, and the
+# commit (Go's own record of it is off where GOFLAGS has -buildvcs=false).
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
+COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null)
+LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
+
 export PATH := $(PATH):/usr/local/go/bin
 
 .PHONY: build run test bench bench-history fuzz clean
 
 build:
-	$(GO) build -o bin/ingot ./cmd/ingot
+	$(GO) build -ldflags "$(LDFLAGS)" -o bin/ingot ./cmd/ingot
 
 # run builds ingot, creates the bank (once) and serves it in the
 # foreground until Ctrl-C: HTTP on $(LISTEN), the local socket var/ingot.sock

@@ -52,7 +52,7 @@ func commonFlags() []cli.Flag {
 		&cli.StringFlag{Name: "db", Usage: "bank database `FILE`", EnvVars: []string{"INGOT_DB"}},
 		&cli.StringFlag{Name: "server", Usage: "work through the ingot server at `URL` (http://host:port, https://host:port, or unix:PATH for its local socket) instead of --db", EnvVars: []string{"INGOT_SERVER"}},
 		&cli.StringFlag{Name: "ca-file", Usage: "check an https --server's certificate against the certificate authorities in PEM `FILE` rather than the system's", EnvVars: []string{"INGOT_CA_FILE"}},
-		&cli.StringFlag{Name: "key-file", Usage: "the client key `FILE` (<key id>:<secret>) that signs the requests to --server", EnvVars: []string{"INGOT_KEY_FILE"}},
+		&cli.StringFlag{Name: "key-file", Usage: "the client key `FILE` (one line, KEYID:SECRET) that signs the requests to --server", EnvVars: []string{"INGOT_KEY_FILE"}},
 		&cli.BoolFlag{Name: "use-munge", Usage: "prove who you are to --server with a MUNGE credential instead of a key", EnvVars: []string{"INGOT_USE_MUNGE"}},
 		&cli.StringFlag{Name: "munge-socket", Usage: "munged's socket `PATH`, for munge (--use-munge) and unmunge (serve --munge); default: theirs", EnvVars: []string{"INGOT_MUNGE_SOCKET"}},
 		&cli.BoolFlag{Name: "json", Usage: "print JSON"},
@@ -62,16 +62,25 @@ func commonFlags() []cli.Flag {
 }
 
 func newApp(stdout, stderr io.Writer) *cli.App {
-	app := &cli.App{
-		Name:                 "ingot",
-		Usage:                "an allocation bank for HPC centres",
-		Writer:               stdout,
-		ErrWriter:            stderr,
-		EnableBashCompletion: true,
-		Suggest:              true,
-		HideHelpCommand:      true,
-		Flags:                commonFlags(),
-		ExitErrHandler:       func(*cli.Context, error) {}, // run prints errors and picks the exit code
+	app := appWithoutCommonFlags(stdout, stderr)
+	addCommonFlags(app.Commands)
+	return app
+}
+
+// appWithoutCommonFlags is ingot's app whose commands take only their own
+// flags: newApp adds the common ones to each, so that they may follow the
+// command; the manual lists them once.
+func appWithoutCommonFlags(stdout, stderr io.Writer) *cli.App {
+	return &cli.App{
+		Name:           "ingot",
+		Usage:          "an allocation bank for HPC centres",
+		Version:        version,
+		Writer:         stdout,
+		ErrWriter:      stderr,
+		Suggest:        true,
+		Flags:          commonFlags(),
+		Action:         unknownCommand,
+		ExitErrHandler: func(*cli.Context, error) {}, // run prints errors and picks the exit code
 		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
 			return usageError{err.Error()}
 		},
@@ -85,10 +94,10 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			rateCommands(), policyCommands(), quoteCommands(), lienCommands(), chargeCommands(), reservationCommands(), hfsCommands(),
 			clientCommands(),
 			serveCommands(),
+			versionCommands(),
+			completionCommands(),
 		),
 	}
-	addCommonFlags(app.Commands)
-	return app
 }
 
 func joinCommands(groups ...[]*cli.Command) []*cli.Command {
@@ -99,14 +108,37 @@ func joinCommands(groups ...[]*cli.Command) []*cli.Command {
 	return out
 }
 
-// addCommonFlags gives every leaf command the common flags and the usage
-// error handler, so `ingot balance --json` works like `ingot --json balance`.
+// unknownCommand is the action of ingot and of each command group (`ingot
+// lien`): their help without arguments, else a usage error (exit 2) naming
+// the word and the command nearest to it.
+func unknownCommand(c *cli.Context) error {
+	if !c.Args().Present() {
+		return cli.ShowSubcommandHelp(c)
+	}
+	word := c.Args().First()
+	msg := fmt.Sprintf("%q is not a command of %s", word, c.Command.HelpName)
+	if near := cli.SuggestCommand(c.Command.Subcommands, word); near != "" {
+		msg += "; " + strings.ToLower(near[:1]) + near[1:]
+	}
+	return usageError{msg + fmt.Sprintf(" (`%s --help` lists them)", c.Command.HelpName)}
+}
+
+// addCommonFlags gives every command that has an action of its own (leaves,
+// and `quote` and `charge`, which also have subcommands) the common flags,
+// and every command the usage error handler, so `ingot balance --json`
+// works like `ingot --json balance`.
 func addCommonFlags(cmds []*cli.Command) {
 	for _, c := range cmds {
 		c.OnUsageError = func(_ *cli.Context, err error, _ bool) error { return usageError{err.Error()} }
+		if c.SkipFlagParsing {
+			continue
+		}
 		if len(c.Subcommands) > 0 {
 			addCommonFlags(c.Subcommands)
-			continue
+			if c.Action == nil {
+				c.Action = unknownCommand
+				continue
+			}
 		}
 		c.Flags = append(c.Flags, commandFlags()...)
 	}
@@ -243,6 +275,9 @@ func request(c *cli.Context) ledger.Request {
 // args checks the number of positional arguments and returns them.
 func args(c *cli.Context, names ...string) ([]string, error) {
 	got := c.Args().Slice()
+	if len(got) != len(names) && len(names) == 0 {
+		return nil, usageError{fmt.Sprintf("%s takes no arguments (got %q)", commandPath(c), got)}
+	}
 	if len(got) != len(names) {
 		return nil, usageError{fmt.Sprintf("%s takes %d argument(s): %s (got %d)", commandPath(c), len(names), strings.Join(names, " "), len(got))}
 	}

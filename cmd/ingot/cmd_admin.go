@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -33,13 +34,7 @@ func adminCommands() []*cli.Command {
 		{
 			Name:   "man",
 			Usage:  "print the manual page (roff): ingot man > ingot.1; man ./ingot.1",
-			Action: localOnly(manPage),
-		},
-		{
-			Name:      "completion",
-			Usage:     "print a shell completion script: eval \"$(ingot completion bash)\"",
-			ArgsUsage: "bash|zsh",
-			Action:    localOnly(completion),
+			Action: manPage,
 		},
 	}
 }
@@ -152,35 +147,14 @@ func auditFile(ctx context.Context, path string) (ledger.AuditReport, error) {
 	return l.Audit(ctx, ledger.AuditOptions{Full: true})
 }
 
-// The completion scripts ask ingot itself for candidates through urfave/cli's
-// --generate-bash-completion flag.
-const bashCompletion = `_ingot_complete() {
-  local cur="${COMP_WORDS[COMP_CWORD]}"
-  local opts
-  opts=$("${COMP_WORDS[0]}" "${COMP_WORDS[@]:1:COMP_CWORD-1}" --generate-bash-completion 2>/dev/null)
-  COMPREPLY=($(compgen -W "${opts}" -- "${cur}"))
-}
-complete -o default -F _ingot_complete ingot
-`
-
-func completion(c *cli.Context) error {
-	a, err := args(c, "SHELL")
-	if err != nil {
+// manPage prints the manual of an app made afresh, not of the running one:
+// its flags hold no values from this environment, and its commands list
+// only their own flags (the common ones are under GLOBAL OPTIONS).
+func manPage(c *cli.Context) error {
+	if _, err := args(c); err != nil {
 		return err
 	}
-	switch a[0] {
-	case "bash":
-		fmt.Fprint(c.App.Writer, bashCompletion)
-	case "zsh":
-		fmt.Fprint(c.App.Writer, "autoload -U +X bashcompinit && bashcompinit\n"+bashCompletion)
-	default:
-		return usageError{fmt.Sprintf("completion: unknown shell %q (bash or zsh)", a[0])}
-	}
-	return nil
-}
-
-func manPage(c *cli.Context) error {
-	page, err := c.App.ToMan()
+	page, err := appWithoutCommonFlags(io.Discard, io.Discard).ToManWithSection(1)
 	if err != nil {
 		return fmt.Errorf("man: %w", err)
 	}

@@ -36,7 +36,7 @@ func chargeCommands() []*cli.Command {
 			Name:      "charge",
 			Usage:     "charge a job for what it used, against its lien; prints the itemised charge",
 			ArgsUsage: "JOBID",
-			Flags:     append(flags, commonFlags()...),
+			Flags:     flags,
 			Action:    chargeJob,
 			Subcommands: []*cli.Command{
 				{Name: "list", Usage: "list a job's charges", ArgsUsage: "JOBID", Flags: []cli.Flag{machineFlag()}, Action: chargeList},

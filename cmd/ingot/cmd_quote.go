@@ -11,8 +11,7 @@ import (
 )
 
 // quoteCommands: `ingot quote` prices a job; `ingot quote list` lists the
-// guaranteed quotes. quote has both an action and a subcommand, so it
-// carries the common flags itself (addCommonFlags gives them to leaves only).
+// guaranteed quotes.
 func quoteCommands() []*cli.Command {
 	flags := append(append(partyFlags(), requestFlags()...),
 		&cli.BoolFlag{Name: "guarantee", Usage: "freeze the price: the rate table, policy and node shape are kept for the jobs that use the quote"},
@@ -22,7 +21,7 @@ func quoteCommands() []*cli.Command {
 	return []*cli.Command{{
 		Name:   "quote",
 		Usage:  "price a job under the rates and charge policy in force (as its lien would be), or guarantee the price",
-		Flags:  append(flags, commonFlags()...),
+		Flags:  flags,
 		Action: quote,
 		Subcommands: []*cli.Command{
 			{Name: "list", Usage: "list guaranteed quotes", Action: quoteList},

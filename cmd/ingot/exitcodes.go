@@ -4,6 +4,8 @@ import (
 	"errors"
 	"net/url"
 
+	"github.com/urfave/cli/v2"
+
 	"github.com/ingot-hpc/ingot/ledger"
 	"github.com/ingot-hpc/ingot/ledger/boltstore"
 	"github.com/ingot-hpc/ingot/lien"
@@ -79,7 +81,9 @@ func exitCode(err error) int {
 		return exitAuth
 	case isUnreachable(err):
 		return exitUnavailable
-	case errors.As(err, &usage), errors.Is(err, ledger.ErrInvalid):
+	// urfave/cli's own exit errors come only from its help command (an
+	// unknown topic): a mistake on the command line.
+	case errors.As(err, &usage), errors.Is(err, ledger.ErrInvalid), isCLIExit(err):
 		return exitUsage
 	// Lack of funds first: a refused lien whose fallback is missing wraps
 	// both, and it is the refusal that matters.
@@ -102,6 +106,11 @@ func exitCode(err error) int {
 		return exitCorrupt
 	}
 	return exitError
+}
+
+func isCLIExit(err error) bool {
+	_, ok := errors.AsType[cli.ExitCoder](err)
+	return ok
 }
 
 // isUnreachable reports whether err is a failure to reach the server.

@@ -13,8 +13,8 @@ import (
 // it as unknown; a single-dash token that is not one of the command's flags
 // (such as "-5" given as an amount) stays where it is; "--" ends the flags.
 func interspersed(app *cli.App, args []string) []string {
-	if len(args) < 2 || args[len(args)-1] == "--generate-bash-completion" {
-		return args // shell completion wants its flag last, as given
+	if len(args) < 2 {
+		return args
 	}
 	out := []string{args[0]}
 	flags, cmds := app.Flags, app.Commands
@@ -32,6 +32,9 @@ func interspersed(app *cli.App, args []string) []string {
 		}
 		out = append(out, tok)
 		i++
+		if cmd.SkipFlagParsing { // __complete: its words as typed
+			return append(out, args[i:]...)
+		}
 		flags, cmds = cmd.Flags, cmd.Subcommands
 		if len(cmds) == 0 {
 			break

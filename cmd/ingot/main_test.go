@@ -296,31 +296,6 @@ func TestNoDatabase(t *testing.T) {
 	}
 }
 
-func TestCompletion(t *testing.T) {
-	var out bytes.Buffer
-	if code := run([]string{"ingot", "completion", "bash"}, &out, &out); code != exitOK || !strings.Contains(out.String(), "complete -o default -F _ingot_complete ingot") {
-		t.Fatalf("exit %d: %s", code, out.String())
-	}
-	out.Reset()
-	// urfave/cli reads os.Args to decide what to complete.
-	args := []string{"ingot", "account", "--generate-bash-completion"}
-	defer func(saved []string) { os.Args = saved }(os.Args)
-	os.Args = args
-	run(args, &out, &out)
-	for _, sub := range []string{"create", "list", "show", "modify", "deactivate"} {
-		if !strings.Contains(out.String(), sub) {
-			t.Errorf("completion of `ingot account` lacks %s:\n%s", sub, out.String())
-		}
-	}
-}
-
-func TestManPage(t *testing.T) {
-	var out bytes.Buffer
-	if code := run([]string{"ingot", "man"}, &out, &out); code != exitOK || !strings.Contains(out.String(), ".SH") || !strings.Contains(out.String(), "statement") {
-		t.Fatalf("exit %d: %.300s", code, out.String())
-	}
-}
-
 func TestInterspersedFlags(t *testing.T) {
 	app := newApp(&bytes.Buffer{}, &bytes.Buffer{})
 	for _, tc := range []struct{ in, want string }{
@@ -390,6 +365,13 @@ func TestFlagsWinOverTheEnvironment(t *testing.T) {
 		}
 		return strings.Join(got, ",")
 	}
+	// quote and charge have subcommands and an action: their flags too.
+	t.Setenv("INGOT_DB", filepath.Join(dir, "missing.db"))
+	var out strings.Builder
+	if code := run([]string{"ingot", "--db", b, "quote", "--user", "nobody", "--procs", "1", "--wallclock", "1h"}, &out, &out); !strings.Contains(out.String(), "the bank has no machine") {
+		t.Errorf("quote with --db before it did not read that bank: exit %d, %s", code, &out)
+	}
+	t.Setenv("INGOT_DB", a)
 	if got := names(a); got != "envonly" {
 		t.Errorf("the environment's bank holds %q, want envonly", got)
 	}

@@ -528,13 +528,12 @@ func writeKey(t *testing.T, path string, key auth.Key) {
 	}
 }
 
-// TestRemoteRefusesLocalCommands: what works on this machine's file, or
-// on no bank, says so rather than act locally under --server.
+// TestRemoteRefusesLocalCommands: what works on this machine's file says
+// so rather than act locally under --server. (man and completion, which
+// need no bank, work whatever --server says: TestGeneratedText...)
 func TestRemoteRefusesLocalCommands(t *testing.T) {
 	s := newRemoteSite(t)
-	for _, args := range [][]string{
-		{"init"}, {"serve"}, {"completion", "bash"}, {"man"},
-	} {
+	for _, args := range [][]string{{"init"}, {"serve"}} {
 		s.refused(t, s.cliBank, exitUsage, "does not go through --server", args...)
 	}
 }

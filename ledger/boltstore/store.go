@@ -24,6 +24,10 @@ const (
 	oldestUpgradable = 7
 )
 
+// SchemaVersion is the schema of the files this ingot writes, for `ingot
+// version`.
+const SchemaVersion = schemaVersion
+
 // maxGroup bounds the calls one transaction runs, so that one commit's
 // pages stay a modest write.
 const maxGroup = 1024
