@@ -115,6 +115,13 @@ func (l *Ledger) Backup(ctx context.Context, w io.Writer) (int64, error) {
 // layers above the ledger.
 func (l *Ledger) View(ctx context.Context, fn func(Tx) error) error { return l.store.View(ctx, fn) }
 
+// Inspect runs fn with a Writer on a read-only transaction, for a question
+// that a change would ask in the same words (could this lien be placed
+// now?) without making one: anything fn appends is refused by the store.
+func (l *Ledger) Inspect(ctx context.Context, fn func(*Writer) error) error {
+	return l.store.View(ctx, func(tx Tx) error { return fn(newWriter(tx, Request{}, l.Now(), l.plans)) })
+}
+
 // Close closes the store.
 func (l *Ledger) Close() error { return l.store.Close() }
 

@@ -731,3 +731,62 @@ func timesPastYear9999AreRefused(t *testing.T, s *site) {
 	}
 	s.MustAudit()
 }
+
+// TestQuoteSaysWhetherTheLienWouldBeGranted: a quote answers, besides the
+// price, what the project has available and whether a lien placed now
+// would be granted, on the project or on the fallback; placing the lien
+// right after does what the quote said.
+func TestQuoteSaysWhetherTheLienWouldBeGranted(t *testing.T) {
+	s := newSite(t)
+	s.MustDeposit("chem", "1000", time.Time{})
+	quote := func(procs, seconds int64) lien.QuoteResult {
+		t.Helper()
+		q, err := s.lb.Quote(context.Background(), lien.QuoteSpec{Machine: "hpc1", User: "amy", Request: request(procs, seconds)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return q
+	}
+	for _, tc := range []struct {
+		name              string
+		procs, seconds    int64
+		setup             func()
+		covered           bool
+		fallback, refusal string
+		available         string
+	}{
+		{name: "covered", procs: 1, seconds: 600, covered: true, available: "1000"},
+		{name: "too big", procs: 4, seconds: 600, refusal: "project chem.lab1 needs 2400, 400 available", available: "400",
+			setup: func() { s.mustPlace("holds-600", 1, 600) }},
+		{name: "fallback", procs: 4, seconds: 600, covered: true, fallback: "bio", available: "400", setup: func() {
+			s.MustDeposit("bio", "5000", time.Time{})
+			if _, err := s.lb.ChangeConfig(context.Background(), s.Req(), lien.ConfigChange{Fallback: ptr("bio")}); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{name: "not even the fallback", procs: 10, seconds: 600, refusal: "project chem.lab1 needs 6000, 400 available; fallback: ledger: insufficient funds: project bio needs 6000", available: "400"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.setup != nil {
+				tc.setup()
+			}
+			q := quote(tc.procs, tc.seconds)
+			if q.Covered != tc.covered || q.Fallback != tc.fallback || !strings.Contains(q.Refusal, tc.refusal) || (tc.refusal == "") != (q.Refusal == "") {
+				t.Errorf("quote = covered %v, fallback %q, refusal %q; want %v, %q, %q", q.Covered, q.Fallback, q.Refusal, tc.covered, tc.fallback, tc.refusal)
+			}
+			wantAmount(t, "available", q.Available, tc.available)
+			before := s.JournalLen()
+			r, err := s.place("q-"+strings.ReplaceAll(tc.name, " ", "-"), tc.procs, tc.seconds)
+			if (err == nil) != q.Covered || (err == nil && r.FellBack != (q.Fallback != "")) || (err != nil && err.Error() != "lien for job q-"+strings.ReplaceAll(tc.name, " ", "-")+": "+q.Refusal) {
+				t.Errorf("the quote said covered %v, fallback %q, refusal %q; placing the lien gave %+v, %v", q.Covered, q.Fallback, q.Refusal, r, err)
+			}
+			if err == nil {
+				if _, err := s.lb.Release(context.Background(), s.Req(), job(r.Lien.JobID)); err != nil {
+					t.Fatal(err)
+				}
+			} else if s.JournalLen() != before {
+				t.Error("a refused lien wrote to the journal")
+			}
+		})
+	}
+}

@@ -218,30 +218,37 @@ func (b *Bank) cover(w *ledger.Writer, cfg Config, project, machine string, amou
 // machine must hold it. own (the job's previous lien, if any) does not count
 // against it.
 func (b *Bank) holdOn(w *ledger.Writer, project, machine string, amount decimal.Decimal, own *ledger.Lien) ([]ledger.Hold, error) {
+	f, available, why, err := b.availableTo(w, project, machine, own)
+	if err != nil {
+		return nil, err
+	}
+	if amount.GreaterThan(available) {
+		return nil, fmt.Errorf("%w: project %s needs %s, %s available%s", ledger.ErrInsufficientFunds, project, amount, available, why)
+	}
+	return f.Hold(amount)
+}
+
+// availableTo is what a lien on project may take now on machine: the
+// account's funds usable there (f), capped by the project's HFS share where
+// the account is split (why then says so). own is as for holdOn.
+func (b *Bank) availableTo(w *ledger.Writer, project, machine string, own *ledger.Lien) (f ledger.Funds, available decimal.Decimal, why string, err error) {
 	account := ledger.AccountOf(project)
 	if own != nil && own.Account != account {
 		own = nil
 	}
-	f, err := w.Funds(account, machine, own)
-	if err != nil {
-		return nil, err
+	if f, err = w.Funds(account, machine, own); err != nil {
+		return f, available, "", err
 	}
 	share, limited, err := w.ShareAvailable(project, own, b.l.Settings().Precision)
 	if err != nil {
-		return nil, err
+		return f, available, "", err
 	}
-	available := f.Available()
-	if limited {
-		available = decimal.Min(available, share)
+	available = f.Available()
+	if limited && share.LessThan(available) {
+		available = share
+		why = fmt.Sprintf(" (its HFS share; %s has %s on %s)", account, f.Available(), machine)
 	}
-	if amount.GreaterThan(available) {
-		why := ""
-		if limited && share.LessThan(f.Available()) {
-			why = fmt.Sprintf(" (its HFS share; %s has %s on %s)", account, f.Available(), machine)
-		}
-		return nil, fmt.Errorf("%w: project %s needs %s, %s available%s", ledger.ErrInsufficientFunds, project, amount, available, why)
-	}
-	return f.Hold(amount)
+	return f, available, why, nil
 }
 
 // Extend raises the wallclock limit of a job's active lien: it is re-priced

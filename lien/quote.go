@@ -3,9 +3,12 @@ package lien
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
+
+	"github.com/shopspring/decimal"
 
 	"github.com/ingot-hpc/ingot/charge"
 	"github.com/ingot-hpc/ingot/ledger"
@@ -19,11 +22,21 @@ type QuoteSpec struct {
 	Request charge.Request `json:"request"`
 }
 
-// QuoteResult is a price: for the project that would be charged, under the
-// rates and policy in force.
+// QuoteResult is a price, for the project that would be charged under the
+// rates and policy in force, and whether a lien for the job would be
+// granted now: the one answer a submit hook needs.
 type QuoteResult struct {
 	Project string        `json:"project"`
 	Amount  charge.Amount `json:"amount"`
+	// Available is what a lien on Project may take now on the machine: the
+	// account's funds usable there, capped by the project's HFS share.
+	Available decimal.Decimal `json:"available"`
+	// Covered says a lien placed now would be granted: on Project, or on
+	// Fallback when that is set (Project cannot cover it; the fallback can).
+	Covered  bool   `json:"covered"`
+	Fallback string `json:"fallback,omitempty"`
+	// Refusal is why a lien would be refused, as lien place would say it.
+	Refusal string `json:"refusal,omitempty"`
 }
 
 // StoredQuote is a guaranteed quote: a frozen rate table, policy and node
@@ -36,10 +49,12 @@ type StoredQuote struct {
 	charge.GuaranteedQuote
 }
 
-// Quote prices a job without holding anything.
+// Quote prices a job without holding anything, and says whether its lien
+// would be granted now and where.
 func (b *Bank) Quote(ctx context.Context, spec QuoteSpec) (QuoteResult, error) {
 	var r QuoteResult
-	err := b.l.View(ctx, func(tx ledger.Tx) error {
+	err := b.l.Inspect(ctx, func(w *ledger.Writer) error {
+		tx := w.Tx()
 		cfg, err := b.pricingConfig(tx)
 		if err != nil {
 			return err
@@ -52,15 +67,38 @@ func (b *Bank) Quote(ctx context.Context, spec QuoteSpec) (QuoteResult, error) {
 		if err != nil {
 			return err
 		}
-		req := withStart(spec.Request, b.l.Now())
+		req := withStart(spec.Request, w.Now())
 		amount, err := pr.rates.Quote(pr.policy, pr.shape, req)
 		if err != nil {
 			return fmt.Errorf("%w: quote: %v", ledger.ErrInvalid, err)
 		}
 		r = QuoteResult{Project: p.project.Name, Amount: amount}
-		return nil
+		return b.coverage(w, cfg, spec.Machine, &r)
 	})
 	return r, err
+}
+
+// coverage fills in whether r's job would get its lien now, by the same
+// steps as placing it.
+func (b *Bank) coverage(w *ledger.Writer, cfg Config, machine string, r *QuoteResult) error {
+	_, available, _, err := b.availableTo(w, r.Project, machine, nil)
+	if err != nil {
+		return err
+	}
+	r.Available = available
+	project, _, err := b.cover(w, cfg, r.Project, machine, r.Amount.Credits, nil)
+	switch {
+	case err == nil:
+		r.Covered = true
+		if project != r.Project {
+			r.Fallback = project
+		}
+	case errors.Is(err, ledger.ErrInsufficientFunds):
+		r.Refusal = err.Error()
+	default:
+		return err
+	}
+	return nil
 }
 
 // Guarantee makes a guaranteed quote: the price holds, whatever the rates

@@ -3,10 +3,12 @@ package main
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/ingot-hpc/ingot/ledger"
 	"github.com/ingot-hpc/ingot/lien"
 )
 
@@ -61,7 +63,17 @@ func quote(c *cli.Context) error {
 			t.add("Machine", machine)
 			t.add("Policy", r.Amount.Explanation.Policy.String())
 			t.add("Amount", amount(r.Amount.Credits, b.precision()))
-			return showExplained(c, t, r.Amount)
+			t.add("Available", amount(r.Available, b.precision()))
+			t.add("Lien now", coverage(r))
+			if err := showExplained(c, t, r.Amount); err != nil {
+				return err
+			}
+			if !r.Covered {
+				// As Gold's quote: the price is printed, and the exit
+				// code says the job's lien would be refused.
+				return fmt.Errorf("quote: the job's lien would be refused now: %w: %s", ledger.ErrInsufficientFunds, strings.TrimPrefix(r.Refusal, ledger.ErrInsufficientFunds.Error()+": "))
+			}
+			return nil
 		}
 		expires := b.settings.Now.Add(time.Duration(validFor) * time.Second)
 		q, err := b.Guarantee(c.Context, request(c), spec, expires, c.Int("uses"))
@@ -116,4 +128,16 @@ func quoteList(c *cli.Context) error {
 		}
 		return show(c, t)
 	})
+}
+
+// coverage says in a word or two whether a lien for the quoted job would
+// be granted now, and where.
+func coverage(r lien.QuoteResult) string {
+	switch {
+	case r.Fallback != "":
+		return "granted on the fallback " + r.Fallback
+	case r.Covered:
+		return "granted"
+	}
+	return "refused"
 }

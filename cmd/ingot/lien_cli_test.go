@@ -124,7 +124,7 @@ func TestLienWalkthrough(t *testing.T) {
 	b.json(&q, "quote", "--user", "amy", "--procs", "1", "--wallclock", "1h", "--start", "2030-01-05T22:00:00Z")
 	wantCredits(t, "Saturday-night quote", q.Amount.Credits, "1440")
 	if out := b.ok("quote", "--user", "amy", "--procs", "8", "--wallclock", "2h", "--qos", "premium", "--start", futureMonday); !strings.Contains(out, "NBM QualityOfService=premium: 1 × 2 = 2") ||
-		!strings.Contains(out, "Amount   115200.00") {
+		!strings.Contains(out, "Amount     115200.00") || !strings.Contains(out, "Lien now   granted") {
 		t.Errorf("quote explanation:\n%s", out)
 	}
 

@@ -245,7 +245,11 @@ func TestRemoteOutputIsLocalOutput(t *testing.T) {
 	tw.change("policy", "fallback", "bio", "--project", "chem.lab2")
 	tw.change("policy", "grace", "15m")
 
-	tw.read("quote", "--user", "amy", "--procs", "8", "--wallclock", "2h", "--qos", "premium", "--start", futureMonday)
+	tw.read("quote", "--user", "amy", "--procs", "4", "--wallclock", "2h", "--qos", "premium", "--start", futureMonday)
+	// More than chem.lab1's share: the price, and exit 4, either way.
+	if code := tw.same("quote", "--user", "amy", "--procs", "8", "--wallclock", "2h", "--qos", "premium", "--start", futureMonday); code != exitRefused {
+		t.Errorf("a quote beyond the project's share exited %d, want %d", code, exitRefused)
+	}
 	// A guarantee runs until a time counted from now: asked again, it would
 	// be other content, so it is compared once.
 	tw.ok("quote", "--user", "amy", "--procs", "2", "--wallclock", "1h", "--start", futureMonday, "--guarantee", "--valid-for", "24h", "--request-id", "g1")
