@@ -1,9 +1,34 @@
-# ingot: `make run` builds and starts a bank; `make test` runs every test.
+# ingot: `make run` builds and starts a bank; `make test` runs every test;
+# `make install` and `make package` are for operators (docs/operations.md).
 GO      ?= go
 DB      ?= var/ingot.db
 LISTEN  ?= 127.0.0.1:8080
 BENCHTIME ?= 2s
 FUZZTIME  ?= 20s
+# Where build puts the binary, and install and package what they make.
+BUILDDIR ?= bin
+
+# Where install puts ingot: GNU's names, under PREFIX, staged under DESTDIR
+# when a package is made of the tree. The packages use PREFIX=/usr, which is
+# where Debian's and RHEL's own packages put binaries, man pages,
+# completions and systemd's files (units in /usr/lib/systemd/system; with
+# PREFIX=/usr/local, systemd reads them from /usr/local/lib/systemd/system).
+PREFIX      ?= /usr/local
+BINDIR      ?= $(PREFIX)/bin
+LIBEXECDIR  ?= $(PREFIX)/libexec
+DATADIR     ?= $(PREFIX)/share
+MANDIR      ?= $(DATADIR)/man
+UNITDIR     ?= $(PREFIX)/lib/systemd/system
+SYSUSERSDIR ?= $(PREFIX)/lib/sysusers.d
+TMPFILESDIR ?= $(PREFIX)/lib/tmpfiles.d
+BASHCOMPDIR ?= $(DATADIR)/bash-completion/completions
+ZSHCOMPDIR  ?= $(DATADIR)/zsh/site-functions
+FISHCOMPDIR ?= $(DATADIR)/fish/vendor_completions.d
+# The service's settings are under /etc whatever the PREFIX, as a system
+# service's are.
+SYSCONFDIR  ?= /etc
+# Where package writes the .deb and the .rpm.
+PKGDIR ?= dist
 
 # What `ingot version` prints: git's description of the commit, and the
 # commit (Go's own record of it is off where GOFLAGS has -buildvcs=false).
@@ -13,10 +38,10 @@ LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 
 export PATH := $(PATH):/usr/local/go/bin
 
-.PHONY: build run test bench bench-history fuzz clean
+.PHONY: build run test bench bench-history fuzz clean install package
 
 build:
-	$(GO) build -ldflags "$(LDFLAGS)" -o bin/ingot ./cmd/ingot
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BUILDDIR)/ingot ./cmd/ingot
 
 # run builds ingot, creates the bank (once) and serves it in the
 # foreground until Ctrl-C: HTTP on $(LISTEN), the local socket var/ingot.sock
@@ -64,5 +89,59 @@ fuzz:
 	  done; \
 	done
 
+# The units, the backup script and the config name ingot's files where
+# the packages put them; installed elsewhere, they name them there.
+SUBST_PATHS = sed -e 's|/usr/bin/ingot|$(BINDIR)/ingot|g' -e 's|/usr/libexec/ingot/|$(LIBEXECDIR)/ingot/|g' \
+  -e 's|/etc/ingot/|$(SYSCONFDIR)/ingot/|g'
+
+# install puts the binary, its man page and completions, the systemd units
+# (the service and the daily backup), the sysusers.d and tmpfiles.d files
+# that make the user ingot and /var/lib/ingot, and the example config as
+# /etc/ingot/ingot.toml, unless there is one already: an operator's
+# settings are never overwritten. It makes no user and starts nothing
+# (docs/operations.md, "Install").
+install: build
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBEXECDIR)/ingot $(DESTDIR)$(MANDIR)/man1 \
+	  $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSUSERSDIR) $(DESTDIR)$(TMPFILESDIR) $(DESTDIR)$(SYSCONFDIR)/ingot \
+	  $(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR) $(DESTDIR)$(FISHCOMPDIR) $(BUILDDIR)/install
+	install -m 0755 $(BUILDDIR)/ingot $(DESTDIR)$(BINDIR)/ingot
+	$(BUILDDIR)/ingot man >$(BUILDDIR)/install/ingot.1
+	$(BUILDDIR)/ingot completion bash >$(BUILDDIR)/install/ingot.bash
+	$(BUILDDIR)/ingot completion zsh >$(BUILDDIR)/install/_ingot
+	$(BUILDDIR)/ingot completion fish >$(BUILDDIR)/install/ingot.fish
+	install -m 0644 $(BUILDDIR)/install/ingot.1 $(DESTDIR)$(MANDIR)/man1/ingot.1
+	install -m 0644 $(BUILDDIR)/install/ingot.bash $(DESTDIR)$(BASHCOMPDIR)/ingot
+	install -m 0644 $(BUILDDIR)/install/_ingot $(DESTDIR)$(ZSHCOMPDIR)/_ingot
+	install -m 0644 $(BUILDDIR)/install/ingot.fish $(DESTDIR)$(FISHCOMPDIR)/ingot.fish
+	for f in ingot.service ingot-backup.service ingot-backup.timer ingot-backup; do \
+	  $(SUBST_PATHS) contrib/systemd/$$f >$(BUILDDIR)/install/$$f || exit 1; \
+	done
+	install -m 0644 $(addprefix $(BUILDDIR)/install/,ingot.service ingot-backup.service ingot-backup.timer) $(DESTDIR)$(UNITDIR)
+	install -m 0755 $(BUILDDIR)/install/ingot-backup $(DESTDIR)$(LIBEXECDIR)/ingot/ingot-backup
+	install -m 0644 contrib/systemd/ingot.sysusers $(DESTDIR)$(SYSUSERSDIR)/ingot.conf
+	install -m 0644 contrib/systemd/ingot.tmpfiles $(DESTDIR)$(TMPFILESDIR)/ingot.conf
+	@if [ -e $(DESTDIR)$(SYSCONFDIR)/ingot/ingot.toml ]; then \
+	  echo "kept $(DESTDIR)$(SYSCONFDIR)/ingot/ingot.toml; the example of this version is contrib/ingot.toml"; \
+	else \
+	  $(SUBST_PATHS) contrib/ingot.toml >$(BUILDDIR)/install/ingot.toml && \
+	  install -m 0644 $(BUILDDIR)/install/ingot.toml $(DESTDIR)$(SYSCONFDIR)/ingot/ingot.toml; \
+	fi
+
+# package makes the .deb and the .rpm in PKGDIR from the files of install
+# (PREFIX=/usr), with nfpm (contrib/packaging/nfpm.yaml). nfpm is a tool of
+# a module of its own, contrib/packaging/go.mod, so that its dependencies
+# stay out of ingot's; go builds it once and keeps it in its cache. The
+# binary is built with cgo, which makes it look users up through NSS.
+package: PKGROOT = $(abspath $(BUILDDIR))/pkgroot
+package:
+	rm -rf $(PKGROOT)
+	CGO_ENABLED=1 $(MAKE) --no-print-directory install DESTDIR=$(PKGROOT) PREFIX=/usr SYSCONFDIR=/etc
+	gzip -9n $(PKGROOT)/usr/share/man/man1/ingot.1
+	mkdir -p $(PKGDIR)
+	for packager in deb rpm; do \
+	  PKGROOT=$(PKGROOT) PKG_VERSION=$$(contrib/packaging/version.sh) PKG_ARCH=$$($(GO) env GOARCH) \
+	    $(GO) -C contrib/packaging tool nfpm package --config nfpm.yaml --packager $$packager --target $(abspath $(PKGDIR)) || exit 1; \
+	done
+
 clean:
-	rm -rf bin
+	rm -rf bin $(PKGDIR)
