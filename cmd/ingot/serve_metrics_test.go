@@ -3,7 +3,11 @@ package main
 import (
 	"context"
 	"io"
+	"maps"
 	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -158,4 +162,56 @@ func scrape(t *testing.T, url string) map[string]float64 {
 		}
 	}
 	return out
+}
+
+// TestAlertRules checks the alerting rules of contrib/prometheus against
+// what a server exposes: each ingot_*, process_* and go_* metric they use
+// is served (a histogram's _bucket by its _count), and each endpoint they
+// name is an endpoint, counted under its own path rather than "unknown".
+// The up and node_* metrics are Prometheus's and node_exporter's.
+func TestAlertRules(t *testing.T) {
+	rules, err := os.ReadFile(filepath.Join("..", "..", "contrib", "prometheus", "ingot.rules.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var exprs []string
+	for line := range strings.Lines(string(rules)) {
+		if expr, ok := strings.CutPrefix(strings.TrimSpace(line), "expr: "); ok {
+			exprs = append(exprs, expr)
+		}
+	}
+	if len(exprs) == 0 {
+		t.Fatal("no expr: in the rules")
+	}
+
+	b := newCLIBank(t)
+	b.clientKey("root", "--role", "admin") // serve needs the server key
+	base := startServe(t, "--db", b.db, "serve", "--listen", "127.0.0.1:0").line(t, "listening on ")
+	var endpoints []string
+	for _, expr := range exprs {
+		for _, m := range regexp.MustCompile(`endpoint[!=]~?"([^"]*)"`).FindAllStringSubmatch(expr, -1) {
+			endpoints = append(endpoints, strings.Split(m[1], "|")...)
+		}
+	}
+	for _, endpoint := range endpoints {
+		get(t, base+endpoint) // unsigned: refused, and counted
+	}
+	served := scrape(t, base+"/metrics")
+
+	metric := regexp.MustCompile(`\b(?:ingot|process|go)_[a-z_]+\b`)
+	for _, expr := range exprs {
+		for _, name := range metric.FindAllString(expr, -1) {
+			if histogram, ok := strings.CutSuffix(name, "_bucket"); ok {
+				name = histogram + "_count"
+			}
+			if !slices.ContainsFunc(slices.Collect(maps.Keys(served)), func(series string) bool { return strings.HasPrefix(series, name+"{") }) {
+				t.Errorf("the rules use %s, which the server does not expose (in %s)", name, expr)
+			}
+		}
+	}
+	for _, endpoint := range endpoints {
+		if _, ok := served[`ingot_http_requests_total{code=401,endpoint=`+endpoint+`,method=get}`]; !ok {
+			t.Errorf("the rules name the endpoint %s, which is none", endpoint)
+		}
+	}
 }
