@@ -2,6 +2,7 @@ package contrib
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -191,8 +192,8 @@ func unitCommand(t *testing.T, unit string, rewrite *strings.Replacer) (exe stri
 	return exe, env
 }
 
-// service is `ingot serve` as a unit runs it, started and stopped by the
-// test's systemctl.
+// service is `ingot serve` as ingot.service runs it (Type=notify),
+// started and stopped by the test's systemctl.
 type service struct {
 	t    *testing.T
 	argv []string
@@ -200,6 +201,8 @@ type service struct {
 	log  string              // its standard error, the JSON log
 	url  string              // where it listens, while it runs
 	proc *process            // nil while it is stopped
+	// notify is the socket where it says it is ready, as systemd's.
+	notify *net.UnixConn
 }
 
 // process is a server started.
@@ -240,6 +243,9 @@ func (s *service) start() {
 	if s.proc != nil {
 		return
 	}
+	if s.notify == nil {
+		s.notify = notifySocket(s.t)
+	}
 	log, err := os.OpenFile(s.log, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		s.t.Fatal(err)
@@ -247,7 +253,8 @@ func (s *service) start() {
 	defer log.Close() // the server has its own copy
 	var stdout lineBuffer
 	p := &process{cmd: exec.Command(s.argv[0], s.argv[1:]...), done: make(chan struct{})}
-	p.cmd.Dir, p.cmd.Env = "/", operatorEnv(s.t.TempDir()) // systemd's working directory
+	p.cmd.Dir = "/" // systemd's working directory
+	p.cmd.Env = append(operatorEnv(s.t.TempDir()), "NOTIFY_SOCKET="+s.notify.LocalAddr().String())
 	p.cmd.Stdout, p.cmd.Stderr = &stdout, log
 	// The server goes with the test, however the test ends.
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Credential: s.user, Pdeathsig: syscall.SIGKILL}
@@ -263,23 +270,59 @@ func (s *service) start() {
 		<-p.done
 	})
 	s.proc = p
-	// serve prints its TCP address first, then its socket's.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		url, _ := stdout.line("listening on ")
-		if _, onSocket := stdout.line("listening on unix socket "); onSocket {
-			s.url = url
+
+	// Started, for systemd, when it says READY=1.
+	ready := make(chan string, 1)
+	go func() {
+		buf := make([]byte, 256)
+		s.notify.SetReadDeadline(time.Now().Add(10 * time.Second))
+		n, err := s.notify.Read(buf)
+		if err != nil {
+			ready <- err.Error()
 			return
 		}
-		select {
-		case <-p.done:
-			s.t.Fatalf("ingot serve ended at start: %v\n%s", p.err, s.logTail())
-		case <-time.After(10 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			s.t.Fatalf("ingot serve did not listen within 10s\n%s", s.logTail())
+		ready <- string(buf[:n])
+	}()
+	select {
+	case <-p.done:
+		s.t.Fatalf("ingot serve ended at start: %v\n%s", p.err, s.logTail())
+	case state := <-ready:
+		if state != "READY=1" {
+			s.t.Fatalf("ingot serve said %q at start, want READY=1\n%s", state, s.logTail())
 		}
 	}
+	// It printed its address before it said so.
+	for deadline := time.Now().Add(10 * time.Second); s.url == ""; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			s.t.Fatal("ingot serve is ready but printed no address")
+		}
+		s.url, _ = stdout.line("listening on ")
+	}
+}
+
+// notifySocket is a socket such as systemd's $NOTIFY_SOCKET, that any user
+// may send to.
+func notifySocket(t *testing.T) *net.UnixConn {
+	dir, err := os.MkdirTemp("", "ingot-notify-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	path := filepath.Join(dir, "notify")
+	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: path, Net: "unixgram"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	for _, chmod := range []struct {
+		path string
+		mode os.FileMode
+	}{{dir, 0o755}, {path, 0o777}} {
+		if err := os.Chmod(chmod.path, chmod.mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return conn
 }
 
 // stop stops the server as systemd does, with SIGTERM, and wants it to
@@ -298,6 +341,11 @@ func (s *service) stop() {
 	case <-p.done:
 		if p.err != nil {
 			s.t.Fatalf("ingot serve ended with %v after SIGTERM\n%s", p.err, s.logTail())
+		}
+		s.notify.SetReadDeadline(time.Now().Add(time.Second)) // sent before it ended
+		buf := make([]byte, 256)
+		if n, err := s.notify.Read(buf); err != nil || string(buf[:n]) != "STOPPING=1" {
+			s.t.Fatalf("ingot serve said %q (%v) at SIGTERM, want STOPPING=1", buf[:n], err)
 		}
 	case <-time.After(45 * time.Second): // TimeoutStopSec of ingot.service
 		s.t.Fatalf("ingot serve did not stop within 45s of SIGTERM\n%s", s.logTail())

@@ -123,6 +123,9 @@ func serve(c *cli.Context, fileKeys []string) error {
 		if err != nil {
 			return err
 		}
+		if err := notifySystemd("READY=1"); err != nil {
+			log.Warn("telling systemd the server is ready", "error", err.Error())
+		}
 		return serveUntil(ctx, log, servers...)
 	})
 }
@@ -249,6 +252,9 @@ func serveUntil(ctx context.Context, log *slog.Logger, servers ...listening) err
 	case <-ctx.Done():
 	}
 	log.Info("shutting down: finishing requests in flight", "timeout", shutdownTimeout.String())
+	if err := notifySystemd("STOPPING=1"); err != nil {
+		log.Warn("telling systemd the server is stopping", "error", err.Error())
+	}
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 	defer cancel()
 	var errs []error
