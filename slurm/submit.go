@@ -118,11 +118,17 @@ var gpuSpec = regexp.MustCompile(`^(?:gres[:/])?gpu(?::[^:,]+)?:(\d+)$`)
 
 // gpus is the job's GPUs, from its per-node, per-job and per-task TRES.
 func (s Submission) gpus(nodes, tasks int64) (int64, error) {
+	return gpuCount(s.TRESPerNode, s.TRESPerJob, s.TRESPerTask, nodes, tasks)
+}
+
+// gpuCount is the GPUs of a job's request: per node × nodes, per job, and
+// per task × tasks.
+func gpuCount(perNode, perJob, perTask string, nodes, tasks int64) (int64, error) {
 	var total int64
 	for _, f := range []struct {
 		name, value string
 		times       int64
-	}{{"tres_per_node", s.TRESPerNode, nodes}, {"tres_per_job", s.TRESPerJob, 1}, {"tres_per_task", s.TRESPerTask, tasks}} {
+	}{{"tres_per_node", perNode, nodes}, {"tres_per_job", perJob, 1}, {"tres_per_task", perTask, tasks}} {
 		if unset(f.value) == "" {
 			continue
 		}
