@@ -1,6 +1,7 @@
 package slurm
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -156,6 +157,9 @@ func (s Submission) memory(nodes, cpus int64) (int64, error) {
 		return 0, nil
 	}
 	v, err := strconv.ParseUint(s.MinMemory, 10, 64)
+	if errors.Is(err, strconv.ErrRange) {
+		return 0, nil // NO_VAL64 as a Lua double prints as 2^64
+	}
 	if err != nil {
 		return 0, fmt.Errorf("slurm: pn_min_memory %q is not a whole number", excerpt(s.MinMemory))
 	}

@@ -16,7 +16,7 @@ func TestSubmissionRequest(t *testing.T) {
 		seconds, cpus, gpus, memory int64
 		err                         string
 	}{
-		{name: "sbatch -n 4 -t 10", s: Submission{TimeLimit: "10", MinCPUs: "4", NumTasks: "4", CPUsPerTask: unsetPerTask, MinNodes: unsetNum, MinMemory: "18446744073709551614"}, seconds: 600, cpus: 4},
+		{name: "sbatch -n 4 -t 10", s: Submission{TimeLimit: "10", MinCPUs: "4", NumTasks: "4", CPUsPerTask: unsetPerTask, MinNodes: unsetNum, MinMemory: "18446744073709551616"}, seconds: 600, cpus: 4},
 		{name: "sbatch -c 2 -t 1:00:00", s: Submission{TimeLimit: "60", MinCPUs: "2", NumTasks: unsetTasks, CPUsPerTask: "2"}, seconds: 3600, cpus: 2},
 		{name: "srun -n1 true, partition default 30", s: Submission{TimeLimit: unsetNum, PartitionDefaultTime: unsetNum, PartitionMaxTime: "30", MinCPUs: "1", NumTasks: "1"}, seconds: 1800, cpus: 1},
 		{name: "srun -n1 true, MaxTime=INFINITE", s: Submission{TimeLimit: unsetNum, PartitionDefaultTime: unsetNum, PartitionMaxTime: "4294967295", MinCPUs: "1"}, err: "no time limit"},

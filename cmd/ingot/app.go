@@ -94,6 +94,7 @@ func appWithoutCommonFlags(stdout, stderr io.Writer) *cli.App {
 			rateCommands(), policyCommands(), quoteCommands(), lienCommands(), chargeCommands(), reservationCommands(), hfsCommands(),
 			clientCommands(),
 			serveCommands(),
+			slurmCommands(),
 			versionCommands(),
 			completionCommands(),
 		),
