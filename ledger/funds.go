@@ -311,7 +311,7 @@ func activeMachine(tx Tx, name string) error {
 		return err
 	}
 	if !ok {
-		return fmt.Errorf("%w: no machine named %q", ErrNotFound, name)
+		return fmt.Errorf("%w: no machine named %s", ErrNotFound, Excerpt(name))
 	}
 	if !m.Active {
 		return fmt.Errorf("%w: machine %q is deactivated", ErrInactive, name)

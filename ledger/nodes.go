@@ -147,7 +147,7 @@ func GetNode(tx Tx, name string) (Node, error) {
 		return Node{}, err
 	}
 	if !ok {
-		return Node{}, fmt.Errorf("%w: no node named %q", ErrNotFound, name)
+		return Node{}, fmt.Errorf("%w: no node named %s", ErrNotFound, Excerpt(name))
 	}
 	return n, nil
 }
@@ -195,7 +195,7 @@ func checkPolicy(name string, p Policy) error {
 			return bad("dynamic quota %s is not a fraction between 0 and 1", p.Quota)
 		}
 	default:
-		return bad("unknown quota kind %q (static, dynamic or shares)", p.QuotaKind)
+		return bad("unknown quota kind %s (static, dynamic or shares)", Excerpt(string(p.QuotaKind)))
 	}
 	if !strings.Contains(name, ".") && p.QuotaKind != QuotaNone {
 		return bad("an account takes its whole pool; quotas are for projects")

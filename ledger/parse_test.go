@@ -3,6 +3,8 @@ package ledger
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -156,4 +158,41 @@ func mustJSON(t *testing.T, v any) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// TestExcerpt: an input is quoted whole when short; a long one by its
+// first 64 characters and its length, cut between characters.
+func TestExcerpt(t *testing.T) {
+	long := strings.Repeat("é", 5000)
+	for _, tc := range []struct{ in, want string }{
+		{"chem", `"chem"`},
+		{"a\x1bb", `"a\x1bb"`},
+		{strings.Repeat("x", 64), `"` + strings.Repeat("x", 64) + `"`},
+		{strings.Repeat("x", 65), `"` + strings.Repeat("x", 64) + `"… (65 characters)`},
+		{long, `"` + strings.Repeat("é", 64) + `"… (5000 characters)`},
+	} {
+		if got := Excerpt(tc.in); got != tc.want {
+			t.Errorf("Excerpt(%.20q) = %s, want %s", tc.in, got, tc.want)
+		}
+	}
+}
+
+// TestValidationErrorsDoNotEchoHugeInput: each check of a name, amount,
+// time or kind names the problem with an excerpt of the input.
+func TestValidationErrorsDoNotEchoHugeInput(t *testing.T) {
+	huge := strings.Repeat("x", 5000)
+	now := time.Now()
+	for name, err := range map[string]error{
+		"node name":    CheckNodeName(huge),
+		"bad node":     CheckNodeName("chem." + huge + "!"),
+		"machine name": CheckMachineName(huge),
+		"user name":    CheckUserName(huge),
+		"amount":       func() error { _, err := ParseAmount(huge, 2); return err }(),
+		"time":         func() error { _, err := ParseTime(huge, now, time.UTC); return err }(),
+		"kind":         func() error { _, err := ParseKind(huge); return err }(),
+	} {
+		if err == nil || len(err.Error()) > 400 || !strings.Contains(err.Error(), "characters)") {
+			t.Errorf("%s: error of %d bytes: %.300v", name, len(fmt.Sprint(err)), err)
+		}
+	}
 }

@@ -19,9 +19,9 @@ func (k nodeKind) check(name string) error {
 	isAccount := !strings.Contains(name, ".")
 	switch {
 	case k == "account" && !isAccount:
-		return usageError{fmt.Sprintf("%q is a project name; accounts have no dot (use `ingot project`)", name)}
+		return usageError{fmt.Sprintf("%s is a project name; accounts have no dot (use `ingot project`)", ledger.Excerpt(name))}
 	case k == "project" && isAccount:
-		return usageError{fmt.Sprintf("%q is an account name; a project is named ACCOUNT.PROJECT, e.g. %s.lab1", name, name)}
+		return usageError{fmt.Sprintf("%s is an account name; a project is named ACCOUNT.PROJECT, e.g. chem.lab1 in account chem", ledger.Excerpt(name))}
 	}
 	return nil
 }
@@ -232,7 +232,7 @@ var plainNumber = regexp.MustCompile(`^-?[0-9]{1,16}(\.[0-9]{1,18})?$`)
 
 func parseNumber(flag, s string) (decimal.Decimal, error) {
 	if !plainNumber.MatchString(s) {
-		return decimal.Decimal{}, usageError{fmt.Sprintf("--%s %q: want a plain number like 100 or 0.25", flag, s)}
+		return decimal.Decimal{}, usageError{fmt.Sprintf("--%s %s: want a plain number like 100 or 0.25", flag, ledger.Excerpt(s))}
 	}
 	return decimal.NewFromString(s)
 }
@@ -246,7 +246,7 @@ func applyPolicyFlags(c *cli.Context, p *ledger.Policy) error {
 		} else {
 			kind, value, ok := strings.Cut(q, ":")
 			if !ok {
-				return usageError{fmt.Sprintf("--quota %q: want static:CREDITS, dynamic:FRACTION, shares:WEIGHT or none", q)}
+				return usageError{fmt.Sprintf("--quota %s: want static:CREDITS, dynamic:FRACTION, shares:WEIGHT or none", ledger.Excerpt(q))}
 			}
 			v, err := parseNumber("quota", value)
 			if err != nil {
