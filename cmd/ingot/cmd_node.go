@@ -26,6 +26,14 @@ func (k nodeKind) check(name string) error {
 	return nil
 }
 
+// withArticle is the kind after its indefinite article: "an account".
+func (k nodeKind) withArticle() string {
+	if k == "account" {
+		return "an account"
+	}
+	return "a project"
+}
+
 // nameArg is the command's one NAME argument, checked for this kind.
 func (k nodeKind) nameArg(c *cli.Context) (string, error) {
 	a, err := args(c, "NAME")
@@ -45,7 +53,7 @@ func nodeCommand(kind nodeKind) *cli.Command {
 		policyFlags = projectPolicyFlags()
 	}
 	common := []cli.Flag{
-		&cli.StringFlag{Name: "description", Aliases: []string{"d"}},
+		descriptionFlag(fmt.Sprintf("the %s (list and show print it)", kind)),
 		&cli.BoolFlag{Name: "any-user", Usage: "admit jobs of users who are not members (--any-user=false to stop)"},
 	}
 	list := "list accounts"
@@ -56,11 +64,11 @@ func nodeCommand(kind nodeKind) *cli.Command {
 		Name:  string(kind),
 		Usage: fmt.Sprintf("create, list, show, modify and deactivate %ss", kind),
 		Subcommands: []*cli.Command{
-			{Name: "create", Usage: "create a " + string(kind), ArgsUsage: "NAME", Flags: append(common, policyFlags...), Action: kind.create},
+			{Name: "create", Usage: "create " + kind.withArticle(), ArgsUsage: "NAME", Flags: append(common, policyFlags...), Action: kind.create},
 			{Name: "list", Usage: list, ArgsUsage: "[NAME]", Action: kind.list},
 			{Name: "show", Usage: "show one " + string(kind), ArgsUsage: "NAME", Action: kind.show},
-			{Name: "modify", Usage: "change a " + string(kind), ArgsUsage: "NAME", Flags: append(common, policyFlags...), Action: kind.modify},
-			{Name: "deactivate", Usage: "stop a " + string(kind) + " and everything under it from taking part in changes", ArgsUsage: "NAME", Action: kind.deactivate},
+			{Name: "modify", Usage: "change " + kind.withArticle(), ArgsUsage: "NAME", Flags: append(common, policyFlags...), Action: kind.modify},
+			{Name: "deactivate", Usage: "stop " + kind.withArticle() + " and everything under it from taking part in changes", ArgsUsage: "NAME", Action: kind.deactivate},
 		},
 	}
 	if kind == "project" {

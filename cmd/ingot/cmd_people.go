@@ -11,13 +11,13 @@ import (
 
 func peopleCommands() []*cli.Command {
 	userFlags := []cli.Flag{
-		&cli.StringFlag{Name: "description", Aliases: []string{"d"}},
+		descriptionFlag("the user (user list shows it)"),
 		&cli.StringFlag{Name: "default-project", Usage: "project charged when a job names none"},
 		&cli.StringSliceFlag{Name: "member", Usage: "make a member of `NODE` (repeatable)"},
 		&cli.StringSliceFlag{Name: "manager", Usage: "make a manager of `NODE` (repeatable)"},
 	}
 	machineFlags := []cli.Flag{
-		&cli.StringFlag{Name: "description", Aliases: []string{"d"}},
+		descriptionFlag("the machine (machine list shows it)"),
 		&cli.Int64Flag{Name: "cores", Usage: "cores per node"},
 		&cli.Int64Flag{Name: "memory-mb", Usage: "memory per node, MB"},
 		&cli.Int64Flag{Name: "gpus", Usage: "GPUs per node"},

@@ -15,7 +15,6 @@ import (
 )
 
 func rateCommands() []*cli.Command {
-	description := &cli.StringFlag{Name: "description", Aliases: []string{"d"}}
 	return []*cli.Command{{
 		Name:  "rate",
 		Usage: "show and change the rate table (Gold's charge rates, time-of-day and day-of-week multipliers)",
@@ -25,7 +24,7 @@ func rateCommands() []*cli.Command {
 				Name:      "add",
 				Usage:     "add or replace a rate: `rate add VBR Processors 1`, `rate add NBM QualityOfService=premium 2`",
 				ArgsUsage: "TYPE NAME[=INSTANCE] RATE",
-				Flags:     []cli.Flag{description},
+				Flags:     []cli.Flag{descriptionFlag("the rate (rate list shows it)")},
 				Action:    rateAdd,
 			},
 			{Name: "delete", Usage: "remove a rate", ArgsUsage: "TYPE NAME[=INSTANCE]", Action: rateDelete},

@@ -1,8 +1,12 @@
 package main
 
 import (
+	"bytes"
+	"io"
 	"strings"
 	"testing"
+
+	"github.com/urfave/cli/v2"
 )
 
 // The tests of this file are issue 30's: a command line that never
@@ -34,5 +38,31 @@ func TestHugeInputIsNotEchoed(t *testing.T) {
 				t.Errorf("the message has %d bytes:\n%.500s", len(out), out)
 			}
 		})
+	}
+}
+
+// TestEveryFlagHasHelp: every flag of every command says what it does in
+// --help, and no usage line says "a account".
+func TestEveryFlagHasHelp(t *testing.T) {
+	var walk func(path string, cmds []*cli.Command)
+	walk = func(path string, cmds []*cli.Command) {
+		for _, c := range cmds {
+			name := path + " " + c.Name
+			if strings.Contains(c.Usage, "a account") {
+				t.Errorf("%s: usage %q", name, c.Usage)
+			}
+			for _, f := range c.Flags {
+				if df, ok := f.(cli.DocGenerationFlag); ok && df.GetUsage() == "" {
+					t.Errorf("%s --%s has no help text", name, f.Names()[0])
+				}
+			}
+			walk(name, c.Subcommands)
+		}
+	}
+	walk("ingot", newApp(io.Discard, io.Discard).Commands)
+	var out bytes.Buffer
+	run([]string{"ingot", "account", "--help"}, &out, &out)
+	if !strings.Contains(out.String(), "create an account") {
+		t.Errorf("ingot account --help:\n%s", &out)
 	}
 }
