@@ -147,12 +147,41 @@ var localLayouts = []string{
 	"2006-01-02T15:04:05",
 }
 
+// EarliestTime is the earliest time the bank takes as input. No bank holds
+// anything older, so an earlier date is a typo; and Go's zero time (year
+// 1) stands for "not given" throughout the bank (a deposit's start is then
+// now, its end never), so a date the operator typed must never be read as
+// one.
+var EarliestTime = time.Date(1970, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// checkGiven refuses a time that was given (not zero) but is before
+// EarliestTime; what names it in the message.
+func checkGiven(what string, t time.Time) error {
+	if t.IsZero() || !t.Before(EarliestTime) {
+		return nil
+	}
+	return tooEarly(what, t.UTC().Format(time.RFC3339))
+}
+
+func tooEarly(what, t string) error {
+	return fmt.Errorf("%w: %s %s is before %s, earlier than any bank: a typo in the year?", ErrInvalid, what, t, EarliestTime.Format(time.DateOnly))
+}
+
 var relativeTime = regexp.MustCompile(`^now([+-])([0-9]{1,9})([smhdw])$`)
 
 // ParseTime reads a point in time: "now", "now-2h", "now+30d" (units s, m,
 // h, d, w), RFC 3339 ("2026-11-22T05:00:00Z"), or a local date or date and
-// time ("2026-11-22", "2026-11-22 14:30"), read in loc. The result is UTC.
+// time ("2026-11-22", "2026-11-22 14:30"), read in loc. The result is UTC,
+// and never before EarliestTime.
 func ParseTime(s string, now time.Time, loc *time.Location) (time.Time, error) {
+	t, err := parseTime(s, now, loc)
+	if err == nil && t.Before(EarliestTime) {
+		return time.Time{}, tooEarly("time", Excerpt(s))
+	}
+	return t, err
+}
+
+func parseTime(s string, now time.Time, loc *time.Location) (time.Time, error) {
 	if s == "now" {
 		return now.UTC(), nil
 	}

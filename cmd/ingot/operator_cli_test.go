@@ -2,11 +2,15 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/ingot-hpc/ingot/ledger"
 )
 
 // The tests of this file are issue 30's: a command line that never
@@ -65,4 +69,30 @@ func TestEveryFlagHasHelp(t *testing.T) {
 	if !strings.Contains(out.String(), "create an account") {
 		t.Errorf("ingot account --help:\n%s", &out)
 	}
+}
+
+// TestDepositDatesAreUsedOrRefused: a start or end that is given is used
+// or refused with a reason, never read as "now" or "never"; and an
+// allocation that has already ended is refused (a typo in the year, not a
+// grant: its credits could never be spent, and the journal keeps it for
+// good).
+func TestDepositDatesAreUsedOrRefused(t *testing.T) {
+	b := newCLIBank(t)
+	b.ok("account", "create", "chem")
+	b.refused(t, exitUsage, "before 1970-01-01", "deposit", "chem", "5", "--start", "0001-01-01")
+	b.refused(t, exitUsage, "before 1970-01-01", "deposit", "chem", "5", "--end", "0001-01-01")
+	b.refused(t, exitUsage, "before 1970-01-01", "deposit", "chem", "5", "--start", "1900-06-01T00:00:00Z")
+	b.refused(t, exitUsage, "has already ended", "deposit", "chem", "5", "--end", "2020-12-31")
+	b.refused(t, exitUsage, "has already ended", "deposit", "chem", "5", "--start", "now-2d", "--end", "now-1d")
+	var r struct {
+		Allocations []ledger.Allocation `json:"allocations"`
+	}
+	b.json(&r, "deposit", "chem", "5", "--start", "1999-01-01T00:00:00Z")
+	if got := r.Allocations[0].Start; !got.Equal(time.Date(1999, 1, 1, 0, 0, 0, 0, time.UTC)) {
+		t.Errorf("a start given as 1999-01-01 is stored as %s", got)
+	}
+	b.json(&r, "deposit", "chem", "5", "--end", "now+1s")
+	time.Sleep(1100 * time.Millisecond)
+	b.refused(t, exitUsage, fmt.Sprintf("allocation %d of chem has already ended", r.Allocations[0].ID),
+		"deposit", "chem", "5", "--allocation", fmt.Sprint(r.Allocations[0].ID))
 }

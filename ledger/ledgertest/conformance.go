@@ -238,6 +238,9 @@ func testDepositRefusals(t *testing.T, open OpenStore) {
 	b.MustNode("bio")
 	other := b.MustDeposit("bio", "10", time.Time{})
 	now := b.Clock.Now()
+	ending := b.MustDeposit("chem", "10", now.Add(time.Hour))
+	b.Clock.Advance(time.Hour)
+	now = b.Clock.Now()
 	for _, tc := range []struct {
 		name string
 		spec ledger.DepositSpec
@@ -256,6 +259,14 @@ func testDepositRefusals(t *testing.T, open OpenStore) {
 		{"unknown machine", ledger.DepositSpec{Account: "chem", Amount: Dec(t, "1"), Machine: "nope"}, ledger.ErrNotFound},
 		{"top-up with terms", ledger.DepositSpec{Account: "chem", Amount: Dec(t, "1"), Allocation: id, End: now.Add(time.Hour)}, ledger.ErrInvalid},
 		{"top-up of another account's allocation", ledger.DepositSpec{Account: "chem", Amount: Dec(t, "1"), Allocation: other}, ledger.ErrNotFound},
+		// Credits that could never be spent: a typo in a year, not a grant.
+		{"already ended", ledger.DepositSpec{Account: "chem", Amount: Dec(t, "1"), Start: now.Add(-48 * time.Hour), End: now.Add(-24 * time.Hour)}, ledger.ErrInvalid},
+		{"ends now", ledger.DepositSpec{Account: "chem", Amount: Dec(t, "1"), End: now}, ledger.ErrInvalid},
+		{"top-up of an ended allocation", ledger.DepositSpec{Account: "chem", Amount: Dec(t, "1"), Allocation: ending}, ledger.ErrInvalid},
+		// Year 1 is Go's zero time, "not given": a start or end before
+		// 1970 is a typo, refused rather than read as now or never.
+		{"start in year 1", ledger.DepositSpec{Account: "chem", Amount: Dec(t, "1"), Start: time.Date(1, 1, 1, 0, 0, 1, 0, time.UTC)}, ledger.ErrInvalid},
+		{"end in 1969", ledger.DepositSpec{Account: "chem", Amount: Dec(t, "1"), End: time.Date(1969, 12, 31, 0, 0, 0, 0, time.UTC)}, ledger.ErrInvalid},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			refusedWritesNothing(t, b, tc.want, func() error {
@@ -265,6 +276,10 @@ func testDepositRefusals(t *testing.T, open OpenStore) {
 		})
 	}
 	wantAmount(t, "chem amount", b.MustBalance("chem").Amount, "10")
+	// An allocation that starts later is fine, as is a past start.
+	if _, err := b.Deposit(context.Background(), b.Req(), ledger.DepositSpec{Account: "chem", Amount: Dec(t, "1"), Start: now.Add(-24 * time.Hour), End: now.Add(time.Second)}); err != nil {
+		t.Errorf("deposit that started yesterday and ends in a second: %v", err)
+	}
 }
 
 func testDepositAndTopUp(t *testing.T, open OpenStore) {
