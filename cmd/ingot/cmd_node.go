@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/shopspring/decimal"
@@ -84,7 +85,7 @@ func nodeCommand(kind nodeKind) *cli.Command {
 // projectPolicyFlags set a project's HFS policy (applyPolicyFlags reads them).
 func projectPolicyFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringFlag{Name: "quota", Usage: "HFS quota: static:CREDITS, dynamic:FRACTION, shares:WEIGHT or none"},
+		&cli.StringFlag{Name: "quota", Usage: "HFS quota: static:CREDITS, dynamic:FRACTION, shares:WEIGHT or none (in an account split by HFS, a new project needs one; none makes it without on purpose)"},
 		&cli.BoolFlag{Name: "accept-surplus", Usage: "may receive surplus from above (--accept-surplus=false to stop)"},
 		&cli.StringFlag{Name: "limit", Usage: "cap on what the subtree may be allocated (none to remove)"},
 		&cli.StringFlag{Name: "non-shared", Usage: "part of the own quota never lent as surplus"},
@@ -96,7 +97,9 @@ func (k nodeKind) create(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	spec := ledger.NodeSpec{Name: name, Description: c.String("description"), AnyUser: c.Bool("any-user")}
+	// --quota none says that a project of an account split by HFS is
+	// meant to have no quota; the ledger refuses one that merely lacks it.
+	spec := ledger.NodeSpec{Name: name, Description: c.String("description"), AnyUser: c.Bool("any-user"), NoQuota: c.String("quota") == none}
 	if err := applyPolicyFlags(c, &spec.Policy); err != nil {
 		return err
 	}
@@ -105,8 +108,49 @@ func (k nodeKind) create(c *cli.Context) error {
 		if err != nil {
 			return err
 		}
-		return showNode(c, n)
+		return showCreated(c, b, n)
 	})
+}
+
+// nodeWithShare is what `project create --json` prints: the node, and for
+// a project of an account split by HFS, its share now.
+type nodeWithShare struct {
+	ledger.Node
+	Share *ledger.NodeShare `json:"share,omitempty"`
+}
+
+// showCreated shows a new node and, for a project of an account split by
+// HFS, what HFS gives it now (as `hfs show` has it): a project whose quota
+// comes to nothing is seen when it is made, not when its first job is
+// refused. The node is made whatever happens here: a split that cannot be
+// read (a manager's scope below the account) is a note, not a failure.
+func showCreated(c *cli.Context, b bank, n ledger.Node) error {
+	if n.IsAccount() {
+		return showNode(c, n)
+	}
+	s, err := b.Shares(c.Context, n.Account())
+	if err != nil {
+		fmt.Fprintf(c.App.ErrWriter, "ingot: note: %s is made; its HFS share is not shown: %s\n", n.Name, message(err))
+		return showNode(c, n)
+	}
+	i := slices.IndexFunc(s.Nodes, func(ns ledger.NodeShare) bool { return ns.Name == n.Name })
+	if !s.HFS || i < 0 {
+		return showNode(c, n)
+	}
+	t := nodeTable(n)
+	t.data = nodeWithShare{Node: n, Share: &s.Nodes[i]}
+	f, err := outputFormat(c)
+	if err != nil {
+		return err
+	}
+	if err := write(c.App.Writer, f, t); err != nil || f == formatJSON {
+		return err
+	}
+	if f == formatTable {
+		fmt.Fprintln(c.App.Writer)
+	}
+	s.Nodes = s.Nodes[i : i+1]
+	return writeShares(c, f, s, b.precision(), true)
 }
 
 func (k nodeKind) modify(c *cli.Context) error {
@@ -205,7 +249,10 @@ func (k nodeKind) list(c *cli.Context) error {
 	})
 }
 
-func showNode(c *cli.Context, n ledger.Node) error {
+func showNode(c *cli.Context, n ledger.Node) error { return show(c, nodeTable(n)) }
+
+// nodeTable is a node as Field and Value rows.
+func nodeTable(n ledger.Node) table {
 	t := table{headers: []string{"Field", "Value"}, data: n}
 	t.add("Name", n.Name)
 	t.add("Kind", map[bool]string{true: "account", false: "project of " + n.Account()}[n.IsAccount()])
@@ -217,7 +264,7 @@ func showNode(c *cli.Context, n ledger.Node) error {
 	t.add("NonShared", n.Policy.NonShared.String())
 	t.add("Description", n.Description)
 	t.add("Created", localTime(n.Created))
-	return show(c, t)
+	return t
 }
 
 func quotaText(p ledger.Policy) string {
@@ -249,7 +296,7 @@ func parseNumber(flag, s string) (decimal.Decimal, error) {
 func applyPolicyFlags(c *cli.Context, p *ledger.Policy) error {
 	if c.IsSet("quota") {
 		q := c.String("quota")
-		if q == "none" {
+		if q == none {
 			p.QuotaKind, p.Quota = ledger.QuotaNone, decimal.Zero
 		} else {
 			kind, value, ok := strings.Cut(q, ":")

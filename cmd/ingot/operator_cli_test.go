@@ -96,3 +96,39 @@ func TestDepositDatesAreUsedOrRefused(t *testing.T) {
 	b.refused(t, exitUsage, fmt.Sprintf("allocation %d of chem has already ended", r.Allocations[0].ID),
 		"deposit", "chem", "5", "--allocation", fmt.Sprint(r.Allocations[0].ID))
 }
+
+// TestNewProjectInHFSAccount: a project made in an account split by HFS
+// without a quota is refused, saying how to give it one; made with one,
+// the command shows what HFS gives it now, in every format; --quota none
+// makes it without one on purpose, and shows its share of nothing.
+func TestNewProjectInHFSAccount(t *testing.T) {
+	b := newCLIBank(t)
+	b.ok("account", "create", "chem")
+	b.ok("deposit", "chem", "1000")
+	b.ok("project", "create", "chem.a", "--quota", "dynamic:0.5")
+	b.refused(t, exitUsage, "a project without a quota gets none of its own", "project", "create", "chem.b")
+	b.refused(t, exitUsage, "--quota shares:1", "project", "create", "chem.a.x", "-d", "a sub-project")
+
+	out := b.ok("project", "create", "chem.b", "--quota", "shares:1")
+	for _, want := range []string{"HFS split of chem: pool 1000.00", "chem.b  shares:1", "500.00"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("project create chem.b does not say %q:\n%s", want, out)
+		}
+	}
+	var created struct {
+		ledger.Node
+		Share ledger.NodeShare `json:"share"`
+	}
+	b.json(&created, "project", "create", "chem.c", "--quota", "none")
+	if created.Name != "chem.c" || created.Share.Name != "chem.c" || !created.Share.Quota.IsZero() {
+		t.Errorf("project create chem.c --quota none --json: %+v", created)
+	}
+	if out := b.ok("project", "create", "chem.a.x", "--quota", "dynamic:1", "-P"); !strings.Contains(out, "\nchem.a.x|dynamic:1|no|none|0|500.00|") {
+		t.Errorf("project create -P:\n%s", out)
+	}
+	// No HFS in an account: no share printed, no quota needed.
+	b.ok("account", "create", "bio")
+	if out := b.ok("project", "create", "bio.lab1"); strings.Contains(out, "HFS") {
+		t.Errorf("a project of an account without HFS shows a split:\n%s", out)
+	}
+}

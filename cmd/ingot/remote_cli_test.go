@@ -415,7 +415,7 @@ func TestRemoteManagerActsInItsSubtree(t *testing.T) {
 	mgr.ok("withdraw", "chem", "5")
 	mgr.ok("project", "create", "chem.lab2", "--quota", "dynamic:0.5")
 	mgr.ok("project", "policy", "chem.lab1", "--quota", "dynamic:0.5")
-	mgr.ok("project", "create", "chem.lab1.spectra")
+	mgr.ok("project", "create", "chem.lab1.spectra", "--quota", "shares:1")
 	mgr.ok("statement", "chem")
 	var balances []ledger.NodeBalance
 	mgr.json(&balances, "balance")

@@ -26,6 +26,7 @@ func Conformance(t *testing.T, open OpenStore) {
 	}{
 		{"Nodes", testNodes},
 		{"Policies", testPolicies},
+		{"NewProjectInHFSAccountNeedsQuota", testNewProjectQuota},
 		{"UsersAndMachines", testUsersAndMachines},
 		{"DepositRefusals", testDepositRefusals},
 		{"DepositAndTopUp", testDepositAndTopUp},
@@ -166,6 +167,63 @@ func testPolicies(t *testing.T, open OpenStore) {
 	}
 	if got, _ := b.Node(context.Background(), "phys.lab1"); !got.Policy.Quota.Equal(n.Policy.Quota) || !got.Policy.AcceptSurplus {
 		t.Errorf("stored policy = %+v", got.Policy)
+	}
+}
+
+// testNewProjectQuota: in an account split by HFS, a project made without
+// a quota would get nothing of its own, and its jobs would be refused
+// however much the account holds: it is refused unless NoQuota says it
+// is meant. An account without any HFS policy is not split, and takes
+// projects without quotas as before.
+func testNewProjectQuota(t *testing.T, open OpenStore) {
+	b := NewBank(t, open)
+	b.MustNode("chem", "chem.a", "phys")
+	b.MustDeposit("chem", "1000", time.Time{})
+	create := func(spec ledger.NodeSpec) error {
+		_, err := b.CreateNode(context.Background(), b.Req(), spec)
+		return err
+	}
+	if err := create(ledger.NodeSpec{Name: "chem.b"}); err != nil {
+		t.Fatalf("a project without a quota in an account without HFS: %v", err)
+	}
+	half := ledger.Policy{QuotaKind: ledger.QuotaDynamic, Quota: Dec(t, "0.5")}
+	if _, err := b.ModifyNode(context.Background(), b.Req(), "chem.a", ledger.NodeChange{Policy: &half}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		spec ledger.NodeSpec
+	}{
+		{"no quota", ledger.NodeSpec{Name: "chem.c"}},
+		{"no quota below a project", ledger.NodeSpec{Name: "chem.a.x"}},
+		{"surplus only, not said", ledger.NodeSpec{Name: "chem.c", Policy: ledger.Policy{AcceptSurplus: true}}},
+		// Its own policy would split phys, with itself at nothing.
+		{"the first policy of its account", ledger.NodeSpec{Name: "phys.x", Policy: ledger.Policy{Limit: ptr(Dec(t, "10"))}}},
+		{"no_quota with a quota", ledger.NodeSpec{Name: "chem.c", NoQuota: true, Policy: half}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			refusedWritesNothing(t, b, ledger.ErrInvalid, func() error { return create(tc.spec) })
+		})
+	}
+	for _, spec := range []ledger.NodeSpec{
+		{Name: "chem.c", NoQuota: true},
+		{Name: "chem.d", Policy: ledger.Policy{QuotaKind: ledger.QuotaShares, Quota: Dec(t, "1")}},
+		{Name: "chem.a.x", Policy: ledger.Policy{QuotaKind: ledger.QuotaDynamic, Quota: Dec(t, "1")}},
+		{Name: "phys.x"},
+		{Name: "bio"},
+	} {
+		if err := create(spec); err != nil {
+			t.Errorf("create %s: %v", spec.Name, err)
+		}
+	}
+	s, err := b.Shares(context.Background(), "chem")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range s.Nodes {
+		if want := map[string]string{"chem.c": "0", "chem.d": "500"}[n.Name]; want != "" {
+			wantAmount(t, n.Name+" quota", n.Quota, want)
+		}
 	}
 }
 
