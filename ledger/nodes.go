@@ -130,6 +130,33 @@ func (l *Ledger) DeactivateNode(ctx context.Context, req Request, name string) (
 	})
 }
 
+// ReactivateNode makes a deactivated node usable again, with the nodes
+// under it that were not deactivated on their own. A node inside a
+// deactivated one is refused until that one is reactivated: it would stay
+// unusable. Reactivating an active node changes nothing and journals
+// nothing (asking for what is so already).
+func (l *Ledger) ReactivateNode(ctx context.Context, req Request, name string) (Node, error) {
+	if err := CheckNodeName(name); err != nil {
+		return Node{}, err
+	}
+	return Mutate(ctx, l, req, KindNodeReactivate, name, func(w *Writer) (Node, error) {
+		n, err := GetNode(w.tx, name)
+		if err != nil {
+			return Node{}, err
+		}
+		if parent := ParentOf(name); parent != "" {
+			if _, err := ActiveNode(w.tx, parent); err != nil {
+				return Node{}, fmt.Errorf("reactivate %s: parent: %w (reactivate it first)", name, err)
+			}
+		}
+		if n.Active {
+			return n, nil
+		}
+		n.Active = true
+		return n, putNode(w, KindNodeReactivate, n)
+	})
+}
+
 func putNode(w *Writer, kind Kind, n Node) error {
 	if err := w.tx.PutNode(n); err != nil {
 		return err

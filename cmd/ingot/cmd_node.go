@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"regexp"
 	"slices"
@@ -63,17 +64,18 @@ func nodeCommand(kind nodeKind) *cli.Command {
 	}
 	cmd := &cli.Command{
 		Name:  string(kind),
-		Usage: fmt.Sprintf("create, list, show, modify and deactivate %ss", kind),
+		Usage: fmt.Sprintf("create, list, show, modify, deactivate and reactivate %ss", kind),
 		Subcommands: []*cli.Command{
 			{Name: "create", Usage: "create " + kind.withArticle(), ArgsUsage: "NAME", Flags: append(common, policyFlags...), Action: kind.create},
 			{Name: "list", Usage: list, ArgsUsage: "[NAME]", Action: kind.list},
 			{Name: "show", Usage: "show one " + string(kind), ArgsUsage: "NAME", Action: kind.show},
 			{Name: "modify", Usage: "change " + kind.withArticle(), ArgsUsage: "NAME", Flags: append(common, policyFlags...), Action: kind.modify},
 			{Name: "deactivate", Usage: "stop " + kind.withArticle() + " and everything under it from taking part in changes", ArgsUsage: "NAME", Action: kind.deactivate},
+			{Name: "reactivate", Usage: "make a deactivated " + string(kind) + " usable again, with what is under it (but what was deactivated on its own)", ArgsUsage: "NAME", Action: kind.reactivate},
 		},
 	}
 	if kind == "project" {
-		cmd.Usage = "create, list, show, modify, deactivate projects and set their HFS policy"
+		cmd.Usage = "create, list, show, modify, deactivate and reactivate projects and set their HFS policy"
 		cmd.Subcommands = append(cmd.Subcommands, &cli.Command{
 			Name: "policy", Usage: "set a project's HFS policy from the flags given (the others stay); without flags, show the project",
 			ArgsUsage: "NAME", Flags: projectPolicyFlags(), Action: kind.policy,
@@ -199,12 +201,21 @@ func (k nodeKind) policy(c *cli.Context) error {
 }
 
 func (k nodeKind) deactivate(c *cli.Context) error {
+	return k.setActive(c, bankService.DeactivateNode)
+}
+
+func (k nodeKind) reactivate(c *cli.Context) error {
+	return k.setActive(c, bankService.ReactivateNode)
+}
+
+// setActive deactivates or reactivates the node named, as change does.
+func (k nodeKind) setActive(c *cli.Context, change func(bankService, context.Context, ledger.Request, string) (ledger.Node, error)) error {
 	name, err := k.nameArg(c)
 	if err != nil {
 		return err
 	}
 	return withBank(c, func(b bank) error {
-		n, err := b.DeactivateNode(c.Context, request(c), name)
+		n, err := change(b.bankService, c.Context, request(c), name)
 		if err != nil {
 			return err
 		}

@@ -132,3 +132,44 @@ func TestNewProjectInHFSAccount(t *testing.T) {
 		t.Errorf("a project of an account without HFS shows a split:\n%s", out)
 	}
 }
+
+// TestReactivate: a deactivated account or project is reactivated, journaled
+// like its deactivation; a project inside a deactivated account waits for
+// the account; bad names and unknown nodes are refused and write nothing.
+func TestReactivate(t *testing.T) {
+	b := newCLIBank(t)
+	b.ok("account", "create", "chem")
+	b.ok("project", "create", "chem.lab1")
+	b.ok("project", "deactivate", "chem.lab1")
+	b.refused(t, exitRefused, "deactivated", "user", "add", "amy", "--member", "chem.lab1")
+	if out := b.ok("project", "reactivate", "chem.lab1"); !strings.Contains(out, "Active         yes") {
+		t.Errorf("project reactivate:\n%s", out)
+	}
+	b.ok("user", "add", "amy", "--member", "chem.lab1")
+	b.ok("project", "deactivate", "chem.lab1")
+	b.ok("account", "deactivate", "chem")
+	b.refused(t, exitRefused, `parent: ledger: inactive: node "chem" is deactivated (reactivate it first)`, "project", "reactivate", "chem.lab1")
+	b.refused(t, exitRefused, "deactivated", "deposit", "chem", "5")
+	b.ok("account", "reactivate", "chem")
+	b.ok("deposit", "chem", "5")
+	b.refused(t, exitRefused, "deactivated", "user", "modify", "amy", "--member", "chem.lab1")
+	b.ok("project", "reactivate", "chem.lab1")
+	for _, tc := range []struct {
+		args []string
+		code int
+		says string
+	}{
+		{[]string{"project", "reactivate", "chem.nope"}, exitNotFound, `no node named "chem.nope"`},
+		{[]string{"account", "reactivate", "chem.lab1"}, exitUsage, "is a project name"},
+		{[]string{"project", "reactivate", "chem"}, exitUsage, "is an account name"},
+		{[]string{"account", "reactivate", "Chem!"}, exitUsage, "lowercase letters"},
+		{[]string{"account", "reactivate"}, exitUsage, "takes 1 argument(s)"},
+	} {
+		b.refused(t, tc.code, tc.says, tc.args...)
+	}
+	var es []ledger.Entry
+	b.json(&es, "journal", "--kind", "node_reactivate")
+	if len(es) != 3 || es[1].Node != "chem" {
+		t.Errorf("reactivations in the journal: %+v", es)
+	}
+}

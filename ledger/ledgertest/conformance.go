@@ -27,6 +27,7 @@ func Conformance(t *testing.T, open OpenStore) {
 		{"Nodes", testNodes},
 		{"Policies", testPolicies},
 		{"NewProjectInHFSAccountNeedsQuota", testNewProjectQuota},
+		{"Reactivate", testReactivate},
 		{"UsersAndMachines", testUsersAndMachines},
 		{"DepositRefusals", testDepositRefusals},
 		{"DepositAndTopUp", testDepositAndTopUp},
@@ -224,6 +225,56 @@ func testNewProjectQuota(t *testing.T, open OpenStore) {
 		if want := map[string]string{"chem.c": "0", "chem.d": "500"}[n.Name]; want != "" {
 			wantAmount(t, n.Name+" quota", n.Quota, want)
 		}
+	}
+}
+
+// testReactivate: a deactivated account or project is reactivated, with a
+// journal entry of its own, and its subtree is usable again (but a node
+// deactivated on its own stays so); a node inside a deactivated one is
+// not reactivated before it; an active node is left as it is.
+func testReactivate(t *testing.T, open OpenStore) {
+	b := NewBank(t, open)
+	b.MustNode("chem", "chem.lab1", "chem.lab1.x", "chem.lab2")
+	ctx := context.Background()
+	for _, name := range []string{"chem.lab1", "chem.lab2", "chem"} {
+		if _, err := b.DeactivateNode(ctx, b.Req(), name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	refusedWritesNothing(t, b, ledger.ErrInactive, func() error {
+		_, err := b.ReactivateNode(ctx, b.Req(), "chem.lab1")
+		return err
+	})
+	refusedWritesNothing(t, b, ledger.ErrNotFound, func() error {
+		_, err := b.ReactivateNode(ctx, b.Req(), "nope")
+		return err
+	})
+	refusedWritesNothing(t, b, ledger.ErrInvalid, func() error {
+		_, err := b.ReactivateNode(ctx, b.Req(), "Chem!")
+		return err
+	})
+	for _, name := range []string{"chem", "chem.lab1"} {
+		n, err := b.ReactivateNode(ctx, b.Req(), name)
+		if err != nil || !n.Active {
+			t.Fatalf("reactivate %s: %+v, %v", name, n, err)
+		}
+	}
+	b.MustDeposit("chem", "10", time.Time{})
+	b.MustNode("chem.lab1.y")
+	refusedWritesNothing(t, b, ledger.ErrInactive, func() error {
+		_, err := b.CreateNode(ctx, b.Req(), ledger.NodeSpec{Name: "chem.lab2.y"})
+		return err
+	})
+	before := b.JournalLen()
+	if n, err := b.ReactivateNode(ctx, b.Req(), "chem.lab1"); err != nil || !n.Active {
+		t.Errorf("reactivate an active node: %+v, %v", n, err)
+	}
+	if after := b.JournalLen(); after != before {
+		t.Errorf("reactivating an active node wrote %d entries", after-before)
+	}
+	es, err := b.Journal(ctx, ledger.JournalFilter{Kinds: []ledger.Kind{ledger.KindNodeReactivate}})
+	if err != nil || len(es) != 2 || es[0].Node != "chem" || es[1].NodeState == nil || !es[1].NodeState.Active {
+		t.Errorf("reactivations journaled: %+v, %v", es, err)
 	}
 }
 

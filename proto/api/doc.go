@@ -32,6 +32,7 @@
 //		POST   /v1/nodes              NodeRequest        ledger.Node             admin, manager⁵
 //		POST   /v1/nodes/modify       Modify[NodeChange] ledger.Node             admin, manager⁵
 //		POST   /v1/nodes/deactivate   NameRequest        ledger.Node             admin, manager⁵
+//		POST   /v1/nodes/reactivate   NameRequest        ledger.Node             admin, manager⁵
 //		GET    /v1/users              -                  List of ledger.User     admin, manager⁴, user (itself)
 //		POST   /v1/users              UserRequest        ledger.User             admin
 //		POST   /v1/users/modify       Modify[UserChange] ledger.User             admin
@@ -78,7 +79,7 @@
 //	    the balances of the nodes of a manager's scope or of a user's
 //	    memberships.
 //	  - ⁵ a manager only on nodes strictly below the nodes of its scope: it
-//	    creates, changes and deactivates its projects, not the nodes it was
+//	    creates, changes, deactivates and reactivates its projects, not the nodes it was
 //	    given (their share is decided above them), and no account.
 //
 // Users, machines, rates, charge policies, refunds, the sweep and clients

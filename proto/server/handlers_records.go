@@ -48,6 +48,13 @@ func (s *Server) deactivateNode(c *call, n api.NameRequest) (ledger.Node, error)
 	return s.ledger.DeactivateNode(c.r.Context(), c.req, n.Name)
 }
 
+func (s *Server) reactivateNode(c *call, n api.NameRequest) (ledger.Node, error) {
+	if err := requireManagesBelow(c.client, "reactivate", n.Name); err != nil {
+		return ledger.Node{}, err
+	}
+	return s.ledger.ReactivateNode(c.r.Context(), c.req, n.Name)
+}
+
 func (s *Server) users(c *call, _ api.NoQuery) (api.List[ledger.User], error) {
 	return readable(c.r.Context(), s, c, s.ledger.Users, reach.user)
 }

@@ -34,7 +34,7 @@ func requireManages(c clients.Client, action string, nodes ...string) error {
 }
 
 // requireManagesBelow refuses a client that does not manage the node's
-// parent: a manager creates, changes and deactivates the projects below the
+// parent: a manager creates, changes, deactivates and reactivates the projects below the
 // nodes it manages, not those nodes themselves (their share among their
 // siblings is decided above them), and no account.
 func requireManagesBelow(c clients.Client, action, node string) error {

@@ -136,6 +136,7 @@ func (s *Server) table() []route {
 		change(api.PathNodes, managers, endpoint(s.createNode)),
 		change(api.PathNodeModify, managers, endpoint(s.modifyNode)),
 		change(api.PathNodeDeactivate, managers, endpoint(s.deactivateNode)),
+		change(api.PathNodeReactivate, managers, endpoint(s.reactivateNode)),
 		read(get, api.PathUsers, readers, endpoint(s.users)),
 		change(api.PathUsers, adminOnly, endpoint(s.addUser)),
 		change(api.PathUserModify, adminOnly, endpoint(s.modifyUser)),
