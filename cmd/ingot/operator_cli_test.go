@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -172,4 +173,47 @@ func TestReactivate(t *testing.T) {
 	if len(es) != 3 || es[1].Node != "chem" {
 		t.Errorf("reactivations in the journal: %+v", es)
 	}
+}
+
+// TestManagerAddsAndRemovesMembers: a manager of chem adds and removes
+// members of chem's projects through the server, and moves a member's
+// default project within chem; it is refused (403, exit 4, nothing
+// written) members of bio's projects, and a user's description and active
+// state, which every account shares.
+func TestManagerAddsAndRemovesMembers(t *testing.T) {
+	s := newRemoteRoles(t)
+	mgr := s.as("chemmgr")
+	mgr.ok("user", "modify", "bob", "--member", "chem.lab1")
+	mgr.ok("user", "modify", "bob", "--manager", "chem")
+	var users []ledger.User
+	mgr.json(&users, "user", "list")
+	if i := slices.IndexFunc(users, func(u ledger.User) bool { return u.Name == "bob" }); i < 0 || users[i].RoleIn("chem.lab1") != ledger.RoleMember || users[i].RoleIn("chem") != ledger.RoleManager {
+		t.Errorf("bob after the manager's changes: %+v", users)
+	}
+	mgr.ok("user", "modify", "bob", "--remove", "chem.lab1", "--remove", "chem")
+	// amy's default project is chem.lab1: her manager moves it as it
+	// removes her.
+	mgr.ok("user", "modify", "amy", "--remove", "chem.lab1", "--default-project", "")
+	mgr.ok("user", "modify", "amy", "--member", "chem.lab1", "--default-project", "chem.lab1")
+	for _, tc := range []struct {
+		says string
+		args []string
+	}{
+		{"client chemmgr (manager of chem) may not add user amy to bio.lab1: outside the subtrees it manages", []string{"user", "modify", "amy", "--member", "bio.lab1"}},
+		{"may not remove user bob from bio.lab1: outside the subtrees it manages", []string{"user", "modify", "bob", "--remove", "bio.lab1"}},
+		{"may not add user bob to bio: outside", []string{"user", "modify", "bob", "--manager", "bio"}},
+		{"may not change user bob's default project, now bio.lab1: outside", []string{"user", "modify", "bob", "--default-project", ""}},
+		{"may not make user amy's default project bio.lab1: outside", []string{"user", "modify", "amy", "--default-project", "bio.lab1"}},
+		{"may not change the description or active state of user amy", []string{"user", "modify", "amy", "-d", "left"}},
+		{"may not change the description or active state of user amy", []string{"user", "modify", "amy", "--active=false"}},
+		{"may not POST /v1/users", []string{"user", "add", "carl", "--member", "chem.lab1"}},
+	} {
+		s.refused(t, mgr, exitRefused, tc.says, tc.args...)
+	}
+	// A manager's bad input is the ledger's to refuse, as an admin's is.
+	s.refused(t, mgr, exitNotFound, `no user named "carl"`, "user", "modify", "carl", "--member", "chem.lab1")
+	s.refused(t, mgr, exitNotFound, `no node named "chem.nope"`, "user", "modify", "amy", "--member", "chem.nope")
+	s.refused(t, mgr, exitNotFound, `user amy is not a member of "chem.lab2"`, "user", "modify", "amy", "--remove", "chem.lab2")
+	s.refused(t, mgr, exitUsage, "default project chem.lab1: user amy is not a member", "user", "modify", "amy", "--remove", "chem.lab1")
+	s.ok("audit")
 }

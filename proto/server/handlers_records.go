@@ -63,7 +63,12 @@ func (s *Server) addUser(c *call, spec api.UserRequest) (ledger.User, error) {
 	return s.ledger.AddUser(c.r.Context(), c.req, spec)
 }
 
+// modifyUser changes a user: an admin's change, or a manager's change of
+// the memberships of its subtrees (requireManagesMemberships).
 func (s *Server) modifyUser(c *call, m api.Modify[ledger.UserChange]) (ledger.User, error) {
+	if err := s.requireManagesMemberships(c.r.Context(), c.client, m.Name, m.Change); err != nil {
+		return ledger.User{}, err
+	}
 	return s.ledger.ModifyUser(c.r.Context(), c.req, m.Name, m.Change)
 }
 

@@ -139,7 +139,7 @@ func (s *Server) table() []route {
 		change(api.PathNodeReactivate, managers, endpoint(s.reactivateNode)),
 		read(get, api.PathUsers, readers, endpoint(s.users)),
 		change(api.PathUsers, adminOnly, endpoint(s.addUser)),
-		change(api.PathUserModify, adminOnly, endpoint(s.modifyUser)),
+		change(api.PathUserModify, managers, endpoint(s.modifyUser)),
 		read(get, api.PathMachines, anyRole, endpoint(s.machines)),
 		change(api.PathMachines, adminOnly, endpoint(s.addMachine)),
 		change(api.PathMachineModify, adminOnly, endpoint(s.modifyMachine)),
