@@ -70,7 +70,8 @@ func nodeCommand(kind nodeKind) *cli.Command {
 			{Name: "list", Usage: list, ArgsUsage: "[NAME]", Action: kind.list},
 			{Name: "show", Usage: "show one " + string(kind), ArgsUsage: "NAME", Action: kind.show},
 			{Name: "modify", Usage: "change " + kind.withArticle(), ArgsUsage: "NAME", Flags: append(common, policyFlags...), Action: kind.modify},
-			{Name: "deactivate", Usage: "stop " + kind.withArticle() + " and everything under it from taking part in changes", ArgsUsage: "NAME", Action: kind.deactivate},
+			{Name: "deactivate", Usage: "stop " + kind.withArticle() + " and everything under it from taking part in changes (asks on a terminal)", ArgsUsage: "NAME",
+				Flags: []cli.Flag{yesFlag()}, Action: kind.deactivate},
 			{Name: "reactivate", Usage: "make a deactivated " + string(kind) + " usable again, with what is under it (but what was deactivated on its own)", ArgsUsage: "NAME", Action: kind.reactivate},
 		},
 	}
@@ -201,19 +202,27 @@ func (k nodeKind) policy(c *cli.Context) error {
 }
 
 func (k nodeKind) deactivate(c *cli.Context) error {
-	return k.setActive(c, bankService.DeactivateNode)
-}
-
-func (k nodeKind) reactivate(c *cli.Context) error {
-	return k.setActive(c, bankService.ReactivateNode)
-}
-
-// setActive deactivates or reactivates the node named, as change does.
-func (k nodeKind) setActive(c *cli.Context, change func(bankService, context.Context, ledger.Request, string) (ledger.Node, error)) error {
 	name, err := k.nameArg(c)
 	if err != nil {
 		return err
 	}
+	question := fmt.Sprintf("deactivate %s %s and everything under it? Its jobs, deposits and transfers are refused until `ingot %s reactivate %s`.", k, name, k, name)
+	if err := confirm(c, question); err != nil {
+		return err
+	}
+	return setActive(c, name, bankService.DeactivateNode)
+}
+
+func (k nodeKind) reactivate(c *cli.Context) error {
+	name, err := k.nameArg(c)
+	if err != nil {
+		return err
+	}
+	return setActive(c, name, bankService.ReactivateNode)
+}
+
+// setActive deactivates or reactivates the node named, as change does.
+func setActive(c *cli.Context, name string, change func(bankService, context.Context, ledger.Request, string) (ledger.Node, error)) error {
 	return withBank(c, func(b bank) error {
 		n, err := change(b.bankService, c.Context, request(c), name)
 		if err != nil {

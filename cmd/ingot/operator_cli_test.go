@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -12,6 +14,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/ingot-hpc/ingot/ledger"
+	"github.com/ingot-hpc/ingot/proto/clients"
 )
 
 // The tests of this file are issue 30's: a command line that never
@@ -216,4 +219,123 @@ func TestManagerAddsAndRemovesMembers(t *testing.T) {
 	s.refused(t, mgr, exitNotFound, `user amy is not a member of "chem.lab2"`, "user", "modify", "amy", "--remove", "chem.lab2")
 	s.refused(t, mgr, exitUsage, "default project chem.lab1: user amy is not a member", "user", "modify", "amy", "--remove", "chem.lab1")
 	s.ok("audit")
+}
+
+// onTerminal makes the command line believe a person types answer on a
+// terminal, for the rest of the test.
+func onTerminal(t *testing.T, answer string) {
+	saved := console
+	console = func() (io.Reader, bool) { return strings.NewReader(answer), true }
+	t.Cleanup(func() { console = saved })
+}
+
+// TestDestructiveCommandsAsk: on a terminal, each destructive command asks
+// and does nothing (exit 4) without a y or yes; --yes, or standard input
+// that is not a terminal (a script), asks nothing.
+func TestDestructiveCommandsAsk(t *testing.T) {
+	b := newCLIBank(t)
+	b.ok("account", "create", "chem")
+	b.ok("project", "create", "chem.lab1")
+	b.ok("user", "add", "amy", "--member", "chem.lab1")
+	b.ok("machine", "add", "hpc1")
+	b.ok("rate", "add", "NBM", "QualityOfService=premium", "2")
+	b.ok("rate", "window", "add", "night", "--start", "20:00", "--end", "06:00", "--multiplier", "0.5")
+	b.ok("policy", "set", "DEBITALLCPU", "--machine", "hpc1")
+	b.ok("policy", "fallback", "chem", "--project", "chem.lab1")
+	keys := t.TempDir()
+	b.ok("client", "add", "slurm", "--role", "scheduler", "--scope", "hpc1", "--key-out", filepath.Join(keys, "slurm.key"))
+	var list []clients.Client
+	b.json(&list, "client", "list")
+	table := filepath.Join(keys, "rates.json")
+	if err := os.WriteFile(table, []byte(b.ok("rate", "list", "--json")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	destructive := []struct {
+		args []string
+		asks string
+	}{
+		{[]string{"user", "modify", "amy", "--active=false"}, "deactivate user amy?"},
+		{[]string{"machine", "modify", "hpc1", "--active=false"}, "deactivate machine hpc1?"},
+		{[]string{"client", "revoke", "slurm", list[0].Keys[0].ID}, "revoke key " + list[0].Keys[0].ID + " of client slurm?"},
+		{[]string{"rate", "delete", "NBM", "QualityOfService=premium"}, "delete rate NBM QualityOfService=premium?"},
+		{[]string{"rate", "window", "delete", "night"}, "delete window night?"},
+		{[]string{"rate", "set", table}, "replace the whole rate table with " + table + "?"},
+		{[]string{"policy", "set", "none", "--machine", "hpc1"}, "remove the charge policy of machine hpc1?"},
+		{[]string{"policy", "fallback", "none", "--project", "chem.lab1"}, "remove the fallback of project chem.lab1?"},
+		{[]string{"project", "deactivate", "chem.lab1"}, "deactivate project chem.lab1 and everything under it?"},
+		{[]string{"account", "deactivate", "chem"}, "deactivate account chem and everything under it?"},
+	}
+	for _, answer := range []string{"n\n", "\n", "", "no\n", "yy\n"} {
+		onTerminal(t, answer)
+		for _, d := range destructive {
+			b.refused(t, exitRefused, "not confirmed: nothing changed", d.args...)
+			if out, _ := b.run(d.args...); !strings.Contains(out, d.asks+" ") || !strings.Contains(out, "[y/N]") {
+				t.Errorf("ingot %s on a terminal asks:\n%s", strings.Join(d.args, " "), out)
+			}
+		}
+	}
+	for i, d := range destructive {
+		answer := []string{"y\n", "yes\n", "Y\n", " YES \n", "y"}[i%5]
+		onTerminal(t, answer)
+		if out := b.ok(d.args...); !strings.Contains(out, "[y/N]") {
+			t.Errorf("ingot %s: answered %q:\n%s", strings.Join(d.args, " "), answer, out)
+		}
+	}
+	// --yes, or no terminal: nothing asked.
+	b.ok("user", "modify", "amy", "--active")
+	onTerminal(t, "")
+	if out := b.ok("user", "modify", "amy", "--active=false", "--yes"); strings.Contains(out, "[y/N]") {
+		t.Errorf("--yes asked:\n%s", out)
+	}
+	console = func() (io.Reader, bool) { return strings.NewReader(""), false }
+	b.ok("user", "modify", "amy", "--active")
+	if out := b.ok("user", "modify", "amy", "--active=false"); strings.Contains(out, "[y/N]") {
+		t.Errorf("no terminal, but asked:\n%s", out)
+	}
+	// What is not destructive does not ask.
+	onTerminal(t, "")
+	b.ok("account", "reactivate", "chem")
+	b.ok("user", "modify", "amy", "--active")
+	b.ok("deposit", "chem", "10")
+	b.ok("withdraw", "chem", "5")
+}
+
+// TestDestructiveCommandsAskThroughTheServer: the command line asks before
+// it sends the request.
+func TestDestructiveCommandsAskThroughTheServer(t *testing.T) {
+	s := newRemoteRoles(t)
+	mgr := s.as("chemmgr")
+	onTerminal(t, "n\n")
+	s.refused(t, mgr, exitRefused, "not confirmed", "project", "deactivate", "chem.lab1")
+	onTerminal(t, "y\n")
+	mgr.ok("project", "deactivate", "chem.lab1")
+}
+
+// TestStdinIsTerminal: /dev/null is a character device, as a terminal is,
+// and is what cron, systemd and go test give a command: it is not one. Nor
+// is a pipe or a file.
+func TestStdinIsTerminal(t *testing.T) {
+	null, err := os.Open(os.DevNull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer null.Close()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	file, err := os.Create(filepath.Join(t.TempDir(), "answer"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer file.Close()
+	defer func(saved *os.File) { os.Stdin = saved }(os.Stdin)
+	for _, f := range []*os.File{null, r, file} {
+		os.Stdin = f
+		if stdinIsTerminal() {
+			t.Errorf("%s is taken for a terminal", f.Name())
+		}
+	}
 }
