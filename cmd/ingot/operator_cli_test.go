@@ -339,3 +339,18 @@ func TestStdinIsTerminal(t *testing.T) {
 		}
 	}
 }
+
+// TestProjectOfAManagerBelowItsAccount: a manager whose scope is a project
+// makes a sub-project in an account split by HFS; it does not read the
+// account's split, so the project is made and a note says its share is not
+// shown.
+func TestProjectOfAManagerBelowItsAccount(t *testing.T) {
+	s := newRemoteRoles(t)
+	s.ok("project", "policy", "chem.lab1", "--quota", "dynamic:1")
+	lab := s.addClient("labmgr", "manager", "chem.lab1")
+	out := lab.ok("project", "create", "chem.lab1.x", "--quota", "shares:1")
+	if !strings.Contains(out, "note: chem.lab1.x is made; its HFS share is not shown: client labmgr (manager of chem.lab1) may not read chem") ||
+		!strings.Contains(out, "Name           chem.lab1.x") {
+		t.Errorf("project create by a manager of chem.lab1:\n%s", out)
+	}
+}
