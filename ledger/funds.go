@@ -70,7 +70,7 @@ func (l *Ledger) Deposit(ctx context.Context, req Request, spec DepositSpec) (Re
 			if a, err = accountAllocation(w.tx, spec.Account, spec.Allocation); err != nil {
 				return Receipt{}, err
 			}
-			if err := checkNotEnded(a.AllocationTerms, a.ID, w.now); err != nil {
+			if err := checkNotEnded(a.AllocationTerms, true, w.now); err != nil {
 				return Receipt{}, err
 			}
 		} else {
@@ -89,7 +89,7 @@ func (l *Ledger) Deposit(ctx context.Context, req Request, spec DepositSpec) (Re
 			}
 			a.AllocationTerms = AllocationTerms{ID: id, Account: spec.Account, CreditLimit: spec.CreditLimit,
 				Start: start, End: spec.End, Machine: spec.Machine, Description: spec.Description, Created: w.now}
-			if err := checkNotEnded(a.AllocationTerms, 0, w.now); err != nil {
+			if err := checkNotEnded(a.AllocationTerms, false, w.now); err != nil {
 				return Receipt{}, err
 			}
 			if !a.End.IsZero() && !a.End.After(a.Start) {
@@ -123,17 +123,17 @@ func (l *Ledger) checkDeposit(spec *DepositSpec) error {
 	return nil
 }
 
-// checkNotEnded refuses a deposit into an allocation that has ended by
-// now (id is the allocation topped up; 0 for a new one). Its credits could
-// never be spent, and the journal would keep them for good: such a
-// deposit is a typo in a year rather than a grant.
-func checkNotEnded(a AllocationTerms, id uint64, now time.Time) error {
+// checkNotEnded refuses a deposit into an allocation, topped up or new,
+// that has ended by now. Its credits could never be spent, and the journal
+// would keep them for good: such a deposit is a typo in a year rather
+// than a grant.
+func checkNotEnded(a AllocationTerms, topUp bool, now time.Time) error {
 	if a.End.IsZero() || a.End.After(now) {
 		return nil
 	}
 	which := "the new allocation"
-	if id != 0 {
-		which = fmt.Sprintf("allocation %d of %s", id, a.Account)
+	if topUp {
+		which = fmt.Sprintf("allocation %d of %s", a.ID, a.Account)
 	}
 	return fmt.Errorf("%w: deposit: %s has already ended (end %s, now %s): its credits could never be used; a typo in the year?",
 		ErrInvalid, which, a.End.Format(time.RFC3339), now.Format(time.RFC3339))

@@ -206,7 +206,7 @@ func (k nodeKind) deactivate(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	question := fmt.Sprintf("deactivate %s %s and everything under it? Its jobs, deposits and transfers are refused until `ingot %s reactivate %s`.", k, name, k, name)
+	question := fmt.Sprintf("deactivate %s %s and everything under it? Every job and change there is refused until `ingot %s reactivate %s`.", k, name, k, name)
 	if err := confirm(c, question); err != nil {
 		return err
 	}

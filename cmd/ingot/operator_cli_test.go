@@ -343,7 +343,7 @@ func TestStdinIsTerminal(t *testing.T) {
 // TestProjectOfAManagerBelowItsAccount: a manager whose scope is a project
 // makes a sub-project in an account split by HFS; it does not read the
 // account's split, so the project is made and a note says its share is not
-// shown.
+// shown. Without a quota it is refused through the server too.
 func TestProjectOfAManagerBelowItsAccount(t *testing.T) {
 	s := newRemoteRoles(t)
 	s.ok("project", "policy", "chem.lab1", "--quota", "dynamic:1")
@@ -353,4 +353,6 @@ func TestProjectOfAManagerBelowItsAccount(t *testing.T) {
 		!strings.Contains(out, "Name           chem.lab1.x") {
 		t.Errorf("project create by a manager of chem.lab1:\n%s", out)
 	}
+	s.refused(t, lab, exitUsage, "a project without a quota gets none of its own", "project", "create", "chem.lab1.y")
+	lab.ok("project", "create", "chem.lab1.y", "--quota", "none")
 }

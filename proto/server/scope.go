@@ -34,9 +34,9 @@ func requireManages(c clients.Client, action string, nodes ...string) error {
 }
 
 // requireManagesBelow refuses a client that does not manage the node's
-// parent: a manager creates, changes, deactivates and reactivates the projects below the
-// nodes it manages, not those nodes themselves (their share among their
-// siblings is decided above them), and no account.
+// parent: a manager creates, changes, deactivates and reactivates the
+// projects below the nodes it manages, not those nodes themselves (their
+// share among their siblings is decided above them), and no account.
 func requireManagesBelow(c clients.Client, action, node string) error {
 	if c.Role == clients.RoleAdmin {
 		return nil
