@@ -96,7 +96,7 @@ func exitCode(err error) int {
 	// rather than split between "not found" and "refused".
 	case errors.Is(err, ledger.ErrInactive), errors.Is(err, ledger.ErrExists), errors.Is(err, ledger.ErrRequestConflict),
 		errors.Is(err, lien.ErrNoProject), errors.Is(err, lien.ErrNotMember), errors.Is(err, lien.ErrAlreadyCharged),
-		errors.Is(err, lien.ErrRefund), errors.Is(err, lien.ErrQuote), errors.Is(err, lien.ErrReservation):
+		errors.Is(err, lien.ErrRefund), errors.Is(err, lien.ErrQuote), errors.Is(err, lien.ErrReservation), errors.Is(err, errNotConfirmed):
 		return exitRefused
 	case errors.Is(err, errAuditFailed):
 		return exitAudit

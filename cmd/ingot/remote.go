@@ -86,6 +86,10 @@ func (r remoteBank) DeactivateNode(ctx context.Context, req ledger.Request, name
 	return r.client.DeactivateNode(ctx, req.ID, name)
 }
 
+func (r remoteBank) ReactivateNode(ctx context.Context, req ledger.Request, name string) (ledger.Node, error) {
+	return r.client.ReactivateNode(ctx, req.ID, name)
+}
+
 func (r remoteBank) Users(ctx context.Context) ([]ledger.User, error) { return r.client.Users(ctx) }
 
 func (r remoteBank) AddUser(ctx context.Context, req ledger.Request, spec ledger.UserSpec) (ledger.User, error) {

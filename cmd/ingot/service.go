@@ -30,6 +30,7 @@ type bankService interface {
 	CreateNode(ctx context.Context, req ledger.Request, spec ledger.NodeSpec) (ledger.Node, error)
 	ModifyNode(ctx context.Context, req ledger.Request, name string, change ledger.NodeChange) (ledger.Node, error)
 	DeactivateNode(ctx context.Context, req ledger.Request, name string) (ledger.Node, error)
+	ReactivateNode(ctx context.Context, req ledger.Request, name string) (ledger.Node, error)
 
 	Users(ctx context.Context) ([]ledger.User, error)
 	AddUser(ctx context.Context, req ledger.Request, spec ledger.UserSpec) (ledger.User, error)
