@@ -3,6 +3,8 @@ package slurm
 import (
 	"fmt"
 	"strings"
+
+	"github.com/ingot-hpc/ingot/ledger"
 )
 
 // AssocFormat is the format list that ParseAssoc reads: `sacctmgr -P show
@@ -81,13 +83,13 @@ func (t Tree) Path(account string) (string, error) {
 	for a := account; ; {
 		p, ok := t.Parent[a]
 		if !ok {
-			return "", fmt.Errorf("slurm: account %s: not in the association tree", excerpt(a))
+			return "", fmt.Errorf("slurm: account %s: not in the association tree", ledger.Excerpt(a))
 		}
 		if p == "root" || p == "" {
 			break
 		}
 		if len(parts) > len(t.Parent) {
-			return "", fmt.Errorf("slurm: account %s: its parents form a loop", excerpt(account))
+			return "", fmt.Errorf("slurm: account %s: its parents form a loop", ledger.Excerpt(account))
 		}
 		parts = append(parts, p)
 		a = p

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ingot-hpc/ingot/charge"
+	"github.com/ingot-hpc/ingot/ledger"
 )
 
 // queueFields are the squeue -O fields that ParseQueue reads. None is
@@ -41,7 +42,7 @@ func ParseQueue(out string, loc *time.Location) (QueueJob, error) {
 	line := strings.TrimSuffix(strings.TrimRight(out, "\n"), "|")
 	fields := strings.Split(line, "|")
 	if strings.Contains(line, "\n") || len(fields) != len(queueFields) {
-		return QueueJob{}, fmt.Errorf("slurm: squeue printed %q, not one job of %d fields", excerpt(out), len(queueFields))
+		return QueueJob{}, fmt.Errorf("slurm: squeue printed %s, not one job of %d fields", ledger.Excerpt(out), len(queueFields))
 	}
 	f := make(map[string]string, len(fields))
 	for i, name := range queueFields {
@@ -49,7 +50,7 @@ func ParseQueue(out string, loc *time.Location) (QueueJob, error) {
 	}
 	j, err := queueJob(f, loc)
 	if err != nil {
-		return j, fmt.Errorf("slurm: squeue, job %s: %w", excerpt(f["JobID"]), err)
+		return j, fmt.Errorf("slurm: squeue, job %s: %w", ledger.Excerpt(f["JobID"]), err)
 	}
 	return j, nil
 }
@@ -102,7 +103,7 @@ func Duration(field, s string) (int64, error) {
 	case "UNLIMITED", "INFINITE", "NOT_SET", "Partition_Limit":
 		return 0, nil
 	}
-	bad := fmt.Errorf("%s %q is not a time as Slurm writes one ([D-]H:MM:SS)", field, excerpt(s))
+	bad := fmt.Errorf("%s %s is not a time as Slurm writes one ([D-]H:MM:SS)", field, ledger.Excerpt(s))
 	var days int64
 	if d, rest, ok := strings.Cut(s, "-"); ok {
 		n, err := strconv.ParseInt(d, 10, 64)

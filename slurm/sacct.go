@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/ingot-hpc/ingot/ledger"
 )
 
 // SacctFormat is the -o list that ParseSacct reads: `sacct -X -P -o
@@ -43,7 +45,7 @@ func ParseSacct(out string, loc *time.Location) ([]AcctJob, error) {
 	for i, r := range rows {
 		j, err := acctJob(r, loc)
 		if err != nil {
-			return nil, fmt.Errorf("slurm: sacct line %d (job %s): %w", i+2, excerpt(r["JobID"]), err)
+			return nil, fmt.Errorf("slurm: sacct line %d (job %s): %w", i+2, ledger.Excerpt(r["JobID"]), err)
 		}
 		jobs = append(jobs, j)
 	}
@@ -92,7 +94,7 @@ func parseTable(out string, want []string) ([]map[string]string, error) {
 	header := strings.Split(lines[0], "|")
 	for _, w := range want {
 		if !slices.Contains(header, w) {
-			return nil, fmt.Errorf("the header %q has no column %s", excerpt(lines[0]), w)
+			return nil, fmt.Errorf("the header %s has no column %s", ledger.Excerpt(lines[0]), w)
 		}
 	}
 	var rows []map[string]string
@@ -114,7 +116,7 @@ func parseTable(out string, want []string) ([]map[string]string, error) {
 func count(field, s string) (int64, error) {
 	n, err := strconv.ParseInt(s, 10, 64)
 	if err != nil || n < 0 {
-		return 0, fmt.Errorf("%s %q is not a whole number of at least 0", field, excerpt(s))
+		return 0, fmt.Errorf("%s %s is not a whole number of at least 0", field, ledger.Excerpt(s))
 	}
 	return n, nil
 }
@@ -126,7 +128,7 @@ func localTime(field, s string, loc *time.Location) (time.Time, error) {
 	}
 	t, err := time.ParseInLocation("2006-01-02T15:04:05", s, loc)
 	if err != nil {
-		return t, fmt.Errorf("%s %q is not a time as Slurm writes it (2006-01-02T15:04:05)", field, excerpt(s))
+		return t, fmt.Errorf("%s %s is not a time as Slurm writes it (2006-01-02T15:04:05)", field, ledger.Excerpt(s))
 	}
 	return t, nil
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/ingot-hpc/ingot/charge"
+	"github.com/ingot-hpc/ingot/ledger"
 )
 
 // Slurm's markers in a job description's numbers (slurm.h): a field not
@@ -139,11 +140,11 @@ func gpuCount(perNode, perJob, perTask string, nodes, tasks int64) (int64, error
 			}
 			m := gpuSpec.FindStringSubmatch(item)
 			if m == nil {
-				return 0, fmt.Errorf("slurm: %s %q: %q is not a GPU count (gres:gpu[:TYPE]:N)", f.name, excerpt(f.value), excerpt(item))
+				return 0, fmt.Errorf("slurm: %s %s: %s is not a GPU count (gres:gpu[:TYPE]:N)", f.name, ledger.Excerpt(f.value), ledger.Excerpt(item))
 			}
 			n, err := strconv.ParseInt(m[1], 10, 64)
 			if err != nil || n > 1<<20 {
-				return 0, fmt.Errorf("slurm: %s %q: %s GPUs is beyond any job", f.name, excerpt(f.value), excerpt(m[1]))
+				return 0, fmt.Errorf("slurm: %s %s: %s GPUs is beyond any job", f.name, ledger.Excerpt(f.value), ledger.Excerpt(m[1]))
 			}
 			total += n * f.times
 		}
@@ -161,7 +162,7 @@ func (s Submission) memory(nodes, cpus int64) (int64, error) {
 		return 0, nil // NO_VAL64 as a Lua double prints as 2^64
 	}
 	if err != nil {
-		return 0, fmt.Errorf("slurm: pn_min_memory %q is not a whole number", excerpt(s.MinMemory))
+		return 0, fmt.Errorf("slurm: pn_min_memory %s is not a whole number", ledger.Excerpt(s.MinMemory))
 	}
 	per := nodes
 	if v >= memPerCPU {
@@ -184,7 +185,7 @@ func optional(field, s string, notGiven int64) (int64, error) {
 	}
 	n, err := strconv.ParseInt(s, 10, 64)
 	if err != nil || n < 0 {
-		return 0, fmt.Errorf("slurm: %s %q is not a whole number of at least 0", field, excerpt(s))
+		return 0, fmt.Errorf("slurm: %s %s is not a whole number of at least 0", field, ledger.Excerpt(s))
 	}
 	if n == notGiven || n == noVal {
 		return 0, nil
@@ -217,9 +218,9 @@ func NodeFor(account string, nodes []string) (string, error) {
 	case 1:
 		return found[0], nil
 	case 0:
-		return "", fmt.Errorf("slurm: account %s: the bank has no project of that name", excerpt(account))
+		return "", fmt.Errorf("slurm: account %s: the bank has no project of that name", ledger.Excerpt(account))
 	}
-	return "", fmt.Errorf("slurm: account %s: the bank has several projects of that name (%s): name the Slurm account as the project", excerpt(account), strings.Join(found, ", "))
+	return "", fmt.Errorf("slurm: account %s: the bank has several projects of that name (%s): name the Slurm account as the project", ledger.Excerpt(account), strings.Join(found, ", "))
 }
 
 // SlurmName is the Slurm account of a bank node: its last dotted part.

@@ -8,6 +8,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/ingot-hpc/ingot/charge"
+	"github.com/ingot-hpc/ingot/ledger"
 )
 
 // TRES is a job's trackable resources as Slurm writes them,
@@ -24,14 +25,14 @@ func ParseTRES(s string) (TRES, error) {
 	for _, item := range strings.Split(s, ",") {
 		name, value, ok := strings.Cut(item, "=")
 		if !ok || name == "" {
-			return nil, fmt.Errorf("slurm: TRES %q: item %q is not NAME=COUNT", excerpt(s), excerpt(item))
+			return nil, fmt.Errorf("slurm: TRES %s: item %s is not NAME=COUNT", ledger.Excerpt(s), ledger.Excerpt(item))
 		}
 		if _, dup := t[name]; dup {
-			return nil, fmt.Errorf("slurm: TRES %q: %s given twice", excerpt(s), excerpt(name))
+			return nil, fmt.Errorf("slurm: TRES %s: %s given twice", ledger.Excerpt(s), ledger.Excerpt(name))
 		}
 		n, err := tresCount(name, value)
 		if err != nil {
-			return nil, fmt.Errorf("slurm: TRES %q: %w", excerpt(s), err)
+			return nil, fmt.Errorf("slurm: TRES %s: %w", ledger.Excerpt(s), err)
 		}
 		t[name] = n
 	}
@@ -45,7 +46,7 @@ func tresCount(name, value string) (int64, error) {
 	if name != "mem" {
 		n, err := strconv.ParseInt(value, 10, 64)
 		if err != nil || n < 0 {
-			return 0, fmt.Errorf("%s=%s is not a whole number of at least 0", excerpt(name), excerpt(value))
+			return 0, fmt.Errorf("%s is not a whole number of at least 0", ledger.Excerpt(name+"="+value))
 		}
 		return n, nil
 	}
@@ -57,11 +58,11 @@ func tresCount(name, value string) (int64, error) {
 	}
 	d, err := decimal.NewFromString(value)
 	if err != nil || d.IsNegative() || strings.ContainsAny(value, "eE+-") {
-		return 0, fmt.Errorf("mem=%s is not an amount of memory", excerpt(value))
+		return 0, fmt.Errorf("%s is not an amount of memory", ledger.Excerpt("mem="+value))
 	}
 	d = d.Mul(mb).Ceil()
 	if d.GreaterThan(decimal.NewFromInt(1 << 50)) {
-		return 0, fmt.Errorf("mem=%s is too large", excerpt(value))
+		return 0, fmt.Errorf("%s is too large", ledger.Excerpt("mem="+value))
 	}
 	return d.IntPart(), nil
 }
@@ -101,12 +102,4 @@ func isUnset(s string) bool {
 		return true
 	}
 	return false
-}
-
-// excerpt quotes at most 64 bytes of Slurm's text in an error.
-func excerpt(s string) string {
-	if len(s) <= 64 {
-		return s
-	}
-	return fmt.Sprintf("%s… (%d bytes)", s[:64], len(s))
 }

@@ -74,7 +74,7 @@ func TestSlurmSubmitVerdicts(t *testing.T) {
 	if got := s.submit(append(job, "--time-limit", "60")...); got != "refuse insufficient funds: project chem.lab1 needs 3600, 1000 available" {
 		t.Errorf("a job chem.lab1 cannot cover: %q", got)
 	}
-	if got := s.submit("--account", "nope", "--time-limit", "1", "--min-cpus", "1"); !strings.HasPrefix(got, "refuse ") || !strings.Contains(got, "account nope: the bank has no project of that name") {
+	if got := s.submit("--account", "nope", "--time-limit", "1", "--min-cpus", "1"); !strings.HasPrefix(got, "refuse ") || !strings.Contains(got, `account "nope": the bank has no project of that name`) {
 		t.Errorf("an account the bank does not know: %q", got)
 	}
 	if got := s.submit("--time-limit", "4294967295", "--min-cpus", "1"); !strings.HasPrefix(got, "refuse the job has no time limit") {
