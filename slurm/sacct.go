@@ -15,6 +15,9 @@ import (
 // which reports 0 for jobs that exited non-zero.
 const SacctFormat = "JobID,Cluster,Account,User,Partition,QOS,AllocTRES,ElapsedRaw,TimelimitRaw,Start,End,State,ExitCode"
 
+// SacctHeader is the header line sacct prints for SacctFormat.
+func SacctHeader() string { return strings.ReplaceAll(SacctFormat, ",", "|") }
+
 // AcctJob is one allocation (-X) as sacct reports it.
 type AcctJob struct {
 	ID        string

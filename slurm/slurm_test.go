@@ -49,15 +49,13 @@ func TestParseTRES(t *testing.T) {
 	}
 }
 
-const sacctSample = SacctFormatHeader + `
+var sacctSample = SacctHeader() + `
 7|test|chem|amy|debug|normal|billing=1,cpu=1,mem=100M,node=1|2|5|2026-11-26T13:53:38|2026-11-26T13:53:40|COMPLETED|0:0
 8|test|chem|amy|debug|normal|billing=1,cpu=1,node=1|1|UNLIMITED|2026-11-26T13:54:00|2026-11-26T13:54:01|FAILED|3:0
 9|test|chem|amy|debug|normal||0|5|None|2026-11-26T13:55:00|CANCELLED by 0|0:0
 10|test|chem|amy|debug|normal|billing=2,cpu=2,node=1,gres/gpu=1|0|5|2026-11-26T13:56:00|Unknown|RUNNING|0:0
 `
 
-// SacctFormatHeader is the header line sacct prints for SacctFormat.
-const SacctFormatHeader = "JobID|Cluster|Account|User|Partition|QOS|AllocTRES|ElapsedRaw|TimelimitRaw|Start|End|State|ExitCode"
 
 func TestParseSacct(t *testing.T) {
 	jobs, err := ParseSacct(sacctSample, time.UTC)
@@ -87,9 +85,9 @@ func TestParseSacct(t *testing.T) {
 	for _, bad := range []struct{ out, says string }{
 		{"", "no header line"},
 		{"JobID|State\n1|COMPLETED", "has no column Cluster"},
-		{SacctFormatHeader + "\n7|test|chem", "line 2 has 3 fields"},
-		{SacctFormatHeader + "\n7|test|chem|amy|debug|normal||x|5|None|None|PENDING|0:0", `ElapsedRaw "x"`},
-		{SacctFormatHeader + "\n7|test|chem|amy|debug|normal||0|5|yesterday|None|PENDING|0:0", `Start "yesterday"`},
+		{SacctHeader() + "\n7|test|chem", "line 2 has 3 fields"},
+		{SacctHeader() + "\n7|test|chem|amy|debug|normal||x|5|None|None|PENDING|0:0", `ElapsedRaw "x"`},
+		{SacctHeader() + "\n7|test|chem|amy|debug|normal||0|5|yesterday|None|PENDING|0:0", `Start "yesterday"`},
 	} {
 		if _, err := ParseSacct(bad.out, time.UTC); err == nil || !strings.Contains(err.Error(), bad.says) {
 			t.Errorf("ParseSacct(%q) error %v, want %q", bad.out, err, bad.says)
@@ -146,7 +144,7 @@ func FuzzParseTRES(f *testing.F) {
 
 func FuzzParseSacct(f *testing.F) {
 	f.Add(sacctSample)
-	f.Add(SacctFormatHeader + "\n7|test|chem")
+	f.Add(SacctHeader() + "\n7|test|chem")
 	f.Fuzz(func(t *testing.T, out string) {
 		jobs, err := ParseSacct(out, time.UTC)
 		if err != nil {

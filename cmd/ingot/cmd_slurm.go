@@ -34,6 +34,7 @@ const slurmCommandTimeout = 10 * time.Second
 
 func slurmCommands() []*cli.Command {
 	machine := &cli.StringFlag{Name: "machine", Usage: "the bank's `MACHINE` for this cluster (default: $SLURM_CLUSTER_NAME, which Slurm sets for the prolog and epilog)"}
+	cluster := &cli.StringFlag{Name: "cluster", Usage: "the Slurm `CLUSTER` to read (default: --machine)"}
 	failOpen := &cli.BoolFlag{Name: "fail-open", Usage: "when the bank cannot be asked, let the job run (charged later by `ingot slurm sync`) instead of holding it"}
 	submitFlags := []cli.Flag{machine,
 		&cli.StringFlag{Name: "uid", Usage: "the submitting user's `UID` (job_submit.lua's submit_uid)"},
@@ -71,6 +72,23 @@ func slurmCommands() []*cli.Command {
 				Usage:  "for PrologSlurmctld: place the lien of the job in $SLURM_JOB_ID; exit 1 when refused (Slurm requeues the job), with the reason in its comment",
 				Flags:  []cli.Flag{machine, failOpen},
 				Action: slurmProlog,
+			},
+			{
+				Name:  "sync",
+				Usage: "settle from sacct what the hooks missed (safe from cron): charge ended jobs the bank has not charged, release liens of jobs Slurm no longer knows; prints what it changed",
+				Flags: []cli.Flag{machine, cluster,
+					&cli.StringFlag{Name: "since", Value: "now-2d", Usage: "look at jobs from `TIME` on (now-2d, 2026-11-01, RFC 3339)"},
+					&cli.BoolFlag{Name: "dry-run", Usage: "print what it would change, change nothing"},
+				},
+				Action: slurmSync,
+			},
+			{
+				Name:  "import",
+				Usage: "create the bank's accounts, projects, users and memberships from Slurm's associations (sacctmgr); the account tree becomes dotted names (lab1 under chem is chem.lab1); idempotent",
+				Flags: []cli.Flag{machine, cluster,
+					&cli.BoolFlag{Name: "dry-run", Usage: "print what it would create, create nothing"},
+				},
+				Action: slurmImport,
 			},
 			{
 				Name:   "epilog",

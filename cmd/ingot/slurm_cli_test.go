@@ -8,12 +8,14 @@ import (
 	"time"
 
 	"github.com/ingot-hpc/ingot/ledger"
+	"github.com/ingot-hpc/ingot/slurm"
 )
 
 // slurmSite is a bank on a file for the Slurm hooks: machine hpc1, account
 // chem with project chem.lab1 (amy's default), account bio, 1000 credits in
 // chem; and a folder of fake Slurm commands first in PATH: squeue prints
-// $FAKE_SQUEUE, scontrol appends its arguments to $FAKE_SCONTROL_LOG.
+// $FAKE_SQUEUE, scontrol appends its arguments to $FAKE_SCONTROL_LOG, sacct
+// prints $FAKE_SACCT, sacctmgr $FAKE_ASSOC or $FAKE_USERS.
 type slurmSite struct {
 	*cliBank
 	t   *testing.T
@@ -34,6 +36,8 @@ func newSlurmSite(t *testing.T) *slurmSite {
 	for name, script := range map[string]string{
 		"squeue":   "#!/bin/sh\nprintf '%s\\n' \"$FAKE_SQUEUE\"\n",
 		"scontrol": "#!/bin/sh\necho \"$@\" >> \"$FAKE_SCONTROL_LOG\"\n",
+		"sacct":    "#!/bin/sh\nprintf '%s\\n' \"$FAKE_SACCT\"\n",
+		"sacctmgr": "#!/bin/sh\ncase \"$*\" in *assoc*) printf '%s\\n' \"$FAKE_ASSOC\";; *) printf '%s\\n' \"$FAKE_USERS\";; esac\n",
 	} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(script), 0o755); err != nil {
 			t.Fatal(err)
@@ -163,4 +167,85 @@ func TestSlurmSetup(t *testing.T) {
 	s.refused(t, exitRefused, "job_submit.lua exists (--force replaces it)", args...)
 	s.ok(append(args, "--force")...)
 	s.refused(t, exitUsage, "needs --machine", "slurm", "setup")
+}
+
+// TestSlurmSync: sync charges the ended jobs the bank has not charged,
+// once however often it runs, and releases liens of jobs Slurm forgot.
+func TestSlurmSync(t *testing.T) {
+	s := newSlurmSite(t)
+	at := func(d time.Duration) string { return s.now.Add(d).Local().Format("2006-01-02T15:04:05") }
+	// Job 50 was liened, then its epilog never ran; 51 never reached the
+	// bank at all (fail open); 52 is charged already; 53 still runs; 54 was
+	// cancelled before it started; the lien of job 55 is of a job Slurm
+	// no longer knows.
+	s.job("50", "0", "RUNNING", "5:00", "0:00", 0, 5*time.Minute)
+	s.ok("slurm", "prolog")
+	s.job("52", "0", "RUNNING", "5:00", "0:00", 0, 5*time.Minute)
+	s.ok("slurm", "prolog")
+	s.job("52", "0", "COMPLETED", "5:00", "0:10", 0, 10*time.Second)
+	s.ok("slurm", "epilog")
+	s.job("55", "0", "RUNNING", "5:00", "0:00", 0, 5*time.Minute)
+	s.ok("slurm", "prolog")
+	t.Setenv("FAKE_SQUEUE", "53")
+	t.Setenv("FAKE_SACCT", strings.Join([]string{slurm.SacctHeader(),
+		"50|hpc1|lab1|amy|debug|normal|billing=1,cpu=1,node=1|30|5|" + at(0) + "|" + at(30*time.Second) + "|COMPLETED|0:0",
+		"51|hpc1|lab1|amy|debug|normal|billing=2,cpu=2,node=1|20|5|" + at(0) + "|" + at(20*time.Second) + "|FAILED|1:0",
+		"52|hpc1|lab1|amy|debug|normal|billing=1,cpu=1,node=1|10|5|" + at(0) + "|" + at(10*time.Second) + "|COMPLETED|0:0",
+		"53|hpc1|lab1|amy|debug|normal|billing=1,cpu=1,node=1|5|5|" + at(0) + "|Unknown|RUNNING|0:0",
+		"54|hpc1|lab1|amy|debug|normal||0|5|None|" + at(0) + "|CANCELLED by 0|0:0",
+	}, "\n"))
+	dry := s.ok("slurm", "sync", "--dry-run")
+	for _, want := range []string{"would charge job 50 (COMPLETED, 30 s) to chem.lab1", "would charge job 51 (FAILED, 20 s)", "would release the lien of job 55"} {
+		if !strings.Contains(dry, want) {
+			t.Errorf("sync --dry-run does not say %q:\n%s", want, dry)
+		}
+	}
+	if strings.Contains(dry, "job 52") || strings.Contains(dry, "job 53") || strings.Contains(dry, "job 54") {
+		t.Errorf("sync --dry-run would touch a job it must leave:\n%s", dry)
+	}
+	before := s.entries()
+	out := s.ok("slurm", "sync")
+	for _, want := range []string{"charged job 50 (COMPLETED, 30 s): 30 to chem.lab1", "charged job 51 (FAILED, 20 s): 40 to chem.lab1", "released the lien of job 55 (300 on chem.lab1)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("sync does not say %q:\n%s", want, out)
+		}
+	}
+	if again := s.ok("slurm", "sync"); strings.TrimSpace(again) != "" {
+		t.Errorf("a second sync changed something:\n%s", again)
+	}
+	if after := s.entries(); after != before+3 {
+		t.Errorf("sync wrote %d entries, want 3", after-before)
+	}
+	wantBalance(t, s.cliBank, "chem", "920", "0", "920")
+}
+
+// TestSlurmImport: the associations become the bank's tree and users,
+// and importing again changes only what Slurm gained.
+func TestSlurmImport(t *testing.T) {
+	s := newSlurmSite(t)
+	t.Setenv("FAKE_ASSOC", "Cluster|Account|User|ParentName\nhpc1|root||\nhpc1|root|root|\nhpc1|chem||root\nhpc1|lab1||chem\nhpc1|lab2||chem\nhpc1|lab2|amy|\nhpc1|phys||root\nhpc1|phys|bob|\nhpc1|lab1|bob|")
+	t.Setenv("FAKE_USERS", "User|DefaultAccount\namy|lab1\nbob|phys\nroot|root")
+	dry := s.ok("slurm", "import", "--dry-run")
+	for _, want := range []string{"would create project chem.lab2", "would create account phys", "would add user bob, member of chem.lab1, phys, default project phys", "would add to user amy memberships of chem.lab2"} {
+		if !strings.Contains(dry, want) {
+			t.Errorf("import --dry-run does not say %q:\n%s", want, dry)
+		}
+	}
+	if strings.Contains(dry, "create account chem\n") || strings.Contains(dry, "project chem.lab1") {
+		t.Errorf("import would create what exists:\n%s", dry)
+	}
+	s.ok("slurm", "import")
+	if again := s.ok("slurm", "import"); strings.TrimSpace(again) != "" {
+		t.Errorf("a second import changed something:\n%s", again)
+	}
+	var users []ledger.User
+	s.json(&users, "user", "list")
+	for _, u := range users {
+		if u.Name == "bob" && (u.DefaultProject != "phys" || u.RoleIn("chem.lab1") != ledger.RoleMember) {
+			t.Errorf("bob = %+v", u)
+		}
+		if u.Name == "amy" && (u.DefaultProject != "chem.lab1" || u.RoleIn("chem.lab2") != ledger.RoleMember) {
+			t.Errorf("amy = %+v", u)
+		}
+	}
 }
