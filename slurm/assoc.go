@@ -36,19 +36,20 @@ func ParseAssoc(out string) ([]Assoc, error) {
 }
 
 // UserFormat is the format list that ParseUsers reads: `sacctmgr -P show
-// user format=UserFormat`.
+// user format=UserFormat`. sacctmgr heads the default account's column
+// "Def Acct".
 const UserFormat = "User,DefaultAccount"
 
 // ParseUsers reads the output of `sacctmgr -P show user format=UserFormat`:
 // each user's default account ("" if none).
 func ParseUsers(out string) (map[string]string, error) {
-	rows, err := parseTable(out, strings.Split(UserFormat, ","))
+	rows, err := parseTable(out, []string{"User", "Def Acct"})
 	if err != nil {
 		return nil, fmt.Errorf("slurm: sacctmgr show user: %w", err)
 	}
 	users := make(map[string]string, len(rows))
 	for _, r := range rows {
-		users[r["User"]] = r["DefaultAccount"]
+		users[r["User"]] = r["Def Acct"]
 	}
 	return users, nil
 }

@@ -119,7 +119,7 @@ func TestAccountTree(t *testing.T) {
 	if _, err := loop.Path("a"); err == nil || !strings.Contains(err.Error(), "loop") {
 		t.Errorf("a loop: %v", err)
 	}
-	defaults, err := ParseUsers("User|DefaultAccount\namy|lab1\nroot|root\n")
+	defaults, err := ParseUsers("User|Def Acct|Admin\namy|lab1|None\nroot|root|Administrator\n")
 	if err != nil || defaults["amy"] != "lab1" {
 		t.Errorf("ParseUsers = %v, %v", defaults, err)
 	}

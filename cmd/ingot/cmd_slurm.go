@@ -481,7 +481,17 @@ func slurmEpilog(c *cli.Context) error {
 		return err
 	}
 	q := j.queued
-	state, ran := endState(q.State, os.Getenv("SLURM_JOB_EXIT_CODE"))
+	used := q.Used
+	if !q.Start.IsZero() && q.End.After(q.Start) {
+		used = int64(q.End.Sub(q.Start) / time.Second)
+	}
+	state, ran := endState(q.State, os.Getenv("SLURM_JOB_EXIT_CODE"), used, q.TimeLimit)
+	// A run that was requeued is still COMPLETING when its epilog runs,
+	// like one that ended; its end time is still the one expected (start
+	// plus limit), which a run that ended has left behind.
+	if q.End.After(time.Now()) {
+		ran = false
+	}
 	return withBank(c, func(b bank) error {
 		if !ran {
 			// Requeued, or ended before it started: nothing to charge; a
@@ -495,10 +505,6 @@ func slurmEpilog(c *cli.Context) error {
 		project, err := slurmProject(c.Context, b, q.Account)
 		if err != nil {
 			return err
-		}
-		used := q.Used
-		if !q.Start.IsZero() && q.End.After(q.Start) {
-			used = int64(q.End.Sub(q.Start) / time.Second)
 		}
 		spec := lien.ChargeSpec{Job: j.Job, User: q.User, Project: project, Usage: charge.Usage{Resources: q.Resources(),
 			WallclockSeconds: used, WallclockLimitSeconds: q.TimeLimit, Start: q.Start, End: q.End, State: state}}
@@ -514,17 +520,23 @@ func slurmEpilog(c *cli.Context) error {
 }
 
 // endState is how a job ended, in the bank's terms, and whether it ran at
-// all: Slurm's state as squeue gives it, or, while it still says
-// COMPLETING, the exit code in the epilog's environment.
-func endState(slurmState, exitCode string) (charge.ExitState, bool) {
+// all. While its epilog runs, Slurm 22.05 shows a job COMPLETING whatever
+// ended it, with exit code 0 for a cancelled job as for a finished one:
+// then a non-zero exit code ($SLURM_JOB_EXIT_CODE, a wait status) is a
+// failure, a run that used its whole limit a timeout, and anything else
+// completed. Slurm's own state is used where squeue gives it.
+func endState(slurmState, exitCode string, used, limit int64) (charge.ExitState, bool) {
 	switch slurmState {
 	case "PENDING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED":
 		return 0, false
 	case "COMPLETING", "RUNNING":
-		if exitCode == "0" || exitCode == "" {
-			return charge.Completed, true
+		switch {
+		case exitCode != "0" && exitCode != "":
+			return charge.Failed, true
+		case limit > 0 && used >= limit:
+			return charge.Timeout, true
 		}
-		return charge.Failed, true
+		return charge.Completed, true
 	}
 	s, err := charge.ParseExitState(slurmState)
 	if err != nil {

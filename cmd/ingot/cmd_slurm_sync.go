@@ -64,8 +64,8 @@ func slurmSync(c *cli.Context) error {
 // syncCharge charges an ended job that ran, unless the bank has charged it.
 func syncCharge(c *cli.Context, b bank, machine string, j slurm.AcctJob, dry bool) error {
 	state, err := charge.ParseExitState(j.State)
-	if err != nil || state == charge.Running || j.Start.IsZero() || j.End.IsZero() {
-		return nil // not ended (RUNNING, PENDING, REQUEUED, ...), or never ran
+	if err != nil || state == charge.Running || j.Start.IsZero() || j.End.IsZero() || j.TRES["cpu"] == 0 {
+		return nil // not ended (RUNNING, PENDING, REQUEUED, ...), or never ran (nothing allocated)
 	}
 	job := lien.Job{Machine: machine, ID: j.ID}
 	charges, err := b.Charges(c.Context, job)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ingot-hpc/ingot/charge"
 	"github.com/ingot-hpc/ingot/ledger"
 	"github.com/ingot-hpc/ingot/slurm"
 )
@@ -103,7 +104,7 @@ func TestSlurmSubmitVerdicts(t *testing.T) {
 // lien is released and the next run charged: the job is charged once.
 func TestSlurmPrologAndEpilog(t *testing.T) {
 	s := newSlurmSite(t)
-	s.job("41", "0", "RUNNING", "5:00", "0:00", 0, 5*time.Minute)
+	s.job("41", "0", "RUNNING", "5:00", "0:00", -2*time.Minute, 3*time.Minute)
 	for range 2 {
 		s.ok("slurm", "prolog")
 	}
@@ -112,16 +113,18 @@ func TestSlurmPrologAndEpilog(t *testing.T) {
 	if l.State != ledger.LienActive || !l.Amount.Equal(dec(t, "300")) || l.Project != "chem.lab1" || l.User != "amy" {
 		t.Errorf("lien after the prolog = %+v", l)
 	}
-	// Requeued: the epilog of run 0 releases its lien; run 1 places another.
-	s.job("41", "0", "PENDING", "5:00", "0:00", 2*time.Minute, 7*time.Minute)
+	// Requeued: Slurm raises the restart count, then runs the epilog of run
+	// 0 with the job COMPLETING and its end still the expected one; the
+	// epilog releases the lien, and run 1 places another.
+	s.job("41", "1", "COMPLETING", "5:00", "0:00", -2*time.Minute, 3*time.Minute)
 	s.ok("slurm", "epilog")
 	s.json(&l, "lien", "show", "41")
 	if l.State != ledger.LienReleased {
 		t.Errorf("after a requeue the lien is %s", l.State)
 	}
-	s.job("41", "1", "RUNNING", "5:00", "0:00", 2*time.Minute, 7*time.Minute)
+	s.job("41", "1", "RUNNING", "5:00", "0:00", -time.Minute, 4*time.Minute)
 	s.ok("slurm", "prolog")
-	s.job("41", "1", "COMPLETED", "5:00", "1:40", 2*time.Minute, 3*time.Minute+40*time.Second)
+	s.job("41", "1", "COMPLETING", "5:00", "1:40", -3*time.Minute, -80*time.Second)
 	for range 2 {
 		s.ok("slurm", "epilog")
 	}
@@ -178,21 +181,22 @@ func TestSlurmSync(t *testing.T) {
 	// bank at all (fail open); 52 is charged already; 53 still runs; 54 was
 	// cancelled before it started; the lien of job 55 is of a job Slurm
 	// no longer knows.
-	s.job("50", "0", "RUNNING", "5:00", "0:00", 0, 5*time.Minute)
+	s.job("50", "0", "RUNNING", "5:00", "0:00", -time.Minute, 4*time.Minute)
 	s.ok("slurm", "prolog")
-	s.job("52", "0", "RUNNING", "5:00", "0:00", 0, 5*time.Minute)
+	s.job("52", "0", "RUNNING", "5:00", "0:00", -time.Minute, 4*time.Minute)
 	s.ok("slurm", "prolog")
-	s.job("52", "0", "COMPLETED", "5:00", "0:10", 0, 10*time.Second)
+	s.job("52", "0", "COMPLETED", "5:00", "0:10", -time.Minute, -50*time.Second)
 	s.ok("slurm", "epilog")
-	s.job("55", "0", "RUNNING", "5:00", "0:00", 0, 5*time.Minute)
+	s.job("55", "0", "RUNNING", "5:00", "0:00", -time.Minute, 4*time.Minute)
 	s.ok("slurm", "prolog")
 	t.Setenv("FAKE_SQUEUE", "53")
 	t.Setenv("FAKE_SACCT", strings.Join([]string{slurm.SacctHeader(),
-		"50|hpc1|lab1|amy|debug|normal|billing=1,cpu=1,node=1|30|5|" + at(0) + "|" + at(30*time.Second) + "|COMPLETED|0:0",
-		"51|hpc1|lab1|amy|debug|normal|billing=2,cpu=2,node=1|20|5|" + at(0) + "|" + at(20*time.Second) + "|FAILED|1:0",
-		"52|hpc1|lab1|amy|debug|normal|billing=1,cpu=1,node=1|10|5|" + at(0) + "|" + at(10*time.Second) + "|COMPLETED|0:0",
-		"53|hpc1|lab1|amy|debug|normal|billing=1,cpu=1,node=1|5|5|" + at(0) + "|Unknown|RUNNING|0:0",
-		"54|hpc1|lab1|amy|debug|normal||0|5|None|" + at(0) + "|CANCELLED by 0|0:0",
+		"50|hpc1|lab1|amy|debug|normal|billing=1,cpu=1,node=1|30|5|" + at(-time.Minute) + "|" + at(-30*time.Second) + "|COMPLETED|0:0",
+		"51|hpc1|lab1|amy|debug|normal|billing=2,cpu=2,node=1|20|5|" + at(-time.Minute) + "|" + at(-40*time.Second) + "|FAILED|1:0",
+		"52|hpc1|lab1|amy|debug|normal|billing=1,cpu=1,node=1|10|5|" + at(-time.Minute) + "|" + at(-50*time.Second) + "|COMPLETED|0:0",
+		"53|hpc1|lab1|amy|debug|normal|billing=1,cpu=1,node=1|5|5|" + at(-time.Minute) + "|Unknown|RUNNING|0:0",
+		// Cancelled while pending: sacct gives it a start, but nothing allocated.
+		"54|hpc1|lab1|amy|debug|normal||0|5|" + at(-time.Minute) + "|" + at(-time.Minute) + "|CANCELLED by 0|0:0",
 	}, "\n"))
 	dry := s.ok("slurm", "sync", "--dry-run")
 	for _, want := range []string{"would charge job 50 (COMPLETED, 30 s) to chem.lab1", "would charge job 51 (FAILED, 20 s)", "would release the lien of job 55"} {
@@ -224,7 +228,7 @@ func TestSlurmSync(t *testing.T) {
 func TestSlurmImport(t *testing.T) {
 	s := newSlurmSite(t)
 	t.Setenv("FAKE_ASSOC", "Cluster|Account|User|ParentName\nhpc1|root||\nhpc1|root|root|\nhpc1|chem||root\nhpc1|lab1||chem\nhpc1|lab2||chem\nhpc1|lab2|amy|\nhpc1|phys||root\nhpc1|phys|bob|\nhpc1|lab1|bob|")
-	t.Setenv("FAKE_USERS", "User|DefaultAccount\namy|lab1\nbob|phys\nroot|root")
+	t.Setenv("FAKE_USERS", "User|Def Acct\namy|lab1\nbob|phys\nroot|root")
 	dry := s.ok("slurm", "import", "--dry-run")
 	for _, want := range []string{"would create project chem.lab2", "would create account phys", "would add user bob, member of chem.lab1, phys, default project phys", "would add to user amy memberships of chem.lab2"} {
 		if !strings.Contains(dry, want) {
@@ -246,6 +250,30 @@ func TestSlurmImport(t *testing.T) {
 		}
 		if u.Name == "amy" && (u.DefaultProject != "chem.lab1" || u.RoleIn("chem.lab2") != ledger.RoleMember) {
 			t.Errorf("amy = %+v", u)
+		}
+	}
+}
+
+// TestEndState: how the epilog reads a job's end from what Slurm 22.05
+// shows it (internal/slurmtest's samples: COMPLETING, and the wait status
+// in $SLURM_JOB_EXIT_CODE, 768 for `exit 3`).
+func TestEndState(t *testing.T) {
+	for _, tc := range []struct {
+		state, exit string
+		used, limit int64
+		want        charge.ExitState
+		ran         bool
+	}{
+		{"COMPLETING", "0", 10, 300, charge.Completed, true},
+		{"COMPLETING", "768", 10, 300, charge.Failed, true},
+		{"COMPLETING", "0", 300, 300, charge.Timeout, true},
+		{"COMPLETED", "0", 10, 300, charge.Completed, true},
+		{"CANCELLED", "0", 10, 300, charge.Cancelled, true},
+		{"OUT_OF_MEMORY", "0", 10, 300, charge.OutOfMemory, true},
+		{"PENDING", "0", 0, 300, 0, false},
+	} {
+		if got, ran := endState(tc.state, tc.exit, tc.used, tc.limit); got != tc.want || ran != tc.ran {
+			t.Errorf("endState(%s, %s, %d, %d) = %v, %v; want %v, %v", tc.state, tc.exit, tc.used, tc.limit, got, ran, tc.want, tc.ran)
 		}
 	}
 }
