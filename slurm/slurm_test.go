@@ -56,7 +56,6 @@ var sacctSample = SacctHeader() + `
 10|test|chem|amy|debug|normal|billing=2,cpu=2,node=1,gres/gpu=1|0|5|2026-11-26T13:56:00|Unknown|RUNNING|0:0
 `
 
-
 func TestParseSacct(t *testing.T) {
 	jobs, err := ParseSacct(sacctSample, time.UTC)
 	if err != nil {
