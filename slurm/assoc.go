@@ -100,3 +100,20 @@ func (t Tree) Path(account string) (string, error) {
 	}
 	return strings.Join(parts, "."), nil
 }
+
+// ParseSubmitLimits reads `sacctmgr -P show assoc cluster=C` (its default
+// columns): each account's GrpSubmit, the number of jobs its associations
+// may have queued and running ("" for no limit).
+func ParseSubmitLimits(out string) (map[string]string, error) {
+	rows, err := parseTable(out, []string{"Account", "User", "GrpSubmit"})
+	if err != nil {
+		return nil, fmt.Errorf("slurm: sacctmgr show assoc: %w", err)
+	}
+	limits := map[string]string{}
+	for _, r := range rows {
+		if r["User"] == "" {
+			limits[r["Account"]] = r["GrpSubmit"]
+		}
+	}
+	return limits, nil
+}

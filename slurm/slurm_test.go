@@ -172,3 +172,20 @@ func FuzzParseAssoc(f *testing.F) {
 		}
 	})
 }
+
+// The default columns of `sacctmgr -P show assoc` on Debian's 22.05
+// (internal/slurmtest's sample), with a limit set on acct.
+func TestParseSubmitLimits(t *testing.T) {
+	limits, err := ParseSubmitLimits(`Cluster|Account|User|Partition|Share|Priority|GrpJobs|GrpTRES|GrpSubmit|GrpWall|GrpTRESMins|MaxJobs|MaxTRES|MaxTRESPerNode|MaxSubmit|MaxWall|MaxTRESMins|QOS|Def QOS|GrpTRESRunMins
+ingot|root|||1|||||||||||||normal||
+ingot|acct|||1||||0|||||||||normal||
+ingot|acct|root||1|||||||||||||normal||
+ingot|sub|||1|||||||||||||normal||
+`)
+	if err != nil || len(limits) != 3 || limits["acct"] != "0" || limits["sub"] != "" {
+		t.Errorf("ParseSubmitLimits = %v, %v", limits, err)
+	}
+	if _, err := ParseSubmitLimits("Cluster|Account|User\nx|y|z\n"); err == nil {
+		t.Error("a table without GrpSubmit was read")
+	}
+}

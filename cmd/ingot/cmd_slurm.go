@@ -79,6 +79,7 @@ func slurmCommands() []*cli.Command {
 				Flags: []cli.Flag{machine, cluster,
 					&cli.StringFlag{Name: "since", Value: "now-2d", Usage: "look at jobs from `TIME` on (now-2d, 2026-11-01, RFC 3339)"},
 					&cli.BoolFlag{Name: "dry-run", Usage: "print what it would change, change nothing"},
+					&cli.BoolFlag{Name: "limits", Usage: "also stop Slurm taking jobs of accounts with nothing available (GrpSubmitJobs=0), and lift that when credits return, so that Slurm refuses them while the bank cannot be asked"},
 				},
 				Action: slurmSync,
 			},

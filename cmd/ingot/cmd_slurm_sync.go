@@ -57,8 +57,67 @@ func slurmSync(c *cli.Context) error {
 				return err
 			}
 		}
-		return syncLiens(c, b, machine, known, dry)
+		if err := syncLiens(c, b, machine, known, dry); err != nil {
+			return err
+		}
+		if c.Bool("limits") {
+			return syncLimits(c, b, cluster, dry)
+		}
+		return nil
 	})
+}
+
+// syncLimits mirrors the bank into Slurm's own limits, as defence in
+// depth: an account (or project) with nothing available gets GrpSubmitJobs=0,
+// so Slurm refuses its jobs itself, even while the bank cannot be asked
+// (AccountingStorageEnforce must include limits); one with credits again
+// has the limit lifted (-1). Only limits this sets are touched: an account
+// whose GrpSubmit is some other number is left as the site set it.
+func syncLimits(c *cli.Context, b bank, cluster string, dry bool) error {
+	out, err := runSlurm(c.Context, "sacctmgr", "-P", "show", "assoc", "cluster="+cluster)
+	if err != nil {
+		return err
+	}
+	limits, err := slurm.ParseSubmitLimits(out)
+	if err != nil {
+		return err
+	}
+	nodes, err := b.Nodes(c.Context, "")
+	if err != nil {
+		return err
+	}
+	names := make([]string, len(nodes))
+	for i, n := range nodes {
+		names[i] = n.Name
+	}
+	for _, account := range slices.Sorted(maps.Keys(limits)) {
+		node, err := slurm.NodeFor(account, names)
+		if err != nil || (limits[account] != "" && limits[account] != "0") {
+			continue // not the bank's, or a limit of the site's own
+		}
+		available, err := b.Available(c.Context, node)
+		if err != nil {
+			return err
+		}
+		var set, what string
+		switch exhausted := !available.IsPositive(); {
+		case exhausted && limits[account] == "":
+			set, what = "GrpSubmitJobs=0", "no more jobs"
+		case !exhausted && limits[account] == "0":
+			set, what = "GrpSubmitJobs=-1", "jobs again"
+		default:
+			continue
+		}
+		if dry {
+			fmt.Fprintf(c.App.Writer, "would set %s: Slurm account %s takes %s (%s: %s available)\n", set, account, what, node, available)
+			continue
+		}
+		if _, err := runSlurm(c.Context, "sacctmgr", "-i", "modify", "account", "where", "name="+account, "cluster="+cluster, "set", set); err != nil {
+			return err
+		}
+		fmt.Fprintf(c.App.Writer, "set %s: Slurm account %s takes %s (%s: %s available)\n", set, account, what, node, available)
+	}
+	return nil
 }
 
 // syncCharge charges an ended job that ran, unless the bank has charged it.

@@ -16,7 +16,8 @@ import (
 // chem with project chem.lab1 (amy's default), account bio, 1000 credits in
 // chem; and a folder of fake Slurm commands first in PATH: squeue prints
 // $FAKE_SQUEUE, scontrol appends its arguments to $FAKE_SCONTROL_LOG, sacct
-// prints $FAKE_SACCT, sacctmgr $FAKE_ASSOC or $FAKE_USERS.
+// prints $FAKE_SACCT, sacctmgr $FAKE_ASSOC, $FAKE_LIMITS or $FAKE_USERS
+// (and logs a modify in $FAKE_SCONTROL_LOG).
 type slurmSite struct {
 	*cliBank
 	t   *testing.T
@@ -38,7 +39,7 @@ func newSlurmSite(t *testing.T) *slurmSite {
 		"squeue":   "#!/bin/sh\nprintf '%s\\n' \"$FAKE_SQUEUE\"\n",
 		"scontrol": "#!/bin/sh\necho \"$@\" >> \"$FAKE_SCONTROL_LOG\"\n",
 		"sacct":    "#!/bin/sh\nprintf '%s\\n' \"$FAKE_SACCT\"\n",
-		"sacctmgr": "#!/bin/sh\ncase \"$*\" in *assoc*) printf '%s\\n' \"$FAKE_ASSOC\";; *) printf '%s\\n' \"$FAKE_USERS\";; esac\n",
+		"sacctmgr": "#!/bin/sh\ncase \"$*\" in *modify*) echo sacctmgr \"$@\" >> \"$FAKE_SCONTROL_LOG\";; *assoc*format*) printf '%s\\n' \"$FAKE_ASSOC\";; *assoc*) printf '%s\\n' \"$FAKE_LIMITS\";; *) printf '%s\\n' \"$FAKE_USERS\";; esac\n",
 	} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(script), 0o755); err != nil {
 			t.Fatal(err)
@@ -275,5 +276,44 @@ func TestEndState(t *testing.T) {
 		if got, ran := endState(tc.state, tc.exit, tc.used, tc.limit); got != tc.want || ran != tc.ran {
 			t.Errorf("endState(%s, %s, %d, %d) = %v, %v; want %v, %v", tc.state, tc.exit, tc.used, tc.limit, got, ran, tc.want, tc.ran)
 		}
+	}
+}
+
+// TestSlurmSyncLimits: sync --limits stops Slurm taking jobs of an
+// account with nothing available, lifts that when credits return, and
+// leaves a limit the site set itself.
+func TestSlurmSyncLimits(t *testing.T) {
+	s := newSlurmSite(t)
+	t.Setenv("FAKE_SACCT", slurm.SacctHeader())
+	t.Setenv("FAKE_SQUEUE", "")
+	header := "Cluster|Account|User|Partition|Share|Priority|GrpJobs|GrpTRES|GrpSubmit|GrpWall|GrpTRESMins|MaxJobs|MaxTRES|MaxTRESPerNode|MaxSubmit|MaxWall|MaxTRESMins|QOS|Def QOS|GrpTRESRunMins"
+	row := func(account, user, submit string) string {
+		return strings.Join(append([]string{"hpc1", account, user, "", "1", "", "", "", submit}, make([]string, 11)...), "|")
+	}
+	limits := func(lab1, bio string) {
+		t.Setenv("FAKE_LIMITS", strings.Join([]string{header, row("root", "", ""), row("chem", "", ""), row("lab1", "", lab1), row("lab1", "amy", ""), row("bio", "", bio), row("other", "", "")}, "\n"))
+	}
+	logged := func() string {
+		raw, _ := os.ReadFile(filepath.Join(s.dir, "scontrol.log"))
+		os.Remove(filepath.Join(s.dir, "scontrol.log"))
+		return string(raw)
+	}
+	// chem (and so chem.lab1) has 1000; bio nothing; bio's limit of 5 is the site's.
+	limits("", "5")
+	if out := s.ok("slurm", "sync", "--limits"); strings.TrimSpace(out) != "" || logged() != "" {
+		t.Errorf("sync --limits changed what it must leave: %q", out)
+	}
+	limits("", "")
+	out := s.ok("slurm", "sync", "--limits")
+	if !strings.Contains(out, "set GrpSubmitJobs=0: Slurm account bio takes no more jobs (bio: 0 available)") || strings.Contains(out, "lab1") {
+		t.Errorf("sync --limits said:\n%s", out)
+	}
+	if got := logged(); got != "sacctmgr -i modify account where name=bio cluster=hpc1 set GrpSubmitJobs=0\n" {
+		t.Errorf("sacctmgr was run with %q", got)
+	}
+	s.ok("deposit", "bio", "10")
+	limits("", "0")
+	if out := s.ok("slurm", "sync", "--limits"); !strings.Contains(out, "set GrpSubmitJobs=-1: Slurm account bio takes jobs again (bio: 10 available)") {
+		t.Errorf("sync --limits said:\n%s", out)
 	}
 }
