@@ -45,7 +45,7 @@ func (l *Ledger) FairShare(ctx context.Context, account string, halfLife time.Du
 			return err
 		}
 		if len(nodes) == 0 || !nodes[0].IsAccount() {
-			return fmt.Errorf("%w: %q is not an account", ErrNotFound, account)
+			return fmt.Errorf("%w: %s is not an account", ErrNotFound, Excerpt(account))
 		}
 		now := l.Now()
 		usage := map[string]float64{}

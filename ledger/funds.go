@@ -19,7 +19,8 @@ type DepositSpec struct {
 	Amount      decimal.Decimal `json:"amount"`
 	Allocation  uint64          `json:"allocation,omitempty"`
 	CreditLimit decimal.Decimal `json:"credit_limit"`
-	// Start defaults to now; a zero End means no end.
+	// Start defaults to now; a zero End means no end. A time given must
+	// not be before EarliestTime, and the allocation must not have ended.
 	Start       time.Time `json:"start,omitzero"`
 	End         time.Time `json:"end,omitzero"`
 	Machine     string    `json:"machine,omitempty"`
@@ -69,6 +70,9 @@ func (l *Ledger) Deposit(ctx context.Context, req Request, spec DepositSpec) (Re
 			if a, err = accountAllocation(w.tx, spec.Account, spec.Allocation); err != nil {
 				return Receipt{}, err
 			}
+			if err := checkNotEnded(a.AllocationTerms, true, w.now); err != nil {
+				return Receipt{}, err
+			}
 		} else {
 			if spec.Machine != "" {
 				if err := activeMachine(w.tx, spec.Machine); err != nil {
@@ -85,6 +89,9 @@ func (l *Ledger) Deposit(ctx context.Context, req Request, spec DepositSpec) (Re
 			}
 			a.AllocationTerms = AllocationTerms{ID: id, Account: spec.Account, CreditLimit: spec.CreditLimit,
 				Start: start, End: spec.End, Machine: spec.Machine, Description: spec.Description, Created: w.now}
+			if err := checkNotEnded(a.AllocationTerms, false, w.now); err != nil {
+				return Receipt{}, err
+			}
 			if !a.End.IsZero() && !a.End.After(a.Start) {
 				return Receipt{}, fmt.Errorf("%w: deposit: end %s is not after start %s", ErrInvalid, a.End.Format(time.RFC3339), a.Start.Format(time.RFC3339))
 			}
@@ -102,12 +109,34 @@ func (l *Ledger) checkDeposit(spec *DepositSpec) error {
 	if err := CheckCreditLimit(spec.CreditLimit, l.settings.Precision); err != nil {
 		return fmt.Errorf("deposit: %w", err)
 	}
+	if err := checkGiven("deposit: start", spec.Start); err != nil {
+		return err
+	}
+	if err := checkGiven("deposit: end", spec.End); err != nil {
+		return err
+	}
 	topUpTerms := !spec.CreditLimit.IsZero() || !spec.Start.IsZero() || !spec.End.IsZero() || spec.Machine != ""
 	if spec.Allocation != 0 && topUpTerms {
 		return fmt.Errorf("%w: deposit: a top-up of allocation %d keeps its terms; credit limit, start, end and machine are for a new allocation", ErrInvalid, spec.Allocation)
 	}
 	spec.Start, spec.End = stampOrZero(spec.Start), stampOrZero(spec.End)
 	return nil
+}
+
+// checkNotEnded refuses a deposit into an allocation, topped up or new,
+// that has ended by now. Its credits could never be spent, and the journal
+// would keep them for good: such a deposit is a typo in a year rather
+// than a grant.
+func checkNotEnded(a AllocationTerms, topUp bool, now time.Time) error {
+	if a.End.IsZero() || a.End.After(now) {
+		return nil
+	}
+	which := "the new allocation"
+	if topUp {
+		which = fmt.Sprintf("allocation %d of %s", a.ID, a.Account)
+	}
+	return fmt.Errorf("%w: deposit: %s has already ended (end %s, now %s): its credits could never be used; a typo in the year?",
+		ErrInvalid, which, a.End.Format(time.RFC3339), now.Format(time.RFC3339))
 }
 
 // Withdraw takes credits out of an account, in debit order, up to what is
@@ -311,7 +340,7 @@ func activeMachine(tx Tx, name string) error {
 		return err
 	}
 	if !ok {
-		return fmt.Errorf("%w: no machine named %q", ErrNotFound, name)
+		return fmt.Errorf("%w: no machine named %s", ErrNotFound, Excerpt(name))
 	}
 	if !m.Active {
 		return fmt.Errorf("%w: machine %q is deactivated", ErrInactive, name)

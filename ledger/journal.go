@@ -34,6 +34,7 @@ const (
 	KindLienExpire     Kind = "lien_expire"
 	KindCharge         Kind = "charge"
 	KindRefund         Kind = "refund"
+	KindNodeReactivate Kind = "node_reactivate"
 )
 
 // Kinds lists every entry kind, for validation and help texts.
@@ -42,6 +43,7 @@ var Kinds = []Kind{
 	KindUserAdd, KindUserModify, KindMachineAdd, KindMachineModify,
 	KindDeposit, KindWithdraw, KindTransfer, KindRecord,
 	KindLienPlace, KindLienExtend, KindLienRelease, KindLienExpire, KindCharge, KindRefund,
+	KindNodeReactivate,
 }
 
 // Delta is the change one entry made to one allocation's amounts.

@@ -155,7 +155,7 @@ func Mutate[R any](ctx context.Context, l *Ledger, req Request, kind Kind, conte
 			}
 			if ok {
 				if rec.ContentHash != hash {
-					return fmt.Errorf("%w: request %q was first used at %s for other content (entry %d)", ErrRequestConflict, req.ID, rec.Time.Format(time.RFC3339), rec.Seq)
+					return fmt.Errorf("%w: request %s was first used at %s for other content (entry %d)", ErrRequestConflict, Excerpt(req.ID), rec.Time.Format(time.RFC3339), rec.Seq)
 				}
 				return firstAnswer(tx, req, rec, &result)
 			}

@@ -15,6 +15,10 @@ type NodeSpec struct {
 	Description string `json:"description,omitempty"`
 	AnyUser     bool   `json:"any_user,omitempty"`
 	Policy      Policy `json:"policy"`
+	// NoQuota makes a project without a quota in an account split by HFS
+	// on purpose (it gets only the surplus it accepts); without it such a
+	// project is refused (see CreateNode).
+	NoQuota bool `json:"no_quota,omitempty"`
 }
 
 // NodeChange lists what to modify in a node; nil fields stay as they are.
@@ -25,13 +29,17 @@ type NodeChange struct {
 }
 
 // CreateNode creates an account (a name without dots) or a project under an
-// existing active parent.
+// existing active parent. In an account split by HFS (or that the new
+// project's own policy would split), a project needs a quota, or NoQuota.
 func (l *Ledger) CreateNode(ctx context.Context, req Request, spec NodeSpec) (Node, error) {
 	if err := CheckNodeName(spec.Name); err != nil {
 		return Node{}, err
 	}
 	if err := checkPolicy(spec.Name, spec.Policy); err != nil {
 		return Node{}, err
+	}
+	if spec.NoQuota && spec.Policy.QuotaKind != QuotaNone {
+		return Node{}, fmt.Errorf("%w: create %s: no_quota and a %s quota exclude each other", ErrInvalid, spec.Name, spec.Policy.QuotaKind)
 	}
 	return Mutate(ctx, l, req, KindNodeCreate, spec, func(w *Writer) (Node, error) {
 		if _, ok, err := w.tx.Node(spec.Name); err != nil {
@@ -43,6 +51,9 @@ func (l *Ledger) CreateNode(ctx context.Context, req Request, spec NodeSpec) (No
 			if _, err := ActiveNode(w.tx, parent); err != nil {
 				return Node{}, fmt.Errorf("create %s: parent: %w", spec.Name, err)
 			}
+			if err := checkNewQuota(w.tx, spec); err != nil {
+				return Node{}, err
+			}
 		}
 		n := Node{Name: spec.Name, Description: spec.Description, Active: true, AnyUser: spec.AnyUser, Policy: spec.Policy, Created: w.now}
 		if err := checkNonShared(w, n, l.settings.Precision); err != nil {
@@ -50,6 +61,27 @@ func (l *Ledger) CreateNode(ctx context.Context, req Request, spec NodeSpec) (No
 		}
 		return n, putNode(w, KindNodeCreate, n)
 	})
+}
+
+// checkNewQuota refuses a new project without a quota in an account that
+// HFS splits, unless spec.NoQuota says it is meant: HFS would give it
+// nothing of its own, and its jobs would be refused however much the
+// account holds, with nothing said when it was made.
+func checkNewQuota(tx Tx, spec NodeSpec) error {
+	if spec.Policy.QuotaKind != QuotaNone || spec.NoQuota {
+		return nil
+	}
+	account := AccountOf(spec.Name)
+	nodes, err := tx.Subtree(account)
+	if err != nil {
+		return err
+	}
+	if !spec.Policy.hasPolicy() && !slices.ContainsFunc(nodes, func(n Node) bool { return n.Policy.hasPolicy() }) {
+		return nil
+	}
+	return fmt.Errorf("%w: create %s: %s splits its credits among its projects by HFS, and a project without a quota gets none of its own "+
+		"(its jobs would be refused however much %s holds): give it a quota (--quota shares:1, static:CREDITS or dynamic:FRACTION), "+
+		"or make it without one on purpose (--quota none; no_quota in the API)", ErrInvalid, spec.Name, account, account)
 }
 
 // ModifyNode changes a node's description, any-user flag or HFS policy. A
@@ -95,6 +127,33 @@ func (l *Ledger) DeactivateNode(ctx context.Context, req Request, name string) (
 		}
 		n.Active = false
 		return n, putNode(w, KindNodeDeactivate, n)
+	})
+}
+
+// ReactivateNode makes a deactivated node usable again, with the nodes
+// under it that were not deactivated on their own. A node inside a
+// deactivated one is refused until that one is reactivated: it would stay
+// unusable. Reactivating an active node changes nothing and journals
+// nothing (asking for what is so already).
+func (l *Ledger) ReactivateNode(ctx context.Context, req Request, name string) (Node, error) {
+	if err := CheckNodeName(name); err != nil {
+		return Node{}, err
+	}
+	return Mutate(ctx, l, req, KindNodeReactivate, name, func(w *Writer) (Node, error) {
+		n, err := GetNode(w.tx, name)
+		if err != nil {
+			return Node{}, err
+		}
+		if parent := ParentOf(name); parent != "" {
+			if _, err := ActiveNode(w.tx, parent); err != nil {
+				return Node{}, fmt.Errorf("reactivate %s: parent: %w (reactivate it first)", name, err)
+			}
+		}
+		if n.Active {
+			return n, nil
+		}
+		n.Active = true
+		return n, putNode(w, KindNodeReactivate, n)
 	})
 }
 
@@ -147,7 +206,7 @@ func GetNode(tx Tx, name string) (Node, error) {
 		return Node{}, err
 	}
 	if !ok {
-		return Node{}, fmt.Errorf("%w: no node named %q", ErrNotFound, name)
+		return Node{}, fmt.Errorf("%w: no node named %s", ErrNotFound, Excerpt(name))
 	}
 	return n, nil
 }
@@ -195,7 +254,7 @@ func checkPolicy(name string, p Policy) error {
 			return bad("dynamic quota %s is not a fraction between 0 and 1", p.Quota)
 		}
 	default:
-		return bad("unknown quota kind %q (static, dynamic or shares)", p.QuotaKind)
+		return bad("unknown quota kind %s (static, dynamic or shares)", Excerpt(string(p.QuotaKind)))
 	}
 	if !strings.Contains(name, ".") && p.QuotaKind != QuotaNone {
 		return bad("an account takes its whole pool; quotas are for projects")

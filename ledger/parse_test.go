@@ -3,6 +3,8 @@ package ledger
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -60,7 +62,10 @@ func TestParseTime(t *testing.T) {
 			}
 		})
 	}
-	for _, bad := range []string{"", "yesterday", "now-", "now-2y", "2026-13-01", "2026-11-22 25:00", "now+9999999999d", "now-999999999w"} {
+	// Before 1970 is refused: no bank holds anything that old, and year 1
+	// (Go's zero time) would read as "not given".
+	for _, bad := range []string{"", "yesterday", "now-", "now-2y", "2026-13-01", "2026-11-22 25:00", "now+9999999999d", "now-999999999w",
+		"0001-01-01", "0001-01-01T00:00:00Z", "1969-12-31T23:59:59Z", "now-100000d"} {
 		if got, err := ParseTime(bad, now, berlin); !errors.Is(err, ErrInvalid) {
 			t.Errorf("ParseTime(%q) = %s, %v; want ErrInvalid", bad, got, err)
 		}
@@ -105,8 +110,8 @@ func FuzzParseTime(f *testing.F) {
 			}
 			return
 		}
-		if got.Location() != time.UTC {
-			t.Fatalf("ParseTime(%q) = %s, not UTC", s, got)
+		if got.Location() != time.UTC || got.Before(EarliestTime) {
+			t.Fatalf("ParseTime(%q) = %s, not UTC or before %s", s, got, EarliestTime)
 		}
 	})
 }
@@ -156,4 +161,41 @@ func mustJSON(t *testing.T, v any) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// TestExcerpt: an input is quoted whole when short; a long one by its
+// first 64 characters and its length, cut between characters.
+func TestExcerpt(t *testing.T) {
+	long := strings.Repeat("é", 5000)
+	for _, tc := range []struct{ in, want string }{
+		{"chem", `"chem"`},
+		{"a\x1bb", `"a\x1bb"`},
+		{strings.Repeat("x", 64), `"` + strings.Repeat("x", 64) + `"`},
+		{strings.Repeat("x", 65), `"` + strings.Repeat("x", 64) + `"… (65 characters)`},
+		{long, `"` + strings.Repeat("é", 64) + `"… (5000 characters)`},
+	} {
+		if got := Excerpt(tc.in); got != tc.want {
+			t.Errorf("Excerpt(%.20q) = %s, want %s", tc.in, got, tc.want)
+		}
+	}
+}
+
+// TestValidationErrorsDoNotEchoHugeInput: each check of a name, amount,
+// time or kind names the problem with an excerpt of the input.
+func TestValidationErrorsDoNotEchoHugeInput(t *testing.T) {
+	huge := strings.Repeat("x", 5000)
+	now := time.Now()
+	for name, err := range map[string]error{
+		"node name":    CheckNodeName(huge),
+		"bad node":     CheckNodeName("chem." + huge + "!"),
+		"machine name": CheckMachineName(huge),
+		"user name":    CheckUserName(huge),
+		"amount":       func() error { _, err := ParseAmount(huge, 2); return err }(),
+		"time":         func() error { _, err := ParseTime(huge, now, time.UTC); return err }(),
+		"kind":         func() error { _, err := ParseKind(huge); return err }(),
+	} {
+		if err == nil || len(err.Error()) > 400 || !strings.Contains(err.Error(), "characters)") {
+			t.Errorf("%s: error of %d bytes: %.300v", name, len(fmt.Sprint(err)), err)
+		}
+	}
 }

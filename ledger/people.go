@@ -56,7 +56,7 @@ func (l *Ledger) ModifyUser(ctx context.Context, req Request, name string, chang
 			return User{}, err
 		}
 		if !ok {
-			return User{}, fmt.Errorf("%w: no user named %q", ErrNotFound, name)
+			return User{}, fmt.Errorf("%w: no user named %s", ErrNotFound, Excerpt(name))
 		}
 		if err := u.apply(w.tx, change); err != nil {
 			return User{}, err
@@ -77,13 +77,13 @@ func (u *User) apply(tx Tx, c UserChange) error {
 	for _, name := range c.Remove {
 		i := slices.IndexFunc(u.Memberships, func(m Membership) bool { return m.Node == name })
 		if i < 0 {
-			return fmt.Errorf("%w: user %s is not a member of %q", ErrNotFound, u.Name, name)
+			return fmt.Errorf("%w: user %s is not a member of %s", ErrNotFound, u.Name, Excerpt(name))
 		}
 		u.Memberships = slices.Delete(u.Memberships, i, i+1)
 	}
 	for _, m := range c.Add {
 		if m.Role != RoleMember && m.Role != RoleManager {
-			return fmt.Errorf("%w: role %q of user %s in %s (member or manager)", ErrInvalid, m.Role, u.Name, m.Node)
+			return fmt.Errorf("%w: role %s of user %s in %s (member or manager)", ErrInvalid, Excerpt(string(m.Role)), u.Name, Excerpt(m.Node))
 		}
 		if _, err := ActiveNode(tx, m.Node); err != nil {
 			return fmt.Errorf("membership of user %s: %w", u.Name, err)
@@ -185,7 +185,7 @@ func (l *Ledger) ModifyMachine(ctx context.Context, req Request, name string, ch
 			return Machine{}, err
 		}
 		if !ok {
-			return Machine{}, fmt.Errorf("%w: no machine named %q", ErrNotFound, name)
+			return Machine{}, fmt.Errorf("%w: no machine named %s", ErrNotFound, Excerpt(name))
 		}
 		if change.Description != nil {
 			m.Description = *change.Description

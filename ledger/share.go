@@ -82,7 +82,7 @@ func loadShares(tx Tx, st *accountState, account string, t time.Time, own *Lien)
 		return nil, err
 	}
 	if len(nodes) == 0 {
-		return nil, fmt.Errorf("%w: no node named %q", ErrNotFound, account)
+		return nil, fmt.Errorf("%w: no node named %s", ErrNotFound, Excerpt(account))
 	}
 	s := &shareState{nodes: nodes, pool: decimal.Zero, used: map[string]decimal.Decimal{}, reserved: map[string]decimal.Decimal{}}
 	for _, n := range nodes {

@@ -241,5 +241,5 @@ func ParseKind(s string) (Kind, error) {
 	if k := Kind(s); slices.Contains(Kinds, k) {
 		return k, nil
 	}
-	return "", fmt.Errorf("%w: unknown journal entry kind %q (one of %v)", ErrInvalid, s, Kinds)
+	return "", fmt.Errorf("%w: unknown journal entry kind %s (one of %v)", ErrInvalid, Excerpt(s), Kinds)
 }

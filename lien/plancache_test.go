@@ -39,10 +39,11 @@ func cacheRun(t *testing.T, seed uint64) {
 		{"geo.b.x", ledger.Policy{QuotaKind: ledger.QuotaShares, Quota: dec("2"), AcceptSurplus: true}},
 		{"geo.b.y", ledger.Policy{QuotaKind: ledger.QuotaShares, Quota: dec("1")}},
 		{"geo.c", ledger.Policy{QuotaKind: ledger.QuotaStatic, Quota: dec("2000"), AcceptSurplus: true, Limit: ptr(dec("2500"))}},
-		{"geo.d", ledger.Policy{}},
+		{"geo.d", ledger.Policy{}}, // no quota, on purpose: HFS gives it nothing of its own
 	}
 	for _, p := range projects {
-		if _, err := s.CreateNode(context.Background(), s.Req(), ledger.NodeSpec{Name: p.name, Policy: p.policy, AnyUser: true}); err != nil {
+		spec := ledger.NodeSpec{Name: p.name, Policy: p.policy, AnyUser: true, NoQuota: p.policy.QuotaKind == ledger.QuotaNone}
+		if _, err := s.CreateNode(context.Background(), s.Req(), spec); err != nil {
 			t.Fatal(err)
 		}
 	}

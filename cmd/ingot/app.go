@@ -94,6 +94,7 @@ func appWithoutCommonFlags(stdout, stderr io.Writer) *cli.App {
 			rateCommands(), policyCommands(), quoteCommands(), lienCommands(), chargeCommands(), reservationCommands(), hfsCommands(),
 			clientCommands(),
 			serveCommands(),
+			slurmCommands(),
 			versionCommands(),
 			completionCommands(),
 		),
@@ -184,7 +185,8 @@ func flagBool(c *cli.Context, name string) bool {
 }
 
 // openBank opens the bank at --db for the length of one command, with the
-// store's options opts (whose LockTimeout it sets).
+// store's options opts (whose LockTimeout it sets, and OnUpgrade if unset:
+// an upgrade is reported on stderr).
 func openBank(c *cli.Context, opts boltstore.Options) (*ledger.Ledger, *boltstore.Store, error) {
 	path := flagString(c, "db")
 	if path == "" {
@@ -194,6 +196,9 @@ func openBank(c *cli.Context, opts boltstore.Options) (*ledger.Ledger, *boltstor
 		return nil, nil, fmt.Errorf("%w: %s does not exist (create a bank with `ingot init --db %s`)", ledger.ErrNotInitialized, path, path)
 	}
 	opts.LockTimeout = lockTimeout
+	if opts.OnUpgrade == nil {
+		opts.OnUpgrade = reportUpgrade(c.App.ErrWriter, path)
+	}
 	store, err := boltstore.Open(path, opts)
 	if err != nil {
 		return nil, nil, err
@@ -204,6 +209,14 @@ func openBank(c *cli.Context, opts boltstore.Options) (*ledger.Ledger, *boltstor
 		return nil, nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return l, store, nil
+}
+
+// reportUpgrade tells the user, on w, that the bank at path was upgraded
+// and where the file as it was is kept.
+func reportUpgrade(w io.Writer, path string) func(from, to uint64, backup string) {
+	return func(from, to uint64, backup string) {
+		fmt.Fprintf(w, "ingot: upgraded %s from schema %d to %d; the file as it was is %s\n", path, from, to, backup)
+	}
 }
 
 // withStore runs fn on the database file opened for this command, with the

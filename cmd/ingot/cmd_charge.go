@@ -46,7 +46,7 @@ func chargeCommands() []*cli.Command {
 			Name:      "refund",
 			Usage:     "return credits of a charge (all that is left of it without AMOUNT) to the allocations it took them from",
 			ArgsUsage: "CHARGE_ID [AMOUNT]",
-			Flags:     []cli.Flag{&cli.StringFlag{Name: "description", Aliases: []string{"d"}}},
+			Flags:     []cli.Flag{descriptionFlag("the refund (the journal and statements show it)")},
 			Action:    refund,
 		},
 	}

@@ -23,7 +23,7 @@ func clientCommands() []*cli.Command {
 				&cli.StringSliceFlag{Name: "scope", Usage: "a manager's `NODE`, a scheduler's MACHINE, a user client's USER (repeatable)"},
 				keyOut, serverKey}},
 			{Name: "rotate", ArgsUsage: "NAME", Usage: "add a new key; the old ones work until revoked", Action: clientRotate, Flags: []cli.Flag{keyOut, serverKey}},
-			{Name: "revoke", ArgsUsage: "NAME KEYID", Usage: "end a key at once", Action: clientRevoke, Flags: []cli.Flag{serverKey}},
+			{Name: "revoke", ArgsUsage: "NAME KEYID", Usage: "end a key at once, for good (asks on a terminal)", Action: clientRevoke, Flags: []cli.Flag{serverKey, yesFlag()}},
 			{Name: "list", Usage: "list clients and their keys (never the secrets)", Action: clientList, Flags: []cli.Flag{serverKey}},
 		},
 	}}
@@ -112,6 +112,10 @@ func makeKeyFile(path string, newKey func() (clients.Client, auth.Key, error)) (
 func clientRevoke(c *cli.Context) error {
 	a, err := args(c, "NAME", "KEYID")
 	if err != nil {
+		return err
+	}
+	question := fmt.Sprintf("revoke key %s of client %s? It stops working at once, for good (`ingot client rotate %s` makes a new one).", a[1], a[0], a[0])
+	if err := confirm(c, question); err != nil {
 		return err
 	}
 	return withClients(c, false, func(reg clientRegistry) error {

@@ -13,13 +13,12 @@ import (
 
 func fundsCommands() []*cli.Command {
 	allocationFlag := &cli.Uint64Flag{Name: "allocation", Aliases: []string{"a"}, Usage: "use only allocation `ID`"}
-	descriptionFlag := &cli.StringFlag{Name: "description", Aliases: []string{"d"}}
 	return []*cli.Command{
 		{
 			Name:      "deposit",
 			Usage:     "deposit credits into a new allocation of an account, or top up one (--allocation)",
 			ArgsUsage: "ACCOUNT AMOUNT",
-			Flags: []cli.Flag{allocationFlag, descriptionFlag,
+			Flags: []cli.Flag{allocationFlag, descriptionFlag("the deposit (a new allocation keeps it; the journal and statements show it)"),
 				&cli.StringFlag{Name: "start", Usage: "when the new allocation becomes usable (default now)"},
 				&cli.StringFlag{Name: "end", Usage: "when it expires (default never)"},
 				&cli.StringFlag{Name: "credit-limit", Usage: "how far below zero it may go (default 0)"},
@@ -31,14 +30,14 @@ func fundsCommands() []*cli.Command {
 			Name:      "withdraw",
 			Usage:     "take credits out of an account, in debit order, up to what is available",
 			ArgsUsage: "ACCOUNT AMOUNT",
-			Flags:     []cli.Flag{allocationFlag, descriptionFlag},
+			Flags:     []cli.Flag{allocationFlag, descriptionFlag("the withdrawal (the journal and statements show it)")},
 			Action:    withdraw,
 		},
 		{
 			Name:      "transfer",
 			Usage:     "move credits between accounts; each piece keeps its allocation's start, end and machine",
 			ArgsUsage: "FROM TO AMOUNT",
-			Flags:     []cli.Flag{allocationFlag, descriptionFlag},
+			Flags:     []cli.Flag{allocationFlag, descriptionFlag("the transfer (the journal and statements show it)")},
 			Action:    transfer,
 		},
 	}

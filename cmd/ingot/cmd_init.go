@@ -27,7 +27,7 @@ func initCommands() []*cli.Command {
 			if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 				return fmt.Errorf("init: %w", err)
 			}
-			store, err := boltstore.Open(path, boltstore.Options{Create: true, LockTimeout: lockTimeout})
+			store, err := boltstore.Open(path, boltstore.Options{Create: true, LockTimeout: lockTimeout, OnUpgrade: reportUpgrade(c.App.ErrWriter, path)})
 			if err != nil {
 				return err
 			}

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/shopspring/decimal"
@@ -19,11 +21,19 @@ func (k nodeKind) check(name string) error {
 	isAccount := !strings.Contains(name, ".")
 	switch {
 	case k == "account" && !isAccount:
-		return usageError{fmt.Sprintf("%q is a project name; accounts have no dot (use `ingot project`)", name)}
+		return usageError{fmt.Sprintf("%s is a project name; accounts have no dot (use `ingot project`)", ledger.Excerpt(name))}
 	case k == "project" && isAccount:
-		return usageError{fmt.Sprintf("%q is an account name; a project is named ACCOUNT.PROJECT, e.g. %s.lab1", name, name)}
+		return usageError{fmt.Sprintf("%s is an account name; a project is named ACCOUNT.PROJECT, e.g. chem.lab1 in account chem", ledger.Excerpt(name))}
 	}
 	return nil
+}
+
+// withArticle is the kind after its indefinite article: "an account".
+func (k nodeKind) withArticle() string {
+	if k == "account" {
+		return "an account"
+	}
+	return "a project"
 }
 
 // nameArg is the command's one NAME argument, checked for this kind.
@@ -45,7 +55,7 @@ func nodeCommand(kind nodeKind) *cli.Command {
 		policyFlags = projectPolicyFlags()
 	}
 	common := []cli.Flag{
-		&cli.StringFlag{Name: "description", Aliases: []string{"d"}},
+		descriptionFlag(fmt.Sprintf("the %s (list and show print it)", kind)),
 		&cli.BoolFlag{Name: "any-user", Usage: "admit jobs of users who are not members (--any-user=false to stop)"},
 	}
 	list := "list accounts"
@@ -54,17 +64,19 @@ func nodeCommand(kind nodeKind) *cli.Command {
 	}
 	cmd := &cli.Command{
 		Name:  string(kind),
-		Usage: fmt.Sprintf("create, list, show, modify and deactivate %ss", kind),
+		Usage: fmt.Sprintf("create, list, show, modify, deactivate and reactivate %ss", kind),
 		Subcommands: []*cli.Command{
-			{Name: "create", Usage: "create a " + string(kind), ArgsUsage: "NAME", Flags: append(common, policyFlags...), Action: kind.create},
+			{Name: "create", Usage: "create " + kind.withArticle(), ArgsUsage: "NAME", Flags: append(common, policyFlags...), Action: kind.create},
 			{Name: "list", Usage: list, ArgsUsage: "[NAME]", Action: kind.list},
 			{Name: "show", Usage: "show one " + string(kind), ArgsUsage: "NAME", Action: kind.show},
-			{Name: "modify", Usage: "change a " + string(kind), ArgsUsage: "NAME", Flags: append(common, policyFlags...), Action: kind.modify},
-			{Name: "deactivate", Usage: "stop a " + string(kind) + " and everything under it from taking part in changes", ArgsUsage: "NAME", Action: kind.deactivate},
+			{Name: "modify", Usage: "change " + kind.withArticle(), ArgsUsage: "NAME", Flags: append(common, policyFlags...), Action: kind.modify},
+			{Name: "deactivate", Usage: "stop " + kind.withArticle() + " and everything under it from taking part in changes (asks on a terminal)", ArgsUsage: "NAME",
+				Flags: []cli.Flag{yesFlag()}, Action: kind.deactivate},
+			{Name: "reactivate", Usage: "make a deactivated " + string(kind) + " usable again, with what is under it (but what was deactivated on its own)", ArgsUsage: "NAME", Action: kind.reactivate},
 		},
 	}
 	if kind == "project" {
-		cmd.Usage = "create, list, show, modify, deactivate projects and set their HFS policy"
+		cmd.Usage = "create, list, show, modify, deactivate and reactivate projects and set their HFS policy"
 		cmd.Subcommands = append(cmd.Subcommands, &cli.Command{
 			Name: "policy", Usage: "set a project's HFS policy from the flags given (the others stay); without flags, show the project",
 			ArgsUsage: "NAME", Flags: projectPolicyFlags(), Action: kind.policy,
@@ -76,7 +88,7 @@ func nodeCommand(kind nodeKind) *cli.Command {
 // projectPolicyFlags set a project's HFS policy (applyPolicyFlags reads them).
 func projectPolicyFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringFlag{Name: "quota", Usage: "HFS quota: static:CREDITS, dynamic:FRACTION, shares:WEIGHT or none"},
+		&cli.StringFlag{Name: "quota", Usage: "HFS quota: static:CREDITS, dynamic:FRACTION, shares:WEIGHT or none (in an account split by HFS, a new project needs one; none makes it without on purpose)"},
 		&cli.BoolFlag{Name: "accept-surplus", Usage: "may receive surplus from above (--accept-surplus=false to stop)"},
 		&cli.StringFlag{Name: "limit", Usage: "cap on what the subtree may be allocated (none to remove)"},
 		&cli.StringFlag{Name: "non-shared", Usage: "part of the own quota never lent as surplus"},
@@ -88,7 +100,9 @@ func (k nodeKind) create(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	spec := ledger.NodeSpec{Name: name, Description: c.String("description"), AnyUser: c.Bool("any-user")}
+	// --quota none says that a project of an account split by HFS is
+	// meant to have no quota; the ledger refuses one that merely lacks it.
+	spec := ledger.NodeSpec{Name: name, Description: c.String("description"), AnyUser: c.Bool("any-user"), NoQuota: c.String("quota") == none}
 	if err := applyPolicyFlags(c, &spec.Policy); err != nil {
 		return err
 	}
@@ -97,8 +111,49 @@ func (k nodeKind) create(c *cli.Context) error {
 		if err != nil {
 			return err
 		}
-		return showNode(c, n)
+		return showCreated(c, b, n)
 	})
+}
+
+// nodeWithShare is what `project create --json` prints: the node, and for
+// a project of an account split by HFS, its share now.
+type nodeWithShare struct {
+	ledger.Node
+	Share *ledger.NodeShare `json:"share,omitempty"`
+}
+
+// showCreated shows a new node and, for a project of an account split by
+// HFS, what HFS gives it now (as `hfs show` has it): a project whose quota
+// comes to nothing is seen when it is made, not when its first job is
+// refused. The node is made whatever happens here: a split that cannot be
+// read (a manager's scope below the account) is a note, not a failure.
+func showCreated(c *cli.Context, b bank, n ledger.Node) error {
+	if n.IsAccount() {
+		return showNode(c, n)
+	}
+	s, err := b.Shares(c.Context, n.Account())
+	if err != nil {
+		fmt.Fprintf(c.App.ErrWriter, "ingot: note: %s is made; its HFS share is not shown: %s\n", n.Name, message(err))
+		return showNode(c, n)
+	}
+	i := slices.IndexFunc(s.Nodes, func(ns ledger.NodeShare) bool { return ns.Name == n.Name })
+	if !s.HFS || i < 0 {
+		return showNode(c, n)
+	}
+	t := nodeTable(n)
+	t.data = nodeWithShare{Node: n, Share: &s.Nodes[i]}
+	f, err := outputFormat(c)
+	if err != nil {
+		return err
+	}
+	if err := write(c.App.Writer, f, t); err != nil || f == formatJSON {
+		return err
+	}
+	if f == formatTable {
+		fmt.Fprintln(c.App.Writer)
+	}
+	s.Nodes = s.Nodes[i : i+1]
+	return writeShares(c, f, s, b.precision(), true)
 }
 
 func (k nodeKind) modify(c *cli.Context) error {
@@ -151,8 +206,25 @@ func (k nodeKind) deactivate(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	question := fmt.Sprintf("deactivate %s %s and everything under it? Every job and change there is refused until `ingot %s reactivate %s`.", k, name, k, name)
+	if err := confirm(c, question); err != nil {
+		return err
+	}
+	return setActive(c, name, bankService.DeactivateNode)
+}
+
+func (k nodeKind) reactivate(c *cli.Context) error {
+	name, err := k.nameArg(c)
+	if err != nil {
+		return err
+	}
+	return setActive(c, name, bankService.ReactivateNode)
+}
+
+// setActive deactivates or reactivates the node named, as change does.
+func setActive(c *cli.Context, name string, change func(bankService, context.Context, ledger.Request, string) (ledger.Node, error)) error {
 	return withBank(c, func(b bank) error {
-		n, err := b.DeactivateNode(c.Context, request(c), name)
+		n, err := change(b.bankService, c.Context, request(c), name)
 		if err != nil {
 			return err
 		}
@@ -197,7 +269,10 @@ func (k nodeKind) list(c *cli.Context) error {
 	})
 }
 
-func showNode(c *cli.Context, n ledger.Node) error {
+func showNode(c *cli.Context, n ledger.Node) error { return show(c, nodeTable(n)) }
+
+// nodeTable is a node as Field and Value rows.
+func nodeTable(n ledger.Node) table {
 	t := table{headers: []string{"Field", "Value"}, data: n}
 	t.add("Name", n.Name)
 	t.add("Kind", map[bool]string{true: "account", false: "project of " + n.Account()}[n.IsAccount()])
@@ -209,7 +284,7 @@ func showNode(c *cli.Context, n ledger.Node) error {
 	t.add("NonShared", n.Policy.NonShared.String())
 	t.add("Description", n.Description)
 	t.add("Created", localTime(n.Created))
-	return show(c, t)
+	return t
 }
 
 func quotaText(p ledger.Policy) string {
@@ -232,7 +307,7 @@ var plainNumber = regexp.MustCompile(`^-?[0-9]{1,16}(\.[0-9]{1,18})?$`)
 
 func parseNumber(flag, s string) (decimal.Decimal, error) {
 	if !plainNumber.MatchString(s) {
-		return decimal.Decimal{}, usageError{fmt.Sprintf("--%s %q: want a plain number like 100 or 0.25", flag, s)}
+		return decimal.Decimal{}, usageError{fmt.Sprintf("--%s %s: want a plain number like 100 or 0.25", flag, ledger.Excerpt(s))}
 	}
 	return decimal.NewFromString(s)
 }
@@ -241,12 +316,12 @@ func parseNumber(flag, s string) (decimal.Decimal, error) {
 func applyPolicyFlags(c *cli.Context, p *ledger.Policy) error {
 	if c.IsSet("quota") {
 		q := c.String("quota")
-		if q == "none" {
+		if q == none {
 			p.QuotaKind, p.Quota = ledger.QuotaNone, decimal.Zero
 		} else {
 			kind, value, ok := strings.Cut(q, ":")
 			if !ok {
-				return usageError{fmt.Sprintf("--quota %q: want static:CREDITS, dynamic:FRACTION, shares:WEIGHT or none", q)}
+				return usageError{fmt.Sprintf("--quota %s: want static:CREDITS, dynamic:FRACTION, shares:WEIGHT or none", ledger.Excerpt(q))}
 			}
 			v, err := parseNumber("quota", value)
 			if err != nil {

@@ -11,13 +11,13 @@ import (
 
 func peopleCommands() []*cli.Command {
 	userFlags := []cli.Flag{
-		&cli.StringFlag{Name: "description", Aliases: []string{"d"}},
+		descriptionFlag("the user (user list shows it)"),
 		&cli.StringFlag{Name: "default-project", Usage: "project charged when a job names none"},
 		&cli.StringSliceFlag{Name: "member", Usage: "make a member of `NODE` (repeatable)"},
 		&cli.StringSliceFlag{Name: "manager", Usage: "make a manager of `NODE` (repeatable)"},
 	}
 	machineFlags := []cli.Flag{
-		&cli.StringFlag{Name: "description", Aliases: []string{"d"}},
+		descriptionFlag("the machine (machine list shows it)"),
 		&cli.Int64Flag{Name: "cores", Usage: "cores per node"},
 		&cli.Int64Flag{Name: "memory-mb", Usage: "memory per node, MB"},
 		&cli.Int64Flag{Name: "gpus", Usage: "GPUs per node"},
@@ -30,7 +30,8 @@ func peopleCommands() []*cli.Command {
 				{Name: "add", ArgsUsage: "NAME", Usage: "add a user", Flags: userFlags, Action: userAdd},
 				{Name: "modify", ArgsUsage: "NAME", Usage: "change a user", Action: userModify, Flags: append(userFlags,
 					&cli.StringSliceFlag{Name: "remove", Usage: "end the membership in `NODE` (repeatable)"},
-					&cli.BoolFlag{Name: "active", Usage: "--active=false deactivates the user, --active reactivates"},
+					&cli.BoolFlag{Name: "active", Usage: "--active=false deactivates the user (asks on a terminal), --active reactivates"},
+					yesFlag(),
 				)},
 				{Name: "list", Usage: "list users", Action: userList},
 			},
@@ -41,7 +42,8 @@ func peopleCommands() []*cli.Command {
 			Subcommands: []*cli.Command{
 				{Name: "add", ArgsUsage: "NAME", Usage: "add a machine", Flags: machineFlags, Action: machineAdd},
 				{Name: "modify", ArgsUsage: "NAME", Usage: "change a machine", Action: machineModify, Flags: append(machineFlags,
-					&cli.BoolFlag{Name: "active", Usage: "--active=false deactivates the machine, --active reactivates"},
+					&cli.BoolFlag{Name: "active", Usage: "--active=false deactivates the machine (asks on a terminal), --active reactivates"},
+					yesFlag(),
 				)},
 				{Name: "list", Usage: "list machines", Action: machineList},
 			},
@@ -89,6 +91,9 @@ func userModify(c *cli.Context) error {
 	}
 	if c.IsSet("active") {
 		change.Active = ptr(c.Bool("active"))
+	}
+	if err := confirmDeactivation(c, "user", a[0], "Their jobs are refused"); err != nil {
+		return err
 	}
 	return withBank(c, func(b bank) error {
 		u, err := b.ModifyUser(c.Context, request(c), a[0], change)
@@ -141,6 +146,9 @@ func machineModify(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := confirmDeactivation(c, "machine", a[0], "Jobs on it are refused"); err != nil {
+		return err
+	}
 	return withBank(c, func(b bank) error {
 		var change ledger.MachineChange
 		if c.IsSet("description") {
@@ -178,6 +186,15 @@ func showMachines(c *cli.Context, ms []ledger.Machine) error {
 		t.add(m.Name, yesNo(m.Active), fmt.Sprint(m.Shape.Cores), fmt.Sprint(m.Shape.MemoryMB), fmt.Sprint(m.Shape.GPUs), m.Description)
 	}
 	return show(c, t)
+}
+
+// confirmDeactivation asks before `ingot KIND modify NAME --active=false`
+// deactivates a user or machine; refused says what it stops.
+func confirmDeactivation(c *cli.Context, kind, name, refused string) error {
+	if !c.IsSet("active") || c.Bool("active") {
+		return nil
+	}
+	return confirm(c, fmt.Sprintf("deactivate %s %s? %s until `ingot %s modify %s --active`.", kind, name, refused, kind, name))
 }
 
 func ptr[T any](v T) *T { return &v }

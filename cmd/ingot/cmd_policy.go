@@ -29,16 +29,16 @@ func policyCommands() []*cli.Command {
 			{Name: "show", Usage: "the settings in force, globally, per machine and per project", Action: policyShow},
 			{
 				Name:      "set",
-				Usage:     "set the charge policy (DEBITSUCCESSFULWC, DEBITALLCPU, ...), globally or for a machine or project; none removes it",
+				Usage:     "set the charge policy (DEBITSUCCESSFULWC, DEBITALLCPU, ...), globally or for a machine or project; none removes it (asks on a terminal)",
 				ArgsUsage: "POLICY|none",
-				Flags:     scope(),
+				Flags:     append(scope(), yesFlag()),
 				Action:    policySet,
 			},
 			{
 				Name:      "fallback",
-				Usage:     "where a lien goes when its project cannot cover it: an account or project, or +SUFFIX appended to the project's name; none removes it",
+				Usage:     "where a lien goes when its project cannot cover it: an account or project, or +SUFFIX appended to the project's name; none removes it (asks on a terminal)",
 				ArgsUsage: "TARGET|none",
-				Flags:     scope(),
+				Flags:     append(scope(), yesFlag()),
 				Action:    policyFallback,
 			},
 			{Name: "grace", Usage: "how long a lien outlives its job's wallclock limit (default 10m)", ArgsUsage: "DURATION", Action: policyGrace},
@@ -66,6 +66,8 @@ func policySet(c *cli.Context) error {
 		if p, err = charge.ParsePolicy(a[0]); err != nil {
 			return usageError{fmt.Sprintf("policy set: %v", err)}
 		}
+	} else if err := confirmRemoval(c, "charge policy"); err != nil {
+		return err
 	}
 	return changeConfig(c, lien.ConfigChange{Policy: &p})
 }
@@ -78,6 +80,9 @@ func policyFallback(c *cli.Context) error {
 	target := a[0]
 	if target == none {
 		target = "" // the empty fallback removes one
+		if err := confirmRemoval(c, "fallback"); err != nil {
+			return err
+		}
 	}
 	return changeConfig(c, lien.ConfigChange{Fallback: &target})
 }
@@ -95,9 +100,24 @@ func policyGrace(c *cli.Context) error {
 	return changeConfig(c, lien.ConfigChange{Grace: &grace})
 }
 
+// scopeOf is the scope of --machine or --project.
+func scopeOf(c *cli.Context) lien.Scope {
+	return lien.Scope{Machine: c.String("machine"), Project: c.String("project")}
+}
+
+// confirmRemoval asks before a setting is removed at the scope of the
+// flags.
+func confirmRemoval(c *cli.Context, setting string) error {
+	where := "the global " + setting
+	if s := scopeOf(c); s != (lien.Scope{}) {
+		where = fmt.Sprintf("the %s of %s", setting, s)
+	}
+	return confirm(c, fmt.Sprintf("remove %s? Jobs are charged without it from now on.", where))
+}
+
 // changeConfig applies ch at the scope of --machine or --project.
 func changeConfig(c *cli.Context, ch lien.ConfigChange) error {
-	ch.Scope = lien.Scope{Machine: c.String("machine"), Project: c.String("project")}
+	ch.Scope = scopeOf(c)
 	return withBank(c, func(b bank) error {
 		cfg, err := b.ChangeConfig(c.Context, request(c), ch)
 		if err != nil {

@@ -15,7 +15,6 @@ import (
 )
 
 func rateCommands() []*cli.Command {
-	description := &cli.StringFlag{Name: "description", Aliases: []string{"d"}}
 	return []*cli.Command{{
 		Name:  "rate",
 		Usage: "show and change the rate table (Gold's charge rates, time-of-day and day-of-week multipliers)",
@@ -25,10 +24,10 @@ func rateCommands() []*cli.Command {
 				Name:      "add",
 				Usage:     "add or replace a rate: `rate add VBR Processors 1`, `rate add NBM QualityOfService=premium 2`",
 				ArgsUsage: "TYPE NAME[=INSTANCE] RATE",
-				Flags:     []cli.Flag{description},
+				Flags:     []cli.Flag{descriptionFlag("the rate (rate list shows it)")},
 				Action:    rateAdd,
 			},
-			{Name: "delete", Usage: "remove a rate", ArgsUsage: "TYPE NAME[=INSTANCE]", Action: rateDelete},
+			{Name: "delete", Usage: "remove a rate (asks on a terminal)", ArgsUsage: "TYPE NAME[=INSTANCE]", Flags: []cli.Flag{yesFlag()}, Action: rateDelete},
 			{
 				Name:  "window",
 				Usage: "time-of-day and day-of-week multipliers",
@@ -45,11 +44,12 @@ func rateCommands() []*cli.Command {
 						},
 						Action: windowAdd,
 					},
-					{Name: "delete", Usage: "remove a window", ArgsUsage: "NAME", Action: windowDelete},
+					{Name: "delete", Usage: "remove a window (asks on a terminal)", ArgsUsage: "NAME", Flags: []cli.Flag{yesFlag()}, Action: windowDelete},
 				},
 			},
 			{Name: "zone", Usage: "the IANA time zone the windows are read in (e.g. Europe/Paris; UTC by default)", ArgsUsage: "ZONE", Action: rateZone},
-			{Name: "set", Usage: "replace the whole table with FILE (JSON as `rate list --json` prints; - for standard input)", ArgsUsage: "FILE", Action: rateSet},
+			{Name: "set", Usage: "replace the whole table with FILE (JSON as `rate list --json` prints; - for standard input; asks on a terminal)", ArgsUsage: "FILE",
+				Flags: []cli.Flag{yesFlag()}, Action: rateSet},
 		},
 	}}
 }
@@ -179,6 +179,9 @@ func rateDelete(c *cli.Context) error {
 		return err
 	}
 	r := rateKey(a[0], a[1])
+	if err := confirm(c, fmt.Sprintf("delete rate %s %s? Jobs are priced without it from now on.", a[0], a[1])); err != nil {
+		return err
+	}
 	return changeRates(c, func(t *charge.RateTable) error {
 		n := len(t.Rates)
 		t.Rates = slices.DeleteFunc(t.Rates, func(x charge.ChargeRate) bool { return sameRate(x, r) })
@@ -223,6 +226,9 @@ func windowDelete(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := confirm(c, fmt.Sprintf("delete window %s? Jobs are priced without it from now on.", a[0])); err != nil {
+		return err
+	}
 	return changeRates(c, func(t *charge.RateTable) error {
 		if !removeWindow(t, a[0]) {
 			return fmt.Errorf("%w: no window named %q in the table", ledger.ErrNotFound, a[0])
@@ -263,6 +269,9 @@ func rateSet(c *cli.Context) error {
 	t, err := charge.DecodeRateTable(data)
 	if err != nil {
 		return fmt.Errorf("%w: rate set %s: %v", ledger.ErrInvalid, a[0], err)
+	}
+	if err := confirm(c, fmt.Sprintf("replace the whole rate table with %s? The rates and windows not in it are deleted.", a[0])); err != nil {
+		return err
 	}
 	return changeRates(c, func(old *charge.RateTable) error {
 		*old = t

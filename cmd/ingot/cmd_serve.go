@@ -94,7 +94,10 @@ func serve(c *cli.Context, fileKeys []string) error {
 	defer out.Close()
 	log := slog.New(flushingHandler{slog.NewJSONHandler(out, &slog.HandlerOptions{Level: c.Generic("log-level").(*logLevel).Level}), out})
 	m := metrics.New()
-	return withStore(c, boltstore.Options{OnCommit: m.ObserveCommit}, func(l *ledger.Ledger, store *boltstore.Store) error {
+	upgraded := func(from, to uint64, backup string) {
+		log.Info("upgraded the bank", "db", flagString(c, "db"), "from schema", from, "to schema", to, "the file as it was", backup)
+	}
+	return withStore(c, boltstore.Options{OnCommit: m.ObserveCommit, OnUpgrade: upgraded}, func(l *ledger.Ledger, store *boltstore.Store) error {
 		m.CountLiens(func() (int, error) { return l.OpenLiens(ctx) })
 		firstAdminKey := c.String("first-admin-key")
 		// The server key is made only with the first admin's key: a server

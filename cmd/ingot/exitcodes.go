@@ -21,7 +21,7 @@ const (
 	exitNotFound    = 3 // unknown node, user, machine, allocation, rate, charge; no lien for the job
 	exitRefused     = 4 // valid but refused: insufficient funds, inactive, exists, request conflict, not a member, already charged, refund beyond the charge, unusable quote or reservation
 	exitAudit       = 5 // the audit found problems
-	exitUnavailable = 6 // the database cannot be opened (missing, locked, not a bank), or the server key; the server cannot be reached or is busy
+	exitUnavailable = 6 // the database cannot be opened (missing, locked, not a bank, a schema this ingot does not open), or the server key; the server cannot be reached or is busy
 	exitCorrupt     = 7 // stored data is damaged
 	exitAuth        = 8 // with --server: no usable key file, or the server refused the key (401)
 )
@@ -96,11 +96,12 @@ func exitCode(err error) int {
 	// rather than split between "not found" and "refused".
 	case errors.Is(err, ledger.ErrInactive), errors.Is(err, ledger.ErrExists), errors.Is(err, ledger.ErrRequestConflict),
 		errors.Is(err, lien.ErrNoProject), errors.Is(err, lien.ErrNotMember), errors.Is(err, lien.ErrAlreadyCharged),
-		errors.Is(err, lien.ErrRefund), errors.Is(err, lien.ErrQuote), errors.Is(err, lien.ErrReservation):
+		errors.Is(err, lien.ErrRefund), errors.Is(err, lien.ErrQuote), errors.Is(err, lien.ErrReservation), errors.Is(err, errNotConfirmed):
 		return exitRefused
 	case errors.Is(err, errAuditFailed):
 		return exitAudit
-	case errors.Is(err, boltstore.ErrLocked), errors.Is(err, ledger.ErrNotInitialized), errors.Is(err, errNoDatabase), errors.Is(err, clients.ErrServerKey):
+	case errors.Is(err, boltstore.ErrLocked), errors.Is(err, ledger.ErrNotInitialized), errors.Is(err, errNoDatabase), errors.Is(err, clients.ErrServerKey),
+		errors.Is(err, boltstore.ErrNewerSchema), errors.Is(err, boltstore.ErrOldSchema), errors.Is(err, boltstore.ErrLogLeft):
 		return exitUnavailable
 	case errors.Is(err, ledger.ErrCorrupt):
 		return exitCorrupt

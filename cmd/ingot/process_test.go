@@ -53,6 +53,9 @@ func TestMain(m *testing.M) {
 		}()
 		os.Exit(runProfiled(os.Getenv(envCPUProfile), append([]string{"ingot"}, os.Args[1:]...)))
 	}
+	// The tests are scripts: they answer no question, whatever standard
+	// input the test binary was given (those that do set console).
+	console = func() (io.Reader, bool) { return os.Stdin, false }
 	os.Exit(m.Run())
 }
 

@@ -10,6 +10,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/shopspring/decimal"
+
 	"github.com/ingot-hpc/ingot/charge"
 	"github.com/ingot-hpc/ingot/ledger"
 	"github.com/ingot-hpc/ingot/lien"
@@ -84,6 +86,14 @@ func (r remoteBank) ModifyNode(ctx context.Context, req ledger.Request, name str
 
 func (r remoteBank) DeactivateNode(ctx context.Context, req ledger.Request, name string) (ledger.Node, error) {
 	return r.client.DeactivateNode(ctx, req.ID, name)
+}
+
+func (r remoteBank) ReactivateNode(ctx context.Context, req ledger.Request, name string) (ledger.Node, error) {
+	return r.client.ReactivateNode(ctx, req.ID, name)
+}
+
+func (r remoteBank) Available(ctx context.Context, project string) (decimal.Decimal, error) {
+	return r.client.Available(ctx, project)
 }
 
 func (r remoteBank) Users(ctx context.Context) ([]ledger.User, error) { return r.client.Users(ctx) }

@@ -229,6 +229,8 @@ func TestRemoteOutputIsLocalOutput(t *testing.T) {
 	tw.change("account", "create", "bio")
 	tw.change("project", "create", "chem.lab1", "--quota", "dynamic:0.6")
 	tw.change("project", "create", "chem.lab2", "--quota", "dynamic:0.4", "--accept-surplus")
+	tw.change("project", "deactivate", "chem.lab2")
+	tw.change("project", "reactivate", "chem.lab2")
 	tw.change("project", "policy", "chem.lab2", "--limit", "90000")
 	tw.change("user", "add", "amy", "--member", "chem.lab1", "--default-project", "chem.lab1")
 	tw.change("user", "add", "bob", "--member", "bio", "--default-project", "bio")
@@ -419,7 +421,9 @@ func TestRemoteManagerActsInItsSubtree(t *testing.T) {
 	mgr.ok("withdraw", "chem", "5")
 	mgr.ok("project", "create", "chem.lab2", "--quota", "dynamic:0.5")
 	mgr.ok("project", "policy", "chem.lab1", "--quota", "dynamic:0.5")
-	mgr.ok("project", "create", "chem.lab1.spectra")
+	mgr.ok("project", "create", "chem.lab1.spectra", "--quota", "shares:1")
+	mgr.ok("project", "deactivate", "chem.lab1.spectra")
+	mgr.ok("project", "reactivate", "chem.lab1.spectra")
 	mgr.ok("statement", "chem")
 	var balances []ledger.NodeBalance
 	mgr.json(&balances, "balance")
@@ -438,6 +442,8 @@ func TestRemoteManagerActsInItsSubtree(t *testing.T) {
 		{"may not create phys: it is not below a node it manages", []string{"account", "create", "phys"}},
 		{"may not change chem: it is not below a node it manages", []string{"account", "modify", "chem", "-d", "mine"}},
 		{"may not deactivate bio.lab1", []string{"project", "deactivate", "bio.lab1"}},
+		{"may not reactivate bio.lab1: it is not below a node it manages", []string{"project", "reactivate", "bio.lab1"}},
+		{"may not reactivate chem: it is not below a node it manages", []string{"account", "reactivate", "chem"}},
 		{"may not POST /v1/users", []string{"user", "add", "carl"}},
 		{"may not POST /v1/rates", []string{"rate", "add", "VBR", "Processors", "2"}},
 		{"may not POST /v1/config", []string{"policy", "set", "DEBITALLCPU"}},

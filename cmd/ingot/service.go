@@ -6,6 +6,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/shopspring/decimal"
 	"github.com/urfave/cli/v2"
 
 	"github.com/ingot-hpc/ingot/charge"
@@ -30,6 +31,7 @@ type bankService interface {
 	CreateNode(ctx context.Context, req ledger.Request, spec ledger.NodeSpec) (ledger.Node, error)
 	ModifyNode(ctx context.Context, req ledger.Request, name string, change ledger.NodeChange) (ledger.Node, error)
 	DeactivateNode(ctx context.Context, req ledger.Request, name string) (ledger.Node, error)
+	ReactivateNode(ctx context.Context, req ledger.Request, name string) (ledger.Node, error)
 
 	Users(ctx context.Context) ([]ledger.User, error)
 	AddUser(ctx context.Context, req ledger.Request, spec ledger.UserSpec) (ledger.User, error)
@@ -45,6 +47,8 @@ type bankService interface {
 	Balances(ctx context.Context, at time.Time) ([]ledger.NodeBalance, error)
 	BalanceAt(ctx context.Context, node string, at time.Time) (ledger.NodeBalance, error)
 	Shares(ctx context.Context, account string) (ledger.AccountShares, error)
+	// Available is what a new lien on project may take now (its HFS share).
+	Available(ctx context.Context, project string) (decimal.Decimal, error)
 	FairShare(ctx context.Context, account string, halfLife time.Duration, compensation float64) ([]ledger.FairShareNode, error)
 	Statement(ctx context.Context, account string, from, to time.Time, summarize bool) (ledger.Statement, error)
 	Journal(ctx context.Context, f ledger.JournalFilter) ([]ledger.Entry, error)

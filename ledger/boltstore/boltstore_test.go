@@ -2,16 +2,13 @@ package boltstore_test
 
 import (
 	"bytes"
-	"compress/gzip"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -247,116 +244,6 @@ func makeBank(t *testing.T, path string, n int) {
 	}
 	if err := store.Close(); err != nil {
 		t.Fatal(err)
-	}
-}
-
-// unpack writes testdata/NAME.gz to dir/NAME.
-func unpack(t *testing.T, dir, name string) string {
-	t.Helper()
-	f, err := os.Open(filepath.Join("testdata", name+".gz"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	z, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, err := io.ReadAll(z)
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(dir, name)
-	if err := os.WriteFile(path, raw, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
-
-// TestSchema7Upgrades: a bank made by the engine before this one (with
-// its write-ahead log) and closed cleanly opens, is upgraded in place,
-// audits clean with the same balances and takes new changes; one left
-// with its log by a crash is refused with how to fold the log, and
-// nothing is changed. The files are under testdata (schema7-*.md says how
-// they were made).
-func TestSchema7Upgrades(t *testing.T) {
-	ctx := context.Background()
-	dir := t.TempDir()
-	path := unpack(t, dir, "schema7-clean.db")
-	if _, err := boltstore.Open(path, boltstore.Options{ReadOnly: true}); !errors.Is(err, boltstore.ErrReadOnly) {
-		t.Errorf("read-only open of schema 7: %v, want ErrReadOnly saying to upgrade", err)
-	}
-	store, err := boltstore.Open(path, boltstore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The file was made at 12:36:29 on 2026-11-26; its lien of 300 lasts
-	// 15 minutes.
-	then := time.Date(2026, 11, 26, 12, 37, 0, 0, time.UTC)
-	l, err := ledger.Open(ctx, store, ledger.WithClock(func() time.Time { return then }))
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := map[string]string{"bio": "196.50", "chem": "950.00"}
-	wantReserved := map[string]string{"bio": "0", "chem": "300"}
-	for account, balance := range want {
-		b, err := l.BalanceAt(ctx, account, then)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := b.Balance.Balance.StringFixed(2); got != balance || !b.Balance.Reserved.Equal(decimal.RequireFromString(wantReserved[account])) {
-			t.Errorf("%s: balance %s reserved %s, want %s and %s", account, got, b.Balance.Reserved, balance, wantReserved[account])
-		}
-	}
-	// It kept answers for changes that journaled nothing (a sweep of no
-	// lien, a lien placed again), which this engine does not keep: the
-	// audit finds none left to check against the journal.
-	rep, err := l.Audit(ctx, ledger.AuditOptions{Full: true})
-	if err != nil || len(rep.Problems) > 0 {
-		t.Fatalf("audit after the upgrade: %v %v", rep.Problems, err)
-	}
-	// The node index was built: a project's journal through it is the
-	// whole journal's entries that concern the project.
-	all, err := l.Journal(ctx, ledger.JournalFilter{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wantSeqs []uint64
-	for _, e := range all {
-		if slices.Contains(ledger.IndexTerms(e), "chem.lab1") {
-			wantSeqs = append(wantSeqs, e.Seq)
-		}
-	}
-	indexed, err := l.Journal(ctx, ledger.JournalFilter{Node: "chem.lab1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []uint64
-	for _, e := range indexed {
-		got = append(got, e.Seq)
-	}
-	if len(wantSeqs) < 3 || !slices.Equal(got, wantSeqs) {
-		t.Errorf("chem.lab1's journal after the upgrade: entries %v, want %v", got, wantSeqs)
-	}
-	// A retry of a request answered before the upgrade is not applied
-	// again: its answer was kept in a form this version does not read.
-	if _, err := l.Deposit(ctx, ledger.Request{Actor: "local:root", ID: "legacy-req-1"}, ledger.DepositSpec{Account: "bio", Amount: decimal.NewFromInt(7)}); err == nil || !strings.Contains(err.Error(), "earlier version") {
-		t.Errorf("retry of a request from before the upgrade: %v", err)
-	}
-	if _, err := l.Deposit(ctx, ledger.Request{Actor: "t", ID: "new"}, ledger.DepositSpec{Account: "bio", Amount: decimal.NewFromInt(1)}); err != nil {
-		t.Fatal(err)
-	}
-	store.Close()
-	auditFile(t, path, boltstore.Options{})
-
-	crashed := unpack(t, dir, "schema7-crashed.db")
-	unpack(t, dir, "schema7-crashed.db-wal.1")
-	before := digest(t, crashed)
-	if _, err := boltstore.Open(crashed, boltstore.Options{}); !errors.Is(err, boltstore.ErrLogLeft) || !strings.Contains(err.Error(), "open and close the bank once with the ingot that made it") {
-		t.Errorf("open of a crashed schema-7 bank: %v, want ErrLogLeft", err)
-	}
-	if digest(t, crashed) != before {
-		t.Error("the refused open changed the file")
 	}
 }
 

@@ -62,10 +62,17 @@
 //	records                kind NUL key -> the record's value (the ledger's running sums and audit checkpoint among them)
 //	journal_by_node        node NUL seq -> (empty), for each node an entry concerns (ledger.IndexTerms)
 //
-// Files of schema 7, made by the engine before this one (which kept a
-// write-ahead log beside the file), and of schema 8 (without the node
-// index) are upgraded in place when opened read-write, if they were closed
-// cleanly; one left with log files by a
-// crash is refused with ErrLogLeft, and must be opened and closed once by
-// that version of ingot, which folds the log into the file.
+// # Upgrades
+//
+// A file of an earlier schema, from 2 on, is upgraded in place when it is
+// opened read-write (upgrade.go): first copied byte for byte beside itself,
+// as PATH.schemaN.bak (.1, .2... if that name is taken), the copy and its
+// directory synced, then changed in one transaction, so that a failure
+// leaves the file as it was. Options.OnUpgrade is told of it. Opened
+// read-only, such a file is refused until it has been upgraded. Schema 1
+// is refused with ErrOldSchema, a newer schema with ErrNewerSchema. A file
+// of schema 6 or 7 (made by the engine before this one, which kept a
+// write-ahead log beside the file) left with log files by a crash is
+// refused with ErrLogLeft: the ingot that made it must fold the log into
+// the file first. Each refusal names the file and what to run.
 package boltstore

@@ -18,15 +18,21 @@ import (
 )
 
 // schemaVersion is the layout of the buckets (doc.go); Open refuses a newer
-// one and upgrades oldestUpgradable and later.
+// one and upgrades oldestUpgradable and later (upgrade.go). Schema 1, the
+// first ingots', hashed its journal entries in a form no later ingot reads.
 const (
 	schemaVersion    = 9
-	oldestUpgradable = 7
+	oldestUpgradable = 2
 )
 
 // SchemaVersion is the schema of the files this ingot writes, for `ingot
 // version`.
 const SchemaVersion = schemaVersion
+
+// logIngots are the ingot commits, first and last, that wrote each schema
+// whose engine kept a write-ahead log beside the file: a log left by a
+// crash is folded into the file only by the ingot that wrote it.
+var logIngots = map[uint64][2]string{6: {"2529ba2", "5b265d9"}, 7: {"80de303", "9416433"}}
 
 // maxGroup bounds the calls one transaction runs, so that one commit's
 // pages stay a modest write.
@@ -47,6 +53,12 @@ var (
 	// ErrLogLeft is returned by Open for a file whose write-ahead log,
 	// kept by an earlier version of ingot, was left by a crash.
 	ErrLogLeft = errors.New("boltstore: the bank was left with a write-ahead log by an earlier ingot")
+	// ErrNewerSchema is returned by Open for a bank of a schema newer
+	// than this ingot's.
+	ErrNewerSchema = errors.New("boltstore: the bank was made by a newer ingot")
+	// ErrOldSchema is returned by Open for a bank of a schema no ingot
+	// upgrades.
+	ErrOldSchema = errors.New("boltstore: no ingot upgrades the bank's schema")
 )
 
 // Options tune Open.
@@ -64,6 +76,10 @@ type Options struct {
 	// how many calls it made durable, and the time from the start of their
 	// group to the commit's end. It runs on the committer: return at once.
 	OnCommit func(calls int, d time.Duration)
+	// OnUpgrade, if set, is told that Open upgraded a file of an earlier
+	// schema (from) to this one (to), after copying the file as it was to
+	// backup beside it.
+	OnUpgrade func(from, to uint64, backup string)
 }
 
 // Store is a ledger.Store on a bbolt file.
@@ -104,11 +120,10 @@ func Open(path string, opts Options) (*Store, error) {
 	if !readOnly && !fresh && !writable(path) {
 		readOnly = true
 	}
-	version := uint64(schemaVersion)
 	if !fresh {
-		// Read-only first: bbolt may write to a file it opens read-write
-		// (its free list), and a file that is not a bank must not change.
-		if version, err = probe(path, opts.LockTimeout); err != nil {
+		// Read-only first: a file that is not a bank must not change.
+		version, err := probe(path, opts.LockTimeout)
+		if err != nil {
 			return nil, err
 		}
 		if err := checkVersion(path, version, readOnly); err != nil {
@@ -120,11 +135,8 @@ func Open(path string, opts Options) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{path: path, db: db, readOnly: readOnly, onCommit: opts.OnCommit, cache: recordCache{}}
-	if fresh {
-		version = 0
-	}
-	if version < schemaVersion {
-		err = s.upgrade(version)
+	if !readOnly {
+		err = s.prepare(fresh, opts.OnUpgrade)
 	}
 	if err != nil {
 		db.Close()
@@ -137,11 +149,15 @@ func Open(path string, opts Options) (*Store, error) {
 	return s, nil
 }
 
-// openBolt opens the bbolt file at path, its free list kept in the file
-// (bbolt's default), so that an open need not read every page to rebuild it.
+// openBolt opens the bbolt file at path. The store keeps bbolt's free list
+// in the file (bbolt's default), so that an open need not read every page
+// to rebuild it; but a writer opens the file without (NoFreelistSync),
+// since bbolt would otherwise write the list at once to a file that has
+// none (the engine of schemas 6 and 7 kept none), before Open has copied
+// a file it upgrades. prepare turns it on before the first commit.
 func openBolt(path string, readOnly bool, timeout time.Duration) (*bolt.DB, error) {
 	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: timeout, ReadOnly: readOnly,
-		FreelistType: bolt.FreelistMapType, InitialMmapSize: initialMmapSize})
+		FreelistType: bolt.FreelistMapType, NoFreelistSync: !readOnly, InitialMmapSize: initialMmapSize})
 	if errors.Is(err, bolt.ErrTimeout) {
 		return nil, fmt.Errorf("%w: %s (waited %s for its lock)", ErrLocked, path, timeout)
 	}
@@ -192,21 +208,39 @@ func probe(path string, timeout time.Duration) (uint64, error) {
 	return version, err
 }
 
-// checkVersion refuses a schema this ingot does not open as asked.
+// checkVersion refuses a schema this ingot does not open as asked, saying
+// what to do.
 func checkVersion(path string, version uint64, readOnly bool) error {
 	switch {
 	case version > schemaVersion:
-		return fmt.Errorf("database schema %d is newer than this ingot's %d: upgrade ingot", version, schemaVersion)
+		return fmt.Errorf("%w: %s has schema %d, and this ingot reads schemas up to %d: upgrade ingot", ErrNewerSchema, path, version, schemaVersion)
 	case version < oldestUpgradable:
-		return fmt.Errorf("database schema %d is older than %d, the oldest this ingot upgrades: open it once read-write with an ingot of schema 7 first", version, oldestUpgradable)
+		return fmt.Errorf("%w: %s has schema %d, that of the first ingots (commits 5a34f3a to 7640d43), whose journal no later ingot reads. "+
+			"Keep the file, read its accounts with one of those ingots (in a clone of ingot's repository: "+
+			"git worktree add /tmp/ingot-schema1 7640d43 && go -C /tmp/ingot-schema1 build ./cmd/ingot && /tmp/ingot-schema1/ingot --db %s balance --allocations), "+
+			"and make them again in a new bank (ingot init)", ErrOldSchema, path, version, absolute(path))
 	case version < schemaVersion && readOnly:
 		return fmt.Errorf("%w: database schema %d must be upgraded to %d: open it once read-write (any command that may change it, with the file writable)", ErrReadOnly, version, schemaVersion)
-	case version < schemaVersion:
+	}
+	if ingots, ok := logIngots[version]; ok {
 		if left, _ := filepath.Glob(path + "-wal.*"); len(left) > 0 {
-			return fmt.Errorf("%w: %v beside %s hold changes the file may not have yet; open and close the bank once with the ingot that made it (any local command, `ingot --db %s audit` for one) to fold them into the file, then open it with this one", ErrLogLeft, left, path, path)
+			return fmt.Errorf("%w: %v beside %s (schema %d) hold changes the file may not have yet. "+
+				"Open and close the bank once with the ingot that made it (schema %[4]d: commits %[5]s to %[6]s) to fold them into the file; "+
+				"to build the last of those in a clone of ingot's repository and run it: "+
+				"git worktree add /tmp/ingot-schema%[4]d %[6]s && go -C /tmp/ingot-schema%[4]d build ./cmd/ingot && /tmp/ingot-schema%[4]d/ingot --db %[7]s audit. "+
+				"Then open the bank with this ingot, which upgrades it",
+				ErrLogLeft, left, path, version, ingots[0], ingots[1], absolute(path))
 		}
 	}
 	return nil
+}
+
+// absolute is path made absolute, for a command run from another directory.
+func absolute(path string) string {
+	if abs, err := filepath.Abs(path); err == nil {
+		return abs
+	}
+	return path
 }
 
 // view runs fn in a bbolt read transaction, with a damaged file's panics

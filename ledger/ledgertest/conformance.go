@@ -26,6 +26,8 @@ func Conformance(t *testing.T, open OpenStore) {
 	}{
 		{"Nodes", testNodes},
 		{"Policies", testPolicies},
+		{"NewProjectInHFSAccountNeedsQuota", testNewProjectQuota},
+		{"Reactivate", testReactivate},
 		{"UsersAndMachines", testUsersAndMachines},
 		{"DepositRefusals", testDepositRefusals},
 		{"DepositAndTopUp", testDepositAndTopUp},
@@ -169,6 +171,113 @@ func testPolicies(t *testing.T, open OpenStore) {
 	}
 }
 
+// testNewProjectQuota: in an account split by HFS, a project made without
+// a quota would get nothing of its own, and its jobs would be refused
+// however much the account holds: it is refused unless NoQuota says it
+// is meant. An account without any HFS policy is not split, and takes
+// projects without quotas as before.
+func testNewProjectQuota(t *testing.T, open OpenStore) {
+	b := NewBank(t, open)
+	b.MustNode("chem", "chem.a", "phys")
+	b.MustDeposit("chem", "1000", time.Time{})
+	create := func(spec ledger.NodeSpec) error {
+		_, err := b.CreateNode(context.Background(), b.Req(), spec)
+		return err
+	}
+	if err := create(ledger.NodeSpec{Name: "chem.b"}); err != nil {
+		t.Fatalf("a project without a quota in an account without HFS: %v", err)
+	}
+	half := ledger.Policy{QuotaKind: ledger.QuotaDynamic, Quota: Dec(t, "0.5")}
+	if _, err := b.ModifyNode(context.Background(), b.Req(), "chem.a", ledger.NodeChange{Policy: &half}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		spec ledger.NodeSpec
+	}{
+		{"no quota", ledger.NodeSpec{Name: "chem.c"}},
+		{"no quota below a project", ledger.NodeSpec{Name: "chem.a.x"}},
+		{"surplus only, not said", ledger.NodeSpec{Name: "chem.c", Policy: ledger.Policy{AcceptSurplus: true}}},
+		// Its own policy would split phys, with itself at nothing.
+		{"the first policy of its account", ledger.NodeSpec{Name: "phys.x", Policy: ledger.Policy{Limit: ptr(Dec(t, "10"))}}},
+		{"no_quota with a quota", ledger.NodeSpec{Name: "chem.c", NoQuota: true, Policy: half}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			refusedWritesNothing(t, b, ledger.ErrInvalid, func() error { return create(tc.spec) })
+		})
+	}
+	for _, spec := range []ledger.NodeSpec{
+		{Name: "chem.c", NoQuota: true},
+		{Name: "chem.d", Policy: ledger.Policy{QuotaKind: ledger.QuotaShares, Quota: Dec(t, "1")}},
+		{Name: "chem.a.x", Policy: ledger.Policy{QuotaKind: ledger.QuotaDynamic, Quota: Dec(t, "1")}},
+		{Name: "phys.x"},
+		{Name: "bio"},
+	} {
+		if err := create(spec); err != nil {
+			t.Errorf("create %s: %v", spec.Name, err)
+		}
+	}
+	s, err := b.Shares(context.Background(), "chem")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range s.Nodes {
+		if want := map[string]string{"chem.c": "0", "chem.d": "500"}[n.Name]; want != "" {
+			wantAmount(t, n.Name+" quota", n.Quota, want)
+		}
+	}
+}
+
+// testReactivate: a deactivated account or project is reactivated, with a
+// journal entry of its own, and its subtree is usable again (but a node
+// deactivated on its own stays so); a node inside a deactivated one is
+// not reactivated before it; an active node is left as it is.
+func testReactivate(t *testing.T, open OpenStore) {
+	b := NewBank(t, open)
+	b.MustNode("chem", "chem.lab1", "chem.lab1.x", "chem.lab2")
+	ctx := context.Background()
+	for _, name := range []string{"chem.lab1", "chem.lab2", "chem"} {
+		if _, err := b.DeactivateNode(ctx, b.Req(), name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	refusedWritesNothing(t, b, ledger.ErrInactive, func() error {
+		_, err := b.ReactivateNode(ctx, b.Req(), "chem.lab1")
+		return err
+	})
+	refusedWritesNothing(t, b, ledger.ErrNotFound, func() error {
+		_, err := b.ReactivateNode(ctx, b.Req(), "nope")
+		return err
+	})
+	refusedWritesNothing(t, b, ledger.ErrInvalid, func() error {
+		_, err := b.ReactivateNode(ctx, b.Req(), "Chem!")
+		return err
+	})
+	for _, name := range []string{"chem", "chem.lab1"} {
+		n, err := b.ReactivateNode(ctx, b.Req(), name)
+		if err != nil || !n.Active {
+			t.Fatalf("reactivate %s: %+v, %v", name, n, err)
+		}
+	}
+	b.MustDeposit("chem", "10", time.Time{})
+	b.MustNode("chem.lab1.y")
+	refusedWritesNothing(t, b, ledger.ErrInactive, func() error {
+		_, err := b.CreateNode(ctx, b.Req(), ledger.NodeSpec{Name: "chem.lab2.y"})
+		return err
+	})
+	before := b.JournalLen()
+	if n, err := b.ReactivateNode(ctx, b.Req(), "chem.lab1"); err != nil || !n.Active {
+		t.Errorf("reactivate an active node: %+v, %v", n, err)
+	}
+	if after := b.JournalLen(); after != before {
+		t.Errorf("reactivating an active node wrote %d entries", after-before)
+	}
+	es, err := b.Journal(ctx, ledger.JournalFilter{Kinds: []ledger.Kind{ledger.KindNodeReactivate}})
+	if err != nil || len(es) != 2 || es[0].Node != "chem" || es[1].NodeState == nil || !es[1].NodeState.Active {
+		t.Errorf("reactivations journaled: %+v, %v", es, err)
+	}
+}
+
 func testUsersAndMachines(t *testing.T, open OpenStore) {
 	b := NewBank(t, open)
 	b.MustNode("chem", "chem.lab1", "bio")
@@ -238,6 +347,9 @@ func testDepositRefusals(t *testing.T, open OpenStore) {
 	b.MustNode("bio")
 	other := b.MustDeposit("bio", "10", time.Time{})
 	now := b.Clock.Now()
+	ending := b.MustDeposit("chem", "10", now.Add(time.Hour))
+	b.Clock.Advance(time.Hour)
+	now = b.Clock.Now()
 	for _, tc := range []struct {
 		name string
 		spec ledger.DepositSpec
@@ -256,6 +368,14 @@ func testDepositRefusals(t *testing.T, open OpenStore) {
 		{"unknown machine", ledger.DepositSpec{Account: "chem", Amount: Dec(t, "1"), Machine: "nope"}, ledger.ErrNotFound},
 		{"top-up with terms", ledger.DepositSpec{Account: "chem", Amount: Dec(t, "1"), Allocation: id, End: now.Add(time.Hour)}, ledger.ErrInvalid},
 		{"top-up of another account's allocation", ledger.DepositSpec{Account: "chem", Amount: Dec(t, "1"), Allocation: other}, ledger.ErrNotFound},
+		// Credits that could never be spent: a typo in a year, not a grant.
+		{"already ended", ledger.DepositSpec{Account: "chem", Amount: Dec(t, "1"), Start: now.Add(-48 * time.Hour), End: now.Add(-24 * time.Hour)}, ledger.ErrInvalid},
+		{"ends now", ledger.DepositSpec{Account: "chem", Amount: Dec(t, "1"), End: now}, ledger.ErrInvalid},
+		{"top-up of an ended allocation", ledger.DepositSpec{Account: "chem", Amount: Dec(t, "1"), Allocation: ending}, ledger.ErrInvalid},
+		// Year 1 is Go's zero time, "not given": a start or end before
+		// 1970 is a typo, refused rather than read as now or never.
+		{"start in year 1", ledger.DepositSpec{Account: "chem", Amount: Dec(t, "1"), Start: time.Date(1, 1, 1, 0, 0, 1, 0, time.UTC)}, ledger.ErrInvalid},
+		{"end in 1969", ledger.DepositSpec{Account: "chem", Amount: Dec(t, "1"), End: time.Date(1969, 12, 31, 0, 0, 0, 0, time.UTC)}, ledger.ErrInvalid},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			refusedWritesNothing(t, b, tc.want, func() error {
@@ -265,6 +385,10 @@ func testDepositRefusals(t *testing.T, open OpenStore) {
 		})
 	}
 	wantAmount(t, "chem amount", b.MustBalance("chem").Amount, "10")
+	// An allocation that starts later is fine, as is a past start.
+	if _, err := b.Deposit(context.Background(), b.Req(), ledger.DepositSpec{Account: "chem", Amount: Dec(t, "1"), Start: now.Add(-24 * time.Hour), End: now.Add(time.Second)}); err != nil {
+		t.Errorf("deposit that started yesterday and ends in a second: %v", err)
+	}
 }
 
 func testDepositAndTopUp(t *testing.T, open OpenStore) {

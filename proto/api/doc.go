@@ -32,9 +32,10 @@
 //		POST   /v1/nodes              NodeRequest        ledger.Node             admin, manager⁵
 //		POST   /v1/nodes/modify       Modify[NodeChange] ledger.Node             admin, manager⁵
 //		POST   /v1/nodes/deactivate   NameRequest        ledger.Node             admin, manager⁵
+//		POST   /v1/nodes/reactivate   NameRequest        ledger.Node             admin, manager⁵
 //		GET    /v1/users              -                  List of ledger.User     admin, manager⁴, user (itself)
 //		POST   /v1/users              UserRequest        ledger.User             admin
-//		POST   /v1/users/modify       Modify[UserChange] ledger.User             admin
+//		POST   /v1/users/modify       Modify[UserChange] ledger.User             admin, manager⁶
 //		GET    /v1/machines           -                  List of ledger.Machine  all
 //		POST   /v1/machines           MachineRequest     ledger.Machine          admin
 //		POST   /v1/machines/modify    Modify[...Change]  ledger.Machine          admin
@@ -78,11 +79,17 @@
 //	    the balances of the nodes of a manager's scope or of a user's
 //	    memberships.
 //	  - ⁵ a manager only on nodes strictly below the nodes of its scope: it
-//	    creates, changes and deactivates its projects, not the nodes it was
-//	    given (their share is decided above them), and no account.
+//	    creates, changes, deactivates and reactivates its projects, not the
+//	    nodes it was given (their share is decided above them), and no
+//	    account.
+//	  - ⁶ a manager only adds and removes memberships of nodes in its scope's
+//	    subtrees, and moves a user's default project between projects there
+//	    (or clears it); a user's description and active state are the
+//	    admin's, since a user is shared by every account.
 //
-// Users, machines, rates, charge policies, refunds, the sweep and clients
-// are the bank manager's (admin): they are shared by every account. The
+// Users (but their memberships, ⁶), machines, rates, charge policies,
+// refunds, the sweep and clients are the bank manager's (admin): they are
+// shared by every account. The
 // journal of a non-admin client holds the entries that name a node of the
 // subtree asked for or change one of its allocations; the whole journal,
 // with every client record, is the admin's. Backups are taken on the

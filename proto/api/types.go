@@ -30,6 +30,7 @@ const (
 	PathNode           = "/v1/node"
 	PathNodeModify     = "/v1/nodes/modify"
 	PathNodeDeactivate = "/v1/nodes/deactivate"
+	PathNodeReactivate = "/v1/nodes/reactivate"
 	PathUsers          = "/v1/users"
 	PathUserModify     = "/v1/users/modify"
 	PathMachines       = "/v1/machines"
@@ -89,7 +90,7 @@ type Modify[C any] struct {
 	Change C      `json:"change"`
 }
 
-// NameRequest names what to act on: a node to deactivate, a client whose key
+// NameRequest names what to act on: a node to deactivate or reactivate, a client whose key
 // to rotate.
 type NameRequest struct {
 	Name string `json:"name"`

@@ -127,6 +127,11 @@ func (c *Client) DeactivateNode(ctx context.Context, requestID, name string) (le
 	return post[ledger.Node](ctx, c, api.PathNodeDeactivate, requestID, api.NameRequest{Name: name})
 }
 
+// ReactivateNode reactivates a deactivated node.
+func (c *Client) ReactivateNode(ctx context.Context, requestID, name string) (ledger.Node, error) {
+	return post[ledger.Node](ctx, c, api.PathNodeReactivate, requestID, api.NameRequest{Name: name})
+}
+
 // Users lists the users the client reads.
 func (c *Client) Users(ctx context.Context) ([]ledger.User, error) {
 	return items(get[api.List[ledger.User]](ctx, c, api.PathUsers, api.NoQuery{}))

@@ -12,7 +12,7 @@ import (
 
 // mutating are the endpoints whose bodies the server decodes.
 var mutating = []string{"/v1/deposits", "/v1/transfers", "/v1/quotes", "/v1/liens", "/v1/liens/release", "/v1/charges",
-	"/v1/withdrawals", "/v1/nodes", "/v1/nodes/modify", "/v1/nodes/deactivate", "/v1/users", "/v1/users/modify",
+	"/v1/withdrawals", "/v1/nodes", "/v1/nodes/modify", "/v1/nodes/deactivate", "/v1/nodes/reactivate", "/v1/users", "/v1/users/modify",
 	"/v1/machines", "/v1/machines/modify", "/v1/rates", "/v1/config", "/v1/quotes/guarantee", "/v1/liens/extend",
 	"/v1/liens/sweep", "/v1/refunds", "/v1/reservations", "/v1/reservations/flush", "/v1/clients", "/v1/clients/rotate",
 	"/v1/clients/revoke", "/v1/batch"}

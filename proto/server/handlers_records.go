@@ -48,6 +48,13 @@ func (s *Server) deactivateNode(c *call, n api.NameRequest) (ledger.Node, error)
 	return s.ledger.DeactivateNode(c.r.Context(), c.req, n.Name)
 }
 
+func (s *Server) reactivateNode(c *call, n api.NameRequest) (ledger.Node, error) {
+	if err := requireManagesBelow(c.client, "reactivate", n.Name); err != nil {
+		return ledger.Node{}, err
+	}
+	return s.ledger.ReactivateNode(c.r.Context(), c.req, n.Name)
+}
+
 func (s *Server) users(c *call, _ api.NoQuery) (api.List[ledger.User], error) {
 	return readable(c.r.Context(), s, c, s.ledger.Users, reach.user)
 }
@@ -56,7 +63,12 @@ func (s *Server) addUser(c *call, spec api.UserRequest) (ledger.User, error) {
 	return s.ledger.AddUser(c.r.Context(), c.req, spec)
 }
 
+// modifyUser changes a user: an admin's change, or a manager's change of
+// the memberships of its subtrees (requireManagesMemberships).
 func (s *Server) modifyUser(c *call, m api.Modify[ledger.UserChange]) (ledger.User, error) {
+	if err := s.requireManagesMemberships(c.r.Context(), c.client, m.Name, m.Change); err != nil {
+		return ledger.User{}, err
+	}
 	return s.ledger.ModifyUser(c.r.Context(), c.req, m.Name, m.Change)
 }
 

@@ -34,15 +34,57 @@ func requireManages(c clients.Client, action string, nodes ...string) error {
 }
 
 // requireManagesBelow refuses a client that does not manage the node's
-// parent: a manager creates, changes and deactivates the projects below the
-// nodes it manages, not those nodes themselves (their share among their
-// siblings is decided above them), and no account.
+// parent: a manager creates, changes, deactivates and reactivates the
+// projects below the nodes it manages, not those nodes themselves (their
+// share among their siblings is decided above them), and no account.
 func requireManagesBelow(c clients.Client, action, node string) error {
 	if c.Role == clients.RoleAdmin {
 		return nil
 	}
 	if parent := ledger.ParentOf(node); parent == "" || !manages(c, parent) {
 		return forbidden(c, "%s %s: it is not below a node it manages", action, node)
+	}
+	return nil
+}
+
+// requireManagesMemberships refuses a manager a change of a user beyond
+// the members of the subtrees it manages: it adds and removes memberships
+// of nodes there, and moves the user's default project between projects
+// there (or clears it, so that it can remove a member whose default
+// project that was). A user's description and active state are the
+// admin's: a user is shared by every account.
+func (s *Server) requireManagesMemberships(ctx context.Context, c clients.Client, name string, ch ledger.UserChange) error {
+	if c.Role == clients.RoleAdmin {
+		return nil
+	}
+	if ch.Description != nil || ch.Active != nil {
+		return forbidden(c, "change the description or active state of user %s: a user is shared by every account (ask an admin)", name)
+	}
+	for _, m := range ch.Add {
+		if err := requireManages(c, "add user "+name+" to", m.Node); err != nil {
+			return err
+		}
+	}
+	if err := requireManages(c, "remove user "+name+" from", ch.Remove...); err != nil {
+		return err
+	}
+	if ch.DefaultProject == nil {
+		return nil
+	}
+	// The default project now is read before the change is made: a change
+	// in between by an admin could at worst be undone by the manager's,
+	// which the journal shows.
+	u, found, err := s.bankUser(ctx, name)
+	if err != nil || !found {
+		return err // an unknown user: the ledger says so
+	}
+	if u.DefaultProject != "" {
+		if err := requireManages(c, "change user "+name+"'s default project, now", u.DefaultProject); err != nil {
+			return err
+		}
+	}
+	if p := *ch.DefaultProject; p != "" {
+		return requireManages(c, "make user "+name+"'s default project", p)
 	}
 	return nil
 }

@@ -1,0 +1,554 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/ingot-hpc/ingot/charge"
+	slurmfiles "github.com/ingot-hpc/ingot/contrib/slurm"
+	"github.com/ingot-hpc/ingot/ledger"
+	"github.com/ingot-hpc/ingot/lien"
+	"github.com/ingot-hpc/ingot/slurm"
+)
+
+// The Slurm hooks: job_submit.lua asks `ingot slurm submit` for a verdict
+// on each job; PrologSlurmctld runs `ingot slurm prolog`, which places the
+// job's lien; EpilogSlurmctld runs `ingot slurm epilog`, which charges it.
+// docs/slurm.md says how they are installed and what each does when the
+// bank cannot be asked.
+
+// slurmCommandTimeout bounds each Slurm command a hook runs: the controller
+// waits for the hook.
+const slurmCommandTimeout = 10 * time.Second
+
+func slurmCommands() []*cli.Command {
+	machine := &cli.StringFlag{Name: "machine", Usage: "the bank's `MACHINE` for this cluster (default: $SLURM_CLUSTER_NAME, which Slurm sets for the prolog and epilog)"}
+	cluster := &cli.StringFlag{Name: "cluster", Usage: "the Slurm `CLUSTER` to read (default: --machine)"}
+	failOpen := &cli.BoolFlag{Name: "fail-open", Usage: "when the bank cannot be asked, let the job run (charged later by `ingot slurm sync`) instead of holding it"}
+	submitFlags := []cli.Flag{machine,
+		&cli.StringFlag{Name: "uid", Usage: "the submitting user's `UID` (job_submit.lua's submit_uid)"},
+		&cli.StringFlag{Name: "user", Usage: "the submitting `USER` (instead of --uid)"},
+	}
+	for _, f := range submissionFields {
+		submitFlags = append(submitFlags, &cli.StringFlag{Name: f.flag, Usage: "job_desc." + f.lua + ", as Lua prints it"})
+	}
+	return []*cli.Command{{
+		Name:  "slurm",
+		Usage: "Slurm's hooks: a quote at submit, a lien at start, a charge at the end (docs/slurm.md)",
+		Subcommands: []*cli.Command{
+			{
+				Name:  "setup",
+				Usage: "print, or with --write DIR write, job_submit.lua and the prolog and epilog scripts for this bank, and the slurm.conf lines that use them",
+				Flags: []cli.Flag{machine, failOpen,
+					&cli.StringFlag{Name: "write", Usage: "write the files into `DIR`, the directory of slurm.conf (job_submit.lua must be beside it)"},
+					&cli.BoolFlag{Name: "force", Usage: "replace files of those names in --write DIR"},
+					&cli.StringFlag{Name: "ingot", Usage: "the ingot `PATH` the hooks run (default: this one)"},
+					&cli.IntFlag{Name: "submit-timeout", Value: 2, Usage: "`SECONDS` the submit hook waits for the bank (every other submission waits meanwhile)"},
+					&cli.IntFlag{Name: "hook-timeout", Value: 30, Usage: "`SECONDS` the prolog and epilog wait for the bank"},
+					&cli.StringFlag{Name: "fallback-qos", Usage: "the `QOS` of a job moved to the fallback account (default: its own)"},
+					&cli.StringFlag{Name: "log", Value: "/var/log/slurm/ingot-hooks.log", Usage: "the `FILE` the prolog and epilog append their messages to (writable by SlurmUser)"},
+				},
+				Action: slurmSetup,
+			},
+			{
+				Name:   "submit",
+				Usage:  "for job_submit.lua: print one line, accept, account NAME (move the job to the fallback's Slurm account), refuse MESSAGE, or error MESSAGE (the bank could not be asked)",
+				Flags:  submitFlags,
+				Action: slurmSubmit,
+			},
+			{
+				Name:   "prolog",
+				Usage:  "for PrologSlurmctld: place the lien of the job in $SLURM_JOB_ID; exit 1 when refused (Slurm requeues the job), with the reason in its comment",
+				Flags:  []cli.Flag{machine, failOpen},
+				Action: slurmProlog,
+			},
+			{
+				Name:  "sync",
+				Usage: "settle from sacct what the hooks missed (safe from cron): charge ended jobs the bank has not charged, release liens of jobs Slurm no longer knows; prints what it changed",
+				Flags: []cli.Flag{machine, cluster,
+					&cli.StringFlag{Name: "since", Value: "now-2d", Usage: "look at jobs from `TIME` on (now-2d, 2026-11-01, RFC 3339)"},
+					&cli.BoolFlag{Name: "dry-run", Usage: "print what it would change, change nothing"},
+					&cli.BoolFlag{Name: "limits", Usage: "also stop Slurm taking jobs of accounts with nothing available (GrpSubmitJobs=0), and lift that when credits return, so that Slurm refuses them while the bank cannot be asked"},
+				},
+				Action: slurmSync,
+			},
+			{
+				Name:  "import",
+				Usage: "create the bank's accounts, projects, users and memberships from Slurm's associations (sacctmgr); the account tree becomes dotted names (lab1 under chem is chem.lab1); idempotent",
+				Flags: []cli.Flag{machine, cluster,
+					&cli.BoolFlag{Name: "dry-run", Usage: "print what it would create, create nothing"},
+				},
+				Action: slurmImport,
+			},
+			{
+				Name:   "epilog",
+				Usage:  "for EpilogSlurmctld: charge the job in $SLURM_JOB_ID for its elapsed time, or release its lien when it was requeued or never ran",
+				Flags:  []cli.Flag{machine},
+				Action: slurmEpilog,
+			},
+		},
+	}}
+}
+
+// slurmSetup prints or writes the hooks, filled in with the bank this
+// command line names (--server and its key, or --db), for the hooks to
+// name in turn.
+func slurmSetup(c *cli.Context) error {
+	if _, err := args(c); err != nil {
+		return err
+	}
+	machine := c.String("machine")
+	if machine == "" {
+		return usageError{"slurm setup needs --machine: the bank's machine for this cluster"}
+	}
+	if c.Int("submit-timeout") < 1 || c.Int("hook-timeout") < 1 {
+		return usageError{"--submit-timeout and --hook-timeout are whole seconds, at least 1"}
+	}
+	command, err := hookCommand(c)
+	if err != nil {
+		return err
+	}
+	path, err := slurmPath()
+	if err != nil {
+		return err
+	}
+	settings := slurmfiles.Settings{Command: command, Machine: machine, SubmitTimeout: c.Int("submit-timeout"),
+		HookTimeout: c.Int("hook-timeout"), FailOpen: c.Bool("fail-open"), FallbackQOS: c.String("fallback-qos"),
+		Path: path, SlurmConf: os.Getenv("SLURM_CONF"), Log: absolute(c.String("log"))}
+	dir := c.String("write")
+	if dir == "" {
+		for _, name := range slurmfiles.Names {
+			fmt.Fprintf(c.App.Writer, "==> %s <==\n", name)
+			if err := slurmfiles.Write(c.App.Writer, name, settings); err != nil {
+				return err
+			}
+			fmt.Fprintln(c.App.Writer)
+		}
+		dir = "DIR"
+	} else if err := writeHookFiles(dir, settings, c.Bool("force")); err != nil {
+		return err
+	}
+	fmt.Fprintf(c.App.Writer, "# slurm.conf (job_submit.lua must be in the directory of slurm.conf):\nJobSubmitPlugins=lua\nPrologSlurmctld=%s\nEpilogSlurmctld=%s\n",
+		filepath.Join(dir, "ingot-prolog"), filepath.Join(dir, "ingot-epilog"))
+	return nil
+}
+
+// slurmPath is the PATH of the prolog and epilog: the system's, and the
+// directories of the Slurm commands they run as this machine has them.
+func slurmPath() (string, error) {
+	dirs := []string{"/usr/local/bin", "/usr/bin", "/bin"}
+	for _, cmd := range []string{"squeue", "scontrol", "timeout"} {
+		p, err := exec.LookPath(cmd)
+		if err != nil {
+			return "", fmt.Errorf("slurm setup: %s is not in PATH: run setup where Slurm's commands are: %w", cmd, err)
+		}
+		if dir := filepath.Dir(p); !slices.Contains(dirs, dir) {
+			dirs = append([]string{dir}, dirs...)
+		}
+	}
+	return strings.Join(dirs, ":"), nil
+}
+
+// hookCommand is the ingot command line the hooks run: this bank, as this
+// command line names it.
+func hookCommand(c *cli.Context) ([]string, error) {
+	path := c.String("ingot")
+	if path == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("slurm setup: the path of this ingot: %w (give --ingot PATH)", err)
+		}
+		path = exe
+	}
+	command := []string{path}
+	if server := flagString(c, "server"); server != "" {
+		command = append(command, "--server", server)
+		for _, f := range []string{"key-file", "ca-file"} {
+			if v := flagString(c, f); v != "" {
+				command = append(command, "--"+f, absolute(v))
+			}
+		}
+		if flagBool(c, "use-munge") {
+			command = append(command, "--use-munge")
+		}
+		return command, nil
+	}
+	if db := flagString(c, "db"); db != "" {
+		return append(command, "--db", absolute(db)), nil
+	}
+	return nil, usageError{"slurm setup: name the bank the hooks use: --server URL with --key-file FILE (a scheduler key for this machine), or --db FILE"}
+}
+
+func absolute(path string) string {
+	if abs, err := filepath.Abs(path); err == nil {
+		return abs
+	}
+	return path
+}
+
+// writeHookFiles writes the hooks into dir: a file there is replaced only
+// with force, as a site's own job_submit.lua may be.
+func writeHookFiles(dir string, s slurmfiles.Settings, force bool) error {
+	for _, name := range slurmfiles.Names {
+		path := filepath.Join(dir, name)
+		if _, err := os.Stat(path); err == nil && !force {
+			return fmt.Errorf("%w: %s exists (--force replaces it)", ledger.ErrExists, path)
+		}
+	}
+	for _, name := range slurmfiles.Names {
+		var buf bytes.Buffer
+		if err := slurmfiles.Write(&buf, name, s); err != nil {
+			return err
+		}
+		mode := os.FileMode(0o755)
+		if strings.HasSuffix(name, ".lua") {
+			mode = 0o644
+		}
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path+".new", buf.Bytes(), mode); err != nil {
+			return fmt.Errorf("slurm setup: %w", err)
+		}
+		if err := os.Rename(path+".new", path); err != nil {
+			return fmt.Errorf("slurm setup: %w", err)
+		}
+	}
+	return nil
+}
+
+// submissionFields are the fields of job_desc that job_submit.lua passes
+// as flags of `ingot slurm submit`.
+var submissionFields = []struct {
+	flag, lua string
+	field     func(*slurm.Submission) *string
+}{
+	{"account", "account (or default_account)", func(s *slurm.Submission) *string { return &s.Account }},
+	{"partition", "partition", func(s *slurm.Submission) *string { return &s.Partition }},
+	{"qos", "qos", func(s *slurm.Submission) *string { return &s.QOS }},
+	{"time-limit", "time_limit (minutes)", func(s *slurm.Submission) *string { return &s.TimeLimit }},
+	{"partition-default-time", "the partition's default_time (minutes)", func(s *slurm.Submission) *string { return &s.PartitionDefaultTime }},
+	{"partition-max-time", "the partition's max_time (minutes)", func(s *slurm.Submission) *string { return &s.PartitionMaxTime }},
+	{"min-cpus", "min_cpus", func(s *slurm.Submission) *string { return &s.MinCPUs }},
+	{"num-tasks", "num_tasks", func(s *slurm.Submission) *string { return &s.NumTasks }},
+	{"cpus-per-task", "cpus_per_task", func(s *slurm.Submission) *string { return &s.CPUsPerTask }},
+	{"min-nodes", "min_nodes", func(s *slurm.Submission) *string { return &s.MinNodes }},
+	{"min-memory", "pn_min_memory", func(s *slurm.Submission) *string { return &s.MinMemory }},
+	{"tres-per-node", "tres_per_node", func(s *slurm.Submission) *string { return &s.TRESPerNode }},
+	{"tres-per-job", "tres_per_job", func(s *slurm.Submission) *string { return &s.TRESPerJob }},
+	{"tres-per-task", "tres_per_task", func(s *slurm.Submission) *string { return &s.TRESPerTask }},
+}
+
+// slurmSubmit prints job_submit.lua's verdict. It exits 0 whatever it
+// prints: the script reads only the line (Lua 5.1's popen gives no exit
+// status), and decides on "error" by its fail-open setting.
+func slurmSubmit(c *cli.Context) error {
+	verdict := submitVerdict(c)
+	_, err := fmt.Fprintln(c.App.Writer, strings.NewReplacer("\n", " ", "\r", " ").Replace(verdict))
+	return err
+}
+
+func submitVerdict(c *cli.Context) string {
+	var s slurm.Submission
+	for _, f := range submissionFields {
+		*f.field(&s) = c.String(f.flag)
+	}
+	userName, err := slurmUser(c.String("user"), c.String("uid"))
+	if err != nil {
+		return "error " + err.Error()
+	}
+	req, err := s.Request()
+	if err != nil {
+		return "refuse " + bankWords(err.Error())
+	}
+	req.Start = time.Now()
+	verdict := ""
+	err = withBank(c, func(b bank) error {
+		machine, err := slurmMachine(c)
+		if err != nil {
+			return err
+		}
+		project, err := slurmProject(c.Context, b, s.Account)
+		if err != nil {
+			return err
+		}
+		q, err := b.Quote(c.Context, lien.QuoteSpec{Machine: machine, User: userName, Project: project, Request: req})
+		switch {
+		case err != nil:
+			return err
+		case q.Fallback != "":
+			verdict = "account " + slurm.SlurmName(q.Fallback)
+		case q.Covered:
+			verdict = "accept"
+		default:
+			verdict = "refuse " + bankWords(q.Refusal)
+		}
+		return nil
+	})
+	if err != nil {
+		if refusedByBank(err) {
+			return "refuse " + bankWords(message(err))
+		}
+		return "error " + message(err)
+	}
+	return verdict
+}
+
+// slurmUser is the job's user: --user, or the name of --uid.
+func slurmUser(name, uid string) (string, error) {
+	if name != "" {
+		return name, nil
+	}
+	if uid == "" {
+		return "", usageError{"slurm submit needs --uid or --user"}
+	}
+	u, err := user.LookupId(uid)
+	if err != nil {
+		return "", fmt.Errorf("slurm submit: uid %s: %w", uid, err)
+	}
+	return u.Username, nil
+}
+
+// slurmMachine is --machine, or the cluster Slurm names in the hook's
+// environment.
+func slurmMachine(c *cli.Context) (string, error) {
+	if m := c.String("machine"); m != "" {
+		return m, nil
+	}
+	if m := os.Getenv("SLURM_CLUSTER_NAME"); m != "" {
+		return m, nil
+	}
+	return "", usageError{commandPath(c) + ": --machine is needed outside Slurm's prolog and epilog (no $SLURM_CLUSTER_NAME)"}
+}
+
+// slurmProject is the bank's project for a Slurm account ("" when the job
+// names none: the bank then takes the user's default project).
+func slurmProject(ctx context.Context, b bank, account string) (string, error) {
+	if account == "" || account == "(null)" {
+		return "", nil
+	}
+	nodes, err := b.Nodes(ctx, "")
+	if err != nil {
+		return "", err
+	}
+	names := make([]string, len(nodes))
+	for i, n := range nodes {
+		names[i] = n.Name
+	}
+	project, err := slurm.NodeFor(account, names)
+	if err != nil {
+		return "", fmt.Errorf("%w: %v", ledger.ErrNotFound, err)
+	}
+	return project, nil
+}
+
+// refusedByBank reports whether err is the bank's answer about the job (it
+// cannot be covered, names what does not exist, is not valid), rather than
+// a failure to ask.
+func refusedByBank(err error) bool {
+	switch exitCode(err) {
+	case exitUsage, exitNotFound, exitRefused:
+		return true
+	}
+	return false
+}
+
+// bankWords is a refusal without the package prefixes a user of Slurm has
+// no use for ("ledger: insufficient funds: ").
+func bankWords(msg string) string {
+	for _, prefix := range []string{"ledger: ", "lien: ", "slurm: "} {
+		msg = strings.ReplaceAll(msg, prefix, "")
+	}
+	return msg
+}
+
+// hookJob is the job a prolog or epilog runs for: Slurm's environment,
+// which the controller sets, and what squeue says of the job.
+type hookJob struct {
+	lien.Job
+	restarts string
+	queued   slurm.QueueJob
+}
+
+func readHookJob(c *cli.Context) (hookJob, error) {
+	var j hookJob
+	id := os.Getenv("SLURM_JOB_ID")
+	if id == "" {
+		return j, usageError{commandPath(c) + " runs as Slurm's PrologSlurmctld or EpilogSlurmctld: $SLURM_JOB_ID is not set"}
+	}
+	machine, err := slurmMachine(c)
+	if err != nil {
+		return j, err
+	}
+	j.Job = lien.Job{Machine: machine, ID: id}
+	j.restarts = os.Getenv("SLURM_JOB_RESTART_COUNT")
+	if j.restarts == "" {
+		j.restarts = "0"
+	}
+	out, err := runSlurm(c.Context, "squeue", "-h", "-t", "all", "-j", id, "-O", slurm.QueueFormat())
+	if err != nil {
+		return j, err
+	}
+	if j.queued, err = slurm.ParseQueue(out, time.Local); err != nil {
+		return j, err
+	}
+	// The environment is the controller's own word for who runs the job
+	// and where; squeue's must agree.
+	if u := os.Getenv("SLURM_JOB_USER"); u != "" && u != j.queued.User {
+		return j, fmt.Errorf("slurm: job %s: $SLURM_JOB_USER is %s, squeue says %s", id, u, j.queued.User)
+	}
+	return j, nil
+}
+
+// requestID is the id of the hook's change to the bank: the same for a
+// hook run again for the same run of the job (a retry answers the first
+// answer), new for each run of a requeued job.
+func (j hookJob) requestID(action string) string {
+	return fmt.Sprintf("slurm:%s:%s:%s:%s", j.Machine, j.ID, j.restarts, action)
+}
+
+func withRequestID(c *cli.Context, id string) ledger.Request {
+	req := request(c)
+	req.ID = id
+	return req
+}
+
+// runSlurm runs one of Slurm's commands and returns what it printed.
+func runSlurm(ctx context.Context, name string, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, slurmCommandTimeout)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, name, args...).Output()
+	if err != nil {
+		var stderr string
+		if ee, ok := errors.AsType[*exec.ExitError](err); ok {
+			stderr = strings.TrimSpace(string(ee.Stderr))
+		}
+		return "", fmt.Errorf("slurm: %s %s: %w %s", name, strings.Join(args, " "), err, stderr)
+	}
+	return string(out), nil
+}
+
+func slurmProlog(c *cli.Context) error {
+	j, err := readHookJob(c)
+	if err != nil {
+		return err
+	}
+	q := j.queued
+	spec := lien.PlaceSpec{Job: j.Job, User: q.User,
+		Request: charge.Request{Resources: q.Resources(), WallclockLimitSeconds: q.TimeLimit, Start: q.Start}}
+	err = withBank(c, func(b bank) error {
+		if spec.Project, err = slurmProject(c.Context, b, q.Account); err != nil {
+			return err
+		}
+		if q.TimeLimit == 0 {
+			return fmt.Errorf("%w: job %s has no time limit: its lien cannot be priced", ledger.ErrInvalid, j.ID)
+		}
+		r, err := b.Place(c.Context, withRequestID(c, j.requestID("lien")), spec)
+		if err == nil {
+			fmt.Fprintf(c.App.ErrWriter, "ingot: job %s: lien %d of %s on %s\n", j.ID, r.Lien.ID, r.Lien.Amount, r.Project)
+		}
+		return err
+	})
+	switch {
+	case err == nil:
+		return nil
+	case refusedByBank(err):
+		// The job waits: Slurm requeues a job whose PrologSlurmctld fails,
+		// and the comment tells its user why.
+		why := "ingot: " + bankWords(message(err))
+		if _, cerr := runSlurm(c.Context, "scontrol", "update", "job="+j.ID, "comment="+truncate(why, 200)); cerr != nil {
+			fmt.Fprintf(c.App.ErrWriter, "ingot: job %s: %v\n", j.ID, cerr)
+		}
+		return err
+	case c.Bool("fail-open"):
+		fmt.Fprintf(c.App.ErrWriter, "ingot: job %s runs without a lien (--fail-open): %s\n", j.ID, message(err))
+		return nil
+	}
+	return err
+}
+
+func slurmEpilog(c *cli.Context) error {
+	j, err := readHookJob(c)
+	if err != nil {
+		return err
+	}
+	q := j.queued
+	used := q.Used
+	if !q.Start.IsZero() && q.End.After(q.Start) {
+		used = int64(q.End.Sub(q.Start) / time.Second)
+	}
+	state, ran := endState(q.State, os.Getenv("SLURM_JOB_EXIT_CODE"), used, q.TimeLimit)
+	// A run that was requeued is still COMPLETING when its epilog runs,
+	// like one that ended; its end time is still the one expected (start
+	// plus limit), which a run that ended has left behind.
+	if q.End.After(time.Now()) {
+		ran = false
+	}
+	return withBank(c, func(b bank) error {
+		if !ran {
+			// Requeued, or ended before it started: nothing to charge; a
+			// lien placed for this run is released.
+			_, err := b.Release(c.Context, withRequestID(c, j.requestID("release")), j.Job)
+			if exitCode(err) == exitNotFound {
+				return nil
+			}
+			return err
+		}
+		project, err := slurmProject(c.Context, b, q.Account)
+		if err != nil {
+			return err
+		}
+		spec := lien.ChargeSpec{Job: j.Job, User: q.User, Project: project, Usage: charge.Usage{Resources: q.Resources(),
+			WallclockSeconds: used, WallclockLimitSeconds: q.TimeLimit, Start: q.Start, End: q.End, State: state}}
+		r, err := b.Charge(c.Context, withRequestID(c, j.requestID("charge")), spec)
+		if errors.Is(err, lien.ErrAlreadyCharged) {
+			return nil // an epilog run again after its charge went through under another id
+		}
+		if err == nil {
+			fmt.Fprintf(c.App.ErrWriter, "ingot: job %s: charged %s to %s (%s)\n", j.ID, r.Charge.Amount, r.Charge.Project, state)
+		}
+		return err
+	})
+}
+
+// endState is how a job ended, in the bank's terms, and whether it ran at
+// all. While its epilog runs, Slurm 22.05 shows a job COMPLETING whatever
+// ended it, with exit code 0 for a cancelled job as for a finished one:
+// then a non-zero exit code ($SLURM_JOB_EXIT_CODE, a wait status) is a
+// failure, a run that used its whole limit a timeout, and anything else
+// completed. Slurm's own state is used where squeue gives it.
+func endState(slurmState, exitCode string, used, limit int64) (charge.ExitState, bool) {
+	switch slurmState {
+	case "PENDING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED":
+		return 0, false
+	case "COMPLETING", "RUNNING":
+		switch {
+		case exitCode != "0" && exitCode != "":
+			return charge.Failed, true
+		case limit > 0 && used >= limit:
+			return charge.Timeout, true
+		}
+		return charge.Completed, true
+	}
+	s, err := charge.ParseExitState(slurmState)
+	if err != nil {
+		return charge.Failed, true
+	}
+	return s, true
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
+}

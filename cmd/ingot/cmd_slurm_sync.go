@@ -1,0 +1,358 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/ingot-hpc/ingot/charge"
+	"github.com/ingot-hpc/ingot/ledger"
+	"github.com/ingot-hpc/ingot/lien"
+	"github.com/ingot-hpc/ingot/proto/client"
+	"github.com/ingot-hpc/ingot/slurm"
+)
+
+// slurmSync charges, from sacct, the ended jobs the bank has no final
+// charge for (an epilog that failed, timed out, or ran while the bank was
+// down), and releases the active liens of jobs neither sacct nor squeue
+// knows any more. Its request ids are the job's and the action's, so two
+// syncs, or a sync and a late epilog, charge a job once.
+func slurmSync(c *cli.Context) error {
+	if _, err := args(c); err != nil {
+		return err
+	}
+	machine, err := slurmMachine(c)
+	if err != nil {
+		return err
+	}
+	cluster := orDefault(c.String("cluster"), machine)
+	since, err := parseTimeFlag(c, "since")
+	if err != nil {
+		return err
+	}
+	out, err := runSlurm(c.Context, "sacct", "-X", "-P", "-a", "-M", cluster, "-o", slurm.SacctFormat,
+		"-S", since.Local().Format("2006-01-02T15:04:05"), "-E", "now")
+	if err != nil {
+		return err
+	}
+	jobs, err := slurm.ParseSacct(out, time.Local)
+	if err != nil {
+		return err
+	}
+	queued, err := runSlurm(c.Context, "squeue", "-h", "-t", "all", "-o", "%i")
+	if err != nil {
+		return err
+	}
+	known := strings.Fields(queued)
+	dry := c.Bool("dry-run")
+	return withBank(c, func(b bank) error {
+		for _, j := range jobs {
+			known = append(known, j.ID)
+			if err := syncCharge(c, b, machine, j, dry); err != nil {
+				return err
+			}
+		}
+		if err := syncLiens(c, b, machine, known, dry); err != nil {
+			return err
+		}
+		if c.Bool("limits") {
+			return syncLimits(c, b, cluster, dry)
+		}
+		return nil
+	})
+}
+
+// syncLimits mirrors the bank into Slurm's own limits, as defence in
+// depth: an account (or project) with nothing available gets GrpSubmitJobs=0,
+// so Slurm refuses its jobs itself, even while the bank cannot be asked
+// (AccountingStorageEnforce must include limits); one with credits again
+// has the limit lifted (-1). Only limits this sets are touched: an account
+// whose GrpSubmit is some other number is left as the site set it.
+func syncLimits(c *cli.Context, b bank, cluster string, dry bool) error {
+	out, err := runSlurm(c.Context, "sacctmgr", "-P", "show", "assoc", "cluster="+cluster)
+	if err != nil {
+		return err
+	}
+	limits, err := slurm.ParseSubmitLimits(out)
+	if err != nil {
+		return err
+	}
+	nodes, err := b.Nodes(c.Context, "")
+	if err != nil {
+		return err
+	}
+	names := make([]string, len(nodes))
+	for i, n := range nodes {
+		names[i] = n.Name
+	}
+	for _, account := range slices.Sorted(maps.Keys(limits)) {
+		node, err := slurm.NodeFor(account, names)
+		if err != nil || (limits[account] != "" && limits[account] != "0") {
+			continue // not the bank's, or a limit of the site's own
+		}
+		available, err := b.Available(c.Context, node)
+		if err != nil {
+			return err
+		}
+		var set, what string
+		switch exhausted := !available.IsPositive(); {
+		case exhausted && limits[account] == "":
+			set, what = "GrpSubmitJobs=0", "no more jobs"
+		case !exhausted && limits[account] == "0":
+			set, what = "GrpSubmitJobs=-1", "jobs again"
+		default:
+			continue
+		}
+		if dry {
+			fmt.Fprintf(c.App.Writer, "would set %s: Slurm account %s takes %s (%s: %s available)\n", set, account, what, node, available)
+			continue
+		}
+		if _, err := runSlurm(c.Context, "sacctmgr", "-i", "modify", "account", "where", "name="+account, "cluster="+cluster, "set", set); err != nil {
+			return err
+		}
+		fmt.Fprintf(c.App.Writer, "set %s: Slurm account %s takes %s (%s: %s available)\n", set, account, what, node, available)
+	}
+	return nil
+}
+
+// syncCharge charges an ended job that ran, unless the bank has charged it.
+func syncCharge(c *cli.Context, b bank, machine string, j slurm.AcctJob, dry bool) error {
+	state, err := charge.ParseExitState(j.State)
+	if err != nil || state == charge.Running || j.Start.IsZero() || j.End.IsZero() || j.TRES["cpu"] == 0 {
+		return nil // not ended (RUNNING, PENDING, REQUEUED, ...), or never ran (nothing allocated)
+	}
+	job := lien.Job{Machine: machine, ID: j.ID}
+	charges, err := b.Charges(c.Context, job)
+	if err != nil && exitCode(err) != exitNotFound {
+		return err
+	}
+	if slices.ContainsFunc(charges, func(ch ledger.Charge) bool { return ch.Final }) {
+		return nil
+	}
+	project, err := slurmProject(c.Context, b, j.Account)
+	if err != nil {
+		fmt.Fprintf(c.App.Writer, "job %s: not charged: %s\n", j.ID, bankWords(message(err)))
+		return nil
+	}
+	spec := lien.ChargeSpec{Job: job, User: j.User, Project: project, Usage: charge.Usage{Resources: j.TRES.Resources(j.QOS, j.Partition),
+		WallclockSeconds: j.Elapsed, WallclockLimitSeconds: j.TimeLimit, Start: j.Start, End: j.End, State: state}}
+	if dry {
+		fmt.Fprintf(c.App.Writer, "would charge job %s (%s, %d s) to %s\n", j.ID, j.State, j.Elapsed, orDefault(project, "the default project of "+j.User))
+		return nil
+	}
+	r, err := b.Charge(c.Context, withRequestID(c, fmt.Sprintf("slurm:%s:%s:sync:charge", machine, j.ID)), spec)
+	switch {
+	case errors.Is(err, lien.ErrAlreadyCharged):
+		return nil
+	case err != nil && refusedByBank(err):
+		fmt.Fprintf(c.App.Writer, "job %s: not charged: %s\n", j.ID, bankWords(message(err)))
+		return nil
+	case err != nil:
+		return err
+	}
+	fmt.Fprintf(c.App.Writer, "charged job %s (%s, %d s): %s to %s\n", j.ID, j.State, j.Elapsed, r.Charge.Amount, r.Charge.Project)
+	return nil
+}
+
+// syncLiens releases the active liens on machine of jobs Slurm does not
+// know (known: the ids sacct and squeue list).
+func syncLiens(c *cli.Context, b bank, machine string, known []string, dry bool) error {
+	liens, err := b.Liens(c.Context, "", false)
+	if err != nil {
+		return err
+	}
+	for _, l := range liens {
+		if l.Machine != machine || slices.Contains(known, l.JobID) {
+			continue
+		}
+		if dry {
+			fmt.Fprintf(c.App.Writer, "would release the lien of job %s: Slurm no longer knows the job\n", l.JobID)
+			continue
+		}
+		job := lien.Job{Machine: machine, ID: l.JobID}
+		if _, err := b.Release(c.Context, withRequestID(c, fmt.Sprintf("slurm:%s:%s:%d:sync:release", machine, l.JobID, l.ID)), job); err != nil {
+			return err
+		}
+		fmt.Fprintf(c.App.Writer, "released the lien of job %s (%s on %s): Slurm no longer knows the job\n", l.JobID, l.Amount, l.Project)
+	}
+	return nil
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// slurmImport makes the bank's tree and users from Slurm's associations:
+// each account under root an account of the bank, each one below a project
+// named by its path, each user with memberships of the accounts it is in
+// and its default account as its default project. What exists is kept, so
+// running it again changes only what Slurm gained; each change has an id
+// of its own (not --request-id: there are many).
+func slurmImport(c *cli.Context) error {
+	if _, err := args(c); err != nil {
+		return err
+	}
+	machine, err := slurmMachine(c)
+	if err != nil {
+		return err
+	}
+	cluster := orDefault(c.String("cluster"), machine)
+	assocOut, err := runSlurm(c.Context, "sacctmgr", "-P", "show", "assoc", "cluster="+cluster, "format="+slurm.AssocFormat)
+	if err != nil {
+		return err
+	}
+	assocs, err := slurm.ParseAssoc(assocOut)
+	if err != nil {
+		return err
+	}
+	usersOut, err := runSlurm(c.Context, "sacctmgr", "-P", "show", "user", "format="+slurm.UserFormat)
+	if err != nil {
+		return err
+	}
+	defaults, err := slurm.ParseUsers(usersOut)
+	if err != nil {
+		return err
+	}
+	tree := slurm.AccountTree(assocs, cluster)
+	plan, err := importPlan(tree, defaults)
+	if err != nil {
+		return err
+	}
+	return withBank(c, func(b bank) error { return applyImport(c, b, plan, c.Bool("dry-run")) })
+}
+
+// importPlanned is what the associations ask of the bank: its nodes,
+// parents first, and each user's memberships and default project.
+type importPlanned struct {
+	nodes    []string
+	members  map[string][]string
+	defaults map[string]string
+}
+
+func importPlan(tree slurm.Tree, defaults map[string]string) (importPlanned, error) {
+	p := importPlanned{members: map[string][]string{}, defaults: map[string]string{}}
+	for account := range tree.Parent {
+		path, err := tree.Path(account)
+		if err != nil {
+			return p, err
+		}
+		p.nodes = append(p.nodes, path)
+	}
+	// Parents first: a path sorts after its prefix when dots sort first.
+	slices.SortFunc(p.nodes, func(a, b string) int {
+		return strings.Compare(strings.ReplaceAll(a, ".", "\x00"), strings.ReplaceAll(b, ".", "\x00"))
+	})
+	for account, users := range tree.Users {
+		if account == "root" {
+			continue
+		}
+		path, err := tree.Path(account)
+		if err != nil {
+			return p, err
+		}
+		for _, u := range users {
+			p.members[u] = append(p.members[u], path)
+			if defaults[u] == account {
+				p.defaults[u] = path
+			}
+		}
+	}
+	return p, nil
+}
+
+func applyImport(c *cli.Context, b bank, p importPlanned, dry bool) error {
+	nodes, err := b.Nodes(c.Context, "")
+	if err != nil {
+		return err
+	}
+	have := map[string]bool{}
+	for _, n := range nodes {
+		have[n.Name] = true
+	}
+	say := func(format string, a ...any) {
+		if dry {
+			format = "would " + format
+		}
+		fmt.Fprintf(c.App.Writer, format+"\n", a...)
+	}
+	for _, name := range p.nodes {
+		if have[name] {
+			continue
+		}
+		kind := "project"
+		if !strings.Contains(name, ".") {
+			kind = "account"
+		}
+		say("create %s %s", kind, name)
+		if dry {
+			continue
+		}
+		// A project in an account split by HFS gets no quota: the import
+		// cannot know one; `ingot project policy` sets it.
+		spec := ledger.NodeSpec{Name: name, NoQuota: kind == "project"}
+		if _, err := b.CreateNode(c.Context, withRequestID(c, client.NewRequestID()), spec); err != nil {
+			return err
+		}
+	}
+	users, err := b.Users(c.Context)
+	if err != nil {
+		return err
+	}
+	existing := map[string]ledger.User{}
+	for _, u := range users {
+		existing[u.Name] = u
+	}
+	for _, name := range slices.Sorted(maps.Keys(p.members)) {
+		if err := importUser(c, b, existing, name, p.members[name], p.defaults[name], dry, say); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func importUser(c *cli.Context, b bank, existing map[string]ledger.User, name string, nodes []string, def string, dry bool, say func(string, ...any)) error {
+	slices.Sort(nodes)
+	u, ok := existing[name]
+	if !ok {
+		say("add user %s, member of %s, default project %s", name, strings.Join(nodes, ", "), orDefault(def, "none"))
+		if dry {
+			return nil
+		}
+		spec := ledger.UserSpec{Name: name, DefaultProject: def}
+		for _, n := range nodes {
+			spec.Memberships = append(spec.Memberships, ledger.Membership{Node: n, Role: ledger.RoleMember})
+		}
+		_, err := b.AddUser(c.Context, withRequestID(c, client.NewRequestID()), spec)
+		return err
+	}
+	var change ledger.UserChange
+	for _, n := range nodes {
+		if u.RoleIn(n) == "" {
+			change.Add = append(change.Add, ledger.Membership{Node: n, Role: ledger.RoleMember})
+		}
+	}
+	if u.DefaultProject == "" && def != "" {
+		change.DefaultProject = &def
+	}
+	if len(change.Add) == 0 && change.DefaultProject == nil {
+		return nil
+	}
+	var added []string
+	for _, m := range change.Add {
+		added = append(added, m.Node)
+	}
+	say("add to user %s memberships of %s, default project %s", name, orDefault(strings.Join(added, ", "), "none"), orDefault(def, "unchanged"))
+	if dry {
+		return nil
+	}
+	_, err := b.ModifyUser(c.Context, withRequestID(c, client.NewRequestID()), name, change)
+	return err
+}

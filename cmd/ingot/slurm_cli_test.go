@@ -1,0 +1,319 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ingot-hpc/ingot/charge"
+	"github.com/ingot-hpc/ingot/ledger"
+	"github.com/ingot-hpc/ingot/slurm"
+)
+
+// slurmSite is a bank on a file for the Slurm hooks: machine hpc1, account
+// chem with project chem.lab1 (amy's default), account bio, 1000 credits in
+// chem; and a folder of fake Slurm commands first in PATH: squeue prints
+// $FAKE_SQUEUE, scontrol appends its arguments to $FAKE_SCONTROL_LOG, sacct
+// prints $FAKE_SACCT, sacctmgr $FAKE_ASSOC, $FAKE_LIMITS or $FAKE_USERS
+// (and logs a modify in $FAKE_SCONTROL_LOG).
+type slurmSite struct {
+	*cliBank
+	t   *testing.T
+	dir string
+	now time.Time
+}
+
+func newSlurmSite(t *testing.T) *slurmSite {
+	b := newCLIBank(t)
+	for _, args := range [][]string{
+		{"machine", "add", "hpc1", "--cores", "2"}, {"account", "create", "chem"}, {"project", "create", "chem.lab1"},
+		{"account", "create", "bio"}, {"user", "add", "amy", "--member", "chem.lab1", "--default-project", "chem.lab1"},
+		{"deposit", "chem", "1000"},
+	} {
+		b.ok(args...)
+	}
+	dir := t.TempDir()
+	for name, script := range map[string]string{
+		"squeue":   "#!/bin/sh\nprintf '%s\\n' \"$FAKE_SQUEUE\"\n",
+		"scontrol": "#!/bin/sh\necho \"$@\" >> \"$FAKE_SCONTROL_LOG\"\n",
+		"sacct":    "#!/bin/sh\nprintf '%s\\n' \"$FAKE_SACCT\"\n",
+		"sacctmgr": "#!/bin/sh\ncase \"$*\" in *modify*) echo sacctmgr \"$@\" >> \"$FAKE_SCONTROL_LOG\";; *assoc*format*) printf '%s\\n' \"$FAKE_ASSOC\";; *assoc*) printf '%s\\n' \"$FAKE_LIMITS\";; *) printf '%s\\n' \"$FAKE_USERS\";; esac\n",
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(script), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("PATH", dir+":"+os.Getenv("PATH"))
+	t.Setenv("FAKE_SCONTROL_LOG", filepath.Join(dir, "scontrol.log"))
+	t.Setenv("SLURM_CLUSTER_NAME", "hpc1")
+	return &slurmSite{cliBank: b, t: t, dir: dir, now: time.Now().Truncate(time.Second)}
+}
+
+// job sets the hook's environment and what squeue says of job id: run by
+// amy in Slurm account lab1, 1 CPU for limit (Slurm's time), in state,
+// from start to end (Slurm's local times, from minutes after now).
+func (s *slurmSite) job(id, restarts, state, limit, used string, start, end time.Duration) {
+	s.t.Setenv("SLURM_JOB_ID", id)
+	s.t.Setenv("SLURM_JOB_USER", "amy")
+	s.t.Setenv("SLURM_JOB_RESTART_COUNT", restarts)
+	at := func(d time.Duration) string { return s.now.Add(d).Local().Format("2006-01-02T15:04:05") }
+	s.t.Setenv("FAKE_SQUEUE", strings.Join([]string{id, "amy", "lab1", "debug", "normal", state, limit, at(start), at(end), used, "1", "1", "1",
+		"cpu=1,node=1,billing=1", "N/A", "N/A", "N/A"}, "|")+"|")
+}
+
+func (s *slurmSite) submit(args ...string) string {
+	s.t.Helper()
+	return strings.TrimSpace(s.ok(append([]string{"slurm", "submit", "--user", "amy", "--machine", "hpc1"}, args...)...))
+}
+
+// TestSlurmSubmitVerdicts: the submit hook's one line, for each thing the
+// bank can say of a job.
+func TestSlurmSubmitVerdicts(t *testing.T) {
+	s := newSlurmSite(t)
+	before := s.entries()
+	job := []string{"--account", "lab1", "--min-cpus", "1", "--num-tasks", "4294967294", "--cpus-per-task", "65534", "--min-memory", "18446744073709551616"}
+	if got := s.submit(append(job, "--time-limit", "10")...); got != "accept" {
+		t.Errorf("a job chem.lab1 covers: %q", got)
+	}
+	if got := s.submit(append(job, "--time-limit", "60")...); got != "refuse insufficient funds: project chem.lab1 needs 3600, 1000 available" {
+		t.Errorf("a job chem.lab1 cannot cover: %q", got)
+	}
+	if got := s.submit("--account", "nope", "--time-limit", "1", "--min-cpus", "1"); !strings.HasPrefix(got, "refuse ") || !strings.Contains(got, `account "nope": the bank has no project of that name`) {
+		t.Errorf("an account the bank does not know: %q", got)
+	}
+	if got := s.submit("--time-limit", "4294967295", "--min-cpus", "1"); !strings.HasPrefix(got, "refuse the job has no time limit") {
+		t.Errorf("an UNLIMITED job: %q", got)
+	}
+	if after := s.entries(); after != before {
+		t.Errorf("submit verdicts wrote %d journal entries", after-before)
+	}
+	s.ok("deposit", "bio", "100000")
+	s.ok("policy", "fallback", "bio")
+	if got := s.submit(append(job, "--time-limit", "60")...); got != "account bio" {
+		t.Errorf("a job the fallback takes: %q", got)
+	}
+	down := &cliBank{t: t, global: []string{"--server", "http://127.0.0.1:1", "--key-file", filepath.Join(s.dir, "none.key")}}
+	if out, code := down.run(append([]string{"slurm", "submit", "--user", "amy", "--machine", "hpc1", "--time-limit", "10"}, job...)...); code != exitOK || !strings.HasPrefix(out, "error ") {
+		t.Errorf("the bank cannot be asked: exit %d, %q", code, out)
+	}
+}
+
+// TestSlurmPrologAndEpilog: the prolog places a job's lien and the epilog
+// charges it, each idempotent when Slurm runs it again; a requeued run's
+// lien is released and the next run charged: the job is charged once.
+func TestSlurmPrologAndEpilog(t *testing.T) {
+	s := newSlurmSite(t)
+	s.job("41", "0", "RUNNING", "5:00", "0:00", -2*time.Minute, 3*time.Minute)
+	for range 2 {
+		s.ok("slurm", "prolog")
+	}
+	var l ledger.Lien
+	s.json(&l, "lien", "show", "41")
+	if l.State != ledger.LienActive || !l.Amount.Equal(dec(t, "300")) || l.Project != "chem.lab1" || l.User != "amy" {
+		t.Errorf("lien after the prolog = %+v", l)
+	}
+	// Requeued: Slurm raises the restart count, then runs the epilog of run
+	// 0 with the job COMPLETING and its end still the expected one; the
+	// epilog releases the lien, and run 1 places another.
+	s.job("41", "1", "COMPLETING", "5:00", "0:00", -2*time.Minute, 3*time.Minute)
+	s.ok("slurm", "epilog")
+	s.json(&l, "lien", "show", "41")
+	if l.State != ledger.LienReleased {
+		t.Errorf("after a requeue the lien is %s", l.State)
+	}
+	s.job("41", "1", "RUNNING", "5:00", "0:00", -time.Minute, 4*time.Minute)
+	s.ok("slurm", "prolog")
+	s.job("41", "1", "COMPLETING", "5:00", "1:40", -3*time.Minute, -80*time.Second)
+	for range 2 {
+		s.ok("slurm", "epilog")
+	}
+	var charges []ledger.Charge
+	s.json(&charges, "charge", "list", "41")
+	if len(charges) != 1 || !charges[0].Amount.Equal(dec(t, "100")) {
+		t.Fatalf("charges of job 41 = %+v", charges)
+	}
+	wantBalance(t, s.cliBank, "chem", "900", "0", "900")
+
+	// A lien the project cannot cover: exit 4, and the reason on the job.
+	s.job("42", "0", "RUNNING", "1-00:00:00", "0:00", 0, 24*time.Hour)
+	s.refused(t, exitRefused, "needs 86400, 900 available", "slurm", "prolog")
+	logged, _ := os.ReadFile(filepath.Join(s.dir, "scontrol.log"))
+	if !strings.Contains(string(logged), "update job=42 comment=ingot: lien for job 42: insufficient funds: project chem.lab1 needs 86400, 900 available") {
+		t.Errorf("scontrol was run with %q", logged)
+	}
+	// A job whose user is not the one the controller names is refused.
+	s.job("43", "0", "RUNNING", "5:00", "0:00", 0, 5*time.Minute)
+	t.Setenv("SLURM_JOB_USER", "bob")
+	s.refused(t, exitError, "$SLURM_JOB_USER is bob, squeue says amy", "slurm", "prolog")
+}
+
+func TestSlurmSetup(t *testing.T) {
+	s := newSlurmSite(t)
+	dir := t.TempDir()
+	args := []string{"slurm", "setup", "--machine", "hpc1", "--write", dir, "--ingot", "/usr/bin/ingot", "--log", "/var/log/slurm/ingot.log"}
+	out := s.ok(args...)
+	if !strings.Contains(out, "PrologSlurmctld="+filepath.Join(dir, "ingot-prolog")) || !strings.Contains(out, "JobSubmitPlugins=lua") {
+		t.Errorf("setup printed:\n%s", out)
+	}
+	lua, _ := os.ReadFile(filepath.Join(dir, "job_submit.lua"))
+	prolog, _ := os.ReadFile(filepath.Join(dir, "ingot-prolog"))
+	if !strings.Contains(string(lua), `local ingot = "'/usr/bin/ingot' '--db' '`+s.db+`'"`) || !strings.Contains(string(lua), `local machine = "hpc1"`) {
+		t.Errorf("job_submit.lua:\n%s", lua)
+	}
+	if !strings.Contains(string(prolog), "slurm prolog --machine 'hpc1' 2>>'/var/log/slurm/ingot.log'") || !strings.Contains(string(prolog), "PATH='"+s.dir+":") {
+		t.Errorf("ingot-prolog:\n%s", prolog)
+	}
+	if info, err := os.Stat(filepath.Join(dir, "ingot-epilog")); err != nil || info.Mode().Perm() != 0o755 {
+		t.Errorf("ingot-epilog: %v %v", info, err)
+	}
+	s.refused(t, exitRefused, "job_submit.lua exists (--force replaces it)", args...)
+	s.ok(append(args, "--force")...)
+	s.refused(t, exitUsage, "needs --machine", "slurm", "setup")
+}
+
+// TestSlurmSync: sync charges the ended jobs the bank has not charged,
+// once however often it runs, and releases liens of jobs Slurm forgot.
+func TestSlurmSync(t *testing.T) {
+	s := newSlurmSite(t)
+	at := func(d time.Duration) string { return s.now.Add(d).Local().Format("2006-01-02T15:04:05") }
+	// Job 50 was liened, then its epilog never ran; 51 never reached the
+	// bank at all (fail open); 52 is charged already; 53 still runs; 54 was
+	// cancelled before it started; the lien of job 55 is of a job Slurm
+	// no longer knows.
+	s.job("50", "0", "RUNNING", "5:00", "0:00", -time.Minute, 4*time.Minute)
+	s.ok("slurm", "prolog")
+	s.job("52", "0", "RUNNING", "5:00", "0:00", -time.Minute, 4*time.Minute)
+	s.ok("slurm", "prolog")
+	s.job("52", "0", "COMPLETED", "5:00", "0:10", -time.Minute, -50*time.Second)
+	s.ok("slurm", "epilog")
+	s.job("55", "0", "RUNNING", "5:00", "0:00", -time.Minute, 4*time.Minute)
+	s.ok("slurm", "prolog")
+	t.Setenv("FAKE_SQUEUE", "53")
+	t.Setenv("FAKE_SACCT", strings.Join([]string{slurm.SacctHeader(),
+		"50|hpc1|lab1|amy|debug|normal|billing=1,cpu=1,node=1|30|5|" + at(-time.Minute) + "|" + at(-30*time.Second) + "|COMPLETED|0:0",
+		"51|hpc1|lab1|amy|debug|normal|billing=2,cpu=2,node=1|20|5|" + at(-time.Minute) + "|" + at(-40*time.Second) + "|FAILED|1:0",
+		"52|hpc1|lab1|amy|debug|normal|billing=1,cpu=1,node=1|10|5|" + at(-time.Minute) + "|" + at(-50*time.Second) + "|COMPLETED|0:0",
+		"53|hpc1|lab1|amy|debug|normal|billing=1,cpu=1,node=1|5|5|" + at(-time.Minute) + "|Unknown|RUNNING|0:0",
+		// Cancelled while pending: sacct gives it a start, but nothing allocated.
+		"54|hpc1|lab1|amy|debug|normal||0|5|" + at(-time.Minute) + "|" + at(-time.Minute) + "|CANCELLED by 0|0:0",
+	}, "\n"))
+	dry := s.ok("slurm", "sync", "--dry-run")
+	for _, want := range []string{"would charge job 50 (COMPLETED, 30 s) to chem.lab1", "would charge job 51 (FAILED, 20 s)", "would release the lien of job 55"} {
+		if !strings.Contains(dry, want) {
+			t.Errorf("sync --dry-run does not say %q:\n%s", want, dry)
+		}
+	}
+	if strings.Contains(dry, "job 52") || strings.Contains(dry, "job 53") || strings.Contains(dry, "job 54") {
+		t.Errorf("sync --dry-run would touch a job it must leave:\n%s", dry)
+	}
+	before := s.entries()
+	out := s.ok("slurm", "sync")
+	for _, want := range []string{"charged job 50 (COMPLETED, 30 s): 30 to chem.lab1", "charged job 51 (FAILED, 20 s): 40 to chem.lab1", "released the lien of job 55 (300 on chem.lab1)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("sync does not say %q:\n%s", want, out)
+		}
+	}
+	if again := s.ok("slurm", "sync"); strings.TrimSpace(again) != "" {
+		t.Errorf("a second sync changed something:\n%s", again)
+	}
+	if after := s.entries(); after != before+3 {
+		t.Errorf("sync wrote %d entries, want 3", after-before)
+	}
+	wantBalance(t, s.cliBank, "chem", "920", "0", "920")
+}
+
+// TestSlurmImport: the associations become the bank's tree and users,
+// and importing again changes only what Slurm gained.
+func TestSlurmImport(t *testing.T) {
+	s := newSlurmSite(t)
+	t.Setenv("FAKE_ASSOC", "Cluster|Account|User|ParentName\nhpc1|root||\nhpc1|root|root|\nhpc1|chem||root\nhpc1|lab1||chem\nhpc1|lab2||chem\nhpc1|lab2|amy|\nhpc1|phys||root\nhpc1|phys|bob|\nhpc1|lab1|bob|")
+	t.Setenv("FAKE_USERS", "User|Def Acct\namy|lab1\nbob|phys\nroot|root")
+	dry := s.ok("slurm", "import", "--dry-run")
+	for _, want := range []string{"would create project chem.lab2", "would create account phys", "would add user bob, member of chem.lab1, phys, default project phys", "would add to user amy memberships of chem.lab2"} {
+		if !strings.Contains(dry, want) {
+			t.Errorf("import --dry-run does not say %q:\n%s", want, dry)
+		}
+	}
+	if strings.Contains(dry, "create account chem\n") || strings.Contains(dry, "project chem.lab1") {
+		t.Errorf("import would create what exists:\n%s", dry)
+	}
+	s.ok("slurm", "import")
+	if again := s.ok("slurm", "import"); strings.TrimSpace(again) != "" {
+		t.Errorf("a second import changed something:\n%s", again)
+	}
+	var users []ledger.User
+	s.json(&users, "user", "list")
+	for _, u := range users {
+		if u.Name == "bob" && (u.DefaultProject != "phys" || u.RoleIn("chem.lab1") != ledger.RoleMember) {
+			t.Errorf("bob = %+v", u)
+		}
+		if u.Name == "amy" && (u.DefaultProject != "chem.lab1" || u.RoleIn("chem.lab2") != ledger.RoleMember) {
+			t.Errorf("amy = %+v", u)
+		}
+	}
+}
+
+// TestEndState: how the epilog reads a job's end from what Slurm 22.05
+// shows it (internal/slurmtest's samples: COMPLETING, and the wait status
+// in $SLURM_JOB_EXIT_CODE, 768 for `exit 3`).
+func TestEndState(t *testing.T) {
+	for _, tc := range []struct {
+		state, exit string
+		used, limit int64
+		want        charge.ExitState
+		ran         bool
+	}{
+		{"COMPLETING", "0", 10, 300, charge.Completed, true},
+		{"COMPLETING", "768", 10, 300, charge.Failed, true},
+		{"COMPLETING", "0", 300, 300, charge.Timeout, true},
+		{"COMPLETED", "0", 10, 300, charge.Completed, true},
+		{"CANCELLED", "0", 10, 300, charge.Cancelled, true},
+		{"OUT_OF_MEMORY", "0", 10, 300, charge.OutOfMemory, true},
+		{"PENDING", "0", 0, 300, 0, false},
+	} {
+		if got, ran := endState(tc.state, tc.exit, tc.used, tc.limit); got != tc.want || ran != tc.ran {
+			t.Errorf("endState(%s, %s, %d, %d) = %v, %v; want %v, %v", tc.state, tc.exit, tc.used, tc.limit, got, ran, tc.want, tc.ran)
+		}
+	}
+}
+
+// TestSlurmSyncLimits: sync --limits stops Slurm taking jobs of an
+// account with nothing available, lifts that when credits return, and
+// leaves a limit the site set itself.
+func TestSlurmSyncLimits(t *testing.T) {
+	s := newSlurmSite(t)
+	t.Setenv("FAKE_SACCT", slurm.SacctHeader())
+	t.Setenv("FAKE_SQUEUE", "")
+	header := "Cluster|Account|User|Partition|Share|Priority|GrpJobs|GrpTRES|GrpSubmit|GrpWall|GrpTRESMins|MaxJobs|MaxTRES|MaxTRESPerNode|MaxSubmit|MaxWall|MaxTRESMins|QOS|Def QOS|GrpTRESRunMins"
+	row := func(account, user, submit string) string {
+		return strings.Join(append([]string{"hpc1", account, user, "", "1", "", "", "", submit}, make([]string, 11)...), "|")
+	}
+	limits := func(lab1, bio string) {
+		t.Setenv("FAKE_LIMITS", strings.Join([]string{header, row("root", "", ""), row("chem", "", ""), row("lab1", "", lab1), row("lab1", "amy", ""), row("bio", "", bio), row("other", "", "")}, "\n"))
+	}
+	logged := func() string {
+		raw, _ := os.ReadFile(filepath.Join(s.dir, "scontrol.log"))
+		os.Remove(filepath.Join(s.dir, "scontrol.log"))
+		return string(raw)
+	}
+	// chem (and so chem.lab1) has 1000; bio nothing; bio's limit of 5 is the site's.
+	limits("", "5")
+	if out := s.ok("slurm", "sync", "--limits"); strings.TrimSpace(out) != "" || logged() != "" {
+		t.Errorf("sync --limits changed what it must leave: %q", out)
+	}
+	limits("", "")
+	out := s.ok("slurm", "sync", "--limits")
+	if !strings.Contains(out, "set GrpSubmitJobs=0: Slurm account bio takes no more jobs (bio: 0 available)") || strings.Contains(out, "lab1") {
+		t.Errorf("sync --limits said:\n%s", out)
+	}
+	if got := logged(); got != "sacctmgr -i modify account where name=bio cluster=hpc1 set GrpSubmitJobs=0\n" {
+		t.Errorf("sacctmgr was run with %q", got)
+	}
+	s.ok("deposit", "bio", "10")
+	limits("", "0")
+	if out := s.ok("slurm", "sync", "--limits"); !strings.Contains(out, "set GrpSubmitJobs=-1: Slurm account bio takes jobs again (bio: 10 available)") {
+		t.Errorf("sync --limits said:\n%s", out)
+	}
+}

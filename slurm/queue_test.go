@@ -1,0 +1,87 @@
+package slurm
+
+import (
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseQueue(t *testing.T) {
+	raw, err := os.ReadFile("testdata/squeue.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs := map[string]QueueJob{}
+	for _, line := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
+		if strings.HasPrefix(line, "#") {
+			continue
+		}
+		j, err := ParseQueue(line+"\n", time.UTC)
+		if err != nil {
+			t.Fatal(err)
+		}
+		jobs[j.ID] = j
+	}
+	one := jobs["1"]
+	if one.User != "root" || one.Account != "" || one.QOS != "" || one.Partition != "debug" || one.State != "PENDING" || one.TimeLimit != 300 || one.GPUs != 1 || one.CPUs != 1 {
+		t.Errorf("job 1 = %+v", one)
+	}
+	four := jobs["4"]
+	if four.TimeLimit != 26*3600 || four.GPUs != 1 || four.CPUs != 2 || four.Used != 3 ||
+		!four.End.Equal(time.Date(2026, 11, 26, 13, 59, 58, 0, time.UTC)) || four.State != "COMPLETED" {
+		t.Errorf("job 4 = %+v", four)
+	}
+	if r := jobs["2"].Resources(); r.MemoryMB != 20 || r.Processors != 2 || r.Nodes != 1 {
+		t.Errorf("job 2 resources = %+v", r)
+	}
+	for _, f := range []string{"Name", "Comment", "Command", "WorkDir"} {
+		if strings.Contains(","+QueueFormat(), ","+f+":") {
+			t.Errorf("QueueFormat reads %s, which the job's user writes", f)
+		}
+	}
+	for _, bad := range []struct{ out, says string }{
+		{"", "not one job"},
+		{"1|root|\n", "not one job"},
+		{strings.Repeat("1|", 17) + "\n" + strings.Repeat("1|", 17), "not one job"},
+		{"1|root|a|debug|normal|RUNNING|5:99|N/A|N/A|0:00|1|1|1|cpu=1|N/A|N/A|N/A|", `TimeLimit "5:99"`},
+		{"1|root|a|debug|normal|RUNNING|5:00|N/A|N/A|0:00|x|1|1|cpu=1|N/A|N/A|N/A|", `NumCPUs "x"`},
+		{"1|root|a|debug|normal|RUNNING|5:00|N/A|N/A|0:00|1|1|1|cpu=1|gres:gpu:?|N/A|N/A|", "not a GPU count"},
+	} {
+		if _, err := ParseQueue(bad.out, time.UTC); err == nil || !strings.Contains(err.Error(), bad.says) {
+			t.Errorf("ParseQueue(%q) error %v, want %q", bad.out, err, bad.says)
+		}
+	}
+}
+
+func TestDuration(t *testing.T) {
+	for in, want := range map[string]int64{"5:00": 300, "0:20": 20, "1:00:00": 3600, "1-02:00:00": 93600, "30": 1800, "UNLIMITED": 0} {
+		if got, err := Duration("t", in); got != want || err != nil {
+			t.Errorf("Duration(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "1-5:00", "5:60", "-1", "1:2:3:4", "x"} {
+		if _, err := Duration("t", bad); err == nil {
+			t.Errorf("Duration(%q) was read", bad)
+		}
+	}
+}
+
+func FuzzParseQueue(f *testing.F) {
+	raw, err := os.ReadFile("testdata/squeue.txt")
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		f.Add(line)
+	}
+	f.Fuzz(func(t *testing.T, out string) {
+		j, err := ParseQueue(out, time.UTC)
+		if err != nil {
+			return
+		}
+		if j.TimeLimit < 0 || j.Used < 0 || j.CPUs < 0 || j.GPUs < 0 || j.ID == "" {
+			t.Errorf("ParseQueue(%q) = %+v", out, j)
+		}
+	})
+}
