@@ -144,4 +144,4 @@ package:
 	done
 
 clean:
-	rm -rf bin $(PKGDIR)
+	rm -rf bin dist

@@ -136,8 +136,8 @@ type docShell struct {
 func (s *docShell) run(lines []string) string {
 	s.t.Helper()
 	var out strings.Builder
-	for _, line := range lines {
-		line = s.rewrite.Replace(line)
+	for _, doc := range lines {
+		line := s.rewrite.Replace(doc)
 		fields := strings.Fields(line)
 		switch m := assignment.FindStringSubmatch(line); {
 		case len(fields) == 0:
@@ -146,23 +146,23 @@ func (s *docShell) run(lines []string) string {
 		case fields[0] == "cd" && len(fields) == 2 && filepath.IsAbs(fields[1]):
 			s.dir = fields[1]
 		case m != nil:
-			value := s.sh(m[2])
-			out.WriteString(value)
-			s.env = append(s.env, m[1]+"="+strings.TrimSpace(value))
+			s.env = append(s.env, m[1]+"="+strings.TrimSpace(s.sh(doc, m[2])))
 		default:
-			out.WriteString(s.sh(line))
+			out.WriteString(s.sh(doc, line))
 		}
 	}
 	return out.String()
 }
 
-func (s *docShell) sh(line string) string {
+// sh runs a command, the documentation's doc as rewritten, and returns
+// its output.
+func (s *docShell) sh(doc, command string) string {
 	s.t.Helper()
-	cmd := exec.Command("sh", "-ec", line)
+	cmd := exec.Command("sh", "-ec", command)
 	cmd.Dir, cmd.Env = s.dir, s.env
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		s.t.Fatalf("the documentation's %q, run as %q in %s: %v\n%s", line, cmd.Args[2], s.dir, err, out)
+		s.t.Fatalf("the documentation's %q, run as %q in %s: %v\n%s", doc, command, s.dir, err, out)
 	}
 	return string(out)
 }
