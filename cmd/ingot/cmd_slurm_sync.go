@@ -23,14 +23,10 @@ import (
 // knows any more. Its request ids are the job's and the action's, so two
 // syncs, or a sync and a late epilog, charge a job once.
 func slurmSync(c *cli.Context) error {
-	if _, err := args(c); err != nil {
-		return err
-	}
-	machine, err := slurmMachine(c)
+	machine, cluster, err := slurmCluster(c)
 	if err != nil {
 		return err
 	}
-	cluster := orDefault(c.String("cluster"), machine)
 	since, err := parseTimeFlag(c, "since")
 	if err != nil {
 		return err
@@ -183,6 +179,18 @@ func syncLiens(c *cli.Context, b bank, machine string, known []string, dry bool)
 	return nil
 }
 
+// slurmCluster checks that sync or import has no arguments and returns the
+// bank's machine and the Slurm cluster to read (--cluster, else the same).
+func slurmCluster(c *cli.Context) (machine, cluster string, err error) {
+	if _, err := args(c); err != nil {
+		return "", "", err
+	}
+	if machine, err = slurmMachine(c); err != nil {
+		return "", "", err
+	}
+	return machine, orDefault(c.String("cluster"), machine), nil
+}
+
 func orDefault(s, def string) string {
 	if s == "" {
 		return def
@@ -197,14 +205,10 @@ func orDefault(s, def string) string {
 // running it again changes only what Slurm gained; each change has an id
 // of its own (not --request-id: there are many).
 func slurmImport(c *cli.Context) error {
-	if _, err := args(c); err != nil {
-		return err
-	}
-	machine, err := slurmMachine(c)
+	_, cluster, err := slurmCluster(c)
 	if err != nil {
 		return err
 	}
-	cluster := orDefault(c.String("cluster"), machine)
 	assocOut, err := runSlurm(c.Context, "sacctmgr", "-P", "show", "assoc", "cluster="+cluster, "format="+slurm.AssocFormat)
 	if err != nil {
 		return err

@@ -2,17 +2,14 @@ package main
 
 import (
 	"bytes"
-	"compress/gzip"
-	"encoding/binary"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 
-	bolt "go.etcd.io/bbolt"
+	"github.com/ingot-hpc/ingot/ledger/boltstore/bolttest"
 )
 
 // TestUpgradeThroughCLI: a command on a bank of an earlier schema upgrades
@@ -20,9 +17,9 @@ import (
 // was, and answers; the next command has nothing to say of it.
 func TestUpgradeThroughCLI(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "old.db")
-	before := oldBank(t, path, "schema7-clean.db")
+	before := bolttest.WriteOldBank(t, path, "schema7-clean.db")
 	t.Setenv("INGOT_SERVER", "")
-	stdout, stderr, code := runSplit("--db", path, "balance")
+	stdout, stderr, code := runCLI("--db", path, "balance")
 	want := fmt.Sprintf("ingot: upgraded %s from schema 7 to 9; the file as it was is %s.schema7.bak\n", path, path)
 	if code != exitOK || stderr != want {
 		t.Fatalf("balance of a schema 7 bank: exit %d, stderr %q; want exit 0 and %q", code, stderr, want)
@@ -36,7 +33,7 @@ func TestUpgradeThroughCLI(t *testing.T) {
 	if err != nil || !bytes.Equal(backup, before) {
 		t.Errorf("the backup (%d bytes, %v) is not the file as it was (%d bytes)", len(backup), err, len(before))
 	}
-	if _, stderr, code := runSplit("--db", path, "balance"); code != exitOK || stderr != "" {
+	if _, stderr, code := runCLI("--db", path, "balance"); code != exitOK || stderr != "" {
 		t.Errorf("balance after the upgrade: exit %d, stderr %q", code, stderr)
 	}
 }
@@ -46,7 +43,7 @@ func TestUpgradeThroughCLI(t *testing.T) {
 func TestServeUpgrade(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "old.db")
-	oldBank(t, path, "schema7-clean.db")
+	bolttest.WriteOldBank(t, path, "schema7-clean.db")
 	srv := startServe(t, "--db", path, "serve", "--listen", "127.0.0.1:0", "--first-admin-key", filepath.Join(dir, "admin.key"))
 	srv.line(t, "listening on ")
 	if err := srv.shutdown(t); err != nil {
@@ -65,15 +62,15 @@ func TestServeUpgrade(t *testing.T) {
 func TestRefusedSchemasThroughCLI(t *testing.T) {
 	t.Setenv("INGOT_SERVER", "")
 	newer := filepath.Join(t.TempDir(), "newer.db")
-	if _, stderr, code := runSplit("--db", newer, "init"); code != exitOK {
+	if _, stderr, code := runCLI("--db", newer, "init"); code != exitOK {
 		t.Fatalf("init: exit %d: %s", code, stderr)
 	}
-	setSchema(t, newer, 10)
+	bolttest.SetSchema(t, newer, 10)
 	first := filepath.Join(t.TempDir(), "first.db")
-	oldBank(t, first, "schema1-clean.db")
+	bolttest.WriteOldBank(t, first, "schema1-clean.db")
 	crashed := filepath.Join(t.TempDir(), "crashed.db")
-	oldBank(t, crashed, "schema7-crashed.db")
-	oldBank(t, crashed+"-wal.1", "schema7-crashed.db-wal.1")
+	bolttest.WriteOldBank(t, crashed, "schema7-crashed.db")
+	bolttest.WriteOldBank(t, crashed+"-wal.1", "schema7-crashed.db-wal.1")
 	for _, c := range []struct{ path, says string }{
 		{newer, "made by a newer ingot: " + newer + " has schema 10, and this ingot reads schemas up to 9: upgrade ingot"},
 		{first, first + " has schema 1, that of the first ingots"},
@@ -84,7 +81,7 @@ func TestRefusedSchemasThroughCLI(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, args := range [][]string{{"balance"}, {"audit"}, {"deposit", "chem", "1"}} {
-			_, stderr, code := runSplit(append([]string{"--db", c.path}, args...)...)
+			_, stderr, code := runCLI(append([]string{"--db", c.path}, args...)...)
 			if code != exitUnavailable || !strings.Contains(stderr, c.says) {
 				t.Errorf("%s on %s: exit %d, stderr %q; want exit 6 saying %q", args[0], filepath.Base(c.path), code, stderr, c.says)
 			}
@@ -95,52 +92,5 @@ func TestRefusedSchemasThroughCLI(t *testing.T) {
 		if left, _ := filepath.Glob(c.path + ".*"); len(left) > 0 {
 			t.Errorf("files beside the refused bank: %v", left)
 		}
-	}
-}
-
-// runSplit runs ingot with args, and returns its stdout, its stderr and
-// its exit code.
-func runSplit(args ...string) (string, string, int) {
-	var stdout, stderr bytes.Buffer
-	code := run(append([]string{"ingot"}, args...), &stdout, &stderr)
-	return stdout.String(), stderr.String(), code
-}
-
-// oldBank writes the bank of an earlier schema in ledger/boltstore's
-// testdata, NAME.gz, to path and returns its bytes.
-func oldBank(t *testing.T, path, name string) []byte {
-	t.Helper()
-	f, err := os.Open(filepath.Join("..", "..", "ledger", "boltstore", "testdata", name+".gz"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	z, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, err := io.ReadAll(z)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, raw, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return raw
-}
-
-// setSchema rewrites the schema version of the bank at path.
-func setSchema(t *testing.T, path string, version uint64) {
-	t.Helper()
-	db, err := bolt.Open(path, 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	err = db.Update(func(tx *bolt.Tx) error {
-		return tx.Bucket([]byte("meta")).Put([]byte("schema"), binary.BigEndian.AppendUint64(nil, version))
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
 }

@@ -22,14 +22,7 @@ import (
 // works again once space is freed. It needs root (to mount the tmpfs); CI
 // runs as root.
 func TestFullDisk(t *testing.T) {
-	dir := t.TempDir()
-	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size=2m"); err != nil {
-		if os.Getenv("INGOT_E2E") == "1" {
-			t.Fatalf("mount a 2 MiB tmpfs (INGOT_E2E=1 requires it): %v", err)
-		}
-		t.Skipf("full-disk test needs root to mount a small tmpfs: %v", err)
-	}
-	t.Cleanup(func() { syscall.Unmount(dir, 0) })
+	dir := smallDisk(t, "2m")
 	ctx := context.Background()
 	path := filepath.Join(dir, "bank.db")
 	makeBank(t, path, 50)
@@ -114,4 +107,20 @@ func checkDeposits(t *testing.T, l *ledger.Ledger, want int) {
 	if !nb.Balance.Amount.Equal(decimal.NewFromInt(int64(want))) {
 		t.Errorf("chem holds %s, but %d deposits were acknowledged", nb.Balance.Amount, want)
 	}
+}
+
+// smallDisk mounts a tmpfs of size (as mount's size=, "2m") on a new
+// temporary directory until the test ends. It needs root; without it the
+// test skips, except under INGOT_E2E=1, where it fails.
+func smallDisk(t *testing.T, size string) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size="+size); err != nil {
+		if os.Getenv("INGOT_E2E") == "1" {
+			t.Fatalf("mount a %s tmpfs (INGOT_E2E=1 requires it): %v", size, err)
+		}
+		t.Skipf("a full-disk test needs root to mount a small tmpfs: %v", err)
+	}
+	t.Cleanup(func() { syscall.Unmount(dir, 0) })
+	return dir
 }

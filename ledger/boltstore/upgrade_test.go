@@ -2,12 +2,9 @@ package boltstore_test
 
 import (
 	"bytes"
-	"compress/gzip"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -17,10 +14,10 @@ import (
 	"time"
 
 	"github.com/shopspring/decimal"
-	bolt "go.etcd.io/bbolt"
 
 	"github.com/ingot-hpc/ingot/ledger"
 	"github.com/ingot-hpc/ingot/ledger/boltstore"
+	"github.com/ingot-hpc/ingot/ledger/boltstore/bolttest"
 )
 
 // upgrades lists the banks of earlier schemas under testdata (README.md
@@ -238,14 +235,7 @@ func TestUpgradeKeepsEarlierBackups(t *testing.T) {
 // the bank as it was; once there is space, the upgrade goes ahead. It
 // needs root, to mount a small tmpfs (CI runs as root).
 func TestUpgradeOnFullDisk(t *testing.T) {
-	dir := t.TempDir()
-	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size=1m"); err != nil {
-		if os.Getenv("INGOT_E2E") == "1" {
-			t.Fatalf("mount a 1 MiB tmpfs (INGOT_E2E=1 requires it): %v", err)
-		}
-		t.Skipf("full-disk test needs root to mount a small tmpfs: %v", err)
-	}
-	t.Cleanup(func() { syscall.Unmount(dir, 0) })
+	dir := smallDisk(t, "1m")
 	path := unpack(t, dir, "schema5-clean.db")
 	before := readFile(t, path)
 	filler := filepath.Join(dir, "filler")
@@ -280,7 +270,7 @@ func TestNewerSchemaIsRefused(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "bank.db")
 	makeBank(t, path, 1)
-	setSchema(t, path, 10)
+	bolttest.SetSchema(t, path, 10)
 	before := readFile(t, path)
 	for _, opts := range []boltstore.Options{{}, {ReadOnly: true}} {
 		_, err := boltstore.Open(path, opts)
@@ -315,42 +305,11 @@ func TestLogLeftIsRefused(t *testing.T) {
 	onlyFiles(t, dir, "schema7-crashed.db", "schema7-crashed.db-wal.1")
 }
 
-// setSchema rewrites the schema version of the bank at path.
-func setSchema(t *testing.T, path string, version uint64) {
-	t.Helper()
-	db, err := bolt.Open(path, 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	err = db.Update(func(tx *bolt.Tx) error {
-		return tx.Bucket([]byte("meta")).Put([]byte("schema"), binary.BigEndian.AppendUint64(nil, version))
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
 // unpack writes testdata/NAME.gz to dir/NAME.
 func unpack(t *testing.T, dir, name string) string {
 	t.Helper()
-	f, err := os.Open(filepath.Join("testdata", name+".gz"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	z, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, err := io.ReadAll(z)
-	if err != nil {
-		t.Fatal(err)
-	}
 	path := filepath.Join(dir, name)
-	if err := os.WriteFile(path, raw, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	bolttest.WriteOldBank(t, path, name)
 	return path
 }
 

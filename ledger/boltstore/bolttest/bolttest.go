@@ -3,8 +3,15 @@
 package bolttest
 
 import (
+	"compress/gzip"
+	"encoding/binary"
+	"io"
+	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
+
+	bolt "go.etcd.io/bbolt"
 
 	"github.com/ingot-hpc/ingot/ledger"
 	"github.com/ingot-hpc/ingot/ledger/boltstore"
@@ -17,4 +24,46 @@ func Open(t testing.TB) ledger.Store {
 		t.Fatalf("open bolt store: %v", err)
 	}
 	return s
+}
+
+// WriteOldBank writes the bank NAME of ledger/boltstore's testdata (NAME.gz:
+// banks of earlier schemas, testdata/README.md) to path and returns its
+// bytes.
+func WriteOldBank(t testing.TB, path, name string) []byte {
+	t.Helper()
+	_, here, _, _ := runtime.Caller(0)
+	f, err := os.Open(filepath.Join(filepath.Dir(here), "..", "testdata", name+".gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	z, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := io.ReadAll(z)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return raw
+}
+
+// SetSchema rewrites the schema version of the bank at path, as a bank of
+// another ingot would have it.
+func SetSchema(t testing.TB, path string, version uint64) {
+	t.Helper()
+	db, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	err = db.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket([]byte("meta")).Put([]byte("schema"), binary.BigEndian.AppendUint64(nil, version))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }
