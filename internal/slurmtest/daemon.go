@@ -57,7 +57,7 @@ func (c *Cluster) startDaemon(name, command string, args ...string) error {
 // waitFor calls check until it succeeds, one of the daemons exits or the
 // readiness timeout passes.
 func (c *Cluster) waitFor(what string, check func() error) error {
-	return c.poll(what, readyTimeout, func() error {
+	return poll(what, readyTimeout, func() error {
 		for _, d := range c.daemons {
 			select {
 			case <-d.exited:

@@ -39,7 +39,7 @@ func TestProcessesFindsLeftovers(t *testing.T) {
 	})
 
 	var pids []int
-	err := c.poll("sh and its sleep", readyTimeout, func() error {
+	err := poll("sh and its sleep", readyTimeout, func() error {
 		var err error
 		if pids, err = c.processIDs(); err == nil && len(pids) < 2 {
 			err = os.ErrNotExist

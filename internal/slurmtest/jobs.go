@@ -70,7 +70,7 @@ func (c *Cluster) AddUser(login, account, defaultAccount string) error {
 		return err
 	}
 	// slurmdbd sends the change to slurmctld on its own time.
-	return c.poll(fmt.Sprintf("slurmctld to know user %s in account %s", login, account), readyTimeout, func() error {
+	return poll(fmt.Sprintf("slurmctld to know user %s in account %s", login, account), readyTimeout, func() error {
 		out, err := c.Run("scontrol", "-o", "show", "assoc_mgr", "users="+login, "accounts="+account, "flags=assoc")
 		if err == nil && !strings.Contains(out, "UserName="+login+"(") {
 			err = fmt.Errorf("not yet in scontrol show assoc_mgr")
@@ -135,7 +135,7 @@ var finalStates = []string{"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_
 // most timeout or until it ends in another, and returns that state.
 func (c *Cluster) WaitJob(id string, timeout time.Duration, states ...string) (string, error) {
 	var state string
-	err := c.poll(fmt.Sprintf("job %s to be %s", id, strings.Join(states, " or ")), timeout, func() error {
+	err := poll(fmt.Sprintf("job %s to be %s", id, strings.Join(states, " or ")), timeout, func() error {
 		var err error
 		state, err = c.JobState(id)
 		switch {
@@ -185,7 +185,7 @@ var errGaveUp = errors.New("gave up")
 
 // poll calls check every pollInterval until it succeeds, for at most
 // timeout, or until it returns an errGaveUp.
-func (c *Cluster) poll(what string, timeout time.Duration, check func() error) error {
+func poll(what string, timeout time.Duration, check func() error) error {
 	deadline := time.Now().Add(timeout)
 	for {
 		err := check()

@@ -84,9 +84,9 @@ func hookRuns(t *testing.T, dir, context, job string) []hookRun {
 }
 
 // waitHookRuns waits until job has had n runs of context.
-func waitHookRuns(t *testing.T, c *Cluster, dir, context, job string, n int) {
+func waitHookRuns(t *testing.T, dir, context, job string, n int) {
 	t.Helper()
-	err := c.poll(fmt.Sprintf("%d runs of %s for job %s", n, context, job), time.Minute, func() error {
+	err := poll(fmt.Sprintf("%d runs of %s for job %s", n, context, job), time.Minute, func() error {
 		if runs := hookRuns(t, dir, context, job); len(runs) < n {
 			return fmt.Errorf("%d so far", len(runs))
 		}
@@ -101,7 +101,7 @@ func waitHookRuns(t *testing.T, c *Cluster, dir, context, job string, n int) {
 // epilog's and sacct's times are not all zero.
 func waitRunTime(t *testing.T, c *Cluster, job string, d time.Duration) {
 	t.Helper()
-	err := c.poll(fmt.Sprintf("job %s to run for %v", job, d), time.Minute, func() error {
+	err := poll(fmt.Sprintf("job %s to run for %v", job, d), time.Minute, func() error {
 		out, err := c.Run("scontrol", "-o", "show", "job", job)
 		if err != nil {
 			return err
@@ -188,7 +188,7 @@ func TestClusterRunsJobs(t *testing.T) {
 	}
 	// srun does not print the job's id: sacct has it, once slurmctld has
 	// sent it the job.
-	err = c.poll("the srun job in sacct", time.Minute, func() error {
+	err = poll("the srun job in sacct", time.Minute, func() error {
 		out, err := c.Run("sacct", "-a", "-X", "-n", "-P", "--name=true", "-o", "JobID")
 		if jobs["srun"] = strings.TrimSpace(out); err == nil && jobs["srun"] == "" {
 			err = fmt.Errorf("not yet")
@@ -242,7 +242,7 @@ func TestClusterRunsJobs(t *testing.T) {
 	if _, err := c.Run("scontrol", "requeue", requeued); err != nil {
 		t.Fatal(err)
 	}
-	waitHookRuns(t, c, hooks, "epilog_slurmctld", requeued, 1)
+	waitHookRuns(t, hooks, "epilog_slurmctld", requeued, 1)
 	if _, err := c.WaitJob(requeued, time.Minute, "PENDING"); err != nil {
 		t.Fatal(err)
 	}
@@ -433,7 +433,7 @@ func checkSacct(t *testing.T, c *Cluster, jobs map[string]string) {
 	// slurmctld sends the jobs' ends to slurmdbd on its own time: sacct
 	// has them a moment after scontrol.
 	var got map[string][]string
-	err := c.poll("sacct to have the jobs' ends", time.Minute, func() error {
+	err := poll("sacct to have the jobs' ends", time.Minute, func() error {
 		rows, err := c.Sacct("-j", jobIDs(jobs))
 		if err != nil {
 			return err
