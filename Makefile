@@ -36,9 +36,10 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo deve
 COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null)
 LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 
-export PATH := $(PATH):/usr/local/go/bin
+# /usr/sbin: Debian's munged and Slurm daemons, which tests start.
+export PATH := $(PATH):/usr/local/go/bin:/usr/sbin
 
-.PHONY: build run test bench bench-history fuzz clean install package
+.PHONY: build run test e2e-slurm bench bench-history fuzz clean install package
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BUILDDIR)/ingot ./cmd/ingot
@@ -67,6 +68,15 @@ run: build
 test:
 	$(GO) vet ./...
 	$(GO) test -count=1 ./...
+
+# e2e-slurm runs only the tests that start a real Slurm cluster (see
+# docs/slurm-testing.md): internal/slurmtest's own, and every TestSlurm*
+# test. They need root and Debian's slurm-wlm, slurmdbd, munge and
+# mariadb-server (.ci/run installs them); here a missing one fails them
+# rather than skipping them. make test runs them too.
+e2e-slurm:
+	INGOT_E2E=1 $(GO) test -count=1 ./internal/slurmtest/
+	INGOT_E2E=1 $(GO) test -count=1 -run '^TestSlurm' ./...
 
 # Benchmarks print ingot's figures next to a raw bbolt baseline from the
 # same run, and the server's over loopback next to the same work in process
