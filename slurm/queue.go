@@ -15,7 +15,7 @@ import (
 // job -o` puts those among the others unquoted, where a job named "x
 // Account=other" forges a field; these cannot.
 var queueFields = []string{"JobID", "UserName", "Account", "Partition", "QOS", "State", "TimeLimit", "StartTime", "EndTime", "TimeUsed",
-	"NumCPUs", "NumNodes", "NumTasks", "tres-alloc", "tres-per-node", "tres-per-job", "tres-per-task"}
+	"NumCPUs", "NumNodes", "NumTasks", "tres-alloc", "tres-per-node", "tres-per-job", "tres-per-task", "Reservation"}
 
 // QueueFormat is the -O list for `squeue -h -t all -j ID -O QueueFormat`:
 // each field at full width (no padding, no truncation), ended by '|'.
@@ -34,6 +34,24 @@ type QueueJob struct {
 	CPUs, Nodes, Tasks                int64
 	TRES                              TRES  // allocated (requested while pending)
 	GPUs                              int64 // from TRES, or from the GPU request
+	Reservation                       string
+}
+
+// ParseQueueJobs reads the lines `squeue -h -O QueueFormat()` prints, one
+// job a line.
+func ParseQueueJobs(out string, loc *time.Location) ([]QueueJob, error) {
+	var jobs []QueueJob
+	for _, line := range strings.Split(strings.TrimRight(out, "\n"), "\n") {
+		if line == "" {
+			continue
+		}
+		j, err := ParseQueue(line, loc)
+		if err != nil {
+			return nil, err
+		}
+		jobs = append(jobs, j)
+	}
+	return jobs, nil
 }
 
 // ParseQueue reads the one line `squeue -h -t all -j ID -O QueueFormat()`
@@ -56,7 +74,8 @@ func ParseQueue(out string, loc *time.Location) (QueueJob, error) {
 }
 
 func queueJob(f map[string]string, loc *time.Location) (QueueJob, error) {
-	j := QueueJob{ID: f["JobID"], User: f["UserName"], Account: unset(f["Account"]), Partition: unset(f["Partition"]), QOS: unset(f["QOS"]), State: f["State"]}
+	j := QueueJob{ID: f["JobID"], User: f["UserName"], Account: unset(f["Account"]), Partition: unset(f["Partition"]), QOS: unset(f["QOS"]),
+		State: f["State"], Reservation: unset(f["Reservation"])}
 	if j.ID == "" || j.User == "" || j.State == "" {
 		return j, fmt.Errorf("no job id, user or state")
 	}

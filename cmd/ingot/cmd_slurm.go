@@ -75,7 +75,7 @@ func slurmCommands() []*cli.Command {
 			},
 			{
 				Name:  "sync",
-				Usage: "settle from sacct what the hooks missed (safe from cron): charge ended jobs the bank has not charged, release liens of jobs Slurm no longer knows; prints what it changed",
+				Usage: "settle from sacct what the hooks missed (safe from cron): charge ended jobs the bank has not charged, release liens of jobs Slurm no longer knows, register Slurm reservations of one account as chargeable reservations and charge their idle time; prints what it changed",
 				Flags: []cli.Flag{machine, cluster,
 					&cli.StringFlag{Name: "since", Value: "now-2d", Usage: "look at jobs from `TIME` on (now-2d, 2026-11-01, RFC 3339)"},
 					&cli.BoolFlag{Name: "dry-run", Usage: "print what it would change, change nothing"},
@@ -509,6 +509,9 @@ func slurmEpilog(c *cli.Context) error {
 		}
 		spec := lien.ChargeSpec{Job: j.Job, User: q.User, Project: project, Usage: charge.Usage{Resources: q.Resources(),
 			WallclockSeconds: used, WallclockLimitSeconds: q.TimeLimit, Start: q.Start, End: q.End, State: state}}
+		if spec.Reservation, err = chargeableReservation(c, b, q.Reservation); err != nil {
+			return err
+		}
 		r, err := b.Charge(c.Context, withRequestID(c, j.requestID("charge")), spec)
 		if errors.Is(err, lien.ErrAlreadyCharged) {
 			return nil // an epilog run again after its charge went through under another id
@@ -518,6 +521,25 @@ func slurmEpilog(c *cli.Context) error {
 		}
 		return err
 	})
+}
+
+// chargeableReservation is name, if the bank charges it (`slurm sync`
+// registered it), so that the job's time in it is not charged as idle; ""
+// for a reservation the bank does not know.
+func chargeableReservation(c *cli.Context, b bank, name string) (string, error) {
+	if name == "" {
+		return "", nil
+	}
+	rs, err := b.Reservations(c.Context)
+	if err != nil {
+		return "", err
+	}
+	for _, r := range rs {
+		if r.Name == name && !r.Ended {
+			return name, nil
+		}
+	}
+	return "", nil
 }
 
 // endState is how a job ended, in the bank's terms, and whether it ran at

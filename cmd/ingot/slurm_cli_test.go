@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shopspring/decimal"
+
 	"github.com/ingot-hpc/ingot/charge"
 	"github.com/ingot-hpc/ingot/ledger"
 	"github.com/ingot-hpc/ingot/slurm"
@@ -15,7 +17,9 @@ import (
 // slurmSite is a bank on a file for the Slurm hooks: machine hpc1, account
 // chem with project chem.lab1 (amy's default), account bio, 1000 credits in
 // chem; and a folder of fake Slurm commands first in PATH: squeue prints
-// $FAKE_SQUEUE, scontrol appends its arguments to $FAKE_SCONTROL_LOG, sacct
+// $FAKE_SQUEUE (a job), $FAKE_SQUEUE_IDS (-o %i) or $FAKE_SQUEUE_RUNNING
+// (-t R), scontrol $FAKE_RESERVATIONS (show reservation) or appends its
+// arguments to $FAKE_SCONTROL_LOG, sacct
 // prints $FAKE_SACCT, sacctmgr $FAKE_ASSOC, $FAKE_LIMITS or $FAKE_USERS
 // (and logs a modify in $FAKE_SCONTROL_LOG).
 type slurmSite struct {
@@ -36,8 +40,8 @@ func newSlurmSite(t *testing.T) *slurmSite {
 	}
 	dir := t.TempDir()
 	for name, script := range map[string]string{
-		"squeue":   "#!/bin/sh\nprintf '%s\\n' \"$FAKE_SQUEUE\"\n",
-		"scontrol": "#!/bin/sh\necho \"$@\" >> \"$FAKE_SCONTROL_LOG\"\n",
+		"squeue":   "#!/bin/sh\ncase \"$*\" in *'-o %i'*) printf '%s\\n' \"$FAKE_SQUEUE_IDS\";; *'-t R '*) printf '%s\\n' \"$FAKE_SQUEUE_RUNNING\";; *) printf '%s\\n' \"$FAKE_SQUEUE\";; esac\n",
+		"scontrol": "#!/bin/sh\ncase \"$*\" in *'show reservation'*) printf '%s\\n' \"$FAKE_RESERVATIONS\";; *) echo \"$@\" >> \"$FAKE_SCONTROL_LOG\";; esac\n",
 		"sacct":    "#!/bin/sh\nprintf '%s\\n' \"$FAKE_SACCT\"\n",
 		"sacctmgr": "#!/bin/sh\ncase \"$*\" in *modify*) echo sacctmgr \"$@\" >> \"$FAKE_SCONTROL_LOG\";; *assoc*format*) printf '%s\\n' \"$FAKE_ASSOC\";; *assoc*) printf '%s\\n' \"$FAKE_LIMITS\";; *) printf '%s\\n' \"$FAKE_USERS\";; esac\n",
 	} {
@@ -60,7 +64,7 @@ func (s *slurmSite) job(id, restarts, state, limit, used string, start, end time
 	s.t.Setenv("SLURM_JOB_RESTART_COUNT", restarts)
 	at := func(d time.Duration) string { return s.now.Add(d).Local().Format("2006-01-02T15:04:05") }
 	s.t.Setenv("FAKE_SQUEUE", strings.Join([]string{id, "amy", "lab1", "debug", "normal", state, limit, at(start), at(end), used, "1", "1", "1",
-		"cpu=1,node=1,billing=1", "N/A", "N/A", "N/A"}, "|")+"|")
+		"cpu=1,node=1,billing=1", "N/A", "N/A", "N/A", "(null)"}, "|")+"|")
 }
 
 func (s *slurmSite) submit(args ...string) string {
@@ -190,7 +194,7 @@ func TestSlurmSync(t *testing.T) {
 	s.ok("slurm", "epilog")
 	s.job("55", "0", "RUNNING", "5:00", "0:00", -time.Minute, 4*time.Minute)
 	s.ok("slurm", "prolog")
-	t.Setenv("FAKE_SQUEUE", "53")
+	t.Setenv("FAKE_SQUEUE_IDS", "53")
 	t.Setenv("FAKE_SACCT", strings.Join([]string{slurm.SacctHeader(),
 		"50|hpc1|lab1|amy|debug|normal|billing=1,cpu=1,node=1|30|5|" + at(-time.Minute) + "|" + at(-30*time.Second) + "|COMPLETED|0:0",
 		"51|hpc1|lab1|amy|debug|normal|billing=2,cpu=2,node=1|20|5|" + at(-time.Minute) + "|" + at(-40*time.Second) + "|FAILED|1:0",
@@ -285,7 +289,6 @@ func TestEndState(t *testing.T) {
 func TestSlurmSyncLimits(t *testing.T) {
 	s := newSlurmSite(t)
 	t.Setenv("FAKE_SACCT", slurm.SacctHeader())
-	t.Setenv("FAKE_SQUEUE", "")
 	header := "Cluster|Account|User|Partition|Share|Priority|GrpJobs|GrpTRES|GrpSubmit|GrpWall|GrpTRESMins|MaxJobs|MaxTRES|MaxTRESPerNode|MaxSubmit|MaxWall|MaxTRESMins|QOS|Def QOS|GrpTRESRunMins"
 	row := func(account, user, submit string) string {
 		return strings.Join(append([]string{"hpc1", account, user, "", "1", "", "", "", submit}, make([]string, 11)...), "|")
@@ -315,5 +318,36 @@ func TestSlurmSyncLimits(t *testing.T) {
 	limits("", "0")
 	if out := s.ok("slurm", "sync", "--limits"); !strings.Contains(out, "set GrpSubmitJobs=-1: Slurm account bio takes jobs again (bio: 10 available)") {
 		t.Errorf("sync --limits said:\n%s", out)
+	}
+}
+
+// TestSlurmSyncReservations: sync registers a Slurm reservation of one
+// account as a chargeable reservation and charges its idle time; one of
+// two accounts, or of an account the bank does not know, is left.
+func TestSlurmSyncReservations(t *testing.T) {
+	s := newSlurmSite(t)
+	t.Setenv("FAKE_SACCT", slurm.SacctHeader())
+	at := func(d time.Duration) string { return s.now.Add(d).Local().Format("2006-01-02T15:04:05") }
+	resv := func(name, accounts string) string {
+		return "ReservationName=" + name + " StartTime=" + at(-10*time.Minute) + " EndTime=" + at(50*time.Minute) +
+			" Duration=01:00:00 Nodes=vm NodeCnt=1 CoreCnt=2 Features=(null) PartitionName=(null) Flags=SPEC_NODES TRES=cpu=2 Users=amy Groups=(null) Accounts=" + accounts + " State=ACTIVE"
+	}
+	t.Setenv("FAKE_RESERVATIONS", strings.Join([]string{resv("r1", "lab1"), resv("r2", "lab1,bio"), resv("r3", "nope")}, "\n"))
+	if out := s.ok("slurm", "sync", "--dry-run"); !strings.Contains(out, "would register reservation r1 (2 processors, lab1) charged to chem.lab1") || strings.Contains(out, "r2") {
+		t.Errorf("sync --dry-run:\n%s", out)
+	}
+	out := s.ok("slurm", "sync")
+	if !strings.Contains(out, "registered reservation r1 (2 processors, lab1) charged to chem.lab1") || !strings.Contains(out, "reservation r3: not registered") {
+		t.Errorf("sync:\n%s", out)
+	}
+	var rs []struct {
+		Name    string
+		Charged decimal.Decimal
+	}
+	s.json(&rs, "reservation", "list")
+	// Idle since its start, ten minutes before: 2 processors × 600 s, give
+	// or take the seconds the test took.
+	if len(rs) != 1 || rs[0].Name != "r1" || rs[0].Charged.LessThan(decimal.NewFromInt(1200)) || rs[0].Charged.GreaterThan(decimal.NewFromInt(1220)) {
+		t.Errorf("reservations after sync: %+v", rs)
 	}
 }

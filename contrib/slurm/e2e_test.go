@@ -27,7 +27,8 @@ import (
 // the end, with the audit clean after each step. Then it stops the bank
 // and checks fail closed, fail open, `slurm sync` settling the job whose
 // epilog could not reach the bank, and Slurm's own limit set by `sync
-// --limits` refusing an exhausted account's job while the bank is down.
+// --limits` refusing an exhausted account's job while the bank is down. A
+// Slurm reservation is registered and its idle time charged on the way.
 func TestSlurmEndToEnd(t *testing.T) {
 	slurmtest.Require(t)
 	e := newEndToEnd(t)
@@ -121,6 +122,33 @@ func TestSlurmEndToEnd(t *testing.T) {
 	}
 	e.audit("the Slurm jobs")
 
+	// A Slurm reservation for lab1: sync registers it, a job inside it is
+	// charged naming it, and sync charges its idle time to chem.lab1; once
+	// deleted in Slurm, sync closes it.
+	if _, err := c.Run("scontrol", "create", "reservation", "ReservationName=r1", "StartTime=now", "Duration=10", "Nodes=ALL", "Accounts=lab1", "Users=root"); err != nil {
+		t.Fatal(err)
+	}
+	if out := e.ingot("slurm", "sync", "--machine", c.Name); !strings.Contains(out, "registered reservation r1 (2 processors, lab1) charged to chem.lab1") {
+		t.Errorf("sync with a reservation:\n%s", out)
+	}
+	job = e.submit("--reservation=r1", "-A", "lab1", "-t", "1", "-n", "1", "--wrap", "sleep 1")
+	e.waitEnded(job, "COMPLETED")
+	e.charge(job)
+	if _, err := c.Run("scontrol", "delete", "reservation=r1"); err != nil {
+		t.Fatal(err)
+	}
+	e.ingot("slurm", "sync", "--machine", c.Name)
+	var rs []struct {
+		Name    string
+		Charged decimal.Decimal
+		Ended   bool
+	}
+	e.ingotJSON(&rs, "reservation", "list")
+	if len(rs) != 1 || !rs[0].Ended || !rs[0].Charged.IsPositive() {
+		t.Errorf("the reservation after it was deleted: %+v", rs)
+	}
+	e.audit("the reservation")
+
 	// The bank down, failing closed (the default): submissions are refused.
 	e.bankDown()
 	out, err = c.Run("sbatch", "-A", "lab1", "-t", "1", "-n", "1", "--wrap", "true")
@@ -133,9 +161,11 @@ func TestSlurmEndToEnd(t *testing.T) {
 	job = e.submit("-A", "lab1", "-t", "1", "-n", "1", "--wrap", "sleep 1")
 	e.waitEnded(job, "COMPLETED")
 	e.bankUp()
-	if out := e.ingot("slurm", "sync", "--machine", c.Name); !strings.Contains(out, "charged job "+job+" (COMPLETED,") {
-		t.Errorf("sync after the bank came back:\n%s", out)
-	}
+	// sacct may take a moment to list the job in a period (slurmdbd gets
+	// the job's record in parts); cron runs sync again anyway.
+	e.waitFor("slurm sync to charge job "+job, func() bool {
+		return strings.Contains(e.ingot("slurm", "sync", "--machine", c.Name), "charged job "+job+" (COMPLETED,")
+	})
 	if ch := e.charge(job); !ch.Amount.Equal(decimal.NewFromInt(e.elapsed(job))) {
 		t.Errorf("the job sync charged: %+v", ch)
 	}
