@@ -82,6 +82,10 @@ func findBinaries() (string, error) {
 	}
 	var dirs []string
 	if path, err := exec.LookPath("initdb"); err == nil {
+		// Where a link on PATH leads: the other programs are there.
+		if real, err := filepath.EvalSymlinks(path); err == nil {
+			path = real
+		}
 		dirs = append(dirs, filepath.Dir(path))
 	}
 	debian, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
@@ -257,4 +261,15 @@ func (s *Server) Stop() error {
 		err = fmt.Errorf("pgtest: %w", rmErr)
 	}
 	return err
+}
+
+// Binary is the path of one of PostgreSQL's programs (psql, pg_dump...)
+// beside initdb; without it the test skips (fails under INGOT_E2E=1).
+func Binary(t testing.TB, name string) string {
+	t.Helper()
+	path := filepath.Join(binaries(t), name)
+	if !isExecutable(path) {
+		unavailable(t, "%s is not beside initdb", path)
+	}
+	return path
 }
