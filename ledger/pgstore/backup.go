@@ -10,6 +10,9 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
+// BackupPrefix is how a backup starts: a copy is known by it.
+const BackupPrefix = "-- A backup of the ingot bank "
+
 // bankTables are the schema's tables, in the order a backup loads them
 // (the journal before the index that refers to it).
 var bankTables = []string{"schema_version", "settings", "journal_head", "counters", "nodes", "users", "machines",
@@ -47,7 +50,7 @@ func (s *Store) backup(ctx context.Context, ptx pgx.Tx, w *countingWriter) error
 	if st.version != s.latest {
 		return fmt.Errorf("%w: the bank has schema %d, this ingot writes %d", ErrNewerSchema, st.version, s.latest)
 	}
-	fmt.Fprintf(w, "-- A backup of the ingot bank %s (schema %d), taken at %s.\n", s.where, st.version, time.Now().UTC().Format(time.RFC3339))
+	fmt.Fprintf(w, "%s%s (schema %d), taken at %s.\n", BackupPrefix, s.where, st.version, time.Now().UTC().Format(time.RFC3339))
 	fmt.Fprintf(w, "-- Restore it into an empty database: psql -v ON_ERROR_STOP=1 -f FILE 'postgres://...'\n")
 	fmt.Fprintf(w, "SET client_encoding = 'UTF8';\nSET standard_conforming_strings = on;\nBEGIN;\n")
 	for _, m := range bankMigrations[:st.version] {

@@ -107,6 +107,9 @@ func open(ctx context.Context, url string, opts Options, ms []migration) (*Store
 	return s, nil
 }
 
+// String names the bank's database, without its password: user@host:port/name.
+func (s *Store) String() string { return s.where }
+
 // describe names a database without its password.
 func describe(c pgconn.Config) string {
 	hosts := []string{fmt.Sprintf("%s:%d", c.Host, c.Port)}
