@@ -13,6 +13,7 @@ import (
 
 	"github.com/ingot-hpc/ingot/internal/pgtest"
 	"github.com/ingot-hpc/ingot/ledger"
+	"github.com/ingot-hpc/ingot/proto/auth"
 )
 
 // onStore is the command line on the PostgreSQL bank of url, whatever
@@ -94,8 +95,16 @@ func TestPostgresStore(t *testing.T) {
 		b := onStore(t, url)
 		b.ok("init")
 		b.ok("account", "create", "chem")
-		serverKey := filepath.Join(t.TempDir(), "server.key")
-		key := b.clientKey("root", "--role", "admin", "--server-key", serverKey)
+		serverKey, keyFile := filepath.Join(t.TempDir(), "server.key"), filepath.Join(t.TempDir(), "root.key")
+		b.ok("client", "add", "root", "--role", "admin", "--server-key", serverKey, "--key-out", keyFile)
+		raw, err := os.ReadFile(keyFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		key, err := auth.ParseKeyFile(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
 		config := filepath.Join(t.TempDir(), "serve.toml")
 		if err := os.WriteFile(config, []byte("store = \""+url+"\"\nserver-key = \""+serverKey+"\"\n"), 0o600); err != nil {
 			t.Fatal(err)
@@ -109,6 +118,11 @@ func TestPostgresStore(t *testing.T) {
 			if resp := signedGet(t, key, base+"/v1/balance?node=chem"); json.Unmarshal(resp, &nb) != nil || nb.Amount.String() != "7" {
 				t.Errorf("balance from %s: %s", base, resp)
 			}
+		}
+		// A backup through a server is the SQL script too.
+		remote := &cliBank{t: t, global: []string{"--server", second, "--key-file", keyFile}}
+		if out := remote.ok("backup", filepath.Join(t.TempDir(), "bank.sql")); !strings.Contains(out, "a SQL script of the bank in PostgreSQL") {
+			t.Errorf("backup through a server: %s", out)
 		}
 		for _, s := range []*serving{one, two} {
 			if err := s.shutdown(t); err != nil {
