@@ -78,7 +78,7 @@ func (s *Store) commit(group []*call) {
 		if deadline.IsZero() {
 			deadline = time.Now().Add(s.opts.RetryFor)
 		} else if time.Now().After(deadline) {
-			answer(group, fmt.Errorf("pgstore: %s: gave up after %s: %w", s.where, s.opts.RetryFor, ge.err))
+			answer(group, fmt.Errorf("%w: pgstore: %s: gave up after %s: %w", ledger.ErrUnavailable, s.where, s.opts.RetryFor, ge.err))
 			return
 		}
 		select {
@@ -123,7 +123,7 @@ func (s *Store) attempt(group []*call, start time.Time) error {
 	}
 	if _, err := conn.Exec(ctx, "COMMIT"); err != nil {
 		if conn.Conn().IsClosed() {
-			err = fmt.Errorf("%w (%s): %v", ErrCommitUnknown, s.where, err)
+			err = fmt.Errorf("%w: %w (%s): %v", ledger.ErrUnavailable, ErrCommitUnknown, s.where, err)
 		} else {
 			// PostgreSQL answered: the transaction was rolled back.
 			rollback(conn)

@@ -20,6 +20,8 @@ var (
 	ErrNewerSchema = errors.New("pgstore: the bank was made by a newer ingot")
 	// ErrCommitUnknown is returned by Update when the connection failed
 	// while its group was committing: the change may or may not have been
-	// made, and a retry with the same request id applies it once.
+	// made, and a retry with the same request id applies it once. It comes
+	// with ledger.ErrUnavailable, as do the failures of a connection that
+	// outlast Options.RetryFor.
 	ErrCommitUnknown = errors.New("pgstore: the connection to PostgreSQL failed during a commit, whose outcome is unknown")
 )

@@ -175,14 +175,26 @@ func (s *Store) View(ctx context.Context, fn func(ledger.Tx) error) error {
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("pgstore: begin a read of %s: %w", s.where, err)
+		return unavailable(fmt.Errorf("pgstore: begin a read of %s: %w", s.where, err))
 	}
 	defer ptx.Rollback(context.Background())
 	t := &tx{q: ptx, ctx: ctx}
-	if err := fn(t); err != nil {
-		return err
+	err = fn(t)
+	if err == nil {
+		err = t.failed
 	}
-	return t.failed
+	if t.failed != nil && transient(t.failed) {
+		return fmt.Errorf("%w: %w", ledger.ErrUnavailable, err)
+	}
+	return err
+}
+
+// unavailable marks err as ledger.ErrUnavailable if it may pass by itself.
+func unavailable(err error) error {
+	if transient(err) {
+		return fmt.Errorf("%w: %w", ledger.ErrUnavailable, err)
+	}
+	return err
 }
 
 // retry runs op until it succeeds, fails for good, or RetryFor has passed
