@@ -16,7 +16,13 @@
 // by skipping.
 //
 // Nothing outlives the test process: a server is stopped (fast shutdown,
-// then SIGKILL) at cleanup, the kernel kills it if the test process dies
-// first (its parent-death signal), and its directory is removed. Servers
-// run with fsync off: a test server's data dies with it anyway.
+// then SIGKILL) at cleanup and its directory removed, and the kernel kills
+// it if the test process dies first (its parent-death signal); what such
+// a server leaves (its directory, its System V shared memory) the next
+// test process to start one removes. Servers run with fsync off: a test
+// server's data dies with it anyway.
+//
+// Server.Standby starts a synchronous standby of a server, Kill kills a
+// server as the loss of its machine would, and Promote makes a standby
+// the primary: what a failover test needs.
 package pgtest

@@ -2,6 +2,7 @@ package pgtest_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -56,5 +57,41 @@ func TestStartAndStop(t *testing.T) {
 	}
 	if _, err := pgx.Connect(context.Background(), url); err == nil {
 		t.Error("the server answers after Stop")
+	}
+}
+
+// TestStandby: a synchronous standby has every committed change; killed,
+// the primary is gone, and the standby promoted takes writes with the
+// roles and databases it had.
+func TestStandby(t *testing.T) {
+	ctx := context.Background()
+	primary := pgtest.Start(t)
+	url := primary.NewDB(t)
+	standby := primary.Standby(t)
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, "CREATE TABLE t (x int); INSERT INTO t VALUES (1)"); err != nil {
+		t.Fatal(err)
+	}
+	conn.Close(ctx)
+	primary.Kill(t)
+	if _, err := pgx.Connect(ctx, url); err == nil {
+		t.Fatal("the killed primary answers")
+	}
+	standby.Promote(t)
+	moved := strings.Replace(url, fmt.Sprintf(":%d/", primary.Port), fmt.Sprintf(":%d/", standby.Port), 1)
+	conn, err = pgx.Connect(ctx, moved)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var n int
+	if _, err := conn.Exec(ctx, "INSERT INTO t VALUES (2)"); err != nil {
+		t.Fatalf("a write on the promoted standby: %v", err)
+	}
+	if err := conn.QueryRow(ctx, "SELECT count(*) FROM t").Scan(&n); err != nil || n != 2 {
+		t.Errorf("%d rows (%v), want 2", n, err)
 	}
 }

@@ -31,8 +31,10 @@ type Server struct {
 	// SocketDir holds its Unix socket; Data is its data directory.
 	SocketDir, Data string
 
-	root    string // the temporary directory holding both
-	logs    string // the server's standard error
+	root    string              // the temporary directory holding both
+	bin     string              // the directory of PostgreSQL's programs
+	cred    *syscall.Credential // the user it runs as (nil: the test's)
+	logs    string              // the server's standard error
 	cmd     *exec.Cmd
 	exited  chan error
 	stopped atomic.Bool
@@ -112,6 +114,20 @@ func isExecutable(path string) bool {
 
 // start runs initdb and the server; the caller stops it.
 func start(bin string) (*Server, error) {
+	return startWith(bin, func(ctx context.Context, s *Server) error {
+		initdb := s.command(ctx, "initdb", "-D", s.Data, "-U", "postgres",
+			"--auth-local=trust", "--auth-host=scram-sha-256", "--encoding=UTF8", "--locale=C", "--no-sync")
+		if out, err := initdb.CombinedOutput(); err != nil {
+			return fmt.Errorf("pgtest: initdb: %w\n%s", err, out)
+		}
+		return nil
+	})
+}
+
+// startWith makes a server's directory, has makeData fill its data
+// directory, and starts it; the caller stops it.
+func startWith(bin string, makeData func(context.Context, *Server) error) (*Server, error) {
+	sweepOnce.Do(sweep)
 	cred, err := serverUser()
 	if err != nil {
 		return nil, err
@@ -120,7 +136,7 @@ func start(bin string) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pgtest: %w", err)
 	}
-	s := &Server{SocketDir: root, Data: filepath.Join(root, "data"), root: root, logs: filepath.Join(root, "postgres.log")}
+	s := &Server{SocketDir: root, Data: filepath.Join(root, "data"), root: root, logs: filepath.Join(root, "postgres.log"), bin: bin, cred: cred}
 	if cred != nil {
 		if err := os.Chown(root, int(cred.Uid), int(cred.Gid)); err != nil {
 			os.RemoveAll(root)
@@ -129,17 +145,14 @@ func start(bin string) (*Server, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
-	initdb := exec.CommandContext(ctx, filepath.Join(bin, "initdb"), "-D", s.Data, "-U", "postgres",
-		"--auth-local=trust", "--auth-host=scram-sha-256", "--encoding=UTF8", "--locale=C", "--no-sync")
-	initdb.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGKILL}
-	if out, err := initdb.CombinedOutput(); err != nil {
+	if err := makeData(ctx, s); err != nil {
 		os.RemoveAll(root)
-		return nil, fmt.Errorf("pgtest: initdb: %w\n%s", err, out)
+		return nil, err
 	}
 	// Another process may take the free port before the server does:
 	// then try another.
 	for try := 0; ; try++ {
-		err = s.run(ctx, bin, cred)
+		err = s.run(ctx)
 		if err == nil {
 			return s, nil
 		}
@@ -148,6 +161,13 @@ func start(bin string) (*Server, error) {
 			return nil, err
 		}
 	}
+}
+
+// command is one of PostgreSQL's programs, run as the server's user.
+func (s *Server) command(ctx context.Context, name string, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, filepath.Join(s.bin, name), args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: s.cred, Pdeathsig: syscall.SIGKILL}
+	return cmd
 }
 
 // serverUser is the user the server runs as: postgres when the test runs
@@ -166,7 +186,7 @@ func serverUser() (*syscall.Credential, error) {
 }
 
 // run starts postgres on a free port and waits until it answers.
-func (s *Server) run(ctx context.Context, bin string, cred *syscall.Credential) error {
+func (s *Server) run(ctx context.Context) error {
 	port, err := freePort()
 	if err != nil {
 		return err
@@ -177,12 +197,12 @@ func (s *Server) run(ctx context.Context, bin string, cred *syscall.Credential) 
 	}
 	defer logs.Close()
 	s.Port = port
-	s.cmd = exec.Command(filepath.Join(bin, "postgres"), "-D", s.Data, "-p", strconv.Itoa(port), "-k", s.SocketDir,
+	s.cmd = exec.Command(filepath.Join(s.bin, "postgres"), "-D", s.Data, "-p", strconv.Itoa(port), "-k", s.SocketDir,
 		"-c", "listen_addresses=127.0.0.1", "-c", "fsync=off", "-c", "full_page_writes=off",
 		"-c", "max_connections=200", "-c", "shared_buffers=32MB")
 	s.cmd.Stdout, s.cmd.Stderr = logs, logs
 	// The kernel kills the server if this process dies without stopping it.
-	s.cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGKILL}
+	s.cmd.SysProcAttr = &syscall.SysProcAttr{Credential: s.cred, Pdeathsig: syscall.SIGKILL}
 	if err := s.cmd.Start(); err != nil {
 		return fmt.Errorf("pgtest: start postgres: %w", err)
 	}
