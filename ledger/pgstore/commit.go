@@ -96,7 +96,7 @@ func (s *Store) commit(group []*call) {
 func (s *Store) attempt(group []*call, start time.Time) error {
 	ctx, cancel := context.WithTimeout(context.Background(), groupTimeout)
 	defer cancel()
-	conn, err := s.pool.Acquire(ctx)
+	conn, err := s.writer.Acquire(ctx)
 	if err != nil {
 		return errGroup{fmt.Errorf("pgstore: connect to %s: %w", s.where, err)}
 	}

@@ -60,7 +60,9 @@
 // server, for longer.
 //
 // Reads (View) run in REPEATABLE READ, READ ONLY transactions: one
-// snapshot each. Iterators read pages of rows, so that the function they
+// snapshot each, on a pool of connections of their own (pool_max_conns in
+// the connection string sizes it); the committer has a connection of its
+// own. Iterators read pages of rows, so that the function they
 // call may run statements of its own.
 //
 // # Schema

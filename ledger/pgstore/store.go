@@ -47,11 +47,14 @@ type Options struct {
 
 // Store is a ledger.Store on a PostgreSQL database.
 type Store struct {
-	pool     *pgxpool.Pool
-	where    string // the database, for messages: user@host:port/name
-	readOnly bool
-	opts     Options
-	latest   uint64 // the schema this ingot writes
+	// pool serves the reads; writer, of one connection, the committer, so
+	// that a crowd of reads (quotes at job submission) never keeps
+	// changes waiting for a connection.
+	pool, writer *pgxpool.Pool
+	where        string // the database, for messages: user@host:port/name
+	readOnly     bool
+	opts         Options
+	latest       uint64 // the schema this ingot writes
 
 	calls chan *call
 	quit  chan struct{} // closed by Close
@@ -101,6 +104,12 @@ func open(ctx context.Context, url string, opts Options, ms []migration) (*Store
 		return nil, err
 	}
 	if !s.readOnly {
+		writerCfg := cfg.Copy()
+		writerCfg.MaxConns, writerCfg.MinConns = 1, 0
+		if s.writer, err = pgxpool.NewWithConfig(ctx, writerCfg); err != nil {
+			pool.Close()
+			return nil, fmt.Errorf("%w %s: %v", ErrConnect, where, err)
+		}
 		s.calls, s.quit, s.done = make(chan *call), make(chan struct{}), make(chan struct{})
 		go s.commitLoop()
 	}
@@ -288,6 +297,9 @@ func (s *Store) Close() error {
 	if s.quit != nil {
 		close(s.quit)
 		<-s.done
+	}
+	if s.writer != nil {
+		s.writer.Close()
 	}
 	s.pool.Close()
 	return nil
