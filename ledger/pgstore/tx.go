@@ -193,13 +193,21 @@ func (t *tx) Allocation(id uint64) (ledger.Allocation, bool, error) {
 	return getDoc[ledger.Allocation](t, fmt.Sprintf("allocation %d", id), `SELECT doc FROM allocations WHERE id = $1`, bigint(id))
 }
 
-// PutAllocation stores the state and its history in one statement.
+// PutAllocation stores the state and its history, and keeps the counter
+// at or above the id, in one statement.
 func (t *tx) PutAllocation(a ledger.Allocation, seq uint64) error {
 	return putDoc(t, fmt.Sprintf("allocation %d", a.ID), `WITH current AS (
 			INSERT INTO allocations (doc, id, account) VALUES ($1, $2, $3)
-			ON CONFLICT (id) DO UPDATE SET account = EXCLUDED.account, doc = EXCLUDED.doc)
+			ON CONFLICT (id) DO UPDATE SET account = EXCLUDED.account, doc = EXCLUDED.doc),
+		`+counted("allocations")+`
 		INSERT INTO balance_history (doc, allocation, seq) VALUES ($1, $2, $4)
 		ON CONFLICT (allocation, seq) DO UPDATE SET doc = EXCLUDED.doc`, a, bigint(a.ID), a.Account, bigint(seq))
+}
+
+// counted is a statement's clause that keeps counter at or above the id
+// stored ($2): next never gives it again.
+func counted(counter string) string {
+	return `counted AS (UPDATE counters SET value = $2 WHERE name = '` + counter + `' AND value < $2)`
 }
 
 func (t *tx) AccountAllocations(account string) ([]ledger.Allocation, error) {
@@ -338,7 +346,8 @@ func (t *tx) Lien(id uint64) (ledger.Lien, bool, error) {
 
 // PutLien stores the lien with the columns its indexes are on.
 func (t *tx) PutLien(l ledger.Lien) error {
-	return putDoc(t, fmt.Sprintf("lien %d", l.ID), `INSERT INTO liens (doc, id, account, machine, job, active, expires_ns)
+	return putDoc(t, fmt.Sprintf("lien %d", l.ID), `WITH `+counted("liens")+`
+		INSERT INTO liens (doc, id, account, machine, job, active, expires_ns)
 		VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (id) DO UPDATE SET doc = EXCLUDED.doc, account = EXCLUDED.account,
 		machine = EXCLUDED.machine, job = EXCLUDED.job, active = EXCLUDED.active, expires_ns = EXCLUDED.expires_ns`,
 		l, bigint(l.ID), l.Account, l.Machine, l.JobID, l.State == ledger.LienActive, l.Expires.UnixNano())
@@ -423,7 +432,8 @@ func (t *tx) Charge(id uint64) (ledger.Charge, bool, error) {
 }
 
 func (t *tx) PutCharge(c ledger.Charge) error {
-	return putDoc(t, fmt.Sprintf("charge %d", c.ID), `INSERT INTO charges (doc, id, machine, job) VALUES ($1, $2, $3, $4)
+	return putDoc(t, fmt.Sprintf("charge %d", c.ID), `WITH `+counted("charges")+`
+		INSERT INTO charges (doc, id, machine, job) VALUES ($1, $2, $3, $4)
 		ON CONFLICT (id) DO UPDATE SET doc = EXCLUDED.doc, machine = EXCLUDED.machine, job = EXCLUDED.job`,
 		c, bigint(c.ID), c.Machine, c.JobID)
 }
