@@ -95,6 +95,7 @@ func appWithoutCommonFlags(stdout, stderr io.Writer) *cli.App {
 			rateCommands(), policyCommands(), quoteCommands(), lienCommands(), chargeCommands(), reservationCommands(), hfsCommands(),
 			clientCommands(),
 			serveCommands(),
+			migrateCommands(),
 			slurmCommands(),
 			versionCommands(),
 			completionCommands(),

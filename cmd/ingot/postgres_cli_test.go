@@ -137,6 +137,43 @@ func TestPostgresStore(t *testing.T) {
 		}
 	})
 
+	t.Run("migrate", func(t *testing.T) {
+		file := newLienSite(t)
+		file.ok(jobA("A1")...)
+		file.ok(jobA("A2")...)
+		file.ok(jobAUsage("A1")...)
+		file.ok("withdraw", "chem", "10")
+		url := srv.NewDB(t)
+		if out := file.ok("migrate", "--from", file.db, "--to", url); !strings.Contains(out, "both audited in full, with the same balances") ||
+			!strings.Contains(out, "liens 2, charges 1") || strings.Contains(out, passwordOf(url)) {
+			t.Errorf("migrate to PostgreSQL: %s", out)
+		}
+		back := filepath.Join(t.TempDir(), "back.db")
+		if out := file.ok("migrate", "--from", url, "--to", back); !strings.Contains(out, "both audited in full") {
+			t.Errorf("migrate back: %s", out)
+		}
+		for _, b := range []*cliBank{onStore(t, url), onFile(t, back)} {
+			for _, args := range [][]string{{"balance", "-P"}, {"journal", "-P"}, {"lien", "list", "-P"}, {"charge", "list", "A1", "-P"}} {
+				if got, want := b.ok(args...), file.ok(args...); got != want {
+					t.Errorf("%v on the copy %v:\n%s\nthe bank's:\n%s", args, b.global, got, want)
+				}
+			}
+		}
+		for _, tc := range []struct {
+			args []string
+			code int
+			says string
+		}{
+			{[]string{"migrate", "--from", file.db, "--to", url}, exitRefused, "already holds a bank"},
+			{[]string{"migrate", "--from", file.db, "--to", back}, exitRefused, "exists; the copy goes into a new file"},
+			{[]string{"migrate", "--from", file.db}, exitUsage, "migrate needs --from"},
+		} {
+			if out, code := file.run(tc.args...); code != tc.code || !strings.Contains(out, tc.says) {
+				t.Errorf("ingot %s: exit %d, %s; want exit %d saying %q", strings.Join(tc.args, " "), code, out, tc.code, tc.says)
+			}
+		}
+	})
+
 	t.Run("refused", func(t *testing.T) {
 		for _, tc := range []struct {
 			name    string

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -30,26 +31,46 @@ func openStore(c *cli.Context, opts boltstore.Options) (store ledger.Store, name
 	case path != "" && url != "":
 		return nil, "", usageError{"both --db (or INGOT_DB) and --store (or INGOT_STORE) name a bank: give one"}
 	case url != "":
-		s, err := pgstore.Open(c.Context, url, pgstore.Options{Create: opts.Create, ReadOnly: opts.ReadOnly, OnCommit: opts.OnCommit,
-			OnUpgrade: func(from, to uint64) {
-				if opts.OnUpgrade != nil {
-					opts.OnUpgrade(from, to, "")
-				}
-			}})
-		if err != nil {
-			return nil, "", err
-		}
-		return s, s.String(), nil
+		return openPostgres(c, url, opts)
 	case path == "":
 		return nil, "", errNoDatabase
-	case opts.Create:
+	}
+	return openFile(c, path, opts)
+}
+
+// openStoreAt opens the store at where: a PostgreSQL connection string
+// (postgres:// or postgresql://, or libpq's key=value), else a bbolt file.
+func openStoreAt(c *cli.Context, where string, opts boltstore.Options) (ledger.Store, string, error) {
+	if isPostgres(where) {
+		return openPostgres(c, where, opts)
+	}
+	return openFile(c, where, opts)
+}
+
+func isPostgres(where string) bool {
+	return strings.HasPrefix(where, "postgres://") || strings.HasPrefix(where, "postgresql://") || strings.Contains(where, "=")
+}
+
+func openPostgres(c *cli.Context, url string, opts boltstore.Options) (ledger.Store, string, error) {
+	s, err := pgstore.Open(c.Context, url, pgstore.Options{Create: opts.Create, ReadOnly: opts.ReadOnly, OnCommit: opts.OnCommit,
+		OnUpgrade: func(from, to uint64) {
+			if opts.OnUpgrade != nil {
+				opts.OnUpgrade(from, to, "")
+			}
+		}})
+	if err != nil {
+		return nil, "", err
+	}
+	return s, s.String(), nil
+}
+
+func openFile(c *cli.Context, path string, opts boltstore.Options) (ledger.Store, string, error) {
+	if opts.Create {
 		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-			return nil, "", fmt.Errorf("init: %w", err)
+			return nil, "", fmt.Errorf("%s: %w", path, err)
 		}
-	default:
-		if _, err := os.Stat(path); err != nil {
-			return nil, "", fmt.Errorf("%w: %s does not exist (create a bank with `ingot init --db %s`)", ledger.ErrNotInitialized, path, path)
-		}
+	} else if _, err := os.Stat(path); err != nil {
+		return nil, "", fmt.Errorf("%w: %s does not exist (create a bank with `ingot init --db %s`)", ledger.ErrNotInitialized, path, path)
 	}
 	opts.LockTimeout = lockTimeout
 	s, err := boltstore.Open(path, opts)
