@@ -19,7 +19,9 @@
 // then SIGKILL) at cleanup and its directory removed, and the kernel kills
 // it if the test process dies first (its parent-death signal); what such
 // a server leaves (its directory, its System V shared memory) the next
-// test process to start one removes. Servers run with fsync off: a test
+// test process to start one removes, knowing it by a lock its own
+// process no longer holds, so that test processes running side by side
+// leave each other's servers alone. Servers run with fsync off: a test
 // server's data dies with it anyway.
 //
 // Server.Standby starts a synchronous standby of a server, Kill kills a

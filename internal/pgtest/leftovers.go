@@ -2,14 +2,12 @@ package pgtest
 
 import (
 	"bufio"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -17,21 +15,44 @@ import (
 // sweepOnce sweeps once per test process, before its first server.
 var sweepOnce sync.Once
 
+// lockName is the file in a server's directory that its test process
+// holds locked (flock) while the server may run: the kernel lets go of
+// it when the process ends, however it ends.
+const lockName = "pgtest.lock"
+
+// own makes the lock file in a new server's directory and locks it.
+func own(root string) (*os.File, error) {
+	f, err := os.OpenFile(filepath.Join(root, lockName), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("pgtest: %w", err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("pgtest: lock %s: %w", f.Name(), err)
+	}
+	return f, nil
+}
+
 // sweep removes what the servers of earlier test processes left when
 // those died without stopping them (a panic ends a test process without
 // its cleanups; the kernel then kills their servers): their directories,
 // and their System V shared memory segments, which outlive a killed
-// server. A directory whose server still runs, or has not started yet,
-// is left alone.
+// server. A directory whose lock another process holds is in use, and
+// one without a lock is being made: both are left alone.
 func sweep() {
 	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), "ingot-pg-*"))
 	for _, dir := range dirs {
-		pid, shm, err := postmaster(filepath.Join(dir, "data"))
-		if err != nil || !errors.Is(syscall.Kill(pid, 0), syscall.ESRCH) {
+		f, err := os.OpenFile(filepath.Join(dir, lockName), os.O_RDWR, 0)
+		if err != nil {
 			continue
 		}
-		removeSharedMemory(shm)
-		os.RemoveAll(dir)
+		if unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB) == nil {
+			if _, shm, err := postmaster(filepath.Join(dir, "data")); err == nil {
+				removeSharedMemory(shm)
+			}
+			os.RemoveAll(dir)
+		}
+		f.Close()
 	}
 }
 

@@ -32,6 +32,7 @@ type Server struct {
 	SocketDir, Data string
 
 	root    string              // the temporary directory holding both
+	lock    *os.File            // held while the directory is in use (leftovers.go)
 	bin     string              // the directory of PostgreSQL's programs
 	cred    *syscall.Credential // the user it runs as (nil: the test's)
 	logs    string              // the server's standard error
@@ -137,16 +138,20 @@ func startWith(bin string, makeData func(context.Context, *Server) error) (*Serv
 		return nil, fmt.Errorf("pgtest: %w", err)
 	}
 	s := &Server{SocketDir: root, Data: filepath.Join(root, "data"), root: root, logs: filepath.Join(root, "postgres.log"), bin: bin, cred: cred}
+	if s.lock, err = own(root); err != nil {
+		os.RemoveAll(root)
+		return nil, err
+	}
 	if cred != nil {
 		if err := os.Chown(root, int(cred.Uid), int(cred.Gid)); err != nil {
-			os.RemoveAll(root)
+			s.remove()
 			return nil, fmt.Errorf("pgtest: %w", err)
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
 	if err := makeData(ctx, s); err != nil {
-		os.RemoveAll(root)
+		s.remove()
 		return nil, err
 	}
 	// Another process may take the free port before the server does:
@@ -157,7 +162,7 @@ func startWith(bin string, makeData func(context.Context, *Server) error) (*Serv
 			return s, nil
 		}
 		if try == 2 || !strings.Contains(err.Error(), "could not bind") {
-			os.RemoveAll(root)
+			s.remove()
 			return nil, err
 		}
 	}
@@ -277,10 +282,20 @@ func (s *Server) Stop() error {
 			err = fmt.Errorf("pgtest: postgres on port %d did not stop within 10s of a fast shutdown: killed", s.Port)
 		}
 	}
-	if rmErr := os.RemoveAll(s.root); rmErr != nil && err == nil {
-		err = fmt.Errorf("pgtest: %w", rmErr)
+	if rmErr := s.remove(); rmErr != nil && err == nil {
+		err = rmErr
 	}
 	return err
+}
+
+// remove removes the server's directory, then lets go of its lock.
+func (s *Server) remove() error {
+	err := os.RemoveAll(s.root)
+	s.lock.Close()
+	if err != nil {
+		return fmt.Errorf("pgtest: %w", err)
+	}
+	return nil
 }
 
 // Binary is the path of one of PostgreSQL's programs (psql, pg_dump...)
