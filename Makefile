@@ -90,6 +90,17 @@ bench:
 bench-history:
 	$(GO) test -run '^$$' -bench '^BenchmarkHistory$$' -benchtime 1x -timeout 60m ./lien
 
+# e2e-postgres runs the tests that start PostgreSQL servers of their own
+# (internal/pgtest, docs/postgres.md): the engine's, package lien's suite on
+# it, the command line's, and the failover of a primary with a synchronous
+# standby under two servers (TestPostgresFailover). They need Debian's
+# postgresql (.ci/run installs it); here a missing one fails them rather
+# than skipping them. make test runs them too.
+.PHONY: e2e-postgres
+e2e-postgres:
+	INGOT_E2E=1 $(GO) test -count=1 ./internal/pgtest/ ./ledger/pgstore/...
+	INGOT_E2E=1 $(GO) test -count=1 -run 'Postgres|TwoServers' ./lien ./cmd/ingot
+
 # A short run of every fuzz target (make test runs their seed corpora).
 fuzz:
 	@for pkg in $$($(GO) list ./...); do \

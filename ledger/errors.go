@@ -22,4 +22,9 @@ var (
 	ErrNotInitialized = errors.New("ledger: no bank in this database")
 	// ErrCorrupt marks stored data that cannot be decoded or is inconsistent.
 	ErrCorrupt = errors.New("ledger: corrupt data")
+	// ErrUnavailable marks a store that cannot be reached for now (a
+	// database server lost or failing over), or that could not tell
+	// whether a change was made: a retry with the same request id makes
+	// it once.
+	ErrUnavailable = errors.New("ledger: storage unavailable")
 )

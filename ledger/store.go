@@ -99,7 +99,10 @@ type Tx interface {
 	PutMachine(Machine) error
 	Machines() ([]Machine, error)
 
-	// NextAllocationID reserves a new allocation id (ids start at 1).
+	// NextAllocationID reserves a new allocation id: ids start at 1, and
+	// each is above those reserved before and those of the allocations
+	// stored (a bank copied into the store goes on from its own ids). So
+	// do NextLienID and NextChargeID.
 	NextAllocationID() (uint64, error)
 	Allocation(id uint64) (a Allocation, ok bool, err error)
 	// PutAllocation stores the allocation's state after journal entry seq,

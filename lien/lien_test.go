@@ -15,6 +15,7 @@ import (
 	"github.com/ingot-hpc/ingot/ledger"
 	"github.com/ingot-hpc/ingot/ledger/boltstore/bolttest"
 	"github.com/ingot-hpc/ingot/ledger/ledgertest"
+	"github.com/ingot-hpc/ingot/ledger/pgstore/pgstoretest"
 	"github.com/ingot-hpc/ingot/lien"
 )
 
@@ -27,7 +28,11 @@ type site struct {
 	t  testing.TB
 }
 
+// newSite is the site on bbolt, or on PostgreSQL under TestOnPostgres.
 func newSite(t testing.TB, opts ...ledger.Option) *site {
+	if strings.HasPrefix(t.Name(), onPostgres+"/") {
+		return newSiteOn(t, pgstoretest.Open, opts...)
+	}
 	return newSiteOn(t, bolttest.Open, opts...)
 }
 

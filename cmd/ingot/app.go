@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"os/user"
 	"path/filepath"
 	"strings"
@@ -19,8 +18,9 @@ import (
 	"github.com/ingot-hpc/ingot/proto/clients"
 )
 
-// errNoDatabase is returned when neither --db nor INGOT_DB names a file.
-var errNoDatabase = errors.New("no database: pass --db FILE or set INGOT_DB (make run prints it)")
+// errNoDatabase is returned when neither --db nor --store (nor their
+// variables) names a bank.
+var errNoDatabase = errors.New("no database: pass --db FILE or set INGOT_DB (make run prints it), or --store URL for a bank in PostgreSQL")
 
 // lockTimeout is how long a command waits for another ingot process that
 // holds the database file.
@@ -50,6 +50,7 @@ func message(err error) string {
 func commonFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "db", Usage: "bank database `FILE`", EnvVars: []string{"INGOT_DB"}},
+		storeFlag(),
 		&cli.StringFlag{Name: "server", Usage: "work through the ingot server at `URL` (http://host:port, https://host:port, or unix:PATH for its local socket) instead of --db", EnvVars: []string{"INGOT_SERVER"}},
 		&cli.StringFlag{Name: "ca-file", Usage: "check an https --server's certificate against the certificate authorities in PEM `FILE` rather than the system's", EnvVars: []string{"INGOT_CA_FILE"}},
 		&cli.StringFlag{Name: "key-file", Usage: "the client key `FILE` (one line, KEYID:SECRET) that signs the requests to --server", EnvVars: []string{"INGOT_KEY_FILE"}},
@@ -94,6 +95,7 @@ func appWithoutCommonFlags(stdout, stderr io.Writer) *cli.App {
 			rateCommands(), policyCommands(), quoteCommands(), lienCommands(), chargeCommands(), reservationCommands(), hfsCommands(),
 			clientCommands(),
 			serveCommands(),
+			migrateCommands(),
 			slurmCommands(),
 			versionCommands(),
 			completionCommands(),
@@ -184,45 +186,28 @@ func flagBool(c *cli.Context, name string) bool {
 	return false
 }
 
-// openBank opens the bank at --db for the length of one command, with the
-// store's options opts (whose LockTimeout it sets, and OnUpgrade if unset:
-// an upgrade is reported on stderr).
-func openBank(c *cli.Context, opts boltstore.Options) (*ledger.Ledger, *boltstore.Store, error) {
-	path := flagString(c, "db")
-	if path == "" {
-		return nil, nil, errNoDatabase
-	}
-	if _, err := os.Stat(path); err != nil {
-		return nil, nil, fmt.Errorf("%w: %s does not exist (create a bank with `ingot init --db %s`)", ledger.ErrNotInitialized, path, path)
-	}
-	opts.LockTimeout = lockTimeout
+// openBank opens the bank of --db or --store for the length of one
+// command, with the store's options opts (see openStore; an upgrade is
+// reported on stderr unless opts say otherwise).
+func openBank(c *cli.Context, opts boltstore.Options) (*ledger.Ledger, ledger.Store, error) {
 	if opts.OnUpgrade == nil {
-		opts.OnUpgrade = reportUpgrade(c.App.ErrWriter, path)
+		opts.OnUpgrade = reportUpgrade(c)
 	}
-	store, err := boltstore.Open(path, opts)
+	store, name, err := openStore(c, opts)
 	if err != nil {
 		return nil, nil, err
 	}
 	l, err := ledger.Open(c.Context, store)
 	if err != nil {
 		store.Close()
-		return nil, nil, fmt.Errorf("%s: %w", path, err)
+		return nil, nil, fmt.Errorf("%s: %w", name, err)
 	}
 	return l, store, nil
 }
 
-// reportUpgrade tells the user, on w, that the bank at path was upgraded
-// and where the file as it was is kept.
-func reportUpgrade(w io.Writer, path string) func(from, to uint64, backup string) {
-	return func(from, to uint64, backup string) {
-		fmt.Fprintf(w, "ingot: upgraded %s from schema %d to %d; the file as it was is %s\n", path, from, to, backup)
-	}
-}
-
-// withStore runs fn on the database file opened for this command, with the
-// store's options, and closes it: for serve, which works on the file itself
-// and reads its metrics in the store.
-func withStore(c *cli.Context, opts boltstore.Options, fn func(*ledger.Ledger, *boltstore.Store) error) error {
+// withStore runs fn on the bank opened for this command, with the store's
+// options, and closes it: for serve, which works on the store itself.
+func withStore(c *cli.Context, opts boltstore.Options, fn func(*ledger.Ledger, ledger.Store) error) error {
 	l, store, err := openBank(c, opts)
 	if err != nil {
 		return err
@@ -257,6 +242,9 @@ func serverKeyFlag() *cli.StringFlag {
 // a server started with a mistyped path must stop, not seal with a new key).
 func openClients(c *cli.Context, l *ledger.Ledger, create bool) (*clients.Registry, error) {
 	path := c.String("server-key")
+	if path == "" && flagString(c, "store") != "" {
+		return nil, usageError{"a bank in PostgreSQL has no directory for its server key: give its file with --server-key (or INGOT_SERVER_KEY), the same file to every server of the bank"}
+	}
 	if path == "" {
 		path = filepath.Join(filepath.Dir(flagString(c, "db")), "server.key")
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"github.com/ingot-hpc/ingot/internal/boltfile"
 	"github.com/ingot-hpc/ingot/ledger"
 	"github.com/ingot-hpc/ingot/ledger/boltstore"
+	"github.com/ingot-hpc/ingot/ledger/pgstore"
 )
 
 func adminCommands() []*cli.Command {
@@ -25,7 +27,7 @@ func adminCommands() []*cli.Command {
 		},
 		{
 			Name:      "backup",
-			Usage:     "write a consistent copy of the bank to FILE (safe while the bank is in use), then audit the copy; on the bank's host",
+			Usage:     "write a consistent copy of the bank to FILE (safe while the bank is in use), then audit the copy; on the bank's host. A bank in PostgreSQL is copied as a SQL script, which psql restores into an empty database",
 			ArgsUsage: "FILE",
 			Flags: []cli.Flag{&cli.BoolFlag{Name: "force", Usage: "replace FILE if it exists"},
 				&cli.BoolFlag{Name: "compact", Usage: "write the copy compacted: without the free pages the bank's file has grown (the copy is still audited)"}},
@@ -85,6 +87,9 @@ func backup(c *cli.Context) error {
 		return err
 	}
 	dest := a[0]
+	if c.Bool("compact") && flagString(c, "store") != "" {
+		return usageError{"backup --compact compacts a bbolt file; a bank in PostgreSQL is copied as a SQL script"}
+	}
 	if _, err := os.Stat(dest); err == nil && !c.Bool("force") {
 		return fmt.Errorf("%w: backup: %s exists (use --force to replace it)", ledger.ErrExists, dest)
 	}
@@ -106,6 +111,20 @@ func backup(c *cli.Context) error {
 	}
 	if err != nil {
 		return fmt.Errorf("backup: %w", err)
+	}
+	if script, err := isPGBackup(tmp.Name()); err != nil || script {
+		if err == nil && c.Bool("compact") {
+			err = usageError{"backup --compact compacts a bbolt file; the bank is in PostgreSQL, and its copy a SQL script"}
+		}
+		if err == nil {
+			err = os.Rename(tmp.Name(), dest)
+		}
+		if err != nil {
+			return fmt.Errorf("backup: %w", err)
+		}
+		fmt.Fprintf(c.App.Writer, "backup: wrote %s (%d bytes): a SQL script of the bank in PostgreSQL, from one snapshot; "+
+			"psql -v ON_ERROR_STOP=1 -f %[1]s URL restores it into an empty database, where `ingot --store URL audit --full` checks it\n", dest, size)
+		return nil
 	}
 	if c.Bool("compact") {
 		compacted := tmp.Name() + ".compact"
@@ -132,6 +151,22 @@ func backup(c *cli.Context) error {
 	}
 	fmt.Fprintf(c.App.Writer, "backup: wrote %s (%d bytes, %d journal entries, audit OK)\n", dest, size, rep.Entries)
 	return nil
+}
+
+// isPGBackup says whether the copy at path is a PostgreSQL bank's SQL
+// script (through --server, the command learns the engine only from it).
+func isPGBackup(path string) (bool, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	head := make([]byte, len(pgstore.BackupPrefix))
+	n, err := io.ReadFull(f, head)
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
+		return false, err
+	}
+	return string(head[:n]) == pgstore.BackupPrefix, nil
 }
 
 func auditFile(ctx context.Context, path string) (ledger.AuditReport, error) {

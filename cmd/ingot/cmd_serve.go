@@ -59,9 +59,9 @@ func serveCommands() []*cli.Command {
 		&cli.GenericFlag{Name: "log-level", Value: &logLevel{slog.LevelInfo}, EnvVars: []string{"INGOT_LOG_LEVEL"}, Usage: "least `LEVEL` logged: debug, info, warn or error"},
 		serverKeyFlag(),
 	}
-	// A config file may set serve's own flags, the bank's --db and munged's
-	// socket.
-	fileKeys := []string{"db", "munge-socket"}
+	// A config file may set serve's own flags, the bank's --db or --store
+	// and munged's socket.
+	fileKeys := []string{"db", "store", "munge-socket"}
 	for _, f := range own {
 		fileKeys = append(fileKeys, f.Names()[0])
 	}
@@ -95,9 +95,13 @@ func serve(c *cli.Context, fileKeys []string) error {
 	log := slog.New(flushingHandler{slog.NewJSONHandler(out, &slog.HandlerOptions{Level: c.Generic("log-level").(*logLevel).Level}), out})
 	m := metrics.New()
 	upgraded := func(from, to uint64, backup string) {
+		if backup == "" { // PostgreSQL's: one transaction, no copy
+			log.Info("upgraded the bank", "from schema", from, "to schema", to)
+			return
+		}
 		log.Info("upgraded the bank", "db", flagString(c, "db"), "from schema", from, "to schema", to, "the file as it was", backup)
 	}
-	return withStore(c, boltstore.Options{OnCommit: m.ObserveCommit, OnUpgrade: upgraded}, func(l *ledger.Ledger, store *boltstore.Store) error {
+	return withStore(c, boltstore.Options{OnCommit: m.ObserveCommit, OnUpgrade: upgraded}, func(l *ledger.Ledger, _ ledger.Store) error {
 		m.CountLiens(func() (int, error) { return l.OpenLiens(ctx) })
 		firstAdminKey := c.String("first-admin-key")
 		// The server key is made only with the first admin's key: a server

@@ -8,6 +8,7 @@ import (
 
 	"github.com/ingot-hpc/ingot/ledger"
 	"github.com/ingot-hpc/ingot/ledger/boltstore"
+	"github.com/ingot-hpc/ingot/ledger/pgstore"
 	"github.com/ingot-hpc/ingot/lien"
 	"github.com/ingot-hpc/ingot/proto/api"
 	"github.com/ingot-hpc/ingot/proto/clients"
@@ -21,7 +22,7 @@ const (
 	exitNotFound    = 3 // unknown node, user, machine, allocation, rate, charge; no lien for the job
 	exitRefused     = 4 // valid but refused: insufficient funds, inactive, exists, request conflict, not a member, already charged, refund beyond the charge, unusable quote or reservation
 	exitAudit       = 5 // the audit found problems
-	exitUnavailable = 6 // the database cannot be opened (missing, locked, not a bank, a schema this ingot does not open), or the server key; the server cannot be reached or is busy
+	exitUnavailable = 6 // the database cannot be opened (missing, locked, unreachable, the login refused, not a bank, a schema this ingot does not open), or the server key; the server cannot be reached or is busy
 	exitCorrupt     = 7 // stored data is damaged
 	exitAuth        = 8 // with --server: no usable key file, or the server refused the key (401)
 )
@@ -101,7 +102,8 @@ func exitCode(err error) int {
 	case errors.Is(err, errAuditFailed):
 		return exitAudit
 	case errors.Is(err, boltstore.ErrLocked), errors.Is(err, ledger.ErrNotInitialized), errors.Is(err, errNoDatabase), errors.Is(err, clients.ErrServerKey),
-		errors.Is(err, boltstore.ErrNewerSchema), errors.Is(err, boltstore.ErrOldSchema), errors.Is(err, boltstore.ErrLogLeft):
+		errors.Is(err, boltstore.ErrNewerSchema), errors.Is(err, boltstore.ErrOldSchema), errors.Is(err, boltstore.ErrLogLeft),
+		errors.Is(err, pgstore.ErrConnect), errors.Is(err, pgstore.ErrNotBank), errors.Is(err, pgstore.ErrNewerSchema), errors.Is(err, ledger.ErrUnavailable):
 		return exitUnavailable
 	case errors.Is(err, ledger.ErrCorrupt):
 		return exitCorrupt

@@ -145,14 +145,21 @@ type serverProcess struct {
 // the test if it still runs.
 func startServer(tb testing.TB, db string, flags ...string) *serverProcess {
 	tb.Helper()
-	p := &serverProcess{tb: tb, log: filepath.Join(filepath.Dir(db), "serve.log"), done: make(chan struct{})}
+	return startServerWith(tb, filepath.Dir(db), append([]string{"--db", db, "serve", "--listen", "127.0.0.1:0"}, flags...)...)
+}
+
+// startServerWith is startServer for the command line args (a serve on a
+// loopback port), its log in dir.
+func startServerWith(tb testing.TB, dir string, args ...string) *serverProcess {
+	tb.Helper()
+	p := &serverProcess{tb: tb, log: filepath.Join(dir, "serve.log"), done: make(chan struct{})}
 	log, err := os.OpenFile(p.log, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	defer log.Close() // the child has its own copy
 	var stdout lockedBuffer
-	p.cmd = exec.Command(os.Args[0], append([]string{"--db", db, "serve", "--listen", "127.0.0.1:0"}, flags...)...)
+	p.cmd = exec.Command(os.Args[0], args...)
 	p.cmd.Env = append(os.Environ(), envRunAsIngot+"=1", envCPUProfile+"="+*serverCPUProfile)
 	p.cmd.Stdout, p.cmd.Stderr = &stdout, log
 	if _, err := p.cmd.StdinPipe(); err != nil { // closed by Wait: see TestMain

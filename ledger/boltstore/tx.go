@@ -171,6 +171,18 @@ func eachFrom[T any](t *tx, bucket, prefix []byte, fn func(T) (bool, error)) err
 	return nil
 }
 
+// stored keeps a bucket's sequence at or above id, a record's stored
+// under its own id: NextSequence never gives it again.
+func (t *tx) stored(bucket []byte, id uint64) error {
+	if b := t.bucket(bucket); b.Sequence() < id {
+		t.wrote = true
+		if err := b.SetSequence(id); err != nil {
+			return fmt.Errorf("boltstore: id %d in %s: %w", id, bucket, err)
+		}
+	}
+	return nil
+}
+
 func (t *tx) nextID(bucket []byte) (uint64, error) {
 	t.wrote = true
 	id, err := t.bucket(bucket).NextSequence()
@@ -233,6 +245,9 @@ func (t *tx) PutAllocation(a ledger.Allocation, seq uint64) error {
 		return fmt.Errorf("boltstore: encode allocation %d: %w", a.ID, err)
 	}
 	if err := t.putRaw(bucketAllocations, encodeUint(a.ID), raw); err != nil {
+		return err
+	}
+	if err := t.stored(bucketAllocations, a.ID); err != nil {
 		return err
 	}
 	t.written(bucketAllocations, encodeUint(a.ID), a)
@@ -440,6 +455,9 @@ func (t *tx) PutLien(l ledger.Lien) error {
 	if err := put(t, bucketLiens, encodeUint(l.ID), l); err != nil {
 		return err
 	}
+	if err := t.stored(bucketLiens, l.ID); err != nil {
+		return err
+	}
 	if l.State == ledger.LienActive {
 		if err := t.putRaw(bucketLiensActive, activeKey(l), nil); err != nil {
 			return err
@@ -518,6 +536,9 @@ func (t *tx) Charge(id uint64) (ledger.Charge, bool, error) {
 
 func (t *tx) PutCharge(c ledger.Charge) error {
 	if err := put(t, bucketCharges, encodeUint(c.ID), c); err != nil {
+		return err
+	}
+	if err := t.stored(bucketCharges, c.ID); err != nil {
 		return err
 	}
 	return t.putRaw(bucketChargesJob, idKey(pairKey(c.Machine, c.JobID+"\x00"), c.ID), nil)

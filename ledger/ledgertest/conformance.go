@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -48,6 +49,8 @@ func Conformance(t *testing.T, open OpenStore) {
 		{"LienAndChargeIndexes", testLienAndChargeIndexes},
 		{"FailedCallLeavesNoWrites", testFailedCallLeavesNoWrites},
 		{"PrunedRequests", testPrunedRequests},
+		{"IDsGoOnFromStoredOnes", testIDsGoOn},
+		{"Copy", testCopy},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, open) })
 	}
@@ -1098,5 +1101,111 @@ func testPrunedRequests(t *testing.T, open OpenStore) {
 	}
 	if n, err := b.PruneRequests(ctx, b.Clock.Now().Add(-ledger.RequestRetention), 1000); n != 0 || err != nil {
 		t.Errorf("a second prune dropped %d (%v)", n, err)
+	}
+}
+
+// testIDsGoOn: ids reserved after records were stored under ids of their
+// own (a copied bank's) come after those.
+func testIDsGoOn(t *testing.T, open OpenStore) {
+	store := open(t)
+	defer store.Close()
+	err := store.Update(context.Background(), func(tx ledger.Tx) error {
+		a := ledger.Allocation{AllocationTerms: ledger.AllocationTerms{ID: 3, Account: "chem"}}
+		if err := tx.PutAllocation(a, 1); err != nil {
+			return err
+		}
+		if err := tx.PutLien(ledger.Lien{ID: 7, JobRef: ledger.JobRef{JobID: "j", Machine: "m", Account: "chem"}, Expires: Epoch}); err != nil {
+			return err
+		}
+		if err := tx.PutCharge(ledger.Charge{ID: 5, JobRef: ledger.JobRef{JobID: "j", Machine: "m"}}); err != nil {
+			return err
+		}
+		for _, next := range []struct {
+			what string
+			fn   func() (uint64, error)
+			want uint64
+		}{{"allocation", tx.NextAllocationID, 4}, {"lien", tx.NextLienID, 8}, {"charge", tx.NextChargeID, 6}} {
+			if id, err := next.fn(); err != nil || id != next.want {
+				t.Errorf("next %s id: %d %v, want %d", next.what, id, err, next.want)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// testCopy: a bank copied into an empty store is the same bank: its full
+// audit passes; its journal (the same bytes, so the same hashes), balances
+// now and earlier, and kept answers are the source's; new changes go on
+// from its ids. A store that holds a bank is not copied into.
+func testCopy(t *testing.T, open OpenStore) {
+	ctx := context.Background()
+	b := NewBank(t, open)
+	b.MustNode("chem", "chem.lab1", "bio")
+	if _, err := b.AddUser(ctx, b.Req(), ledger.UserSpec{Name: "amy", Memberships: []ledger.Membership{{Node: "chem.lab1", Role: ledger.RoleMember}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.AddMachine(ctx, b.Req(), ledger.MachineSpec{Name: "hpc1"}); err != nil {
+		t.Fatal(err)
+	}
+	b.MustDeposit("chem", "100", time.Time{})
+	before := b.Clock.Now()
+	b.Clock.Advance(time.Hour)
+	b.MustDeposit("bio", "50", time.Time{})
+	kept := b.Req()
+	first, err := b.Transfer(ctx, kept, ledger.TransferSpec{From: "chem", To: "bio", Amount: Dec(t, "30")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Withdraw(ctx, b.Req(), ledger.WithdrawSpec{Account: "bio", Amount: Dec(t, "5")}); err != nil {
+		t.Fatal(err)
+	}
+
+	dst := open(t)
+	defer dst.Close()
+	rep, err := ledger.Copy(ctx, b.Store, dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Entries != b.JournalLen() || rep.Allocations != 3 || rep.Requests == 0 {
+		t.Errorf("copied %+v", rep)
+	}
+	l, err := ledger.Open(ctx, dst, ledger.WithClock(b.Clock.Now))
+	if err != nil {
+		t.Fatal(err)
+	}
+	audit, err := l.Audit(ctx, ledger.AuditOptions{Full: true})
+	if err != nil || len(audit.Problems) > 0 {
+		t.Fatalf("audit of the copy: %q %v", audit.Problems, err)
+	}
+	for _, q := range []func(*ledger.Ledger) (any, error){
+		func(l *ledger.Ledger) (any, error) { return l.Journal(ctx, ledger.JournalFilter{}) },
+		func(l *ledger.Ledger) (any, error) { return l.BalanceAt(ctx, "chem", time.Time{}) },
+		func(l *ledger.Ledger) (any, error) { return l.BalanceAt(ctx, "bio", before) },
+		func(l *ledger.Ledger) (any, error) { return l.Nodes(ctx, "chem") },
+	} {
+		want, err := q(b.Ledger)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := q(l)
+		wantJSON, _ := json.Marshal(want)
+		gotJSON, _ := json.Marshal(got)
+		if err != nil || !bytes.Equal(gotJSON, wantJSON) {
+			t.Errorf("the copy answers %s (%v), the bank %s", gotJSON, err, wantJSON)
+		}
+	}
+	again, err := l.Transfer(ctx, kept, ledger.TransferSpec{From: "chem", To: "bio", Amount: Dec(t, "30")})
+	if err != nil || again.Seq != first.Seq {
+		t.Errorf("a retry on the copy: %+v %v, want the first answer (entry %d)", again, err, first.Seq)
+	}
+	r, err := l.Deposit(ctx, ledger.Request{Actor: "test", ID: "after the copy"}, ledger.DepositSpec{Account: "chem", Amount: Dec(t, "1")})
+	if err != nil || r.Allocations[0].ID != 4 {
+		t.Errorf("a deposit on the copy: %+v %v, want allocation 4", r, err)
+	}
+	if _, err := ledger.Copy(ctx, b.Store, dst); !errors.Is(err, ledger.ErrExists) {
+		t.Errorf("a copy onto a bank: %v, want ErrExists", err)
 	}
 }

@@ -130,6 +130,9 @@ var sentinels = []struct {
 	{lien.ErrQuote, CodeQuoteUnusable},
 	{lien.ErrReservation, CodeReservationUnusable},
 	{ledger.ErrCorrupt, CodeCorrupt},
+	// The bank's database lost or failing over: the client retries the
+	// change with its request id, which applies it once.
+	{ledger.ErrUnavailable, CodeUnavailable},
 	// The server is full of nonces, not the client wrong: before the
 	// other auth errors.
 	{auth.ErrNonceCacheFull, CodeUnavailable},
@@ -149,8 +152,9 @@ var sentinels = []struct {
 
 // FromError returns the wire error for err: err itself if it is an *Error,
 // the code of the first sentinel it wraps with its message, or else
-// CodeInternal. Server errors (5xx but unavailable) get a message that
-// hides the cause, which may name files or internals; log err instead.
+// CodeInternal. Server errors (5xx but unavailable) and an unavailable
+// database get a message that hides the cause, which may name files,
+// hosts or internals; log err instead.
 func FromError(err error) *Error {
 	if e, ok := errors.AsType[*Error](err); ok {
 		return e
@@ -162,10 +166,12 @@ func FromError(err error) *Error {
 			break
 		}
 	}
-	switch code {
-	case CodeInternal:
+	switch {
+	case code == CodeInternal:
 		return Errorf(code, "internal server error (the server's log has the cause)")
-	case CodeCorrupt:
+	case code == CodeUnavailable && errors.Is(err, ledger.ErrUnavailable):
+		return Errorf(code, "the bank's database is unavailable for now (the server's log has the cause): retry with the same request id")
+	case code == CodeCorrupt:
 		return Errorf(code, "the bank's stored data is damaged (the server's log has the cause; run ingot audit)")
 	}
 	return Errorf(code, "%s", err.Error())

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/ingot-hpc/ingot/ledger"
@@ -37,6 +38,7 @@ func TestFromError(t *testing.T) {
 		{api.Errorf(api.CodeForbidden, "no"), api.CodeForbidden, http.StatusForbidden},
 		{errors.New("disk on fire at /var/lib/ingot"), api.CodeInternal, http.StatusInternalServerError},
 		{fmt.Errorf("%w: entry 3", ledger.ErrCorrupt), api.CodeCorrupt, http.StatusInternalServerError},
+		{fmt.Errorf("%w: db1:5432 refused", ledger.ErrUnavailable), api.CodeUnavailable, http.StatusServiceUnavailable},
 	}
 	for _, tt := range tests {
 		e := api.FromError(tt.err)
@@ -46,5 +48,8 @@ func TestFromError(t *testing.T) {
 	}
 	if e := api.FromError(errors.New("disk on fire at /var/lib/ingot")); e.Message == "" || e.Message == "disk on fire at /var/lib/ingot" {
 		t.Errorf("an internal error shows %q", e.Message)
+	}
+	if e := api.FromError(fmt.Errorf("%w: db1:5432 refused", ledger.ErrUnavailable)); strings.Contains(e.Message, "db1") {
+		t.Errorf("an unavailable database shows %q", e.Message)
 	}
 }

@@ -263,6 +263,8 @@ func (s *Server) wireError(r *http.Request, err error) *api.Error {
 	e := api.FromError(err)
 	if e.Code.Status() >= 500 && e.Code != api.CodeUnavailable {
 		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "error", err.Error())
+	} else if errors.Is(err, ledger.ErrUnavailable) {
+		s.log.Warn("the bank's database is unavailable", "method", r.Method, "path", r.URL.Path, "error", err.Error())
 	}
 	return e
 }

@@ -1,0 +1,553 @@
+package pgstore
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/ingot-hpc/ingot/ledger"
+)
+
+// querier runs statements: a View's pgx.Tx, or the committer's connection
+// inside the group's transaction.
+type querier interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// tx is a ledger.Tx on a PostgreSQL transaction.
+type tx struct {
+	q        querier
+	ctx      context.Context
+	writable bool
+	// head is, in an Update, the journal's head as this transaction has
+	// it: locked when the group began, moved by AppendEntry.
+	head ledger.JournalHead
+	// called says the group's savepoint exists (commit.go).
+	called bool
+	// failed is the first statement of the current call that failed: the
+	// call fails with it, whatever its function returns.
+	failed error
+}
+
+// page is how many rows an iterator reads at a time: it holds no rows
+// open while it calls its function, which may run statements of its own
+// on the same connection.
+const page = 256
+
+// note remembers a failed statement (see tx.failed) and returns err.
+func (t *tx) note(err error) error {
+	if t.failed == nil {
+		t.failed = err
+	}
+	return err
+}
+
+// exec runs a statement that writes.
+func (t *tx) exec(what, sql string, args ...any) error {
+	if !t.writable {
+		return fmt.Errorf("%w: cannot %s in a read", ErrReadOnly, what)
+	}
+	if _, err := t.q.Exec(t.ctx, sql, args...); err != nil {
+		return t.note(fmt.Errorf("pgstore: %s: %w", what, err))
+	}
+	return nil
+}
+
+// query runs a read and collects its rows with scan.
+func query[T any](t *tx, what string, scan pgx.RowToFunc[T], sql string, args ...any) ([]T, error) {
+	rows, err := t.q.Query(t.ctx, sql, args...)
+	if err != nil {
+		return nil, t.note(fmt.Errorf("pgstore: read %s: %w", what, err))
+	}
+	out, err := pgx.CollectRows(rows, scan)
+	if err != nil {
+		return nil, t.note(fmt.Errorf("pgstore: read %s: %w", what, err))
+	}
+	return out, nil
+}
+
+// getDoc reads one JSON document; ok is false if there is none.
+func getDoc[T any](t *tx, what, sql string, args ...any) (v T, ok bool, err error) {
+	var raw []byte
+	if err := t.q.QueryRow(t.ctx, sql, args...).Scan(&raw); errors.Is(err, pgx.ErrNoRows) {
+		return v, false, nil
+	} else if err != nil {
+		return v, false, t.note(fmt.Errorf("pgstore: read %s: %w", what, err))
+	}
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return v, false, fmt.Errorf("%w: %s: %v", ledger.ErrCorrupt, what, err)
+	}
+	return v, true, nil
+}
+
+// listDocs reads JSON documents, in the query's order.
+func listDocs[T any](t *tx, what, sql string, args ...any) ([]T, error) {
+	raws, err := query(t, what, pgx.RowTo[[]byte], sql, args...)
+	if err != nil {
+		return nil, err
+	}
+	var out []T
+	for _, raw := range raws {
+		var v T
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return nil, fmt.Errorf("%w: %s: %v", ledger.ErrCorrupt, what, err)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// putDoc stores v's JSON as the statement's first argument.
+func putDoc(t *tx, what, sql string, v any, args ...any) error {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("pgstore: encode %s: %w", what, err)
+	}
+	return t.exec("write "+what, sql, append([]any{raw}, args...)...)
+}
+
+// bigint is n as PostgreSQL's bigint, numbers beyond it as its largest.
+func bigint(n uint64) int64 { return int64(min(n, math.MaxInt64)) }
+
+func (t *tx) next(counter string) (uint64, error) {
+	if !t.writable {
+		return 0, fmt.Errorf("%w: cannot number a new %s in a read", ErrReadOnly, counter)
+	}
+	var id int64
+	err := t.q.QueryRow(t.ctx, `UPDATE counters SET value = value + 1 WHERE name = $1 RETURNING value`, counter).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, fmt.Errorf("%w: the counter of %s is missing", ledger.ErrCorrupt, counter)
+	}
+	if err != nil {
+		return 0, t.note(fmt.Errorf("pgstore: number a new %s: %w", counter, err))
+	}
+	return uint64(id), nil
+}
+
+func (t *tx) Settings() (ledger.Settings, bool, error) {
+	return getDoc[ledger.Settings](t, "the settings", `SELECT doc FROM settings`)
+}
+
+func (t *tx) PutSettings(s ledger.Settings) error {
+	return putDoc(t, "the settings", `INSERT INTO settings (doc) VALUES ($1) ON CONFLICT (singleton) DO UPDATE SET doc = EXCLUDED.doc`, s)
+}
+
+func (t *tx) Node(name string) (ledger.Node, bool, error) {
+	return getDoc[ledger.Node](t, "node "+name, `SELECT doc FROM nodes WHERE name = $1`, name)
+}
+
+func (t *tx) PutNode(n ledger.Node) error {
+	return putDoc(t, "node "+n.Name, `INSERT INTO nodes (doc, name) VALUES ($1, $2) ON CONFLICT (name) DO UPDATE SET doc = EXCLUDED.doc`, n, n.Name)
+}
+
+func (t *tx) Nodes() ([]ledger.Node, error) {
+	return listDocs[ledger.Node](t, "the nodes", `SELECT doc FROM nodes ORDER BY name`)
+}
+
+// Subtree reads the node and the names below it ('/' follows '.').
+func (t *tx) Subtree(name string) ([]ledger.Node, error) {
+	nodes, err := listDocs[ledger.Node](t, "the subtree of "+name,
+		`SELECT doc FROM nodes WHERE name = $1 OR (name >= $1 || '.' AND name < $1 || '/') ORDER BY name`, name)
+	if err != nil || len(nodes) == 0 || nodes[0].Name != name {
+		return nil, err
+	}
+	return nodes, nil
+}
+
+func (t *tx) User(name string) (ledger.User, bool, error) {
+	return getDoc[ledger.User](t, "user "+name, `SELECT doc FROM users WHERE name = $1`, name)
+}
+
+func (t *tx) PutUser(u ledger.User) error {
+	return putDoc(t, "user "+u.Name, `INSERT INTO users (doc, name) VALUES ($1, $2) ON CONFLICT (name) DO UPDATE SET doc = EXCLUDED.doc`, u, u.Name)
+}
+
+func (t *tx) Users() ([]ledger.User, error) {
+	return listDocs[ledger.User](t, "the users", `SELECT doc FROM users ORDER BY name`)
+}
+
+func (t *tx) Machine(name string) (ledger.Machine, bool, error) {
+	return getDoc[ledger.Machine](t, "machine "+name, `SELECT doc FROM machines WHERE name = $1`, name)
+}
+
+func (t *tx) PutMachine(m ledger.Machine) error {
+	return putDoc(t, "machine "+m.Name, `INSERT INTO machines (doc, name) VALUES ($1, $2) ON CONFLICT (name) DO UPDATE SET doc = EXCLUDED.doc`, m, m.Name)
+}
+
+func (t *tx) Machines() ([]ledger.Machine, error) {
+	return listDocs[ledger.Machine](t, "the machines", `SELECT doc FROM machines ORDER BY name`)
+}
+
+func (t *tx) NextAllocationID() (uint64, error) { return t.next("allocations") }
+
+func (t *tx) Allocation(id uint64) (ledger.Allocation, bool, error) {
+	return getDoc[ledger.Allocation](t, fmt.Sprintf("allocation %d", id), `SELECT doc FROM allocations WHERE id = $1`, bigint(id))
+}
+
+// PutAllocation stores the state and its history, and keeps the counter
+// at or above the id, in one statement.
+func (t *tx) PutAllocation(a ledger.Allocation, seq uint64) error {
+	return putDoc(t, fmt.Sprintf("allocation %d", a.ID), `WITH current AS (
+			INSERT INTO allocations (doc, id, account) VALUES ($1, $2, $3)
+			ON CONFLICT (id) DO UPDATE SET account = EXCLUDED.account, doc = EXCLUDED.doc),
+		`+counted("allocations")+`
+		INSERT INTO balance_history (doc, allocation, seq) VALUES ($1, $2, $4)
+		ON CONFLICT (allocation, seq) DO UPDATE SET doc = EXCLUDED.doc`, a, bigint(a.ID), a.Account, bigint(seq))
+}
+
+// counted is a statement's clause that keeps counter at or above the id
+// stored ($2): next never gives it again.
+func counted(counter string) string {
+	return `counted AS (UPDATE counters SET value = $2 WHERE name = '` + counter + `' AND value < $2)`
+}
+
+func (t *tx) AccountAllocations(account string) ([]ledger.Allocation, error) {
+	return listDocs[ledger.Allocation](t, "the allocations of "+account, `SELECT doc FROM allocations WHERE account = $1 ORDER BY id`, account)
+}
+
+func (t *tx) Allocations() ([]ledger.Allocation, error) {
+	return listDocs[ledger.Allocation](t, "the allocations", `SELECT doc FROM allocations ORDER BY id`)
+}
+
+func (t *tx) AllocationAsOf(id, seq uint64) (ledger.Allocation, bool, error) {
+	return getDoc[ledger.Allocation](t, fmt.Sprintf("the history of allocation %d", id),
+		`SELECT doc FROM balance_history WHERE allocation = $1 AND seq <= $2 ORDER BY seq DESC LIMIT 1`, bigint(id), bigint(seq))
+}
+
+// makeHead is the journal's head from its row (time is NULL while the
+// journal is empty).
+func makeHead(seq int64, tm *time.Time, hash []byte) (ledger.JournalHead, error) {
+	h := ledger.JournalHead{Seq: uint64(seq)}
+	if len(hash) != sha256.Size {
+		return h, fmt.Errorf("%w: the journal head's hash has %d bytes", ledger.ErrCorrupt, len(hash))
+	}
+	copy(h.Hash[:], hash)
+	if tm != nil {
+		h.Time = tm.UTC()
+	}
+	return h, nil
+}
+
+func (t *tx) Head() (ledger.JournalHead, error) {
+	if t.writable {
+		return t.head, nil
+	}
+	var seq int64
+	var tm *time.Time
+	var hash []byte
+	if err := t.q.QueryRow(t.ctx, `SELECT seq, time, hash FROM journal_head`).Scan(&seq, &tm, &hash); err != nil {
+		return ledger.JournalHead{}, t.note(fmt.Errorf("pgstore: read the journal head: %w", err))
+	}
+	return makeHead(seq, tm, hash)
+}
+
+// scanEntry reads a journal row: seq, time, hash, body.
+func scanEntry(row pgx.CollectableRow) (ledger.StoredEntry, error) {
+	var e ledger.StoredEntry
+	var seq int64
+	var hash []byte
+	if err := row.Scan(&seq, &e.Time, &hash, &e.Body); err != nil {
+		return e, err
+	}
+	e.Seq, e.Time = uint64(seq), e.Time.UTC()
+	if len(hash) != sha256.Size {
+		return e, fmt.Errorf("%w: journal entry %d: its hash has %d bytes", ledger.ErrCorrupt, seq, len(hash))
+	}
+	copy(e.Hash[:], hash)
+	return e, nil
+}
+
+func (t *tx) Entry(seq uint64) (ledger.StoredEntry, bool, error) {
+	es, err := query(t, fmt.Sprintf("journal entry %d", seq), scanEntry, `SELECT seq, time, hash, body FROM journal WHERE seq = $1`, bigint(seq))
+	if err != nil || len(es) == 0 {
+		return ledger.StoredEntry{}, false, err
+	}
+	return es[0], true, nil
+}
+
+// AppendEntry stores the entry, lists it under its nodes and moves the
+// head, in one statement.
+func (t *tx) AppendEntry(e ledger.StoredEntry) error {
+	if !t.writable {
+		return fmt.Errorf("%w: cannot append to the journal in a read", ErrReadOnly)
+	}
+	if e.Seq != t.head.Seq+1 {
+		return fmt.Errorf("%w: journal entry %d appended after entry %d", ledger.ErrCorrupt, e.Seq, t.head.Seq)
+	}
+	err := t.exec(fmt.Sprintf("append journal entry %d", e.Seq), `WITH entry AS (
+			INSERT INTO journal (seq, time, hash, body) VALUES ($1, $2, $3, $4)),
+		indexed AS (
+			INSERT INTO journal_nodes (node, seq) SELECT DISTINCT unnest($5::text[]), $1)
+		UPDATE journal_head SET seq = $1, time = $2, hash = $3`,
+		bigint(e.Seq), e.Time, e.Hash[:], e.Body, e.Nodes)
+	if err != nil {
+		return err
+	}
+	t.head = ledger.JournalHead{Seq: e.Seq, Time: e.Time, Hash: e.Hash}
+	return nil
+}
+
+// entries calls fn for the entries a keyset query finds, a page at a
+// time: sql takes the page's bounds ($1, $2) and its size ($3); after
+// each page, next moves the bounds past its last entry.
+func (t *tx) entries(what, sql string, lo, hi uint64, args []any, next func(last uint64, lo, hi *uint64), fn func(ledger.StoredEntry) (bool, error)) error {
+	for lo <= hi {
+		es, err := query(t, what, scanEntry, sql, append([]any{bigint(lo), bigint(hi), page}, args...)...)
+		if err != nil {
+			return err
+		}
+		for _, e := range es {
+			if more, err := fn(e); err != nil || !more {
+				return err
+			}
+		}
+		if len(es) < page {
+			return nil
+		}
+		next(es[len(es)-1].Seq, &lo, &hi)
+	}
+	return nil
+}
+
+func (t *tx) Entries(from, to uint64, fn func(ledger.StoredEntry) (bool, error)) error {
+	return t.entries("the journal", `SELECT seq, time, hash, body FROM journal WHERE seq >= $1 AND seq <= $2 ORDER BY seq LIMIT $3`,
+		from, min(to, math.MaxInt64), nil, func(last uint64, lo, _ *uint64) { *lo = last + 1 }, fn)
+}
+
+func (t *tx) NodeEntries(node string, from, to uint64, reverse bool, fn func(ledger.StoredEntry) (bool, error)) error {
+	what, to := "the journal of "+node, min(to, math.MaxInt64)
+	const sql = `SELECT j.seq, j.time, j.hash, j.body FROM journal_nodes n JOIN journal j ON j.seq = n.seq
+		WHERE n.node = $4 AND n.seq >= $1 AND n.seq <= $2 ORDER BY n.seq`
+	if reverse {
+		return t.entries(what, sql+` DESC LIMIT $3`, from, to, []any{node}, func(last uint64, lo, hi *uint64) {
+			if last == 0 {
+				*lo = 1 // the loop's end: no entry below 1
+			}
+			*hi = last - 1
+		}, fn)
+	}
+	return t.entries(what, sql+` LIMIT $3`, from, to, []any{node}, func(last uint64, lo, _ *uint64) { *lo = last + 1 }, fn)
+}
+
+func (t *tx) NextLienID() (uint64, error) { return t.next("liens") }
+
+func (t *tx) Lien(id uint64) (ledger.Lien, bool, error) {
+	return getDoc[ledger.Lien](t, fmt.Sprintf("lien %d", id), `SELECT doc FROM liens WHERE id = $1`, bigint(id))
+}
+
+// PutLien stores the lien with the columns its indexes are on.
+func (t *tx) PutLien(l ledger.Lien) error {
+	return putDoc(t, fmt.Sprintf("lien %d", l.ID), `WITH `+counted("liens")+`
+		INSERT INTO liens (doc, id, account, machine, job, active, expires_ns)
+		VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (id) DO UPDATE SET doc = EXCLUDED.doc, account = EXCLUDED.account,
+		machine = EXCLUDED.machine, job = EXCLUDED.job, active = EXCLUDED.active, expires_ns = EXCLUDED.expires_ns`,
+		l, bigint(l.ID), l.Account, l.Machine, l.JobID, l.State == ledger.LienActive, l.Expires.UnixNano())
+}
+
+func (t *tx) JobLien(machine, job string) (ledger.Lien, bool, error) {
+	return getDoc[ledger.Lien](t, fmt.Sprintf("the lien of job %s on %s", job, machine),
+		`SELECT doc FROM liens WHERE machine = $1 AND job = $2 ORDER BY id DESC LIMIT 1`, machine, job)
+}
+
+func (t *tx) ActiveLiens(account string) ([]ledger.Lien, error) {
+	return listDocs[ledger.Lien](t, "the active liens of "+account, `SELECT doc FROM liens WHERE active AND account = $1 ORDER BY id`, account)
+}
+
+func (t *tx) ActiveLiensExpiring(account string, from, to time.Time, limit int) ([]ledger.Lien, error) {
+	if to.IsZero() || !to.After(from) {
+		return nil, nil
+	}
+	lo := int64(math.MinInt64)
+	if !from.IsZero() {
+		lo = from.UnixNano()
+	}
+	return listDocs[ledger.Lien](t, "the liens of "+account+" expiring",
+		`SELECT doc FROM liens WHERE active AND account = $1 AND expires_ns > $2 AND expires_ns <= $3
+		ORDER BY expires_ns, id LIMIT $4`, account, lo, to.UnixNano(), limitArg(limit))
+}
+
+// limitArg is a LIMIT's argument: NULL, no limit, for 0.
+func limitArg(limit int) *int {
+	if limit <= 0 {
+		return nil
+	}
+	return &limit
+}
+
+func (t *tx) ExpiredLiens(at time.Time, limit int) ([]ledger.Lien, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	return listDocs[ledger.Lien](t, "the expired liens",
+		`SELECT doc FROM liens WHERE active AND expires_ns <= $1 ORDER BY account, expires_ns, id LIMIT $2`, at.UnixNano(), limit)
+}
+
+// eachDoc calls fn for the documents of a table in id order, a page at a
+// time.
+func eachDoc[T any](t *tx, table string, fn func(T) (bool, error)) error {
+	type row struct {
+		id  int64
+		doc []byte
+	}
+	scan := func(r pgx.CollectableRow) (row, error) {
+		var v row
+		return v, r.Scan(&v.id, &v.doc)
+	}
+	for after := int64(math.MinInt64); ; {
+		rows, err := query(t, "the "+table, scan, `SELECT id, doc FROM `+table+` WHERE id > $1 ORDER BY id LIMIT $2`, after, page)
+		if err != nil {
+			return err
+		}
+		for _, r := range rows {
+			var v T
+			if err := json.Unmarshal(r.doc, &v); err != nil {
+				return fmt.Errorf("%w: %s %d: %v", ledger.ErrCorrupt, table, r.id, err)
+			}
+			if more, err := fn(v); err != nil || !more {
+				return err
+			}
+		}
+		if len(rows) < page {
+			return nil
+		}
+		after = rows[len(rows)-1].id
+	}
+}
+
+func (t *tx) Liens(fn func(ledger.Lien) (bool, error)) error { return eachDoc(t, "liens", fn) }
+
+func (t *tx) NextChargeID() (uint64, error) { return t.next("charges") }
+
+func (t *tx) Charge(id uint64) (ledger.Charge, bool, error) {
+	return getDoc[ledger.Charge](t, fmt.Sprintf("charge %d", id), `SELECT doc FROM charges WHERE id = $1`, bigint(id))
+}
+
+func (t *tx) PutCharge(c ledger.Charge) error {
+	return putDoc(t, fmt.Sprintf("charge %d", c.ID), `WITH `+counted("charges")+`
+		INSERT INTO charges (doc, id, machine, job) VALUES ($1, $2, $3, $4)
+		ON CONFLICT (id) DO UPDATE SET doc = EXCLUDED.doc, machine = EXCLUDED.machine, job = EXCLUDED.job`,
+		c, bigint(c.ID), c.Machine, c.JobID)
+}
+
+func (t *tx) JobCharges(machine, job string) ([]ledger.Charge, error) {
+	return listDocs[ledger.Charge](t, fmt.Sprintf("the charges of job %s on %s", job, machine),
+		`SELECT doc FROM charges WHERE machine = $1 AND job = $2 ORDER BY id`, machine, job)
+}
+
+func (t *tx) Charges(fn func(ledger.Charge) (bool, error)) error { return eachDoc(t, "charges", fn) }
+
+func (t *tx) Record(kind, key string) (ledger.Record, bool, error) {
+	r := ledger.Record{Kind: kind, Key: key}
+	err := t.q.QueryRow(t.ctx, `SELECT value FROM records WHERE kind = $1 AND key = $2`, kind, key).Scan((*[]byte)(&r.Value))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return ledger.Record{Kind: kind, Key: key}, false, nil
+	}
+	if err != nil {
+		return r, false, t.note(fmt.Errorf("pgstore: read record %s/%s: %w", kind, key, err))
+	}
+	return r, true, nil
+}
+
+func (t *tx) PutRecord(r ledger.Record) error {
+	if r.Deleted {
+		return t.exec(fmt.Sprintf("delete record %s/%s", r.Kind, r.Key), `DELETE FROM records WHERE kind = $1 AND key = $2`, r.Kind, r.Key)
+	}
+	if len(r.Value) == 0 {
+		return fmt.Errorf("%w: record %s/%s has no value", ledger.ErrInvalid, r.Kind, r.Key)
+	}
+	return t.exec(fmt.Sprintf("write record %s/%s", r.Kind, r.Key), `INSERT INTO records (kind, key, value) VALUES ($1, $2, $3)
+		ON CONFLICT (kind, key) DO UPDATE SET value = EXCLUDED.value`, r.Kind, r.Key, []byte(r.Value))
+}
+
+func (t *tx) Records(kind string) ([]ledger.Record, error) {
+	return query(t, "the records of kind "+kind, func(row pgx.CollectableRow) (ledger.Record, error) {
+		r := ledger.Record{Kind: kind}
+		return r, row.Scan(&r.Key, (*[]byte)(&r.Value))
+	}, `SELECT key, value FROM records WHERE kind = $1 ORDER BY key`, kind)
+}
+
+// request is a requests row: key, then record.
+type request struct {
+	key ledger.RequestKey
+	rec ledger.RequestRecord
+}
+
+func scanRequest(row pgx.CollectableRow) (request, error) {
+	var r request
+	var hash []byte
+	var seq int64
+	if err := row.Scan(&r.key.Client, &r.key.ID, &hash, &seq, &r.rec.Time, &r.rec.Result); err != nil {
+		return r, err
+	}
+	if len(hash) != sha256.Size {
+		return r, fmt.Errorf("%w: request %q of %s: its content hash has %d bytes", ledger.ErrCorrupt, r.key.ID, r.key.Client, len(hash))
+	}
+	copy(r.rec.ContentHash[:], hash)
+	r.rec.Seq, r.rec.Time = uint64(seq), r.rec.Time.UTC()
+	return r, nil
+}
+
+const requestColumns = `client, id, content_hash, seq, time, answer`
+
+func (t *tx) Request(k ledger.RequestKey) (ledger.RequestRecord, bool, error) {
+	rs, err := query(t, fmt.Sprintf("request %q of %s", k.ID, k.Client), scanRequest,
+		`SELECT `+requestColumns+` FROM requests WHERE client = $1 AND id = $2`, k.Client, k.ID)
+	if err != nil || len(rs) == 0 {
+		return ledger.RequestRecord{}, false, err
+	}
+	return rs[0].rec, true, nil
+}
+
+func (t *tx) PutRequest(k ledger.RequestKey, r ledger.RequestRecord) error {
+	return t.exec(fmt.Sprintf("keep the answer to request %q of %s", k.ID, k.Client), `INSERT INTO requests (`+requestColumns+`)
+		VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (client, id) DO UPDATE SET content_hash = EXCLUDED.content_hash,
+		seq = EXCLUDED.seq, time = EXCLUDED.time, answer = EXCLUDED.answer`,
+		k.Client, k.ID, r.ContentHash[:], bigint(r.Seq), r.Time, nonNil(r.Result))
+}
+
+// nonNil is b, or no bytes rather than NULL.
+func nonNil(b []byte) []byte {
+	if b == nil {
+		return []byte{}
+	}
+	return b
+}
+
+func (t *tx) DeleteRequest(k ledger.RequestKey) error {
+	return t.exec(fmt.Sprintf("delete request %q of %s", k.ID, k.Client), `DELETE FROM requests WHERE client = $1 AND id = $2`, k.Client, k.ID)
+}
+
+func (t *tx) Requests(fn func(ledger.RequestKey, ledger.RequestRecord) (bool, error)) error {
+	var after *ledger.RequestKey
+	for {
+		var rs []request
+		var err error
+		if after == nil {
+			rs, err = query(t, "the requests", scanRequest, `SELECT `+requestColumns+` FROM requests ORDER BY client, id LIMIT $1`, page)
+		} else {
+			rs, err = query(t, "the requests", scanRequest, `SELECT `+requestColumns+` FROM requests
+				WHERE (client, id) > ($2, $3) ORDER BY client, id LIMIT $1`, page, after.Client, after.ID)
+		}
+		if err != nil {
+			return err
+		}
+		for _, r := range rs {
+			if more, err := fn(r.key, r.rec); err != nil || !more {
+				return err
+			}
+		}
+		if len(rs) < page {
+			return nil
+		}
+		after = &rs[len(rs)-1].key
+	}
+}
