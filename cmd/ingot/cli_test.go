@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/ingot-hpc/ingot/ledger/boltstore"
+	"github.com/ingot-hpc/ingot/ledger/pgstore"
 )
 
 // runCLI runs the command line in process and returns its output (stdout
@@ -28,7 +30,7 @@ func TestVersion(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &b); code != exitOK || err != nil {
 		t.Fatalf("version --json: exit %d, %v\n%s", code, err, out)
 	}
-	if b.Version != version || b.Go != runtime.Version() || b.Schema != boltstore.SchemaVersion || b.Commit == "" {
+	if b.Version != version || b.Go != runtime.Version() || b.Schema != boltstore.SchemaVersion || b.PostgresSchema != pgstore.SchemaVersion || b.Commit == "" {
 		t.Errorf("version --json = %+v", b)
 	}
 	plain, _, code := runCLI("version")
@@ -36,7 +38,7 @@ func TestVersion(t *testing.T) {
 	if code != exitOK || flagCode != exitOK || plain != flag {
 		t.Errorf("version (exit %d) and --version (exit %d) differ:\n%s\n%s", code, flagCode, plain, flag)
 	}
-	for _, want := range []string{"ingot " + version + "\n", "go     " + runtime.Version() + "\n", "schema 9\n"} {
+	for _, want := range []string{"ingot " + version + "\n", "go     " + runtime.Version() + "\n", fmt.Sprintf("schema 9 (bank files), %d (PostgreSQL)\n", pgstore.SchemaVersion)} {
 		if !strings.Contains(plain, want) {
 			t.Errorf("version lacks %q:\n%s", want, plain)
 		}

@@ -184,6 +184,10 @@ func hookCommand(c *cli.Context) ([]string, error) {
 		}
 		return command, nil
 	}
+	if flagString(c, "store") != "" {
+		// Its URL may hold the database's password, which no script keeps.
+		return nil, usageError{"slurm setup: the hooks of a bank in PostgreSQL go through its server: --server URL with --key-file FILE (a scheduler key for this machine)"}
+	}
 	if db := flagString(c, "db"); db != "" {
 		return append(command, "--db", absolute(db)), nil
 	}

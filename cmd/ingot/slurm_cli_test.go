@@ -175,6 +175,10 @@ func TestSlurmSetup(t *testing.T) {
 	s.refused(t, exitRefused, "job_submit.lua exists (--force replaces it)", args...)
 	s.ok(append(args, "--force")...)
 	s.refused(t, exitUsage, "needs --machine", "slurm", "setup")
+	pg := &cliBank{t: t, global: []string{"--store", "postgres://ingot:secret@db/bank"}}
+	if out, code := pg.run("slurm", "setup", "--machine", "hpc1", "--write", t.TempDir()); code != exitUsage || !strings.Contains(out, "go through its server") {
+		t.Errorf("setup for a bank in PostgreSQL: exit %d, %s", code, out)
+	}
 }
 
 // TestSlurmSync: sync charges the ended jobs the bank has not charged,

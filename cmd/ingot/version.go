@@ -9,6 +9,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/ingot-hpc/ingot/ledger/boltstore"
+	"github.com/ingot-hpc/ingot/ledger/pgstore"
 )
 
 // version and commit are what this binary was built from: the Makefile
@@ -27,11 +28,14 @@ type buildInfo struct {
 	Commit   string `json:"commit"`
 	Modified bool   `json:"modified"`
 	Go       string `json:"go"`
-	Schema   uint64 `json:"schema"`
+	// Schema is that of the bank files it writes (bbolt), PostgresSchema
+	// that of the banks it makes in PostgreSQL.
+	Schema         uint64 `json:"schema"`
+	PostgresSchema uint64 `json:"postgres_schema"`
 }
 
 func currentBuild() buildInfo {
-	b := buildInfo{Version: version, Commit: commit, Go: runtime.Version(), Schema: boltstore.SchemaVersion}
+	b := buildInfo{Version: version, Commit: commit, Go: runtime.Version(), Schema: boltstore.SchemaVersion, PostgresSchema: pgstore.SchemaVersion}
 	if info, ok := debug.ReadBuildInfo(); ok && b.Commit == "" {
 		for _, s := range info.Settings {
 			switch s.Key {
@@ -51,7 +55,7 @@ func currentBuild() buildInfo {
 func versionCommands() []*cli.Command {
 	return []*cli.Command{{
 		Name:   "version",
-		Usage:  "print ingot's version, the commit it was built from, its Go version and the schema of the bank files it writes (also --version)",
+		Usage:  "print ingot's version, the commit it was built from, its Go version and the schema of the banks it writes, in files and in PostgreSQL (also --version)",
 		Action: printVersion,
 	}}
 }
@@ -77,7 +81,7 @@ func writeVersion(w io.Writer, b buildInfo) {
 	if b.Modified {
 		commit += " (with uncommitted changes)"
 	}
-	fmt.Fprintf(w, "ingot %s\ncommit %s\ngo     %s\nschema %d\n", b.Version, commit, b.Go, b.Schema)
+	fmt.Fprintf(w, "ingot %s\ncommit %s\ngo     %s\nschema %d (bank files), %d (PostgreSQL)\n", b.Version, commit, b.Go, b.Schema, b.PostgresSchema)
 }
 
 // urfave/cli prints --version with its package-wide printer and flag; they
