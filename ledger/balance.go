@@ -25,6 +25,10 @@ type NodeBalance struct {
 	// Seq is the last journal entry the figures include.
 	Seq uint64 `json:"seq"`
 	Balance
+	// AccountAvailable is set, now, for a project whose HFS share lets a
+	// lien take less than its account has: Available is then what a lien
+	// on the project would get (its share), and this the account's figure.
+	AccountAvailable *decimal.Decimal `json:"account_available,omitempty"`
 	// Allocations are all of the account's allocations that existed at At,
 	// active or not; only the active ones count in Balance.
 	Allocations []AllocationStatus `json:"allocations"`
@@ -55,7 +59,10 @@ func sumBalances(allocs []Allocation, reserved map[uint64]decimal.Decimal) Balan
 // BalanceAt returns a node's balance at time at (the zero time: now). For a
 // time in the past the amounts are those after the last journal entry made
 // at or before it. A project draws on its account's allocations, so it shows
-// its account's figures.
+// its account's figures, except that now its Available is what a lien on it
+// would get: its HFS share, where that is less (AccountAvailable keeps the
+// account's). Past shares are not kept, so a past Available is the
+// account's.
 func (l *Ledger) BalanceAt(ctx context.Context, name string, at time.Time) (NodeBalance, error) {
 	now := l.Now()
 	past := !at.IsZero() && at.Before(now)
@@ -70,6 +77,7 @@ func (l *Ledger) BalanceAt(ctx context.Context, name string, at time.Time) (Node
 		var allocs []Allocation
 		var reserved map[uint64]decimal.Decimal
 		var seq uint64
+		var st *accountState
 		var err error
 		account := AccountOf(name)
 		if past {
@@ -84,7 +92,6 @@ func (l *Ledger) BalanceAt(ctx context.Context, name string, at time.Time) (Node
 			if seq, allocs, err = currentAllocations(tx, account); err != nil {
 				return err
 			}
-			var st *accountState
 			if st, err = readAccountState(tx, account); err != nil {
 				return err
 			}
@@ -98,7 +105,15 @@ func (l *Ledger) BalanceAt(ctx context.Context, name string, at time.Time) (Node
 			nb.Allocations[i] = AllocationStatus{Allocation: a, Reserved: reserved[a.ID], Active: a.ActiveAt(at)}
 		}
 		nb.Balance = sumBalances(activeAt(allocs, at), reserved)
-		return nil
+		if past || name == account {
+			return nil
+		}
+		share, limited, err := shareAvailable(tx, l.plans, st, name, nil, at, l.settings.Precision)
+		if limited && share.LessThan(nb.Available) {
+			accountAvailable := nb.Available
+			nb.Available, nb.AccountAvailable = share, &accountAvailable
+		}
+		return err
 	})
 	return nb, err
 }

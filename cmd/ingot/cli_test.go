@@ -199,3 +199,22 @@ printf '%s\n' "${COMPREPLY[@]}"
 		t.Errorf("the script ran ingot with %q", got)
 	}
 }
+
+// TestBalanceShowsWhatALienGets: a project's Available in `ingot balance`
+// is what a lien on it would get (its HFS share), with its account's figure
+// beside it; a lien of more is refused with the same figure.
+func TestBalanceShowsWhatALienGets(t *testing.T) {
+	b := newCLIBank(t)
+	for _, args := range [][]string{
+		{"account", "create", "chem"}, {"project", "create", "chem.lab1", "--quota", "dynamic:0.6"},
+		{"project", "create", "chem.lab2", "--quota", "dynamic:0.4"}, {"machine", "add", "hpc1", "--cores", "4"},
+		{"user", "add", "amy", "--member", "chem.lab1", "--default-project", "chem.lab1"}, {"deposit", "chem", "1000"},
+	} {
+		b.ok(args...)
+	}
+	out := b.ok("balance", "chem.lab1", "-P")
+	if !strings.Contains(out, "Node|Amount|Reserved|Balance|CreditLimit|Available|AccountAvailable\nchem.lab1|1000.00|0.00|1000.00|0.00|600.00|1000.00\n") {
+		t.Errorf("balance chem.lab1:\n%s", out)
+	}
+	b.refused(t, exitRefused, "needs 601, 600 available", "lien", "place", "j1", "--user", "amy", "--procs", "1", "--wallclock", "601")
+}

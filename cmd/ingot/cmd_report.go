@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -94,9 +95,25 @@ func balance(c *cli.Context) error {
 				return err
 			}
 		}
-		t := table{headers: []string{"Node", "Amount", "Reserved", "Balance", "CreditLimit", "Available"}, data: withShares(nbs, shares)}
+		// A project's Available is what a lien on it would get; where its
+		// HFS share makes that less than its account has, the account's
+		// figure is shown beside it.
+		headers := []string{"Node", "Amount", "Reserved", "Balance", "CreditLimit", "Available"}
+		split := slices.ContainsFunc(nbs, func(nb ledger.NodeBalance) bool { return nb.AccountAvailable != nil })
+		if split {
+			headers = append(headers, "AccountAvailable")
+		}
+		t := table{headers: headers, data: withShares(nbs, shares)}
 		for _, nb := range nbs {
-			t.add(nb.Node, amount(nb.Amount, p), amount(nb.Reserved, p), amount(nb.Balance.Balance, p), amount(nb.CreditLimit, p), amount(nb.Available, p))
+			row := []string{nb.Node, amount(nb.Amount, p), amount(nb.Reserved, p), amount(nb.Balance.Balance, p), amount(nb.CreditLimit, p), amount(nb.Available, p)}
+			if split {
+				account := ""
+				if nb.AccountAvailable != nil {
+					account = amount(*nb.AccountAvailable, p)
+				}
+				row = append(row, account)
+			}
+			t.add(row...)
 		}
 		if err := show(c, t); err != nil {
 			return err

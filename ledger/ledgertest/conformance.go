@@ -38,6 +38,7 @@ func Conformance(t *testing.T, open OpenStore) {
 		{"Transfer", testTransfer},
 		{"MoveRefusals", testMoveRefusals},
 		{"BalanceAtTime", testBalanceAtTime},
+		{"ProjectBalanceIsItsShare", testProjectBalanceIsItsShare},
 		{"Statement", testStatement},
 		{"JournalFilter", testJournalFilter},
 		{"Idempotency", testIdempotency},
@@ -179,6 +180,50 @@ func testPolicies(t *testing.T, open OpenStore) {
 // however much the account holds: it is refused unless NoQuota says it
 // is meant. An account without any HFS policy is not split, and takes
 // projects without quotas as before.
+// testProjectBalanceIsItsShare: a project's Available is what a lien on
+// it would get now, its HFS share, with the account's figure beside it
+// where they differ; an account's, and a past balance, are Gold's figures.
+func testProjectBalanceIsItsShare(t *testing.T, open OpenStore) {
+	b := NewBank(t, open)
+	b.MustNode("chem", "bio", "bio.x")
+	for name, q := range map[string]string{"chem.a": "0.6", "chem.b": "0.4"} {
+		p := ledger.Policy{QuotaKind: ledger.QuotaDynamic, Quota: Dec(t, q)}
+		if _, err := b.CreateNode(context.Background(), b.Req(), ledger.NodeSpec{Name: name, Policy: p}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b.MustDeposit("chem", "1000", time.Time{})
+	b.MustDeposit("bio", "100", time.Time{})
+	before := b.Clock.Now()
+	b.Clock.Advance(time.Second)
+	b.MustDeposit("chem", "1000", time.Time{})
+	for _, tc := range []struct {
+		node, available, account string
+	}{
+		{"chem.a", "1200", "2000"},
+		{"chem.b", "800", "2000"},
+		{"chem", "2000", ""},
+		{"bio.x", "100", ""}, // bio has no HFS policies: the account's figure
+	} {
+		nb := b.MustBalance(tc.node)
+		got := ""
+		if nb.AccountAvailable != nil {
+			got = nb.AccountAvailable.String()
+		}
+		if !nb.Available.Equal(Dec(t, tc.available)) || got != tc.account {
+			t.Errorf("%s: available %s, account's %q; want %s, %q", tc.node, nb.Available, got, tc.available, tc.account)
+		}
+		lien, err := b.Available(context.Background(), tc.node)
+		if err != nil || !lien.Equal(nb.Available) {
+			t.Errorf("%s: its balance says %s available, a lien would get %s (%v)", tc.node, nb.Available, lien, err)
+		}
+	}
+	past, err := b.BalanceAt(context.Background(), "chem.a", before)
+	if err != nil || !past.Available.Equal(Dec(t, "1000")) || past.AccountAvailable != nil {
+		t.Errorf("chem.a's past balance: %+v, %v; want the account's 1000", past.Balance, err)
+	}
+}
+
 func testNewProjectQuota(t *testing.T, open OpenStore) {
 	b := NewBank(t, open)
 	b.MustNode("chem", "chem.a", "phys")
