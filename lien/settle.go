@@ -286,55 +286,130 @@ type RefundSpec struct {
 	Description string          `json:"description,omitempty"`
 }
 
+// JobRefundSpec returns credits of a job's charges, as Gold's staff refund
+// (grefund -J): all that is left of them when Amount is zero.
+type JobRefundSpec struct {
+	Job
+	Amount      decimal.Decimal `json:"amount"`
+	Description string          `json:"description,omitempty"`
+}
+
 // Refund returns at most what a charge took, to the allocations it took it
 // from, the last debited first.
 func (b *Bank) Refund(ctx context.Context, req ledger.Request, spec RefundSpec) (ledger.Charge, error) {
-	if spec.Amount.IsNegative() {
-		return ledger.Charge{}, fmt.Errorf("%w: refund amount %s is negative", ledger.ErrInvalid, spec.Amount)
-	}
-	if !spec.Amount.IsZero() {
-		if err := ledger.CheckAmount(spec.Amount, b.l.Settings().Precision); err != nil {
-			return ledger.Charge{}, fmt.Errorf("refund: %w", err)
-		}
+	if err := b.checkRefund(spec.Amount); err != nil {
+		return ledger.Charge{}, err
 	}
 	return ledger.Mutate(ctx, b.l, req, ledger.KindRefund, spec, func(w *ledger.Writer) (ledger.Charge, error) {
 		c, ok, err := w.Tx().Charge(spec.Charge)
 		if err != nil || !ok {
 			return ledger.Charge{}, notFound(err, "no charge %d", spec.Charge)
 		}
-		left := c.Amount.Sub(c.Refunded)
 		amount := spec.Amount
 		if amount.IsZero() {
-			amount = left
+			amount = c.Amount.Sub(c.Refunded)
 		}
-		if !amount.IsPositive() || amount.GreaterThan(left) {
-			return ledger.Charge{}, fmt.Errorf("%w: charge %d took %s and %s was refunded already; %s cannot be refunded", ErrRefund, c.ID, c.Amount, c.Refunded, amount)
-		}
-		refunded := map[uint64]decimal.Decimal{}
-		for _, r := range c.Refunds {
-			refunded[r.Allocation] = refunded[r.Allocation].Add(r.Amount)
-		}
-		var back []ledger.Hold
-		need := amount
-		for i := len(c.Debits) - 1; i >= 0 && need.IsPositive(); i-- {
-			d := c.Debits[i]
-			room := d.Amount.Sub(refunded[d.Allocation])
-			if room.IsPositive() {
-				t := decimal.Min(room, need)
-				back = append(back, ledger.Hold{Allocation: d.Allocation, Amount: t})
-				refunded[d.Allocation] = refunded[d.Allocation].Add(t)
-				need = need.Sub(t)
-			}
-		}
-		c.Refunds = append(c.Refunds, back...)
-		c.Refunded = c.Refunded.Add(amount)
-		allocs, deltas, err := deltasOf(w.Tx(), c.Account, back, decimal.NewFromInt(1))
-		if err != nil {
-			return ledger.Charge{}, err
-		}
-		_, err = w.Move(ledger.Entry{Kind: ledger.KindRefund, Node: c.Project, Ref: c.JobID, Charge: &c, Description: spec.Description}, allocs, deltas)
-		return c, err
+		return refundCharge(w, c, amount, spec.Description)
 	})
+}
+
+// JobRefund answers a refund by job: what it returned, and the charges
+// it returned it from, as they are after it.
+type JobRefund struct {
+	Refunded decimal.Decimal `json:"refunded"`
+	Charges  []ledger.Charge `json:"charges"`
+}
+
+// RefundJob returns at most what a job's charges took, from its newest
+// charge back, each to the allocations it took it from: one journal entry
+// per charge refunded.
+func (b *Bank) RefundJob(ctx context.Context, req ledger.Request, spec JobRefundSpec) (JobRefund, error) {
+	if err := spec.Job.check(); err != nil {
+		return JobRefund{}, err
+	}
+	if err := b.checkRefund(spec.Amount); err != nil {
+		return JobRefund{}, err
+	}
+	return ledger.Mutate(ctx, b.l, req, ledger.KindRefund, spec, func(w *ledger.Writer) (JobRefund, error) {
+		charges, err := w.Tx().JobCharges(spec.Machine, spec.ID)
+		if err != nil {
+			return JobRefund{}, err
+		}
+		if len(charges) == 0 {
+			return JobRefund{}, fmt.Errorf("%w: job %s on %s has no charges", ledger.ErrNotFound, spec.ID, spec.Machine)
+		}
+		charged, left := decimal.Zero, decimal.Zero
+		for _, c := range charges {
+			charged, left = charged.Add(c.Amount), left.Add(c.Amount.Sub(c.Refunded))
+		}
+		need := spec.Amount
+		if need.IsZero() {
+			need = left
+		}
+		if !need.IsPositive() || need.GreaterThan(left) {
+			return JobRefund{}, fmt.Errorf("%w: job %s on %s was charged %s and %s is left to refund; %s cannot be refunded", ErrRefund, spec.ID, spec.Machine, charged, left, need)
+		}
+		out := JobRefund{Refunded: need}
+		for i := len(charges) - 1; i >= 0 && need.IsPositive(); i-- {
+			take := decimal.Min(need, charges[i].Amount.Sub(charges[i].Refunded))
+			if !take.IsPositive() {
+				continue
+			}
+			c, err := refundCharge(w, charges[i], take, spec.Description)
+			if err != nil {
+				return JobRefund{}, err
+			}
+			out.Charges, need = append(out.Charges, c), need.Sub(take)
+		}
+		return out, nil
+	})
+}
+
+// checkRefund refuses a negative amount, or one beyond the bank's
+// precision; zero means all that is left.
+func (b *Bank) checkRefund(amount decimal.Decimal) error {
+	if amount.IsNegative() {
+		return fmt.Errorf("%w: refund amount %s is negative", ledger.ErrInvalid, amount)
+	}
+	if !amount.IsZero() {
+		if err := ledger.CheckAmount(amount, b.l.Settings().Precision); err != nil {
+			return fmt.Errorf("refund: %w", err)
+		}
+	}
+	return nil
+}
+
+// refundCharge returns amount of charge c to the allocations it debited,
+// the last debited first, and journals it.
+func refundCharge(w *ledger.Writer, c ledger.Charge, amount decimal.Decimal, description string) (ledger.Charge, error) {
+	left := c.Amount.Sub(c.Refunded)
+	if !amount.IsPositive() || amount.GreaterThan(left) {
+		return ledger.Charge{}, fmt.Errorf("%w: charge %d took %s and %s was refunded already; %s cannot be refunded", ErrRefund, c.ID, c.Amount, c.Refunded, amount)
+	}
+	refunded := map[uint64]decimal.Decimal{}
+	for _, r := range c.Refunds {
+		refunded[r.Allocation] = refunded[r.Allocation].Add(r.Amount)
+	}
+	var back []ledger.Hold
+	need := amount
+	for i := len(c.Debits) - 1; i >= 0 && need.IsPositive(); i-- {
+		d := c.Debits[i]
+		room := d.Amount.Sub(refunded[d.Allocation])
+		if room.IsPositive() {
+			t := decimal.Min(room, need)
+			back = append(back, ledger.Hold{Allocation: d.Allocation, Amount: t})
+			refunded[d.Allocation] = refunded[d.Allocation].Add(t)
+			need = need.Sub(t)
+		}
+	}
+	c.Refunds = append(c.Refunds, back...)
+	c.Refunded = c.Refunded.Add(amount)
+	allocs, deltas, err := deltasOf(w.Tx(), c.Account, back, decimal.NewFromInt(1))
+	if err != nil {
+		return ledger.Charge{}, err
+	}
+	_, err = w.Move(ledger.Entry{Kind: ledger.KindRefund, Node: c.Project, Ref: c.JobID, Charge: &c, Description: description}, allocs, deltas)
+	return c, err
 }
 
 // Charges lists a job's charges.

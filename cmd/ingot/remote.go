@@ -242,8 +242,8 @@ func (r remoteBank) Close() error { return nil }
 // remoteRegistry is the server's API clients (admins only).
 type remoteRegistry remoteBank
 
-func (r remoteRegistry) Add(ctx context.Context, req ledger.Request, name string, role clients.Role, scope []string) (clients.Client, auth.Key, error) {
-	return r.client.AddClient(ctx, req.ID, name, role, scope)
+func (r remoteRegistry) Add(ctx context.Context, req ledger.Request, spec clients.Spec) (clients.Client, auth.Key, error) {
+	return r.client.AddClient(ctx, req.ID, spec)
 }
 
 func (r remoteRegistry) Rotate(ctx context.Context, req ledger.Request, name string) (clients.Client, auth.Key, error) {

@@ -86,7 +86,7 @@ type bankService interface {
 // clientRegistry is the API clients and their keys: *clients.Registry
 // locally, the server's /v1/clients remotely.
 type clientRegistry interface {
-	Add(ctx context.Context, req ledger.Request, name string, role clients.Role, scope []string) (clients.Client, auth.Key, error)
+	Add(ctx context.Context, req ledger.Request, spec clients.Spec) (clients.Client, auth.Key, error)
 	Rotate(ctx context.Context, req ledger.Request, name string) (clients.Client, auth.Key, error)
 	Revoke(ctx context.Context, req ledger.Request, name, keyID string) (clients.Client, error)
 	List(ctx context.Context) ([]clients.Client, error)

@@ -59,6 +59,7 @@
 //		POST   /v1/batch              BatchRequest       BatchResponse           admin, scheduler³ (per item)
 //		GET    /v1/charges            JobQuery           List of ledger.Charge   all⁴
 //		POST   /v1/refunds            RefundRequest      ledger.Charge           admin
+//		POST   /v1/refunds/job        JobRefundRequest   lien.JobRefund          admin
 //		POST   /v1/reservations       ReservationRequest lien.Reservation        admin, scheduler³
 //		GET    /v1/reservations       -                  List of Reservation     all⁴
 //		POST   /v1/reservations/flush FlushRequest       lien.FlushResult        admin, scheduler³ (the reservation's machine)

@@ -49,6 +49,7 @@ const (
 	PathSweep          = "/v1/liens/sweep"
 	PathCharges        = "/v1/charges"
 	PathRefunds        = "/v1/refunds"
+	PathJobRefunds     = "/v1/refunds/job"
 	PathReservations   = "/v1/reservations"
 	PathFlush          = "/v1/reservations/flush"
 	PathClients        = "/v1/clients"
@@ -77,6 +78,7 @@ type (
 	LienRequest        = lien.PlaceSpec
 	ChargeRequest      = lien.ChargeSpec
 	RefundRequest      = lien.RefundSpec
+	JobRefundRequest   = lien.JobRefundSpec
 	ReservationRequest = lien.ReservationSpec
 	// ReleaseRequest names the job whose lien to release:
 	// {"machine": "hpc1", "job_id": "123"}.
@@ -123,11 +125,7 @@ type FlushRequest struct {
 }
 
 // ClientRequest adds an API client with its first key.
-type ClientRequest struct {
-	Name  string       `json:"name"`
-	Role  clients.Role `json:"role"`
-	Scope []string     `json:"scope,omitempty"`
-}
+type ClientRequest = clients.Spec
 
 // RevokeRequest ends one key of a client.
 type RevokeRequest struct {
@@ -168,11 +166,13 @@ type (
 	}
 	// JournalQuery selects entries as ledger.JournalFilter does.
 	JournalQuery struct {
-		Node  string    `query:"node"`
-		Kinds []string  `query:"kind"`
-		Since time.Time `query:"since"`
-		Until time.Time `query:"until"`
-		Limit int       `query:"limit"`
+		Node    string    `query:"node"`
+		Kinds   []string  `query:"kind"`
+		Job     string    `query:"job"`
+		Machine string    `query:"machine"`
+		Since   time.Time `query:"since"`
+		Until   time.Time `query:"until"`
+		Limit   int       `query:"limit"`
 	}
 	// NodesQuery lists the nodes whose names start with under.
 	NodesQuery struct {

@@ -283,8 +283,8 @@ func (c *Client) Clients(ctx context.Context) ([]clients.Client, error) {
 
 // AddClient adds an API client and returns its first key, whose secret is
 // seen only now.
-func (c *Client) AddClient(ctx context.Context, requestID, name string, role clients.Role, scope []string) (clients.Client, auth.Key, error) {
-	return newKey(post[api.NewKeyResponse](ctx, c, api.PathClients, requestID, api.ClientRequest{Name: name, Role: role, Scope: scope}))
+func (c *Client) AddClient(ctx context.Context, requestID string, spec clients.Spec) (clients.Client, auth.Key, error) {
+	return newKey(post[api.NewKeyResponse](ctx, c, api.PathClients, requestID, spec))
 }
 
 // RotateKey adds a key to a client and returns it, whose secret is seen

@@ -87,7 +87,7 @@ func (s *Server) statement(c *call, q api.StatementQuery) (ledger.Statement, err
 // a node in it or change an allocation of it (not those that merely refer
 // to it, such as a client record named like the node).
 func (s *Server) journal(c *call, q api.JournalQuery) (api.List[ledger.Entry], error) {
-	f := ledger.JournalFilter{Node: q.Node, From: q.Since, To: q.Until}
+	f := ledger.JournalFilter{Node: q.Node, Job: q.Job, Machine: q.Machine, From: q.Since, To: q.Until}
 	for _, k := range q.Kinds {
 		kind, err := ledger.ParseKind(k)
 		if err != nil {

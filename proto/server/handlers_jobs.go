@@ -107,6 +107,10 @@ func (s *Server) refund(c *call, spec api.RefundRequest) (ledger.Charge, error) 
 	return s.bank.Refund(c.r.Context(), c.req, spec)
 }
 
+func (s *Server) refundJob(c *call, spec api.JobRefundRequest) (lien.JobRefund, error) {
+	return s.bank.RefundJob(c.r.Context(), c.req, spec)
+}
+
 func (s *Server) addReservation(c *call, spec api.ReservationRequest) (lien.Reservation, error) {
 	if err := requireSchedules(c.client, "add a reservation on", spec.Machine); err != nil {
 		return lien.Reservation{}, err

@@ -163,6 +163,7 @@ func (s *Server) table() []route {
 		change(api.PathBatch, schedulers, s.batch),
 		read(get, api.PathCharges, anyRole, endpoint(s.charges)),
 		change(api.PathRefunds, adminOnly, endpoint(s.refund)),
+		change(api.PathJobRefunds, adminOnly, endpoint(s.refundJob)),
 		change(api.PathReservations, schedulers, endpoint(s.addReservation)),
 		read(get, api.PathReservations, anyRole, endpoint(s.reservations)),
 		change(api.PathFlush, schedulers, endpoint(s.flush)),
