@@ -230,3 +230,30 @@ func TestStaffCommands(t *testing.T) {
 		t.Errorf("bio has %s", b.Amount)
 	}
 }
+
+// TestAnyChangeToTheBodyWritesNothing: a signed reservation with any one
+// byte of its Body changed is refused (424, or 242 when it is no longer
+// XML) and writes nothing; as signed, it is placed.
+func TestAnyChangeToTheBodyWritesNothing(t *testing.T) {
+	s := newSite(t)
+	body := request("Reserve", "Job", reserve4242)
+	digest, signature := gold.Sign([]byte(s.keys["maui"]), []byte(body))
+	send := func(body []byte) (string, string, string) {
+		payload := "<Envelope>" + string(body) + "<Signature><DigestValue>" + digest + "</DigestValue><SignatureValue>" + signature + "</SignatureValue></Signature></Envelope>"
+		return s.exchange(fmt.Sprintf("POST /SSSRMAP3 HTTP/1.1\r\nContent-Length: %d\r\n\r\n%s", len(payload), payload))
+	}
+	before := s.entries()
+	for i := range len(body) {
+		changed := []byte(body)
+		changed[i] ^= 0x01
+		if code, msg, _ := send(changed); code != "424" && code != "242" {
+			t.Errorf("byte %d changed to %q: %s %s", i, changed[i], code, msg)
+		}
+	}
+	if after := s.entries(); after != before {
+		t.Fatalf("changed bodies wrote %d journal entries", after-before)
+	}
+	if code, msg, _ := send([]byte(body)); code != "000" {
+		t.Errorf("as signed: %s %s", code, msg)
+	}
+}

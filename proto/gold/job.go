@@ -298,8 +298,9 @@ func (c *call) guarantee(jobID string, spec api.QuoteRequest) (Response, error) 
 	if err != nil {
 		return Response{}, refused(err, "Insufficient balance to guarantee a quotation (JobId %s)", jobID)
 	}
-	return Response{Code: CodeSuccess, Message: fmt.Sprintf("Successfully quoted %s credits: guaranteed quote %d", q.Amount, q.ID), Count: q.Amount.String(),
-		Data: []Element{record("Quote", field("Id", idText(q.ID)), field("Amount", q.Amount.String()), field("ProjectId", q.Project),
+	amount := q.Amount.Credits.String()
+	return Response{Code: CodeSuccess, Message: fmt.Sprintf("Successfully quoted %s credits: guaranteed quote %d", amount, q.ID), Count: amount,
+		Data: []Element{record("Quote", field("Id", idText(q.ID)), field("Amount", amount), field("ProjectId", q.Project),
 			field("EndTime", epoch(q.Expires)), field("Uses", fmt.Sprint(q.Uses)))}}, nil
 }
 
