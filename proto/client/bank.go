@@ -67,7 +67,7 @@ func (c *Client) Statement(ctx context.Context, account string, from, to time.Ti
 
 // Journal lists the journal entries the filter selects.
 func (c *Client) Journal(ctx context.Context, f ledger.JournalFilter) ([]ledger.Entry, error) {
-	q := api.JournalQuery{Node: f.Node, Since: f.From, Until: f.To, Limit: f.Limit}
+	q := api.JournalQuery{Node: f.Node, Job: f.Job, Machine: f.Machine, Since: f.From, Until: f.To, Limit: f.Limit}
 	for _, k := range f.Kinds {
 		q.Kinds = append(q.Kinds, string(k))
 	}
