@@ -222,6 +222,10 @@ func (r remoteBank) Refund(ctx context.Context, req ledger.Request, spec lien.Re
 	return r.client.Refund(ctx, req.ID, spec)
 }
 
+func (r remoteBank) RefundJob(ctx context.Context, req ledger.Request, spec lien.JobRefundSpec) (lien.JobRefund, error) {
+	return r.client.RefundJob(ctx, req.ID, spec)
+}
+
 func (r remoteBank) AddReservation(ctx context.Context, req ledger.Request, spec lien.ReservationSpec) (lien.Reservation, error) {
 	return r.client.AddReservation(ctx, req.ID, spec)
 }

@@ -73,6 +73,7 @@ type bankService interface {
 	Charge(ctx context.Context, req ledger.Request, spec lien.ChargeSpec) (lien.ChargeResult, error)
 	Charges(ctx context.Context, job lien.Job) ([]ledger.Charge, error)
 	Refund(ctx context.Context, req ledger.Request, spec lien.RefundSpec) (ledger.Charge, error)
+	RefundJob(ctx context.Context, req ledger.Request, spec lien.JobRefundSpec) (lien.JobRefund, error)
 	AddReservation(ctx context.Context, req ledger.Request, spec lien.ReservationSpec) (lien.Reservation, error)
 	Reservations(ctx context.Context) ([]lien.Reservation, error)
 	Flush(ctx context.Context, req ledger.Request, name string, running int64, end bool) (lien.FlushResult, error)

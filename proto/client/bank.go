@@ -260,6 +260,11 @@ func (c *Client) Refund(ctx context.Context, requestID string, r api.RefundReque
 	return post[ledger.Charge](ctx, c, api.PathRefunds, requestID, r)
 }
 
+// RefundJob returns credits of a job's charges, newest first.
+func (c *Client) RefundJob(ctx context.Context, requestID string, spec lien.JobRefundSpec) (lien.JobRefund, error) {
+	return post[lien.JobRefund](ctx, c, api.PathJobRefunds, requestID, spec)
+}
+
 // AddReservation registers a chargeable reservation.
 func (c *Client) AddReservation(ctx context.Context, requestID string, r api.ReservationRequest) (lien.Reservation, error) {
 	return post[lien.Reservation](ctx, c, api.PathReservations, requestID, r)
