@@ -222,6 +222,10 @@ func (r remoteBank) Refund(ctx context.Context, req ledger.Request, spec lien.Re
 	return r.client.Refund(ctx, req.ID, spec)
 }
 
+func (r remoteBank) ModifyAllocation(ctx context.Context, req ledger.Request, id uint64, change ledger.AllocationChange) (ledger.Allocation, error) {
+	return r.client.ModifyAllocation(ctx, req.ID, id, change)
+}
+
 func (r remoteBank) RefundJob(ctx context.Context, req ledger.Request, spec lien.JobRefundSpec) (lien.JobRefund, error) {
 	return r.client.RefundJob(ctx, req.ID, spec)
 }

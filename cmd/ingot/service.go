@@ -43,6 +43,7 @@ type bankService interface {
 	Deposit(ctx context.Context, req ledger.Request, spec ledger.DepositSpec) (ledger.Receipt, error)
 	Withdraw(ctx context.Context, req ledger.Request, spec ledger.WithdrawSpec) (ledger.Receipt, error)
 	Transfer(ctx context.Context, req ledger.Request, spec ledger.TransferSpec) (ledger.Receipt, error)
+	ModifyAllocation(ctx context.Context, req ledger.Request, id uint64, change ledger.AllocationChange) (ledger.Allocation, error)
 
 	Balances(ctx context.Context, at time.Time) ([]ledger.NodeBalance, error)
 	BalanceAt(ctx context.Context, node string, at time.Time) (ledger.NodeBalance, error)

@@ -42,6 +42,7 @@
 //		POST   /v1/deposits           DepositRequest     ledger.Receipt          admin, manager¹
 //		POST   /v1/withdrawals        WithdrawRequest    ledger.Receipt          admin, manager¹
 //		POST   /v1/transfers          TransferRequest    ledger.Receipt          admin, manager¹ (both ends)
+//		POST   /v1/allocations/modify AllocationModifyRequest ledger.Allocation admin, manager¹ (its account)
 //		GET    /v1/rates              -                  charge.RateTable        all
 //		POST   /v1/rates              RatesRequest       charge.RateTable        admin
 //		GET    /v1/config             -                  lien.Config             admin, scheduler

@@ -15,46 +15,47 @@ import (
 // Paths of the endpoints (see the package documentation). A path that
 // lists with GET makes with POST.
 const (
-	PathHealth         = "/healthz"
-	PathSettings       = "/v1/settings"
-	PathBalances       = "/v1/balances"
-	PathBalance        = "/v1/balance"
-	PathAvailable      = "/v1/available"
-	PathShares         = "/v1/shares"
-	PathFairShare      = "/v1/fairshare"
-	PathStatement      = "/v1/statement"
-	PathJournal        = "/v1/journal"
-	PathAudit          = "/v1/audit"
-	PathBackup         = "/v1/backup"
-	PathNodes          = "/v1/nodes"
-	PathNode           = "/v1/node"
-	PathNodeModify     = "/v1/nodes/modify"
-	PathNodeDeactivate = "/v1/nodes/deactivate"
-	PathNodeReactivate = "/v1/nodes/reactivate"
-	PathUsers          = "/v1/users"
-	PathUserModify     = "/v1/users/modify"
-	PathMachines       = "/v1/machines"
-	PathMachineModify  = "/v1/machines/modify"
-	PathDeposits       = "/v1/deposits"
-	PathWithdrawals    = "/v1/withdrawals"
-	PathTransfers      = "/v1/transfers"
-	PathRates          = "/v1/rates"
-	PathConfig         = "/v1/config"
-	PathQuotes         = "/v1/quotes"
-	PathGuarantees     = "/v1/quotes/guarantee"
-	PathLiens          = "/v1/liens"
-	PathLien           = "/v1/lien"
-	PathExtend         = "/v1/liens/extend"
-	PathRelease        = "/v1/liens/release"
-	PathSweep          = "/v1/liens/sweep"
-	PathCharges        = "/v1/charges"
-	PathRefunds        = "/v1/refunds"
-	PathJobRefunds     = "/v1/refunds/job"
-	PathReservations   = "/v1/reservations"
-	PathFlush          = "/v1/reservations/flush"
-	PathClients        = "/v1/clients"
-	PathClientRotate   = "/v1/clients/rotate"
-	PathClientRevoke   = "/v1/clients/revoke"
+	PathHealth           = "/healthz"
+	PathSettings         = "/v1/settings"
+	PathBalances         = "/v1/balances"
+	PathBalance          = "/v1/balance"
+	PathAvailable        = "/v1/available"
+	PathShares           = "/v1/shares"
+	PathFairShare        = "/v1/fairshare"
+	PathStatement        = "/v1/statement"
+	PathJournal          = "/v1/journal"
+	PathAudit            = "/v1/audit"
+	PathBackup           = "/v1/backup"
+	PathNodes            = "/v1/nodes"
+	PathNode             = "/v1/node"
+	PathNodeModify       = "/v1/nodes/modify"
+	PathNodeDeactivate   = "/v1/nodes/deactivate"
+	PathNodeReactivate   = "/v1/nodes/reactivate"
+	PathUsers            = "/v1/users"
+	PathUserModify       = "/v1/users/modify"
+	PathMachines         = "/v1/machines"
+	PathMachineModify    = "/v1/machines/modify"
+	PathDeposits         = "/v1/deposits"
+	PathWithdrawals      = "/v1/withdrawals"
+	PathTransfers        = "/v1/transfers"
+	PathAllocationModify = "/v1/allocations/modify"
+	PathRates            = "/v1/rates"
+	PathConfig           = "/v1/config"
+	PathQuotes           = "/v1/quotes"
+	PathGuarantees       = "/v1/quotes/guarantee"
+	PathLiens            = "/v1/liens"
+	PathLien             = "/v1/lien"
+	PathExtend           = "/v1/liens/extend"
+	PathRelease          = "/v1/liens/release"
+	PathSweep            = "/v1/liens/sweep"
+	PathCharges          = "/v1/charges"
+	PathRefunds          = "/v1/refunds"
+	PathJobRefunds       = "/v1/refunds/job"
+	PathReservations     = "/v1/reservations"
+	PathFlush            = "/v1/reservations/flush"
+	PathClients          = "/v1/clients"
+	PathClientRotate     = "/v1/clients/rotate"
+	PathClientRevoke     = "/v1/clients/revoke"
 )
 
 // HeaderRequestID carries the request id of a change (see Retries).
@@ -90,6 +91,13 @@ type (
 type Modify[C any] struct {
 	Name   string `json:"name"`
 	Change C      `json:"change"`
+}
+
+// AllocationModifyRequest changes an allocation's terms:
+// {"allocation": 2, "change": {"credit_limit": "5000"}}.
+type AllocationModifyRequest struct {
+	Allocation uint64                  `json:"allocation"`
+	Change     ledger.AllocationChange `json:"change"`
 }
 
 // NameRequest names what to act on: a node to deactivate or reactivate, a client whose key

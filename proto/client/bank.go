@@ -260,6 +260,11 @@ func (c *Client) Refund(ctx context.Context, requestID string, r api.RefundReque
 	return post[ledger.Charge](ctx, c, api.PathRefunds, requestID, r)
 }
 
+// ModifyAllocation changes an allocation's terms.
+func (c *Client) ModifyAllocation(ctx context.Context, requestID string, id uint64, change ledger.AllocationChange) (ledger.Allocation, error) {
+	return post[ledger.Allocation](ctx, c, api.PathAllocationModify, requestID, api.AllocationModifyRequest{Allocation: id, Change: change})
+}
+
 // RefundJob returns credits of a job's charges, newest first.
 func (c *Client) RefundJob(ctx context.Context, requestID string, spec lien.JobRefundSpec) (lien.JobRefund, error) {
 	return post[lien.JobRefund](ctx, c, api.PathJobRefunds, requestID, spec)

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"fmt"
 	"io"
 	"slices"
 
@@ -150,6 +151,19 @@ func (s *Server) withdraw(c *call, spec api.WithdrawRequest) (ledger.Receipt, er
 		return ledger.Receipt{}, err
 	}
 	return s.ledger.Withdraw(c.r.Context(), c.req, spec)
+}
+
+// modifyAllocation changes an allocation of an account the client
+// manages: the allocation is read first, for its account.
+func (s *Server) modifyAllocation(c *call, m api.AllocationModifyRequest) (ledger.Allocation, error) {
+	a, err := s.ledger.Allocation(c.r.Context(), m.Allocation)
+	if err != nil {
+		return ledger.Allocation{}, err
+	}
+	if err := requireManages(c.client, fmt.Sprintf("change allocation %d of", m.Allocation), a.Account); err != nil {
+		return ledger.Allocation{}, err
+	}
+	return s.ledger.ModifyAllocation(c.r.Context(), c.req, m.Allocation, m.Change)
 }
 
 func (s *Server) transfer(c *call, spec api.TransferRequest) (ledger.Receipt, error) {

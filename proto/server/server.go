@@ -146,6 +146,7 @@ func (s *Server) table() []route {
 		change(api.PathDeposits, managers, endpoint(s.deposit)),
 		change(api.PathWithdrawals, managers, endpoint(s.withdraw)),
 		change(api.PathTransfers, managers, endpoint(s.transfer)),
+		change(api.PathAllocationModify, managers, endpoint(s.modifyAllocation)),
 		read(get, api.PathRates, anyRole, endpoint(s.rates)),
 		change(api.PathRates, adminOnly, endpoint(s.setRates)),
 		read(get, api.PathConfig, schedulers, endpoint(s.config)),
