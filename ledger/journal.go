@@ -36,6 +36,7 @@ const (
 	KindRefund           Kind = "refund"
 	KindNodeReactivate   Kind = "node_reactivate"
 	KindAllocationModify Kind = "allocation_modify"
+	KindLienModify       Kind = "lien_modify"
 )
 
 // Kinds lists every entry kind, for validation and help texts.
@@ -44,7 +45,7 @@ var Kinds = []Kind{
 	KindUserAdd, KindUserModify, KindMachineAdd, KindMachineModify,
 	KindDeposit, KindWithdraw, KindTransfer, KindRecord,
 	KindLienPlace, KindLienExtend, KindLienRelease, KindLienExpire, KindCharge, KindRefund,
-	KindNodeReactivate, KindAllocationModify,
+	KindNodeReactivate, KindAllocationModify, KindLienModify,
 }
 
 // Delta is the change one entry made to one allocation's amounts.

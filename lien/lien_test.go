@@ -352,6 +352,31 @@ func TestRefundJob(t *testing.T) {
 	}
 }
 
+// TestMoveEnd: a lien's end moved later keeps it holding past its old
+// expiry; moved earlier, it stops holding once that end passes, with no
+// sweep; past its end it cannot be moved again.
+func TestMoveEnd(t *testing.T) {
+	s := newSite(t)
+	s.MustDeposit("chem", "100000", time.Time{})
+	placed := s.mustPlace("m", 1, 600) // expires in 600 s + the grace
+	later := placed.Lien.Expires.Add(time.Hour)
+	if _, err := s.lb.MoveEnd(context.Background(), s.Req(), job("m"), later); err != nil {
+		t.Fatal(err)
+	}
+	s.Clock.Advance(placed.Lien.Expires.Sub(s.Clock.Now()) + time.Minute)
+	wantAmount(t, "reserved past the old end", s.MustBalance("chem").Reserved, "600")
+	l, err := s.lb.MoveEnd(context.Background(), s.Req(), job("m"), s.Clock.Now().Add(time.Second))
+	if err != nil || !l.Expires.Equal(s.Clock.Now().Add(time.Second)) {
+		t.Fatalf("moved earlier: %+v %v", l, err)
+	}
+	wantAmount(t, "reserved before the new end", s.MustBalance("chem").Reserved, "600")
+	s.Clock.Advance(time.Second)
+	wantAmount(t, "reserved at the new end", s.MustBalance("chem").Reserved, "0")
+	if _, err := s.lb.MoveEnd(context.Background(), s.Req(), job("m"), later); !errors.Is(err, ledger.ErrInactive) {
+		t.Errorf("moving an expired lien: %v", err)
+	}
+}
+
 func TestRatesWithQOSAndNightDiscount(t *testing.T) {
 	s := newSite(t)
 	s.MustDeposit("chem", "1000000", time.Time{})

@@ -301,6 +301,40 @@ func (b *Bank) Extend(ctx context.Context, req ledger.Request, job Job, wallcloc
 	})
 }
 
+// MoveEnd moves the end of a job's active lien, as Gold's gchres -e did:
+// later, for a job that runs longer at the price it was given, or
+// earlier. A lien whose end passes holds nothing from that instant on.
+// One past its end already cannot be moved: it has let its credits go,
+// and a job that still runs needs a new lien.
+func (b *Bank) MoveEnd(ctx context.Context, req ledger.Request, job Job, end time.Time) (ledger.Lien, error) {
+	if err := job.check(); err != nil {
+		return ledger.Lien{}, err
+	}
+	end = end.UTC()
+	content := struct {
+		Job
+		End time.Time `json:"end"`
+	}{job, end}
+	return ledger.Mutate(ctx, b.l, req, ledger.KindLienModify, content, func(w *ledger.Writer) (ledger.Lien, error) {
+		l, _, err := activeLien(w, job)
+		if err != nil {
+			return ledger.Lien{}, err
+		}
+		if !l.HoldsAt(w.Now()) {
+			return ledger.Lien{}, fmt.Errorf("%w: the lien of job %s on %s expired at %s and holds nothing: place a new one",
+				ledger.ErrInactive, job.ID, job.Machine, l.Expires.Format(time.RFC3339))
+		}
+		if !end.After(l.Created) {
+			return ledger.Lien{}, fmt.Errorf("%w: the lien of job %s cannot end at %s, before it was placed (%s)",
+				ledger.ErrInvalid, job.ID, end.Format(time.RFC3339), l.Created.Format(time.RFC3339))
+		}
+		description := fmt.Sprintf("end moved from %s to %s", l.Expires.Format(time.RFC3339), end.Format(time.RFC3339))
+		l.Expires = end
+		_, err = w.Append(ledger.Entry{Kind: ledger.KindLienModify, Node: l.Project, Ref: job.ID, Lien: &l, Description: description})
+		return l, err
+	})
+}
+
 // Release ends a job's active lien without charging it.
 func (b *Bank) Release(ctx context.Context, req ledger.Request, job Job) (ledger.Lien, error) {
 	if err := job.check(); err != nil {

@@ -226,6 +226,10 @@ func (r remoteBank) ModifyAllocation(ctx context.Context, req ledger.Request, id
 	return r.client.ModifyAllocation(ctx, req.ID, id, change)
 }
 
+func (r remoteBank) MoveEnd(ctx context.Context, req ledger.Request, job lien.Job, end time.Time) (ledger.Lien, error) {
+	return r.client.MoveLienEnd(ctx, req.ID, job, end)
+}
+
 func (r remoteBank) RefundJob(ctx context.Context, req ledger.Request, spec lien.JobRefundSpec) (lien.JobRefund, error) {
 	return r.client.RefundJob(ctx, req.ID, spec)
 }

@@ -68,6 +68,7 @@ type bankService interface {
 	Place(ctx context.Context, req ledger.Request, spec lien.PlaceSpec) (lien.LienResult, error)
 	Extend(ctx context.Context, req ledger.Request, job lien.Job, wallclockLimitSeconds int64) (lien.LienResult, error)
 	Release(ctx context.Context, req ledger.Request, job lien.Job) (ledger.Lien, error)
+	MoveEnd(ctx context.Context, req ledger.Request, job lien.Job, end time.Time) (ledger.Lien, error)
 	Sweep(ctx context.Context, req ledger.Request) ([]ledger.Lien, error)
 	Liens(ctx context.Context, node string, all bool) ([]ledger.Lien, error)
 	JobLien(ctx context.Context, job lien.Job) (ledger.Lien, error)

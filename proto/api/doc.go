@@ -55,6 +55,7 @@
 //		GET    /v1/lien               JobQuery           ledger.Lien             all⁴
 //		POST   /v1/liens/extend       ExtendRequest      lien.LienResult         admin, scheduler³
 //		POST   /v1/liens/release      ReleaseRequest     ledger.Lien             admin, scheduler³
+//		POST   /v1/liens/modify       LienModifyRequest  ledger.Lien             admin, scheduler³
 //		POST   /v1/liens/sweep        SweepRequest ({})  List of ledger.Lien     admin
 //		POST   /v1/charges            ChargeRequest      lien.ChargeResult       admin, scheduler³
 //		POST   /v1/batch              BatchRequest       BatchResponse           admin, scheduler³ (per item)

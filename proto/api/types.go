@@ -47,6 +47,7 @@ const (
 	PathLien             = "/v1/lien"
 	PathExtend           = "/v1/liens/extend"
 	PathRelease          = "/v1/liens/release"
+	PathLienModify       = "/v1/liens/modify"
 	PathSweep            = "/v1/liens/sweep"
 	PathCharges          = "/v1/charges"
 	PathRefunds          = "/v1/refunds"
@@ -123,6 +124,12 @@ type GuaranteeRequest struct {
 type ExtendRequest struct {
 	lien.Job
 	WallclockLimitSeconds int64 `json:"wallclock_limit_seconds"`
+}
+
+// LienModifyRequest moves the end of a job's lien.
+type LienModifyRequest struct {
+	lien.Job
+	End time.Time `json:"end"`
 }
 
 // FlushRequest charges a reservation's idle time; End closes it too.

@@ -265,6 +265,11 @@ func (c *Client) ModifyAllocation(ctx context.Context, requestID string, id uint
 	return post[ledger.Allocation](ctx, c, api.PathAllocationModify, requestID, api.AllocationModifyRequest{Allocation: id, Change: change})
 }
 
+// MoveLienEnd moves the end of a job's lien.
+func (c *Client) MoveLienEnd(ctx context.Context, requestID string, job lien.Job, end time.Time) (ledger.Lien, error) {
+	return post[ledger.Lien](ctx, c, api.PathLienModify, requestID, api.LienModifyRequest{Job: job, End: end})
+}
+
 // RefundJob returns credits of a job's charges, newest first.
 func (c *Client) RefundJob(ctx context.Context, requestID string, spec lien.JobRefundSpec) (lien.JobRefund, error) {
 	return post[lien.JobRefund](ctx, c, api.PathJobRefunds, requestID, spec)

@@ -38,6 +38,7 @@ var goldNames = map[ledger.Kind][2]string{
 	ledger.KindRecord:           {"Record", "Modify"},
 	ledger.KindLienPlace:        {"Job", "Reserve"},
 	ledger.KindLienExtend:       {"Reservation", "Modify"},
+	ledger.KindLienModify:       {"Reservation", "Modify"},
 	ledger.KindLienRelease:      {"Reservation", "Delete"},
 	ledger.KindLienExpire:       {"Reservation", "Expire"},
 	ledger.KindCharge:           {"Job", "Charge"},

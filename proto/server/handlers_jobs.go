@@ -52,6 +52,13 @@ func (s *Server) releaseLien(c *call, job api.ReleaseRequest) (ledger.Lien, erro
 	return s.bank.Release(c.r.Context(), c.req, job)
 }
 
+func (s *Server) modifyLien(c *call, m api.LienModifyRequest) (ledger.Lien, error) {
+	if err := requireSchedules(c.client, "move the end of a lien on", m.Machine); err != nil {
+		return ledger.Lien{}, err
+	}
+	return s.bank.MoveEnd(c.r.Context(), c.req, m.Job, m.End)
+}
+
 func (s *Server) sweep(c *call, _ api.SweepRequest) (api.List[ledger.Lien], error) {
 	liens, err := s.bank.Sweep(c.r.Context(), c.req)
 	return api.ListOf(liens), err

@@ -159,6 +159,7 @@ func (s *Server) table() []route {
 		read(get, api.PathLien, anyRole, endpoint(s.jobLien)),
 		bankAnswered(change(api.PathExtend, schedulers, endpoint(s.extendLien))),
 		bankAnswered(change(api.PathRelease, schedulers, endpoint(s.releaseLien))),
+		change(api.PathLienModify, schedulers, endpoint(s.modifyLien)),
 		change(api.PathSweep, adminOnly, endpoint(s.sweep)),
 		bankAnswered(change(api.PathCharges, schedulers, endpoint(s.charge))),
 		change(api.PathBatch, schedulers, s.batch),
