@@ -403,14 +403,16 @@ func (b *Bank) jobPricing(tx ledger.Tx, cfg Config, l ledger.Lien, d Detail) (pr
 	return pricing{rates: t, policy: d.Policy, shape: shapeOf(m)}, err
 }
 
-// Liens lists liens: the active ones (all, with all set), of a node's
-// subtree when node is not empty.
+// Liens lists liens: the open ones (all, with all set), of a node's
+// subtree when node is not empty. A lien is open until it is settled,
+// released or swept; one past its end is listed as expired (asOf).
 func (b *Bank) Liens(ctx context.Context, node string, all bool) ([]ledger.Lien, error) {
 	var out []ledger.Lien
+	now := b.l.Now()
 	err := b.l.View(ctx, func(tx ledger.Tx) error {
 		return tx.Liens(func(l ledger.Lien) (bool, error) {
 			if (all || l.State == ledger.LienActive) && (node == "" || ledger.InSubtree(l.Project, node)) {
-				out = append(out, l)
+				out = append(out, asOf(l, now))
 			}
 			return true, nil
 		})
@@ -418,7 +420,7 @@ func (b *Bank) Liens(ctx context.Context, node string, all bool) ([]ledger.Lien,
 	return out, err
 }
 
-// JobLien returns the newest lien of a job.
+// JobLien returns the newest lien of a job, as it stands now (asOf).
 func (b *Bank) JobLien(ctx context.Context, job Job) (ledger.Lien, error) {
 	var l ledger.Lien
 	err := b.l.View(ctx, func(tx ledger.Tx) error {
@@ -430,5 +432,15 @@ func (b *Bank) JobLien(ctx context.Context, job Job) (ledger.Lien, error) {
 		}
 		return err
 	})
-	return l, err
+	return asOf(l, b.l.Now()), err
+}
+
+// asOf is a lien as it stands at now: an active lien past its end is
+// expired, as the next sweep will journal it, since it holds nothing
+// from its end on. What is stored changes only with the sweep.
+func asOf(l ledger.Lien, now time.Time) ledger.Lien {
+	if l.State == ledger.LienActive && !l.HoldsAt(now) {
+		l.State = ledger.LienExpired
+	}
+	return l
 }

@@ -33,7 +33,7 @@ func lienCommands() []*cli.Command {
 			},
 			{
 				Name:      "list",
-				Usage:     "list active liens, all or of a node's subtree",
+				Usage:     "list open liens (active, or past their end and not yet swept: shown expired), all or of a node's subtree",
 				ArgsUsage: "[NODE]",
 				Flags:     []cli.Flag{&cli.BoolFlag{Name: "all", Usage: "also settled, released and expired liens"}},
 				Action:    lienList,
