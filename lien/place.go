@@ -120,7 +120,7 @@ func (b *Bank) Place(ctx context.Context, req ledger.Request, spec PlaceSpec) (L
 			}
 			reused = d.Quote == spec.Quote
 		}
-		pr, quoteRec, err := b.lienPricing(w, cfg, p, spec.Quote, reused)
+		pr, quoteRec, err := b.newJobPricing(w, cfg, p, spec.Quote, reused)
 		if err != nil {
 			return LienResult{}, err
 		}
@@ -160,10 +160,11 @@ func (b *Bank) Place(ctx context.Context, req ledger.Request, spec PlaceSpec) (L
 	})
 }
 
-// lienPricing is the pricing of a new lien: the rates in force, or the
-// guaranteed quote named, which this lien then uses once (the returned
-// record counts the use) unless the job used it already (reused).
-func (b *Bank) lienPricing(w *ledger.Writer, cfg Config, p who, quoteID uint64, reused bool) (pricing, *ledger.Record, error) {
+// newJobPricing is the pricing of a new lien, or of a charge without one:
+// the rates in force, or the guaranteed quote named, which the job then
+// uses once (the returned record counts the use) unless it used it
+// already (reused).
+func (b *Bank) newJobPricing(w *ledger.Writer, cfg Config, p who, quoteID uint64, reused bool) (pricing, *ledger.Record, error) {
 	if quoteID == 0 {
 		pr, err := b.pricing(w.Tx(), cfg, p)
 		return pr, nil, err

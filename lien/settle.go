@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/shopspring/decimal"
 
@@ -24,12 +25,18 @@ type ChargeSpec struct {
 	Incremental bool `json:"incremental,omitempty"`
 	// Reservation names the chargeable reservation the job ran in.
 	Reservation string `json:"reservation,omitempty"`
+	// Quote names the guaranteed quote a job without a lien is charged
+	// at (as Gold's gcharge -q): its frozen prices, and one of its uses,
+	// which the job's later charges share. A job with a lien is priced as
+	// its lien was, and may name only the lien's quote.
+	Quote uint64 `json:"quote,omitempty"`
 }
 
 // chargeDetail is what this package keeps in ledger.Charge.Detail.
 type chargeDetail struct {
 	Usage       charge.Usage       `json:"usage"`
 	Reservation string             `json:"reservation,omitempty"`
+	Quote       uint64             `json:"quote,omitempty"`
 	Explanation charge.Explanation `json:"explanation"`
 }
 
@@ -72,7 +79,7 @@ func (b *Bank) Charge(ctx context.Context, req ledger.Request, spec ChargeSpec) 
 				return ChargeResult{}, fmt.Errorf("%w: job %s on %s (charge %d)", ErrAlreadyCharged, spec.ID, spec.Machine, c.ID)
 			}
 		}
-		terms, err := b.chargeTerms(tx, spec)
+		terms, err := b.chargeTerms(w, spec, charges)
 		if err != nil {
 			return ChargeResult{}, err
 		}
@@ -82,8 +89,11 @@ func (b *Bank) Charge(ctx context.Context, req ledger.Request, spec ChargeSpec) 
 			return ChargeResult{}, fmt.Errorf("%w: charge for job %s: %v", ledger.ErrInvalid, spec.ID, err)
 		}
 		c.JobID, c.Machine, c.Final, c.Time = spec.ID, spec.Machine, !spec.Incremental, w.Now()
-		var rec *ledger.Record
+		rec := terms.quoteUse
 		if spec.Reservation != "" {
+			if rec != nil {
+				return ChargeResult{}, fmt.Errorf("%w: charge for job %s names a reservation and a guaranteed quote: a job is one or the other", ledger.ErrInvalid, spec.ID)
+			}
 			if rec, err = recordJobInReservation(tx, spec.Reservation, spec.Machine, usage); err != nil {
 				return ChargeResult{}, fmt.Errorf("%w: charge for job %s: %v", ledger.ErrInvalid, spec.ID, err)
 			}
@@ -100,6 +110,9 @@ type chargeTerms struct {
 	lien   *ledger.Lien  // nil without an active lien
 	pr     pricing
 	usage  charge.Usage
+	// quoteUse records the use of the guaranteed quote the charge named
+	// (nil when it uses none, or the job used it already).
+	quoteUse *ledger.Record
 }
 
 // chargeUsage is the usage a charge is priced for: an incremental charge
@@ -112,7 +125,10 @@ func chargeUsage(spec ChargeSpec) charge.Usage {
 	return u
 }
 
-func (b *Bank) chargeTerms(tx ledger.Tx, spec ChargeSpec) (chargeTerms, error) {
+// chargeTerms works out how a job is charged; charges are its charges so
+// far.
+func (b *Bank) chargeTerms(w *ledger.Writer, spec ChargeSpec, charges []ledger.Charge) (chargeTerms, error) {
+	tx := w.Tx()
 	t := chargeTerms{usage: chargeUsage(spec)}
 	cfg, err := b.pricingConfig(tx)
 	if err != nil {
@@ -132,6 +148,9 @@ func (b *Bank) chargeTerms(tx ledger.Tx, spec ChargeSpec) (chargeTerms, error) {
 		if spec.Project != "" && spec.Project != l.Project && spec.Project != d.Requested {
 			return t, fmt.Errorf("%w: charge for job %s names project %s, but its lien is on %s", ledger.ErrInvalid, spec.ID, spec.Project, l.Project)
 		}
+		if spec.Quote != 0 && spec.Quote != d.Quote {
+			return t, fmt.Errorf("%w: charge for job %s names quote %d, but its lien (%d) is priced otherwise: it is charged as its lien was", ledger.ErrInvalid, spec.ID, spec.Quote, l.ID)
+		}
 		if t.pr, err = b.jobPricing(tx, cfg, l, d); err != nil {
 			return t, err
 		}
@@ -146,8 +165,14 @@ func (b *Bank) chargeTerms(tx ledger.Tx, spec ChargeSpec) (chargeTerms, error) {
 	if err != nil {
 		return t, fmt.Errorf("charge for job %s without a lien: %w", spec.ID, err)
 	}
-	if t.pr, err = b.pricing(tx, cfg, p); err != nil {
-		return t, err
+	// The job's charges use the quote once: a later charge under it does
+	// not count again.
+	reused := slices.ContainsFunc(charges, func(c ledger.Charge) bool {
+		var d chargeDetail
+		return json.Unmarshal(c.Detail, &d) == nil && d.Quote == spec.Quote
+	})
+	if t.pr, t.quoteUse, err = b.newJobPricing(w, cfg, p, spec.Quote, spec.Quote != 0 && reused); err != nil {
+		return t, fmt.Errorf("charge for job %s: %w", spec.ID, err)
 	}
 	t.charge = ledger.Charge{JobRef: ledger.JobRef{Project: p.project.Name, Account: p.project.Account(), User: p.user.Name}}
 	return t, nil
@@ -168,7 +193,7 @@ func priceCharge(pr pricing, policy charge.Policy, usage charge.Usage, reservati
 	if err != nil {
 		return pricedCharge{}, err
 	}
-	detail, err := json.Marshal(chargeDetail{Usage: usage, Reservation: reservation, Explanation: amount.Explanation})
+	detail, err := json.Marshal(chargeDetail{Usage: usage, Reservation: reservation, Quote: pr.quote, Explanation: amount.Explanation})
 	if err != nil {
 		return pricedCharge{}, fmt.Errorf("encode charge detail: %w", err)
 	}

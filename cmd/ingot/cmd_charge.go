@@ -30,6 +30,7 @@ func chargeCommands() []*cli.Command {
 		&cli.StringFlag{Name: "state", Value: "completed", Usage: "how the job ended: completed, failed, timeout, out_of_memory, cancelled, node_fail, preempted, boot_fail, deadline"},
 		&cli.BoolFlag{Name: "incremental", Usage: "charge a running job for what it used since its last charge; its lien shrinks and stays"},
 		&cli.StringFlag{Name: "reservation", Usage: "the chargeable reservation `NAME` the job ran in (its time there is not charged as idle)"},
+		&cli.Uint64Flag{Name: "quote", Usage: "charge a job without a lien at guaranteed quote `ID`'s prices (uses it once, as Gold's gcharge -q)"},
 	)
 	return []*cli.Command{
 		{
@@ -97,7 +98,7 @@ func chargeJob(c *cli.Context) error {
 	}
 	return withJob(c, func(b bank, job lien.Job) error {
 		r, err := b.Charge(c.Context, request(c), lien.ChargeSpec{Job: job, User: c.String("user"), Project: c.String("project"), Usage: usage,
-			Incremental: c.Bool("incremental"), Reservation: c.String("reservation")})
+			Incremental: c.Bool("incremental"), Reservation: c.String("reservation"), Quote: c.Uint64("quote")})
 		if err != nil {
 			return err
 		}

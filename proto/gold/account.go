@@ -122,10 +122,7 @@ func transfer(c *call) (Response, error) {
 }
 
 // allocation is the Allocation given, 0 when none is.
-func (c *call) allocation() (uint64, error) {
-	n, err := c.count("Allocation")
-	return uint64(n), err
-}
+func (c *call) allocation() (uint64, error) { return c.number("Allocation") }
 
 // receipt answers a change of amounts with the allocations it changed.
 func receipt(r ledger.Receipt, count, message string) Response {

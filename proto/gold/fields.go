@@ -108,6 +108,12 @@ func (c *call) count(name string) (int64, error) {
 	return n, nil
 }
 
+// number is the id given as name (an allocation, a quote), 0 when none is.
+func (c *call) number(name string) (uint64, error) {
+	n, err := c.count(name)
+	return uint64(n), err
+}
+
 // Gold's times in elements named ...Time are epoch seconds; an allocation
 // without an end has Gold's "infinity", written as 2^31-1 or more, and one
 // from the beginning of time its "-infinity", zero or less.

@@ -131,9 +131,10 @@ func refused(err error, format string, args ...any) error {
 }
 
 // chargeFields are a job's fields as charged: WallDuration is the time
-// used, CPUTime the CPU seconds, and Type is Job, or Reservation for a
-// chargeable reservation's idle time.
-var chargeFields = slices.Concat(jobFields, []string{"EndTime", "CPUTime", "Type", "Incremental"})
+// used, CPUTime the CPU seconds, Type is Job, or Reservation for a
+// chargeable reservation's idle time, and QuoteId a guaranteed quote a
+// job without a reservation is charged at (as gcharge -q).
+var chargeFields = slices.Concat(jobFields, []string{"EndTime", "CPUTime", "Type", "Incremental", "QuoteId"})
 
 // chargeJob charges a job: finally (its lien settled, what is left of it
 // released), or Incremental=True (the lien stays and shrinks). It never
@@ -183,6 +184,9 @@ func (c *call) chargeSpec() (api.ChargeRequest, error) {
 		return spec, err
 	}
 	if spec.Incremental, err = c.flag("Incremental"); err != nil {
+		return spec, err
+	}
+	if spec.Quote, err = c.number("QuoteId"); err != nil {
 		return spec, err
 	}
 	u := charge.Usage{State: charge.Completed}
