@@ -86,6 +86,17 @@ type Entry struct {
 	Hash string `json:"hash,omitempty"`
 }
 
+// Job is the job an entry is about (its lien's or its charge's), or nil.
+func (e Entry) Job() *JobRef {
+	switch {
+	case e.Charge != nil:
+		return &e.Charge.JobRef
+	case e.Lien != nil:
+		return &e.Lien.JobRef
+	}
+	return nil
+}
+
 // encodeEntry is e's canonical encoding: its JSON (encoding/json's), with
 // Hash empty and left out. The hash covers PrevHash, which chains the
 // entries, and Answer, which anchors the answer kept for retries.

@@ -237,13 +237,7 @@ func (f JournalFilter) matches(e Entry) bool {
 		return false
 	}
 	if f.Job != "" {
-		var job *JobRef
-		switch {
-		case e.Lien != nil:
-			job = &e.Lien.JobRef
-		case e.Charge != nil:
-			job = &e.Charge.JobRef
-		}
+		job := e.Job()
 		if job == nil || job.JobID != f.Job || f.Machine != "" && job.Machine != f.Machine {
 			return false
 		}

@@ -3,6 +3,7 @@ package gold
 import (
 	"context"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -119,7 +120,7 @@ func notImplemented(object, act string) error {
 // error for it with Gold's code of the same meaning. A server error is
 // logged with its cause, which the reply does not show.
 func (b *Bank) failure(actor string, err error) Response {
-	if _, ok := err.(*Error); ok {
+	if _, ok := errors.AsType[*Error](err); ok {
 		return Failure(actor, err)
 	}
 	e := api.FromError(err)

@@ -75,6 +75,9 @@ func reserve(c *call) (Response, error) {
 	if err != nil {
 		return Response{}, err
 	}
+	if spec.ID == "" {
+		return Response{}, Errorf(CodeBadData, "Job Reserve needs JobId")
+	}
 	if spec.Request.WallclockLimitSeconds == 0 {
 		return Response{}, Errorf(CodeBadData, "Job Reserve needs WallDuration, the job's wallclock limit in seconds")
 	}

@@ -53,7 +53,9 @@ var ErrServerClosed = http.ErrServerClosed
 // Server serves SSSRMAP on listeners: one request per connection, as
 // Gold's clients and Maui send them, answered and closed. The whole
 // request must arrive within ReadTimeout, else it is answered 242; the
-// reply must be taken within WriteTimeout.
+// reply must be taken within WriteTimeout. Handler and Log must be set;
+// each request is logged once, at info, with its client, object, action,
+// actor, code and duration, never its content.
 type Server struct {
 	Handler      Handler
 	Log          *slog.Logger

@@ -99,14 +99,7 @@ func transactionRow(e ledger.Entry, account string) row {
 	if e.Node != "" {
 		r["Account"] = ledger.AccountOf(e.Node)
 	}
-	var job *ledger.JobRef
-	switch {
-	case e.Charge != nil:
-		job = &e.Charge.JobRef
-	case e.Lien != nil:
-		job = &e.Lien.JobRef
-	}
-	if job != nil {
+	if job := e.Job(); job != nil {
 		r["Account"], r["Project"], r["User"], r["Machine"], r["JobId"] = job.Account, job.Project, job.User, job.Machine, job.JobID
 	}
 	if account != "" {
