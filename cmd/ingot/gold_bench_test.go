@@ -24,8 +24,7 @@ import (
 // its cycles/s over the JSON API's.
 //
 // The bar (measured, not asserted; docs/performance.md): at least 1,000
-// cycles/s at 16 connections on the 2-core development machine. The Gold
-// 2.2 server made 7.6 to 16.8 on such a machine.
+// cycles/s at 16 connections on the 2-core development machine.
 func BenchmarkGold(b *testing.B) {
 	served := newServedBank(b)
 	key := goldKey(b, served.cliBank, "maui", "--role", "scheduler", "--scope", "hpc1")
