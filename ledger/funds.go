@@ -103,7 +103,13 @@ func (l *Ledger) Deposit(ctx context.Context, req Request, spec DepositSpec) (Re
 }
 
 func (l *Ledger) checkDeposit(spec *DepositSpec) error {
-	if err := CheckAmount(spec.Amount, l.settings.Precision); err != nil {
+	// A new allocation may be of credit alone (Gold's gdeposit -L): its
+	// amount is zero and its credit limit is not.
+	creditOnly := spec.Amount.IsZero() && spec.Allocation == 0 && spec.CreditLimit.IsPositive()
+	if err := CheckAmount(spec.Amount, l.settings.Precision); err != nil && !creditOnly {
+		if spec.Amount.IsZero() {
+			return fmt.Errorf("deposit: %w (an allocation of credit alone is a new one with a credit limit)", err)
+		}
 		return fmt.Errorf("deposit: %w", err)
 	}
 	if err := CheckCreditLimit(spec.CreditLimit, l.settings.Precision); err != nil {

@@ -16,25 +16,27 @@ type Kind string
 
 // The journal entry kinds.
 const (
-	KindInit           Kind = "init"
-	KindNodeCreate     Kind = "node_create"
-	KindNodeModify     Kind = "node_modify"
-	KindNodeDeactivate Kind = "node_deactivate"
-	KindUserAdd        Kind = "user_add"
-	KindUserModify     Kind = "user_modify"
-	KindMachineAdd     Kind = "machine_add"
-	KindMachineModify  Kind = "machine_modify"
-	KindDeposit        Kind = "deposit"
-	KindWithdraw       Kind = "withdraw"
-	KindTransfer       Kind = "transfer"
-	KindRecord         Kind = "record"
-	KindLienPlace      Kind = "lien_place"
-	KindLienExtend     Kind = "lien_extend"
-	KindLienRelease    Kind = "lien_release"
-	KindLienExpire     Kind = "lien_expire"
-	KindCharge         Kind = "charge"
-	KindRefund         Kind = "refund"
-	KindNodeReactivate Kind = "node_reactivate"
+	KindInit             Kind = "init"
+	KindNodeCreate       Kind = "node_create"
+	KindNodeModify       Kind = "node_modify"
+	KindNodeDeactivate   Kind = "node_deactivate"
+	KindUserAdd          Kind = "user_add"
+	KindUserModify       Kind = "user_modify"
+	KindMachineAdd       Kind = "machine_add"
+	KindMachineModify    Kind = "machine_modify"
+	KindDeposit          Kind = "deposit"
+	KindWithdraw         Kind = "withdraw"
+	KindTransfer         Kind = "transfer"
+	KindRecord           Kind = "record"
+	KindLienPlace        Kind = "lien_place"
+	KindLienExtend       Kind = "lien_extend"
+	KindLienRelease      Kind = "lien_release"
+	KindLienExpire       Kind = "lien_expire"
+	KindCharge           Kind = "charge"
+	KindRefund           Kind = "refund"
+	KindNodeReactivate   Kind = "node_reactivate"
+	KindAllocationModify Kind = "allocation_modify"
+	KindLienModify       Kind = "lien_modify"
 )
 
 // Kinds lists every entry kind, for validation and help texts.
@@ -43,7 +45,7 @@ var Kinds = []Kind{
 	KindUserAdd, KindUserModify, KindMachineAdd, KindMachineModify,
 	KindDeposit, KindWithdraw, KindTransfer, KindRecord,
 	KindLienPlace, KindLienExtend, KindLienRelease, KindLienExpire, KindCharge, KindRefund,
-	KindNodeReactivate,
+	KindNodeReactivate, KindAllocationModify, KindLienModify,
 }
 
 // Delta is the change one entry made to one allocation's amounts.
@@ -82,6 +84,17 @@ type Entry struct {
 	// Hash is the SHA-256 of the stored encoding, which does not hold it
 	// (entries written before the answer was anchored hold it empty).
 	Hash string `json:"hash,omitempty"`
+}
+
+// Job is the job an entry is about (its lien's or its charge's), or nil.
+func (e Entry) Job() *JobRef {
+	switch {
+	case e.Charge != nil:
+		return &e.Charge.JobRef
+	case e.Lien != nil:
+		return &e.Lien.JobRef
+	}
+	return nil
 }
 
 // encodeEntry is e's canonical encoding: its JSON (encoding/json's), with

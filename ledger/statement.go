@@ -153,8 +153,11 @@ type JournalFilter struct {
 	// change one of its allocations.
 	Node  string
 	Kinds []Kind
-	From  time.Time // inclusive
-	To    time.Time // exclusive
+	// Job selects the entries of the liens, charges and refunds of a job,
+	// on Machine if that is not empty.
+	Job, Machine string
+	From         time.Time // inclusive
+	To           time.Time // exclusive
 	// Limit keeps the newest Limit entries.
 	Limit int
 }
@@ -185,7 +188,7 @@ func (l *Ledger) Journal(ctx context.Context, f JournalFilter) ([]Entry, error) 
 			return f.Limit == 0 || len(out) < f.Limit, nil
 		}
 		if f.Node == "" {
-			if f.Limit > 0 && len(f.Kinds) == 0 {
+			if f.Limit > 0 && len(f.Kinds) == 0 && f.Job == "" {
 				head, err := tx.Head()
 				if err != nil {
 					return err
@@ -232,6 +235,12 @@ func eachNodeEntry(tx Tx, node string, from, to uint64, reverse bool, fn func(En
 func (f JournalFilter) matches(e Entry) bool {
 	if len(f.Kinds) > 0 && !slices.Contains(f.Kinds, e.Kind) {
 		return false
+	}
+	if f.Job != "" {
+		job := e.Job()
+		if job == nil || job.JobID != f.Job || f.Machine != "" && job.Machine != f.Machine {
+			return false
+		}
 	}
 	return f.Node == "" || slices.Contains(IndexTerms(e), f.Node)
 }

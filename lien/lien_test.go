@@ -326,6 +326,62 @@ func TestRefund(t *testing.T) {
 	wantAmount(t, "amount after full refund", s.MustBalance("chem").Amount, "5500")
 }
 
+// TestRefundJob refunds by job across its charges, newest first, as
+// Gold's staff do (grefund -J): a part, then the rest; never more than
+// was charged, and a job without charges is not found.
+func TestRefundJob(t *testing.T) {
+	s := newSite(t)
+	s.MustDeposit("chem", "100000", time.Time{})
+	s.mustPlace("long", 10, 3600)
+	first := s.mustCharge(lien.ChargeSpec{Job: job("long"), Incremental: true, Usage: s.usage(10, 1800, 3600, 0, charge.Running)}) // 18000
+	last := s.mustCharge(lien.ChargeSpec{Job: job("long"), Usage: s.usage(10, 60, 3600, 0, charge.Completed)})                     // 600
+	refunded, err := s.lb.RefundJob(context.Background(), s.Req(), lien.JobRefundSpec{Job: job("long"), Amount: dec("1000")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(refunded.Charges) != 2 || refunded.Charges[0].ID != last.Charge.ID || refunded.Charges[1].ID != first.Charge.ID {
+		t.Fatalf("refunded %+v; want the last charge then the first", refunded)
+	}
+	wantAmount(t, "refunded", refunded.Refunded, "1000")
+	wantAmount(t, "last charge refunded", refunded.Charges[0].Refunded, "600")
+	wantAmount(t, "first charge refunded", refunded.Charges[1].Refunded, "400")
+	if _, err := s.lb.RefundJob(context.Background(), s.Req(), lien.JobRefundSpec{Job: job("long"), Amount: dec("17600.01")}); !errors.Is(err, lien.ErrRefund) {
+		t.Errorf("refund beyond the charges: %v", err)
+	}
+	if refunded, err = s.lb.RefundJob(context.Background(), s.Req(), lien.JobRefundSpec{Job: job("long")}); err != nil || len(refunded.Charges) != 1 || !refunded.Refunded.Equal(dec("17600")) || !refunded.Charges[0].Refunded.Equal(dec("18000")) {
+		t.Errorf("refund of the rest: %+v %v", refunded, err)
+	}
+	wantAmount(t, "amount after full refund", s.MustBalance("chem").Amount, "100000")
+	if _, err := s.lb.RefundJob(context.Background(), s.Req(), lien.JobRefundSpec{Job: job("never")}); !errors.Is(err, ledger.ErrNotFound) {
+		t.Errorf("job without charges: %v", err)
+	}
+}
+
+// TestMoveEnd: a lien's end moved later keeps it holding past its old
+// expiry; moved earlier, it stops holding once that end passes, with no
+// sweep; past its end it cannot be moved again.
+func TestMoveEnd(t *testing.T) {
+	s := newSite(t)
+	s.MustDeposit("chem", "100000", time.Time{})
+	placed := s.mustPlace("m", 1, 600) // expires in 600 s + the grace
+	later := placed.Lien.Expires.Add(time.Hour)
+	if _, err := s.lb.MoveEnd(context.Background(), s.Req(), job("m"), later); err != nil {
+		t.Fatal(err)
+	}
+	s.Clock.Advance(placed.Lien.Expires.Sub(s.Clock.Now()) + time.Minute)
+	wantAmount(t, "reserved past the old end", s.MustBalance("chem").Reserved, "600")
+	l, err := s.lb.MoveEnd(context.Background(), s.Req(), job("m"), s.Clock.Now().Add(time.Second))
+	if err != nil || !l.Expires.Equal(s.Clock.Now().Add(time.Second)) {
+		t.Fatalf("moved earlier: %+v %v", l, err)
+	}
+	wantAmount(t, "reserved before the new end", s.MustBalance("chem").Reserved, "600")
+	s.Clock.Advance(time.Second)
+	wantAmount(t, "reserved at the new end", s.MustBalance("chem").Reserved, "0")
+	if _, err := s.lb.MoveEnd(context.Background(), s.Req(), job("m"), later); !errors.Is(err, ledger.ErrInactive) {
+		t.Errorf("moving an expired lien: %v", err)
+	}
+}
+
 func TestRatesWithQOSAndNightDiscount(t *testing.T) {
 	s := newSite(t)
 	s.MustDeposit("chem", "1000000", time.Time{})

@@ -120,7 +120,7 @@ func (b *Bank) Place(ctx context.Context, req ledger.Request, spec PlaceSpec) (L
 			}
 			reused = d.Quote == spec.Quote
 		}
-		pr, quoteRec, err := b.lienPricing(w, cfg, p, spec.Quote, reused)
+		pr, quoteRec, err := b.newJobPricing(w, cfg, p, spec.Quote, reused)
 		if err != nil {
 			return LienResult{}, err
 		}
@@ -160,10 +160,11 @@ func (b *Bank) Place(ctx context.Context, req ledger.Request, spec PlaceSpec) (L
 	})
 }
 
-// lienPricing is the pricing of a new lien: the rates in force, or the
-// guaranteed quote named, which this lien then uses once (the returned
-// record counts the use) unless the job used it already (reused).
-func (b *Bank) lienPricing(w *ledger.Writer, cfg Config, p who, quoteID uint64, reused bool) (pricing, *ledger.Record, error) {
+// newJobPricing is the pricing of a new lien, or of a charge without one:
+// the rates in force, or the guaranteed quote named, which the job then
+// uses once (the returned record counts the use) unless it used it
+// already (reused).
+func (b *Bank) newJobPricing(w *ledger.Writer, cfg Config, p who, quoteID uint64, reused bool) (pricing, *ledger.Record, error) {
 	if quoteID == 0 {
 		pr, err := b.pricing(w.Tx(), cfg, p)
 		return pr, nil, err
@@ -301,6 +302,40 @@ func (b *Bank) Extend(ctx context.Context, req ledger.Request, job Job, wallcloc
 	})
 }
 
+// MoveEnd moves the end of a job's active lien, as Gold's gchres -e did:
+// later, for a job that runs longer at the price it was given, or
+// earlier. A lien whose end passes holds nothing from that instant on.
+// One past its end already cannot be moved: it has let its credits go,
+// and a job that still runs needs a new lien.
+func (b *Bank) MoveEnd(ctx context.Context, req ledger.Request, job Job, end time.Time) (ledger.Lien, error) {
+	if err := job.check(); err != nil {
+		return ledger.Lien{}, err
+	}
+	end = end.UTC()
+	content := struct {
+		Job
+		End time.Time `json:"end"`
+	}{job, end}
+	return ledger.Mutate(ctx, b.l, req, ledger.KindLienModify, content, func(w *ledger.Writer) (ledger.Lien, error) {
+		l, _, err := activeLien(w, job)
+		if err != nil {
+			return ledger.Lien{}, err
+		}
+		if !l.HoldsAt(w.Now()) {
+			return ledger.Lien{}, fmt.Errorf("%w: the lien of job %s on %s expired at %s and holds nothing: place a new one",
+				ledger.ErrInactive, job.ID, job.Machine, l.Expires.Format(time.RFC3339))
+		}
+		if !end.After(l.Created) {
+			return ledger.Lien{}, fmt.Errorf("%w: the lien of job %s cannot end at %s, before it was placed (%s)",
+				ledger.ErrInvalid, job.ID, end.Format(time.RFC3339), l.Created.Format(time.RFC3339))
+		}
+		description := fmt.Sprintf("end moved from %s to %s", l.Expires.Format(time.RFC3339), end.Format(time.RFC3339))
+		l.Expires = end
+		_, err = w.Append(ledger.Entry{Kind: ledger.KindLienModify, Node: l.Project, Ref: job.ID, Lien: &l, Description: description})
+		return l, err
+	})
+}
+
 // Release ends a job's active lien without charging it.
 func (b *Bank) Release(ctx context.Context, req ledger.Request, job Job) (ledger.Lien, error) {
 	if err := job.check(); err != nil {
@@ -369,14 +404,16 @@ func (b *Bank) jobPricing(tx ledger.Tx, cfg Config, l ledger.Lien, d Detail) (pr
 	return pricing{rates: t, policy: d.Policy, shape: shapeOf(m)}, err
 }
 
-// Liens lists liens: the active ones (all, with all set), of a node's
-// subtree when node is not empty.
+// Liens lists liens: the open ones (all, with all set), of a node's
+// subtree when node is not empty. A lien is open until it is settled,
+// released or swept; one past its end is listed as expired (asOf).
 func (b *Bank) Liens(ctx context.Context, node string, all bool) ([]ledger.Lien, error) {
 	var out []ledger.Lien
+	now := b.l.Now()
 	err := b.l.View(ctx, func(tx ledger.Tx) error {
 		return tx.Liens(func(l ledger.Lien) (bool, error) {
 			if (all || l.State == ledger.LienActive) && (node == "" || ledger.InSubtree(l.Project, node)) {
-				out = append(out, l)
+				out = append(out, asOf(l, now))
 			}
 			return true, nil
 		})
@@ -384,7 +421,7 @@ func (b *Bank) Liens(ctx context.Context, node string, all bool) ([]ledger.Lien,
 	return out, err
 }
 
-// JobLien returns the newest lien of a job.
+// JobLien returns the newest lien of a job, as it stands now (asOf).
 func (b *Bank) JobLien(ctx context.Context, job Job) (ledger.Lien, error) {
 	var l ledger.Lien
 	err := b.l.View(ctx, func(tx ledger.Tx) error {
@@ -396,5 +433,15 @@ func (b *Bank) JobLien(ctx context.Context, job Job) (ledger.Lien, error) {
 		}
 		return err
 	})
-	return l, err
+	return asOf(l, b.l.Now()), err
+}
+
+// asOf is a lien as it stands at now: an active lien past its end is
+// expired, as the next sweep will journal it, since it holds nothing
+// from its end on. What is stored changes only with the sweep.
+func asOf(l ledger.Lien, now time.Time) ledger.Lien {
+	if l.State == ledger.LienActive && !l.HoldsAt(now) {
+		l.State = ledger.LienExpired
+	}
+	return l
 }

@@ -102,7 +102,8 @@ func (b *Bank) coverage(w *ledger.Writer, cfg Config, machine string, r *QuoteRe
 }
 
 // Guarantee makes a guaranteed quote: the price holds, whatever the rates
-// become, until expires, for uses jobs that name it.
+// become, until expires, for uses jobs that name it. It is refused when
+// the job's lien would be refused now.
 func (b *Bank) Guarantee(ctx context.Context, req ledger.Request, spec QuoteSpec, expires time.Time, uses int) (StoredQuote, error) {
 	content := struct {
 		Spec    QuoteSpec `json:"spec"`
@@ -126,6 +127,11 @@ func (b *Bank) Guarantee(ctx context.Context, req ledger.Request, spec QuoteSpec
 		g, err := pr.rates.Guarantee(pr.policy, pr.shape, withStart(spec.Request, w.Now()), w.Now(), expires, uses)
 		if err != nil {
 			return StoredQuote{}, fmt.Errorf("%w: quote: %v", ledger.ErrInvalid, err)
+		}
+		// As Gold refused it: a price is guaranteed only to a job whose
+		// lien would be granted now, on the project or its fallback.
+		if _, _, err := b.cover(w, cfg, p.project.Name, p.machine.Name, g.Amount.Credits, nil); err != nil {
+			return StoredQuote{}, fmt.Errorf("guaranteed quote refused: %w", err)
 		}
 		// The quote is numbered by the journal entry that makes it.
 		head, err := tx.Head()

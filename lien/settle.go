@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/shopspring/decimal"
 
@@ -24,12 +25,18 @@ type ChargeSpec struct {
 	Incremental bool `json:"incremental,omitempty"`
 	// Reservation names the chargeable reservation the job ran in.
 	Reservation string `json:"reservation,omitempty"`
+	// Quote names the guaranteed quote a job without a lien is charged
+	// at (as Gold's gcharge -q): its frozen prices, and one of its uses,
+	// which the job's later charges share. A job with a lien is priced as
+	// its lien was, and may name only the lien's quote.
+	Quote uint64 `json:"quote,omitempty"`
 }
 
 // chargeDetail is what this package keeps in ledger.Charge.Detail.
 type chargeDetail struct {
 	Usage       charge.Usage       `json:"usage"`
 	Reservation string             `json:"reservation,omitempty"`
+	Quote       uint64             `json:"quote,omitempty"`
 	Explanation charge.Explanation `json:"explanation"`
 }
 
@@ -72,7 +79,7 @@ func (b *Bank) Charge(ctx context.Context, req ledger.Request, spec ChargeSpec) 
 				return ChargeResult{}, fmt.Errorf("%w: job %s on %s (charge %d)", ErrAlreadyCharged, spec.ID, spec.Machine, c.ID)
 			}
 		}
-		terms, err := b.chargeTerms(tx, spec)
+		terms, err := b.chargeTerms(w, spec, charges)
 		if err != nil {
 			return ChargeResult{}, err
 		}
@@ -82,8 +89,11 @@ func (b *Bank) Charge(ctx context.Context, req ledger.Request, spec ChargeSpec) 
 			return ChargeResult{}, fmt.Errorf("%w: charge for job %s: %v", ledger.ErrInvalid, spec.ID, err)
 		}
 		c.JobID, c.Machine, c.Final, c.Time = spec.ID, spec.Machine, !spec.Incremental, w.Now()
-		var rec *ledger.Record
+		rec := terms.quoteUse
 		if spec.Reservation != "" {
+			if rec != nil {
+				return ChargeResult{}, fmt.Errorf("%w: charge for job %s names a reservation and a guaranteed quote: a job is one or the other", ledger.ErrInvalid, spec.ID)
+			}
 			if rec, err = recordJobInReservation(tx, spec.Reservation, spec.Machine, usage); err != nil {
 				return ChargeResult{}, fmt.Errorf("%w: charge for job %s: %v", ledger.ErrInvalid, spec.ID, err)
 			}
@@ -100,6 +110,9 @@ type chargeTerms struct {
 	lien   *ledger.Lien  // nil without an active lien
 	pr     pricing
 	usage  charge.Usage
+	// quoteUse records the use of the guaranteed quote the charge named
+	// (nil when it uses none, or the job used it already).
+	quoteUse *ledger.Record
 }
 
 // chargeUsage is the usage a charge is priced for: an incremental charge
@@ -112,7 +125,10 @@ func chargeUsage(spec ChargeSpec) charge.Usage {
 	return u
 }
 
-func (b *Bank) chargeTerms(tx ledger.Tx, spec ChargeSpec) (chargeTerms, error) {
+// chargeTerms works out how a job is charged; charges are its charges so
+// far.
+func (b *Bank) chargeTerms(w *ledger.Writer, spec ChargeSpec, charges []ledger.Charge) (chargeTerms, error) {
+	tx := w.Tx()
 	t := chargeTerms{usage: chargeUsage(spec)}
 	cfg, err := b.pricingConfig(tx)
 	if err != nil {
@@ -132,6 +148,9 @@ func (b *Bank) chargeTerms(tx ledger.Tx, spec ChargeSpec) (chargeTerms, error) {
 		if spec.Project != "" && spec.Project != l.Project && spec.Project != d.Requested {
 			return t, fmt.Errorf("%w: charge for job %s names project %s, but its lien is on %s", ledger.ErrInvalid, spec.ID, spec.Project, l.Project)
 		}
+		if spec.Quote != 0 && spec.Quote != d.Quote {
+			return t, fmt.Errorf("%w: charge for job %s names quote %d, but its lien (%d) is priced otherwise: it is charged as its lien was", ledger.ErrInvalid, spec.ID, spec.Quote, l.ID)
+		}
 		if t.pr, err = b.jobPricing(tx, cfg, l, d); err != nil {
 			return t, err
 		}
@@ -146,8 +165,14 @@ func (b *Bank) chargeTerms(tx ledger.Tx, spec ChargeSpec) (chargeTerms, error) {
 	if err != nil {
 		return t, fmt.Errorf("charge for job %s without a lien: %w", spec.ID, err)
 	}
-	if t.pr, err = b.pricing(tx, cfg, p); err != nil {
-		return t, err
+	// The job's charges use the quote once: a later charge under it does
+	// not count again.
+	reused := slices.ContainsFunc(charges, func(c ledger.Charge) bool {
+		var d chargeDetail
+		return json.Unmarshal(c.Detail, &d) == nil && d.Quote == spec.Quote
+	})
+	if t.pr, t.quoteUse, err = b.newJobPricing(w, cfg, p, spec.Quote, spec.Quote != 0 && reused); err != nil {
+		return t, fmt.Errorf("charge for job %s: %w", spec.ID, err)
 	}
 	t.charge = ledger.Charge{JobRef: ledger.JobRef{Project: p.project.Name, Account: p.project.Account(), User: p.user.Name}}
 	return t, nil
@@ -168,7 +193,7 @@ func priceCharge(pr pricing, policy charge.Policy, usage charge.Usage, reservati
 	if err != nil {
 		return pricedCharge{}, err
 	}
-	detail, err := json.Marshal(chargeDetail{Usage: usage, Reservation: reservation, Explanation: amount.Explanation})
+	detail, err := json.Marshal(chargeDetail{Usage: usage, Reservation: reservation, Quote: pr.quote, Explanation: amount.Explanation})
 	if err != nil {
 		return pricedCharge{}, fmt.Errorf("encode charge detail: %w", err)
 	}
@@ -286,55 +311,130 @@ type RefundSpec struct {
 	Description string          `json:"description,omitempty"`
 }
 
+// JobRefundSpec returns credits of a job's charges, as Gold's staff refund
+// (grefund -J): all that is left of them when Amount is zero.
+type JobRefundSpec struct {
+	Job
+	Amount      decimal.Decimal `json:"amount"`
+	Description string          `json:"description,omitempty"`
+}
+
 // Refund returns at most what a charge took, to the allocations it took it
 // from, the last debited first.
 func (b *Bank) Refund(ctx context.Context, req ledger.Request, spec RefundSpec) (ledger.Charge, error) {
-	if spec.Amount.IsNegative() {
-		return ledger.Charge{}, fmt.Errorf("%w: refund amount %s is negative", ledger.ErrInvalid, spec.Amount)
-	}
-	if !spec.Amount.IsZero() {
-		if err := ledger.CheckAmount(spec.Amount, b.l.Settings().Precision); err != nil {
-			return ledger.Charge{}, fmt.Errorf("refund: %w", err)
-		}
+	if err := b.checkRefund(spec.Amount); err != nil {
+		return ledger.Charge{}, err
 	}
 	return ledger.Mutate(ctx, b.l, req, ledger.KindRefund, spec, func(w *ledger.Writer) (ledger.Charge, error) {
 		c, ok, err := w.Tx().Charge(spec.Charge)
 		if err != nil || !ok {
 			return ledger.Charge{}, notFound(err, "no charge %d", spec.Charge)
 		}
-		left := c.Amount.Sub(c.Refunded)
 		amount := spec.Amount
 		if amount.IsZero() {
-			amount = left
+			amount = c.Amount.Sub(c.Refunded)
 		}
-		if !amount.IsPositive() || amount.GreaterThan(left) {
-			return ledger.Charge{}, fmt.Errorf("%w: charge %d took %s and %s was refunded already; %s cannot be refunded", ErrRefund, c.ID, c.Amount, c.Refunded, amount)
-		}
-		refunded := map[uint64]decimal.Decimal{}
-		for _, r := range c.Refunds {
-			refunded[r.Allocation] = refunded[r.Allocation].Add(r.Amount)
-		}
-		var back []ledger.Hold
-		need := amount
-		for i := len(c.Debits) - 1; i >= 0 && need.IsPositive(); i-- {
-			d := c.Debits[i]
-			room := d.Amount.Sub(refunded[d.Allocation])
-			if room.IsPositive() {
-				t := decimal.Min(room, need)
-				back = append(back, ledger.Hold{Allocation: d.Allocation, Amount: t})
-				refunded[d.Allocation] = refunded[d.Allocation].Add(t)
-				need = need.Sub(t)
-			}
-		}
-		c.Refunds = append(c.Refunds, back...)
-		c.Refunded = c.Refunded.Add(amount)
-		allocs, deltas, err := deltasOf(w.Tx(), c.Account, back, decimal.NewFromInt(1))
-		if err != nil {
-			return ledger.Charge{}, err
-		}
-		_, err = w.Move(ledger.Entry{Kind: ledger.KindRefund, Node: c.Project, Ref: c.JobID, Charge: &c, Description: spec.Description}, allocs, deltas)
-		return c, err
+		return refundCharge(w, c, amount, spec.Description)
 	})
+}
+
+// JobRefund answers a refund by job: what it returned, and the charges
+// it returned it from, as they are after it.
+type JobRefund struct {
+	Refunded decimal.Decimal `json:"refunded"`
+	Charges  []ledger.Charge `json:"charges"`
+}
+
+// RefundJob returns at most what a job's charges took, from its newest
+// charge back, each to the allocations it took it from: one journal entry
+// per charge refunded.
+func (b *Bank) RefundJob(ctx context.Context, req ledger.Request, spec JobRefundSpec) (JobRefund, error) {
+	if err := spec.Job.check(); err != nil {
+		return JobRefund{}, err
+	}
+	if err := b.checkRefund(spec.Amount); err != nil {
+		return JobRefund{}, err
+	}
+	return ledger.Mutate(ctx, b.l, req, ledger.KindRefund, spec, func(w *ledger.Writer) (JobRefund, error) {
+		charges, err := w.Tx().JobCharges(spec.Machine, spec.ID)
+		if err != nil {
+			return JobRefund{}, err
+		}
+		if len(charges) == 0 {
+			return JobRefund{}, fmt.Errorf("%w: job %s on %s has no charges", ledger.ErrNotFound, spec.ID, spec.Machine)
+		}
+		charged, left := decimal.Zero, decimal.Zero
+		for _, c := range charges {
+			charged, left = charged.Add(c.Amount), left.Add(c.Amount.Sub(c.Refunded))
+		}
+		need := spec.Amount
+		if need.IsZero() {
+			need = left
+		}
+		if !need.IsPositive() || need.GreaterThan(left) {
+			return JobRefund{}, fmt.Errorf("%w: job %s on %s was charged %s and %s is left to refund; %s cannot be refunded", ErrRefund, spec.ID, spec.Machine, charged, left, need)
+		}
+		out := JobRefund{Refunded: need}
+		for i := len(charges) - 1; i >= 0 && need.IsPositive(); i-- {
+			take := decimal.Min(need, charges[i].Amount.Sub(charges[i].Refunded))
+			if !take.IsPositive() {
+				continue
+			}
+			c, err := refundCharge(w, charges[i], take, spec.Description)
+			if err != nil {
+				return JobRefund{}, err
+			}
+			out.Charges, need = append(out.Charges, c), need.Sub(take)
+		}
+		return out, nil
+	})
+}
+
+// checkRefund refuses a negative amount, or one beyond the bank's
+// precision; zero means all that is left.
+func (b *Bank) checkRefund(amount decimal.Decimal) error {
+	if amount.IsNegative() {
+		return fmt.Errorf("%w: refund amount %s is negative", ledger.ErrInvalid, amount)
+	}
+	if !amount.IsZero() {
+		if err := ledger.CheckAmount(amount, b.l.Settings().Precision); err != nil {
+			return fmt.Errorf("refund: %w", err)
+		}
+	}
+	return nil
+}
+
+// refundCharge returns amount of charge c to the allocations it debited,
+// the last debited first, and journals it.
+func refundCharge(w *ledger.Writer, c ledger.Charge, amount decimal.Decimal, description string) (ledger.Charge, error) {
+	left := c.Amount.Sub(c.Refunded)
+	if !amount.IsPositive() || amount.GreaterThan(left) {
+		return ledger.Charge{}, fmt.Errorf("%w: charge %d took %s and %s was refunded already; %s cannot be refunded", ErrRefund, c.ID, c.Amount, c.Refunded, amount)
+	}
+	refunded := map[uint64]decimal.Decimal{}
+	for _, r := range c.Refunds {
+		refunded[r.Allocation] = refunded[r.Allocation].Add(r.Amount)
+	}
+	var back []ledger.Hold
+	need := amount
+	for i := len(c.Debits) - 1; i >= 0 && need.IsPositive(); i-- {
+		d := c.Debits[i]
+		room := d.Amount.Sub(refunded[d.Allocation])
+		if room.IsPositive() {
+			t := decimal.Min(room, need)
+			back = append(back, ledger.Hold{Allocation: d.Allocation, Amount: t})
+			refunded[d.Allocation] = refunded[d.Allocation].Add(t)
+			need = need.Sub(t)
+		}
+	}
+	c.Refunds = append(c.Refunds, back...)
+	c.Refunded = c.Refunded.Add(amount)
+	allocs, deltas, err := deltasOf(w.Tx(), c.Account, back, decimal.NewFromInt(1))
+	if err != nil {
+		return ledger.Charge{}, err
+	}
+	_, err = w.Move(ledger.Entry{Kind: ledger.KindRefund, Node: c.Project, Ref: c.JobID, Charge: &c, Description: description}, allocs, deltas)
+	return c, err
 }
 
 // Charges lists a job's charges.

@@ -89,7 +89,7 @@ func appWithoutCommonFlags(stdout, stderr io.Writer) *cli.App {
 			initCommands(),
 			nodeCommands(),
 			peopleCommands(),
-			fundsCommands(),
+			fundsCommands(), allocationCommands(),
 			reportCommands(),
 			adminCommands(),
 			rateCommands(), policyCommands(), quoteCommands(), lienCommands(), chargeCommands(), reservationCommands(), hfsCommands(),

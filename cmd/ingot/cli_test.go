@@ -142,7 +142,7 @@ func TestCompletionCandidates(t *testing.T) {
 		want  []string
 	}{
 		{[]string{"dep"}, []string{"deposit"}},
-		{[]string{"lien", ""}, []string{"place", "list", "show", "extend", "release", "sweep"}},
+		{[]string{"lien", ""}, []string{"place", "list", "show", "extend", "modify", "release", "sweep"}},
 		{[]string{"deposit", "--e"}, []string{"--end"}},
 		{[]string{"--js"}, []string{"--json"}},
 		{append(db, "deposit", ""), []string{"chem", "bio"}},

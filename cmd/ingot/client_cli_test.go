@@ -56,3 +56,42 @@ func TestClientKeys(t *testing.T) {
 	os.WriteFile(bad, []byte("nope\n"), 0o600)
 	b.refused(t, exitUnavailable, "server key", "client", "list", "--server-key", bad)
 }
+
+// TestGoldClientKey: a client made with --gold has its key printed as
+// ingot's key file, Gold's auth_key file and Maui's CSKEY hold it (the
+// same secret), on adding and on rotating; client list says Gold.
+func TestGoldClientKey(t *testing.T) {
+	b := newCLIBank(t)
+	b.ok("machine", "add", "hpc1")
+	for _, args := range [][]string{
+		{"client", "add", "maui", "--role", "scheduler", "--scope", "hpc1", "--gold"},
+		{"client", "rotate", "maui"},
+	} {
+		out := b.ok(args...)
+		lines := strings.Split(out, "\n")
+		var key auth.Key
+		var authKey, maui string
+		for i, l := range lines {
+			switch {
+			case strings.HasPrefix(l, "# ingot's key file"):
+				key, _ = auth.ParseKeyFile([]byte(lines[i+1]))
+			case strings.HasPrefix(l, "# Gold's auth_key file"):
+				authKey = lines[i+1]
+			case strings.HasPrefix(l, "CLIENTCFG[AM:bank] CSKEY="):
+				maui = strings.TrimPrefix(l, "CLIENTCFG[AM:bank] CSKEY=")
+			}
+		}
+		if key.ID == "" || authKey != key.SecretText() || maui != key.SecretText() {
+			t.Errorf("ingot %s printed\n%s", strings.Join(args, " "), out)
+		}
+	}
+	var list []clients.Client
+	b.json(&list, "client", "list")
+	if len(list) != 1 || !list[0].Gold {
+		t.Errorf("client list = %+v", list)
+	}
+	b.ok("client", "add", "slurm", "--role", "scheduler", "--scope", "hpc1")
+	if out := b.ok("client", "list", "-P"); !strings.Contains(out, "maui|scheduler|hpc1|yes|") || !strings.Contains(out, "slurm|scheduler|hpc1|no|") {
+		t.Errorf("client list -P:\n%s", out)
+	}
+}

@@ -30,6 +30,7 @@ func chargeCommands() []*cli.Command {
 		&cli.StringFlag{Name: "state", Value: "completed", Usage: "how the job ended: completed, failed, timeout, out_of_memory, cancelled, node_fail, preempted, boot_fail, deadline"},
 		&cli.BoolFlag{Name: "incremental", Usage: "charge a running job for what it used since its last charge; its lien shrinks and stays"},
 		&cli.StringFlag{Name: "reservation", Usage: "the chargeable reservation `NAME` the job ran in (its time there is not charged as idle)"},
+		&cli.Uint64Flag{Name: "quote", Usage: "charge a job without a lien at guaranteed quote `ID`'s prices (uses it once, as Gold's gcharge -q)"},
 	)
 	return []*cli.Command{
 		{
@@ -43,11 +44,13 @@ func chargeCommands() []*cli.Command {
 			},
 		},
 		{
-			Name:      "refund",
-			Usage:     "return credits of a charge (all that is left of it without AMOUNT) to the allocations it took them from",
-			ArgsUsage: "CHARGE_ID [AMOUNT]",
-			Flags:     []cli.Flag{descriptionFlag("the refund (the journal and statements show it)")},
-			Action:    refund,
+			Name: "refund",
+			Usage: "return credits of a charge, or with --job of a job's charges from the newest back (all that is left without AMOUNT), " +
+				"to the allocations they took them from",
+			ArgsUsage: "CHARGE_ID [AMOUNT] | --job JOBID [AMOUNT]",
+			Flags: []cli.Flag{descriptionFlag("the refund (the journal and statements show it)"),
+				&cli.StringFlag{Name: "job", Usage: "refund the charges of job `JOBID` (as Gold's grefund -J) instead of one charge"}, machineFlag()},
+			Action: refund,
 		},
 	}
 }
@@ -95,7 +98,7 @@ func chargeJob(c *cli.Context) error {
 	}
 	return withJob(c, func(b bank, job lien.Job) error {
 		r, err := b.Charge(c.Context, request(c), lien.ChargeSpec{Job: job, User: c.String("user"), Project: c.String("project"), Usage: usage,
-			Incremental: c.Bool("incremental"), Reservation: c.String("reservation")})
+			Incremental: c.Bool("incremental"), Reservation: c.String("reservation"), Quote: c.Uint64("quote")})
 		if err != nil {
 			return err
 		}
@@ -196,8 +199,11 @@ func chargeList(c *cli.Context) error {
 }
 
 func refund(c *cli.Context) error {
+	if c.String("job") != "" {
+		return refundJob(c)
+	}
 	if c.NArg() < 1 || c.NArg() > 2 {
-		return usageError{fmt.Sprintf("refund takes CHARGE_ID [AMOUNT] (got %d arguments)", c.NArg())}
+		return usageError{fmt.Sprintf("refund takes CHARGE_ID [AMOUNT] or --job JOBID [AMOUNT] (got %d arguments)", c.NArg())}
 	}
 	id, err := strconv.ParseUint(c.Args().Get(0), 10, 64)
 	if err != nil || id == 0 {
@@ -217,5 +223,41 @@ func refund(c *cli.Context) error {
 		t := table{headers: []string{"Field", "Value"}, data: ch}
 		chargeRows(&t, ch, b.precision())
 		return show(c, t)
+	})
+}
+
+// refundJob refunds a job's charges: AMOUNT of them, or all that is left.
+func refundJob(c *cli.Context) error {
+	if c.NArg() > 1 {
+		return usageError{fmt.Sprintf("refund --job JOBID takes at most an AMOUNT (got %d arguments)", c.NArg())}
+	}
+	return withBank(c, func(b bank) error {
+		m, err := machineOf(c, b)
+		if err != nil {
+			return err
+		}
+		spec := lien.JobRefundSpec{Job: lien.Job{Machine: m, ID: c.String("job")}, Description: c.String("description")}
+		if c.NArg() == 1 {
+			if spec.Amount, err = ledger.ParseAmount(c.Args().Get(0), b.precision()); err != nil {
+				return err
+			}
+		}
+		r, err := b.RefundJob(c.Context, request(c), spec)
+		if err != nil {
+			return err
+		}
+		p := b.precision()
+		t := table{headers: []string{"Charge", "Job", "Machine", "Project", "Kind", "Amount", "Refunded"}, data: r}
+		for _, ch := range r.Charges {
+			t.add(strconv.FormatUint(ch.ID, 10), ch.JobID, ch.Machine, ch.Project, chargeKind(ch), amount(ch.Amount, p), amount(ch.Refunded, p))
+		}
+		if err := show(c, t); err != nil {
+			return err
+		}
+		if f, _ := outputFormat(c); f != formatTable {
+			return nil
+		}
+		_, err = fmt.Fprintf(c.App.Writer, "refunded %s of job %s\n", amount(r.Refunded, p), spec.ID)
+		return err
 	})
 }

@@ -21,6 +21,7 @@ func clientCommands() []*cli.Command {
 			{Name: "add", ArgsUsage: "NAME", Usage: "add a client with a first key", Action: clientAdd, Flags: []cli.Flag{
 				&cli.StringFlag{Name: "role", Required: true, Usage: "admin, manager, scheduler or user"},
 				&cli.StringSliceFlag{Name: "scope", Usage: "a manager's `NODE`, a scheduler's MACHINE, a user client's USER (repeatable)"},
+				&cli.BoolFlag{Name: "gold", Usage: "its keys also sign Gold's protocol (serve --gold-listen): print each in the forms of Gold's auth_key file and Maui's CSKEY (docs/gold.md)"},
 				keyOut, serverKey}},
 			{Name: "rotate", ArgsUsage: "NAME", Usage: "add a new key; the old ones work until revoked", Action: clientRotate, Flags: []cli.Flag{keyOut, serverKey}},
 			{Name: "revoke", ArgsUsage: "NAME KEYID", Usage: "end a key at once, for good (asks on a terminal)", Action: clientRevoke, Flags: []cli.Flag{serverKey, yesFlag()}},
@@ -48,7 +49,7 @@ func clientAdd(c *cli.Context) error {
 	}
 	return withClients(c, true, func(reg clientRegistry) error {
 		return giveKey(c, func() (clients.Client, auth.Key, error) {
-			return reg.Add(c.Context, request(c), a[0], clients.Role(c.String("role")), c.StringSlice("scope"))
+			return reg.Add(c.Context, request(c), clients.Spec{Name: a[0], Role: clients.Role(c.String("role")), Scope: c.StringSlice("scope"), Gold: c.Bool("gold")})
 		})
 	})
 }
@@ -64,7 +65,8 @@ func clientRotate(c *cli.Context) error {
 }
 
 // giveKey makes a new key and hands it over, once: into --key-out, or on
-// standard output as the one line of a key file.
+// standard output as the one line of a key file. A Gold client's key is
+// also printed as Gold's and Maui's configurations hold it.
 func giveKey(c *cli.Context, newKey func() (clients.Client, auth.Key, error)) error {
 	path := c.String("key-out")
 	if path == "" {
@@ -73,15 +75,31 @@ func giveKey(c *cli.Context, newKey func() (clients.Client, auth.Key, error)) er
 			return err
 		}
 		fmt.Fprintf(c.App.ErrWriter, "client %s (%s): the key below is shown once; save it as a key file (INGOT_KEY_FILE)\n", cl.Name, cl.Role)
-		_, err = c.App.Writer.Write(key.KeyFile())
-		return err
+		if cl.Gold {
+			fmt.Fprintln(c.App.Writer, "# ingot's key file (INGOT_KEY_FILE):")
+		}
+		if _, err = c.App.Writer.Write(key.KeyFile()); err != nil {
+			return err
+		}
+		return printGoldKey(c, cl, key)
 	}
 	cl, key, err := makeKeyFile(path, newKey)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(c.App.Writer, "client %s (%s): key %s written to %s\n", cl.Name, cl.Role, key.ID, path)
-	return nil
+	return printGoldKey(c, cl, key)
+}
+
+// printGoldKey prints a Gold client's key as Gold's auth_key file and
+// Maui's maui.cfg hold it: the secret's text, which is the HMAC key.
+func printGoldKey(c *cli.Context, cl clients.Client, key auth.Key) error {
+	if !cl.Gold {
+		return nil
+	}
+	_, err := fmt.Fprintf(c.App.Writer, "# Gold's auth_key file (one line, mode 600), for gbalance, gcharge and the others:\n%s\n"+
+		"# Maui's maui.cfg, beside AMCFG[bank] TYPE=GOLD:\nCLIENTCFG[AM:bank] CSKEY=%s\n", key.SecretText(), key.SecretText())
+	return err
 }
 
 // makeKeyFile creates the key file at path (readable by its owner only,
@@ -142,14 +160,14 @@ func showClients(c *cli.Context, list []clients.Client) error {
 	for i, cl := range list {
 		shown[i] = cl.Public()
 	}
-	t := table{headers: []string{"Client", "Role", "Scope", "Key", "Created", "Revoked"}, data: shown}
+	t := table{headers: []string{"Client", "Role", "Scope", "Gold", "Key", "Created", "Revoked"}, data: shown}
 	for _, cl := range shown {
 		for _, k := range cl.Keys {
 			revoked := "-"
 			if !k.Revoked.IsZero() {
 				revoked = localTime(k.Revoked)
 			}
-			t.add(cl.Name, string(cl.Role), strings.Join(cl.Scope, ","), k.ID, localTime(k.Created), revoked)
+			t.add(cl.Name, string(cl.Role), strings.Join(cl.Scope, ","), yesNo(cl.Gold), k.ID, localTime(k.Created), revoked)
 		}
 	}
 	return show(c, t)

@@ -21,7 +21,7 @@ func fundsCommands() []*cli.Command {
 			Flags: []cli.Flag{allocationFlag, descriptionFlag("the deposit (a new allocation keeps it; the journal and statements show it)"),
 				&cli.StringFlag{Name: "start", Usage: "when the new allocation becomes usable (default now)"},
 				&cli.StringFlag{Name: "end", Usage: "when it expires (default never)"},
-				&cli.StringFlag{Name: "credit-limit", Usage: "how far below zero it may go (default 0)"},
+				&cli.StringFlag{Name: "credit-limit", Usage: "how far below zero it may go (default 0); with AMOUNT 0, an allocation of credit alone (allocation modify changes it)"},
 				&cli.StringFlag{Name: "machine", Usage: "usable only on `MACHINE` (default any)"},
 			},
 			Action: deposit,
@@ -60,7 +60,9 @@ func deposit(c *cli.Context) error {
 	}
 	return withBank(c, func(b bank) error {
 		p := b.precision()
-		amt, err := ledger.ParseAmount(a[1], p)
+		// Zero is for an allocation of credit alone: the bank says when it
+		// is not one.
+		amt, err := ledger.ParseCreditLimit(a[1], p)
 		if err != nil {
 			return err
 		}

@@ -33,7 +33,7 @@ func lienCommands() []*cli.Command {
 			},
 			{
 				Name:      "list",
-				Usage:     "list active liens, all or of a node's subtree",
+				Usage:     "list open liens (active, or past their end and not yet swept: shown expired), all or of a node's subtree",
 				ArgsUsage: "[NODE]",
 				Flags:     []cli.Flag{&cli.BoolFlag{Name: "all", Usage: "also settled, released and expired liens"}},
 				Action:    lienList,
@@ -45,6 +45,13 @@ func lienCommands() []*cli.Command {
 				ArgsUsage: "JOBID",
 				Flags:     []cli.Flag{machineFlag(), &cli.StringFlag{Name: "wallclock", Usage: "the new wallclock limit (required): " + durationForms}},
 				Action:    lienExtend,
+			},
+			{
+				Name:      "modify",
+				Usage:     "move the end of a job's lien, later or earlier (as Gold's gchres -e); past its end it holds nothing",
+				ArgsUsage: "JOBID",
+				Flags:     []cli.Flag{machineFlag(), &cli.StringFlag{Name: "end", Usage: "the lien's new end (required): a `TIME`"}},
+				Action:    lienModify,
 			},
 			{Name: "release", Usage: "end a job's lien without charging it", ArgsUsage: "JOBID", Flags: []cli.Flag{machineFlag()}, Action: lienRelease},
 			{Name: "sweep", Usage: "mark liens past their expiry as expired (they already stopped holding credits)", Action: lienSweep},
@@ -369,6 +376,23 @@ func lienExtend(c *cli.Context) error {
 			return err
 		}
 		return showLienResult(c, b, r)
+	})
+}
+
+func lienModify(c *cli.Context) error {
+	if _, err := requiredString(c, "end"); err != nil {
+		return err
+	}
+	end, err := parseTimeFlag(c, "end")
+	if err != nil {
+		return err
+	}
+	return withJob(c, func(b bank, job lien.Job) error {
+		l, err := b.MoveEnd(c.Context, request(c), job, end)
+		if err != nil {
+			return err
+		}
+		return showLien(c, b, l)
 	})
 }
 

@@ -42,6 +42,8 @@ func reportCommands() []*cli.Command {
 			Flags: []cli.Flag{
 				&cli.StringFlag{Name: "node", Usage: "entries of `NODE` and its subtree"},
 				&cli.StringSliceFlag{Name: "kind", Usage: "entries of `KIND` (repeatable): " + kindList()},
+				&cli.StringFlag{Name: "job", Usage: "entries of the liens, charges and refunds of job `JOBID` (as Gold's glstxn -J)"},
+				&cli.StringFlag{Name: "machine", Usage: "with --job, of the job on `MACHINE` only (default: on any machine)"},
 				&cli.StringFlag{Name: "since", Usage: "entries at or after `TIME`"},
 				&cli.StringFlag{Name: "until", Usage: "entries before `TIME`"},
 				&cli.IntFlag{Name: "last", Aliases: []string{"limit"}, Usage: "only the newest `N` entries (with --node, read from the node's index: as fast in year ten as in year one)"},
@@ -279,7 +281,10 @@ func journal(c *cli.Context) error {
 		}
 		f.Kinds = append(f.Kinds, kind)
 	}
-	f.Node, f.Limit = c.String("node"), c.Int("last")
+	f.Node, f.Limit, f.Job, f.Machine = c.String("node"), c.Int("last"), c.String("job"), c.String("machine")
+	if f.Machine != "" && f.Job == "" {
+		return usageError{"--machine goes with --job"}
+	}
 	if f.Limit < 0 {
 		return usageError{"--limit must not be negative"}
 	}

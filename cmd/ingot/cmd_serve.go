@@ -22,6 +22,7 @@ import (
 	"github.com/ingot-hpc/ingot/lien"
 	"github.com/ingot-hpc/ingot/proto/auth"
 	"github.com/ingot-hpc/ingot/proto/clients"
+	"github.com/ingot-hpc/ingot/proto/gold"
 	"github.com/ingot-hpc/ingot/proto/metrics"
 	"github.com/ingot-hpc/ingot/proto/munge"
 	"github.com/ingot-hpc/ingot/proto/server"
@@ -49,6 +50,8 @@ func serveCommands() []*cli.Command {
 		&cli.StringFlag{Name: "metrics-listen", EnvVars: []string{"INGOT_METRICS_LISTEN"},
 			Usage: "serve " + metrics.Path + " on this `ADDRESS` instead of on --listen (one that only Prometheus reaches)"},
 		&cli.StringFlag{Name: "socket", EnvVars: []string{"INGOT_SOCKET"}, Usage: "also listen on a Unix socket at `PATH` (mode 0666), where local users need no key"},
+		&cli.StringFlag{Name: "gold-listen", EnvVars: []string{"INGOT_GOLD_LISTEN"},
+			Usage: "also serve Gold's SSSRMAP3 protocol on this `ADDRESS` (Gold's port is 7112), for Gold's clients and Maui or Moab (docs/gold.md)"},
 		&cli.BoolFlag{Name: "munge", EnvVars: []string{"INGOT_MUNGE"}, Usage: "accept MUNGE credentials (checked with unmunge)"},
 		&cli.StringFlag{Name: "tls-cert", EnvVars: []string{"INGOT_TLS_CERT"}, Usage: "serve --listen over HTTPS (TLS 1.2 or later) with the certificate chain in PEM `FILE`; reloaded on SIGHUP"},
 		&cli.StringFlag{Name: "tls-key", EnvVars: []string{"INGOT_TLS_KEY"}, Usage: "the private key of --tls-cert, in PEM `FILE` (mode 600)"},
@@ -130,6 +133,17 @@ func serve(c *cli.Context, fileKeys []string) error {
 		if err != nil {
 			return err
 		}
+		if addr := c.String("gold-listen"); addr != "" {
+			gln, err := net.Listen("tcp", addr)
+			if err != nil {
+				closeAll(servers)
+				return fmt.Errorf("serve: --gold-listen: %w", err)
+			}
+			servers = append(servers, listening{ln: gln, srv: &gold.Server{Handler: &gold.Bank{API: bank, Keys: reg, Log: log}, Log: log,
+				ReadTimeout: timeouts.read, WriteTimeout: timeouts.write}})
+			fmt.Fprintf(c.App.Writer, "gold listening on %s\n", gln.Addr())
+			log.Info("serving gold", "address", gln.Addr().String())
+		}
 		if err := notifySystemd("READY=1"); err != nil {
 			log.Warn("telling systemd the server is ready", "error", err.Error())
 		}
@@ -151,7 +165,7 @@ func addFirstAdmin(c *cli.Context, reg *clients.Registry, path string) error {
 	// The file is made first: a path that cannot be written stops the
 	// start before an admin nobody has the key of is made.
 	admin, key, err := makeKeyFile(path, func() (clients.Client, auth.Key, error) {
-		return reg.Add(c.Context, request(c), "admin", clients.RoleAdmin, nil)
+		return reg.Add(c.Context, request(c), clients.Spec{Name: "admin", Role: clients.RoleAdmin})
 	})
 	if err != nil {
 		return fmt.Errorf("serve: first admin: %w", err)
@@ -182,7 +196,7 @@ func listen(c *cli.Context, log *slog.Logger, api, page http.Handler) ([]listeni
 		ln, scheme = tls.NewListener(ln, cert.config()), "https"
 		go cert.reloadOnHangup(log, c.Context.Done())
 	}
-	servers := []listening{{ln, api}}
+	servers := []listening{{ln: ln, h: api}}
 	if addr := c.String("metrics-listen"); addr == "" {
 		servers[0].h = withMetrics(api, page)
 	} else {
@@ -191,7 +205,7 @@ func listen(c *cli.Context, log *slog.Logger, api, page http.Handler) ([]listeni
 			ln.Close()
 			return nil, fmt.Errorf("serve: metrics: %w", err)
 		}
-		servers = append(servers, listening{mln, withMetrics(http.NotFoundHandler(), page)})
+		servers = append(servers, listening{ln: mln, h: withMetrics(http.NotFoundHandler(), page)})
 		fmt.Fprintf(c.App.Writer, "metrics on http://%s%s\n", mln.Addr(), metrics.Path)
 		log.Info("serving metrics", "address", mln.Addr().String())
 	}
@@ -200,12 +214,10 @@ func listen(c *cli.Context, log *slog.Logger, api, page http.Handler) ([]listeni
 	if path := c.String("socket"); path != "" {
 		sock, err := listenUnix(path)
 		if err != nil {
-			for _, s := range servers {
-				s.ln.Close()
-			}
+			closeAll(servers)
 			return nil, fmt.Errorf("serve: --socket: %w", err)
 		}
-		servers = append(servers, listening{sock, servers[0].h})
+		servers = append(servers, listening{ln: sock, h: servers[0].h})
 		fmt.Fprintf(c.App.Writer, "listening on unix socket %s\n", path)
 		log.Info("serving", "socket", path)
 	}
@@ -225,10 +237,26 @@ func withMetrics(h, page http.Handler) http.Handler {
 	})
 }
 
-// listening is a listener and the handler that serves it.
+// listening is a listener and the handler that serves it over HTTP, or
+// the server of another protocol (srv).
 type listening struct {
-	ln net.Listener
-	h  http.Handler
+	ln  net.Listener
+	h   http.Handler
+	srv servable
+}
+
+// servable is what serveUntil runs: an *http.Server, or another
+// protocol's server with the same methods (package gold's).
+type servable interface {
+	Serve(net.Listener) error
+	Shutdown(context.Context) error
+	Close() error
+}
+
+func closeAll(servers []listening) {
+	for _, s := range servers {
+		s.ln.Close()
+	}
 }
 
 // serveUntil serves each listener until ctx is done, then shuts down
@@ -236,17 +264,20 @@ type listening struct {
 // shutdownTimeout to finish before their connections are closed. If one
 // listener fails, the others are closed at once.
 func serveUntil(ctx context.Context, log *slog.Logger, servers ...listening) error {
-	srvs := make([]*http.Server, len(servers))
+	srvs := make([]servable, len(servers))
 	served := make(chan error, len(servers))
 	for i, s := range servers {
-		srvs[i] = &http.Server{
-			Handler:           s.h,
-			ConnContext:       server.ConnContext, // the uid of a Unix socket's peer
-			ReadHeaderTimeout: timeouts.readHeader,
-			ReadTimeout:       timeouts.read,
-			WriteTimeout:      timeouts.write,
-			IdleTimeout:       timeouts.idle,
-			ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		srvs[i] = s.srv
+		if s.srv == nil {
+			srvs[i] = &http.Server{
+				Handler:           s.h,
+				ConnContext:       server.ConnContext, // the uid of a Unix socket's peer
+				ReadHeaderTimeout: timeouts.readHeader,
+				ReadTimeout:       timeouts.read,
+				WriteTimeout:      timeouts.write,
+				IdleTimeout:       timeouts.idle,
+				ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+			}
 		}
 		go func() { served <- srvs[i].Serve(s.ln) }()
 	}

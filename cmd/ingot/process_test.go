@@ -134,10 +134,11 @@ type serverProcess struct {
 	cmd *exec.Cmd
 	url string
 	// roots check its certificate when it serves HTTPS (nil: the system's).
-	roots *x509.CertPool
-	log   string        // its standard error: the JSON request log
-	done  chan struct{} // closed when it has ended, err saying how
-	err   error
+	roots  *x509.CertPool
+	log    string        // its standard error: the JSON request log
+	stdout lockedBuffer  // what it prints: where it listens
+	done   chan struct{} // closed when it has ended, err saying how
+	err    error
 }
 
 // startServer starts `ingot serve` on bank db and waits until it listens.
@@ -158,10 +159,9 @@ func startServerWith(tb testing.TB, dir string, args ...string) *serverProcess {
 		tb.Fatal(err)
 	}
 	defer log.Close() // the child has its own copy
-	var stdout lockedBuffer
 	p.cmd = exec.Command(os.Args[0], args...)
 	p.cmd.Env = append(os.Environ(), envRunAsIngot+"=1", envCPUProfile+"="+*serverCPUProfile)
-	p.cmd.Stdout, p.cmd.Stderr = &stdout, log
+	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, log
 	if _, err := p.cmd.StdinPipe(); err != nil { // closed by Wait: see TestMain
 		tb.Fatal(err)
 	}
@@ -180,7 +180,15 @@ func startServerWith(tb testing.TB, dir string, args ...string) *serverProcess {
 		}
 		<-p.done
 	})
-	p.url = waitForLine(tb, &stdout, "listening on ", func() (error, bool) {
+	p.url = p.line("listening on ")
+	return p
+}
+
+// line waits for the line the server prints that starts with prefix and
+// returns the rest of it.
+func (p *serverProcess) line(prefix string) string {
+	p.tb.Helper()
+	return waitForLine(p.tb, &p.stdout, prefix, func() (error, bool) {
 		select {
 		case <-p.done:
 			return p.err, true
@@ -188,7 +196,6 @@ func startServerWith(tb testing.TB, dir string, args ...string) *serverProcess {
 			return nil, false
 		}
 	})
-	return p
 }
 
 // wait waits up to a timeout for the server to end, and returns how.

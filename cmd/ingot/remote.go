@@ -222,6 +222,18 @@ func (r remoteBank) Refund(ctx context.Context, req ledger.Request, spec lien.Re
 	return r.client.Refund(ctx, req.ID, spec)
 }
 
+func (r remoteBank) ModifyAllocation(ctx context.Context, req ledger.Request, id uint64, change ledger.AllocationChange) (ledger.Allocation, error) {
+	return r.client.ModifyAllocation(ctx, req.ID, id, change)
+}
+
+func (r remoteBank) MoveEnd(ctx context.Context, req ledger.Request, job lien.Job, end time.Time) (ledger.Lien, error) {
+	return r.client.MoveLienEnd(ctx, req.ID, job, end)
+}
+
+func (r remoteBank) RefundJob(ctx context.Context, req ledger.Request, spec lien.JobRefundSpec) (lien.JobRefund, error) {
+	return r.client.RefundJob(ctx, req.ID, spec)
+}
+
 func (r remoteBank) AddReservation(ctx context.Context, req ledger.Request, spec lien.ReservationSpec) (lien.Reservation, error) {
 	return r.client.AddReservation(ctx, req.ID, spec)
 }
@@ -242,8 +254,8 @@ func (r remoteBank) Close() error { return nil }
 // remoteRegistry is the server's API clients (admins only).
 type remoteRegistry remoteBank
 
-func (r remoteRegistry) Add(ctx context.Context, req ledger.Request, name string, role clients.Role, scope []string) (clients.Client, auth.Key, error) {
-	return r.client.AddClient(ctx, req.ID, name, role, scope)
+func (r remoteRegistry) Add(ctx context.Context, req ledger.Request, spec clients.Spec) (clients.Client, auth.Key, error) {
+	return r.client.AddClient(ctx, req.ID, spec)
 }
 
 func (r remoteRegistry) Rotate(ctx context.Context, req ledger.Request, name string) (clients.Client, auth.Key, error) {

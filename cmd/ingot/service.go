@@ -43,6 +43,7 @@ type bankService interface {
 	Deposit(ctx context.Context, req ledger.Request, spec ledger.DepositSpec) (ledger.Receipt, error)
 	Withdraw(ctx context.Context, req ledger.Request, spec ledger.WithdrawSpec) (ledger.Receipt, error)
 	Transfer(ctx context.Context, req ledger.Request, spec ledger.TransferSpec) (ledger.Receipt, error)
+	ModifyAllocation(ctx context.Context, req ledger.Request, id uint64, change ledger.AllocationChange) (ledger.Allocation, error)
 
 	Balances(ctx context.Context, at time.Time) ([]ledger.NodeBalance, error)
 	BalanceAt(ctx context.Context, node string, at time.Time) (ledger.NodeBalance, error)
@@ -67,12 +68,14 @@ type bankService interface {
 	Place(ctx context.Context, req ledger.Request, spec lien.PlaceSpec) (lien.LienResult, error)
 	Extend(ctx context.Context, req ledger.Request, job lien.Job, wallclockLimitSeconds int64) (lien.LienResult, error)
 	Release(ctx context.Context, req ledger.Request, job lien.Job) (ledger.Lien, error)
+	MoveEnd(ctx context.Context, req ledger.Request, job lien.Job, end time.Time) (ledger.Lien, error)
 	Sweep(ctx context.Context, req ledger.Request) ([]ledger.Lien, error)
 	Liens(ctx context.Context, node string, all bool) ([]ledger.Lien, error)
 	JobLien(ctx context.Context, job lien.Job) (ledger.Lien, error)
 	Charge(ctx context.Context, req ledger.Request, spec lien.ChargeSpec) (lien.ChargeResult, error)
 	Charges(ctx context.Context, job lien.Job) ([]ledger.Charge, error)
 	Refund(ctx context.Context, req ledger.Request, spec lien.RefundSpec) (ledger.Charge, error)
+	RefundJob(ctx context.Context, req ledger.Request, spec lien.JobRefundSpec) (lien.JobRefund, error)
 	AddReservation(ctx context.Context, req ledger.Request, spec lien.ReservationSpec) (lien.Reservation, error)
 	Reservations(ctx context.Context) ([]lien.Reservation, error)
 	Flush(ctx context.Context, req ledger.Request, name string, running int64, end bool) (lien.FlushResult, error)
@@ -86,7 +89,7 @@ type bankService interface {
 // clientRegistry is the API clients and their keys: *clients.Registry
 // locally, the server's /v1/clients remotely.
 type clientRegistry interface {
-	Add(ctx context.Context, req ledger.Request, name string, role clients.Role, scope []string) (clients.Client, auth.Key, error)
+	Add(ctx context.Context, req ledger.Request, spec clients.Spec) (clients.Client, auth.Key, error)
 	Rotate(ctx context.Context, req ledger.Request, name string) (clients.Client, auth.Key, error)
 	Revoke(ctx context.Context, req ledger.Request, name, keyID string) (clients.Client, error)
 	List(ctx context.Context) ([]clients.Client, error)

@@ -42,6 +42,7 @@
 //		POST   /v1/deposits           DepositRequest     ledger.Receipt          admin, manager¹
 //		POST   /v1/withdrawals        WithdrawRequest    ledger.Receipt          admin, manager¹
 //		POST   /v1/transfers          TransferRequest    ledger.Receipt          admin, manager¹ (both ends)
+//		POST   /v1/allocations/modify AllocationModifyRequest ledger.Allocation admin, manager¹ (its account)
 //		GET    /v1/rates              -                  charge.RateTable        all
 //		POST   /v1/rates              RatesRequest       charge.RateTable        admin
 //		GET    /v1/config             -                  lien.Config             admin, scheduler
@@ -54,11 +55,13 @@
 //		GET    /v1/lien               JobQuery           ledger.Lien             all⁴
 //		POST   /v1/liens/extend       ExtendRequest      lien.LienResult         admin, scheduler³
 //		POST   /v1/liens/release      ReleaseRequest     ledger.Lien             admin, scheduler³
+//		POST   /v1/liens/modify       LienModifyRequest  ledger.Lien             admin, scheduler³
 //		POST   /v1/liens/sweep        SweepRequest ({})  List of ledger.Lien     admin
 //		POST   /v1/charges            ChargeRequest      lien.ChargeResult       admin, scheduler³
 //		POST   /v1/batch              BatchRequest       BatchResponse           admin, scheduler³ (per item)
 //		GET    /v1/charges            JobQuery           List of ledger.Charge   all⁴
 //		POST   /v1/refunds            RefundRequest      ledger.Charge           admin
+//		POST   /v1/refunds/job        JobRefundRequest   lien.JobRefund          admin
 //		POST   /v1/reservations       ReservationRequest lien.Reservation        admin, scheduler³
 //		GET    /v1/reservations       -                  List of Reservation     all⁴
 //		POST   /v1/reservations/flush FlushRequest       lien.FlushResult        admin, scheduler³ (the reservation's machine)

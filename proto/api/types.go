@@ -15,45 +15,48 @@ import (
 // Paths of the endpoints (see the package documentation). A path that
 // lists with GET makes with POST.
 const (
-	PathHealth         = "/healthz"
-	PathSettings       = "/v1/settings"
-	PathBalances       = "/v1/balances"
-	PathBalance        = "/v1/balance"
-	PathAvailable      = "/v1/available"
-	PathShares         = "/v1/shares"
-	PathFairShare      = "/v1/fairshare"
-	PathStatement      = "/v1/statement"
-	PathJournal        = "/v1/journal"
-	PathAudit          = "/v1/audit"
-	PathBackup         = "/v1/backup"
-	PathNodes          = "/v1/nodes"
-	PathNode           = "/v1/node"
-	PathNodeModify     = "/v1/nodes/modify"
-	PathNodeDeactivate = "/v1/nodes/deactivate"
-	PathNodeReactivate = "/v1/nodes/reactivate"
-	PathUsers          = "/v1/users"
-	PathUserModify     = "/v1/users/modify"
-	PathMachines       = "/v1/machines"
-	PathMachineModify  = "/v1/machines/modify"
-	PathDeposits       = "/v1/deposits"
-	PathWithdrawals    = "/v1/withdrawals"
-	PathTransfers      = "/v1/transfers"
-	PathRates          = "/v1/rates"
-	PathConfig         = "/v1/config"
-	PathQuotes         = "/v1/quotes"
-	PathGuarantees     = "/v1/quotes/guarantee"
-	PathLiens          = "/v1/liens"
-	PathLien           = "/v1/lien"
-	PathExtend         = "/v1/liens/extend"
-	PathRelease        = "/v1/liens/release"
-	PathSweep          = "/v1/liens/sweep"
-	PathCharges        = "/v1/charges"
-	PathRefunds        = "/v1/refunds"
-	PathReservations   = "/v1/reservations"
-	PathFlush          = "/v1/reservations/flush"
-	PathClients        = "/v1/clients"
-	PathClientRotate   = "/v1/clients/rotate"
-	PathClientRevoke   = "/v1/clients/revoke"
+	PathHealth           = "/healthz"
+	PathSettings         = "/v1/settings"
+	PathBalances         = "/v1/balances"
+	PathBalance          = "/v1/balance"
+	PathAvailable        = "/v1/available"
+	PathShares           = "/v1/shares"
+	PathFairShare        = "/v1/fairshare"
+	PathStatement        = "/v1/statement"
+	PathJournal          = "/v1/journal"
+	PathAudit            = "/v1/audit"
+	PathBackup           = "/v1/backup"
+	PathNodes            = "/v1/nodes"
+	PathNode             = "/v1/node"
+	PathNodeModify       = "/v1/nodes/modify"
+	PathNodeDeactivate   = "/v1/nodes/deactivate"
+	PathNodeReactivate   = "/v1/nodes/reactivate"
+	PathUsers            = "/v1/users"
+	PathUserModify       = "/v1/users/modify"
+	PathMachines         = "/v1/machines"
+	PathMachineModify    = "/v1/machines/modify"
+	PathDeposits         = "/v1/deposits"
+	PathWithdrawals      = "/v1/withdrawals"
+	PathTransfers        = "/v1/transfers"
+	PathAllocationModify = "/v1/allocations/modify"
+	PathRates            = "/v1/rates"
+	PathConfig           = "/v1/config"
+	PathQuotes           = "/v1/quotes"
+	PathGuarantees       = "/v1/quotes/guarantee"
+	PathLiens            = "/v1/liens"
+	PathLien             = "/v1/lien"
+	PathExtend           = "/v1/liens/extend"
+	PathRelease          = "/v1/liens/release"
+	PathLienModify       = "/v1/liens/modify"
+	PathSweep            = "/v1/liens/sweep"
+	PathCharges          = "/v1/charges"
+	PathRefunds          = "/v1/refunds"
+	PathJobRefunds       = "/v1/refunds/job"
+	PathReservations     = "/v1/reservations"
+	PathFlush            = "/v1/reservations/flush"
+	PathClients          = "/v1/clients"
+	PathClientRotate     = "/v1/clients/rotate"
+	PathClientRevoke     = "/v1/clients/revoke"
 )
 
 // HeaderRequestID carries the request id of a change (see Retries).
@@ -77,6 +80,7 @@ type (
 	LienRequest        = lien.PlaceSpec
 	ChargeRequest      = lien.ChargeSpec
 	RefundRequest      = lien.RefundSpec
+	JobRefundRequest   = lien.JobRefundSpec
 	ReservationRequest = lien.ReservationSpec
 	// ReleaseRequest names the job whose lien to release:
 	// {"machine": "hpc1", "job_id": "123"}.
@@ -88,6 +92,13 @@ type (
 type Modify[C any] struct {
 	Name   string `json:"name"`
 	Change C      `json:"change"`
+}
+
+// AllocationModifyRequest changes an allocation's terms:
+// {"allocation": 2, "change": {"credit_limit": "5000"}}.
+type AllocationModifyRequest struct {
+	Allocation uint64                  `json:"allocation"`
+	Change     ledger.AllocationChange `json:"change"`
 }
 
 // NameRequest names what to act on: a node to deactivate or reactivate, a client whose key
@@ -115,6 +126,12 @@ type ExtendRequest struct {
 	WallclockLimitSeconds int64 `json:"wallclock_limit_seconds"`
 }
 
+// LienModifyRequest moves the end of a job's lien.
+type LienModifyRequest struct {
+	lien.Job
+	End time.Time `json:"end"`
+}
+
 // FlushRequest charges a reservation's idle time; End closes it too.
 type FlushRequest struct {
 	Name               string `json:"name"`
@@ -123,11 +140,7 @@ type FlushRequest struct {
 }
 
 // ClientRequest adds an API client with its first key.
-type ClientRequest struct {
-	Name  string       `json:"name"`
-	Role  clients.Role `json:"role"`
-	Scope []string     `json:"scope,omitempty"`
-}
+type ClientRequest = clients.Spec
 
 // RevokeRequest ends one key of a client.
 type RevokeRequest struct {
@@ -168,11 +181,13 @@ type (
 	}
 	// JournalQuery selects entries as ledger.JournalFilter does.
 	JournalQuery struct {
-		Node  string    `query:"node"`
-		Kinds []string  `query:"kind"`
-		Since time.Time `query:"since"`
-		Until time.Time `query:"until"`
-		Limit int       `query:"limit"`
+		Node    string    `query:"node"`
+		Kinds   []string  `query:"kind"`
+		Job     string    `query:"job"`
+		Machine string    `query:"machine"`
+		Since   time.Time `query:"since"`
+		Until   time.Time `query:"until"`
+		Limit   int       `query:"limit"`
 	}
 	// NodesQuery lists the nodes whose names start with under.
 	NodesQuery struct {

@@ -111,8 +111,14 @@ func decodeSecret(text string, secret *[32]byte) error {
 // KeyFile returns the key file for k: "<key id>:<secret as unpadded
 // base64url>\n". Write it with mode 0600.
 func (k Key) KeyFile() []byte {
-	return []byte(k.ID + ":" + secretEncoding.EncodeToString(k.Secret[:]) + "\n")
+	return []byte(k.ID + ":" + k.SecretText() + "\n")
 }
+
+// SecretText is the secret as a key file spells it (unpadded base64url).
+// It is also the key of the client on Gold's protocol, which has no key
+// ids: Gold's auth_key file and Maui's CSKEY hold it, and its bytes are
+// the HMAC-SHA1 key (package gold).
+func (k Key) SecretText() string { return secretEncoding.EncodeToString(k.Secret[:]) }
 
 // String, GoString and LogValue show only the id, so that printing or
 // logging a key never leaks its secret.

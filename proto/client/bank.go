@@ -67,7 +67,7 @@ func (c *Client) Statement(ctx context.Context, account string, from, to time.Ti
 
 // Journal lists the journal entries the filter selects.
 func (c *Client) Journal(ctx context.Context, f ledger.JournalFilter) ([]ledger.Entry, error) {
-	q := api.JournalQuery{Node: f.Node, Since: f.From, Until: f.To, Limit: f.Limit}
+	q := api.JournalQuery{Node: f.Node, Job: f.Job, Machine: f.Machine, Since: f.From, Until: f.To, Limit: f.Limit}
 	for _, k := range f.Kinds {
 		q.Kinds = append(q.Kinds, string(k))
 	}
@@ -260,6 +260,21 @@ func (c *Client) Refund(ctx context.Context, requestID string, r api.RefundReque
 	return post[ledger.Charge](ctx, c, api.PathRefunds, requestID, r)
 }
 
+// ModifyAllocation changes an allocation's terms.
+func (c *Client) ModifyAllocation(ctx context.Context, requestID string, id uint64, change ledger.AllocationChange) (ledger.Allocation, error) {
+	return post[ledger.Allocation](ctx, c, api.PathAllocationModify, requestID, api.AllocationModifyRequest{Allocation: id, Change: change})
+}
+
+// MoveLienEnd moves the end of a job's lien.
+func (c *Client) MoveLienEnd(ctx context.Context, requestID string, job lien.Job, end time.Time) (ledger.Lien, error) {
+	return post[ledger.Lien](ctx, c, api.PathLienModify, requestID, api.LienModifyRequest{Job: job, End: end})
+}
+
+// RefundJob returns credits of a job's charges, newest first.
+func (c *Client) RefundJob(ctx context.Context, requestID string, spec lien.JobRefundSpec) (lien.JobRefund, error) {
+	return post[lien.JobRefund](ctx, c, api.PathJobRefunds, requestID, spec)
+}
+
 // AddReservation registers a chargeable reservation.
 func (c *Client) AddReservation(ctx context.Context, requestID string, r api.ReservationRequest) (lien.Reservation, error) {
 	return post[lien.Reservation](ctx, c, api.PathReservations, requestID, r)
@@ -283,8 +298,8 @@ func (c *Client) Clients(ctx context.Context) ([]clients.Client, error) {
 
 // AddClient adds an API client and returns its first key, whose secret is
 // seen only now.
-func (c *Client) AddClient(ctx context.Context, requestID, name string, role clients.Role, scope []string) (clients.Client, auth.Key, error) {
-	return newKey(post[api.NewKeyResponse](ctx, c, api.PathClients, requestID, api.ClientRequest{Name: name, Role: role, Scope: scope}))
+func (c *Client) AddClient(ctx context.Context, requestID string, spec clients.Spec) (clients.Client, auth.Key, error) {
+	return newKey(post[api.NewKeyResponse](ctx, c, api.PathClients, requestID, spec))
 }
 
 // RotateKey adds a key to a client and returns it, whose secret is seen

@@ -67,7 +67,7 @@ func newFixture(t *testing.T, opts ...server.Option) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, key, err := reg.Add(context.Background(), b.Req(), "slurm", clients.RoleScheduler, []string{"hpc1"})
+	_, key, err := reg.Add(context.Background(), b.Req(), clients.Spec{Name: "slurm", Role: clients.RoleScheduler, Scope: []string{"hpc1"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -50,11 +50,24 @@ type Key struct {
 
 // Client is an API client.
 type Client struct {
-	Name    string    `json:"name"`
-	Role    Role      `json:"role"`
-	Scope   []string  `json:"scope,omitempty"`
+	Name  string   `json:"name"`
+	Role  Role     `json:"role"`
+	Scope []string `json:"scope,omitempty"`
+	// Gold says its keys also sign Gold's SSSRMAP messages (package gold).
+	Gold    bool      `json:"gold,omitempty"`
 	Created time.Time `json:"created"`
 	Keys    []Key     `json:"keys"`
+}
+
+// Spec is a new client: its name, role and scope, and whether its keys
+// also sign Gold's SSSRMAP messages. That protocol has HMAC-SHA1 and no
+// date or nonce (a copied message can be sent again), so a client uses it
+// only when made for it.
+type Spec struct {
+	Name  string   `json:"name"`
+	Role  Role     `json:"role"`
+	Scope []string `json:"scope,omitempty"`
+	Gold  bool     `json:"gold,omitempty"`
 }
 
 // Public is the client as shown to people and over the wire: its keys
@@ -87,6 +100,9 @@ type Registry struct {
 	mu         sync.Mutex
 	known      map[string]lookedUp
 	generation uint64
+	// gold caches GoldKeys' answer (nil: not read since the last change),
+	// under the same rules.
+	gold []GoldKey
 }
 
 type lookedUp struct {
@@ -229,7 +245,8 @@ func checkRole(tx ledger.Tx, role Role, scope []string) error {
 // time its secret is seen. A retry of the request (same actor and request
 // id, same name, role and scope: a client resending after a lost answer)
 // gets the first answer, with the key it made.
-func (r *Registry) Add(ctx context.Context, req ledger.Request, name string, role Role, scope []string) (Client, auth.Key, error) {
+func (r *Registry) Add(ctx context.Context, req ledger.Request, spec Spec) (Client, auth.Key, error) {
+	name, role, scope := spec.Name, spec.Role, spec.Scope
 	if err := ledger.CheckUserName(name); err != nil || len(name) > 40 {
 		return Client{}, auth.Key{}, fmt.Errorf("%w: client name %q must be a user-like name of at most 40 characters", ledger.ErrInvalid, name)
 	}
@@ -243,7 +260,8 @@ func (r *Registry) Add(ctx context.Context, req ledger.Request, name string, rol
 		Name  string   `json:"name"`
 		Role  Role     `json:"role"`
 		Scope []string `json:"scope"`
-	}{name, role, scope}
+		Gold  bool     `json:"gold,omitempty"`
+	}{name, role, scope, spec.Gold}
 	c, err := ledger.Mutate(ctx, r.l, req, ledger.KindRecord, content, func(w *ledger.Writer) (Client, error) {
 		if _, ok, err := w.Tx().Record(recordClient, name); err != nil {
 			return Client{}, err
@@ -253,7 +271,7 @@ func (r *Registry) Add(ctx context.Context, req ledger.Request, name string, rol
 		if err := checkRole(w.Tx(), role, scope); err != nil {
 			return Client{}, err
 		}
-		c := Client{Name: name, Role: role, Scope: scope, Created: w.Now(), Keys: []Key{{ID: key.ID, Created: w.Now(), Sealed: sealed}}}
+		c := Client{Name: name, Role: role, Scope: scope, Gold: spec.Gold, Created: w.Now(), Keys: []Key{{ID: key.ID, Created: w.Now(), Sealed: sealed}}}
 		return c, r.put(w, c, key.ID, "client added")
 	})
 	r.forgetLookups()
@@ -329,6 +347,7 @@ func (r *Registry) forgetLookups() {
 	r.mu.Lock()
 	r.generation++
 	clear(r.known)
+	r.gold = nil
 	r.mu.Unlock()
 }
 

@@ -56,7 +56,7 @@ func newFixture(t *testing.T) *fixture {
 
 func TestAddRotateRevoke(t *testing.T) {
 	f := newFixture(t)
-	c, key, err := f.reg.Add(context.Background(), f.Req(), "slurm", clients.RoleScheduler, []string{"hpc1"})
+	c, key, err := f.reg.Add(context.Background(), f.Req(), clients.Spec{Name: "slurm", Role: clients.RoleScheduler, Scope: []string{"hpc1"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +99,7 @@ func TestAddRotateRevoke(t *testing.T) {
 
 func TestRoleRefusals(t *testing.T) {
 	f := newFixture(t)
-	if _, _, err := f.reg.Add(context.Background(), f.Req(), "boss", clients.RoleAdmin, nil); err != nil {
+	if _, _, err := f.reg.Add(context.Background(), f.Req(), clients.Spec{Name: "boss", Role: clients.RoleAdmin}); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
@@ -123,7 +123,7 @@ func TestRoleRefusals(t *testing.T) {
 				name = "c" + strings.ReplaceAll(tc.name, " ", "-")
 			}
 			before := f.JournalLen()
-			if _, _, err := f.reg.Add(context.Background(), f.Req(), name, tc.role, tc.scope); !errors.Is(err, tc.want) {
+			if _, _, err := f.reg.Add(context.Background(), f.Req(), clients.Spec{Name: name, Role: tc.role, Scope: tc.scope}); !errors.Is(err, tc.want) {
 				t.Errorf("err = %v, want %v", err, tc.want)
 			}
 			if f.JournalLen() != before {
@@ -135,7 +135,7 @@ func TestRoleRefusals(t *testing.T) {
 		role  clients.Role
 		scope []string
 	}{{clients.RoleManager, []string{"chem"}}, {clients.RoleUser, []string{"amy"}}} {
-		if _, _, err := f.reg.Add(context.Background(), f.Req(), "ok-"+string(ok.role), ok.role, ok.scope); err != nil {
+		if _, _, err := f.reg.Add(context.Background(), f.Req(), clients.Spec{Name: "ok-" + string(ok.role), Role: ok.role, Scope: ok.scope}); err != nil {
 			t.Errorf("%s: %v", ok.role, err)
 		}
 	}
@@ -148,7 +148,7 @@ func TestSecretsNotAtRest(t *testing.T) {
 	var keys []auth.Key
 	req := f.Req()
 	for _, name := range []string{"a", "b"} {
-		_, k, err := f.reg.Add(context.Background(), req, name, clients.RoleAdmin, nil)
+		_, k, err := f.reg.Add(context.Background(), req, clients.Spec{Name: name, Role: clients.RoleAdmin})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -181,7 +181,7 @@ func TestSecretsNotAtRest(t *testing.T) {
 func TestRetryGetsTheFirstKey(t *testing.T) {
 	f := newFixture(t)
 	add := ledger.Request{Actor: "admin", ID: "add-slurm"}
-	_, first, err := f.reg.Add(context.Background(), add, "slurm", clients.RoleAdmin, nil)
+	_, first, err := f.reg.Add(context.Background(), add, clients.Spec{Name: "slurm", Role: clients.RoleAdmin})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,7 +197,7 @@ func TestRetryGetsTheFirstKey(t *testing.T) {
 		want auth.Key
 	}{
 		{"add", func() (clients.Client, auth.Key, error) {
-			return f.reg.Add(context.Background(), add, "slurm", clients.RoleAdmin, nil)
+			return f.reg.Add(context.Background(), add, clients.Spec{Name: "slurm", Role: clients.RoleAdmin})
 		}, first},
 		{"rotation", func() (clients.Client, auth.Key, error) { return f.reg.Rotate(context.Background(), rotate, "slurm") }, rotated},
 	} {
@@ -212,14 +212,14 @@ func TestRetryGetsTheFirstKey(t *testing.T) {
 	if got := f.JournalLen(); got != journal {
 		t.Errorf("the retries wrote %d journal entries", got-journal)
 	}
-	if _, _, err := f.reg.Add(context.Background(), add, "slurm", clients.RoleManager, []string{"chem"}); !errors.Is(err, ledger.ErrRequestConflict) {
+	if _, _, err := f.reg.Add(context.Background(), add, clients.Spec{Name: "slurm", Role: clients.RoleManager, Scope: []string{"chem"}}); !errors.Is(err, ledger.ErrRequestConflict) {
 		t.Errorf("the add's id with another role: %v", err)
 	}
 }
 
 func TestWrongServerKey(t *testing.T) {
 	f := newFixture(t)
-	_, k, err := f.reg.Add(context.Background(), f.Req(), "slurm", clients.RoleAdmin, nil)
+	_, k, err := f.reg.Add(context.Background(), f.Req(), clients.Spec{Name: "slurm", Role: clients.RoleAdmin})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -269,7 +269,7 @@ func TestServerKeyFile(t *testing.T) {
 // from the cache, must not see it.
 func TestLookupCopies(t *testing.T) {
 	f := newFixture(t)
-	_, k, err := f.reg.Add(context.Background(), f.Req(), "slurm", clients.RoleScheduler, []string{"hpc1"})
+	_, k, err := f.reg.Add(context.Background(), f.Req(), clients.Spec{Name: "slurm", Role: clients.RoleScheduler, Scope: []string{"hpc1"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -284,7 +284,7 @@ func TestLookupCopies(t *testing.T) {
 
 func TestVerifyWithRegistry(t *testing.T) {
 	f := newFixture(t)
-	_, k, err := f.reg.Add(context.Background(), f.Req(), "slurm", clients.RoleScheduler, []string{"hpc1"})
+	_, k, err := f.reg.Add(context.Background(), f.Req(), clients.Spec{Name: "slurm", Role: clients.RoleScheduler, Scope: []string{"hpc1"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,6 +36,11 @@
 // JSON, with its method, path, status, duration, client and request id (if
 // it has one); never a body, a query or another header.
 //
+// Another protocol's listener (package gold's, for Gold's SSSRMAP3)
+// authenticates its own clients and then asks Server.Call, which runs
+// steps 4, 6, 7 and 8 for that client: what it may do, and how, are the
+// API's.
+//
 // Server.Endpoint names the endpoint of a request from the route table, so
 // that metrics (package metrics) label requests by endpoint without a list
 // of their own.

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"fmt"
 	"io"
 	"slices"
 
@@ -87,7 +88,7 @@ func (s *Server) statement(c *call, q api.StatementQuery) (ledger.Statement, err
 // a node in it or change an allocation of it (not those that merely refer
 // to it, such as a client record named like the node).
 func (s *Server) journal(c *call, q api.JournalQuery) (api.List[ledger.Entry], error) {
-	f := ledger.JournalFilter{Node: q.Node, From: q.Since, To: q.Until}
+	f := ledger.JournalFilter{Node: q.Node, Job: q.Job, Machine: q.Machine, From: q.Since, To: q.Until}
 	for _, k := range q.Kinds {
 		kind, err := ledger.ParseKind(k)
 		if err != nil {
@@ -150,6 +151,19 @@ func (s *Server) withdraw(c *call, spec api.WithdrawRequest) (ledger.Receipt, er
 		return ledger.Receipt{}, err
 	}
 	return s.ledger.Withdraw(c.r.Context(), c.req, spec)
+}
+
+// modifyAllocation changes an allocation of an account the client
+// manages: the allocation is read first, for its account.
+func (s *Server) modifyAllocation(c *call, m api.AllocationModifyRequest) (ledger.Allocation, error) {
+	a, err := s.ledger.Allocation(c.r.Context(), m.Allocation)
+	if err != nil {
+		return ledger.Allocation{}, err
+	}
+	if err := requireManages(c.client, fmt.Sprintf("change allocation %d of", m.Allocation), a.Account); err != nil {
+		return ledger.Allocation{}, err
+	}
+	return s.ledger.ModifyAllocation(c.r.Context(), c.req, m.Allocation, m.Change)
 }
 
 func (s *Server) transfer(c *call, spec api.TransferRequest) (ledger.Receipt, error) {

@@ -52,6 +52,13 @@ func (s *Server) releaseLien(c *call, job api.ReleaseRequest) (ledger.Lien, erro
 	return s.bank.Release(c.r.Context(), c.req, job)
 }
 
+func (s *Server) modifyLien(c *call, m api.LienModifyRequest) (ledger.Lien, error) {
+	if err := requireSchedules(c.client, "move the end of a lien on", m.Machine); err != nil {
+		return ledger.Lien{}, err
+	}
+	return s.bank.MoveEnd(c.r.Context(), c.req, m.Job, m.End)
+}
+
 func (s *Server) sweep(c *call, _ api.SweepRequest) (api.List[ledger.Lien], error) {
 	liens, err := s.bank.Sweep(c.r.Context(), c.req)
 	return api.ListOf(liens), err
@@ -105,6 +112,10 @@ func (s *Server) charges(c *call, q api.JobQuery) (api.List[ledger.Charge], erro
 
 func (s *Server) refund(c *call, spec api.RefundRequest) (ledger.Charge, error) {
 	return s.bank.Refund(c.r.Context(), c.req, spec)
+}
+
+func (s *Server) refundJob(c *call, spec api.JobRefundRequest) (lien.JobRefund, error) {
+	return s.bank.RefundJob(c.r.Context(), c.req, spec)
 }
 
 func (s *Server) addReservation(c *call, spec api.ReservationRequest) (lien.Reservation, error) {

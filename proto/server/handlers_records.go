@@ -113,7 +113,7 @@ func (s *Server) clientList(c *call, _ api.NoQuery) (api.List[clients.Client], e
 }
 
 func (s *Server) addClient(c *call, cr api.ClientRequest) (api.NewKeyResponse, error) {
-	return newKey(s.clients.Add(c.r.Context(), c.req, cr.Name, cr.Role, cr.Scope))
+	return newKey(s.clients.Add(c.r.Context(), c.req, cr))
 }
 
 func (s *Server) rotateKey(c *call, n api.NameRequest) (api.NewKeyResponse, error) {

@@ -73,7 +73,7 @@ func newSite(t *testing.T, opts ...server.Option) *site {
 
 func (s *site) addClient(name string, role clients.Role, scope ...string) {
 	s.t.Helper()
-	_, key, err := s.reg.Add(context.Background(), s.Req(), name, role, scope)
+	_, key, err := s.reg.Add(context.Background(), s.Req(), clients.Spec{Name: name, Role: role, Scope: scope})
 	if err != nil {
 		s.t.Fatalf("add client %s: %v", name, err)
 	}

@@ -1,0 +1,33 @@
+package gold
+
+import (
+	"net/http"
+
+	"github.com/ingot-hpc/ingot/ledger"
+	"github.com/ingot-hpc/ingot/proto/api"
+)
+
+// reservationFields are a lien's row, as glsres lists Gold's reservations:
+// Name and JobId are the job's id, StartTime when the lien was placed,
+// EndTime when it expires.
+var reservationFields = []string{"Id", "Name", "JobId", "Account", "Project", "User", "Machine", "Amount", "Charged", "StartTime", "EndTime", "State"}
+
+// queryReservations answers the active liens the client reads (of a
+// project's subtree for Where Project=...). A lien charged or released is
+// no reservation any more: its history is in the transactions.
+func queryReservations(c *call) (Response, error) {
+	if err := c.checkQuery(reservationFields); err != nil {
+		return Response{}, err
+	}
+	liens, err := read[api.List[ledger.Lien]](c, http.MethodGet, api.PathLiens, api.LiensQuery{Node: c.equal("Project")})
+	if err != nil {
+		return Response{}, err
+	}
+	rows := make([]row, len(liens.Items))
+	for i, l := range liens.Items {
+		rows[i] = row{"Id": idText(l.ID), "Name": l.JobID, "JobId": l.JobID, "Account": l.Account, "Project": l.Project, "User": l.User,
+			"Machine": l.Machine, "Amount": l.Amount.String(), "Charged": l.Charged.String(), "StartTime": epoch(l.Created),
+			"EndTime": epoch(l.Expires), "State": string(l.State)}
+	}
+	return c.rows(reservationFields, rows), nil
+}
