@@ -14,6 +14,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/ingot-hpc/ingot/internal/groupcommit"
 	"github.com/ingot-hpc/ingot/ledger"
 )
 
@@ -89,22 +90,13 @@ type Store struct {
 	readOnly bool
 	onCommit func(int, time.Duration)
 
-	calls chan *call
-	quit  chan struct{}
-	done  chan struct{}
+	queue *groupcommit.Queue // nil when read-only
 
 	cache recordCache // the committer's (cache.go)
 
 	mu      sync.Mutex
 	stopped error // set by a failed commit: every later Update gets it
 	closed  bool
-}
-
-// call is one Update waiting for the committer.
-type call struct {
-	ctx    context.Context
-	fn     func(ledger.Tx) error
-	result chan error
 }
 
 // Open opens the bank file at path (see Options).
@@ -143,7 +135,7 @@ func Open(path string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("boltstore: open %s: %w", path, err)
 	}
 	if !readOnly {
-		s.calls, s.quit, s.done = make(chan *call), make(chan struct{}), make(chan struct{})
+		s.queue = groupcommit.New()
 		go s.commitLoop()
 	}
 	return s, nil
@@ -287,17 +279,7 @@ func (s *Store) Update(ctx context.Context, fn func(ledger.Tx) error) error {
 	if err := s.stoppedErr(); err != nil {
 		return err
 	}
-	c := &call{ctx: ctx, fn: fn, result: make(chan error, 1)}
-	select {
-	case s.calls <- c:
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-s.quit:
-		return ErrClosed
-	}
-	// Once the committer has the call, its outcome is waited for whatever
-	// the context says: the caller must know whether it was applied.
-	return <-c.result
+	return s.queue.Submit(ctx, fn, ErrClosed)
 }
 
 func (s *Store) stoppedErr() error {
@@ -309,43 +291,24 @@ func (s *Store) stoppedErr() error {
 	return s.stopped
 }
 
-// commitLoop is the committer: it takes the calls waiting, runs them as
-// one group, and starts again.
+// commitLoop is the committer; a damaged page's memory fault in it is a
+// panic that commit turns into an error (recoverDamage).
 func (s *Store) commitLoop() {
-	defer close(s.done)
 	debug.SetPanicOnFault(true)
-	for {
-		var group []*call
-		select {
-		case c := <-s.calls:
-			group = append(group, c)
-		case <-s.quit:
-			return
-		}
-	gather:
-		for len(group) < maxGroup {
-			select {
-			case c := <-s.calls:
-				group = append(group, c)
-			default:
-				break gather
-			}
-		}
-		s.commit(group)
-	}
+	s.queue.Run(maxGroup, s.commit)
 }
 
 // commit runs a group in one transaction and answers its calls.
-func (s *Store) commit(group []*call) {
+func (s *Store) commit(group []*groupcommit.Call) {
 	start := time.Now()
 	if err := s.stoppedErr(); err != nil {
-		answer(group, err)
+		groupcommit.Answer(group, err)
 		return
 	}
 	live := group[:0:0]
 	for _, c := range group {
-		if err := c.ctx.Err(); err != nil {
-			c.result <- err
+		if err := c.Ctx.Err(); err != nil {
+			c.Answer(err)
 		} else {
 			live = append(live, c)
 		}
@@ -353,16 +316,16 @@ func (s *Store) commit(group []*call) {
 	for len(live) > 0 {
 		btx, err := s.db.Begin(true)
 		if err != nil {
-			answer(live, fmt.Errorf("boltstore: begin: %w", err))
+			groupcommit.Answer(live, fmt.Errorf("boltstore: begin: %w", err))
 			return
 		}
 		t := &tx{btx: btx, cache: s.cache, pending: recordCache{}}
-		var done, refused []*call
+		var done, refused []*groupcommit.Call
 		var refusals []error
 		redo := false
 		for i, c := range live {
 			t.wrote = false
-			err := s.run(c.fn, t)
+			err := s.run(c.Fn, t)
 			if err == nil {
 				done = append(done, c)
 				continue
@@ -374,7 +337,7 @@ func (s *Store) commit(group []*call) {
 			// Its writes are in the transaction: run the group again
 			// without it.
 			s.rollback(btx)
-			c.result <- err
+			c.Answer(err)
 			live = append(live[:i:i], live[i+1:]...)
 			redo = true
 			break
@@ -391,9 +354,9 @@ func (s *Store) commit(group []*call) {
 				s.onCommit(len(done), time.Since(start))
 			}
 		}
-		answer(done, err)
+		groupcommit.Answer(done, err)
 		for i, c := range refused {
-			c.result <- refusals[i]
+			c.Answer(refusals[i])
 		}
 		return
 	}
@@ -438,12 +401,6 @@ func (s *Store) commitTx(btx *bolt.Tx) (err error) {
 	return btx.Commit()
 }
 
-func answer(calls []*call, err error) {
-	for _, c := range calls {
-		c.result <- err
-	}
-}
-
 // Backup writes a consistent copy of the file to w.
 func (s *Store) Backup(ctx context.Context, w io.Writer) (int64, error) {
 	var n int64
@@ -478,9 +435,8 @@ func (s *Store) Close() error {
 	}
 	s.closed = true
 	s.mu.Unlock()
-	if s.quit != nil {
-		close(s.quit)
-		<-s.done
+	if s.queue != nil {
+		s.queue.Stop()
 	}
 	return s.db.Close()
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/ingot-hpc/ingot/internal/groupcommit"
 	"github.com/ingot-hpc/ingot/ledger"
 )
 
@@ -15,30 +16,8 @@ import (
 // group is at most maxGroup calls, each a few statements.
 const groupTimeout = time.Minute
 
-// commitLoop is the committer: it takes the calls waiting, runs them as
-// one group, and starts again.
-func (s *Store) commitLoop() {
-	defer close(s.done)
-	for {
-		var group []*call
-		select {
-		case c := <-s.calls:
-			group = append(group, c)
-		case <-s.quit:
-			return
-		}
-	gather:
-		for len(group) < maxGroup {
-			select {
-			case c := <-s.calls:
-				group = append(group, c)
-			default:
-				break gather
-			}
-		}
-		s.commit(group)
-	}
-}
+// commitLoop is the committer.
+func (s *Store) commitLoop() { s.queue.Run(maxGroup, s.commit) }
 
 // errGroup marks a failure of a group's transaction itself (its
 // connection, its BEGIN or a savepoint), before its COMMIT was sent:
@@ -51,14 +30,14 @@ func (e errGroup) Unwrap() error { return e.err }
 // commit runs a group in one transaction and answers its calls, running
 // it again on a new connection while its transaction fails transiently
 // before its commit (see Options.RetryFor).
-func (s *Store) commit(group []*call) {
+func (s *Store) commit(group []*groupcommit.Call) {
 	start := time.Now()
 	var deadline time.Time
 	for wait := 50 * time.Millisecond; ; wait = min(2*wait, time.Second) {
 		live := group[:0:0]
 		for _, c := range group {
-			if err := c.ctx.Err(); err != nil {
-				c.result <- err // not run, or run and rolled back
+			if err := c.Ctx.Err(); err != nil {
+				c.Answer(err) // not run, or run and rolled back
 			} else {
 				live = append(live, c)
 			}
@@ -72,19 +51,19 @@ func (s *Store) commit(group []*call) {
 			return
 		}
 		if !errors.As(err, &ge) || !transient(ge.err) {
-			answer(group, err)
+			groupcommit.Answer(group, err)
 			return
 		}
 		if deadline.IsZero() {
 			deadline = time.Now().Add(s.opts.RetryFor)
 		} else if time.Now().After(deadline) {
-			answer(group, fmt.Errorf("%w: pgstore: %s: gave up after %s: %w", ledger.ErrUnavailable, s.where, s.opts.RetryFor, ge.err))
+			groupcommit.Answer(group, fmt.Errorf("%w: pgstore: %s: gave up after %s: %w", ledger.ErrUnavailable, s.where, s.opts.RetryFor, ge.err))
 			return
 		}
 		select {
 		case <-time.After(wait):
-		case <-s.quit:
-			answer(group, ErrClosed)
+		case <-s.queue.Stopping():
+			groupcommit.Answer(group, ErrClosed)
 			return
 		}
 	}
@@ -93,7 +72,7 @@ func (s *Store) commit(group []*call) {
 // attempt runs the group once. It answers the calls itself unless the
 // group's transaction failed before its commit (errGroup) or could not
 // begin: then it returns the error, and has answered none.
-func (s *Store) attempt(group []*call, start time.Time) error {
+func (s *Store) attempt(group []*groupcommit.Call, start time.Time) error {
 	ctx, cancel := context.WithTimeout(context.Background(), groupTimeout)
 	defer cancel()
 	conn, err := s.writer.Acquire(ctx)
@@ -105,11 +84,11 @@ func (s *Store) attempt(group []*call, start time.Time) error {
 	if err != nil {
 		return err
 	}
-	var done []*call
-	var refused []*call
+	var done []*groupcommit.Call
+	var refused []*groupcommit.Call
 	var refusals []error
 	for _, c := range group {
-		err := t.run(c.fn)
+		err := t.run(c.Fn)
 		var ge errGroup
 		switch {
 		case errors.As(err, &ge):
@@ -129,17 +108,17 @@ func (s *Store) attempt(group []*call, start time.Time) error {
 			rollback(conn)
 			err = fmt.Errorf("pgstore: commit to %s: %w", s.where, err)
 		}
-		answer(done, err)
+		groupcommit.Answer(done, err)
 	} else {
 		if s.opts.OnCommit != nil && len(done) > 0 {
 			// Before the answers: whoever is answered sees its commit
 			// counted.
 			s.opts.OnCommit(len(done), time.Since(start))
 		}
-		answer(done, nil)
+		groupcommit.Answer(done, nil)
 	}
 	for i, c := range refused {
-		c.result <- refusals[i]
+		c.Answer(refusals[i])
 	}
 	return nil
 }
@@ -177,12 +156,6 @@ func rollback(conn *pgxpool.Conn) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_, _ = conn.Exec(ctx, "ROLLBACK")
-}
-
-func answer(calls []*call, err error) {
-	for _, c := range calls {
-		c.result <- err
-	}
 }
 
 // run runs one call's function in a savepoint of the group's transaction,

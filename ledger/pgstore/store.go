@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/ingot-hpc/ingot/internal/groupcommit"
 	"github.com/ingot-hpc/ingot/ledger"
 )
 
@@ -56,19 +57,10 @@ type Store struct {
 	opts         Options
 	latest       uint64 // the schema this ingot writes
 
-	calls chan *call
-	quit  chan struct{} // closed by Close
-	done  chan struct{} // closed by the committer as it stops
+	queue *groupcommit.Queue // nil when read-only
 
 	mu     sync.Mutex
 	closed bool
-}
-
-// call is one Update waiting for the committer.
-type call struct {
-	ctx    context.Context
-	fn     func(ledger.Tx) error
-	result chan error
 }
 
 // Open opens the bank in the database that url names (a postgres:// URL or
@@ -110,7 +102,7 @@ func open(ctx context.Context, url string, opts Options, ms []migration) (*Store
 			pool.Close()
 			return nil, fmt.Errorf("%w %s: %v", ErrConnect, where, err)
 		}
-		s.calls, s.quit, s.done = make(chan *call), make(chan struct{}), make(chan struct{})
+		s.queue = groupcommit.New()
 		go s.commitLoop()
 	}
 	return s, nil
@@ -265,17 +257,7 @@ func (s *Store) Update(ctx context.Context, fn func(ledger.Tx) error) error {
 	if s.isClosed() {
 		return ErrClosed
 	}
-	c := &call{ctx: ctx, fn: fn, result: make(chan error, 1)}
-	select {
-	case s.calls <- c:
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-s.quit:
-		return ErrClosed
-	}
-	// Once the committer has the call, its outcome is waited for whatever
-	// the context says: the caller must know whether it was applied.
-	return <-c.result
+	return s.queue.Submit(ctx, fn, ErrClosed)
 }
 
 func (s *Store) isClosed() bool {
@@ -294,9 +276,8 @@ func (s *Store) Close() error {
 	}
 	s.closed = true
 	s.mu.Unlock()
-	if s.quit != nil {
-		close(s.quit)
-		<-s.done
+	if s.queue != nil {
+		s.queue.Stop()
 	}
 	if s.writer != nil {
 		s.writer.Close()

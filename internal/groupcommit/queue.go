@@ -1,0 +1,85 @@
+package groupcommit
+
+import (
+	"context"
+
+	"github.com/ingot-hpc/ingot/ledger"
+)
+
+// Call is one caller's change waiting for the committer.
+type Call struct {
+	Ctx    context.Context
+	Fn     func(ledger.Tx) error
+	result chan error
+}
+
+// Answer gives the call its outcome.
+func (c *Call) Answer(err error) { c.result <- err }
+
+// Answer gives every call the same outcome.
+func Answer(calls []*Call, err error) {
+	for _, c := range calls {
+		c.Answer(err)
+	}
+}
+
+// Queue is the calls of one store's committer.
+type Queue struct {
+	calls chan *Call
+	quit  chan struct{} // closed by Stop
+	done  chan struct{} // closed by Run as it returns
+}
+
+// New makes a queue; the engine starts Run in a goroutine of its own.
+func New() *Queue {
+	return &Queue{calls: make(chan *Call), quit: make(chan struct{}), done: make(chan struct{})}
+}
+
+// Submit queues fn and returns its outcome; closed is the engine's error
+// for a store that stopped before the committer took the call.
+func (q *Queue) Submit(ctx context.Context, fn func(ledger.Tx) error, closed error) error {
+	c := &Call{Ctx: ctx, Fn: fn, result: make(chan error, 1)}
+	select {
+	case q.calls <- c:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-q.quit:
+		return closed
+	}
+	return <-c.result
+}
+
+// Run is the committer's loop: until Stop, it takes the calls waiting, at
+// most max of them, and passes them to commit, which must answer each.
+func (q *Queue) Run(max int, commit func([]*Call)) {
+	defer close(q.done)
+	for {
+		var group []*Call
+		select {
+		case c := <-q.calls:
+			group = append(group, c)
+		case <-q.quit:
+			return
+		}
+	gather:
+		for len(group) < max {
+			select {
+			case c := <-q.calls:
+				group = append(group, c)
+			default:
+				break gather
+			}
+		}
+		commit(group)
+	}
+}
+
+// Stopping is closed once Stop is called: a commit that waits (to retry)
+// gives up on it.
+func (q *Queue) Stopping() <-chan struct{} { return q.quit }
+
+// Stop ends Run after the group it is running and waits for it.
+func (q *Queue) Stop() {
+	close(q.quit)
+	<-q.done
+}
