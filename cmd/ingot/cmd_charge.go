@@ -40,7 +40,8 @@ func chargeCommands() []*cli.Command {
 			Flags:     flags,
 			Action:    chargeJob,
 			Subcommands: []*cli.Command{
-				{Name: "list", Usage: "list a job's charges", ArgsUsage: "JOBID", Flags: []cli.Flag{machineFlag()}, Action: chargeList},
+				{Name: "list", Usage: "list a job's charges, or without JOBID the charges of a project's subtree, a user, a machine, a period", ArgsUsage: "[JOBID]",
+					Flags: append(chargeFilterFlags(), csvFlag()), Action: chargeList},
 			},
 		},
 		{
@@ -183,19 +184,60 @@ func chargeKind(ch ledger.Charge) string {
 }
 
 func chargeList(c *cli.Context) error {
-	return withJob(c, func(b bank, job lien.Job) error {
-		charges, err := b.Charges(c.Context, job)
+	if c.NArg() == 1 {
+		return withJob(c, func(b bank, job lien.Job) error {
+			charges, err := b.Charges(c.Context, job)
+			if err != nil {
+				return err
+			}
+			return showCharges(c, b, charges)
+		})
+	}
+	if c.NArg() > 1 {
+		return usageError{fmt.Sprintf("charge list takes at most one JOBID (got %d arguments)", c.NArg())}
+	}
+	f, err := chargeFilter(c)
+	if err != nil {
+		return err
+	}
+	return withBank(c, func(b bank) error {
+		charges, err := b.FindCharges(c.Context, f)
 		if err != nil {
 			return err
 		}
-		p := b.precision()
-		t := table{headers: []string{"Charge", "Job", "Machine", "Project", "User", "Kind", "Amount", "Refunded", "Overdrawn", "Time"}, data: orEmpty(charges)}
-		for _, ch := range charges {
-			t.add(strconv.FormatUint(ch.ID, 10), ch.JobID, ch.Machine, ch.Project, ch.User, chargeKind(ch), amount(ch.Amount, p), amount(ch.Refunded, p),
-				amount(ch.Overdrawn, p), localTime(ch.Time))
-		}
-		return show(c, t)
+		return showCharges(c, b, charges)
 	})
+}
+
+func showCharges(c *cli.Context, b bank, charges []ledger.Charge) error {
+	p := b.precision()
+	t := table{headers: []string{"Charge", "Job", "Machine", "Project", "User", "Kind", "Amount", "Refunded", "Overdrawn", "Time"}, data: orEmpty(charges)}
+	for _, ch := range charges {
+		t.add(strconv.FormatUint(ch.ID, 10), ch.JobID, ch.Machine, ch.Project, ch.User, chargeKind(ch), amount(ch.Amount, p), amount(ch.Refunded, p),
+			amount(ch.Overdrawn, p), localTime(ch.Time))
+	}
+	return show(c, t)
+}
+
+// chargeFilterFlags pick charges, for charge list and usage.
+func chargeFilterFlags() []cli.Flag {
+	return []cli.Flag{
+		machineFlag(),
+		&cli.StringFlag{Name: "project", Usage: "the charges of `NODE` and its subtree (an account or a project)"},
+		&cli.StringFlag{Name: "user", Usage: "the charges of jobs of `USER`"},
+		&cli.StringFlag{Name: "since", Usage: "charges made at or after `TIME` (now-30d, 2026-11-01, RFC 3339)"},
+		&cli.StringFlag{Name: "until", Usage: "charges made before `TIME` (default now)"},
+	}
+}
+
+func chargeFilter(c *cli.Context) (lien.ChargeFilter, error) {
+	f := lien.ChargeFilter{Node: c.String("project"), User: c.String("user"), Machine: c.String("machine")}
+	var err error
+	if f.Since, err = parseTimeFlag(c, "since"); err != nil {
+		return f, err
+	}
+	f.Until, err = parseTimeFlag(c, "until")
+	return f, err
 }
 
 func refund(c *cli.Context) error {

@@ -11,10 +11,20 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/ingot-hpc/ingot/ledger"
+	"github.com/ingot-hpc/ingot/lien"
 )
 
 func reportCommands() []*cli.Command {
 	return []*cli.Command{
+		{
+			Name:  "usage",
+			Usage: "what jobs were charged (and refunded) by project, user and machine, per day, week or month, over a period: a usage report like Slurm's sreport; of the charges you may read",
+			Flags: append(chargeFilterFlags(),
+				&cli.StringFlag{Name: "by", Value: "project", Usage: "group by `KEYS`, comma-separated: project, user, machine (\"\" for one line)"},
+				&cli.StringFlag{Name: "period", Usage: "one line per `PERIOD` too: day, week (from Monday) or month, in the local time zone"},
+				csvFlag()),
+			Action: usage,
+		},
 		{
 			Name:      "balance",
 			Usage:     "show balances (Gold's columns) of accounts, now or at a past time; an account named with projects also shows each node's HFS share now",
@@ -321,4 +331,48 @@ func subject(e ledger.Entry) string {
 		return "machine " + e.Machine.Name
 	}
 	return "bank"
+}
+
+func usage(c *cli.Context) error {
+	if _, err := args(c); err != nil {
+		return err
+	}
+	f, err := chargeFilter(c)
+	if err != nil {
+		return err
+	}
+	var by []string
+	if v := c.String("by"); v != "" {
+		by = strings.Split(v, ",")
+	}
+	return withBank(c, func(b bank) error {
+		charges, err := b.FindCharges(c.Context, f)
+		if err != nil {
+			return err
+		}
+		rows, err := lien.Usage(charges, by, c.String("period"), time.Local)
+		if err != nil {
+			return err
+		}
+		var headers []string
+		if c.String("period") != "" {
+			headers = append(headers, "Period")
+		}
+		for _, k := range by {
+			headers = append(headers, strings.ToUpper(k[:1])+k[1:])
+		}
+		p := b.precision()
+		t := table{headers: append(headers, "Jobs", "Charges", "Charged", "Refunded", "Net"), data: orEmpty(rows)}
+		for _, r := range rows {
+			var cells []string
+			if c.String("period") != "" {
+				cells = append(cells, r.Period.Format("2006-01-02"))
+			}
+			for _, k := range by {
+				cells = append(cells, map[string]string{"project": r.Project, "user": r.User, "machine": r.Machine}[k])
+			}
+			t.add(append(cells, strconv.Itoa(r.Jobs), strconv.Itoa(r.Charges), amount(r.Charged, p), amount(r.Refunded, p), amount(r.Net, p))...)
+		}
+		return show(c, t)
+	})
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/csv"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -21,19 +22,27 @@ const (
 	formatTable format = iota
 	formatJSON
 	formatParsable
+	formatCSV // for the reports that take --csv
 )
 
 func outputFormat(c *cli.Context) (format, error) {
-	j, p := flagBool(c, "json"), flagBool(c, "parsable")
+	j, p, csv := flagBool(c, "json"), flagBool(c, "parsable"), flagBool(c, "csv")
 	switch {
-	case j && p:
-		return 0, usageError{"--json and --parsable exclude each other"}
+	case j && p, j && csv, p && csv:
+		return 0, usageError{"--json, --parsable and --csv exclude each other"}
 	case j:
 		return formatJSON, nil
 	case p:
 		return formatParsable, nil
+	case csv:
+		return formatCSV, nil
 	}
 	return formatTable, nil
+}
+
+// csvFlag is --csv, for the reports people open in a spreadsheet.
+func csvFlag() cli.Flag {
+	return &cli.BoolFlag{Name: "csv", Usage: "print comma-separated values (RFC 4180) with a header line"}
 }
 
 // table is a result as rows under headers; data is what --json prints.
@@ -61,6 +70,11 @@ func write(w io.Writer, f format, t table) error {
 	switch f {
 	case formatJSON:
 		return writeJSON(w, t.data)
+	case formatCSV:
+		cw := csv.NewWriter(w)
+		cw.Write(t.headers)
+		cw.WriteAll(t.rows) // flushes; the error is the first write's
+		return cw.Error()
 	case formatParsable:
 		lines := append([][]string{t.headers}, t.rows...)
 		for _, cells := range lines {

@@ -218,6 +218,10 @@ func (r remoteBank) Charges(ctx context.Context, job lien.Job) ([]ledger.Charge,
 	return r.client.Charges(ctx, job)
 }
 
+func (r remoteBank) FindCharges(ctx context.Context, f lien.ChargeFilter) ([]ledger.Charge, error) {
+	return r.client.FindCharges(ctx, f)
+}
+
 func (r remoteBank) Refund(ctx context.Context, req ledger.Request, spec lien.RefundSpec) (ledger.Charge, error) {
 	return r.client.Refund(ctx, req.ID, spec)
 }

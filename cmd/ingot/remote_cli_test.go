@@ -17,9 +17,12 @@ import (
 	"github.com/ingot-hpc/ingot/ledger"
 	"github.com/ingot-hpc/ingot/ledger/boltstore"
 	"github.com/ingot-hpc/ingot/lien"
+	"github.com/ingot-hpc/ingot/proto/api"
 	"github.com/ingot-hpc/ingot/proto/auth"
+	"github.com/ingot-hpc/ingot/proto/client"
 	"github.com/ingot-hpc/ingot/proto/clients"
 	"github.com/ingot-hpc/ingot/proto/server"
+	"github.com/shopspring/decimal"
 )
 
 // remoteSite is a bank served by the real proto/server over HTTP
@@ -571,4 +574,68 @@ func TestRemoteBackup(t *testing.T) {
 	s.ok("machine", "add", "hpc1")
 	slurm := s.addClient("slurm", "scheduler", "hpc1")
 	s.refused(t, slurm, exitRefused, "may not GET /v1/backup", "backup", filepath.Join(t.TempDir(), "other.db"))
+}
+
+// TestUsageByRole: a usage report and a filtered charge list sum and list
+// the charges the client reads: a user's of their projects, a manager's of
+// its subtree, a scheduler's of its machines, the admin's all; the API's
+// own report (GET /v1/usage) agrees and is refused to a scheduler.
+func TestUsageByRole(t *testing.T) {
+	s := newRemoteRoles(t)
+	for _, j := range [][]string{{"ja", "hpc1", "600"}, {"jb", "hpc1", "1200"}, {"jc", "hpc2", "300"}} {
+		s.ok("charge", j[0], "--machine", j[1], "--procs", "1", "--wallclock-used", j[2], "--start", futureMonday)
+	}
+	for _, tc := range []struct {
+		who, want string
+	}{
+		{"root", "Project|Jobs|Charges|Charged|Refunded|Net\nbio.lab1|1|1|1200.00|0.00|1200.00\nchem.lab1|2|2|900.00|0.00|900.00\n"},
+		{"amy", "Project|Jobs|Charges|Charged|Refunded|Net\nchem.lab1|2|2|900.00|0.00|900.00\n"},
+		{"chemmgr", "Project|Jobs|Charges|Charged|Refunded|Net\nchem.lab1|2|2|900.00|0.00|900.00\n"},
+		{"sched", "Project|Jobs|Charges|Charged|Refunded|Net\nbio.lab1|1|1|1200.00|0.00|1200.00\nchem.lab1|1|1|600.00|0.00|600.00\n"},
+	} {
+		if got := s.as(tc.who).ok("usage", "-P"); got != tc.want {
+			t.Errorf("usage as %s:\n%s\nwant:\n%s", tc.who, got, tc.want)
+		}
+	}
+	if got := jobsIn(s.as("amy"), "charge", "list", "--machine", "hpc2"); !slices.Equal(got, []string{"jc"}) {
+		t.Errorf("amy's charges on hpc2: %v", got)
+	}
+	if got := jobsIn(s.cliBank, "charge", "list", "--project", "bio"); !slices.Equal(got, []string{"jb"}) {
+		t.Errorf("bio's charges: %v", got)
+	}
+	if out := s.ok("usage", "--by", "user", "--csv"); out != "User,Jobs,Charges,Charged,Refunded,Net\namy,2,2,900.00,0.00,900.00\nbob,1,1,1200.00,0.00,1200.00\n" {
+		t.Errorf("usage --csv:\n%s", out)
+	}
+	s.refused(t, s.cliBank, exitUsage, `usage by "account"`, "usage", "--by", "account")
+
+	c := s.client("amy")
+	rows, err := c.Usage(context.Background(), api.UsageQuery{By: "project,machine", Period: "month", TZ: "Europe/Paris"})
+	if err != nil || len(rows) != 2 || rows[0].Machine != "hpc1" || !rows[0].Charged.Equal(decimal.NewFromInt(600)) || rows[0].Period.IsZero() {
+		t.Errorf("GET /v1/usage as amy: %+v, %v", rows, err)
+	}
+	if _, err := s.client("sched").Usage(context.Background(), api.UsageQuery{}); exitCode(err) != exitRefused {
+		t.Errorf("GET /v1/usage as a scheduler: %v", err)
+	}
+	if _, err := c.Usage(context.Background(), api.UsageQuery{TZ: "Mars/Olympus"}); exitCode(err) != exitUsage {
+		t.Errorf("an unknown zone: %v", err)
+	}
+}
+
+// client is a Go client of the server with the key of the site's client
+// name.
+func (s *remoteSite) client(name string) *client.Client {
+	s.t.Helper()
+	raw, err := os.ReadFile(s.keyFile(name))
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	key, err := auth.ParseKeyFile(raw)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	c, err := client.New(s.url, key, client.WithRetries(1, 0))
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return c
 }

@@ -74,6 +74,7 @@ type bankService interface {
 	JobLien(ctx context.Context, job lien.Job) (ledger.Lien, error)
 	Charge(ctx context.Context, req ledger.Request, spec lien.ChargeSpec) (lien.ChargeResult, error)
 	Charges(ctx context.Context, job lien.Job) ([]ledger.Charge, error)
+	FindCharges(ctx context.Context, f lien.ChargeFilter) ([]ledger.Charge, error)
 	Refund(ctx context.Context, req ledger.Request, spec lien.RefundSpec) (ledger.Charge, error)
 	RefundJob(ctx context.Context, req ledger.Request, spec lien.JobRefundSpec) (lien.JobRefund, error)
 	AddReservation(ctx context.Context, req ledger.Request, spec lien.ReservationSpec) (lien.Reservation, error)

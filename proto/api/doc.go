@@ -59,7 +59,8 @@
 //		POST   /v1/liens/sweep        SweepRequest ({})  List of ledger.Lien     admin
 //		POST   /v1/charges            ChargeRequest      lien.ChargeResult       admin, scheduler³
 //		POST   /v1/batch              BatchRequest       BatchResponse           admin, scheduler³ (per item)
-//		GET    /v1/charges            JobQuery           List of ledger.Charge   all⁴
+//		GET    /v1/charges            ChargesQuery       List of ledger.Charge   all⁴
+//		GET    /v1/usage              UsageQuery         List of lien.UsageRow   admin, manager⁴, user⁴
 //		POST   /v1/refunds            RefundRequest      ledger.Charge           admin
 //		POST   /v1/refunds/job        JobRefundRequest   lien.JobRefund          admin
 //		POST   /v1/reservations       ReservationRequest lien.Reservation        admin, scheduler³

@@ -50,6 +50,7 @@ const (
 	PathLienModify       = "/v1/liens/modify"
 	PathSweep            = "/v1/liens/sweep"
 	PathCharges          = "/v1/charges"
+	PathUsage            = "/v1/usage"
 	PathRefunds          = "/v1/refunds"
 	PathJobRefunds       = "/v1/refunds/job"
 	PathReservations     = "/v1/reservations"
@@ -207,6 +208,30 @@ type (
 	LiensQuery struct {
 		Node string `query:"node"`
 		All  bool   `query:"all"`
+	}
+	// ChargesQuery selects charges: a job's (machine and job_id), or those
+	// lien.ChargeFilter picks by node, user, machine and time.
+	ChargesQuery struct {
+		Machine string    `query:"machine"`
+		JobID   string    `query:"job_id"`
+		Node    string    `query:"node"`
+		User    string    `query:"user"`
+		Since   time.Time `query:"since"`
+		Until   time.Time `query:"until"`
+	}
+	// UsageQuery asks for a usage report (lien.Usage) of the charges the
+	// filter fields pick: by is a comma-separated list of project, user,
+	// machine; period is day, week or month; tz is the IANA zone whose
+	// midnights begin the periods (default UTC).
+	UsageQuery struct {
+		Node    string    `query:"node"`
+		User    string    `query:"user"`
+		Machine string    `query:"machine"`
+		Since   time.Time `query:"since"`
+		Until   time.Time `query:"until"`
+		By      string    `query:"by"`
+		Period  string    `query:"period"`
+		TZ      string    `query:"tz"`
 	}
 	// JobQuery names a job on a machine.
 	JobQuery struct {

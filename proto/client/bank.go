@@ -252,7 +252,18 @@ func (c *Client) Charge(ctx context.Context, requestID string, ch api.ChargeRequ
 
 // Charges lists a job's charges that the client reads.
 func (c *Client) Charges(ctx context.Context, job lien.Job) ([]ledger.Charge, error) {
-	return items(get[api.List[ledger.Charge]](ctx, c, api.PathCharges, api.JobQuery{Machine: job.Machine, JobID: job.ID}))
+	return items(get[api.List[ledger.Charge]](ctx, c, api.PathCharges, api.ChargesQuery{Machine: job.Machine, JobID: job.ID}))
+}
+
+// FindCharges lists the charges f picks that the client reads.
+func (c *Client) FindCharges(ctx context.Context, f lien.ChargeFilter) ([]ledger.Charge, error) {
+	q := api.ChargesQuery{Node: f.Node, User: f.User, Machine: f.Machine, Since: f.Since, Until: f.Until}
+	return items(get[api.List[ledger.Charge]](ctx, c, api.PathCharges, q))
+}
+
+// Usage asks for a usage report.
+func (c *Client) Usage(ctx context.Context, q api.UsageQuery) ([]lien.UsageRow, error) {
+	return items(get[api.List[lien.UsageRow]](ctx, c, api.PathUsage, q))
 }
 
 // Refund returns credits of a charge.

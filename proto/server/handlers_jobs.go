@@ -1,8 +1,11 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"slices"
+	"strings"
+	"time"
 
 	"github.com/ingot-hpc/ingot/ledger"
 	"github.com/ingot-hpc/ingot/lien"
@@ -100,14 +103,42 @@ func (s *Server) charge(c *call, spec api.ChargeRequest) (lien.ChargeResult, err
 }
 
 // charges are a job's charges that the client reads.
-func (s *Server) charges(c *call, q api.JobQuery) (api.List[ledger.Charge], error) {
-	if err := requireJobsOn(c.client, "the charges of job "+q.JobID, q.Machine); err != nil {
-		return api.List[ledger.Charge]{}, err
+func (s *Server) charges(c *call, q api.ChargesQuery) (api.List[ledger.Charge], error) {
+	list := func(ctx context.Context) ([]ledger.Charge, error) {
+		return s.bank.FindCharges(ctx, lien.ChargeFilter{Node: q.Node, User: q.User, Machine: q.Machine, Since: q.Since, Until: q.Until})
 	}
-	return readable(c.r.Context(), s, c, func(ctx context.Context) ([]ledger.Charge, error) {
-		return s.bank.Charges(c.r.Context(), lien.Job{Machine: q.Machine, ID: q.JobID})
-	},
-		func(r reach, ch ledger.Charge) bool { return r.job(ch.Project, ch.Machine) })
+	if q.JobID != "" {
+		if q.Machine == "" {
+			return api.List[ledger.Charge]{}, api.Errorf(api.CodeInvalid, "%s: job_id needs machine", api.PathCharges)
+		}
+		if err := requireJobsOn(c.client, "the charges of job "+q.JobID, q.Machine); err != nil {
+			return api.List[ledger.Charge]{}, err
+		}
+		list = func(ctx context.Context) ([]ledger.Charge, error) {
+			return s.bank.Charges(ctx, lien.Job{Machine: q.Machine, ID: q.JobID})
+		}
+	}
+	return readable(c.r.Context(), s, c, list, func(r reach, ch ledger.Charge) bool { return r.job(ch.Project, ch.Machine) })
+}
+
+// usage reports the charges the client reads, summed as lien.Usage does.
+func (s *Server) usage(c *call, q api.UsageQuery) (api.List[lien.UsageRow], error) {
+	loc, err := time.LoadLocation(cmp.Or(q.TZ, "UTC"))
+	if err != nil {
+		return api.List[lien.UsageRow]{}, api.Errorf(api.CodeInvalid, "%s: tz %s: %v", api.PathUsage, ledger.Excerpt(q.TZ), err)
+	}
+	charges, err := readable(c.r.Context(), s, c, func(ctx context.Context) ([]ledger.Charge, error) {
+		return s.bank.FindCharges(ctx, lien.ChargeFilter{Node: q.Node, User: q.User, Machine: q.Machine, Since: q.Since, Until: q.Until})
+	}, func(r reach, ch ledger.Charge) bool { return r.job(ch.Project, ch.Machine) })
+	if err != nil {
+		return api.List[lien.UsageRow]{}, err
+	}
+	var by []string
+	if q.By != "" {
+		by = strings.Split(q.By, ",")
+	}
+	rows, err := lien.Usage(charges.Items, by, q.Period, loc)
+	return api.ListOf(rows), err
 }
 
 func (s *Server) refund(c *call, spec api.RefundRequest) (ledger.Charge, error) {

@@ -164,6 +164,7 @@ func (s *Server) table() []route {
 		bankAnswered(change(api.PathCharges, schedulers, endpoint(s.charge))),
 		change(api.PathBatch, schedulers, s.batch),
 		read(get, api.PathCharges, anyRole, endpoint(s.charges)),
+		read(get, api.PathUsage, readers, endpoint(s.usage)),
 		change(api.PathRefunds, adminOnly, endpoint(s.refund)),
 		change(api.PathJobRefunds, adminOnly, endpoint(s.refundJob)),
 		change(api.PathReservations, schedulers, endpoint(s.addReservation)),
