@@ -30,8 +30,8 @@ func TestUsage(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []struct {
-		week, project            string
-		jobs, charges            int
+		week, project          string
+		jobs, charges          int
 		charged, refunded, net string
 	}{
 		{"2026-11-02T00:00:00Z", "chem.lab1", 1, 2, "15", "1", "14"},
