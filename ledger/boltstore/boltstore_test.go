@@ -32,26 +32,29 @@ func TestConformance(t *testing.T) {
 func TestBackupWhileWriting(t *testing.T) {
 	b := ledgertest.NewBank(t, bolttest.Open)
 	b.MustNode("chem")
-	stop := make(chan struct{})
+	// Deposits go on while the copy is made: the first has landed before
+	// it starts, and at most a bounded number follow.
+	stop, first := make(chan struct{}), make(chan struct{})
 	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
+	wg.Go(func() {
+		for i := range 10000 {
+			b.MustDeposit("chem", "1", time.Time{})
+			if i == 0 {
+				close(first)
+			}
 			select {
 			case <-stop:
 				return
 			default:
-				b.MustDeposit("chem", "1", time.Time{})
 			}
 		}
-	}()
+	})
 	dest := filepath.Join(t.TempDir(), "copy.db")
 	f, err := os.Create(dest)
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(20 * time.Millisecond)
+	<-first
 	if _, err := b.Backup(context.Background(), f); err != nil {
 		t.Fatal(err)
 	}
