@@ -42,8 +42,10 @@ type NodeShare struct {
 	// Available is DESIGN's available(p): what HFS would still give the
 	// node on top of its demand. A lien must also fit the account's funds,
 	// which may be less: surplus that another project borrowed is held by
-	// its liens until they end (Ledger.Available gives the lesser).
-	Available decimal.Decimal `json:"available"`
+	// its liens until they end. LienAvailable is the lesser, what a lien
+	// on the node would get now (Ledger.Available).
+	Available     decimal.Decimal `json:"available"`
+	LienAvailable decimal.Decimal `json:"lien_available"`
 }
 
 // AccountShares is an account's HFS split at one time.
@@ -292,6 +294,7 @@ func (l *Ledger) Shares(ctx context.Context, account string) (AccountShares, err
 			if ns.Available, err = s.available(n.Name, p); err != nil {
 				return err
 			}
+			ns.LienAvailable = decimal.Min(ns.Available, s.funds.Available())
 			out.Nodes = append(out.Nodes, ns)
 		}
 		return nil

@@ -98,8 +98,11 @@ func hfsShow(c *cli.Context) error {
 	})
 }
 
-// shareHeaders are the figures of a node's share, in shareFigures' order.
-var shareHeaders = []string{"Quota", "Allocated", "Used", "Reserved", "Available"}
+// shareHeaders are the figures of a node's share, in shareFigures' order:
+// Available is what a lien on the node would get now, Unused what HFS
+// would still give it (more, when the account's funds are held by liens
+// of others that borrowed its surplus).
+var shareHeaders = []string{"Quota", "Allocated", "Used", "Reserved", "Available", "Unused"}
 
 // writeShares prints an account's split as a table of its nodes, under a
 // line saying whether HFS is on (table format only); withPolicy adds each
@@ -137,7 +140,7 @@ func shareFigures(n ledger.NodeShare, hfsOn bool, p int32) []string {
 	if hfsOn {
 		quota, allocated = amount(n.Quota, p), amount(n.Allocated, p)
 	}
-	return []string{quota, allocated, amount(n.Used, p), amount(n.Reserved, p), amount(n.Available, p)}
+	return []string{quota, allocated, amount(n.Used, p), amount(n.Reserved, p), amount(n.LienAvailable, p), amount(n.Available, p)}
 }
 
 // treeLabel indents a node's name by its depth in the table format; the

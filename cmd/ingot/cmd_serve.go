@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -127,12 +128,20 @@ func serve(c *cli.Context, fileKeys []string) error {
 			}
 			opts = append(opts, server.WithMunge(&munge.Verifier{Command: munge.Command{Socket: flagString(c, "munge-socket")}}))
 		}
-		go pruneRequests(ctx, l, log, c.Duration("request-retention"))
 		bank := server.New(l, lien.New(l), reg, verifier, log, opts...)
 		servers, err := listen(c, log, bank, m.Handler(log))
 		if err != nil {
 			return err
 		}
+		// The pruner ends before the store closes (when this returns), so
+		// that it never works on, or logs about, a closed store.
+		pruneCtx, stopPruning := context.WithCancel(ctx)
+		var pruning sync.WaitGroup
+		pruning.Go(func() { pruneRequests(pruneCtx, l, log, c.Duration("request-retention")) })
+		defer func() {
+			stopPruning()
+			pruning.Wait()
+		}()
 		if addr := c.String("gold-listen"); addr != "" {
 			gln, err := net.Listen("tcp", addr)
 			if err != nil {

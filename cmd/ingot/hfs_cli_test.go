@@ -250,8 +250,11 @@ func TestHFSWalkthrough(t *testing.T) {
 	for _, account := range []string{"phys", "chem"} {
 		t.Run(account, func(t *testing.T) { agreeWithCompute(t, b, account) })
 	}
+	// A lien on lab1 would get 500, the account's funds, though HFS would
+	// give it 3500 more (Unused): lab2's liens hold what it borrowed.
 	if out := b.ok("balance", "phys", "--parsable"); !strings.Contains(out, "phys|8500.00|8000.00|500.00|0.00|500.00\n") ||
-		!strings.Contains(out, "Node|Quota|Allocated|Used|Reserved|Available\n") || !strings.Contains(out, "phys.lab2|5000.00|8000.00|0.00|8000.00|500.00\n") {
+		!strings.Contains(out, "Node|Quota|Allocated|Used|Reserved|Available|Unused\n") || !strings.Contains(out, "phys.lab2|5000.00|8000.00|0.00|8000.00|500.00|500.00\n") ||
+		!strings.Contains(out, "phys.lab1|5000.00|1500.00|1500.00|0.00|500.00|3500.00\n") {
 		t.Errorf("balance phys --parsable:\n%s", out)
 	}
 	if out := b.ok("balance", "chem"); !strings.Contains(out, "HFS split of chem: pool 1000.00, leftover 0.00") || !strings.Contains(out, "\n  chem.a  600.00") {
