@@ -5,6 +5,7 @@ import (
 
 	"github.com/ingot-hpc/ingot/ledger"
 	"github.com/ingot-hpc/ingot/proto/api"
+	"github.com/shopspring/decimal"
 )
 
 // Object Account: Gold's container of credits is an ingot account. Gold
@@ -75,13 +76,7 @@ func withdraw(c *call) (Response, error) {
 	if spec.Account, err = c.account(""); err != nil {
 		return Response{}, err
 	}
-	if spec.Amount, err = c.amount("Amount", false); err != nil {
-		return Response{}, err
-	}
-	if spec.Allocation, err = c.allocation(); err != nil {
-		return Response{}, err
-	}
-	if spec.Description, err = c.text("Description"); err != nil {
+	if spec.Amount, spec.Allocation, spec.Description, err = c.moveTerms(); err != nil {
 		return Response{}, err
 	}
 	r, err := change[ledger.Receipt](c, api.PathWithdrawals, spec)
@@ -105,13 +100,7 @@ func transfer(c *call) (Response, error) {
 	if spec.To, err = c.account("To"); err != nil {
 		return Response{}, err
 	}
-	if spec.Amount, err = c.amount("Amount", false); err != nil {
-		return Response{}, err
-	}
-	if spec.Allocation, err = c.allocation(); err != nil {
-		return Response{}, err
-	}
-	if spec.Description, err = c.text("Description"); err != nil {
+	if spec.Amount, spec.Allocation, spec.Description, err = c.moveTerms(); err != nil {
 		return Response{}, err
 	}
 	r, err := change[ledger.Receipt](c, api.PathTransfers, spec)
@@ -119,6 +108,19 @@ func transfer(c *call) (Response, error) {
 		return Response{}, refused(err, "Insufficient balance to transfer %s from account %s", spec.Amount, spec.From)
 	}
 	return receipt(r, spec.Amount.String(), fmt.Sprintf("Successfully transferred %s credits from account %s to account %s", spec.Amount, spec.From, spec.To)), nil
+}
+
+// moveTerms are what a withdrawal or a transfer moves: its Amount, the
+// Allocation it is limited to (0: any), and its Description.
+func (c *call) moveTerms() (amount decimal.Decimal, allocation uint64, description string, err error) {
+	if amount, err = c.amount("Amount", false); err != nil {
+		return amount, 0, "", err
+	}
+	if allocation, err = c.allocation(); err != nil {
+		return amount, 0, "", err
+	}
+	description, err = c.text("Description")
+	return amount, allocation, description, err
 }
 
 // allocation is the Allocation given, 0 when none is.
