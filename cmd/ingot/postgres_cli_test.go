@@ -1,15 +1,12 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/ingot-hpc/ingot/internal/pgtest"
 	"github.com/ingot-hpc/ingot/ledger"
@@ -27,21 +24,6 @@ func onStore(t *testing.T, url string) *cliBank {
 		}
 	}
 	return &cliBank{t: t, global: []string{"--store", url}}
-}
-
-// pgExec runs statements on the database of url.
-func pgExec(t *testing.T, url string, statements ...string) {
-	t.Helper()
-	conn, err := pgx.Connect(context.Background(), url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
-	for _, s := range statements {
-		if _, err := conn.Exec(context.Background(), s); err != nil {
-			t.Fatalf("%s: %v", s, err)
-		}
-	}
 }
 
 // TestPostgresStore: every local command works on a bank in PostgreSQL
@@ -194,12 +176,12 @@ func TestPostgresStore(t *testing.T) {
 				return []string{"--store", url, "balance"}
 			}, exitUnavailable, "is empty (create a bank with `ingot init --store URL`)"},
 			{"another program's database", func(t *testing.T, url string) []string {
-				pgExec(t, url, "CREATE TABLE jobs (id int)")
+				pgtest.Exec(t, url, "CREATE TABLE jobs (id int)")
 				return []string{"--store", url, "init"}
 			}, exitUnavailable, "holds tables (jobs) but no schema_version: it belongs to another program"},
 			{"newer schema", func(t *testing.T, url string) []string {
 				onStore(t, url).ok("init")
-				pgExec(t, url, "INSERT INTO schema_version (version) VALUES (99)")
+				pgtest.Exec(t, url, "INSERT INTO schema_version (version) VALUES (99)")
 				return []string{"--store", url, "balance"}
 			}, exitUnavailable, "has schema 99, and this ingot reads schemas up to"},
 			{"backup --compact", func(t *testing.T, url string) []string {

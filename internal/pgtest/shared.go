@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // shared is the test package's server, started by the first DB.
@@ -102,6 +104,22 @@ func (s *Server) dropDB(t testing.TB, name string) {
 	for _, sql := range []string{"DROP DATABASE " + name + " WITH (FORCE)", "DROP ROLE " + name} {
 		if _, err := conn.Exec(ctx, sql); err != nil {
 			t.Errorf("pgtest: %s: %v", sql, err)
+		}
+	}
+}
+
+// Exec runs statements on the database url names, with its credentials,
+// failing the test at the first that fails.
+func Exec(t testing.TB, url string, statements ...string) {
+	t.Helper()
+	conn, err := pgx.Connect(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	for _, s := range statements {
+		if _, err := conn.Exec(context.Background(), s); err != nil {
+			t.Fatalf("%s: %v", s, err)
 		}
 	}
 }

@@ -38,7 +38,7 @@ func TestCheck(t *testing.T) {
 			s := pgstoretest.OpenURL(t, url)
 			defer s.Close()
 			bank(t, s)
-			sql(t, url, tc.sql...)
+			pgtest.Exec(t, url, tc.sql...)
 			problems, err := s.Check(context.Background())
 			if err != nil {
 				t.Fatal(err)

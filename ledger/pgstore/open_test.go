@@ -15,21 +15,6 @@ import (
 	"github.com/ingot-hpc/ingot/ledger/pgstore/pgstoretest"
 )
 
-// sql runs statements on the database url names, as its owner.
-func sql(t *testing.T, url string, statements ...string) {
-	t.Helper()
-	conn, err := pgx.Connect(context.Background(), url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
-	for _, s := range statements {
-		if _, err := conn.Exec(context.Background(), s); err != nil {
-			t.Fatalf("%s: %v", s, err)
-		}
-	}
-}
-
 // tables lists the tables of the database's current schema.
 func tables(t *testing.T, url string) []string {
 	t.Helper()
@@ -74,12 +59,12 @@ func TestOpenRefuses(t *testing.T) {
 		{"empty, not to be created", func(t *testing.T, url string) string { return url },
 			pgstore.Options{}, ledger.ErrNotInitialized, "ingot init --store"},
 		{"another program's", func(t *testing.T, url string) string {
-			sql(t, url, "CREATE TABLE accounts (name text)", "CREATE TABLE grants (amount numeric)")
+			pgtest.Exec(t, url, "CREATE TABLE accounts (name text)", "CREATE TABLE grants (amount numeric)")
 			return url
 		}, pgstore.Options{Create: true}, pgstore.ErrNotBank, "holds tables (accounts, grants) but no schema_version"},
 		{"newer schema", func(t *testing.T, url string) string {
 			pgstoretest.OpenURL(t, url).Close()
-			sql(t, url, "INSERT INTO schema_version (version) VALUES (99)")
+			pgtest.Exec(t, url, "INSERT INTO schema_version (version) VALUES (99)")
 			return url
 		}, pgstore.Options{}, pgstore.ErrNewerSchema, "has schema 99, and this ingot reads schemas up to"},
 	} {
