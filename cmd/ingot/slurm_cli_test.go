@@ -90,6 +90,16 @@ func TestSlurmSubmitVerdicts(t *testing.T) {
 	if got := s.submit("--time-limit", "4294967295", "--min-cpus", "1"); !strings.HasPrefix(got, "refuse the job has no time limit") {
 		t.Errorf("an UNLIMITED job: %q", got)
 	}
+	// No account ((null), as Lua writes it) and no default project in the
+	// bank: refused, saying so.
+	s.ok("user", "add", "cy", "--member", "chem.lab1")
+	if got := strings.TrimSpace(s.ok("slurm", "submit", "--user", "cy", "--machine", "hpc1", "--account", "(null)", "--time-limit", "1", "--min-cpus", "1")); !strings.HasPrefix(got, "refuse ") || !strings.Contains(got, "user cy has no default project") {
+		t.Errorf("a job with no account and no default: %q", got)
+	}
+	if got := s.submit("--account", "lab1", "--time-limit", "1", "--min-cpus", "99999999999999999999"); !strings.HasPrefix(got, "refuse ") || !strings.Contains(got, "min_cpus") {
+		t.Errorf("an absurd CPU count: %q", got)
+	}
+	before = s.entries()
 	if after := s.entries(); after != before {
 		t.Errorf("submit verdicts wrote %d journal entries", after-before)
 	}
