@@ -167,26 +167,20 @@ func takesValue(f cli.Flag) bool {
 	return !isBool
 }
 
-// The kinds of names the bank can list, by the placeholder that asks for
-// them in a command's arguments or a flag's usage.
+// The kinds of names the bank can list.
 const (
-	kindNone     = ""
-	kindAccount  = "account"
-	kindProject  = "project"
-	kindNode     = "node"
-	kindUser     = "user"
-	kindMachine  = "machine"
-	placeholders = "ACCOUNT=account PROJECT=project NODE=node FROM=node TO=node TARGET=node USER=user MACHINE=machine"
+	kindNone    = ""
+	kindAccount = "account"
+	kindProject = "project"
+	kindNode    = "node"
+	kindUser    = "user"
+	kindMachine = "machine"
 )
 
-func placeholderKind(p string) string {
-	for _, pair := range strings.Fields(placeholders) {
-		if name, kind, _ := strings.Cut(pair, "="); name == p {
-			return kind
-		}
-	}
-	return kindNone
-}
+// placeholderKinds are the kinds asked for by the placeholders of a
+// command's arguments or a flag's usage.
+var placeholderKinds = map[string]string{"ACCOUNT": kindAccount, "PROJECT": kindProject, "NODE": kindNode, "FROM": kindNode,
+	"TO": kindNode, "TARGET": kindNode, "USER": kindUser, "MACHINE": kindMachine}
 
 // argKind is the kind of the positional argument at index i of a command:
 // from its placeholder, or for NAME from the command's group (`project
@@ -205,9 +199,9 @@ func argKind(path []string, argsUsage string, i int) string {
 		if slices.Contains([]string{"create", "add"}, path[len(path)-1]) {
 			return kindNone
 		}
-		return placeholderKind(strings.ToUpper(path[0]))
+		return placeholderKinds[strings.ToUpper(path[0])]
 	}
-	return placeholderKind(p)
+	return placeholderKinds[p]
 }
 
 // flagKind is the kind of a flag's value: its usage's placeholder, else its
@@ -217,11 +211,11 @@ func flagKind(f cli.Flag) string {
 		// The placeholder is the usage's first `quoted` word, as in help.
 		if _, rest, ok := strings.Cut(df.GetUsage(), "`"); ok {
 			if p, _, ok := strings.Cut(rest, "`"); ok {
-				return placeholderKind(p)
+				return placeholderKinds[p]
 			}
 		}
 	}
-	return placeholderKind(strings.ToUpper(f.Names()[0]))
+	return placeholderKinds[strings.ToUpper(f.Names()[0])]
 }
 
 // names lists the bank's names of a kind by running ingot's own list
