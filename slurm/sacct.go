@@ -12,8 +12,10 @@ import (
 
 // SacctFormat is the -o list that ParseSacct reads: `sacct -X -P -o
 // SacctFormat`. Exit codes come from this text, not from 22.05's --json,
-// which reports 0 for jobs that exited non-zero.
-const SacctFormat = "JobID,Cluster,Account,User,Partition,QOS,AllocTRES,ElapsedRaw,TimelimitRaw,Start,End,State,ExitCode"
+// which reports 0 for jobs that exited non-zero. JobIDRaw is the job's own
+// number, which the hooks know it by ($SLURM_JOB_ID): a task of a job
+// array has one, where JobID prints ARRAYID_TASK.
+const SacctFormat = "JobIDRaw,Cluster,Account,User,Partition,QOS,AllocTRES,ElapsedRaw,TimelimitRaw,Start,End,State,ExitCode"
 
 // SacctHeader is the header line sacct prints for SacctFormat.
 func SacctHeader() string { return strings.ReplaceAll(SacctFormat, ",", "|") }
@@ -48,7 +50,7 @@ func ParseSacct(out string, loc *time.Location) ([]AcctJob, error) {
 	for i, r := range rows {
 		j, err := acctJob(r, loc)
 		if err != nil {
-			return nil, fmt.Errorf("slurm: sacct line %d (job %s): %w", i+2, ledger.Excerpt(r["JobID"]), err)
+			return nil, fmt.Errorf("slurm: sacct line %d (job %s): %w", i+2, ledger.Excerpt(r["JobIDRaw"]), err)
 		}
 		jobs = append(jobs, j)
 	}
@@ -56,7 +58,7 @@ func ParseSacct(out string, loc *time.Location) ([]AcctJob, error) {
 }
 
 func acctJob(r map[string]string, loc *time.Location) (AcctJob, error) {
-	j := AcctJob{ID: r["JobID"], Cluster: r["Cluster"], Account: r["Account"], User: r["User"], Partition: r["Partition"],
+	j := AcctJob{ID: r["JobIDRaw"], Cluster: r["Cluster"], Account: r["Account"], User: r["User"], Partition: r["Partition"],
 		QOS: r["QOS"], ExitCode: r["ExitCode"]}
 	if words := strings.Fields(r["State"]); len(words) > 0 {
 		j.State = words[0]

@@ -83,7 +83,7 @@ func TestParseSacct(t *testing.T) {
 	}
 	for _, bad := range []struct{ out, says string }{
 		{"", "no header line"},
-		{"JobID|State\n1|COMPLETED", "has no column Cluster"},
+		{"JobIDRaw|State\n1|COMPLETED", "has no column Cluster"},
 		{SacctHeader() + "\n7|test|chem", "line 2 has 3 fields"},
 		{SacctHeader() + "\n7|test|chem|amy|debug|normal||x|5|None|None|PENDING|0:0", `ElapsedRaw "x"`},
 		{SacctHeader() + "\n7|test|chem|amy|debug|normal||0|5|yesterday|None|PENDING|0:0", `Start "yesterday"`},

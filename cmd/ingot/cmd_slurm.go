@@ -402,9 +402,17 @@ func readHookJob(c *cli.Context) (hookJob, error) {
 	if err != nil {
 		return j, err
 	}
-	if j.queued, err = slurm.ParseQueue(out, time.Local); err != nil {
+	// For the first task of a job array, whose number is also the array's,
+	// squeue lists every task: the job is the line of its own number.
+	jobs, err := slurm.ParseQueueJobs(out, time.Local)
+	if err != nil {
 		return j, err
 	}
+	i := slices.IndexFunc(jobs, func(q slurm.QueueJob) bool { return q.ID == id })
+	if i < 0 {
+		return j, fmt.Errorf("slurm: squeue does not list job %s", id)
+	}
+	j.queued = jobs[i]
 	// The environment is the controller's own word for who runs the job
 	// and where; squeue's must agree.
 	if u := os.Getenv("SLURM_JOB_USER"); u != "" && u != j.queued.User {

@@ -40,7 +40,9 @@ func slurmSync(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	queued, err := runSlurm(c.Context, "squeue", "-h", "-t", "all", "-o", "%i")
+	// %A is each job's own number, as the hooks know it; %i would print
+	// an array's tasks as ARRAYID_TASK.
+	queued, err := runSlurm(c.Context, "squeue", "-h", "-t", "all", "-o", "%A")
 	if err != nil {
 		return err
 	}

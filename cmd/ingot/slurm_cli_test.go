@@ -17,7 +17,7 @@ import (
 // slurmSite is a bank on a file for the Slurm hooks: machine hpc1, account
 // chem with project chem.lab1 (amy's default), account bio, 1000 credits in
 // chem; and a folder of fake Slurm commands first in PATH: squeue prints
-// $FAKE_SQUEUE (a job), $FAKE_SQUEUE_IDS (-o %i) or $FAKE_SQUEUE_RUNNING
+// $FAKE_SQUEUE (a job), $FAKE_SQUEUE_IDS (-o %A) or $FAKE_SQUEUE_RUNNING
 // (-t R), scontrol $FAKE_RESERVATIONS (show reservation) or appends its
 // arguments to $FAKE_SCONTROL_LOG, sacct
 // prints $FAKE_SACCT, sacctmgr $FAKE_ASSOC, $FAKE_LIMITS or $FAKE_USERS
@@ -40,7 +40,7 @@ func newSlurmSite(t *testing.T) *slurmSite {
 	}
 	dir := t.TempDir()
 	for name, script := range map[string]string{
-		"squeue":   "#!/bin/sh\ncase \"$*\" in *'-o %i'*) printf '%s\\n' \"$FAKE_SQUEUE_IDS\";; *'-t R '*) printf '%s\\n' \"$FAKE_SQUEUE_RUNNING\";; *) printf '%s\\n' \"$FAKE_SQUEUE\";; esac\n",
+		"squeue":   "#!/bin/sh\ncase \"$*\" in *'-o %A'*) printf '%s\\n' \"$FAKE_SQUEUE_IDS\";; *'-t R '*) printf '%s\\n' \"$FAKE_SQUEUE_RUNNING\";; *) printf '%s\\n' \"$FAKE_SQUEUE\";; esac\n",
 		"scontrol": "#!/bin/sh\ncase \"$*\" in *'show reservation'*) printf '%s\\n' \"$FAKE_RESERVATIONS\";; *) echo \"$@\" >> \"$FAKE_SCONTROL_LOG\";; esac\n",
 		"sacct":    "#!/bin/sh\nprintf '%s\\n' \"$FAKE_SACCT\"\n",
 		"sacctmgr": "#!/bin/sh\ncase \"$*\" in *modify*) echo sacctmgr \"$@\" >> \"$FAKE_SCONTROL_LOG\";; *assoc*format*) printf '%s\\n' \"$FAKE_ASSOC\";; *assoc*) printf '%s\\n' \"$FAKE_LIMITS\";; *) printf '%s\\n' \"$FAKE_USERS\";; esac\n",

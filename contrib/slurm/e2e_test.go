@@ -73,6 +73,30 @@ func TestSlurmEndToEnd(t *testing.T) {
 		t.Errorf("the GPU job's charge is %s for %d s", ch.Amount, e.elapsed(job))
 	}
 
+	// A job array: each task is a job of its own number ($SLURM_JOB_ID),
+	// liened and charged once; sync, which reads sacct's and squeue's own
+	// numbers, finds nothing left to do for them.
+	array := e.submit("--array=1-2", "-A", "lab1", "-t", "1", "-n", "1", "--wrap", "sleep 1")
+	var tasks []string
+	e.waitFor("array "+array+"'s tasks to end", func() bool {
+		out, err := c.Run("sacct", "-X", "-n", "-P", "-j", array, "-o", "JobIDRaw,State")
+		tasks = nil
+		for _, line := range strings.Fields(out) {
+			raw, state, _ := strings.Cut(line, "|")
+			if state != "COMPLETED" {
+				return false
+			}
+			tasks = append(tasks, raw)
+		}
+		return err == nil && len(tasks) == 2
+	})
+	for _, task := range tasks {
+		e.charge(task)
+	}
+	if out := e.ingot("slurm", "sync", "--machine", c.Name); strings.TrimSpace(out) != "" {
+		t.Errorf("sync after a job array:\n%s", out)
+	}
+
 	// A failing job is charged as the policy says: DEBITSUCCESSFULWC
 	// charges a job that ran to its own end, exit code aside.
 	job = e.submit("-A", "lab1", "-t", "1", "-n", "1", "--wrap", "sleep 1; exit 3")
