@@ -15,7 +15,6 @@ import (
 	"github.com/ingot-hpc/ingot/internal/pgtest"
 	"github.com/ingot-hpc/ingot/ledger"
 	"github.com/ingot-hpc/ingot/proto/api"
-	"github.com/ingot-hpc/ingot/proto/auth"
 	"github.com/ingot-hpc/ingot/proto/client"
 )
 
@@ -50,16 +49,8 @@ func TestPostgresFailover(t *testing.T) {
 	b.ok("deposit", "chem", "1000000000000")
 	b.ok("deposit", "phys", "1440000") // 100 liens of 4 processors for an hour
 	dir := t.TempDir()
-	serverKey, keyFile := filepath.Join(dir, "server.key"), filepath.Join(dir, "slurm.key")
-	b.ok("client", "add", "slurm", "--role", "scheduler", "--scope", "hpc1", "--server-key", serverKey, "--key-out", keyFile)
-	raw, err := os.ReadFile(keyFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	key, err := auth.ParseKeyFile(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
+	serverKey := filepath.Join(dir, "server.key")
+	key := b.clientKey("slurm", "--role", "scheduler", "--scope", "hpc1", "--server-key", serverKey)
 	var servers []*serverProcess
 	for i := range 2 {
 		logs := filepath.Join(dir, fmt.Sprint("server", i))
