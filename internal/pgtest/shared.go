@@ -67,22 +67,9 @@ func (s *Server) NewDB(t testing.TB) string {
 	secret := make([]byte, 12)
 	rand.Read(secret)
 	password := hex.EncodeToString(secret)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	conn, err := s.admin(ctx)
-	if err != nil {
-		t.Fatalf("pgtest: connect to the server on port %d: %v", s.Port, err)
-	}
-	defer conn.Close(context.Background())
 	// The names are ours, and the password hex: nothing needs quoting.
-	for _, sql := range []string{
-		fmt.Sprintf("CREATE ROLE %s LOGIN PASSWORD '%s'", name, password),
-		fmt.Sprintf("CREATE DATABASE %s OWNER %s", name, name),
-	} {
-		if _, err := conn.Exec(ctx, sql); err != nil {
-			t.Fatalf("pgtest: %s: %v", sql, err)
-		}
-	}
+	s.exec(t, fmt.Sprintf("CREATE ROLE %s LOGIN PASSWORD '%s'", name, password),
+		fmt.Sprintf("CREATE DATABASE %s OWNER %s", name, name))
 	t.Cleanup(func() { s.dropDB(t, name) })
 	return fmt.Sprintf("postgres://%s:%s@127.0.0.1:%d/%s", name, password, s.Port, name)
 }
