@@ -108,3 +108,46 @@ func unitName(unit *big.Rat) string {
 	}
 	return unit.FloatString(2)
 }
+
+// BenchmarkPreempt is the preemption answer in an account of 1,000
+// projects (10 groups of 99, shares, all accepting surplus; every tenth
+// project owns 1,000 credits) whose pool of 1,000,000 credits is held
+// wholly by 10,000 jobs of the projects that own nothing: an owner asks
+// for 250, which takes three of them.
+func BenchmarkPreempt(b *testing.B) {
+	root := &Node{Name: "acct", Demand: new(big.Rat)}
+	var jobs []Job
+	var borrowers []*Node
+	for g := range 10 {
+		group := &Node{Name: fmt.Sprintf("acct.g%d", g), Quota: Quota{Kind: Shares, Value: big.NewRat(1, 1)}, AcceptSurplus: true, Demand: new(big.Rat)}
+		root.Children = append(root.Children, group)
+		for p := range 99 {
+			n := &Node{Name: fmt.Sprintf("%s.p%d", group.Name, p), Quota: Quota{Kind: Shares, Value: big.NewRat(1, 1)}, AcceptSurplus: true, Demand: new(big.Rat)}
+			if p%10 == 0 {
+				n.Ownership = big.NewRat(1000, 1)
+			} else {
+				borrowers = append(borrowers, n)
+			}
+			group.Children = append(group.Children, n)
+		}
+	}
+	held := big.NewRat(100, 1)
+	for k := range 10_000 {
+		n := borrowers[k%len(borrowers)]
+		n.Demand = new(big.Rat).Add(n.Demand, held)
+		jobs = append(jobs, Job{Node: n.Name, Held: held})
+	}
+	plan, err := NewPlan(big.NewRat(1_000_000, 1), big.NewRat(1, 100), root)
+	if err != nil {
+		b.Fatal(err)
+	}
+	req := PreemptRequest{Node: "acct.g3.p40", Amount: big.NewRat(250, 1), Free: new(big.Rat), Jobs: jobs}
+	b.Run("projects=1000/jobs=10000", func(b *testing.B) {
+		for b.Loop() {
+			got, err := plan.Preempt(req)
+			if err != nil || got.Outcome != Preempt || len(got.Victims) != 3 {
+				b.Fatalf("%+v, %v", got, err)
+			}
+		}
+	})
+}

@@ -31,6 +31,14 @@ var (
 	ErrUnboundedDemand = errors.New("hfs: demand is unbounded")
 	// ErrNotFinite: a share-tree value is NaN or infinite.
 	ErrNotFinite = errors.New("hfs: value not finite")
+	// ErrGroupOwnership: a node with children was given ownership; it is
+	// set on leaves, and a group owns what its children own.
+	ErrGroupOwnership = errors.New("hfs: ownership is set on leaves; a group owns what its children own")
+	// ErrPriorityRange: a priority outside 0..MaxPriority.
+	ErrPriorityRange = errors.New("hfs: priority outside 0..1000")
+	// ErrJobsAboveDemand: a preemption was given jobs that hold more than
+	// their node's demand.
+	ErrJobsAboveDemand = errors.New("hfs: jobs hold more than their node's demand")
 	// ErrInput: an HFS input document is malformed.
 	ErrInput = errors.New("hfs: invalid input")
 )

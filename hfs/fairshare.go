@@ -31,7 +31,8 @@ type levelState struct {
 	alloc num
 	// unmet is demand minus alloc.
 	unmet bound
-	// held is the unused own quota that non_shared keeps back.
+	// held is the unused own quota that non_shared keeps back, and what
+	// the group's reserve keeps in the subtree.
 	held num
 	// up is the surplus the subtree passes to its parent.
 	up num
@@ -163,12 +164,20 @@ func (w *worker) level(i int, demand bound, sums childSums, v levelView, pushes 
 		s.unmet = s.unmet.sub(self)
 	}
 
-	// Every level hands on or passes up exactly what it gathers, so the
-	// subtree has its quota less what it holds back and passes up; and
-	// what the level handed out (gathered - up) is what its accepting
+	// What the level handed out (gathered - up) is what its accepting
 	// part can no longer take.
+	handed := gathered.sub(s.up)
+	// The group's reserve keeps back what would leave the subtree: up to
+	// the reserve, what nobody in it could take now waits for the
+	// subtree's own demand.
+	kept := minNum(s.up, n.reserved)
+	s.held = s.held.add(kept)
+	s.up = s.up.sub(kept)
+
+	// Every level hands on or passes up exactly what it gathers, so the
+	// subtree has its quota less what it holds back and passes up.
 	subtreeAlloc := n.subtreeQuota.sub(s.subtreeHeld()).sub(s.up)
-	s.room = unmetBefore.add(sums.roomSum()).sub(gathered.sub(s.up))
+	s.room = unmetBefore.add(sums.roomSum()).sub(handed)
 	s.room = s.room.min(n.limit.sub(subtreeAlloc))
 	return s
 }

@@ -14,12 +14,15 @@ import (
 //	{"total": "20", "unit": "0.01" | null, "tree": NODE}
 //	NODE = {"name": "chem", "quota": {"static"|"dynamic"|"shares": "N"},
 //	        "demand": "N" | "unbounded", "accept_surplus": bool,
-//	        "limit": "N", "non_shared": "N", "children": [NODE, ...]}
+//	        "limit": "N", "non_shared": "N", "ownership": "N",
+//	        "group_non_shared": "N", "priority": INTEGER,
+//	        "children": [NODE, ...]}
 //
 // Numbers are decimal strings (plain JSON numbers are taken too, read from
-// their text, never through float64). Absent or null: unit means no
-// rounding, quota means dynamic 0, demand means 0, limit means none,
-// non_shared means 0. Unknown keys are refused, except the descriptive keys
+// their text, never through float64); a priority is a JSON integer. Absent
+// or null: unit means no rounding, quota means dynamic 0, demand means 0,
+// limit means none, non_shared, ownership and group_non_shared mean 0,
+// priority means 0. Unknown keys are refused, except the descriptive keys
 // of a reference case (id, title, note, schema, tolerance, derivation,
 // expected), which are ignored so that a case from testdata/hfs runs as it
 // is.
@@ -45,13 +48,16 @@ type inputJSON struct {
 }
 
 type nodeJSON struct {
-	Name          string      `json:"name"`
-	Quota         *quotaJSON  `json:"quota"`
-	Demand        *demandJSON `json:"demand"`
-	AcceptSurplus bool        `json:"accept_surplus"`
-	Limit         *number     `json:"limit"`
-	NonShared     *number     `json:"non_shared"`
-	Children      []*nodeJSON `json:"children"`
+	Name           string      `json:"name"`
+	Quota          *quotaJSON  `json:"quota"`
+	Demand         *demandJSON `json:"demand"`
+	AcceptSurplus  bool        `json:"accept_surplus"`
+	Limit          *number     `json:"limit"`
+	NonShared      *number     `json:"non_shared"`
+	Ownership      *number     `json:"ownership"`
+	GroupNonShared *number     `json:"group_non_shared"`
+	Priority       int         `json:"priority"`
+	Children       []*nodeJSON `json:"children"`
 }
 
 type quotaJSON struct {
@@ -90,12 +96,15 @@ func (n *nodeJSON) node() (*Node, error) {
 		return nil, fmt.Errorf("%w: null node", ErrInput)
 	}
 	out := &Node{
-		Name:          n.Name,
-		Demand:        new(big.Rat),
-		AcceptSurplus: n.AcceptSurplus,
-		Limit:         n.Limit.rat(),
-		NonShared:     n.NonShared.rat(),
-		Children:      make([]*Node, len(n.Children)),
+		Name:           n.Name,
+		Demand:         new(big.Rat),
+		AcceptSurplus:  n.AcceptSurplus,
+		Limit:          n.Limit.rat(),
+		NonShared:      n.NonShared.rat(),
+		Ownership:      n.Ownership.rat(),
+		GroupNonShared: n.GroupNonShared.rat(),
+		Priority:       n.Priority,
+		Children:       make([]*Node, len(n.Children)),
 	}
 	if n.Demand != nil {
 		out.Demand = n.Demand.value

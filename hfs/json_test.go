@@ -23,6 +23,10 @@ func TestDecodeInput(t *testing.T) {
 		{"minimal", `{"total": "10", "tree": {"name": "a"}}`, nil},
 		{"full node", `{"total": "10", "unit": "0.01", "tree": {"name": "a", "demand": "1", "children": [
 			{"name": "a.b", "quota": {"shares": "2"}, "demand": "unbounded", "accept_surplus": true, "limit": "5", "non_shared": "1"}]}}`, nil},
+		{"ownership and priority", `{"total": "10", "tree": {"name": "a", "children": [
+			{"name": "a.g", "group_non_shared": "2", "priority": 3, "children": [{"name": "a.g.x", "ownership": "4", "priority": 1000}]}]}}`, nil},
+		{"fractional priority", `{"total": "10", "tree": {"name": "a", "priority": 1.5}}`, ErrInput},
+		{"priority as a string", `{"total": "10", "tree": {"name": "a", "priority": "1"}}`, ErrInput},
 		{"JSON numbers read from their text", `{"total": 10.25, "unit": null, "tree": {"name": "a", "demand": 3}}`, nil},
 		{"reference case keys ignored", `{"id": "X", "title": "t", "note": "", "schema": "s", "tolerance": "", "derivation": ["d"], "expected": {"leftover": "1"}, "total": "1", "tree": {"name": "a"}}`, nil},
 		{"unknown top-level key", `{"total": "10", "totl": "1", "tree": {"name": "a"}}`, ErrInput},
@@ -49,8 +53,8 @@ func TestDecodeInput(t *testing.T) {
 
 func TestDecodeInputValues(t *testing.T) {
 	in, err := DecodeInput(strings.NewReader(`{"total": "10.5", "unit": "0.01", "tree": {"name": "a", "children": [
-		{"name": "b", "quota": {"dynamic": "0.25"}, "demand": "unbounded", "limit": "3"},
-		{"name": "c"}]}}`))
+		{"name": "b", "quota": {"dynamic": "0.25"}, "demand": "unbounded", "limit": "3", "group_non_shared": "1.5", "priority": 7},
+		{"name": "c", "ownership": "2"}]}}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,12 +68,14 @@ func TestDecodeInputValues(t *testing.T) {
 		{"b quota", b.Quota.Value, big.NewRat(1, 4)},
 		{"b limit", b.Limit, big.NewRat(3, 1)},
 		{"c demand (absent: 0)", c.Demand, new(big.Rat)},
+		{"b group non-shared", b.GroupNonShared, big.NewRat(3, 2)},
+		{"c ownership", c.Ownership, big.NewRat(2, 1)},
 	} {
 		if tc.got == nil || tc.got.Cmp(tc.want) != 0 {
 			t.Errorf("%s = %v, want %v", tc.name, tc.got, tc.want)
 		}
 	}
-	if b.Quota.Kind != Dynamic || b.Demand != nil || c.Limit != nil || c.Quota.Value != nil {
+	if b.Quota.Kind != Dynamic || b.Demand != nil || c.Limit != nil || c.Quota.Value != nil || b.Priority != 7 || c.Priority != 0 || b.Ownership != nil {
 		t.Errorf("b: %+v, c: %+v", b, c)
 	}
 }
@@ -100,6 +106,11 @@ func TestComputeErrors(t *testing.T) {
 		{"negative demand", ten, nil, leaf(&Node{Name: "b", Demand: big.NewRat(-1, 1)}), ErrNegative},
 		{"negative limit", ten, nil, leaf(&Node{Name: "b", Limit: big.NewRat(-1, 1)}), ErrNegative},
 		{"negative non_shared", ten, nil, leaf(&Node{Name: "b", NonShared: big.NewRat(-1, 1)}), ErrNegative},
+		{"negative ownership", ten, nil, leaf(&Node{Name: "b", Ownership: big.NewRat(-1, 1)}), ErrNegative},
+		{"negative group non-shared", ten, nil, leaf(&Node{Name: "b", GroupNonShared: big.NewRat(-1, 1)}), ErrNegative},
+		{"ownership on a group", ten, nil, leaf(&Node{Name: "b", Ownership: ten, Children: []*Node{{Name: "c"}}}), ErrGroupOwnership},
+		{"negative priority", ten, nil, leaf(&Node{Name: "b", Priority: -1}), ErrPriorityRange},
+		{"priority above the range", ten, nil, leaf(&Node{Name: "b", Priority: MaxPriority + 1}), ErrPriorityRange},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Compute(tc.total, tc.unit, tc.root)
@@ -183,6 +194,8 @@ func FuzzDecodeInput(f *testing.F) {
 		}
 	}
 	f.Add([]byte(`{"total": "1", "tree": {"name": "a"}}`))
+	f.Add([]byte(`{"total": "4", "unit": "1", "tree": {"name": "r", "children": [{"name": "r.a", "group_non_shared": "1", "priority": 2, "accept_surplus": true,
+		"children": [{"name": "r.a.x", "ownership": "2", "demand": "1"}]}, {"name": "r.b", "ownership": "3", "demand": "unbounded"}]}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		in, err := DecodeInput(bytes.NewReader(data))
 		if err != nil {

@@ -21,6 +21,7 @@ type Plan struct {
 	nodes  []planNode
 	index  map[string]int
 	states []levelState // step 2's bottom-up pass for the current demands
+	owned  []num        // what each subtree owns (step 1)
 }
 
 // NewPlan validates a tree and prepares it for a pool of total credits. A
@@ -49,8 +50,25 @@ func NewPlan(total, unit *big.Rat, root *Node) (*Plan, error) {
 		return nil, err
 	}
 	assignQuotas(p.nodes, p.total)
+	p.owned = make([]num, len(p.nodes))
+	for i := len(p.nodes) - 1; i >= 0; i-- {
+		p.owned[i] = p.owned[i].add(p.nodes[i].owned)
+		if parent := p.nodes[i].parent; parent >= 0 {
+			p.owned[parent] = p.owned[parent].add(p.owned[i])
+		}
+	}
 	p.bottomUp()
 	return p, nil
+}
+
+// clone is a copy of the plan whose demands can be changed without
+// touching p: what SetDemand writes (the nodes' demands, the states) is
+// copied, the rest shared.
+func (p *Plan) clone() *Plan {
+	c := *p
+	c.nodes = append([]planNode(nil), p.nodes...)
+	c.states = append([]levelState(nil), p.states...)
+	return &c
 }
 
 // Compute splits a pool of total credits over a tree: quotas, fair share
@@ -93,7 +111,13 @@ func (p *Plan) SetDemand(name string, demand *big.Rat) error {
 	if demand != nil && demand.Sign() < 0 {
 		return fmt.Errorf("%w: node %q demand %s", ErrNegative, name, demand.RatString())
 	}
-	p.nodes[i].demand = boundOrUnbounded(demand)
+	p.setDemand(i, boundOrUnbounded(demand))
+	return nil
+}
+
+// setDemand is SetDemand of node i.
+func (p *Plan) setDemand(i int, demand bound) {
+	p.nodes[i].demand = demand
 	w := newWorker(p.nodes)
 	defer w.release()
 	old := p.states[i]
@@ -104,7 +128,6 @@ func (p *Plan) SetDemand(name string, demand *big.Rat) error {
 		p.redoLevel(parent, oldParent.children.replace(p.nodes[c].accept, &old, &p.states[c]), w)
 		old = oldParent
 	}
-	return nil
 }
 
 // Allocate finishes step 2 (the top-down pass) and runs step 3 when the
@@ -143,7 +166,7 @@ func (p *Plan) Allocate() *Result {
 	for i := range p.states {
 		held[i] = p.states[i].held
 	}
-	return &Result{nodes: p.nodes, index: p.index, alloc: alloc, held: held, leftover: leftover}
+	return &Result{nodes: p.nodes, index: p.index, alloc: alloc, held: held, owned: p.owned, leftover: leftover}
 }
 
 // Available is what the named node could still be given on top of its
@@ -230,6 +253,7 @@ type Result struct {
 	index    map[string]int
 	alloc    []num
 	held     []num
+	owned    []num
 	leftover num
 }
 
@@ -254,10 +278,26 @@ func (r *Result) Allocated(name string) *big.Rat {
 	return r.lookup(name, func(i int) num { return r.alloc[i] })
 }
 
-// Held is the unused own quota a node's non_shared keeps back: neither
-// allocated nor passed up, so not in Leftover either.
+// Held is what a node keeps back: the unused own quota its non_shared
+// holds, and what its group non-shared keeps in its subtree. It is
+// neither allocated nor passed up, so not in Leftover either.
 func (r *Result) Held(name string) *big.Rat {
 	return r.lookup(name, func(i int) num { return r.held[i] })
+}
+
+// Owned is what a node owns of the pool: its ownership, a group's being
+// its children's together. It is less than what is set when the pool, or
+// a limit above the node, cannot cover every ownership and group
+// non-shared (step 1 carves them top-down: a group's reserve, then what
+// its children claim, scaled down together).
+func (r *Result) Owned(name string) *big.Rat {
+	return r.lookup(name, func(i int) num { return r.owned[i] })
+}
+
+// Reserved is what a node's group non-shared reserves of the pool: the
+// value set, or less when the pool or a limit above cannot cover it.
+func (r *Result) Reserved(name string) *big.Rat {
+	return r.lookup(name, func(i int) num { return r.nodes[i].reserved })
 }
 
 // Leftover is the part of the pool nobody was allocated and nobody holds:

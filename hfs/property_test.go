@@ -295,3 +295,45 @@ func TestAvailableMatchesLienRule(t *testing.T) {
 		p.Demand = demand
 	}
 }
+
+// TestOwnedProperties checks the same invariants on trees with ownership
+// and group non-shared, and the carve's own: no node gets more of its
+// ownership or reserve than it set, and what is carved never exceeds the
+// pool; when the pool covers every carve, every node gets what it set.
+func TestOwnedProperties(t *testing.T) {
+	rng := rand.New(rand.NewPCG(25, 26))
+	for run := range 3000 {
+		root := randomOwnedTree(rng, 1+rng.IntN(25))
+		total := randomAmount(rng, 1000)
+		unit := randomUnit(rng)
+		res, err := Compute(total, unit, root)
+		if err != nil {
+			t.Fatalf("run %d: %v", run, err)
+		}
+		if err := checkInvariants(total, unit, root, res); err != nil {
+			t.Fatalf("run %d (total %s, unit %v): %v", run, total.RatString(), unit, err)
+		}
+		carved, set := new(big.Rat), new(big.Rat)
+		limited := false
+		walk(root, func(n *Node) {
+			limited = limited || n.Limit != nil
+			own := res.Owned(n.Name)
+			for _, c := range n.Children {
+				own.Sub(own, res.Owned(c.Name))
+			}
+			for _, f := range []struct{ got, set *big.Rat }{{own, ratOrZero(n.Ownership)}, {res.Reserved(n.Name), ratOrZero(n.GroupNonShared)}} {
+				if f.got.Sign() < 0 || f.got.Cmp(f.set) > 0 {
+					t.Fatalf("run %d: %s: carved %s of %s", run, n.Name, f.got.RatString(), f.set.RatString())
+				}
+				carved.Add(carved, f.got)
+				set.Add(set, f.set)
+			}
+		})
+		if carved.Cmp(total) > 0 {
+			t.Fatalf("run %d: carved %s of a pool of %s", run, carved.RatString(), total.RatString())
+		}
+		if !limited && set.Cmp(total) <= 0 && carved.Cmp(set) != 0 {
+			t.Fatalf("run %d: carved %s of %s set, pool %s", run, carved.RatString(), set.RatString(), total.RatString())
+		}
+	}
+}

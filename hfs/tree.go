@@ -55,8 +55,25 @@ type Node struct {
 	// NonShared is the part of the node's own quota it never lends out as
 	// surplus; nil means 0.
 	NonShared *big.Rat
-	Children  []*Node
+	// Ownership is what the node owns (LSF's OWNERSHIP; leaves only, a
+	// group owns what its children own): carved out of the pool before
+	// quotas split the rest, lent as surplus while the node does not use
+	// it, and taken back by preemption (Plan.Preempt). nil means none.
+	Ownership *big.Rat
+	// GroupNonShared is what the node reserves for its subtree's own
+	// demand (LSF's NON_SHARED of a group): carved out of the pool before
+	// quotas split the rest, after the ancestors' reserves, and never lent
+	// outside the subtree. nil means none.
+	GroupNonShared *big.Rat
+	// Priority ranks the node among its siblings, 0..MaxPriority, higher
+	// first: a preemption takes from the lowest-ranked first (Plan.Rank).
+	Priority int
+	Children []*Node
 }
+
+// MaxPriority is the highest priority a node may have; 0 is the lowest
+// and the default.
+const MaxPriority = 1000
 
 // planNode is a validated Node in a flat, pre-order array: every node's
 // descendants come after it, so a reverse scan is bottom-up and a forward
@@ -70,11 +87,20 @@ type planNode struct {
 	accept    bool
 	limit     bound // unbounded: no limit
 	nonShared num
+	ownership num
+	reserve   num // group non-shared, as set
+	priority  int
 	demand    bound // changed by Plan.SetDemand
 
 	// Step 1 results.
 	subtreeQuota num
 	ownQuota     num
+	// carve is what ownership and group non-shared claim in the subtree,
+	// as set; owned and reserved what the node itself got of its own
+	// ownership and reserve (less when the pool is short).
+	carve    num
+	owned    num
+	reserved num
 }
 
 // flatten validates the tree and lays it out in pre-order.
@@ -103,6 +129,9 @@ func flatten(root *Node) ([]planNode, map[string]int, error) {
 			accept:    n.AcceptSurplus,
 			limit:     boundOrUnbounded(n.Limit),
 			nonShared: numOrZero(n.NonShared),
+			ownership: numOrZero(n.Ownership),
+			reserve:   numOrZero(n.GroupNonShared),
+			priority:  n.Priority,
 			demand:    boundOrUnbounded(n.Demand),
 		}
 		children = children[len(n.Children):]
@@ -160,10 +189,16 @@ func validate(n *Node) error {
 	for _, f := range []struct {
 		what  string
 		value *big.Rat
-	}{{"demand", n.Demand}, {"limit", n.Limit}, {"non_shared", n.NonShared}} {
+	}{{"demand", n.Demand}, {"limit", n.Limit}, {"non_shared", n.NonShared}, {"ownership", n.Ownership}, {"group_non_shared", n.GroupNonShared}} {
 		if f.value != nil && f.value.Sign() < 0 {
 			return fmt.Errorf("%w: node %q %s %s", ErrNegative, n.Name, f.what, f.value.RatString())
 		}
+	}
+	if n.Ownership != nil && n.Ownership.Sign() != 0 && len(n.Children) > 0 {
+		return fmt.Errorf("%w: node %q owns %s and has %d children", ErrGroupOwnership, n.Name, n.Ownership.RatString(), len(n.Children))
+	}
+	if n.Priority < 0 || n.Priority > MaxPriority {
+		return fmt.Errorf("%w: node %q priority %d", ErrPriorityRange, n.Name, n.Priority)
 	}
 	return nil
 }
