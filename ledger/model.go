@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/shopspring/decimal"
+
+	"github.com/ingot-hpc/ingot/hfs"
 )
 
 // Settings are fixed when a bank is created.
@@ -30,13 +32,63 @@ const (
 )
 
 // Policy is a node's HFS policy: how much of its parent's credits it is
-// entitled to and how it lends and borrows surplus.
+// entitled to and how it lends and borrows surplus. The fields after
+// NonShared came later: a record without them (an older bank's) has none
+// of them set, and they are left out when not set, so that such a record
+// reads and encodes as it was.
 type Policy struct {
 	QuotaKind     QuotaKind        `json:"quota_kind,omitempty"`
 	Quota         decimal.Decimal  `json:"quota"`
 	AcceptSurplus bool             `json:"accept_surplus,omitempty"`
 	Limit         *decimal.Decimal `json:"limit,omitempty"`
 	NonShared     decimal.Decimal  `json:"non_shared"`
+	// Ownership is what a leaf project owns of its account's pool (LSF's
+	// OWNERSHIP): carved out before quotas split the rest, lent to others
+	// while the project does not use it, taken back by preemption. A
+	// project with sub-projects owns what they own.
+	Ownership decimal.Decimal `json:"ownership,omitzero"`
+	// GroupNonShared is what a project reserves of the pool for its
+	// subtree's own demand, never lent outside it (LSF's NON_SHARED of a
+	// group).
+	GroupNonShared decimal.Decimal `json:"group_non_shared,omitzero"`
+	// Priority ranks a project among its siblings, 0..MaxPriority, higher
+	// first: a preemption takes from the lowest first.
+	Priority int `json:"priority,omitzero"`
+	// Preemption is an account's preemption order (projects have none).
+	Preemption PreemptionOrder `json:"preemption,omitzero"`
+}
+
+// MaxPriority is the highest priority a project may have; 0, the
+// default, is the lowest.
+const MaxPriority = hfs.MaxPriority
+
+// PreemptionOrder says which overfed projects a preemption in an account
+// takes from first.
+type PreemptionOrder string
+
+// The preemption orders; the empty one is TopDown.
+const (
+	// PreemptTopDown takes from the projects furthest away in the tree
+	// first (LSF's default).
+	PreemptTopDown PreemptionOrder = "top-down"
+	// PreemptBottomUp takes from the closest first.
+	PreemptBottomUp PreemptionOrder = "bottom-up"
+)
+
+// hfsOrder is the order as package hfs has it.
+func (o PreemptionOrder) hfsOrder() hfs.PreemptOrder {
+	if o == PreemptBottomUp {
+		return hfs.BottomUp
+	}
+	return hfs.TopDown
+}
+
+// String is the order's name, top-down when none is set.
+func (o PreemptionOrder) String() string {
+	if o == "" {
+		return string(PreemptTopDown)
+	}
+	return string(o)
 }
 
 // Node is an account (top level) or a project (below an account).

@@ -56,6 +56,9 @@ func (l *Ledger) CreateNode(ctx context.Context, req Request, spec NodeSpec) (No
 			}
 		}
 		n := Node{Name: spec.Name, Description: spec.Description, Active: true, AnyUser: spec.AnyUser, Policy: spec.Policy, Created: w.now}
+		if err := checkOwnership(w.tx, n); err != nil {
+			return Node{}, err
+		}
 		if err := checkNonShared(w, n, l.settings.Precision); err != nil {
 			return Node{}, err
 		}
@@ -68,8 +71,8 @@ func (l *Ledger) CreateNode(ctx context.Context, req Request, spec NodeSpec) (No
 // nothing of its own, and its jobs would be refused however much the
 // account holds, with nothing said when it was made.
 func checkNewQuota(tx Tx, spec NodeSpec) error {
-	if spec.Policy.QuotaKind != QuotaNone || spec.NoQuota {
-		return nil
+	if spec.Policy.QuotaKind != QuotaNone || spec.NoQuota || spec.Policy.Ownership.IsPositive() || spec.Policy.GroupNonShared.IsPositive() {
+		return nil // a project that owns or reserves credits has some of its own
 	}
 	account := AccountOf(spec.Name)
 	nodes, err := tx.Subtree(account)
@@ -109,6 +112,9 @@ func (l *Ledger) ModifyNode(ctx context.Context, req Request, name string, chang
 		}
 		if change.Policy != nil {
 			n.Policy = *change.Policy
+			if err := checkOwnership(w.tx, n); err != nil {
+				return Node{}, err
+			}
 			if err := checkNonShared(w, n, l.settings.Precision); err != nil {
 				return Node{}, err
 			}
@@ -267,6 +273,69 @@ func checkPolicy(name string, p Policy) error {
 	}
 	if p.QuotaKind == QuotaStatic && p.NonShared.GreaterThan(p.Quota) {
 		return bad("non_shared %s is above the static quota %s", p.NonShared, p.Quota)
+	}
+	if p.Ownership.IsNegative() {
+		return bad("ownership %s is negative", p.Ownership)
+	}
+	if p.GroupNonShared.IsNegative() {
+		return bad("group_non_shared %s is negative", p.GroupNonShared)
+	}
+	if p.Priority < 0 || p.Priority > MaxPriority {
+		return bad("priority %d is outside 0..%d", p.Priority, MaxPriority)
+	}
+	isAccount := !strings.Contains(name, ".")
+	if isAccount && (!p.Ownership.IsZero() || !p.GroupNonShared.IsZero() || p.Priority != 0) {
+		return bad("an account takes its whole pool; ownership, group_non_shared and priority are for projects")
+	}
+	switch p.Preemption {
+	case "", PreemptTopDown, PreemptBottomUp:
+	default:
+		return bad("unknown preemption order %s (top-down or bottom-up)", Excerpt(string(p.Preemption)))
+	}
+	if !isAccount && p.Preemption != "" {
+		return bad("the preemption order is the account's, not a project's")
+	}
+	return nil
+}
+
+// checkOwnership refuses what the tree makes of a node's new or changed
+// policy when it cannot hold: ownership on a project with sub-projects (a
+// group owns what its children own), a project made under one that owns
+// credits, and ownership adding up above a limit in the subtree or above
+// it (the subtree could never use what it owns).
+func checkOwnership(tx Tx, n Node) error {
+	nodes, err := tx.Subtree(n.Account())
+	if err != nil {
+		return err
+	}
+	if i := slices.IndexFunc(nodes, func(m Node) bool { return m.Name == n.Name }); i >= 0 {
+		nodes[i] = n
+	} else {
+		nodes = append(nodes, n)
+		slices.SortFunc(nodes, func(a, b Node) int { return strings.Compare(a.Name, b.Name) })
+	}
+	owned := map[string]decimal.Decimal{}
+	for _, m := range nodes {
+		if m.Policy.Ownership.IsZero() {
+			continue
+		}
+		if child := slices.IndexFunc(nodes, func(c Node) bool { return ParentOf(c.Name) == m.Name }); child >= 0 {
+			if m.Name == n.Name {
+				return fmt.Errorf("%w: policy of %s: ownership is set on projects without sub-projects, and %s has %s: set it on them (a group owns what its projects own)",
+					ErrInvalid, m.Name, m.Name, nodes[child].Name)
+			}
+			return fmt.Errorf("%w: create %s: %s owns %s credits, and ownership is for projects without sub-projects: set its ownership to 0 first and give it to the sub-projects",
+				ErrInvalid, n.Name, m.Name, m.Policy.Ownership)
+		}
+		for a := m.Name; a != ""; a = ParentOf(a) {
+			owned[a] = owned[a].Add(m.Policy.Ownership)
+		}
+	}
+	for _, m := range nodes {
+		if l := m.Policy.Limit; l != nil && owned[m.Name].GreaterThan(*l) {
+			return fmt.Errorf("%w: policy of %s: the ownership in %s adds up to %s, above its limit %s: it could never use what it owns",
+				ErrInvalid, n.Name, m.Name, owned[m.Name], l)
+		}
 	}
 	return nil
 }

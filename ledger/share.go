@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math/big"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -46,6 +48,20 @@ type NodeShare struct {
 	// on the node would get now (Ledger.Available).
 	Available     decimal.Decimal `json:"available"`
 	LienAvailable decimal.Decimal `json:"lien_available"`
+	// Owned is what the node owns of the pool now (a group: what its
+	// projects own), less than its policy's ownership when the pool
+	// cannot cover every ownership and group non-shared; Reserve what its
+	// group non-shared keeps for its subtree. Shortfall is what the pool
+	// does not cover of its own ownership and group non-shared.
+	Owned     decimal.Decimal `json:"owned"`
+	Reserve   decimal.Decimal `json:"reserve"`
+	Shortfall decimal.Decimal `json:"shortfall"`
+	// InUse is the subtree's demand: what the charges and liens of the
+	// node and those below it took and hold. Fed compares it with Owned:
+	// "underfed" below, "overfed" above, "" when equal (with nothing owned
+	// and nothing used too).
+	InUse decimal.Decimal `json:"in_use"`
+	Fed   string          `json:"fed,omitempty"`
 }
 
 // AccountShares is an account's HFS split at one time.
@@ -56,13 +72,26 @@ type AccountShares struct {
 	HFS      bool            `json:"hfs"`
 	Pool     decimal.Decimal `json:"pool"`
 	Leftover decimal.Decimal `json:"leftover"`
+	// Owners says whether any node sets ownership, group non-shared or a
+	// priority; then Preemption is the account's preemption order, Highest
+	// and Lowest the highest- and lowest-ranked projects without
+	// sub-projects (the first and last a preemption would spare), and
+	// Warnings say what the pool does not cover.
+	Owners     bool     `json:"owners"`
+	Preemption string   `json:"preemption,omitempty"`
+	Highest    string   `json:"highest,omitempty"`
+	Lowest     string   `json:"lowest,omitempty"`
+	Warnings   []string `json:"warnings,omitempty"`
 	// Nodes are the account and its projects, in name order.
 	Nodes []NodeShare `json:"nodes"`
 }
 
-// hasPolicy reports whether a node carries any HFS setting.
+// hasPolicy reports whether a node carries any HFS setting that changes
+// the split. Priority and the preemption order only say who is preempted
+// first, which needs ownership set.
 func (p Policy) hasPolicy() bool {
-	return p.QuotaKind != QuotaNone || p.AcceptSurplus || p.Limit != nil || !p.NonShared.IsZero()
+	return p.QuotaKind != QuotaNone || p.AcceptSurplus || p.Limit != nil || !p.NonShared.IsZero() ||
+		!p.Ownership.IsZero() || !p.GroupNonShared.IsZero()
 }
 
 // shareState is everything HFS needs of an account at one time.
@@ -137,7 +166,8 @@ func (s *shareState) plan(precision int32) (*hfs.Plan, error) {
 	var root *hfs.Node
 	for _, n := range s.nodes {
 		hn := &hfs.Node{Name: n.Name, Demand: rat(s.used[n.Name].Add(s.reserved[n.Name])), AcceptSurplus: n.Policy.AcceptSurplus,
-			NonShared: rat(n.Policy.NonShared)}
+			NonShared: rat(n.Policy.NonShared), Ownership: rat(n.Policy.Ownership), GroupNonShared: rat(n.Policy.GroupNonShared),
+			Priority: n.Policy.Priority}
 		if n.Policy.Limit != nil {
 			hn.Limit = rat(*n.Policy.Limit)
 		}
@@ -276,28 +306,89 @@ func (l *Ledger) Shares(ctx context.Context, account string) (AccountShares, err
 		p := l.settings.Precision
 		out = AccountShares{Account: account, At: now, HFS: s.hfsOn, Pool: s.pool, Leftover: decimal.Zero}
 		var result *hfs.Result
+		var plan *hfs.Plan
 		if s.hfsOn {
-			plan, err := s.plan(p)
-			if err != nil {
+			if plan, err = s.plan(p); err != nil {
 				return err
 			}
 			result = plan.Allocate()
 			out.Leftover = decimal.NewFromBigRat(result.Leftover(), p)
 		}
+		inUse := s.inUse()
 		for _, n := range s.nodes {
 			ns := NodeShare{Name: n.Name, Policy: n.Policy, Quota: decimal.Zero, Allocated: decimal.Zero,
-				Used: s.used[n.Name], Reserved: s.reserved[n.Name]}
+				Used: s.used[n.Name], Reserved: s.reserved[n.Name], InUse: inUse[n.Name],
+				Owned: decimal.Zero, Reserve: decimal.Zero, Shortfall: decimal.Zero}
 			if result != nil {
 				ns.Quota = decimal.NewFromBigRat(result.Quota(n.Name), p)
 				ns.Allocated = decimal.NewFromBigRat(result.Allocated(n.Name), p)
+				ns.Owned = decimal.NewFromBigRat(result.Owned(n.Name), p)
+				ns.Reserve = decimal.NewFromBigRat(result.Reserved(n.Name), p)
 			}
 			if ns.Available, err = s.available(n.Name, p); err != nil {
 				return err
 			}
 			ns.LienAvailable = decimal.Min(ns.Available, s.funds.Available())
+			out.Owners = out.Owners || !n.Policy.Ownership.IsZero() || !n.Policy.GroupNonShared.IsZero() || n.Policy.Priority != 0
 			out.Nodes = append(out.Nodes, ns)
+		}
+		if out.Owners && result != nil {
+			out.describeOwners(s, plan.Rank(ratsOf(s.used)))
 		}
 		return nil
 	})
 	return out, err
+}
+
+// inUse is each node's subtree demand: its own and its descendants'
+// charges and liens.
+func (s *shareState) inUse() map[string]decimal.Decimal {
+	out := map[string]decimal.Decimal{}
+	for _, n := range s.nodes {
+		d := s.used[n.Name].Add(s.reserved[n.Name])
+		for a := n.Name; a != ""; a = ParentOf(a) {
+			out[a] = out[a].Add(d)
+		}
+	}
+	return out
+}
+
+// describeOwners fills in what the account's owners come to: each node's
+// shortfall and fed state, the highest- and lowest-ranked leaves (rank:
+// hfs.Plan.Rank's list), and warnings for what the pool does not cover.
+func (a *AccountShares) describeOwners(s *shareState, rank []string) {
+	a.Preemption = s.nodes[0].Policy.Preemption.String()
+	set, carved := decimal.Zero, decimal.Zero
+	var short []string
+	for k := range a.Nodes {
+		n := &a.Nodes[k]
+		own := n.Owned
+		for _, c := range a.Nodes {
+			if ParentOf(c.Name) == n.Name {
+				own = own.Sub(c.Owned)
+			}
+		}
+		want := n.Policy.Ownership.Add(n.Policy.GroupNonShared)
+		set, carved = set.Add(want), carved.Add(own).Add(n.Reserve)
+		if n.Shortfall = want.Sub(own).Sub(n.Reserve); n.Shortfall.IsPositive() {
+			short = append(short, fmt.Sprintf("%s %s of %s", n.Name, own.Add(n.Reserve), want))
+		}
+		switch c := n.InUse.Cmp(n.Owned); {
+		case k == 0: // the account takes the pool: nothing to be fed by
+		case c < 0:
+			n.Fed = "underfed"
+		case c > 0:
+			n.Fed = "overfed"
+		}
+	}
+	leaves := slices.DeleteFunc(slices.Clone(rank), func(name string) bool {
+		return slices.ContainsFunc(s.nodes, func(c Node) bool { return ParentOf(c.Name) == name })
+	})
+	if len(leaves) > 0 {
+		a.Highest, a.Lowest = leaves[0], leaves[len(leaves)-1]
+	}
+	if len(short) > 0 {
+		a.Warnings = append(a.Warnings, fmt.Sprintf("ownership and group non-shared set in %s add up to %s; the pool (%s) and the limits cover %s: short %s",
+			a.Account, set, a.Pool, carved, strings.Join(short, ", ")))
+	}
 }
