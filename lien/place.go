@@ -10,6 +10,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/ingot-hpc/ingot/charge"
+	"github.com/ingot-hpc/ingot/hfs"
 	"github.com/ingot-hpc/ingot/ledger"
 )
 
@@ -224,9 +225,27 @@ func (b *Bank) holdOn(w *ledger.Writer, project, machine string, amount decimal.
 		return nil, err
 	}
 	if amount.GreaterThan(available) {
-		return nil, fmt.Errorf("%w: project %s needs %s, %s available%s", ledger.ErrInsufficientFunds, project, amount, available, why)
+		refused := fmt.Errorf("%w: project %s needs %s, %s available%s", ledger.ErrInsufficientFunds, project, amount, available, why)
+		return nil, b.preemptionFor(w, refused, project, machine, amount, own)
 	}
 	return f.Hold(amount)
+}
+
+// preemptionFor is a refused lien's error, with what preemption would do
+// for it where the account has owners: the jobs to release when that
+// lets it through (a *ledger.PreemptionError), or why an underfed
+// project's lien cannot take credits back. The bank releases nothing.
+func (b *Bank) preemptionFor(w *ledger.Writer, refused error, project, machine string, amount decimal.Decimal, own *ledger.Lien) error {
+	p, err := w.Preempt(project, machine, amount, own, b.l.Settings().Precision)
+	switch {
+	case err != nil:
+		return fmt.Errorf("%w (what to preempt was not worked out: %v)", refused, err)
+	case p.Outcome == hfs.Preempt.String():
+		return &ledger.PreemptionError{Preemption: p, Err: refused}
+	case p.Outcome == hfs.NoVictims.String() || p.Outcome == hfs.NoRoom.String():
+		return fmt.Errorf("%w; %s", refused, p.Explain())
+	}
+	return refused
 }
 
 // availableTo is what a lien on project may take now on machine: the

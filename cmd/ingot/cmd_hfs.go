@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -41,6 +42,14 @@ func hfsCommands() []*cli.Command {
 					Action:    hfsShow,
 				},
 			},
+		},
+		{
+			Name: "preempt",
+			Usage: "which running jobs to preempt so that a lien of AMOUNT on PROJECT fits: the fewest, in the account's preemption order " +
+				"(changes nothing; the scheduler preempts, then places the lien)",
+			ArgsUsage: "PROJECT AMOUNT",
+			Flags:     []cli.Flag{&cli.StringFlag{Name: "machine", Usage: "the `MACHINE` the lien is for (default: credits usable on any machine)"}},
+			Action:    preempt,
 		},
 		{
 			Name:      "fairshare",
@@ -104,25 +113,64 @@ func hfsShow(c *cli.Context) error {
 // of others that borrowed its surplus).
 var shareHeaders = []string{"Quota", "Allocated", "Used", "Reserved", "Available", "Unused"}
 
+// ownerHeaders are the figures of ownership, in ownerFigures' order, that
+// `hfs show` adds where the account has owners: what the node owns of the
+// pool (its projects' together for a group), what its subtree uses
+// (charges and liens), and how the two compare.
+var ownerHeaders = []string{"Owned", "InUse", "Fed"}
+
 // writeShares prints an account's split as a table of its nodes, under a
 // line saying whether HFS is on (table format only); withPolicy adds each
-// node's policy.
+// node's policy, and where the account has owners, their settings and
+// figures, with a line on its preemption and a warning for what the pool
+// does not cover.
 func writeShares(c *cli.Context, f format, s ledger.AccountShares, p int32, withPolicy bool) error {
+	owners := withPolicy && s.Owners
 	if f == formatTable {
 		fmt.Fprintln(c.App.Writer, sharesHeading(s, p))
+		if owners {
+			fmt.Fprintf(c.App.Writer, "preemption %s; highest project %s, lowest %s\n", s.Preemption, s.Highest, s.Lowest)
+		}
+	}
+	if owners {
+		for _, w := range s.Warnings {
+			fmt.Fprintf(c.App.ErrWriter, "ingot: warning: %s\n", w)
+		}
 	}
 	t := table{headers: append([]string{"Node"}, shareHeaders...)}
 	if withPolicy {
 		t.headers = append([]string{"Node", "QuotaPolicy", "AcceptSurplus", "Limit", "NonShared"}, shareHeaders...)
+	}
+	if owners {
+		t.headers = slices.Concat(t.headers[:5], []string{"Ownership", "GroupNonShared", "Priority"}, t.headers[5:], ownerHeaders)
 	}
 	for _, n := range s.Nodes {
 		cells := []string{treeLabel(n.Name, f)}
 		if withPolicy {
 			cells = append(cells, quotaText(n.Policy), yesNo(n.Policy.AcceptSurplus), limitText(n.Policy.Limit), n.Policy.NonShared.String())
 		}
-		t.add(append(cells, shareFigures(n, s.HFS, p)...)...)
+		if owners {
+			cells = append(cells, n.Policy.Ownership.String(), n.Policy.GroupNonShared.String(), strconv.Itoa(n.Policy.Priority))
+		}
+		cells = append(cells, shareFigures(n, s.HFS, p)...)
+		if owners {
+			cells = append(cells, amount(n.Owned, p), amount(n.InUse, p), fedText(n, p))
+		}
+		t.add(cells...)
 	}
 	return write(c.App.Writer, f, t)
+}
+
+// fedText is how a node's in-use compares with what it owns: "under 400.00"
+// (underfed by that much), "over 100.00", "-" when equal.
+func fedText(n ledger.NodeShare, p int32) string {
+	switch n.Fed {
+	case "underfed":
+		return "under " + amount(n.Owned.Sub(n.InUse), p)
+	case "overfed":
+		return "over " + amount(n.InUse.Sub(n.Owned), p)
+	}
+	return "-"
 }
 
 // sharesHeading says how the account is split.
@@ -150,6 +198,44 @@ func treeLabel(name string, f format) string {
 		return name
 	}
 	return strings.Repeat("  ", strings.Count(name, ".")) + name
+}
+
+// preempt prints what to preempt for a lien: a line that says why, then
+// the jobs (the JSON is the ledger's Preemption).
+func preempt(c *cli.Context) error {
+	a, err := args(c, "PROJECT", "AMOUNT")
+	if err != nil {
+		return err
+	}
+	return withBank(c, func(b bank) error {
+		credits, err := ledger.ParseAmount(a[1], b.precision())
+		if err != nil {
+			return usageError{fmt.Sprintf("AMOUNT %s: %v", ledger.Excerpt(a[1]), err)}
+		}
+		p, err := b.Preempt(c.Context, a[0], c.String("machine"), credits)
+		if err != nil {
+			return err
+		}
+		f, err := outputFormat(c)
+		if err != nil {
+			return err
+		}
+		if f == formatTable {
+			fmt.Fprintln(c.App.Writer, p.Explain())
+			if len(p.Victims) == 0 {
+				return nil
+			}
+		}
+		t := table{headers: []string{"Machine", "Job", "Project", "User", "Holds"}, data: p}
+		for _, v := range p.Victims {
+			if v.Hidden {
+				t.add("-", "-", "(not yours to read)", "-", amount(v.Held, b.precision()))
+				continue
+			}
+			t.add(v.Machine, v.JobID, v.Project, v.User, amount(v.Held, b.precision()))
+		}
+		return write(c.App.Writer, f, t)
+	})
 }
 
 func fairShare(c *cli.Context) error {

@@ -142,6 +142,10 @@ func (r remoteBank) Shares(ctx context.Context, account string) (ledger.AccountS
 	return r.client.Shares(ctx, account)
 }
 
+func (r remoteBank) Preempt(ctx context.Context, project, machine string, amount decimal.Decimal) (ledger.Preemption, error) {
+	return r.client.Preempt(ctx, project, machine, amount)
+}
+
 func (r remoteBank) FairShare(ctx context.Context, account string, halfLife time.Duration, compensation float64) ([]ledger.FairShareNode, error) {
 	return r.client.FairShare(ctx, account, halfLife, compensation)
 }

@@ -50,6 +50,8 @@ type bankService interface {
 	Shares(ctx context.Context, account string) (ledger.AccountShares, error)
 	// Available is what a new lien on project may take now (its HFS share).
 	Available(ctx context.Context, project string) (decimal.Decimal, error)
+	// Preempt is what to preempt so that a lien of amount on project fits.
+	Preempt(ctx context.Context, project, machine string, amount decimal.Decimal) (ledger.Preemption, error)
 	FairShare(ctx context.Context, account string, halfLife time.Duration, compensation float64) ([]ledger.FairShareNode, error)
 	Statement(ctx context.Context, account string, from, to time.Time, summarize bool) (ledger.Statement, error)
 	Journal(ctx context.Context, f ledger.JournalFilter) ([]ledger.Entry, error)

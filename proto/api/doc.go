@@ -22,6 +22,7 @@
 //		GET    /v1/balance            BalanceQuery       ledger.NodeBalance      all¹²
 //		GET    /v1/available          AvailableQuery     AvailableResponse       all¹²
 //		GET    /v1/shares             AccountQuery       ledger.AccountShares    all¹²
+//		GET    /v1/preempt            PreemptQuery       ledger.Preemption       all¹²⁷
 //		GET    /v1/fairshare          FairShareQuery     List of FairShareNode   all¹²
 //		GET    /v1/statement          StatementQuery     ledger.Statement        admin, manager¹, user²
 //		GET    /v1/journal            JournalQuery       List of ledger.Entry    admin, manager¹, user² (node required)
@@ -90,6 +91,12 @@
 //	    subtrees, and moves a user's default project between projects there
 //	    (or clears it); a user's description and active state are the
 //	    admin's, since a user is shared by every account.
+//	  - ⁷ the jobs to preempt are named in full to an admin and a scheduler
+//	    (the scheduler does the preempting, on any machine whose jobs hold
+//	    credits the lien can use); a manager or a user sees in full those of
+//	    the projects it reads, and of the others only what each holds
+//	    (hidden: the job, machine, project and user left out), since those
+//	    jobs are not its to read.
 //
 // Users (but their memberships, ⁶), machines, rates, charge policies,
 // refunds, the sweep and clients are the bank manager's (admin): they are
@@ -119,6 +126,11 @@
 // A refused request gets a 4xx or 5xx status and an Error:
 //
 //	{"code": "insufficient_funds", "message": "ledger: insufficient funds: ...", "details": {}}
+//
+// A lien refused for an underfed project when releasing running jobs of
+// overfed ones would let it through has details {"preemption":
+// ledger.Preemption}: its victims are the liens to release (the bank
+// releases none by itself), the same answer as GET /v1/preempt.
 //
 // Codes are stable and only ever added (see Codes); messages are for people
 // and may change. Server errors (5xx other than unavailable) say only that

@@ -151,13 +151,19 @@ var sentinels = []struct {
 }
 
 // FromError returns the wire error for err: err itself if it is an *Error,
-// the code of the first sentinel it wraps with its message, or else
-// CodeInternal. Server errors (5xx but unavailable) and an unavailable
+// the code of the first sentinel it wraps with its message (and, for a
+// lien refused with jobs to preempt, the ledger.Preemption as details
+// "preemption"), or else CodeInternal. Server errors (5xx but unavailable) and an unavailable
 // database get a message that hides the cause, which may name files,
 // hosts or internals; log err instead.
 func FromError(err error) *Error {
 	if e, ok := errors.AsType[*Error](err); ok {
 		return e
+	}
+	// A lien refused while preempting named jobs would let it through:
+	// the scheduler finds them in the details.
+	if pe, ok := errors.AsType[*ledger.PreemptionError](err); ok {
+		return Errorf(CodeInsufficientFunds, "%s", err.Error()).With("preemption", pe.Preemption)
 	}
 	code := CodeInternal
 	for _, s := range sentinels {

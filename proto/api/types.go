@@ -21,6 +21,7 @@ const (
 	PathBalance          = "/v1/balance"
 	PathAvailable        = "/v1/available"
 	PathShares           = "/v1/shares"
+	PathPreempt          = "/v1/preempt"
 	PathFairShare        = "/v1/fairshare"
 	PathStatement        = "/v1/statement"
 	PathJournal          = "/v1/journal"
@@ -162,6 +163,14 @@ type (
 	BalanceQuery struct {
 		Node string    `query:"node,required"`
 		At   time.Time `query:"at"`
+	}
+	// PreemptQuery asks what to preempt so that a lien of Amount (a
+	// decimal, as the bank's amounts) on Project fits, on Machine (any
+	// machine when absent).
+	PreemptQuery struct {
+		Project string `query:"project,required"`
+		Amount  string `query:"amount,required"`
+		Machine string `query:"machine"`
 	}
 	// AccountQuery names an account (shares).
 	AccountQuery struct {

@@ -49,6 +49,12 @@ func (c *Client) Available(ctx context.Context, project string) (decimal.Decimal
 	return a.Available, err
 }
 
+// Preempt is what to preempt so that a lien of amount on project fits,
+// on machine (any machine when empty).
+func (c *Client) Preempt(ctx context.Context, project, machine string, amount decimal.Decimal) (ledger.Preemption, error) {
+	return get[ledger.Preemption](ctx, c, api.PathPreempt, api.PreemptQuery{Project: project, Machine: machine, Amount: amount.String()})
+}
+
 // Shares is an account's HFS split now.
 func (c *Client) Shares(ctx context.Context, account string) (ledger.AccountShares, error) {
 	return get[ledger.AccountShares](ctx, c, api.PathShares, api.AccountQuery{Account: account})

@@ -68,6 +68,29 @@ func (s *Server) shares(c *call, q api.AccountQuery) (ledger.AccountShares, erro
 	return s.ledger.Shares(c.r.Context(), q.Account)
 }
 
+// preempt answers what to preempt for a lien on a project the client
+// reads; the victims of projects it does not read are hidden (api's ⁷).
+func (s *Server) preempt(c *call, q api.PreemptQuery) (ledger.Preemption, error) {
+	r, err := s.reachOf(c.r.Context(), c.client)
+	if err != nil {
+		return ledger.Preemption{}, err
+	}
+	if err := r.require(q.Project); err != nil {
+		return ledger.Preemption{}, err
+	}
+	amount, err := ledger.ParseAmount(q.Amount, s.ledger.Settings().Precision)
+	if err != nil {
+		return ledger.Preemption{}, fmt.Errorf("%s: amount: %w", api.PathPreempt, err)
+	}
+	p, err := s.ledger.Preempt(c.r.Context(), q.Project, q.Machine, amount)
+	for k, v := range p.Victims {
+		if !r.node(v.Project) {
+			p.Victims[k] = ledger.Victim{Held: v.Held, Hidden: true}
+		}
+	}
+	return p, err
+}
+
 func (s *Server) fairShare(c *call, q api.FairShareQuery) (api.List[ledger.FairShareNode], error) {
 	if err := s.requireReads(c.r.Context(), c.client, q.Account); err != nil {
 		return api.List[ledger.FairShareNode]{}, err

@@ -126,6 +126,7 @@ func (s *Server) table() []route {
 		read(get, api.PathBalance, anyRole, endpoint(s.balance)),
 		read(get, api.PathAvailable, anyRole, endpoint(s.available)),
 		read(get, api.PathShares, anyRole, endpoint(s.shares)),
+		read(get, api.PathPreempt, anyRole, endpoint(s.preempt)),
 		read(get, api.PathFairShare, anyRole, endpoint(s.fairShare)),
 		read(get, api.PathStatement, readers, endpoint(s.statement)),
 		read(get, api.PathJournal, readers, endpoint(s.journal)),
