@@ -116,7 +116,7 @@ func unitName(unit *big.Rat) string {
 // for 250, which takes three of them.
 func BenchmarkPreempt(b *testing.B) {
 	root := &Node{Name: "acct", Demand: new(big.Rat)}
-	var jobs []Job
+	jobs := map[string][]Job{}
 	var borrowers []*Node
 	for g := range 10 {
 		group := &Node{Name: fmt.Sprintf("acct.g%d", g), Quota: Quota{Kind: Shares, Value: big.NewRat(1, 1)}, AcceptSurplus: true, Demand: new(big.Rat)}
@@ -135,7 +135,7 @@ func BenchmarkPreempt(b *testing.B) {
 	for k := range 10_000 {
 		n := borrowers[k%len(borrowers)]
 		n.Demand = new(big.Rat).Add(n.Demand, held)
-		jobs = append(jobs, Job{Node: n.Name, Held: held})
+		jobs[n.Name] = append(jobs[n.Name], Job{Held: held})
 	}
 	plan, err := NewPlan(big.NewRat(1_000_000, 1), big.NewRat(1, 100), root)
 	if err != nil {

@@ -37,30 +37,33 @@ func (o PreemptOrder) String() string {
 	return fmt.Sprintf("PreemptOrder(%d)", int(o))
 }
 
-// Job is a running job a preemption may name: the node whose demand its
-// lien is part of, what the lien holds there, and what releasing it frees
-// for the lien asked about (less than Held when some of it is on credits
-// that lien could not use). A nil Frees is Held.
+// Job is a running job a preemption may name: what its lien holds of its
+// node's demand, and what releasing it frees for the lien asked about
+// (less than Held when some of it is on credits that lien could not use).
+// A nil Frees is Held.
 type Job struct {
-	Node  string
 	Held  *big.Rat
 	Frees *big.Rat
 }
 
+// JobRef names a job of a PreemptRequest: the Index-th of Jobs[Node].
+type JobRef struct {
+	Node  string
+	Index int
+}
+
 // PreemptRequest asks what to preempt so that a lien of Amount on Node
 // fits. Free is what that lien could take of the pool now (the account's
-// funds less what liens hold). Jobs are the running jobs, each node's in
-// the order in which they are to be taken when all else is equal (the
-// ledger gives the newest first: they lose the least work). Usage is each
-// node's own accumulated usage, which breaks ties of priority (Rank).
-// Every node's demand must be bounded, and each node's jobs must hold no
-// more than its demand.
+// funds less what liens hold). Jobs are the running jobs by node, each
+// node's in the order in which they are to be taken when all else is equal
+// (the ledger gives the newest first: they lose the least work); they must
+// hold no more than the node's demand. Every node's demand must be
+// bounded.
 type PreemptRequest struct {
 	Node   string
 	Amount *big.Rat
 	Free   *big.Rat
-	Jobs   []Job
-	Usage  map[string]*big.Rat
+	Jobs   map[string][]Job
 	Order  PreemptOrder
 }
 
@@ -106,14 +109,14 @@ func (o Outcome) String() string {
 }
 
 // Preemption is the answer: the outcome, and with Preempt the jobs to
-// release (indexes into the request's Jobs) in the order chosen. Owned
+// release in the order chosen. Owned
 // and InUse are the node's (its subtree's); Lacking is what the lien
 // lacks of the free credits (Amount − Free, at least 0); Underfed the
 // lowest node on the path from the node to the root whose unmet
 // ownership, Deficit, covers it ("" and nil when none does).
 type Preemption struct {
 	Outcome      Outcome
-	Victims      []int
+	Victims      []JobRef
 	Owned, InUse *big.Rat
 	Lacking      *big.Rat
 	Underfed     string
@@ -160,7 +163,11 @@ type preempter struct {
 	target int
 	amount num
 	free   num
-	jobs   []preemptJob
+	// nodeJobs are each node's jobs as the request gives them; jobs those
+	// of the nodes a sequence has reached (nodeJobs are read only then:
+	// the answer costs what it takes from, not every job of the tree).
+	nodeJobs [][]Job
+	jobs     []preemptJob
 	// inUse is each subtree's demand; released what the jobs taken so
 	// far release of it.
 	inUse    []num
@@ -178,8 +185,7 @@ type preempter struct {
 }
 
 type preemptJob struct {
-	index       int // in req.Jobs
-	node        int
+	node, index int // the index-th of node's jobs
 	held, frees num
 }
 
@@ -207,34 +213,13 @@ func (p *Plan) newPreempter(req PreemptRequest) (*preempter, error) {
 			pp.inUse[parent] = pp.inUse[parent].add(pp.inUse[i])
 		}
 	}
-	held := make([]num, n)
-	pp.jobs = make([]preemptJob, 0, len(req.Jobs))
-	for k, j := range req.Jobs {
-		i, ok := p.index[j.Node]
+	pp.nodeJobs = make([][]Job, n)
+	for name, jobs := range req.Jobs {
+		i, ok := p.index[name]
 		if !ok {
-			return nil, fmt.Errorf("%w: job %d on %q", ErrUnknownNode, k, j.Node)
+			return nil, fmt.Errorf("%w: jobs of %q", ErrUnknownNode, name)
 		}
-		frees := j.Frees
-		if frees == nil {
-			frees = j.Held
-		}
-		if j.Held == nil || j.Held.Sign() < 0 || frees.Sign() < 0 {
-			return nil, fmt.Errorf("%w: job %d on %q: held and frees must be given, not negative", ErrNegative, k, j.Node)
-		}
-		pj := preemptJob{index: k, node: i, held: ratNum(j.Held)}
-		pj.frees = pj.held
-		if j.Frees != nil {
-			pj.frees = ratNum(j.Frees)
-		}
-		held[i] = held[i].add(pj.held)
-		if pj.held.sign() > 0 || pj.frees.sign() > 0 {
-			pp.jobs = append(pp.jobs, pj)
-		}
-	}
-	for i := range held {
-		if held[i].cmp(p.nodes[i].demand.v) > 0 {
-			return nil, fmt.Errorf("%w: %q: its jobs hold %s, its demand is %s", ErrJobsAboveDemand, p.nodes[i].name, held[i].readRat().RatString(), p.nodes[i].demand.v.readRat().RatString())
-		}
+		pp.nodeJobs[i] = jobs
 	}
 	for i := range pp.pathIndex {
 		pp.pathIndex[i] = -1
@@ -309,36 +294,33 @@ func (pp *preempter) run() (*Preemption, error) {
 	}
 	out.Outcome = Preempt
 	for _, j := range taken {
-		out.Victims = append(out.Victims, pp.jobs[j].index)
+		job := pp.jobs[j]
+		out.Victims = append(out.Victims, JobRef{Node: pp.plan.nodes[job.node].name, Index: job.index})
 	}
 	return out, nil
 }
 
 // sequence is the jobs that may be taken, in the order of taking, made only
 // as far as it is asked: the nodes that have candidates are put in order
-// at once, each node's jobs when it is reached.
+// at once, each node's jobs read and sorted when it is reached.
 type sequence struct {
 	pp    *preempter
-	nodes []int   // in the order of taking
-	jobs  [][]int // each node's candidate jobs, by node
-	next  int     // the next node of nodes
-	queue []int   // the jobs of the node being taken from, sorted
+	nodes []int // in the order of taking
+	next  int   // the next node of nodes
+	queue []int // the jobs of the node being taken from, sorted
 	taken []int
 }
 
-// newSequence orders the candidates: the jobs whose node meets the path at
-// a place in (from, to].
+// newSequence orders the nodes whose jobs are candidates: those that meet
+// the path at a place in (from, to].
 func (pp *preempter) newSequence(from, to int) *sequence {
-	seq := &sequence{pp: pp, jobs: make([][]int, len(pp.plan.nodes))}
-	for j, job := range pp.jobs {
-		if m := pp.meet[job.node]; m > from && m <= to {
-			if len(seq.jobs[job.node]) == 0 {
-				seq.nodes = append(seq.nodes, job.node)
-			}
-			seq.jobs[job.node] = append(seq.jobs[job.node], j)
+	seq := &sequence{pp: pp}
+	for i, jobs := range pp.nodeJobs {
+		if m := pp.meet[i]; len(jobs) > 0 && m > from && m <= to {
+			seq.nodes = append(seq.nodes, i)
 		}
 	}
-	rank := pp.plan.rankPlaces(pp.req.Usage)
+	rank := pp.plan.rankPlaces()
 	slices.SortFunc(seq.nodes, func(a, b int) int {
 		ma, mb := pp.meet[a], pp.meet[b]
 		if pp.req.Order == BottomUp {
@@ -355,25 +337,20 @@ func (pp *preempter) newSequence(from, to int) *sequence {
 // upTo is the first n jobs of the sequence, or all of it if it is
 // shorter. A job is taken if its subtrees are still overfed with those
 // before it taken; once a node's are not, its other jobs are not either.
-func (seq *sequence) upTo(n int) []int {
+func (seq *sequence) upTo(n int) ([]int, error) {
 	pp := seq.pp
 	for len(seq.taken) < n {
 		if len(seq.queue) == 0 {
 			if seq.next == len(seq.nodes) {
 				break
 			}
-			seq.queue = seq.jobs[seq.nodes[seq.next]]
+			queue, err := pp.readJobs(seq.nodes[seq.next])
+			if err != nil {
+				return nil, err
+			}
+			seq.queue = queue
 			seq.next++
-			slices.SortFunc(seq.queue, func(a, b int) int {
-				ja, jb := &pp.jobs[a], &pp.jobs[b]
-				if c := jb.frees.cmp(ja.frees); c != 0 {
-					return c
-				}
-				if c := jb.held.cmp(ja.held); c != 0 {
-					return c
-				}
-				return cmp.Compare(a, b)
-			})
+			continue
 		}
 		j := seq.queue[0]
 		if !pp.overfed(pp.jobs[j].node) {
@@ -384,7 +361,48 @@ func (seq *sequence) upTo(n int) []int {
 		seq.taken = append(seq.taken, j)
 		pp.release(pp.jobs[j])
 	}
-	return seq.taken[:min(n, len(seq.taken))]
+	return seq.taken[:min(n, len(seq.taken))], nil
+}
+
+// readJobs reads node i's jobs into pp.jobs and returns them in the order
+// of taking: what they free and hold, largest first (few jobs cover
+// much), then the request's order.
+func (pp *preempter) readJobs(i int) ([]int, error) {
+	var held num
+	first := len(pp.jobs)
+	for k, j := range pp.nodeJobs[i] {
+		if j.Held == nil || j.Held.Sign() < 0 || j.Frees != nil && j.Frees.Sign() < 0 {
+			return nil, fmt.Errorf("%w: job %d of %q: held and frees must be given, not negative", ErrNegative, k, pp.plan.nodes[i].name)
+		}
+		job := preemptJob{node: i, index: k, held: ratNum(j.Held)}
+		job.frees = job.held
+		if j.Frees != nil {
+			job.frees = ratNum(j.Frees)
+		}
+		held = held.add(job.held)
+		if job.held.sign() > 0 || job.frees.sign() > 0 {
+			pp.jobs = append(pp.jobs, job)
+		}
+	}
+	if demand := pp.plan.nodes[i].demand.v; held.cmp(demand) > 0 {
+		return nil, fmt.Errorf("%w: %q: its jobs hold %s, its demand is %s", ErrJobsAboveDemand, pp.plan.nodes[i].name,
+			held.readRat().RatString(), demand.readRat().RatString())
+	}
+	queue := make([]int, len(pp.jobs)-first)
+	for k := range queue {
+		queue[k] = first + k
+	}
+	slices.SortFunc(queue, func(a, b int) int {
+		ja, jb := &pp.jobs[a], &pp.jobs[b]
+		if c := jb.frees.cmp(ja.frees); c != 0 {
+			return c
+		}
+		if c := jb.held.cmp(ja.held); c != 0 {
+			return c
+		}
+		return cmp.Compare(a, b)
+	})
+	return queue, nil
 }
 
 // overfed says whether a job of node i may be taken now: every subtree
@@ -486,9 +504,9 @@ func (pp *preempter) shareFits(plan *Plan) (bool, error) {
 func (pp *preempter) shortestRun(seq *sequence) ([]int, error) {
 	lo, frees := 0, pp.free
 	for frees.cmp(pp.amount) < 0 {
-		taken := seq.upTo(lo + 1)
-		if len(taken) == lo {
-			return nil, nil
+		taken, err := seq.upTo(lo + 1)
+		if err != nil || len(taken) == lo {
+			return nil, err
 		}
 		frees = frees.add(pp.jobs[taken[lo]].frees)
 		lo++
@@ -497,7 +515,10 @@ func (pp *preempter) shortestRun(seq *sequence) ([]int, error) {
 	lo--
 	hi := -1
 	for step := 1; hi < 0; step *= 2 {
-		taken := seq.upTo(lo + step)
+		taken, err := seq.upTo(lo + step)
+		if err != nil {
+			return nil, err
+		}
 		fits, err := pp.fitsWith(taken)
 		if err != nil {
 			return nil, err
@@ -548,13 +569,13 @@ func (pp *preempter) dropUnneeded(taken []int) ([]int, error) {
 }
 
 // Rank lists the nodes from the highest-ranked to the lowest: among
-// siblings, higher priority first, then less accumulated usage (the
-// subtree's, from usage, each node's own), then name order; a group's
+// siblings, higher priority first, then the subtree with less in use (its
+// demands: what it has consumed and holds), then name order; a group's
 // children before the group itself (whose own jobs own nothing, so rank
 // lowest in it). The highest leaf is the first leaf listed, the lowest
 // the last: what a priority evaluated top-down picks at each level.
-func (p *Plan) Rank(usage map[string]*big.Rat) []string {
-	places := p.rankPlaces(usage)
+func (p *Plan) Rank() []string {
+	places := p.rankPlaces()
 	names := make([]string, len(p.nodes))
 	for i, k := range places {
 		names[k] = p.nodes[i].name
@@ -562,16 +583,15 @@ func (p *Plan) Rank(usage map[string]*big.Rat) []string {
 	return names
 }
 
-// rankPlaces is each node's place in Rank's list.
-func (p *Plan) rankPlaces(usage map[string]*big.Rat) []int {
+// rankPlaces is each node's place in Rank's list. An unbounded demand
+// counts as more than any bounded one.
+func (p *Plan) rankPlaces() []int {
 	n := len(p.nodes)
-	subtreeUsage := make([]num, n)
+	inUse := make([]bound, n)
 	for i := n - 1; i >= 0; i-- {
-		if u := usage[p.nodes[i].name]; u != nil {
-			subtreeUsage[i] = subtreeUsage[i].add(ratNum(u))
-		}
+		inUse[i] = inUse[i].add(p.nodes[i].demand)
 		if parent := p.nodes[i].parent; parent >= 0 {
-			subtreeUsage[parent] = subtreeUsage[parent].add(subtreeUsage[i])
+			inUse[parent] = inUse[parent].add(inUse[i])
 		}
 	}
 	places := make([]int, n)
@@ -583,7 +603,7 @@ func (p *Plan) rankPlaces(usage map[string]*big.Rat) []int {
 			if c := cmp.Compare(p.nodes[b].priority, p.nodes[a].priority); c != 0 {
 				return c
 			}
-			if c := subtreeUsage[a].cmp(subtreeUsage[b]); c != 0 {
+			if c := inUse[a].cmp(inUse[b]); c != 0 {
 				return c
 			}
 			return cmp.Compare(p.nodes[a].name, p.nodes[b].name)

@@ -25,13 +25,13 @@ func lsfTree(inUse [4]int64, limited bool) *Node {
 	return &Node{Name: "root", Demand: new(big.Rat), Children: []*Node{a, leaf("P4", 0, inUse[3])}}
 }
 
-// unitJobs are jobs of 1 credit each making up every leaf's demand, a
-// leaf's in the order of their names.
-func unitJobs(inUse [4]int64) []Job {
-	var jobs []Job
+// unitJobs are jobs of 1 credit each making up every leaf's demand.
+func unitJobs(inUse [4]int64) map[string][]Job {
+	jobs := map[string][]Job{}
 	for k, used := range inUse {
 		for range used {
-			jobs = append(jobs, Job{Node: fmt.Sprintf("P%d", k+1), Held: big.NewRat(1, 1)})
+			node := fmt.Sprintf("P%d", k+1)
+			jobs[node] = append(jobs[node], Job{Held: big.NewRat(1, 1)})
 		}
 	}
 	return jobs
@@ -72,7 +72,7 @@ func TestPreemptLSFExamples(t *testing.T) {
 			if c.want != Preempt {
 				return
 			}
-			if len(got.Victims) != 1 || jobs[got.Victims[0]].Node != c.victim {
+			if len(got.Victims) != 1 || got.Victims[0].Node != c.victim {
 				t.Fatalf("victims %v, want one job of %s", got.Victims, c.victim)
 			}
 		})
@@ -121,27 +121,27 @@ func TestPreemptFewest(t *testing.T) {
 		}},
 		{Name: "r.pool", AcceptSurplus: true, Demand: big.NewRat(0, 1)},
 	}}
-	jobs := []Job{
-		{Node: "r.far", Held: big.NewRat(20, 1)},
-		{Node: "r.far", Held: big.NewRat(50, 1)},
-		{Node: "r.far.x", Held: big.NewRat(10, 1)},
-		{Node: "r.far.x", Held: big.NewRat(40, 1)},
+	jobs := map[string][]Job{
+		"r.far":   {{Held: big.NewRat(20, 1)}, {Held: big.NewRat(50, 1)}},
+		"r.far.x": {{Held: big.NewRat(10, 1)}, {Held: big.NewRat(40, 1)}},
 	}
+	far := func(k int) JobRef { return JobRef{Node: "r.far", Index: k} }
+	farX := func(k int) JobRef { return JobRef{Node: "r.far.x", Index: k} }
 	plan, err := NewPlan(big.NewRat(120, 1), nil, root)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {
 		amount int64
-		want   []int
+		want   []JobRef
 	}{
 		// r.far's own jobs rank below its child's, the larger first: its
 		// 50 covers 40.
-		{40, []int{1}},
+		{40, []JobRef{far(1)}},
 		// 50 + 20 of r.far's own, then r.far.x's 40: with it, r.far's 20
 		// is not needed.
-		{85, []int{1, 3}},
-		{100, []int{1, 0, 3}},
+		{85, []JobRef{far(1), farX(1)}},
+		{100, []JobRef{far(1), far(0), farX(1)}},
 	} {
 		t.Run(fmt.Sprint(c.amount), func(t *testing.T) {
 			got, err := plan.Preempt(PreemptRequest{Node: "r.owner", Amount: big.NewRat(c.amount, 1), Free: new(big.Rat), Jobs: jobs})
@@ -168,9 +168,10 @@ func TestPreemptRefuses(t *testing.T) {
 		want error
 	}{
 		{"unknown node", PreemptRequest{Node: "P9", Amount: one, Free: one}, ErrUnknownNode},
-		{"job of an unknown node", PreemptRequest{Node: "P1", Amount: one, Free: one, Jobs: []Job{{Node: "P9", Held: one}}}, ErrUnknownNode},
+		{"job of an unknown node", PreemptRequest{Node: "P1", Amount: one, Free: one, Jobs: map[string][]Job{"P9": {{Held: one}}}}, ErrUnknownNode},
 		{"negative amount", PreemptRequest{Node: "P1", Amount: big.NewRat(-1, 1), Free: one}, ErrNegative},
-		{"jobs above demand", PreemptRequest{Node: "P1", Amount: one, Free: one, Jobs: []Job{{Node: "P2", Held: big.NewRat(3, 1)}}}, ErrJobsAboveDemand},
+		{"jobs above demand", PreemptRequest{Node: "P1", Amount: one, Free: new(big.Rat), Jobs: map[string][]Job{"P2": {{Held: big.NewRat(3, 1)}}}}, ErrJobsAboveDemand},
+		{"negative job", PreemptRequest{Node: "P1", Amount: one, Free: new(big.Rat), Jobs: map[string][]Job{"P2": {{Held: big.NewRat(-1, 1)}}}}, ErrNegative},
 		{"no amount", PreemptRequest{Node: "P1", Free: one}, ErrInput},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -190,28 +191,29 @@ func TestPreemptRefuses(t *testing.T) {
 	}
 }
 
-// TestRank: priority first, then less usage, then name; a group's
+// TestRank: priority first, then less in use, then name; a group's
 // children before the group.
 func TestRank(t *testing.T) {
-	root := &Node{Name: "r", Children: []*Node{
-		{Name: "r.a", Children: []*Node{{Name: "r.a.x"}, {Name: "r.a.y", Priority: 2}}},
-		{Name: "r.b", Priority: 1},
-		{Name: "r.c"},
-	}}
-	plan, err := NewPlan(big.NewRat(1, 1), nil, root)
-	if err != nil {
-		t.Fatal(err)
-	}
 	for _, c := range []struct {
-		name  string
-		usage map[string]*big.Rat
-		want  []string
+		name    string
+		xDemand int64
+		want    []string
 	}{
-		{"names break ties", nil, []string{"r.b", "r.a.y", "r.a.x", "r.a", "r.c", "r"}},
-		{"more usage ranks lower", map[string]*big.Rat{"r.a.x": big.NewRat(5, 1)}, []string{"r.b", "r.c", "r.a.y", "r.a.x", "r.a", "r"}},
+		{"names break ties", 0, []string{"r.b", "r.a.y", "r.a.x", "r.a", "r.c", "r"}},
+		{"more in use ranks lower", 5, []string{"r.b", "r.c", "r.a.y", "r.a.x", "r.a", "r"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			if got := plan.Rank(c.usage); !slices.Equal(got, c.want) {
+			zero := new(big.Rat)
+			root := &Node{Name: "r", Demand: zero, Children: []*Node{
+				{Name: "r.a", Demand: zero, Children: []*Node{{Name: "r.a.x", Demand: big.NewRat(c.xDemand, 1)}, {Name: "r.a.y", Priority: 2, Demand: zero}}},
+				{Name: "r.b", Priority: 1, Demand: zero},
+				{Name: "r.c", Demand: zero},
+			}}
+			plan, err := NewPlan(big.NewRat(1, 1), nil, root)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := plan.Rank(); !slices.Equal(got, c.want) {
 				t.Fatalf("%v, want %v", got, c.want)
 			}
 		})
@@ -306,8 +308,8 @@ func ownersOf(nodes []*Node) []*Node {
 
 // randomJobs splits part of every node's demand into jobs of random size;
 // some free less than they hold.
-func randomJobs(rng *rand.Rand, nodes []*Node) []Job {
-	var jobs []Job
+func randomJobs(rng *rand.Rand, nodes []*Node) map[string][]Job {
+	jobs := map[string][]Job{}
 	for _, n := range nodes {
 		left := new(big.Rat).Set(n.Demand)
 		for left.Sign() > 0 && rng.IntN(4) != 0 {
@@ -316,11 +318,11 @@ func randomJobs(rng *rand.Rand, nodes []*Node) []Job {
 				held.Set(left)
 			}
 			left.Sub(left, held)
-			j := Job{Node: n.Name, Held: held}
+			j := Job{Held: held}
 			if rng.IntN(5) == 0 {
 				j.Frees = new(big.Rat).Quo(held, big.NewRat(2, 1))
 			}
-			jobs = append(jobs, j)
+			jobs[n.Name] = append(jobs[n.Name], j)
 		}
 	}
 	return jobs
@@ -328,7 +330,7 @@ func randomJobs(rng *rand.Rand, nodes []*Node) []Job {
 
 // checkVictims checks an answer against the rules, on its own reading of
 // the tree.
-func checkVictims(root *Node, plan *Plan, req PreemptRequest, victims []int) error {
+func checkVictims(root *Node, plan *Plan, req PreemptRequest, victims []JobRef) error {
 	parent := map[string]*Node{}
 	byName := map[string]*Node{}
 	walk(root, func(n *Node) {
@@ -356,21 +358,21 @@ func checkVictims(root *Node, plan *Plan, req PreemptRequest, victims []int) err
 	for n := byName[req.Node]; n != nil; n = parent[n.Name] {
 		ancestors[n.Name] = true
 	}
-	for _, k := range victims {
-		job := req.Jobs[k]
-		v := byName[job.Node]
+	for _, ref := range victims {
+		job := req.Jobs[ref.Node][ref.Index]
+		v := byName[ref.Node]
 		if underRequester(v, byName[req.Node], parent) {
-			return fmt.Errorf("job %d of %s, inside the requesting node", k, v.Name)
+			return fmt.Errorf("job %v, inside the requesting node", ref)
 		}
 		for n := v; !ancestors[n.Name]; n = parent[n.Name] {
 			if inUse(n).Cmp(res.Owned(n.Name)) <= 0 {
-				return fmt.Errorf("job %d of %s: %s uses %s, owns %s: not overfed", k, v.Name, n.Name, inUse(n).RatString(), res.Owned(n.Name).RatString())
+				return fmt.Errorf("job %v: %s uses %s, owns %s: not overfed", ref, n.Name, inUse(n).RatString(), res.Owned(n.Name).RatString())
 			}
 		}
-		if released[job.Node] == nil {
-			released[job.Node] = new(big.Rat)
+		if released[ref.Node] == nil {
+			released[ref.Node] = new(big.Rat)
 		}
-		released[job.Node].Add(released[job.Node], job.Held)
+		released[ref.Node].Add(released[ref.Node], job.Held)
 	}
 	if err := fitsAfter(root, plan, req, victims, byName); err != nil {
 		return err
@@ -378,7 +380,7 @@ func checkVictims(root *Node, plan *Plan, req PreemptRequest, victims []int) err
 	for k := range victims {
 		without := slices.Delete(slices.Clone(victims), k, k+1)
 		if fitsAfter(root, plan, req, without, byName) == nil {
-			return fmt.Errorf("the lien fits without job %d", victims[k])
+			return fmt.Errorf("the lien fits without job %v", victims[k])
 		}
 	}
 	return nil
@@ -396,12 +398,12 @@ func underRequester(v, requester *Node, parent map[string]*Node) bool {
 // fitsAfter says (nil) whether the lien fits once the jobs are released:
 // free credits, a fresh plan's Available, and no branch above its limit
 // with the lien placed.
-func fitsAfter(root *Node, plan *Plan, req PreemptRequest, victims []int, byName map[string]*Node) error {
+func fitsAfter(root *Node, plan *Plan, req PreemptRequest, victims []JobRef, byName map[string]*Node) error {
 	saved := map[string]*big.Rat{}
 	free := new(big.Rat).Set(req.Free)
-	for _, k := range victims {
-		j := req.Jobs[k]
-		n := byName[j.Node]
+	for _, ref := range victims {
+		j := req.Jobs[ref.Node][ref.Index]
+		n := byName[ref.Node]
 		if saved[n.Name] == nil {
 			saved[n.Name] = n.Demand
 			n.Demand = new(big.Rat).Set(n.Demand)

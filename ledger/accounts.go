@@ -69,6 +69,25 @@ func (b ByProject) prune() {
 	}
 }
 
+// accountVersion is account's version as this change sees it, read
+// without decoding its sums (all a plan cache hit needs of them).
+func (w *Writer) accountVersion(account string) (string, error) {
+	if st := w.accounts[account]; st != nil {
+		return st.Version, nil
+	}
+	r, ok, err := w.tx.Record(accountStateKind, account)
+	if err != nil || !ok {
+		return "", err
+	}
+	var v struct {
+		Version string `json:"version"`
+	}
+	if err := json.Unmarshal(r.Value, &v); err != nil {
+		return "", fmt.Errorf("%w: running sums of account %s: %v", ErrCorrupt, account, err)
+	}
+	return v.Version, nil
+}
+
 // account is the state of account as this change sees it.
 func (w *Writer) account(account string) (*accountState, error) {
 	if st := w.accounts[account]; st != nil {
@@ -129,35 +148,42 @@ func expiredHolds(tx Tx, account string, t time.Time) ([]Lien, error) {
 // out). st is the account's state.
 func reservedByProject(tx Tx, st *accountState, account string, t time.Time, own *Lien) (ByProject, error) {
 	reserved := ByProject{}
+	return reserved, eachReserved(tx, st, account, t, own, reserved.Add)
+}
+
+// reservedAt is reservedByProject summed over the projects: what every
+// lien's funds need, so summed directly.
+func reservedAt(tx Tx, st *accountState, account string, t time.Time, own *Lien) (map[uint64]decimal.Decimal, error) {
+	reserved := map[uint64]decimal.Decimal{}
+	return reserved, eachReserved(tx, st, account, t, own, func(_ string, allocation uint64, amount decimal.Decimal) {
+		reserved[allocation] = reserved[allocation].Add(amount)
+	})
+}
+
+// eachReserved gives add what the account's liens hold at time t, per
+// project and allocation: the running sums, less the holds of liens past
+// their expiry and of own.
+func eachReserved(tx Tx, st *accountState, account string, t time.Time, own *Lien, add func(project string, allocation uint64, amount decimal.Decimal)) error {
 	for project, m := range st.Reserved {
 		for id, v := range m {
-			reserved.Add(project, id, v)
+			add(project, id, v)
 		}
 	}
 	expired, err := expiredHolds(tx, account, t)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	for _, l := range expired {
 		for _, h := range l.Holds {
-			reserved.Add(l.Project, h.Allocation, h.Amount.Neg())
+			add(l.Project, h.Allocation, h.Amount.Neg())
 		}
 	}
 	if own != nil && own.HoldsAt(t) && own.Account == account {
 		for _, h := range own.Holds {
-			reserved.Add(own.Project, h.Allocation, h.Amount.Neg())
+			add(own.Project, h.Allocation, h.Amount.Neg())
 		}
 	}
-	return reserved, nil
-}
-
-// reservedAt is reservedByProject summed over the projects.
-func reservedAt(tx Tx, st *accountState, account string, t time.Time, own *Lien) (map[uint64]decimal.Decimal, error) {
-	byProject, err := reservedByProject(tx, st, account, t, own)
-	if err != nil {
-		return nil, err
-	}
-	return byProject.PerAllocation(), nil
+	return nil
 }
 
 // nextExpiry is the earliest expiry after t and at or before until of the

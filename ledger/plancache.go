@@ -49,6 +49,22 @@ type cachedPlan struct {
 	demand     map[string]decimal.Decimal
 	active     map[uint64]bool // the allocations counted in the pool
 	precision  int32
+	// owners says whether a project of the account owns credits; jobs,
+	// kept once a preemption asked for them in such an account, are its
+	// liens that hold credits (nil: not kept).
+	owners bool
+	jobs   *accountJobs
+	pool   decimal.Decimal
+}
+
+// free is what the account's liens leave of its active allocations: the
+// pool less the demands (the charges, which the pool counts, cancel out).
+func (e *cachedPlan) free() decimal.Decimal {
+	free := e.pool
+	for _, d := range e.demand {
+		free = free.Sub(d)
+	}
+	return free
 }
 
 func newPlanCache() *planCache { return &planCache{entries: map[string]*cachedPlan{}} }
@@ -112,6 +128,7 @@ func (c *planCache) store(tx Tx, account, version string, s *shareState, now tim
 		for _, a := range s.funds.Allocations {
 			e.active[a.ID] = true
 		}
+		e.owners, e.pool = hasOwners(s.nodes), s.pool
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -123,6 +140,29 @@ func (c *planCache) store(tx Tx, account, version string, s *shareState, now tim
 	}
 	c.entries[account] = e
 	return nil
+}
+
+// preempt runs answer on account's entry at version and time now, under
+// the cache's lock (writers change the plan and the jobs under it); ok is
+// false on a miss, for an account HFS does not split, or one with owners
+// whose jobs are not kept yet.
+func (c *planCache) preempt(account, version string, now time.Time, answer func(*cachedPlan) error) (ok bool, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e := c.entries[account]
+	if e == nil || e.version != version || !now.Before(e.validUntil) || !e.hfsOn || e.owners && e.jobs == nil {
+		return false, nil
+	}
+	return true, answer(e)
+}
+
+// keepJobs keeps an account's jobs in its entry at version.
+func (c *planCache) keepJobs(account, version string, jobs *accountJobs) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e := c.entries[account]; e != nil && e.version == version && e.owners {
+		e.jobs = jobs
+	}
 }
 
 // validUntil is the first instant after now at which time alone changes the
@@ -183,11 +223,17 @@ func (c *planCache) afterAppend(account, prev, version string, e Entry, oldLien 
 	}
 	if oldLien != nil && oldLien.Account == account && oldLien.HoldsAt(now) {
 		counted(oldLien.Holds, oldLien.Project, -1)
+		if ce.jobs != nil {
+			ce.jobs.remove(*oldLien)
+		}
 	}
 	if l := e.Lien; l != nil && l.Account == account && l.HoldsAt(now) {
 		counted(l.Holds, l.Project, 1)
 		if l.Expires.Before(ce.validUntil) {
 			ce.validUntil = l.Expires
+		}
+		if ce.jobs != nil {
+			ce.jobs.add(*l, ce.active)
 		}
 	}
 	if oldCharge != nil && oldCharge.Account == account {

@@ -147,115 +147,234 @@ func (l *Ledger) Preempt(ctx context.Context, project, machine string, amount de
 // Preempt is Ledger.Preempt inside a change; own (the job's previous lien,
 // if any) does not count. On a machine it counts the allocations usable
 // there; without one, every active allocation (as Ledger.Available).
+//
+// The account's plan and its liens come from the plan cache when it holds
+// them at the account's version, as it does after the first preemption
+// asked about the account: reading and decoding every active lien and
+// node is most of the answer's cost otherwise.
 func (w *Writer) Preempt(project, machine string, amount decimal.Decimal, own *Lien, precision int32) (Preemption, error) {
 	account := AccountOf(project)
-	out := Preemption{Project: project, Machine: machine, Amount: amount, Victims: []Victim{}}
-	st, err := w.account(account)
+	q := preemptQuery{out: Preemption{Project: project, Machine: machine, Amount: amount, Victims: []Victim{},
+		Share: decimal.Zero, Owned: decimal.Zero, InUse: decimal.Zero, Deficit: decimal.Zero}, precision: precision}
+	root, err := GetNode(w.tx, account)
 	if err != nil {
-		return out, err
+		return q.out, err
 	}
-	s, err := loadShares(w.tx, st, account, w.now, own)
+	q.order = root.Policy.Preemption
+	q.out.Order = q.order.String()
+	allocs, err := w.tx.AccountAllocations(account)
 	if err != nil {
-		return out, err
+		return q.out, err
 	}
-	out.Order = s.nodes[0].Policy.Preemption.String()
-	f := s.funds
-	if machine != "" {
-		f.Allocations = slices.DeleteFunc(slices.Clone(f.Allocations), func(a Allocation) bool { return a.Machine != "" && a.Machine != machine })
-	}
-	out.Free = decimal.Max(f.Available(), decimal.Zero)
-	out.Lacking = decimal.Max(amount.Sub(out.Free), decimal.Zero)
-	out.Share, out.Owned, out.InUse, out.Deficit = out.Free, decimal.Zero, decimal.Zero, decimal.Zero
-	if s.hfsOn {
-		if out.Share, err = s.available(project, precision); err != nil {
-			return out, err
+	q.active = activeAt(allocs, w.now)
+	anywhere := !slices.ContainsFunc(q.active, func(a Allocation) bool { return !q.usable(a, machine) })
+
+	// From the cache, the free credits are the pool less the demands
+	// (remaining amounts and credit limits less what liens hold) when the
+	// lien may use every active allocation.
+	if own == nil && w.plans != nil && anywhere {
+		version, err := w.accountVersion(account)
+		if err != nil {
+			return q.out, err
+		}
+		ok, err := w.plans.preempt(account, version, w.now, func(e *cachedPlan) error {
+			q.setFree(e.free())
+			return q.answer(e)
+		})
+		if ok || err != nil {
+			return q.out, err
 		}
 	}
-	if !slices.ContainsFunc(s.nodes, func(n Node) bool { return n.Policy.Ownership.IsPositive() }) {
-		// Nobody owns anything, so nobody is underfed: the lien fits or
-		// it does not (what hfs would say, without reading every lien).
+	st, err := w.account(account)
+	if err != nil {
+		return q.out, err
+	}
+	f := Funds{Account: account, Allocations: q.active}
+	if f.Reserved, err = reservedAt(w.tx, st, account, w.now, own); err != nil {
+		return q.out, err
+	}
+	f.Allocations = slices.DeleteFunc(slices.Clone(q.active), func(a Allocation) bool { return !q.usable(a, machine) })
+	q.setFree(f.Available())
+	s, err := loadShares(w.tx, st, account, w.now, own)
+	if err != nil {
+		return q.out, err
+	}
+	e := &cachedPlan{hfsOn: s.hfsOn, owners: hasOwners(s.nodes)}
+	if s.hfsOn {
+		if e.plan, err = s.plan(precision); err != nil {
+			return q.out, err
+		}
+	}
+	if e.owners {
+		liens, err := w.tx.ActiveLiens(account)
+		if err != nil {
+			return q.out, err
+		}
+		e.jobs = newAccountJobs(liens, q.active, own, w.now)
+	}
+	if err := q.answer(e); err != nil {
+		return q.out, err
+	}
+	if own == nil && w.plans != nil {
+		if err := w.plans.store(w.tx, account, st.Version, s, w.now, precision); err != nil {
+			return q.out, err
+		}
+		w.plans.keepJobs(account, st.Version, e.jobs)
+	}
+	return q.out, nil
+}
+
+// hasOwners says whether a project of the nodes owns credits: only then
+// may a lien take any back.
+func hasOwners(nodes []Node) bool {
+	return slices.ContainsFunc(nodes, func(n Node) bool { return n.Policy.Ownership.IsPositive() })
+}
+
+// preemptQuery is one preemption being answered: what Writer.Preempt
+// read of the account, and the answer it fills in.
+type preemptQuery struct {
+	out       Preemption
+	precision int32
+	order     PreemptionOrder
+	active    []Allocation
+}
+
+// setFree sets what the lien finds of the account's funds, and what they
+// lack.
+func (q *preemptQuery) setFree(available decimal.Decimal) {
+	q.out.Free = decimal.Max(available, decimal.Zero)
+	q.out.Lacking = decimal.Max(q.out.Amount.Sub(q.out.Free), decimal.Zero)
+}
+
+// usable says whether a lien on machine may hold credits of allocation a
+// (any machine when machine is empty).
+func (q *preemptQuery) usable(a Allocation, machine string) bool {
+	return machine == "" || a.Machine == "" || a.Machine == machine
+}
+
+// answer works the preemption out on an account's plan (nil when HFS is
+// off) and jobs (nil when nobody owns anything: nobody is underfed, and
+// nothing need be read).
+func (q *preemptQuery) answer(e *cachedPlan) error {
+	out := &q.out
+	out.Share = out.Free
+	if e.hfsOn {
+		a, err := e.plan.Available(out.Project)
+		if err != nil {
+			return fmt.Errorf("HFS availability of %s: %w", out.Project, err)
+		}
+		out.Share = decimal.NewFromBigRat(a, q.precision)
+	}
+	if !e.owners {
 		switch {
 		case out.Lacking.IsPositive():
 			out.Outcome = hfs.NotUnderfed.String()
-		case out.Share.LessThan(amount):
+		case out.Share.LessThan(out.Amount):
 			out.Outcome = hfs.BeyondShare.String()
 		default:
 			out.Outcome = hfs.Fits.String()
 		}
-		return out, nil
+		return nil
 	}
-	plan, err := s.plan(precision)
-	if err != nil {
-		return out, err
-	}
-	liens, jobs, err := preemptableJobs(w.tx, s, f, own, w.now)
-	if err != nil {
-		return out, err
-	}
-	got, err := plan.Preempt(hfs.PreemptRequest{Node: project, Amount: amount.Rat(), Free: out.Free.Rat(), Jobs: jobs,
-		Usage: ratsOf(s.used), Order: s.nodes[0].Policy.Preemption.hfsOrder()})
+	got, err := e.plan.Preempt(hfs.PreemptRequest{Node: out.Project, Amount: out.Amount.Rat(), Free: out.Free.Rat(),
+		Jobs: e.jobs.freeing(q.active, func(a Allocation) bool { return q.usable(a, out.Machine) }), Order: q.order.hfsOrder()})
 	if err != nil {
 		if errors.Is(err, hfs.ErrJobsAboveDemand) {
-			return out, fmt.Errorf("%w: the liens of %s hold more than its running sums say: %v", ErrCorrupt, account, err)
+			return fmt.Errorf("%w: the liens of %s hold more than its running sums say: %v", ErrCorrupt, AccountOf(out.Project), err)
 		}
-		return out, fmt.Errorf("preempt for %s: %w", project, err)
+		return fmt.Errorf("preempt for %s: %w", out.Project, err)
 	}
 	out.Outcome = got.Outcome.String()
-	out.Owned, out.InUse = decimal.NewFromBigRat(got.Owned, precision), decimal.NewFromBigRat(got.InUse, precision)
+	out.Owned, out.InUse = decimal.NewFromBigRat(got.Owned, q.precision), decimal.NewFromBigRat(got.InUse, q.precision)
 	if got.Underfed != "" {
-		out.Underfed, out.Deficit = got.Underfed, decimal.NewFromBigRat(got.Deficit, precision)
+		out.Underfed, out.Deficit = got.Underfed, decimal.NewFromBigRat(got.Deficit, q.precision)
 	}
-	for _, k := range got.Victims {
-		li := liens[k]
+	for _, ref := range got.Victims {
+		li := e.jobs.liens[ref.Node][ref.Index]
 		out.Victims = append(out.Victims, Victim{Machine: li.Machine, JobID: li.JobID, Project: li.Project, User: li.User, Lien: li.ID,
-			Held: decimal.NewFromBigRat(jobs[k].Held, precision)})
+			Held: decimal.NewFromBigRat(e.jobs.jobs[ref.Node][ref.Index].Held, q.precision)})
 	}
-	return out, nil
+	return nil
 }
 
-// preemptableJobs are the account's liens that hold credits now, but own,
-// each node's newest first, and what each holds on the active allocations
-// (its part of the demand) and on those of f (what its release frees).
-func preemptableJobs(tx Tx, s *shareState, f Funds, own *Lien, now time.Time) ([]Lien, []hfs.Job, error) {
-	all, err := tx.ActiveLiens(s.nodes[0].Name)
-	if err != nil {
-		return nil, nil, err
+// accountJobs are an account's liens that hold credits now, by project,
+// each project's newest first (they lose the least work), with what each
+// holds of the demand (on the active allocations) in hfs's form. The plan
+// cache keeps them current (add, remove) once a preemption asked for them.
+type accountJobs struct {
+	liens map[string][]Lien // without their Detail
+	jobs  map[string][]hfs.Job
+}
+
+func newAccountJobs(liens []Lien, active []Allocation, own *Lien, now time.Time) *accountJobs {
+	a := &accountJobs{liens: map[string][]Lien{}, jobs: map[string][]hfs.Job{}}
+	counted := map[uint64]bool{}
+	for _, al := range active {
+		counted[al.ID] = true
 	}
-	active, usable := map[uint64]bool{}, map[uint64]bool{}
-	for _, a := range s.funds.Allocations {
-		active[a.ID] = true
+	for _, li := range liens {
+		if li.HoldsAt(now) && (own == nil || li.ID != own.ID) {
+			a.add(li, counted)
+		}
 	}
-	for _, a := range f.Allocations {
-		usable[a.ID] = true
+	return a
+}
+
+// add puts a lien among its project's, in order.
+func (a *accountJobs) add(li Lien, counted map[uint64]bool) {
+	li.Detail = nil
+	held := decimal.Zero
+	for _, h := range li.Holds {
+		if counted[h.Allocation] {
+			held = held.Add(h.Amount)
+		}
 	}
-	liens := slices.DeleteFunc(all, func(li Lien) bool { return !li.HoldsAt(now) || own != nil && li.ID == own.ID })
-	slices.SortFunc(liens, func(a, b Lien) int {
-		if c := b.Created.Compare(a.Created); c != 0 {
+	liens := a.liens[li.Project]
+	k, _ := slices.BinarySearchFunc(liens, li, func(x, y Lien) int {
+		if c := y.Created.Compare(x.Created); c != 0 {
 			return c
 		}
-		return cmp.Compare(b.ID, a.ID)
+		return cmp.Compare(y.ID, x.ID)
 	})
-	jobs := make([]hfs.Job, len(liens))
-	for k, li := range liens {
-		held, frees := decimal.Zero, decimal.Zero
-		for _, h := range li.Holds {
-			if active[h.Allocation] {
-				held = held.Add(h.Amount)
-			}
-			if usable[h.Allocation] {
-				frees = frees.Add(h.Amount)
-			}
-		}
-		jobs[k] = hfs.Job{Node: li.Project, Held: held.Rat(), Frees: frees.Rat()}
-	}
-	return liens, jobs, nil
+	a.liens[li.Project] = slices.Insert(liens, k, li)
+	a.jobs[li.Project] = slices.Insert(a.jobs[li.Project], k, hfs.Job{Held: held.Rat()})
 }
 
-// ratsOf is amounts as package hfs takes them.
-func ratsOf(m map[string]decimal.Decimal) map[string]*big.Rat {
-	out := make(map[string]*big.Rat, len(m))
-	for k, v := range m {
-		out[k] = v.Rat()
+// remove takes a lien out, if it is there.
+func (a *accountJobs) remove(li Lien) {
+	liens := a.liens[li.Project]
+	if k := slices.IndexFunc(liens, func(x Lien) bool { return x.ID == li.ID }); k >= 0 {
+		a.liens[li.Project] = slices.Delete(liens, k, k+1)
+		a.jobs[li.Project] = slices.Delete(a.jobs[li.Project], k, k+1)
+	}
+}
+
+// freeing is the jobs with what releasing each frees for a lien that may
+// use the allocations usable says: what it holds, unless some active
+// allocation is not usable, when the holds there do not count.
+func (a *accountJobs) freeing(active []Allocation, usable func(Allocation) bool) map[string][]hfs.Job {
+	unusable := map[uint64]bool{}
+	for _, al := range active {
+		if !usable(al) {
+			unusable[al.ID] = true
+		}
+	}
+	if len(unusable) == 0 {
+		return a.jobs
+	}
+	out := make(map[string][]hfs.Job, len(a.jobs))
+	for project, jobs := range a.jobs {
+		out[project] = slices.Clone(jobs)
+		for k, li := range a.liens[project] {
+			frees := jobs[k].Held
+			for _, h := range li.Holds {
+				if unusable[h.Allocation] {
+					frees = new(big.Rat).Sub(frees, h.Amount.Rat())
+				}
+			}
+			out[project][k].Frees = frees
+		}
 	}
 	return out
 }
+

@@ -333,7 +333,7 @@ func (l *Ledger) Shares(ctx context.Context, account string) (AccountShares, err
 			out.Nodes = append(out.Nodes, ns)
 		}
 		if out.Owners && result != nil {
-			out.describeOwners(s, plan.Rank(ratsOf(s.used)))
+			out.describeOwners(s, plan.Rank())
 		}
 		return nil
 	})

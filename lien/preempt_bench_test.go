@@ -1,0 +1,69 @@
+package lien_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ingot-hpc/ingot/ledger"
+)
+
+// BenchmarkPreempt is the preemption answer (Ledger.Preempt, as `ingot
+// preempt` and GET /v1/preempt ask it) in an account of 1,000 projects:
+// 10 groups of 99, shares of 1, all accepting surplus, every tenth project
+// owning 1,000 credits. Its pool of 1,000,000 credits is held wholly by
+// 10,000 liens of 100 of the projects that own nothing; an owner asks for
+// 250, which takes three of them. The answer reads the tree, the pool and
+// every active lien of the account, and works it out.
+func BenchmarkPreempt(b *testing.B) {
+	s := newSite(b)
+	s.MustNode("condo")
+	shares := ledger.Policy{QuotaKind: ledger.QuotaShares, Quota: dec("1"), AcceptSurplus: true}
+	var borrowers []string
+	for g := range 10 {
+		group := fmt.Sprintf("condo.g%d", g)
+		if _, err := s.CreateNode(context.Background(), s.Req(), ledger.NodeSpec{Name: group, Policy: shares}); err != nil {
+			b.Fatal(err)
+		}
+		for p := range 99 {
+			name, pol := fmt.Sprintf("%s.p%d", group, p), shares
+			if p%10 == 0 {
+				pol.Ownership = dec("1000")
+			} else {
+				borrowers = append(borrowers, name)
+			}
+			if _, err := s.CreateNode(context.Background(), s.Req(), ledger.NodeSpec{Name: name, Policy: pol, AnyUser: true}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	s.MustDeposit("condo", "1000000", time.Time{})
+	const liens, placers = 10_000, 16
+	var wg sync.WaitGroup
+	errs := make(chan error, placers)
+	for w := range placers {
+		wg.Go(func() {
+			for k := w; k < liens; k += placers {
+				if _, err := s.placeOn(borrowers[k%len(borrowers)], fmt.Sprint("j", k), 100); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
+	}
+	b.Run("projects=1000/liens=10000", func(b *testing.B) {
+		for b.Loop() {
+			p, err := s.Preempt(context.Background(), "condo.g3.p40", "hpc1", dec("250"))
+			if err != nil || p.Outcome != "preempt" || len(p.Victims) != 3 {
+				b.Fatalf("%+v, %v", p, err)
+			}
+		}
+	})
+}
