@@ -55,6 +55,8 @@ func TestOnPostgres(t *testing.T) {
 		{"TimesPastYear9999AreRefused", TestTimesPastYear9999AreRefused},
 		{"QuoteSaysWhetherTheLienWouldBeGranted", TestQuoteSaysWhetherTheLienWouldBeGranted},
 		{"CachedAvailabilityIsExact", TestCachedAvailabilityIsExact},
+		{"RefusedLienNamesVictims", TestRefusedLienNamesVictims},
+		{"CachedPreemptionIsExact", TestCachedPreemptionIsExact},
 	} {
 		t.Run(tc.name, tc.run)
 	}

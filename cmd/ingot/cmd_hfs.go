@@ -129,7 +129,7 @@ func writeShares(c *cli.Context, f format, s ledger.AccountShares, p int32, with
 	if f == formatTable {
 		fmt.Fprintln(c.App.Writer, sharesHeading(s, p))
 		if owners {
-			fmt.Fprintf(c.App.Writer, "preemption %s; highest project %s, lowest %s\n", s.Preemption, s.Highest, s.Lowest)
+			fmt.Fprintf(c.App.Writer, "preemption %s; ranked highest %s (preempted last), lowest %s (first)\n", s.Preemption, s.Highest, s.Lowest)
 		}
 	}
 	if owners {

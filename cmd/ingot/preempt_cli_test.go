@@ -120,3 +120,85 @@ func TestPreemptPolicyRefused(t *testing.T) {
 		t.Errorf("project show after the refusals:\n%s", out)
 	}
 }
+
+// TestCondoWalkthrough is the README's condo: two owners and a general
+// pool, the pool filled with the general pool's jobs, an owner's lien
+// refused naming the job to preempt, released, and the lien through;
+// `hfs show` at each step prints what the README shows.
+func TestCondoWalkthrough(t *testing.T) {
+	b := newCLIBank(t)
+	b.ok("machine", "add", "hpc1", "--cores", "32")
+	b.ok("account", "create", "condo")
+	b.ok("deposit", "condo", "1000")
+	b.ok("project", "create", "condo.chem", "--ownership", "400")
+	b.ok("project", "create", "condo.phys", "--ownership", "300")
+	b.ok("project", "create", "condo.general", "--quota", "shares:1", "--accept-surplus")
+	b.ok("user", "add", "gina", "--member", "condo.general")
+	b.ok("user", "add", "carl", "--member", "condo.chem")
+	wantLines := func(out string, lines ...string) {
+		t.Helper()
+		for _, l := range lines {
+			if !strings.Contains(out, l+"\n") {
+				t.Errorf("missing line %q in:\n%s", l, out)
+			}
+		}
+	}
+	wantLines(b.ok("hfs", "show", "condo"),
+		"HFS split of condo: pool 1000.00, leftover 1000.00",
+		"  condo.chem     none         no             none   0          400        0               0         400.00  0.00       0.00  0.00      400.00     400.00   400.00  0.00   under 400.00",
+		"  condo.general  shares:1     yes            none   0          0          0               0         300.00  0.00       0.00  0.00      1000.00    1000.00  0.00    0.00   -")
+	j := []string{"--procs", "1", "--start", futureMonday}
+	for _, g := range []struct {
+		job     string
+		credits string
+	}{{"g1", "100"}, {"g2", "100"}, {"g3", "300"}, {"g4", "100"}, {"g5", "400"}} {
+		b.ok(append([]string{"lien", "place", g.job, "--user", "gina", "--project", "condo.general", "--wallclock", g.credits}, j...)...)
+	}
+	wantLines(b.ok("hfs", "show", "condo"),
+		"preemption top-down; ranked highest condo.chem (preempted last), lowest condo.general (first)",
+		"  condo.chem     none         no             none   0          400        0               0         400.00  0.00       0.00  0.00      0.00       400.00  400.00  0.00     under 400.00",
+		"  condo.general  shares:1     yes            none   0          0          0               0         300.00  1000.00    0.00  1000.00   0.00       0.00    0.00    1000.00  over 1000.00")
+	owner := append([]string{"lien", "place", "c1", "--user", "carl", "--project", "condo.chem", "--wallclock", "250"}, j...)
+	b.refused(t, exitRefused, "ingot: lien for job c1: ledger: insufficient funds: project condo.chem needs 250, 0 available; "+
+		"condo.chem is underfed by 400: preempt 1 job (top-down) to free 400: job g5 on hpc1 (condo.general, holds 400)\n", owner...)
+	wantLines(b.ok("preempt", "condo.chem", "250", "--machine", "hpc1"),
+		"condo.chem is underfed by 400: preempt 1 job (top-down) to free 400: job g5 on hpc1 (condo.general, holds 400)",
+		"hpc1     g5   condo.general  gina  400.00")
+	b.ok("lien", "release", "g5")
+	b.ok(owner...)
+	wantLines(b.ok("hfs", "show", "condo"),
+		"HFS split of condo: pool 1000.00, leftover 150.00",
+		"  condo.chem     none         no             none   0          400        0               0         400.00  250.00     0.00  250.00    150.00     150.00  400.00  250.00  under 150.00",
+		"  condo.general  shares:1     yes            none   0          0          0               0         300.00  600.00     0.00  600.00    150.00     150.00  0.00    600.00  over 600.00")
+}
+
+// TestShortfallWarned: ownership adding up above the pool is allowed,
+// with a warning from `project policy` and `hfs show`, and shown as what
+// each owner gets.
+func TestShortfallWarned(t *testing.T) {
+	b := newCLIBank(t)
+	b.ok("account", "create", "condo")
+	b.ok("deposit", "condo", "100")
+	b.ok("project", "create", "condo.a", "--ownership", "80")
+	b.ok("project", "create", "condo.g", "--quota", "none", "--group-non-shared", "40")
+	b.ok("project", "create", "condo.g.x", "--ownership", "40")
+	out := b.ok("project", "policy", "condo.a", "--priority", "2")
+	warning := "ingot: warning: ownership and group non-shared set in condo add up to 160; the pool (100) and the limits cover 100: " +
+		"short condo.a 50 of 80, condo.g.x 10 of 40\n"
+	if !strings.Contains(out, warning) {
+		t.Errorf("project policy:\n%s", out)
+	}
+	out = b.ok("hfs", "show", "condo")
+	if !strings.Contains(out, warning) || !strings.Contains(out, "ranked highest condo.a (preempted last)") {
+		t.Errorf("hfs show:\n%s", out)
+	}
+	// 160 set in a pool of 100: condo.a and condo.g each get 100 × 80/160
+	// = 50; inside condo.g its reserve of 40 comes first (top-down), and
+	// condo.g.x gets the other 10 (condo.g owns what it does).
+	_, shares := sharesOf(b, "condo")
+	for name, want := range map[string]string{"condo.a": "50", "condo.g": "50", "condo.g.x": "10"} {
+		if got := shares[name].Owned.Add(shares[name].Reserve); !got.Equal(dec(t, want)) {
+			t.Errorf("%s owns and reserves %s, want %s", name, got, want)
+		}
+	}
+}

@@ -169,6 +169,21 @@ func checkUpgrade(t *testing.T, path string, before []byte, from uint64, answere
 	if b, err := l.BalanceAt(ctx, "bio", time.Time{}); err != nil || !b.Amount.Equal(decimal.RequireFromString("197.50")) {
 		t.Errorf("bio after one more deposit of 1: %v %v, want 197.50", b.Amount, err)
 	}
+	// The older bank's node records have no owners; ownership and a
+	// priority set now are kept beside the policy they had, and journaled
+	// (the audit below replays them).
+	lab1, err := l.Node(ctx, "chem.lab1")
+	if err != nil || lab1.Policy.QuotaKind != ledger.QuotaDynamic || !lab1.Policy.Ownership.IsZero() || lab1.Policy.Priority != 0 {
+		t.Fatalf("chem.lab1 after the upgrade: %+v, %v", lab1.Policy, err)
+	}
+	owns := lab1.Policy
+	owns.Ownership, owns.Priority = decimal.NewFromInt(100), 3
+	if _, err := l.ModifyNode(ctx, ledger.Request{Actor: "t", ID: "owns"}, "chem.lab1", ledger.NodeChange{Policy: &owns}); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := l.Shares(ctx, "chem"); err != nil || !s.Owners || s.Highest != "chem.lab1" {
+		t.Errorf("chem's split with an owner: %+v, %v", s, err)
+	}
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
