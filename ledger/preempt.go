@@ -377,4 +377,3 @@ func (a *accountJobs) freeing(active []Allocation, usable func(Allocation) bool)
 	}
 	return out
 }
-
