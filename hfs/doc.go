@@ -15,7 +15,11 @@
 //   - AcceptSurplus: whether it may receive surplus from above (it always
 //     receives surplus from below);
 //   - Limit: a cap on what its whole subtree may be allocated;
-//   - NonShared: part of its own quota it never lends out.
+//   - NonShared: part of its own quota it never lends out;
+//   - Ownership (leaves only): credits it owns, LSF's OWNERSHIP;
+//   - GroupNonShared: credits reserved for its subtree, LSF's NON_SHARED
+//     of a group;
+//   - Priority: its rank among its siblings, for preemption.
 //
 // Every node, the root included, has a demand: its own charges and liens.
 // A nil demand is unbounded, which is how the ledger asks what a project
@@ -26,6 +30,14 @@
 // HTCondor's hierarchical group quotas with quota over-subscription off,
 // plus LSF's shares, limits and non-shared quota:
 //
+//  0. The carve, top-down (quota.go's carveQuota), before each node's
+//     quotas are split: of its subtree quota the node first keeps its own
+//     group non-shared, then its own ownership, then its children's
+//     carves (what ownership and group non-shared claim in their
+//     subtrees) are set aside for them, scaled down together when they do
+//     not fit. The node's own part stays in its own quota: the reserve is
+//     held by step 2, the ownership lent when unused. What is left is q
+//     below. With neither set anywhere, nothing changes.
 //  1. Quotas, top-down (quota.go). With q a node's subtree quota: static
 //     children share Sa = min(Σstatic, q) in proportion to their values;
 //     dynamic children get f·Da/max(Σf, 1) of Da = q − Sa; share children
@@ -39,9 +51,11 @@
 //     its own quota) and its accepting children (weighted by their subtree
 //     quotas), never beyond a candidate's unmet demand or a subtree's
 //     limit; what the weighted candidates cannot take goes evenly to
-//     zero-weight ones; the rest goes up. What reaches the root unclaimed
-//     is left over. Then, top-down, what each level gave a child subtree
-//     is handed down inside it by the same rule.
+//     zero-weight ones; the rest goes up, but what the node's group
+//     non-shared keeps (up to what it got of it), which is held. What
+//     reaches the root unclaimed is left over. Then, top-down, what each
+//     level gave a child subtree is handed down inside it by the same
+//     rule.
 //  3. Remainders (remainder.go), when a unit is set. Allocations are rounded
 //     down to the unit; bottom-up, each node collects the fractions its
 //     subtree recovered and deals the whole units out round-robin (at most
@@ -53,8 +67,8 @@
 //     leftover.
 //
 // The pool is conserved: pool = Σ allocated + Σ held + leftover, where held
-// is the unused quota non_shared keeps back (neither allocated nor passed
-// up). Every allocation is at most its node's demand, every subtree within
+// is the unused quota non_shared keeps back and what a group's non-shared
+// keeps in its subtree (neither allocated nor passed up). Every allocation is at most its node's demand, every subtree within
 // its limit, and a subtree that accepts no surplus within its subtree quota.
 //
 // # Exact arithmetic
@@ -82,6 +96,15 @@
 // Available answers DESIGN's available(p) from one path; Allocate gives
 // every allocation. DecodeInput and Result.EncodeJSON are the file format
 // of `ingot hfs compute`. Entitlements and Decay are the share tree.
+//
+// # Preemption
+//
+// Plan.Preempt (preempt.go) names the running jobs to release so that a
+// lien the free credits cannot hold fits: LSF's project-group preemption
+// with credits for tokens, in-use being a subtree's demand. Its rules and
+// the order of taking are in its comment; Rank is the priority order.
+// It changes nothing: it tries releases on a copy of the plan's states,
+// and reads only the jobs of the nodes it takes from.
 //
 // # Choices where DESIGN is silent
 //

@@ -29,6 +29,9 @@
 // An account's credits are split among its projects by HFS (share.go):
 // a project's liens must fit within its HFS availability as well as the
 // account's funds. An account whose tree carries no HFS policy is not split.
+// Projects may own credits (Policy.Ownership); a lien refused for an owner
+// that has less than it owns names the running jobs whose release lets it
+// through (preempt.go). The ledger never releases them itself.
 //
 // # Journal
 //

@@ -40,7 +40,7 @@ func BenchmarkPreempt(b *testing.B) {
 		}
 	}
 	s.MustDeposit("condo", "1000000", time.Time{})
-	const liens, placers = 10_000, 16
+	const liens, placers = 10_000, 64
 	var wg sync.WaitGroup
 	errs := make(chan error, placers)
 	for w := range placers {
