@@ -80,13 +80,7 @@ func TestProperties(t *testing.T) {
 		root := randomTree(rng, 1+rng.IntN(25))
 		total := randomAmount(rng, 1000)
 		unit := randomUnit(rng)
-		res, err := Compute(total, unit, root)
-		if err != nil {
-			t.Fatalf("run %d: %v", run, err)
-		}
-		if err := checkInvariants(total, unit, root, res); err != nil {
-			t.Fatalf("run %d (total %s, unit %v): %v", run, total.RatString(), unit, err)
-		}
+		res := computeChecked(t, run, total, unit, root)
 		if unit == nil {
 			continue
 		}
@@ -98,6 +92,20 @@ func TestProperties(t *testing.T) {
 			t.Fatalf("run %d (total %s, unit %v): %v", run, total.RatString(), unit, err)
 		}
 	}
+}
+
+// computeChecked computes a tree of a random run and fails the test unless
+// checkInvariants holds.
+func computeChecked(t *testing.T, run int, total, unit *big.Rat, root *Node) *Result {
+	t.Helper()
+	res, err := Compute(total, unit, root)
+	if err != nil {
+		t.Fatalf("run %d: %v", run, err)
+	}
+	if err := checkInvariants(total, unit, root, res); err != nil {
+		t.Fatalf("run %d (total %s, unit %v): %v", run, total.RatString(), unit, err)
+	}
+	return res
 }
 
 // checkInvariants checks one result:
@@ -305,14 +313,7 @@ func TestOwnedProperties(t *testing.T) {
 	for run := range 3000 {
 		root := randomOwnedTree(rng, 1+rng.IntN(25))
 		total := randomAmount(rng, 1000)
-		unit := randomUnit(rng)
-		res, err := Compute(total, unit, root)
-		if err != nil {
-			t.Fatalf("run %d: %v", run, err)
-		}
-		if err := checkInvariants(total, unit, root, res); err != nil {
-			t.Fatalf("run %d (total %s, unit %v): %v", run, total.RatString(), unit, err)
-		}
+		res := computeChecked(t, run, total, randomUnit(rng), root)
 		carved, set := new(big.Rat), new(big.Rat)
 		limited := false
 		walk(root, func(n *Node) {

@@ -18,20 +18,12 @@ import (
 // out the plan.
 func BenchmarkAvailability(b *testing.B) {
 	s := newSite(b)
-	s.MustNode("big")
-	frac := ledger.Policy{QuotaKind: ledger.QuotaDynamic, Quota: dec("0.1")}
-	for g := range 10 {
-		group := fmt.Sprintf("big.g%d", g)
-		if _, err := s.CreateNode(context.Background(), s.Req(), ledger.NodeSpec{Name: group, Policy: frac}); err != nil {
-			b.Fatal(err)
+	s.bigAccount(b, "big", func(_, p int) ledger.Policy {
+		if p < 0 {
+			return ledger.Policy{QuotaKind: ledger.QuotaDynamic, Quota: dec("0.1")}
 		}
-		for p := range 99 {
-			pol := ledger.Policy{QuotaKind: ledger.QuotaDynamic, Quota: dec("0.01"), AcceptSurplus: p%2 == 0}
-			if _, err := s.CreateNode(context.Background(), s.Req(), ledger.NodeSpec{Name: fmt.Sprintf("%s.p%d", group, p), Policy: pol, AnyUser: true}); err != nil {
-				b.Fatal(err)
-			}
-		}
-	}
+		return ledger.Policy{QuotaKind: ledger.QuotaDynamic, Quota: dec("0.01"), AcceptSurplus: p%2 == 0}
+	})
 	s.MustDeposit("big", "100000000", time.Time{})
 	for g := range 10 {
 		for p := 0; p < 99; p += 10 {
@@ -67,6 +59,25 @@ func BenchmarkAvailability(b *testing.B) {
 		timeChecks(b, func(int) { s.MustDeposit("big", "1", time.Time{}) },
 			func() (decimal.Decimal, error) { return s.Available(context.Background(), "big.g3.p42") })
 	})
+}
+
+// bigAccount makes account name with 1,000 nodes: 10 groups, g0 to g9, of
+// 99 projects each, p0 to p98, that admit any user; policy gives each its
+// policy (a group's with project -1).
+func (s *site) bigAccount(b *testing.B, name string, policy func(group, project int) ledger.Policy) {
+	s.MustNode(name)
+	for g := range 10 {
+		group := fmt.Sprintf("%s.g%d", name, g)
+		for p := -1; p < 99; p++ {
+			spec := ledger.NodeSpec{Name: group, Policy: policy(g, p)}
+			if p >= 0 {
+				spec.Name, spec.AnyUser = fmt.Sprintf("%s.p%d", group, p), true
+			}
+			if _, err := s.CreateNode(context.Background(), s.Req(), spec); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
 }
 
 // timeChecks runs change then check b.N times and reports the checks' mean
