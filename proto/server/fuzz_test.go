@@ -20,7 +20,7 @@ var mutating = []string{"/v1/deposits", "/v1/transfers", "/v1/quotes", "/v1/lien
 // reading are the endpoints whose queries the server decodes.
 var reading = []string{"/v1/settings", "/v1/balances", "/v1/balance", "/v1/available", "/v1/shares", "/v1/fairshare",
 	"/v1/statement", "/v1/journal", "/v1/audit", "/v1/nodes", "/v1/node", "/v1/users", "/v1/machines", "/v1/rates",
-	"/v1/config", "/v1/quotes", "/v1/liens", "/v1/lien", "/v1/charges", "/v1/reservations", "/v1/clients"}
+	"/v1/config", "/v1/quotes", "/v1/liens", "/v1/lien", "/v1/charges", "/v1/reservations", "/v1/clients", "/v1/preempt"}
 
 // wantListedAnswer checks that an answer is a JSON object and, if a
 // refusal, one with a code listed for its status and not a server error.
@@ -95,6 +95,8 @@ func FuzzQueries(f *testing.F) {
 	f.Add(uint8(10), false, "name=&name=chem")
 	f.Add(uint8(16), true, "node=bio&all=true")
 	f.Add(uint8(17), false, "machine=hpc1&job_id=%00")
+	f.Add(uint8(21), true, "project=chem.lab1&amount=12.5&machine=hpc1")
+	f.Add(uint8(21), false, "project=chem&amount=1e9")
 	f.Add(uint8(0), false, "x=1")
 	f.Fuzz(func(t *testing.T, which uint8, asUser bool, query string) {
 		s := newSite(t)
