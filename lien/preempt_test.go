@@ -173,3 +173,30 @@ func preemptCacheRun(t *testing.T, seed uint64) {
 		t.Fatalf("%d answers named jobs to preempt: too few to test the cache", preempted)
 	}
 }
+
+// TestOwnersPolicyRefused: what the CLI has no flag for is refused by the
+// ledger too, with a message and nothing written.
+func TestOwnersPolicyRefused(t *testing.T) {
+	s := condoSite(t)
+	for _, c := range []struct {
+		name, node string
+		policy     ledger.Policy
+		says       string
+	}{
+		{"ownership on an account", "condo", ledger.Policy{Ownership: dec("1")}, "an account takes its whole pool; ownership, group_non_shared and priority are for projects"},
+		{"group non-shared on an account", "condo", ledger.Policy{GroupNonShared: dec("1")}, "an account takes its whole pool"},
+		{"priority on an account", "condo", ledger.Policy{Priority: 1}, "an account takes its whole pool"},
+		{"a project's preemption order", "condo.chem", ledger.Policy{Ownership: dec("400"), Preemption: ledger.PreemptBottomUp}, "the preemption order is the account's, not a project's"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			before := s.JournalLen()
+			_, err := s.ModifyNode(context.Background(), s.Req(), c.node, ledger.NodeChange{Policy: &c.policy})
+			if !errors.Is(err, ledger.ErrInvalid) || !strings.Contains(err.Error(), c.says) {
+				t.Errorf("got %v, want it refused saying %q", err, c.says)
+			}
+			if s.JournalLen() != before {
+				t.Error("the refused policy wrote to the journal")
+			}
+		})
+	}
+}
