@@ -175,3 +175,8 @@ func (s *Server) transfer(c *call, spec api.TransferRequest) (ledger.Receipt, er
 	}
 	return s.ledger.Transfer(c.r.Context(), c.req, spec)
 }
+
+// webLink is a one-time link to the web page that signs in as the client.
+func (s *Server) webLink(c *call, _ api.WebLinkRequest) (api.WebLinkResponse, error) {
+	return s.page.MakeLink(c.r.Context(), c.client)
+}
