@@ -3,7 +3,6 @@ package web_test
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"html"
 	"io"
 	"log/slog"
@@ -14,12 +13,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/shopspring/decimal"
-
-	"github.com/ingot-hpc/ingot/charge"
-	"github.com/ingot-hpc/ingot/ledger"
 	"github.com/ingot-hpc/ingot/ledger/boltstore/bolttest"
 	"github.com/ingot-hpc/ingot/ledger/ledgertest"
 	"github.com/ingot-hpc/ingot/lien"
@@ -28,50 +22,30 @@ import (
 	"github.com/ingot-hpc/ingot/proto/clients"
 	"github.com/ingot-hpc/ingot/proto/server"
 	"github.com/ingot-hpc/ingot/proto/web"
+	"github.com/ingot-hpc/ingot/proto/web/webtest"
 )
 
-// site is a bank served with its web page on a loopback port: accounts
-// chem (projects chem.lab1 and chem.lab2, split by HFS 60/40) and bio
-// (project bio.lab1); users amy (member of chem.lab1) and bob (member of
-// bio.lab1); clients root (admin), chemmgr (manager of chem), sched
+// site is webtest's bank served with its web page on a loopback port,
+// with the clients root (admin), chemmgr (manager of chem), sched
 // (scheduler of hpc1), and amy and bob (users). Links and sessions run on
 // the bank's clock, which the tests move.
 type site struct {
 	*ledgertest.Bank
 	t        testing.TB
+	seeded   *webtest.Bank
 	lb       *lien.Bank
 	reg      *clients.Registry
 	sessions *web.Sessions
 	url      string
+	handler  http.Handler // the server's, with the page
 	keys     map[string]auth.Key
 	log      *bytes.Buffer
-	jobs     int
 }
 
 func newSite(t testing.TB) *site {
 	t.Helper()
 	b := ledgertest.NewBank(t, bolttest.Open)
-	s := &site{Bank: b, t: t, lb: lien.New(b.Ledger), keys: map[string]auth.Key{}, log: &bytes.Buffer{}}
-	ctx := context.Background()
-	b.MustNode("chem", "bio", "bio.lab1")
-	for name, share := range map[string]string{"chem.lab1": "0.6", "chem.lab2": "0.4"} {
-		spec := ledger.NodeSpec{Name: name, Policy: ledger.Policy{QuotaKind: ledger.QuotaDynamic, Quota: decimal.RequireFromString(share)}}
-		if _, err := b.CreateNode(ctx, b.Req(), spec); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := b.AddMachine(ctx, b.Req(), ledger.MachineSpec{Name: "hpc1", Shape: ledger.Shape{Cores: 32}}); err != nil {
-		t.Fatal(err)
-	}
-	for user, project := range map[string]string{"amy": "chem.lab1", "bob": "bio.lab1"} {
-		spec := ledger.UserSpec{Name: user, DefaultProject: project, Memberships: []ledger.Membership{{Node: project, Role: ledger.RoleMember}}}
-		if _, err := b.AddUser(ctx, b.Req(), spec); err != nil {
-			t.Fatal(err)
-		}
-	}
-	b.MustDeposit("chem", "100000", ledgertest.Epoch.AddDate(1, 0, 0))
-	b.MustDeposit("bio", "50000", time.Time{})
-
+	s := &site{Bank: b, t: t, seeded: webtest.Seed(t, b.Ledger), lb: lien.New(b.Ledger), keys: map[string]auth.Key{}, log: &bytes.Buffer{}}
 	reg, err := clients.New(b.Ledger, [32]byte{7})
 	if err != nil {
 		t.Fatal(err)
@@ -95,8 +69,12 @@ func newSite(t testing.TB) *site {
 	log := slog.New(slog.NewJSONHandler(s.log, nil))
 	v := &auth.Verifier{Lookup: server.KeyLookup(reg), Now: b.Clock.Now}
 	h = server.New(b.Ledger, s.lb, reg, v, log, server.WithPage(web.New(s.sessions, log)))
+	s.handler = h
 	return s
 }
+
+// seed runs days of webtest's jobs on the bank's clock.
+func (s *site) seed(days int) { s.seeded.Days(days, s.Clock.Advance) }
 
 func (s *site) addClient(name string, role clients.Role, scope ...string) {
 	s.t.Helper()
@@ -105,42 +83,6 @@ func (s *site) addClient(name string, role clients.Role, scope ...string) {
 		s.t.Fatalf("add client %s: %v", name, err)
 	}
 	s.keys[name] = key
-}
-
-// job runs a job of user on project on hpc1: a lien for procs × seconds,
-// then, unless open, a final charge for half of it.
-func (s *site) job(user, project string, procs, seconds int64, open bool) {
-	s.t.Helper()
-	s.jobs++
-	job := lien.Job{Machine: "hpc1", ID: fmt.Sprintf("job-%d", s.jobs)}
-	req := charge.Request{Resources: charge.Resources{Processors: procs}, WallclockLimitSeconds: seconds}
-	if _, err := s.lb.Place(context.Background(), s.Req(), lien.PlaceSpec{Job: job, User: user, Project: project, Request: req}); err != nil {
-		s.t.Fatalf("lien of %s: %v", job.ID, err)
-	}
-	if open {
-		return
-	}
-	start := s.Clock.Now()
-	used := charge.Usage{Resources: req.Resources, WallclockSeconds: seconds / 2, WallclockLimitSeconds: seconds,
-		Start: start, End: start.Add(time.Duration(seconds/2) * time.Second), State: charge.Completed}
-	if _, err := s.lb.Charge(context.Background(), s.Req(), lien.ChargeSpec{Job: job, Usage: used}); err != nil {
-		s.t.Fatalf("charge of %s: %v", job.ID, err)
-	}
-}
-
-// seed runs jobs on days days: amy's on chem.lab1 each day, longer each
-// day, and bob's on bio.lab1 every other day; then leaves a lien of amy's
-// open.
-func (s *site) seed(days int) {
-	s.t.Helper()
-	for d := range days {
-		s.job("amy", "chem.lab1", 2, int64(600*(d+1)), false)
-		if d%2 == 0 {
-			s.job("bob", "bio.lab1", 1, 3600, false)
-		}
-		s.Clock.Advance(24 * time.Hour)
-	}
-	s.job("amy", "chem.lab1", 4, 3600, true)
 }
 
 // link asks POST /v1/web/links, signed with the key of client name.
