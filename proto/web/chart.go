@@ -23,7 +23,7 @@ var slots = map[string]int{"day": 31, "week": 26, "month": 12}
 const (
 	chartWidth  = 640
 	chartHeight = 220
-	plotLeft    = 72 // room for the scale's labels
+	plotLeft    = 88 // room for the scale's labels
 	plotRight   = 632
 	plotTop     = 16
 	plotBottom  = 192 // below: the periods' labels
