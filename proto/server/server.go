@@ -56,13 +56,13 @@ func WithMunge(v *munge.Verifier) Option { return func(s *Server) { s.munge = v 
 
 // Page is a web page served beside the API (package web's Pages): every
 // path but /healthz and those under /v1/ is the page's. ServePage answers
-// a request, reading the bank through s.Call as the client the browser
-// signed in as, and returns that client's name for the access log ("" if
-// none). Serves reports whether a path is one of the page's, for the
+// a request, reading the bank through bank (the server's Call) as the
+// client the browser signed in as, and returns that client's name for the
+// access log ("" if none). Serves reports whether a path is one of the page's, for the
 // metrics' endpoint label. MakeLink makes the one-time link that signs a
 // browser in as a client.
 type Page interface {
-	ServePage(w http.ResponseWriter, r *http.Request, s *Server) (client string)
+	ServePage(w http.ResponseWriter, r *http.Request, bank api.Caller) (client string)
 	Serves(path string) bool
 	MakeLink(ctx context.Context, c clients.Client) (api.WebLinkResponse, error)
 }

@@ -13,7 +13,6 @@ import (
 
 	"github.com/ingot-hpc/ingot/proto/api"
 	"github.com/ingot-hpc/ingot/proto/clients"
-	"github.com/ingot-hpc/ingot/proto/server"
 )
 
 // The page's paths. Every other path is 404.
@@ -63,12 +62,13 @@ type route struct {
 type request struct {
 	w    http.ResponseWriter
 	r    *http.Request
-	bank *server.Server
+	bank api.Caller
 	sess Session
 }
 
 // New returns the page, whose links and sessions are sessions', logging
-// its failures to log.
+// its failures to log. It is served by a server.Server (WithPage), which
+// hands it the bank to read at each request.
 func New(sessions *Sessions, log *slog.Logger) *Pages {
 	p := &Pages{sessions: sessions, log: log, tmpl: parseTemplates()}
 	p.routes = map[string]route{
@@ -98,8 +98,9 @@ func (p *Pages) Serves(path string) bool {
 }
 
 // ServePage answers a request for the page, reading the bank through
-// bank as the session's client, and returns the client's name.
-func (p *Pages) ServePage(w http.ResponseWriter, r *http.Request, bank *server.Server) string {
+// bank (server.Server.Call) as the session's client, and returns the
+// client's name.
+func (p *Pages) ServePage(w http.ResponseWriter, r *http.Request, bank api.Caller) string {
 	securityHeaders(w.Header())
 	rt, ok := p.routes[r.URL.Path]
 	req := &request{w: w, r: r, bank: bank}

@@ -64,16 +64,7 @@ func (p *Pages) dataPage(req *request, title string) (page, api.Settings, error)
 
 // call reads the bank at path with query in, as the session's client.
 func call[Out any](req *request, path string, in any) (Out, error) {
-	var zero Out
-	out, err := req.bank.Call(req.r.Context(), req.sess.Client, ledger.Request{}, http.MethodGet, path, in)
-	if err != nil {
-		return zero, err
-	}
-	v, ok := out.(Out)
-	if !ok {
-		return zero, fmt.Errorf("web: %s answered a %T, not a %T", path, out, zero)
-	}
-	return v, nil
+	return api.CallAs[Out](req.r.Context(), req.bank, req.sess.Client, ledger.Request{}, http.MethodGet, path, in)
 }
 
 // homePage lists the balances the session reads (those of `ingot

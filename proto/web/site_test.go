@@ -51,11 +51,13 @@ func newSite(t testing.TB) *site {
 		t.Fatal(err)
 	}
 	s.reg = reg
-	s.addClient("root", clients.RoleAdmin)
-	s.addClient("chemmgr", clients.RoleManager, "chem")
-	s.addClient("sched", clients.RoleScheduler, "hpc1")
-	s.addClient("amy", clients.RoleUser, "amy")
-	s.addClient("bob", clients.RoleUser, "bob")
+	for _, c := range []clients.Spec{{Name: "root", Role: clients.RoleAdmin}, {Name: "chemmgr", Role: clients.RoleManager, Scope: []string{"chem"}},
+		{Name: "sched", Role: clients.RoleScheduler, Scope: []string{"hpc1"}}, {Name: "amy", Role: clients.RoleUser, Scope: []string{"amy"}},
+		{Name: "bob", Role: clients.RoleUser, Scope: []string{"bob"}}} {
+		if _, s.keys[c.Name], err = reg.Add(context.Background(), b.Req(), c); err != nil {
+			t.Fatalf("add client %s: %v", c.Name, err)
+		}
+	}
 
 	// The server's handler is set once the listener's address, which the
 	// links start with, is known.
@@ -75,15 +77,6 @@ func newSite(t testing.TB) *site {
 
 // seed runs days of webtest's jobs on the bank's clock.
 func (s *site) seed(days int) { s.seeded.Days(days, s.Clock.Advance) }
-
-func (s *site) addClient(name string, role clients.Role, scope ...string) {
-	s.t.Helper()
-	_, key, err := s.reg.Add(context.Background(), s.Req(), clients.Spec{Name: name, Role: role, Scope: scope})
-	if err != nil {
-		s.t.Fatalf("add client %s: %v", name, err)
-	}
-	s.keys[name] = key
-}
 
 // link asks POST /v1/web/links, signed with the key of client name.
 func (s *site) link(name string) string {
