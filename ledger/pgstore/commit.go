@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/ingot-hpc/ingot/internal/groupcommit"
+	"github.com/ingot-hpc/ingot/internal/recordcache"
 	"github.com/ingot-hpc/ingot/ledger"
 )
 
@@ -82,6 +84,7 @@ func (s *Store) attempt(group []*groupcommit.Call, start time.Time) error {
 	defer conn.Release()
 	t, err := s.begin(ctx, conn)
 	if err != nil {
+		s.forgetCache()
 		return err
 	}
 	var done []*groupcommit.Call
@@ -93,6 +96,7 @@ func (s *Store) attempt(group []*groupcommit.Call, start time.Time) error {
 		switch {
 		case errors.As(err, &ge):
 			rollback(conn)
+			s.forgetCache()
 			return err
 		case err != nil:
 			refused, refusals = append(refused, c), append(refusals, err)
@@ -100,7 +104,22 @@ func (s *Store) attempt(group []*groupcommit.Call, start time.Time) error {
 			done = append(done, c)
 		}
 	}
-	if _, err := conn.Exec(ctx, "COMMIT"); err != nil {
+	var xid string
+	if len(done) > 0 {
+		if xid, err = touch(ctx, conn); err != nil {
+			rollback(conn)
+			s.forgetCache()
+			return errGroup{fmt.Errorf("pgstore: mark the journal of %s: %w", s.where, err)}
+		}
+	}
+	_, err = conn.Exec(ctx, "COMMIT")
+	if err == nil && len(done) > 0 {
+		s.cache.Commit(t.group)
+		s.cachedAfter = xid
+	} else if err != nil {
+		s.forgetCache()
+	}
+	if err != nil {
 		if conn.Conn().IsClosed() {
 			err = fmt.Errorf("%w: %w (%s): %v", ledger.ErrUnavailable, ErrCommitUnknown, s.where, err)
 		} else {
@@ -124,20 +143,38 @@ func (s *Store) attempt(group []*groupcommit.Call, start time.Time) error {
 }
 
 // begin starts the group's transaction and takes the journal's head,
-// which serialises every writer of the bank, in this process or another.
+// which serialises every writer of the bank, in this process or another,
+// in one round trip.
+//
+// The head row's xmin, the transaction that last wrote it, names the last
+// group to have changed the bank, whichever server ran it (see touch): if
+// that is not this store's last, another has written the bank and the
+// record cache may be stale, so it starts again empty.
 func (s *Store) begin(ctx context.Context, conn *pgxpool.Conn) (*tx, error) {
-	if _, err := conn.Exec(ctx, "BEGIN ISOLATION LEVEL READ COMMITTED"); err != nil {
-		return nil, errGroup{fmt.Errorf("pgstore: begin a change of %s: %w", s.where, err)}
-	}
-	t := &tx{q: conn, ctx: ctx, writable: true}
+	b := &pgx.Batch{}
+	b.Queue("BEGIN ISOLATION LEVEL READ COMMITTED")
+	b.Queue(`SELECT h.seq, h.time, h.hash, h.xmin::text, (SELECT max(version) FROM schema_version)
+		FROM journal_head h FOR UPDATE OF h`)
+	t := &tx{q: conn, ctx: ctx, writable: true, cache: s.cache, group: recordcache.Writes{}}
 	var seq, version int64
 	var tm *time.Time
 	var hash []byte
-	err := conn.QueryRow(ctx, `SELECT h.seq, h.time, h.hash, (SELECT max(version) FROM schema_version)
-		FROM journal_head h FOR UPDATE OF h`).Scan(&seq, &tm, &hash, &version)
+	var last string
+	br := conn.SendBatch(ctx, b)
+	_, err := br.Exec()
+	if err == nil {
+		err = br.QueryRow().Scan(&seq, &tm, &hash, &last, &version)
+	}
+	if closeErr := br.Close(); err == nil {
+		err = closeErr
+	}
 	if err != nil {
 		rollback(conn)
-		return nil, errGroup{fmt.Errorf("pgstore: lock the journal of %s: %w", s.where, err)}
+		return nil, errGroup{fmt.Errorf("pgstore: begin a change of %s and lock its journal: %w", s.where, err)}
+	}
+	if last != s.cachedAfter {
+		s.cache.Clear()
+		s.cachedAfter = last
 	}
 	if t.head, err = makeHead(seq, tm, hash); err != nil {
 		rollback(conn)
@@ -160,19 +197,13 @@ func rollback(conn *pgxpool.Conn) {
 
 // run runs one call's function in a savepoint of the group's transaction,
 // and rolls back to it if the function fails or a statement of it failed:
-// the call leaves nothing, the others are unaffected. A failure of the
-// savepoint itself is the group's (errGroup).
+// the call leaves nothing, the others are unaffected. The savepoint is
+// opened with the call's first statement and released with its last (tx's
+// send), and a call that sends none needs none. A failure of the savepoint
+// itself is the group's (errGroup).
 func (t *tx) run(fn func(ledger.Tx) error) (err error) {
-	sql := "SAVEPOINT call"
-	if t.called {
-		sql = "RELEASE SAVEPOINT call; SAVEPOINT call"
-	}
-	if _, err := t.q.Exec(t.ctx, sql); err != nil {
-		return errGroup{fmt.Errorf("pgstore: savepoint: %w", err)}
-	}
-	t.called = true
 	head := t.head
-	t.failed = nil
+	t.call, t.waiting, t.saved, t.failed = recordcache.Writes{}, nil, false, nil
 	func() {
 		defer func() {
 			if r := recover(); r != nil {
@@ -184,17 +215,38 @@ func (t *tx) run(fn func(ledger.Tx) error) (err error) {
 	if err == nil {
 		err = t.failed
 	}
+	if err == nil && (t.saved || len(t.waiting) > 0) {
+		t.waiting = append(t.waiting, statement{what: "end a change", sql: "RELEASE SAVEPOINT call"})
+		err = t.flush()
+	}
 	if err == nil {
+		t.group.Merge(t.call)
 		return nil
 	}
-	if _, rbErr := t.q.Exec(t.ctx, "ROLLBACK TO SAVEPOINT call"); rbErr != nil {
-		return errGroup{fmt.Errorf("pgstore: roll back a failed change (%v): %w", err, rbErr)}
+	t.waiting, t.head = nil, head
+	if t.saved {
+		if _, rbErr := t.q.Exec(t.ctx, "ROLLBACK TO SAVEPOINT call; RELEASE SAVEPOINT call"); rbErr != nil {
+			return errGroup{fmt.Errorf("pgstore: roll back a failed change (%v): %w", err, rbErr)}
+		}
 	}
-	t.head = head
 	if t.failed != nil && transient(t.failed) {
 		// The statement failed with the connection, not for this call:
 		// the group goes again.
 		return errGroup{t.failed}
 	}
 	return err
+}
+
+// forgetCache empties the record cache after a group that did not commit:
+// what it read may have been its own writes.
+func (s *Store) forgetCache() {
+	s.cache.Clear()
+	s.cachedAfter = ""
+}
+
+// touch writes the journal's head row again, outside the calls'
+// savepoints, so that its xmin is the group's transaction, and returns it.
+func touch(ctx context.Context, conn *pgxpool.Conn) (xid string, err error) {
+	err = conn.QueryRow(ctx, `UPDATE journal_head SET seq = seq RETURNING xmin::text`).Scan(&xid)
+	return xid, err
 }
