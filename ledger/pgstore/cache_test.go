@@ -105,12 +105,54 @@ func TestCacheDropsFailedWrites(t *testing.T) {
 	}
 }
 
+// inOneGroup runs the changes concurrently while the committer is held,
+// so that it takes them as one group, until they ran in one (the tx each
+// was given first is the group's) and returns their errors.
+func inOneGroup(t *testing.T, s *Store, changes ...func(tx ledger.Tx) error) []error {
+	t.Helper()
+	ctx := context.Background()
+	for range 10 {
+		release, held := make(chan struct{}), make(chan struct{})
+		go s.Update(ctx, func(ledger.Tx) error { close(held); <-release; return nil })
+		<-held
+		var mu sync.Mutex
+		first := make([]ledger.Tx, len(changes))
+		errs := make([]error, len(changes))
+		var wg sync.WaitGroup
+		for i, change := range changes {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				errs[i] = s.Update(ctx, func(tx ledger.Tx) error {
+					mu.Lock()
+					if first[i] == nil {
+						first[i] = tx
+					}
+					mu.Unlock()
+					return change(tx)
+				})
+			}()
+		}
+		time.Sleep(100 * time.Millisecond) // they wait for the committer
+		close(release)
+		wg.Wait()
+		groups := map[ledger.Tx]bool{}
+		for _, tx := range first {
+			groups[tx] = true
+		}
+		if len(groups) == 1 {
+			return errs
+		}
+	}
+	t.Fatal("the changes never ran in one group")
+	return nil
+}
+
 // TestCacheDropsFailedWritesInAGroup: in a group where one change fails
 // after its write reached PostgreSQL and another succeeds, the group
 // commits the other's write alone, and the cache has the same.
 func TestCacheDropsFailedWritesInAGroup(t *testing.T) {
-	ctx := context.Background()
-	s, err := Open(ctx, pgtest.DB(t), Options{Create: true})
+	s, err := Open(context.Background(), pgtest.DB(t), Options{Create: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,50 +163,59 @@ func TestCacheDropsFailedWritesInAGroup(t *testing.T) {
 		}
 	}
 	refuse := errors.New("refused")
-	for attempt := 1; ; attempt++ {
-		// The committer is held by a first change while the two queue,
-		// so that it takes them as one group.
-		release, held := make(chan struct{}), make(chan struct{})
-		go s.Update(ctx, func(ledger.Tx) error { close(held); <-release; return nil })
-		<-held
-		var mu sync.Mutex
-		groups := map[ledger.Tx]bool{}
-		var wg sync.WaitGroup
-		for _, k := range []string{"failed", "done"} {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				s.Update(ctx, func(tx ledger.Tx) error {
-					mu.Lock()
-					groups[tx] = true
-					mu.Unlock()
-					if err := tx.PutRecord(ledger.Record{Kind: "test", Key: k, Value: []byte(fmt.Sprint(attempt))}); err != nil {
-						return err
-					}
-					if _, err := tx.Records("test"); err != nil { // sends the write
-						return err
-					}
-					if k == "failed" {
-						return refuse
-					}
-					return nil
-				})
-			}()
+	write := func(k string, fail error) func(ledger.Tx) error {
+		return func(tx ledger.Tx) error {
+			if err := tx.PutRecord(ledger.Record{Kind: "test", Key: k, Value: []byte("1")}); err != nil {
+				return err
+			}
+			if _, err := tx.Records("test"); err != nil { // sends the write
+				return err
+			}
+			return fail
 		}
-		time.Sleep(100 * time.Millisecond) // both wait for the committer
-		close(release)
-		wg.Wait()
-		if got := record(t, s, "done"); got != fmt.Sprint(attempt) {
-			t.Fatalf("the change that succeeded reads %q, want %d", got, attempt)
+	}
+	errs := inOneGroup(t, s, write("failed", refuse), write("done", nil))
+	if !errors.Is(errs[0], refuse) || errs[1] != nil {
+		t.Fatalf("the changes answered %v, want %v and success", errs, refuse)
+	}
+	if got := record(t, s, "done"); got != "1" {
+		t.Errorf("the change that succeeded reads %q, want 1", got)
+	}
+	if got := record(t, s, "failed"); got != "0" {
+		t.Errorf("the change that failed left %q in its record, want 0", got)
+	}
+}
+
+// TestWriteRefusedByPostgreSQL: a write PostgreSQL refuses, sent after its
+// change's function has returned (with the next change's statements or at
+// the group's end), fails that change alone; the group's others are made.
+func TestWriteRefusedByPostgreSQL(t *testing.T) {
+	s, err := Open(context.Background(), pgtest.DB(t), Options{Create: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	bad := func(tx ledger.Tx) error { // text holds no zero byte
+		return tx.PutRecord(ledger.Record{Kind: "test", Key: "bad\x00", Value: []byte("1")})
+	}
+	good := func(k string) func(ledger.Tx) error {
+		return func(tx ledger.Tx) error {
+			if _, _, err := tx.Record("test", "other"); err != nil { // a read: sends what earlier changes left
+				return err
+			}
+			return tx.PutRecord(ledger.Record{Kind: "test", Key: k, Value: []byte("1")})
 		}
-		if got := record(t, s, "failed"); got != "0" {
-			t.Fatalf("the change that failed left %q in its record, want 0", got)
-		}
-		if len(groups) == 1 {
-			return // the two ran in one group
-		}
-		if attempt == 10 {
-			t.Fatal("the two changes never ran in one group")
+	}
+	if err := s.Update(context.Background(), func(tx ledger.Tx) error { return bad(tx) }); err == nil {
+		t.Fatal("a record PostgreSQL refuses was stored")
+	}
+	errs := inOneGroup(t, s, good("a"), bad, good("b"), good("c"))
+	if errs[0] != nil || errs[1] == nil || errs[2] != nil || errs[3] != nil {
+		t.Fatalf("the changes answered %v, want only the second to fail", errs)
+	}
+	for _, k := range []string{"a", "b", "c"} {
+		if got := record(t, s, k); got != "1" {
+			t.Errorf("record %s reads %q after its change succeeded", k, got)
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -22,12 +23,23 @@ const groupTimeout = time.Minute
 func (s *Store) commitLoop() { s.queue.Run(maxGroup, s.commit) }
 
 // errGroup marks a failure of a group's transaction itself (its
-// connection, its BEGIN or a savepoint), before its COMMIT was sent:
+// connection, or its BEGIN), before its COMMIT was sent:
 // nothing of the group was made, so it may run again.
 type errGroup struct{ err error }
 
 func (e errGroup) Error() string { return e.err.Error() }
 func (e errGroup) Unwrap() error { return e.err }
+
+// errSpoilt is the failure of a call that spoilt the group's
+// transaction: a statement of it failed, or it failed after sending
+// writes. The call fails, and the group runs again without it.
+type errSpoilt struct {
+	call int // its place in the group
+	err  error
+}
+
+func (e *errSpoilt) Error() string { return e.err.Error() }
+func (e *errSpoilt) Unwrap() error { return e.err }
 
 // commit runs a group in one transaction and answers its calls, running
 // it again on a new connection while its transaction fails transiently
@@ -49,8 +61,14 @@ func (s *Store) commit(group []*groupcommit.Call) {
 		}
 		err := s.attempt(group, start)
 		var ge errGroup
+		var ce *errSpoilt
 		if err == nil {
 			return
+		}
+		if errors.As(err, &ce) {
+			group[ce.call].Answer(ce.err)
+			group = slices.Delete(group, ce.call, ce.call+1)
+			continue
 		}
 		if !errors.As(err, &ge) || !transient(ge.err) {
 			groupcommit.Answer(group, err)
@@ -90,11 +108,13 @@ func (s *Store) attempt(group []*groupcommit.Call, start time.Time) error {
 	var done []*groupcommit.Call
 	var refused []*groupcommit.Call
 	var refusals []error
-	for _, c := range group {
+	for i, c := range group {
+		t.index = i
 		err := t.run(c.Fn)
 		var ge errGroup
+		var ce *errSpoilt
 		switch {
-		case errors.As(err, &ge):
+		case errors.As(err, &ge), errors.As(err, &ce):
 			rollback(conn)
 			s.forgetCache()
 			return err
@@ -106,10 +126,10 @@ func (s *Store) attempt(group []*groupcommit.Call, start time.Time) error {
 	}
 	var xid string
 	if len(done) > 0 {
-		if xid, err = touch(ctx, conn); err != nil {
+		if xid, err = t.finish(); err != nil {
 			rollback(conn)
 			s.forgetCache()
-			return errGroup{fmt.Errorf("pgstore: mark the journal of %s: %w", s.where, err)}
+			return err
 		}
 	}
 	_, err = conn.Exec(ctx, "COMMIT")
@@ -195,15 +215,15 @@ func rollback(conn *pgxpool.Conn) {
 	_, _ = conn.Exec(ctx, "ROLLBACK")
 }
 
-// run runs one call's function in a savepoint of the group's transaction,
-// and rolls back to it if the function fails or a statement of it failed:
-// the call leaves nothing, the others are unaffected. The savepoint is
-// opened with the call's first statement and released with its last (tx's
-// send), and a call that sends none needs none. A failure of the savepoint
-// itself is the group's (errGroup).
+// run runs one call's function in the group's transaction. A call that
+// fails before any write of it reached PostgreSQL just fails; its writes
+// waiting are dropped. One that fails after, or whose statement failed
+// (PostgreSQL then aborts the transaction), spoils the group (errSpoilt),
+// which runs again without it: as boltstore's, so that no call pays for a
+// savepoint. A failure of the connection is the group's (errGroup).
 func (t *tx) run(fn func(ledger.Tx) error) (err error) {
 	head := t.head
-	t.call, t.waiting, t.saved, t.failed = recordcache.Writes{}, nil, false, nil
+	t.call, t.waiting, t.wrote, t.failed = recordcache.Writes{}, nil, false, nil
 	func() {
 		defer func() {
 			if r := recover(); r != nil {
@@ -215,25 +235,21 @@ func (t *tx) run(fn func(ledger.Tx) error) (err error) {
 	if err == nil {
 		err = t.failed
 	}
-	if err == nil && (t.saved || len(t.waiting) > 0) {
-		t.waiting = append(t.waiting, statement{what: "end a change", sql: "RELEASE SAVEPOINT call"})
-		err = t.flush()
-	}
-	if err == nil {
+	switch {
+	case err == nil && t.spoilt == nil:
+		t.carried = append(t.carried, t.waiting...)
 		t.group.Merge(t.call)
 		return nil
-	}
-	t.waiting, t.head = nil, head
-	if t.saved {
-		if _, rbErr := t.q.Exec(t.ctx, "ROLLBACK TO SAVEPOINT call; RELEASE SAVEPOINT call"); rbErr != nil {
-			return errGroup{fmt.Errorf("pgstore: roll back a failed change (%v): %w", err, rbErr)}
-		}
-	}
-	if t.failed != nil && transient(t.failed) {
+	case t.failed != nil && transient(t.failed):
 		// The statement failed with the connection, not for this call:
 		// the group goes again.
 		return errGroup{t.failed}
+	case t.spoilt != nil:
+		return t.spoilt
+	case t.wrote:
+		return &errSpoilt{call: t.index, err: err}
 	}
+	t.waiting, t.head = nil, head
 	return err
 }
 
@@ -244,9 +260,31 @@ func (s *Store) forgetCache() {
 	s.cachedAfter = ""
 }
 
-// touch writes the journal's head row again, outside the calls'
-// savepoints, so that its xmin is the group's transaction, and returns it.
-func touch(ctx context.Context, conn *pgxpool.Conn) (xid string, err error) {
-	err = conn.QueryRow(ctx, `UPDATE journal_head SET seq = seq RETURNING xmin::text`).Scan(&xid)
-	return xid, err
+// finish sends what the group's calls left waiting, keeps the counters
+// at the ids reserved, and writes the journal's head row again, so that
+// its xmin is the group's transaction (see begin), which it returns.
+func (t *tx) finish() (xid string, err error) {
+	statements := t.carried
+	for _, name := range counters {
+		if id, ok := t.group[cacheKey("counter", name)]; ok {
+			statements = append(statements, statement{what: "keep the counter of " + name, call: -1,
+				sql: `UPDATE counters SET value = greatest(value, $2) WHERE name = $1`, args: []any{name, bigint(id.(uint64))}})
+		}
+	}
+	t.carried = nil
+	br, err := t.sendBatch(statements, `UPDATE journal_head SET seq = seq RETURNING xmin::text`)
+	if err != nil {
+		if s := t.spoilt; s != nil && s.call >= 0 && !transient(err) {
+			return "", s
+		}
+		return "", errGroup{err}
+	}
+	err = br.QueryRow().Scan(&xid)
+	if closeErr := br.Close(); err == nil {
+		err = closeErr
+	}
+	if err != nil {
+		return "", errGroup{fmt.Errorf("pgstore: mark the journal: %w", err)}
+	}
+	return xid, nil
 }

@@ -18,10 +18,8 @@ import (
 	"github.com/ingot-hpc/ingot/ledger"
 )
 
-// maxGroup bounds the calls one transaction runs: each is a savepoint,
-// and PostgreSQL tracks a transaction's first 64 subtransactions that
-// wrote in shared memory, beyond which other sessions' snapshots cost more
-// while it runs.
+// maxGroup bounds the calls one transaction runs: the others wait for
+// the group's commit, and a call that spoils the group runs it again.
 const maxGroup = 64
 
 // Options tune Open.

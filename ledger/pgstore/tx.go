@@ -31,10 +31,11 @@ type querier interface {
 // In an Update, round trips are what a change costs (docs/performance.md),
 // so the committer's transaction makes few: it reads records through the
 // store's record cache (a call's writes in call, those of the group's
-// calls done in group: internal/recordcache), and its writes wait in
-// waiting, to be sent with the call's next read or when it ends, in one
-// pipeline. Every write puts what it changes in call, or forgets there
-// what it changes and does not work out (an index).
+// calls done in group: internal/recordcache), and its writes wait, to be
+// sent in one pipeline with the call's next read, or, once it is done,
+// with the next call's first (or the group's end: commit.go). Every write
+// puts what it changes in call, or forgets there what it changes and does
+// not work out (an index).
 type tx struct {
 	q        querier
 	ctx      context.Context
@@ -45,19 +46,26 @@ type tx struct {
 	// cache is the committer's (nil in a View).
 	cache       *recordcache.Cache
 	group, call recordcache.Writes
-	// waiting are the call's statements not sent yet; saved says its
-	// savepoint has been sent (commit.go).
-	waiting []statement
-	saved   bool
+	// waiting are the call's statements not sent yet, carried those of
+	// the calls done; wrote says the call has sent writes; index is the
+	// call's place in its group (commit.go).
+	waiting, carried []statement
+	wrote            bool
+	index            int
+	// spoilt is set when a statement fails: PostgreSQL has then aborted
+	// the group's transaction, which runs again without the statement's
+	// call.
+	spoilt *errSpoilt
 	// failed is the first statement of the current call that failed: the
 	// call fails with it, whatever its function returns.
 	failed error
 }
 
-// statement is a write waiting to be sent.
+// statement is a write waiting to be sent, and the call it is of.
 type statement struct {
 	what, sql string
 	args      []any
+	call      int
 }
 
 // page is how many rows an iterator reads at a time: it holds no rows
@@ -78,7 +86,7 @@ func (t *tx) exec(what, sql string, args ...any) error {
 	if !t.writable {
 		return fmt.Errorf("%w: cannot %s in a read", ErrReadOnly, what)
 	}
-	t.waiting = append(t.waiting, statement{what: what, sql: sql, args: args})
+	t.waiting = append(t.waiting, statement{what: what, sql: sql, args: args, call: t.index})
 	return nil
 }
 
@@ -116,40 +124,20 @@ func cacheKey(kind string, parts ...any) string {
 	return k
 }
 
-// send sends the waiting statements, and after them a read (sql, if not
-// empty), in one round trip, opening the call's savepoint first if it is
-// not open yet. The read's rows are the caller's, and done must be called
-// once they are read.
+// send sends the statements carried and waiting, and after them a read
+// (sql), in one round trip. The read's rows are the caller's, and done must
+// be called once they are read.
 func (t *tx) send(sql string, args ...any) (rows pgx.Rows, done func() error, err error) {
-	if len(t.waiting) == 0 && (t.saved || !t.writable) {
-		if sql == "" {
-			return nil, func() error { return nil }, nil
-		}
+	if len(t.carried) == 0 && len(t.waiting) == 0 {
 		rows, err := t.q.Query(t.ctx, sql, args...)
 		return rows, func() error { return nil }, err
 	}
-	waiting := t.waiting
-	if !t.saved {
-		waiting = append([]statement{{what: "open a savepoint", sql: "SAVEPOINT call"}}, waiting...)
-		t.saved = true
-	}
-	t.waiting = nil
-	b := &pgx.Batch{}
-	for _, s := range waiting {
-		b.Queue(s.sql, s.args...)
-	}
-	if sql != "" {
-		b.Queue(sql, args...)
-	}
-	br := t.q.SendBatch(t.ctx, b)
-	for _, s := range waiting {
-		if _, err := br.Exec(); err != nil {
-			br.Close()
-			return nil, nil, t.note(fmt.Errorf("pgstore: %s: %w", s.what, err))
-		}
-	}
-	if sql == "" {
-		return nil, br.Close, br.Close()
+	statements := append(t.carried, t.waiting...)
+	t.wrote = t.wrote || len(t.waiting) > 0
+	t.carried, t.waiting = nil, nil
+	br, err := t.sendBatch(statements, sql, args...)
+	if err != nil {
+		return nil, nil, err
 	}
 	if rows, err = br.Query(); err != nil {
 		br.Close()
@@ -158,27 +146,53 @@ func (t *tx) send(sql string, args ...any) (rows pgx.Rows, done func() error, er
 	return rows, br.Close, nil
 }
 
-// flush sends the waiting statements.
-func (t *tx) flush() error {
-	_, _, err := t.send("")
-	return err
+// sendBatch sends statements and then sql (if not empty) in one pipeline,
+// and reads the statements' results; the caller reads sql's.
+func (t *tx) sendBatch(statements []statement, sql string, args ...any) (pgx.BatchResults, error) {
+	b := &pgx.Batch{}
+	for _, s := range statements {
+		b.Queue(s.sql, s.args...)
+	}
+	if sql != "" {
+		b.Queue(sql, args...)
+	}
+	br := t.q.SendBatch(t.ctx, b)
+	for _, s := range statements {
+		if _, err := br.Exec(); err != nil {
+			br.Close()
+			err = t.note(fmt.Errorf("pgstore: %s: %w", s.what, err))
+			t.spoil(s.call, err)
+			return nil, err
+		}
+	}
+	return br, nil
+}
+
+// spoil records that a statement of a call failed, in a View too (where
+// nothing reads it).
+func (t *tx) spoil(call int, err error) {
+	if t.spoilt == nil {
+		t.spoilt = &errSpoilt{call: call, err: err}
+	}
 }
 
 // query runs a read, after the waiting statements, and collects its rows
-// with scan.
+// with scan. A read that fails spoils the call (see tx).
 func query[T any](t *tx, what string, scan pgx.RowToFunc[T], sql string, args ...any) ([]T, error) {
 	rows, done, err := t.send(sql, args...)
-	if err != nil {
-		return nil, t.note(fmt.Errorf("pgstore: read %s: %w", what, err))
+	if err == nil {
+		var out []T
+		out, err = pgx.CollectRows(rows, scan)
+		if doneErr := done(); err == nil {
+			err = doneErr
+		}
+		if err == nil {
+			return out, nil
+		}
 	}
-	out, err := pgx.CollectRows(rows, scan)
-	if doneErr := done(); err == nil {
-		err = doneErr
-	}
-	if err != nil {
-		return nil, t.note(fmt.Errorf("pgstore: read %s: %w", what, err))
-	}
-	return out, nil
+	err = t.note(fmt.Errorf("pgstore: read %s: %w", what, err))
+	t.spoil(t.index, err)
+	return nil, err
 }
 
 // getDoc reads one JSON document; ok is false if there is none.
@@ -246,8 +260,12 @@ func (t *tx) next(counter string) (uint64, error) {
 	id := last + 1
 	t.written(key, id)
 	t.written(cacheKey(counter, id), recordcache.Absent{})
-	return id, t.exec("number a new "+counter, `UPDATE counters SET value = greatest(value, $2) WHERE name = $1`, counter, bigint(id))
+	return id, nil
 }
+
+// counters are the names of the ids next reserves. The table has them
+// when the group ends (commit.go's finish), or with the record stored.
+var counters = []string{"allocations", "liens", "charges"}
 
 // stored keeps the cached counter at or above an id stored, as the
 // statement's counted clause keeps the table's.
