@@ -60,6 +60,7 @@ run: build
 	@echo "  ingot account create chem"
 	@echo "  ingot deposit chem 1000 --end now+365d"
 	@echo "  ingot balance"
+	@echo "  ingot web-login   # a link that signs a browser in to the web page"
 	@echo "(README.md walks through the rest; ingot --help lists every command.)"
 	@echo
 	@bin/ingot --db $(DB) serve --listen $(LISTEN) --socket $(dir $(DB))ingot.sock \

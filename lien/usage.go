@@ -82,7 +82,7 @@ func Usage(charges []ledger.Charge, by []string, period string, loc *time.Locati
 	rows := map[UsageRow]*UsageRow{}
 	jobs := map[UsageRow]map[string]bool{}
 	for _, ch := range charges {
-		key := UsageRow{Period: periodStart(ch.Time, period, loc)}
+		key := UsageRow{Period: PeriodStart(ch.Time, period, loc)}
 		for _, k := range by {
 			switch k {
 			case "project":
@@ -118,8 +118,10 @@ func Usage(charges []ledger.Charge, by []string, period string, loc *time.Locati
 	return out, nil
 }
 
-// periodStart is the start of t's period in loc (zero for no period).
-func periodStart(t time.Time, period string, loc *time.Location) time.Time {
+// PeriodStart is the start of t's period (one of UsagePeriods) in loc:
+// its day's midnight, its week's Monday or its month's first day; zero for
+// no period.
+func PeriodStart(t time.Time, period string, loc *time.Location) time.Time {
 	t = t.In(loc)
 	day := time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, loc)
 	switch period {
@@ -131,4 +133,20 @@ func periodStart(t time.Time, period string, loc *time.Location) time.Time {
 		return time.Date(t.Year(), t.Month(), 1, 0, 0, 0, 0, loc)
 	}
 	return time.Time{}
+}
+
+// PeriodAdd is the start of the period n periods after the one that
+// starts at start (before it, for n < 0), counted in start's zone: a day
+// is from midnight to midnight, whatever a change of summer time makes of
+// its length.
+func PeriodAdd(start time.Time, period string, n int) time.Time {
+	switch period {
+	case "day":
+		return start.AddDate(0, 0, n)
+	case "week":
+		return start.AddDate(0, 0, 7*n)
+	case "month":
+		return start.AddDate(0, n, 0)
+	}
+	return start
 }

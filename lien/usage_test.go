@@ -64,6 +64,36 @@ func TestUsage(t *testing.T) {
 	}
 }
 
+// TestPeriods: periods start at local midnights, Mondays and first days,
+// and step by whole days and months across a change of summer time.
+func TestPeriods(t *testing.T) {
+	paris, err := time.LoadLocation("Europe/Paris")
+	if err != nil {
+		t.Skipf("no zone data: %v", err)
+	}
+	at := time.Date(2026, 3, 29, 12, 30, 0, 0, paris) // a Sunday, the day summer time begins
+	for _, tc := range []struct {
+		period      string
+		start, next string
+	}{
+		{"day", "2026-03-29T00:00:00+01:00", "2026-03-30T00:00:00+02:00"},
+		{"week", "2026-03-23T00:00:00+01:00", "2026-03-30T00:00:00+02:00"},
+		{"month", "2026-03-01T00:00:00+01:00", "2026-04-01T00:00:00+02:00"},
+	} {
+		start := lien.PeriodStart(at, tc.period, paris)
+		if got := start.Format(time.RFC3339); got != tc.start {
+			t.Errorf("%s of %s starts %s, want %s", tc.period, at, got, tc.start)
+		}
+		next := lien.PeriodAdd(start, tc.period, 1)
+		if got := next.Format(time.RFC3339); got != tc.next {
+			t.Errorf("the %s after %s starts %s, want %s", tc.period, start, got, tc.next)
+		}
+		if back := lien.PeriodAdd(next, tc.period, -1); !back.Equal(start) {
+			t.Errorf("the %s before %s starts %s, want %s", tc.period, next, back, start)
+		}
+	}
+}
+
 // TestFindCharges: the bank's charges picked by node, user, machine and
 // time.
 func TestFindCharges(t *testing.T) {

@@ -94,7 +94,7 @@ func appWithoutCommonFlags(stdout, stderr io.Writer) *cli.App {
 			adminCommands(),
 			rateCommands(), policyCommands(), quoteCommands(), lienCommands(), chargeCommands(), reservationCommands(), hfsCommands(),
 			clientCommands(),
-			serveCommands(),
+			serveCommands(), webCommands(),
 			migrateCommands(),
 			slurmCommands(),
 			versionCommands(),

@@ -10,6 +10,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/ingot-hpc/ingot/internal/report"
 	"github.com/ingot-hpc/ingot/ledger"
 	"github.com/ingot-hpc/ingot/lien"
 )
@@ -43,6 +44,7 @@ func reportCommands() []*cli.Command {
 				&cli.StringFlag{Name: "start", Usage: "period start `TIME` (default: the bank's first entry)"},
 				&cli.StringFlag{Name: "end", Usage: "period end `TIME`, exclusive (default now)"},
 				&cli.BoolFlag{Name: "summarize", Aliases: []string{"s"}, Usage: "one line per kind of credit or debit instead of one per entry"},
+				csvFlag(),
 			},
 			Action: statement,
 		},
@@ -221,58 +223,8 @@ func statement(c *cli.Context) error {
 		if f == formatJSON {
 			return writeJSON(c.App.Writer, st)
 		}
-		return writeStatement(c, f, st, b.precision(), c.Bool("summarize"))
+		return report.WriteStatement(c.App.Writer, f.text(), st, b.precision(), c.Bool("summarize"))
 	})
-}
-
-// writeStatement prints the statement as Gold's gstatement does: the
-// summary, then the credit detail and the debit detail.
-func writeStatement(c *cli.Context, f format, st ledger.Statement, p int32, summarized bool) error {
-	w := c.App.Writer
-	summary := table{headers: []string{"Field", "Value"}}
-	summary.add("Account", st.Account)
-	summary.add("Period start", localTime(st.From))
-	summary.add("Period end", localTime(st.To))
-	summary.add("Beginning balance", amount(st.Beginning, p))
-	summary.add("Total credits", amount(st.Credits, p))
-	summary.add("Total debits", amount(st.Debits.Neg(), p))
-	summary.add("Ending balance", amount(st.Ending, p))
-	if err := write(w, f, summary); err != nil {
-		return err
-	}
-	for _, part := range []struct {
-		title string
-		lines []ledger.StatementLine
-	}{{"Credit detail", st.CreditLines}, {"Debit detail", st.DebitLines}} {
-		if f == formatTable {
-			fmt.Fprintf(w, "\n%s\n", part.title)
-		}
-		t := table{headers: []string{"Section", "Entry", "Time", "Kind", "Count", "Amount", "Allocations", "Ref", "Actor", "Description"}}
-		if summarized {
-			t.headers = []string{"Section", "Kind", "Count", "Amount"}
-		}
-		if f == formatTable {
-			t.headers = t.headers[1:]
-		}
-		for _, line := range part.lines {
-			ids := make([]string, len(line.Allocations))
-			for i, id := range line.Allocations {
-				ids[i] = strconv.FormatUint(id, 10)
-			}
-			cells := []string{strconv.FormatUint(line.Seq, 10), localTime(line.Time), string(line.Kind), strconv.Itoa(line.Count), amount(line.Amount, p), strings.Join(ids, ","), line.Ref, line.Actor, line.Description}
-			if summarized {
-				cells = []string{string(line.Kind), strconv.Itoa(line.Count), amount(line.Amount, p)}
-			}
-			if f == formatParsable {
-				cells = append([]string{strings.ToLower(strings.Fields(part.title)[0])}, cells...)
-			}
-			t.add(cells...)
-		}
-		if err := write(w, f, t); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 func journal(c *cli.Context) error {
@@ -354,25 +306,7 @@ func usage(c *cli.Context) error {
 		if err != nil {
 			return err
 		}
-		var headers []string
-		if c.String("period") != "" {
-			headers = append(headers, "Period")
-		}
-		for _, k := range by {
-			headers = append(headers, strings.ToUpper(k[:1])+k[1:])
-		}
-		p := b.precision()
-		t := table{headers: append(headers, "Jobs", "Charges", "Charged", "Refunded", "Net"), data: orEmpty(rows)}
-		for _, r := range rows {
-			var cells []string
-			if c.String("period") != "" {
-				cells = append(cells, r.Period.Format("2006-01-02"))
-			}
-			for _, k := range by {
-				cells = append(cells, map[string]string{"project": r.Project, "user": r.User, "machine": r.Machine}[k])
-			}
-			t.add(append(cells, strconv.Itoa(r.Jobs), strconv.Itoa(r.Charges), amount(r.Charged, p), amount(r.Refunded, p), amount(r.Net, p))...)
-		}
-		return show(c, t)
+		ut := report.UsageTable(rows, by, c.String("period") != "", b.precision())
+		return show(c, table{headers: ut.Headers, rows: ut.Rows, data: orEmpty(rows)})
 	})
 }

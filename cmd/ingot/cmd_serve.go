@@ -27,6 +27,7 @@ import (
 	"github.com/ingot-hpc/ingot/proto/metrics"
 	"github.com/ingot-hpc/ingot/proto/munge"
 	"github.com/ingot-hpc/ingot/proto/server"
+	"github.com/ingot-hpc/ingot/proto/web"
 )
 
 // httpTimeouts are the HTTP server's: a client that is slow to send its
@@ -60,6 +61,8 @@ func serveCommands() []*cli.Command {
 			Usage: "on a bank with no API clients yet, add client admin (role admin) and write its key to `FILE` (make run does)"},
 		&cli.DurationFlag{Name: "request-retention", Value: ledger.RequestRetention, EnvVars: []string{"INGOT_REQUEST_RETENTION"},
 			Usage: "keep the answer to a change for its retries this `LONG` (a request id used again after it is a new request); pruned hourly"},
+		&cli.StringFlag{Name: "web-url", EnvVars: []string{"INGOT_WEB_URL"},
+			Usage: "the `URL` browsers reach the web page at (https://bank.example.org), which ingot web-login's links start with; default: --listen's address (this host's name where it listens on every address)"},
 		&cli.GenericFlag{Name: "log-level", Value: &logLevel{slog.LevelInfo}, EnvVars: []string{"INGOT_LOG_LEVEL"}, Usage: "least `LEVEL` logged: debug, info, warn or error"},
 		serverKeyFlag(),
 	}
@@ -71,12 +74,13 @@ func serveCommands() []*cli.Command {
 	}
 	return []*cli.Command{{
 		Name:  "serve",
-		Usage: "serve the HTTP API (endpoints: see package proto/api) until SIGINT or SIGTERM",
+		Usage: "serve the HTTP API (endpoints: see package proto/api) and the web page until SIGINT or SIGTERM",
 		Description: "Holds the database file while it runs. Requests are signed with client keys (ingot client add),\n" +
 			"carry a MUNGE credential (with --munge: the local account of its uid names the bank user), or come\n" +
 			"on the --socket without either: root and the server's own user are admin there, any other user\n" +
 			"acts as the bank user of their account. Logs are JSON lines on standard error; Prometheus metrics\n" +
-			"are at " + metrics.Path + ". On SIGINT or SIGTERM it finishes the requests in flight (at most " + shutdownTimeout.String() + ")\n" +
+			"are at " + metrics.Path + ". The read-only web page is at / on --listen (ingot web-login prints a link that signs\n" +
+			"in; docs/web.md). On SIGINT or SIGTERM it finishes the requests in flight (at most " + shutdownTimeout.String() + ")\n" +
 			"and closes the bank.\n" +
 			"Settings come from flags, then INGOT_* variables, then the --config file (docs/server.md).",
 		Flags: append(own, &cli.StringFlag{Name: "config", EnvVars: []string{"INGOT_CONFIG"},
@@ -128,11 +132,23 @@ func serve(c *cli.Context, fileKeys []string) error {
 			}
 			opts = append(opts, server.WithMunge(&munge.Verifier{Command: munge.Command{Socket: flagString(c, "munge-socket")}}))
 		}
-		bank := server.New(l, lien.New(l), reg, verifier, log, opts...)
-		servers, err := listen(c, log, bank, m.Handler(log))
+		ln, scheme, err := listenAPI(c, log)
 		if err != nil {
 			return err
 		}
+		sessions, webURL, err := webSessions(c, ln, scheme)
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		opts = append(opts, server.WithPage(web.New(sessions, log)))
+		bank := server.New(l, lien.New(l), reg, verifier, log, opts...)
+		servers, err := listen(c, log, ln, scheme, bank, m.Handler(log))
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(c.App.Writer, "web page at %s/ (ingot web-login prints a link that signs in)\n", webURL)
+		log.Info("serving the web page", "url", webURL)
 		// The pruner ends before the store closes (when this returns), so
 		// that it never works on, or logs about, a closed store.
 		pruneCtx, stopPruning := context.WithCancel(ctx)
@@ -183,28 +199,57 @@ func addFirstAdmin(c *cli.Context, reg *clients.Registry, path string) error {
 	return nil
 }
 
-// listen opens --listen for the API and, unless --metrics-listen gives it
-// a listener of its own, the metrics page.
-func listen(c *cli.Context, log *slog.Logger, api, page http.Handler) ([]listening, error) {
+// listenAPI opens --listen, over TLS with --tls-cert, and says which
+// scheme it serves.
+func listenAPI(c *cli.Context, log *slog.Logger) (net.Listener, string, error) {
 	var cert *certificate
 	switch certFile, keyFile := c.String("tls-cert"), c.String("tls-key"); {
 	case (certFile == "") != (keyFile == ""):
-		return nil, usageError{"serve: --tls-cert and --tls-key go together"}
+		return nil, "", usageError{"serve: --tls-cert and --tls-key go together"}
 	case certFile != "":
 		var err error
 		if cert, err = loadCertificate(certFile, keyFile); err != nil {
-			return nil, err
+			return nil, "", err
 		}
 	}
 	ln, err := net.Listen("tcp", c.String("listen"))
 	if err != nil {
-		return nil, fmt.Errorf("serve: %w", err)
+		return nil, "", fmt.Errorf("serve: %w", err)
 	}
-	scheme := "http"
-	if cert != nil {
-		ln, scheme = tls.NewListener(ln, cert.config()), "https"
-		go cert.reloadOnHangup(log, c.Context.Done())
+	if cert == nil {
+		return ln, "http", nil
 	}
+	go cert.reloadOnHangup(log, c.Context.Done())
+	return tls.NewListener(ln, cert.config()), "https", nil
+}
+
+// webSessions keeps the web page's sign-in links and sessions. The links
+// start with --web-url, or else with the address ln listens on; where that
+// is every address (0.0.0.0, ::), with this host's name.
+func webSessions(c *cli.Context, ln net.Listener, scheme string) (*web.Sessions, string, error) {
+	base := strings.TrimSuffix(c.String("web-url"), "/")
+	if base == "" {
+		host, port, err := net.SplitHostPort(ln.Addr().String())
+		if err != nil {
+			return nil, "", fmt.Errorf("serve: the web page's address: %w", err)
+		}
+		if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+			if host, err = os.Hostname(); err != nil {
+				return nil, "", fmt.Errorf("serve: the web page's address: this host's name: %w (give --web-url)", err)
+			}
+		}
+		base = scheme + "://" + net.JoinHostPort(host, port)
+	}
+	sessions, err := web.NewSessions(base, nil)
+	if err != nil {
+		return nil, "", usageError{fmt.Sprintf("serve: --web-url: %v", err)}
+	}
+	return sessions, base, nil
+}
+
+// listen serves the API on ln, the listener of --listen, and, unless
+// --metrics-listen gives it a listener of its own, the metrics page.
+func listen(c *cli.Context, log *slog.Logger, ln net.Listener, scheme string, api, page http.Handler) ([]listening, error) {
 	servers := []listening{{ln: ln, h: api}}
 	if addr := c.String("metrics-listen"); addr == "" {
 		servers[0].h = withMetrics(api, page)

@@ -151,6 +151,10 @@ func TestNewUserWalkthrough(t *testing.T) {
 	if out := b.ok("statement", "bio"); !strings.Contains(out, "Ending balance     1099.50") || !strings.Contains(out, "withdraw") {
 		t.Errorf("statement table:\n%s", out)
 	}
+	if out := b.ok("statement", "bio", "--csv"); !strings.HasPrefix(out, "Field,Value\nAccount,bio\n") || !strings.Contains(out, "Ending balance,1099.50\n") ||
+		!strings.Contains(out, "\ndebit,") || !strings.Contains(out, ",withdraw,1,100.50,") {
+		t.Errorf("statement --csv:\n%s", out)
+	}
 	if out := b.ok("audit"); !strings.Contains(out, "audit: OK") {
 		t.Errorf("audit output:\n%s", out)
 	}

@@ -1,18 +1,12 @@
 package main
 
 import (
-	"encoding/csv"
 	"encoding/json"
-	"fmt"
 	"io"
-	"strconv"
-	"strings"
-	"text/tabwriter"
-	"time"
-	"unicode/utf8"
 
-	"github.com/shopspring/decimal"
 	"github.com/urfave/cli/v2"
+
+	"github.com/ingot-hpc/ingot/internal/report"
 )
 
 // format is how a command prints its result.
@@ -64,69 +58,21 @@ func show(c *cli.Context, t table) error {
 }
 
 func write(w io.Writer, f format, t table) error {
-	if f != formatJSON {
-		t.rows = escapedRows(t.rows, f == formatParsable)
-	}
-	switch f {
-	case formatJSON:
+	if f == formatJSON {
 		return writeJSON(w, t.data)
-	case formatCSV:
-		cw := csv.NewWriter(w)
-		cw.Write(t.headers)
-		cw.WriteAll(t.rows) // flushes; the error is the first write's
-		return cw.Error()
+	}
+	return report.Write(w, f.text(), report.Table{Headers: t.headers, Rows: t.rows})
+}
+
+// text is the report format of a text output format (not formatJSON).
+func (f format) text() report.Format {
+	switch f {
 	case formatParsable:
-		lines := append([][]string{t.headers}, t.rows...)
-		for _, cells := range lines {
-			if _, err := fmt.Fprintln(w, strings.Join(cells, "|")); err != nil {
-				return err
-			}
-		}
-		return nil
+		return report.Parsable
+	case formatCSV:
+		return report.CSV
 	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, strings.Join(t.headers, "\t"))
-	for _, r := range t.rows {
-		fmt.Fprintln(tw, strings.Join(r, "\t"))
-	}
-	return tw.Flush()
-}
-
-// escapedRows are rows whose control characters (a bank made before
-// bodies were checked may hold some, in a name or a description), and in
-// -P output '|' (the separator), are written as Go escapes: a stored
-// string cannot forge a line in an operator's terminal or a field of -P.
-func escapedRows(rows [][]string, parsable bool) [][]string {
-	out := make([][]string, len(rows))
-	for i, r := range rows {
-		out[i] = make([]string, len(r))
-		for j, cell := range r {
-			out[i][j] = escapeCell(cell, parsable)
-		}
-	}
-	return out
-}
-
-func escapeCell(s string, parsable bool) string {
-	special := func(r rune) bool {
-		return r < 0x20 || r == 0x7f || (r >= 0x80 && r <= 0x9f) || r == utf8.RuneError || (parsable && r == '|')
-	}
-	if !strings.ContainsFunc(s, special) {
-		return s
-	}
-	var b strings.Builder
-	for _, r := range s {
-		switch {
-		case !special(r):
-			b.WriteRune(r)
-		case r == '|':
-			b.WriteString(`\x7c`)
-		default:
-			q := strconv.QuoteRune(r)
-			b.WriteString(q[1 : len(q)-1])
-		}
-	}
-	return b.String()
+	return report.Aligned
 }
 
 func writeJSON(w io.Writer, v any) error {
@@ -135,24 +81,13 @@ func writeJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-// amount shows an amount with the bank's precision.
-func amount(d decimal.Decimal, precision int32) string { return d.StringFixedBank(precision) }
-
-// localTime shows a stored (UTC) time in the local zone; zero is "-".
-func localTime(t time.Time) string {
-	if t.IsZero() {
-		return "-"
-	}
-	return t.Local().Format("2006-01-02 15:04:05")
-}
-
-// endTime shows an allocation's end, where zero means it never ends.
-func endTime(t time.Time) string {
-	if t.IsZero() {
-		return "never"
-	}
-	return localTime(t)
-}
+// amount, localTime and endTime show amounts and times as every report
+// does (package report).
+var (
+	amount    = report.Amount
+	localTime = report.LocalTime
+	endTime   = report.EndTime
+)
 
 func yesNo(b bool) string {
 	if b {

@@ -250,12 +250,20 @@ func TestClusterRunsJobs(t *testing.T) {
 	// here, but not within the second slurmd revoked the credential of
 	// its last run (before the epilog), or slurmd refuses it ("Job
 	// credential revoked") and the job fails.
-	status, err := c.Run("scontrol", "-o", "show", "job", requeued)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r := field(status, "Reason"); r != "BeginTime" {
-		t.Errorf("a requeued job waits with reason %q, want BeginTime: %s", r, status)
+	// The reason is the scheduler's, set at its next pass: None until
+	// then.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		status, err := c.Run("scontrol", "-o", "show", "job", requeued)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := field(status, "Reason")
+		if r == "BeginTime" && field(status, "JobState") == "PENDING" {
+			break
+		}
+		if r != "None" || time.Now().After(deadline) {
+			t.Fatalf("a requeued job waits with reason %q, want BeginTime: %s", r, status)
+		}
 	}
 	if _, err := c.Run("scontrol", "update", "jobid="+requeued, "starttime=now+2"); err != nil {
 		t.Fatal(err)

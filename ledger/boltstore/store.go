@@ -15,6 +15,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/ingot-hpc/ingot/internal/groupcommit"
+	"github.com/ingot-hpc/ingot/internal/recordcache"
 	"github.com/ingot-hpc/ingot/ledger"
 )
 
@@ -92,7 +93,7 @@ type Store struct {
 
 	queue *groupcommit.Queue // nil when read-only
 
-	cache recordCache // the committer's (cache.go)
+	cache *recordcache.Cache // the committer's
 
 	mu      sync.Mutex
 	stopped error // set by a failed commit: every later Update gets it
@@ -126,7 +127,7 @@ func Open(path string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{path: path, db: db, readOnly: readOnly, onCommit: opts.OnCommit, cache: recordCache{}}
+	s := &Store{path: path, db: db, readOnly: readOnly, onCommit: opts.OnCommit, cache: recordcache.New()}
 	if !readOnly {
 		err = s.prepare(fresh, opts.OnUpgrade)
 	}
@@ -319,7 +320,7 @@ func (s *Store) commit(group []*groupcommit.Call) {
 			groupcommit.Answer(live, fmt.Errorf("boltstore: begin: %w", err))
 			return
 		}
-		t := &tx{btx: btx, cache: s.cache, pending: recordCache{}}
+		t := &tx{btx: btx, cache: s.cache, pending: recordcache.Writes{}}
 		var done, refused []*groupcommit.Call
 		var refusals []error
 		redo := false
@@ -347,7 +348,7 @@ func (s *Store) commit(group []*groupcommit.Call) {
 		}
 		err = s.commitTx(btx)
 		if err == nil {
-			s.cache.commit(t.pending)
+			s.cache.Commit(t.pending)
 			if s.onCommit != nil && len(done) > 0 {
 				// Before the answers: whoever is answered sees its commit
 				// counted.

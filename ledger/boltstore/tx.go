@@ -12,6 +12,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/ingot-hpc/ingot/internal/recordcache"
 	"github.com/ingot-hpc/ingot/ledger"
 )
 
@@ -46,12 +47,24 @@ var (
 )
 
 // tx is a ledger.Tx on a bbolt transaction; wrote says whether the call
-// has written (the committer's rollback rule); cache.go has the rest.
+// has written (the committer's rollback rule). The committer's
+// transactions read through its record cache (nil in a View) and keep
+// their writes in pending until they commit.
 type tx struct {
 	btx     *bolt.Tx
 	wrote   bool
-	cache   recordCache
-	pending recordCache
+	cache   *recordcache.Cache
+	pending recordcache.Writes
+}
+
+func cacheKey(bucket, key []byte) string { return string(bucket) + "\x00" + string(key) }
+
+// written keeps v (recordcache.Absent{} for a deletion) as this
+// transaction wrote it.
+func (t *tx) written(bucket, key []byte, v any) {
+	if t.cache != nil {
+		t.pending.Put(cacheKey(bucket, key), v)
+	}
 }
 
 func encodeUint(n uint64) []byte { return binary.BigEndian.AppendUint64(nil, n) }
@@ -96,23 +109,15 @@ func get[T any](t *tx, bucket, key []byte) (T, bool, error) {
 }
 
 // cached is key's value from the cache, or decoded and remembered.
-func cached[T any](t *tx, bucket, key []byte, decode func([]byte) (T, error)) (v T, ok bool, err error) {
-	if c, found := t.lookup(bucket, key); found {
-		if _, missing := c.(absent); missing {
+func cached[T any](t *tx, bucket, key []byte, decode func([]byte) (T, error)) (T, bool, error) {
+	return recordcache.Get(t.cache, cacheKey(bucket, key), []recordcache.Writes{t.pending}, func() (v T, ok bool, err error) {
+		raw := t.bucket(bucket).Get(key)
+		if raw == nil {
 			return v, false, nil
 		}
-		return clone(c.(T)), true, nil
-	}
-	raw := t.bucket(bucket).Get(key)
-	if raw == nil {
-		t.remember(bucket, key, absent{})
-		return v, false, nil
-	}
-	if v, err = decode(raw); err != nil {
-		return v, false, err
-	}
-	t.remember(bucket, key, clone(v))
-	return v, true, nil
+		v, err = decode(raw)
+		return v, err == nil, err
+	})
 }
 
 // put stores v's JSON at key.
@@ -124,7 +129,7 @@ func put[T any](t *tx, bucket, key []byte, v T) error {
 	if err := t.putRaw(bucket, key, raw); err != nil {
 		return err
 	}
-	t.written(bucket, key, clone(v))
+	t.written(bucket, key, recordcache.Clone(v))
 	return nil
 }
 
@@ -138,7 +143,7 @@ func (t *tx) putRaw(bucket, key, raw []byte) error {
 
 func (t *tx) delete(bucket, key []byte) error {
 	t.wrote = true
-	t.written(bucket, key, absent{})
+	t.written(bucket, key, recordcache.Absent{})
 	if err := t.bucket(bucket).Delete(key); err != nil {
 		return fmt.Errorf("boltstore: delete from %s: %w", bucket, err)
 	}

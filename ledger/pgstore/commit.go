@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/ingot-hpc/ingot/internal/groupcommit"
+	"github.com/ingot-hpc/ingot/internal/recordcache"
 	"github.com/ingot-hpc/ingot/ledger"
 )
 
@@ -20,12 +23,23 @@ const groupTimeout = time.Minute
 func (s *Store) commitLoop() { s.queue.Run(maxGroup, s.commit) }
 
 // errGroup marks a failure of a group's transaction itself (its
-// connection, its BEGIN or a savepoint), before its COMMIT was sent:
+// connection, or its BEGIN), before its COMMIT was sent:
 // nothing of the group was made, so it may run again.
 type errGroup struct{ err error }
 
 func (e errGroup) Error() string { return e.err.Error() }
 func (e errGroup) Unwrap() error { return e.err }
+
+// errSpoilt is the failure of a call that spoilt the group's
+// transaction: a statement of it failed, or it failed after sending
+// writes. The call fails, and the group runs again without it.
+type errSpoilt struct {
+	call int // its place in the group
+	err  error
+}
+
+func (e *errSpoilt) Error() string { return e.err.Error() }
+func (e *errSpoilt) Unwrap() error { return e.err }
 
 // commit runs a group in one transaction and answers its calls, running
 // it again on a new connection while its transaction fails transiently
@@ -47,8 +61,14 @@ func (s *Store) commit(group []*groupcommit.Call) {
 		}
 		err := s.attempt(group, start)
 		var ge errGroup
+		var ce *errSpoilt
 		if err == nil {
 			return
+		}
+		if errors.As(err, &ce) {
+			group[ce.call].Answer(ce.err)
+			group = slices.Delete(group, ce.call, ce.call+1)
+			continue
 		}
 		if !errors.As(err, &ge) || !transient(ge.err) {
 			groupcommit.Answer(group, err)
@@ -82,17 +102,21 @@ func (s *Store) attempt(group []*groupcommit.Call, start time.Time) error {
 	defer conn.Release()
 	t, err := s.begin(ctx, conn)
 	if err != nil {
+		s.forgetCache()
 		return err
 	}
 	var done []*groupcommit.Call
 	var refused []*groupcommit.Call
 	var refusals []error
-	for _, c := range group {
+	for i, c := range group {
+		t.index = i
 		err := t.run(c.Fn)
 		var ge errGroup
+		var ce *errSpoilt
 		switch {
-		case errors.As(err, &ge):
+		case errors.As(err, &ge), errors.As(err, &ce):
 			rollback(conn)
+			s.forgetCache()
 			return err
 		case err != nil:
 			refused, refusals = append(refused, c), append(refusals, err)
@@ -100,7 +124,22 @@ func (s *Store) attempt(group []*groupcommit.Call, start time.Time) error {
 			done = append(done, c)
 		}
 	}
-	if _, err := conn.Exec(ctx, "COMMIT"); err != nil {
+	var xid string
+	if len(done) > 0 {
+		if xid, err = t.finish(); err != nil {
+			rollback(conn)
+			s.forgetCache()
+			return err
+		}
+	}
+	_, err = conn.Exec(ctx, "COMMIT")
+	if err == nil && len(done) > 0 {
+		s.cache.Commit(t.group)
+		s.cachedAfter = xid
+	} else if err != nil {
+		s.forgetCache()
+	}
+	if err != nil {
 		if conn.Conn().IsClosed() {
 			err = fmt.Errorf("%w: %w (%s): %v", ledger.ErrUnavailable, ErrCommitUnknown, s.where, err)
 		} else {
@@ -124,20 +163,38 @@ func (s *Store) attempt(group []*groupcommit.Call, start time.Time) error {
 }
 
 // begin starts the group's transaction and takes the journal's head,
-// which serialises every writer of the bank, in this process or another.
+// which serialises every writer of the bank, in this process or another,
+// in one round trip.
+//
+// The head row's xmin, the transaction that last wrote it, names the last
+// group to have changed the bank, whichever server ran it (see touch): if
+// that is not this store's last, another has written the bank and the
+// record cache may be stale, so it starts again empty.
 func (s *Store) begin(ctx context.Context, conn *pgxpool.Conn) (*tx, error) {
-	if _, err := conn.Exec(ctx, "BEGIN ISOLATION LEVEL READ COMMITTED"); err != nil {
-		return nil, errGroup{fmt.Errorf("pgstore: begin a change of %s: %w", s.where, err)}
-	}
-	t := &tx{q: conn, ctx: ctx, writable: true}
+	b := &pgx.Batch{}
+	b.Queue("BEGIN ISOLATION LEVEL READ COMMITTED")
+	b.Queue(`SELECT h.seq, h.time, h.hash, h.xmin::text, (SELECT max(version) FROM schema_version)
+		FROM journal_head h FOR UPDATE OF h`)
+	t := &tx{q: conn, ctx: ctx, writable: true, cache: s.cache, group: recordcache.Writes{}}
 	var seq, version int64
 	var tm *time.Time
 	var hash []byte
-	err := conn.QueryRow(ctx, `SELECT h.seq, h.time, h.hash, (SELECT max(version) FROM schema_version)
-		FROM journal_head h FOR UPDATE OF h`).Scan(&seq, &tm, &hash, &version)
+	var last string
+	br := conn.SendBatch(ctx, b)
+	_, err := br.Exec()
+	if err == nil {
+		err = br.QueryRow().Scan(&seq, &tm, &hash, &last, &version)
+	}
+	if closeErr := br.Close(); err == nil {
+		err = closeErr
+	}
 	if err != nil {
 		rollback(conn)
-		return nil, errGroup{fmt.Errorf("pgstore: lock the journal of %s: %w", s.where, err)}
+		return nil, errGroup{fmt.Errorf("pgstore: begin a change of %s and lock its journal: %w", s.where, err)}
+	}
+	if last != s.cachedAfter {
+		s.cache.Clear()
+		s.cachedAfter = last
 	}
 	if t.head, err = makeHead(seq, tm, hash); err != nil {
 		rollback(conn)
@@ -158,21 +215,15 @@ func rollback(conn *pgxpool.Conn) {
 	_, _ = conn.Exec(ctx, "ROLLBACK")
 }
 
-// run runs one call's function in a savepoint of the group's transaction,
-// and rolls back to it if the function fails or a statement of it failed:
-// the call leaves nothing, the others are unaffected. A failure of the
-// savepoint itself is the group's (errGroup).
+// run runs one call's function in the group's transaction. A call that
+// fails before any write of it reached PostgreSQL just fails; its writes
+// waiting are dropped. One that fails after, or whose statement failed
+// (PostgreSQL then aborts the transaction), spoils the group (errSpoilt),
+// which runs again without it: as boltstore's, so that no call pays for a
+// savepoint. A failure of the connection is the group's (errGroup).
 func (t *tx) run(fn func(ledger.Tx) error) (err error) {
-	sql := "SAVEPOINT call"
-	if t.called {
-		sql = "RELEASE SAVEPOINT call; SAVEPOINT call"
-	}
-	if _, err := t.q.Exec(t.ctx, sql); err != nil {
-		return errGroup{fmt.Errorf("pgstore: savepoint: %w", err)}
-	}
-	t.called = true
 	head := t.head
-	t.failed = nil
+	t.call, t.waiting, t.wrote, t.failed = recordcache.Writes{}, nil, false, nil
 	func() {
 		defer func() {
 			if r := recover(); r != nil {
@@ -184,17 +235,56 @@ func (t *tx) run(fn func(ledger.Tx) error) (err error) {
 	if err == nil {
 		err = t.failed
 	}
-	if err == nil {
+	switch {
+	case err == nil && t.spoilt == nil:
+		t.carried = append(t.carried, t.waiting...)
+		t.group.Merge(t.call)
 		return nil
-	}
-	if _, rbErr := t.q.Exec(t.ctx, "ROLLBACK TO SAVEPOINT call"); rbErr != nil {
-		return errGroup{fmt.Errorf("pgstore: roll back a failed change (%v): %w", err, rbErr)}
-	}
-	t.head = head
-	if t.failed != nil && transient(t.failed) {
+	case t.failed != nil && transient(t.failed):
 		// The statement failed with the connection, not for this call:
 		// the group goes again.
 		return errGroup{t.failed}
+	case t.spoilt != nil:
+		return t.spoilt
+	case t.wrote:
+		return &errSpoilt{call: t.index, err: err}
 	}
+	t.waiting, t.head = nil, head
 	return err
+}
+
+// forgetCache empties the record cache after a group that did not commit:
+// what it read may have been its own writes.
+func (s *Store) forgetCache() {
+	s.cache.Clear()
+	s.cachedAfter = ""
+}
+
+// finish sends what the group's calls left waiting, keeps the counters
+// at the ids reserved, and writes the journal's head row again, so that
+// its xmin is the group's transaction (see begin), which it returns.
+func (t *tx) finish() (xid string, err error) {
+	statements := t.carried
+	for _, name := range counters {
+		if id, ok := t.group[cacheKey("counter", name)]; ok {
+			statements = append(statements, statement{what: "keep the counter of " + name, call: -1,
+				sql: `UPDATE counters SET value = greatest(value, $2) WHERE name = $1`, args: []any{name, bigint(id.(uint64))}})
+		}
+	}
+	t.carried = nil
+	br, err := t.sendBatch(statements, `UPDATE journal_head SET seq = seq RETURNING xmin::text`)
+	if err != nil {
+		if s := t.spoilt; s != nil && s.call >= 0 && !transient(err) {
+			return "", s
+		}
+		return "", errGroup{err}
+	}
+	err = br.QueryRow().Scan(&xid)
+	if closeErr := br.Close(); err == nil {
+		err = closeErr
+	}
+	if err != nil {
+		return "", errGroup{fmt.Errorf("pgstore: mark the journal: %w", err)}
+	}
+	return xid, nil
 }

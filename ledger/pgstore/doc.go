@@ -9,11 +9,28 @@
 //
 // As in boltstore, one committer goroutine takes every Update call that is
 // waiting (at most maxGroup) and runs them, one after another, in one SQL
-// transaction, each in a savepoint of its own: a call whose function
-// fails, or one of whose statements fails, is rolled back to its
-// savepoint and gets its error, and the others go on. The transaction
-// commits, and only then are the calls answered. One commit, and one wait
-// for PostgreSQL's flush and its synchronous standby, serves the group.
+// transaction. The transaction commits, and only then are the calls
+// answered. One commit, and one wait for PostgreSQL's flush and its
+// synchronous standby, serves the group.
+//
+// What bounds the committer is round trips to PostgreSQL, made while the
+// head (below) is locked, so a call makes few. It reads through a record
+// cache (internal/recordcache; the cache knows the ledger's indexes that
+// every change reads: a job's newest lien, an account's allocations, the
+// jobs without charges, a bound under the account's lien expiries), and
+// its writes wait, to go in one pipeline with its next read or the next
+// call's first, or at the group's end; a call of the lien + charge cycle
+// makes two round trips. The cache is exact only while this store alone
+// writes the bank: a group that changed anything writes the head row
+// again, so that the row's xmin names it, and a group that finds another
+// transaction's xmin there starts the cache again empty.
+//
+// A call whose function fails before any write of it reached PostgreSQL
+// (a refusal: the ledger checks before it writes) gets its error, its
+// writes dropped, and the others go on. One that fails after, or one of
+// whose statements PostgreSQL refuses (which aborts the transaction),
+// fails, and the group runs again without it, as boltstore's does: no
+// call pays for a savepoint.
 //
 // # Several servers on one bank
 //
@@ -40,9 +57,10 @@
 // it serialises, groups rather than calls: group commit amortises it as it
 // amortises the commit.
 //
-// Allocation, lien and charge ids come from the counters table, updated
-// in the transaction: a call rolled back gives its id back, as in bbolt
-// (a sequence would leave gaps).
+// Allocation, lien and charge ids come from the counters table (through
+// the cache), which the group's transaction moves past the ids its calls
+// took: a call that fails gives its id back, as in bbolt (a sequence would
+// leave gaps).
 //
 // # Failures
 //

@@ -14,13 +14,12 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/ingot-hpc/ingot/internal/groupcommit"
+	"github.com/ingot-hpc/ingot/internal/recordcache"
 	"github.com/ingot-hpc/ingot/ledger"
 )
 
-// maxGroup bounds the calls one transaction runs: each is a savepoint,
-// and PostgreSQL tracks a transaction's first 64 subtransactions that
-// wrote in shared memory, beyond which other sessions' snapshots cost more
-// while it runs.
+// maxGroup bounds the calls one transaction runs: the others wait for
+// the group's commit, and a call that spoils the group runs it again.
 const maxGroup = 64
 
 // Options tune Open.
@@ -58,6 +57,10 @@ type Store struct {
 	latest       uint64 // the schema this ingot writes
 
 	queue *groupcommit.Queue // nil when read-only
+	// cache is the committer's record cache, exact after the transaction
+	// cachedAfter (tx.go, commit.go's begin); only the committer uses them.
+	cache       *recordcache.Cache
+	cachedAfter string
 
 	mu     sync.Mutex
 	closed bool
@@ -102,7 +105,7 @@ func open(ctx context.Context, url string, opts Options, ms []migration) (*Store
 			pool.Close()
 			return nil, fmt.Errorf("%w %s: %v", ErrConnect, where, err)
 		}
-		s.queue = groupcommit.New()
+		s.queue, s.cache = groupcommit.New(), recordcache.New()
 		go s.commitLoop()
 	}
 	return s, nil

@@ -1,17 +1,19 @@
 package pgstore
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/ingot-hpc/ingot/internal/recordcache"
 	"github.com/ingot-hpc/ingot/ledger"
 )
 
@@ -21,9 +23,19 @@ type querier interface {
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
 }
 
 // tx is a ledger.Tx on a PostgreSQL transaction.
+//
+// In an Update, round trips are what a change costs (docs/performance.md),
+// so the committer's transaction makes few: it reads records through the
+// store's record cache (a call's writes in call, those of the group's
+// calls done in group: internal/recordcache), and its writes wait, to be
+// sent in one pipeline with the call's next read, or, once it is done,
+// with the next call's first (or the group's end: commit.go). Every write
+// puts what it changes in call, or forgets there what it changes and does
+// not work out (an index).
 type tx struct {
 	q        querier
 	ctx      context.Context
@@ -31,11 +43,29 @@ type tx struct {
 	// head is, in an Update, the journal's head as this transaction has
 	// it: locked when the group began, moved by AppendEntry.
 	head ledger.JournalHead
-	// called says the group's savepoint exists (commit.go).
-	called bool
+	// cache is the committer's (nil in a View).
+	cache       *recordcache.Cache
+	group, call recordcache.Writes
+	// waiting are the call's statements not sent yet, carried those of
+	// the calls done; wrote says the call has sent writes; index is the
+	// call's place in its group (commit.go).
+	waiting, carried []statement
+	wrote            bool
+	index            int
+	// spoilt is set when a statement fails: PostgreSQL has then aborted
+	// the group's transaction, which runs again without the statement's
+	// call.
+	spoilt *errSpoilt
 	// failed is the first statement of the current call that failed: the
 	// call fails with it, whatever its function returns.
 	failed error
+}
+
+// statement is a write waiting to be sent, and the call it is of.
+type statement struct {
+	what, sql string
+	args      []any
+	call      int
 }
 
 // page is how many rows an iterator reads at a time: it holds no rows
@@ -51,39 +81,127 @@ func (t *tx) note(err error) error {
 	return err
 }
 
-// exec runs a statement that writes.
+// exec queues a statement that writes (see tx).
 func (t *tx) exec(what, sql string, args ...any) error {
 	if !t.writable {
 		return fmt.Errorf("%w: cannot %s in a read", ErrReadOnly, what)
 	}
-	if _, err := t.q.Exec(t.ctx, sql, args...); err != nil {
-		return t.note(fmt.Errorf("pgstore: %s: %w", what, err))
-	}
+	t.waiting = append(t.waiting, statement{what: what, sql: sql, args: args, call: t.index})
 	return nil
 }
 
-// query runs a read and collects its rows with scan.
+// layers are the writes a read looks through before the cache.
+func (t *tx) layers() []recordcache.Writes { return []recordcache.Writes{t.call, t.group} }
+
+// cached is key's record through the cache, or what read finds.
+func cached[T any](t *tx, key string, read func() (T, bool, error)) (T, bool, error) {
+	return recordcache.Get(t.cache, key, t.layers(), read)
+}
+
+// written records v as what the call wrote at key.
+func (t *tx) written(key string, v any) {
+	if t.cache != nil {
+		t.call.Put(key, v)
+	}
+}
+
+// forget records that the call changed key in a way not worked out.
+func (t *tx) forget(key string) {
+	if t.cache != nil {
+		t.call.Forget(key)
+	}
+}
+
+// known is key's record as the cache and the layers have it.
+func (t *tx) known(key string) (any, bool) { return t.cache.Lookup(key, t.layers()...) }
+
+// cacheKey names a record in the cache: its kind and its key's parts.
+func cacheKey(kind string, parts ...any) string {
+	k := kind
+	for _, p := range parts {
+		k += "\x00" + fmt.Sprint(p)
+	}
+	return k
+}
+
+// send sends the statements carried and waiting, and after them a read
+// (sql), in one round trip. The read's rows are the caller's, and done must
+// be called once they are read.
+func (t *tx) send(sql string, args ...any) (rows pgx.Rows, done func() error, err error) {
+	if len(t.carried) == 0 && len(t.waiting) == 0 {
+		rows, err := t.q.Query(t.ctx, sql, args...)
+		return rows, func() error { return nil }, err
+	}
+	statements := append(t.carried, t.waiting...)
+	t.wrote = t.wrote || len(t.waiting) > 0
+	t.carried, t.waiting = nil, nil
+	br, err := t.sendBatch(statements, sql, args...)
+	if err != nil {
+		return nil, nil, err
+	}
+	if rows, err = br.Query(); err != nil {
+		br.Close()
+		return nil, nil, err
+	}
+	return rows, br.Close, nil
+}
+
+// sendBatch sends statements and then sql (if not empty) in one pipeline,
+// and reads the statements' results; the caller reads sql's.
+func (t *tx) sendBatch(statements []statement, sql string, args ...any) (pgx.BatchResults, error) {
+	b := &pgx.Batch{}
+	for _, s := range statements {
+		b.Queue(s.sql, s.args...)
+	}
+	if sql != "" {
+		b.Queue(sql, args...)
+	}
+	br := t.q.SendBatch(t.ctx, b)
+	for _, s := range statements {
+		if _, err := br.Exec(); err != nil {
+			br.Close()
+			err = t.note(fmt.Errorf("pgstore: %s: %w", s.what, err))
+			t.spoil(s.call, err)
+			return nil, err
+		}
+	}
+	return br, nil
+}
+
+// spoil records that a statement of a call failed, in a View too (where
+// nothing reads it).
+func (t *tx) spoil(call int, err error) {
+	if t.spoilt == nil {
+		t.spoilt = &errSpoilt{call: call, err: err}
+	}
+}
+
+// query runs a read, after the waiting statements, and collects its rows
+// with scan. A read that fails spoils the call (see tx).
 func query[T any](t *tx, what string, scan pgx.RowToFunc[T], sql string, args ...any) ([]T, error) {
-	rows, err := t.q.Query(t.ctx, sql, args...)
-	if err != nil {
-		return nil, t.note(fmt.Errorf("pgstore: read %s: %w", what, err))
+	rows, done, err := t.send(sql, args...)
+	if err == nil {
+		var out []T
+		out, err = pgx.CollectRows(rows, scan)
+		if doneErr := done(); err == nil {
+			err = doneErr
+		}
+		if err == nil {
+			return out, nil
+		}
 	}
-	out, err := pgx.CollectRows(rows, scan)
-	if err != nil {
-		return nil, t.note(fmt.Errorf("pgstore: read %s: %w", what, err))
-	}
-	return out, nil
+	err = t.note(fmt.Errorf("pgstore: read %s: %w", what, err))
+	t.spoil(t.index, err)
+	return nil, err
 }
 
 // getDoc reads one JSON document; ok is false if there is none.
 func getDoc[T any](t *tx, what, sql string, args ...any) (v T, ok bool, err error) {
-	var raw []byte
-	if err := t.q.QueryRow(t.ctx, sql, args...).Scan(&raw); errors.Is(err, pgx.ErrNoRows) {
-		return v, false, nil
-	} else if err != nil {
-		return v, false, t.note(fmt.Errorf("pgstore: read %s: %w", what, err))
+	raws, err := query(t, what, pgx.RowTo[[]byte], sql, args...)
+	if err != nil || len(raws) == 0 {
+		return v, false, err
 	}
-	if err := json.Unmarshal(raw, &v); err != nil {
+	if err := json.Unmarshal(raws[0], &v); err != nil {
 		return v, false, fmt.Errorf("%w: %s: %v", ledger.ErrCorrupt, what, err)
 	}
 	return v, true, nil
@@ -118,34 +236,65 @@ func putDoc(t *tx, what, sql string, v any, args ...any) error {
 // bigint is n as PostgreSQL's bigint, numbers beyond it as its largest.
 func bigint(n uint64) int64 { return int64(min(n, math.MaxInt64)) }
 
+// next reserves the next id of a counter (liens, charges, allocations),
+// which is also the name of the records it numbers: the new id is known to
+// have none.
 func (t *tx) next(counter string) (uint64, error) {
 	if !t.writable {
 		return 0, fmt.Errorf("%w: cannot number a new %s in a read", ErrReadOnly, counter)
 	}
-	var id int64
-	err := t.q.QueryRow(t.ctx, `UPDATE counters SET value = value + 1 WHERE name = $1 RETURNING value`, counter).Scan(&id)
-	if errors.Is(err, pgx.ErrNoRows) {
+	key := cacheKey("counter", counter)
+	last, ok, err := cached(t, key, func() (uint64, bool, error) {
+		values, err := query(t, "the counter of "+counter, pgx.RowTo[int64], `SELECT value FROM counters WHERE name = $1`, counter)
+		if err != nil || len(values) == 0 {
+			return 0, false, err
+		}
+		return uint64(values[0]), true, nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	if !ok {
 		return 0, fmt.Errorf("%w: the counter of %s is missing", ledger.ErrCorrupt, counter)
 	}
-	if err != nil {
-		return 0, t.note(fmt.Errorf("pgstore: number a new %s: %w", counter, err))
+	id := last + 1
+	t.written(key, id)
+	t.written(cacheKey(counter, id), recordcache.Absent{})
+	return id, nil
+}
+
+// counters are the names of the ids next reserves. The table has them
+// when the group ends (commit.go's finish), or with the record stored.
+var counters = []string{"allocations", "liens", "charges"}
+
+// stored keeps the cached counter at or above an id stored, as the
+// statement's counted clause keeps the table's.
+func (t *tx) stored(counter string, id uint64) {
+	key := cacheKey("counter", counter)
+	if last, ok := t.known(key); ok && last.(uint64) < id {
+		t.written(key, id)
 	}
-	return uint64(id), nil
 }
 
 func (t *tx) Settings() (ledger.Settings, bool, error) {
-	return getDoc[ledger.Settings](t, "the settings", `SELECT doc FROM settings`)
+	return cached(t, "settings", func() (ledger.Settings, bool, error) {
+		return getDoc[ledger.Settings](t, "the settings", `SELECT doc FROM settings`)
+	})
 }
 
 func (t *tx) PutSettings(s ledger.Settings) error {
+	t.written("settings", s)
 	return putDoc(t, "the settings", `INSERT INTO settings (doc) VALUES ($1) ON CONFLICT (singleton) DO UPDATE SET doc = EXCLUDED.doc`, s)
 }
 
 func (t *tx) Node(name string) (ledger.Node, bool, error) {
-	return getDoc[ledger.Node](t, "node "+name, `SELECT doc FROM nodes WHERE name = $1`, name)
+	return cached(t, cacheKey("node", name), func() (ledger.Node, bool, error) {
+		return getDoc[ledger.Node](t, "node "+name, `SELECT doc FROM nodes WHERE name = $1`, name)
+	})
 }
 
 func (t *tx) PutNode(n ledger.Node) error {
+	t.written(cacheKey("node", n.Name), recordcache.Clone(n))
 	return putDoc(t, "node "+n.Name, `INSERT INTO nodes (doc, name) VALUES ($1, $2) ON CONFLICT (name) DO UPDATE SET doc = EXCLUDED.doc`, n, n.Name)
 }
 
@@ -164,10 +313,13 @@ func (t *tx) Subtree(name string) ([]ledger.Node, error) {
 }
 
 func (t *tx) User(name string) (ledger.User, bool, error) {
-	return getDoc[ledger.User](t, "user "+name, `SELECT doc FROM users WHERE name = $1`, name)
+	return cached(t, cacheKey("user", name), func() (ledger.User, bool, error) {
+		return getDoc[ledger.User](t, "user "+name, `SELECT doc FROM users WHERE name = $1`, name)
+	})
 }
 
 func (t *tx) PutUser(u ledger.User) error {
+	t.written(cacheKey("user", u.Name), recordcache.Clone(u))
 	return putDoc(t, "user "+u.Name, `INSERT INTO users (doc, name) VALUES ($1, $2) ON CONFLICT (name) DO UPDATE SET doc = EXCLUDED.doc`, u, u.Name)
 }
 
@@ -176,10 +328,13 @@ func (t *tx) Users() ([]ledger.User, error) {
 }
 
 func (t *tx) Machine(name string) (ledger.Machine, bool, error) {
-	return getDoc[ledger.Machine](t, "machine "+name, `SELECT doc FROM machines WHERE name = $1`, name)
+	return cached(t, cacheKey("machine", name), func() (ledger.Machine, bool, error) {
+		return getDoc[ledger.Machine](t, "machine "+name, `SELECT doc FROM machines WHERE name = $1`, name)
+	})
 }
 
 func (t *tx) PutMachine(m ledger.Machine) error {
+	t.written(cacheKey("machine", m.Name), m)
 	return putDoc(t, "machine "+m.Name, `INSERT INTO machines (doc, name) VALUES ($1, $2) ON CONFLICT (name) DO UPDATE SET doc = EXCLUDED.doc`, m, m.Name)
 }
 
@@ -190,12 +345,25 @@ func (t *tx) Machines() ([]ledger.Machine, error) {
 func (t *tx) NextAllocationID() (uint64, error) { return t.next("allocations") }
 
 func (t *tx) Allocation(id uint64) (ledger.Allocation, bool, error) {
-	return getDoc[ledger.Allocation](t, fmt.Sprintf("allocation %d", id), `SELECT doc FROM allocations WHERE id = $1`, bigint(id))
+	return cached(t, cacheKey("allocations", id), func() (ledger.Allocation, bool, error) {
+		return getDoc[ledger.Allocation](t, fmt.Sprintf("allocation %d", id), `SELECT doc FROM allocations WHERE id = $1`, bigint(id))
+	})
 }
 
 // PutAllocation stores the state and its history, and keeps the counter
-// at or above the id, in one statement.
+// at or above the id, in one statement. An allocation's account never
+// changes: only its account's list may gain it.
 func (t *tx) PutAllocation(a ledger.Allocation, seq uint64) error {
+	t.written(cacheKey("allocations", a.ID), a)
+	t.stored("allocations", a.ID)
+	list := cacheKey("account allocations", a.Account)
+	if ids, ok := t.known(list); !ok {
+		t.forget(list)
+	} else if ids := ids.([]uint64); !slices.Contains(ids, a.ID) {
+		ids = append(slices.Clone(ids), a.ID)
+		slices.Sort(ids)
+		t.written(list, ids)
+	}
 	return putDoc(t, fmt.Sprintf("allocation %d", a.ID), `WITH current AS (
 			INSERT INTO allocations (doc, id, account) VALUES ($1, $2, $3)
 			ON CONFLICT (id) DO UPDATE SET account = EXCLUDED.account, doc = EXCLUDED.doc),
@@ -210,8 +378,33 @@ func counted(counter string) string {
 	return `counted AS (UPDATE counters SET value = $2 WHERE name = '` + counter + `' AND value < $2)`
 }
 
+// AccountAllocations lists the account's allocations: their ids through
+// the cache (an account has a few; every change reads them), then each.
 func (t *tx) AccountAllocations(account string) ([]ledger.Allocation, error) {
-	return listDocs[ledger.Allocation](t, "the allocations of "+account, `SELECT doc FROM allocations WHERE account = $1 ORDER BY id`, account)
+	ids, _, err := cached(t, cacheKey("account allocations", account), func() ([]uint64, bool, error) {
+		all, err := listDocs[ledger.Allocation](t, "the allocations of "+account, `SELECT doc FROM allocations WHERE account = $1 ORDER BY id`, account)
+		ids := []uint64{}
+		for _, a := range all {
+			t.cache.Remember(cacheKey("allocations", a.ID), a, t.layers()...)
+			ids = append(ids, a.ID)
+		}
+		return ids, err == nil, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	var out []ledger.Allocation
+	for _, id := range ids {
+		a, ok, err := t.Allocation(id)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return nil, fmt.Errorf("%w: allocation %d of %s is missing", ledger.ErrCorrupt, id, account)
+		}
+		out = append(out, a)
+	}
+	return out, nil
 }
 
 func (t *tx) Allocations() ([]ledger.Allocation, error) {
@@ -341,11 +534,23 @@ func (t *tx) NodeEntries(node string, from, to uint64, reverse bool, fn func(led
 func (t *tx) NextLienID() (uint64, error) { return t.next("liens") }
 
 func (t *tx) Lien(id uint64) (ledger.Lien, bool, error) {
-	return getDoc[ledger.Lien](t, fmt.Sprintf("lien %d", id), `SELECT doc FROM liens WHERE id = $1`, bigint(id))
+	return cached(t, cacheKey("liens", id), func() (ledger.Lien, bool, error) {
+		return getDoc[ledger.Lien](t, fmt.Sprintf("lien %d", id), `SELECT doc FROM liens WHERE id = $1`, bigint(id))
+	})
 }
 
-// PutLien stores the lien with the columns its indexes are on.
+// PutLien stores the lien with the columns its indexes are on. A new lien
+// (one the cache knows was not there) is its job's newest.
 func (t *tx) PutLien(l ledger.Lien) error {
+	key, newest := cacheKey("liens", l.ID), cacheKey("job lien", l.Machine, l.JobID)
+	if old, ok := t.known(key); ok && old == (recordcache.Absent{}) {
+		t.written(newest, l.ID)
+	} else {
+		t.forget(newest)
+	}
+	t.written(key, recordcache.Clone(l))
+	t.stored("liens", l.ID)
+	t.expiryBound(l)
 	return putDoc(t, fmt.Sprintf("lien %d", l.ID), `WITH `+counted("liens")+`
 		INSERT INTO liens (doc, id, account, machine, job, active, expires_ns)
 		VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (id) DO UPDATE SET doc = EXCLUDED.doc, account = EXCLUDED.account,
@@ -353,15 +558,34 @@ func (t *tx) PutLien(l ledger.Lien) error {
 		l, bigint(l.ID), l.Account, l.Machine, l.JobID, l.State == ledger.LienActive, l.Expires.UnixNano())
 }
 
+// JobLien finds the job's newest lien id through the cache, then the lien.
 func (t *tx) JobLien(machine, job string) (ledger.Lien, bool, error) {
-	return getDoc[ledger.Lien](t, fmt.Sprintf("the lien of job %s on %s", job, machine),
-		`SELECT doc FROM liens WHERE machine = $1 AND job = $2 ORDER BY id DESC LIMIT 1`, machine, job)
+	id, ok, err := cached(t, cacheKey("job lien", machine, job), func() (uint64, bool, error) {
+		l, ok, err := getDoc[ledger.Lien](t, fmt.Sprintf("the lien of job %s on %s", job, machine),
+			`SELECT doc FROM liens WHERE machine = $1 AND job = $2 ORDER BY id DESC LIMIT 1`, machine, job)
+		if ok {
+			t.cache.Remember(cacheKey("liens", l.ID), l, t.layers()...)
+		}
+		return l.ID, ok, err
+	})
+	if err != nil || !ok {
+		return ledger.Lien{}, false, err
+	}
+	l, ok, err := t.Lien(id)
+	if err == nil && !ok {
+		err = fmt.Errorf("%w: lien %d of job %s on %s is missing", ledger.ErrCorrupt, id, job, machine)
+	}
+	return l, ok, err
 }
 
 func (t *tx) ActiveLiens(account string) ([]ledger.Lien, error) {
 	return listDocs[ledger.Lien](t, "the active liens of "+account, `SELECT doc FROM liens WHERE active AND account = $1 ORDER BY id`, account)
 }
 
+// ActiveLiensExpiring answers from the cache when it knows a bound below
+// every active lien's expiry of the account (expiryBound) and to is under
+// it: every change asks which liens have expired by now, and nearly always
+// none has.
 func (t *tx) ActiveLiensExpiring(account string, from, to time.Time, limit int) ([]ledger.Lien, error) {
 	if to.IsZero() || !to.After(from) {
 		return nil, nil
@@ -370,9 +594,60 @@ func (t *tx) ActiveLiensExpiring(account string, from, to time.Time, limit int) 
 	if !from.IsZero() {
 		lo = from.UnixNano()
 	}
-	return listDocs[ledger.Lien](t, "the liens of "+account+" expiring",
-		`SELECT doc FROM liens WHERE active AND account = $1 AND expires_ns > $2 AND expires_ns <= $3
-		ORDER BY expires_ns, id LIMIT $4`, account, lo, to.UnixNano(), limitArg(limit))
+	what, args := "the liens of "+account+" expiring", []any{account, lo, to.UnixNano(), limitArg(limit)}
+	const expiring = `SELECT doc, expires_ns, id FROM liens WHERE active AND account = $1 AND expires_ns > $2 AND expires_ns <= $3
+		ORDER BY expires_ns, id LIMIT $4`
+	if t.cache == nil {
+		return listDocs[ledger.Lien](t, what, `SELECT doc FROM (`+expiring+`) l`, args...)
+	}
+	key := cacheKey("expiry bound", account)
+	if bound, ok := t.known(key); ok && to.UnixNano() < bound.(int64) {
+		return nil, nil
+	}
+	// The liens, and the earliest expiry of all the account's active
+	// liens, in one statement: a row with no lien if none expires.
+	type row struct {
+		doc   []byte
+		bound *int64
+	}
+	rows, err := query(t, what, func(r pgx.CollectableRow) (row, error) {
+		var v row
+		return v, r.Scan(&v.doc, &v.bound)
+	}, `SELECT l.doc, b.bound FROM (SELECT min(expires_ns) AS bound FROM liens WHERE active AND account = $1) b
+		LEFT JOIN LATERAL (`+expiring+`) l ON true ORDER BY l.expires_ns, l.id`, args...)
+	if err != nil {
+		return nil, err
+	}
+	var out []ledger.Lien
+	for _, r := range rows {
+		if r.doc == nil {
+			continue
+		}
+		var l ledger.Lien
+		if err := json.Unmarshal(r.doc, &l); err != nil {
+			return nil, fmt.Errorf("%w: %s: %v", ledger.ErrCorrupt, what, err)
+		}
+		out = append(out, l)
+	}
+	bound := int64(math.MaxInt64) // no active lien
+	if len(rows) > 0 && rows[0].bound != nil {
+		bound = *rows[0].bound
+	}
+	t.cache.Remember(key, bound, t.layers()...)
+	return out, nil
+}
+
+// expiryBound keeps the account's expiry bound below a lien just stored:
+// a lien that is no longer active leaves it a bound, if not the least.
+func (t *tx) expiryBound(l ledger.Lien) {
+	key := cacheKey("expiry bound", l.Account)
+	bound, ok := t.known(key)
+	switch {
+	case !ok:
+		t.forget(key)
+	case l.State == ledger.LienActive && l.Expires.UnixNano() < bound.(int64):
+		t.written(key, l.Expires.UnixNano())
+	}
 }
 
 // limitArg is a LIMIT's argument: NULL, no limit, for 0.
@@ -427,43 +702,61 @@ func (t *tx) Liens(fn func(ledger.Lien) (bool, error)) error { return eachDoc(t,
 
 func (t *tx) NextChargeID() (uint64, error) { return t.next("charges") }
 
+// Charge reads a charge; the cache keeps none (recordcache), but knows
+// the ids just numbered have none.
 func (t *tx) Charge(id uint64) (ledger.Charge, bool, error) {
-	return getDoc[ledger.Charge](t, fmt.Sprintf("charge %d", id), `SELECT doc FROM charges WHERE id = $1`, bigint(id))
+	return cached(t, cacheKey("charges", id), func() (ledger.Charge, bool, error) {
+		return getDoc[ledger.Charge](t, fmt.Sprintf("charge %d", id), `SELECT doc FROM charges WHERE id = $1`, bigint(id))
+	})
 }
 
 func (t *tx) PutCharge(c ledger.Charge) error {
+	t.written(cacheKey("charges", c.ID), c)
+	t.forget(cacheKey("job charges", c.Machine, c.JobID))
+	t.stored("charges", c.ID)
 	return putDoc(t, fmt.Sprintf("charge %d", c.ID), `WITH `+counted("charges")+`
 		INSERT INTO charges (doc, id, machine, job) VALUES ($1, $2, $3, $4)
 		ON CONFLICT (id) DO UPDATE SET doc = EXCLUDED.doc, machine = EXCLUDED.machine, job = EXCLUDED.job`,
 		c, bigint(c.ID), c.Machine, c.JobID)
 }
 
+// JobCharges reads a job's charges; the cache knows only which jobs have
+// none, as every job has until it ends.
 func (t *tx) JobCharges(machine, job string) ([]ledger.Charge, error) {
-	return listDocs[ledger.Charge](t, fmt.Sprintf("the charges of job %s on %s", job, machine),
+	key := cacheKey("job charges", machine, job)
+	if none, ok := t.known(key); ok && none == (recordcache.Absent{}) {
+		return nil, nil
+	}
+	charges, err := listDocs[ledger.Charge](t, fmt.Sprintf("the charges of job %s on %s", job, machine),
 		`SELECT doc FROM charges WHERE machine = $1 AND job = $2 ORDER BY id`, machine, job)
+	if err == nil && len(charges) == 0 {
+		t.cache.Remember(key, recordcache.Absent{}, t.layers()...)
+	}
+	return charges, err
 }
 
 func (t *tx) Charges(fn func(ledger.Charge) (bool, error)) error { return eachDoc(t, "charges", fn) }
 
 func (t *tx) Record(kind, key string) (ledger.Record, bool, error) {
-	r := ledger.Record{Kind: kind, Key: key}
-	err := t.q.QueryRow(t.ctx, `SELECT value FROM records WHERE kind = $1 AND key = $2`, kind, key).Scan((*[]byte)(&r.Value))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return ledger.Record{Kind: kind, Key: key}, false, nil
-	}
-	if err != nil {
-		return r, false, t.note(fmt.Errorf("pgstore: read record %s/%s: %w", kind, key, err))
-	}
-	return r, true, nil
+	value, ok, err := cached(t, cacheKey("records", kind, key), func() ([]byte, bool, error) {
+		values, err := query(t, fmt.Sprintf("record %s/%s", kind, key), pgx.RowTo[[]byte], `SELECT value FROM records WHERE kind = $1 AND key = $2`, kind, key)
+		if err != nil || len(values) == 0 {
+			return nil, false, err
+		}
+		return values[0], true, nil
+	})
+	return ledger.Record{Kind: kind, Key: key, Value: value}, ok, err
 }
 
 func (t *tx) PutRecord(r ledger.Record) error {
 	if r.Deleted {
+		t.written(cacheKey("records", r.Kind, r.Key), recordcache.Absent{})
 		return t.exec(fmt.Sprintf("delete record %s/%s", r.Kind, r.Key), `DELETE FROM records WHERE kind = $1 AND key = $2`, r.Kind, r.Key)
 	}
 	if len(r.Value) == 0 {
 		return fmt.Errorf("%w: record %s/%s has no value", ledger.ErrInvalid, r.Kind, r.Key)
 	}
+	t.written(cacheKey("records", r.Kind, r.Key), bytes.Clone([]byte(r.Value)))
 	return t.exec(fmt.Sprintf("write record %s/%s", r.Kind, r.Key), `INSERT INTO records (kind, key, value) VALUES ($1, $2, $3)
 		ON CONFLICT (kind, key) DO UPDATE SET value = EXCLUDED.value`, r.Kind, r.Key, []byte(r.Value))
 }

@@ -22,7 +22,7 @@
 //		GET    /v1/balance            BalanceQuery       ledger.NodeBalance      all¹²
 //		GET    /v1/available          AvailableQuery     AvailableResponse       all¹²
 //		GET    /v1/shares             AccountQuery       ledger.AccountShares    all¹²
-//		GET    /v1/preempt            PreemptQuery       ledger.Preemption       all¹²⁷
+//		GET    /v1/preempt            PreemptQuery       ledger.Preemption       all¹²⁸
 //		GET    /v1/fairshare          FairShareQuery     List of FairShareNode   all¹²
 //		GET    /v1/statement          StatementQuery     ledger.Statement        admin, manager¹, user²
 //		GET    /v1/journal            JournalQuery       List of ledger.Entry    admin, manager¹, user² (node required)
@@ -71,6 +71,7 @@
 //		POST   /v1/clients            ClientRequest      NewKeyResponse          admin
 //		POST   /v1/clients/rotate     NameRequest        NewKeyResponse          admin
 //		POST   /v1/clients/revoke     RevokeRequest      clients.Client          admin
+//		POST   /v1/web/links          WebLinkRequest ({}) WebLinkResponse        admin, manager, user⁷
 //
 //	  - ¹ a manager only on the nodes of its scope and their subtrees.
 //	  - ² a user client only on nodes its bank user is a member or manager
@@ -91,7 +92,11 @@
 //	    subtrees, and moves a user's default project between projects there
 //	    (or clears it); a user's description and active state are the
 //	    admin's, since a user is shared by every account.
-//	  - ⁷ the jobs to preempt are named in full to an admin and a scheduler
+//	  - ⁷ a one-time link that signs a browser in to the web page, whose
+//	    session then reads what the client that asked reads (package web);
+//	    it changes nothing in the bank, and needs no request id. Only a
+//	    server that serves the page has the endpoint.
+//	  - ⁸ the jobs to preempt are named in full to an admin and a scheduler
 //	    (the scheduler does the preempting, on any machine whose jobs hold
 //	    credits the lien can use); a manager or a user sees in full those of
 //	    the projects it reads, and of the others only what each holds
@@ -108,9 +113,9 @@
 //
 // # Retries
 //
-// The POSTs that change the bank (all but POST /v1/quotes) need the header
-// X-Ingot-Request-Id: 1 to 128 printable characters without spaces, unique
-// per change. A retry with the same id and the same body returns the first
+// The POSTs that change the bank (all but POST /v1/quotes and
+// /v1/web/links) need the header X-Ingot-Request-Id: 1 to 128 printable
+// characters without spaces, unique per change. A retry with the same id and the same body returns the first
 // answer and changes nothing; the same id with another body is refused
 // (request_conflict). Ids are per client. The retry of a lost POST
 // /v1/clients or /v1/clients/rotate gets the key the first request made

@@ -59,6 +59,7 @@ const (
 	PathClients          = "/v1/clients"
 	PathClientRotate     = "/v1/clients/rotate"
 	PathClientRevoke     = "/v1/clients/revoke"
+	PathWebLinks         = "/v1/web/links"
 )
 
 // HeaderRequestID carries the request id of a change (see Retries).
@@ -111,6 +112,9 @@ type NameRequest struct {
 
 // SweepRequest is the body of a sweep: {}.
 type SweepRequest struct{}
+
+// WebLinkRequest is the body of POST /v1/web/links: {}.
+type WebLinkRequest struct{}
 
 // GuaranteeRequest makes a guaranteed quote: the quote's fields, until
 // when it may be used and by how many jobs. The expiry is a time rather
@@ -296,4 +300,11 @@ type AvailableResponse struct {
 type NewKeyResponse struct {
 	Client  clients.Client `json:"client"`
 	KeyFile string         `json:"key_file"`
+}
+
+// WebLinkResponse answers POST /v1/web/links: a link that signs a browser
+// in to the web page once, as the client that asked, until Expires.
+type WebLinkResponse struct {
+	URL     string    `json:"url"`
+	Expires time.Time `json:"expires"`
 }

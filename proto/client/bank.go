@@ -341,3 +341,11 @@ func newKey(r api.NewKeyResponse, err error) (clients.Client, auth.Key, error) {
 func (c *Client) RevokeKey(ctx context.Context, requestID, name, keyID string) (clients.Client, error) {
 	return post[clients.Client](ctx, c, api.PathClientRevoke, requestID, api.RevokeRequest{Name: name, KeyID: keyID})
 }
+
+// WebLink asks for a one-time link that signs a browser in to the server's
+// web page as this client.
+func (c *Client) WebLink(ctx context.Context) (api.WebLinkResponse, error) {
+	var r api.WebLinkResponse
+	err := c.do(ctx, http.MethodPost, api.PathWebLinks, nil, "", api.WebLinkRequest{}, &r)
+	return r, err
+}

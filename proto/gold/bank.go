@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"log/slog"
 	"maps"
 	"net/http"
@@ -19,9 +18,7 @@ import (
 // API is the bank as the JSON API serves it, called in process for a
 // client authenticated here (server.Server.Call): so a Gold request is
 // allowed, checked and done exactly as the same request over the JSON API.
-type API interface {
-	Call(ctx context.Context, client clients.Client, req ledger.Request, method, path string, in any) (any, error)
-}
+type API = api.Caller
 
 // Keys lists the keys that sign Gold's messages
 // (clients.Registry.GoldKeys).
@@ -176,14 +173,5 @@ func change[T any](c *call, path string, in any) (T, error) {
 }
 
 func callAPI[T any](c *call, req ledger.Request, method, path string, in any) (T, error) {
-	var zero T
-	out, err := c.api.Call(c.ctx, c.client, req, method, path, in)
-	if err != nil {
-		return zero, err
-	}
-	v, ok := out.(T)
-	if !ok {
-		return zero, fmt.Errorf("gold: %s answered %T, not %T", path, out, zero)
-	}
-	return v, nil
+	return api.CallAs[T](c.ctx, c.api, c.client, req, method, path, in)
 }

@@ -41,6 +41,12 @@
 // steps 4, 6, 7 and 8 for that client: what it may do, and how, are the
 // API's.
 //
+// With WithPage, the server also serves the web page (package web) at
+// every path but /healthz and those under /v1/, logged and counted as the
+// API's requests are, and POST /v1/web/links hands a client a one-time
+// link to it. The page reads the bank through Server.Call as the client
+// that asked for the link: its rights are the API's.
+//
 // Server.Endpoint names the endpoint of a request from the route table, so
 // that metrics (package metrics) label requests by endpoint without a list
 // of their own.

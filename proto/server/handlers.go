@@ -69,7 +69,7 @@ func (s *Server) shares(c *call, q api.AccountQuery) (ledger.AccountShares, erro
 }
 
 // preempt answers what to preempt for a lien on a project the client
-// reads; the victims of projects it does not read are hidden (api's ⁷).
+// reads; the victims of projects it does not read are hidden (api's ⁸).
 func (s *Server) preempt(c *call, q api.PreemptQuery) (ledger.Preemption, error) {
 	r, err := s.reachOf(c.r.Context(), c.client)
 	if err != nil {
@@ -197,4 +197,9 @@ func (s *Server) transfer(c *call, spec api.TransferRequest) (ledger.Receipt, er
 		return ledger.Receipt{}, err
 	}
 	return s.ledger.Transfer(c.r.Context(), c.req, spec)
+}
+
+// webLink is a one-time link to the web page that signs in as the client.
+func (s *Server) webLink(c *call, _ api.WebLinkRequest) (api.WebLinkResponse, error) {
+	return s.page.MakeLink(c.r.Context(), c.client)
 }

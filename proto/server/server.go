@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -21,6 +22,7 @@ type Server struct {
 	clients  *clients.Registry
 	verifier *auth.Verifier
 	munge    *munge.Verifier // nil: MUNGE credentials are refused
+	page     Page            // nil: no web page, no POST /v1/web/links
 	log      *slog.Logger
 	observe  Observer // nil: no one is told
 	// routes are the endpoints of each path, one per method.
@@ -51,6 +53,23 @@ type Option func(*Server)
 // WithMunge accepts requests with MUNGE credentials, checked by v: each
 // acts as the bank user of the local account of the credential's uid.
 func WithMunge(v *munge.Verifier) Option { return func(s *Server) { s.munge = v } }
+
+// Page is a web page served beside the API (package web's Pages): every
+// path but /healthz and those under /v1/ is the page's. ServePage answers
+// a request, reading the bank through bank (the server's Call) as the
+// client the browser signed in as, and returns that client's name for the
+// access log ("" if none). Serves reports whether a path is one of the page's, for the
+// metrics' endpoint label. MakeLink makes the one-time link that signs a
+// browser in as a client.
+type Page interface {
+	ServePage(w http.ResponseWriter, r *http.Request, bank api.Caller) (client string)
+	Serves(path string) bool
+	MakeLink(ctx context.Context, c clients.Client) (api.WebLinkResponse, error)
+}
+
+// WithPage serves the web page p, and POST /v1/web/links, which asks p for
+// a link signing in as the client that sent the request.
+func WithPage(p Page) Option { return func(s *Server) { s.page = p } }
 
 // Observer is told of every request answered (but a stream cut short):
 // its endpoint (see Server.Endpoint), its method as sent, the status
@@ -120,7 +139,7 @@ func bankAnswered(rt route) route {
 
 func (s *Server) table() []route {
 	get := http.MethodGet
-	return []route{
+	routes := []route{
 		read(get, api.PathSettings, anyRole, endpoint(s.settings)),
 		read(get, api.PathBalances, anyRole, endpoint(s.balances)),
 		read(get, api.PathBalance, anyRole, endpoint(s.balance)),
@@ -176,6 +195,12 @@ func (s *Server) table() []route {
 		change(api.PathClientRotate, adminOnly, endpoint(s.rotateKey)),
 		change(api.PathClientRevoke, adminOnly, endpoint(s.revokeKey)),
 	}
+	if s.page != nil {
+		// A link changes nothing in the bank, so it needs no request id;
+		// it is a POST all the same, as each call makes a new secret.
+		routes = append(routes, read(http.MethodPost, api.PathWebLinks, readers, endpoint(s.webLink)))
+	}
+	return routes
 }
 
 // ServeHTTP serves one request, logs it and tells the observer.
@@ -186,6 +211,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case r.URL.Path == api.PathHealth:
 		s.health(rec, r)
+	case s.page != nil && !strings.HasPrefix(r.URL.Path, "/v1/"):
+		who = s.page.ServePage(rec, r, s)
 	default:
 		who = s.serveAPI(rec, r)
 	}
@@ -209,10 +236,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // Endpoint is the endpoint a request is for: its path if that is a key of
-// the route table or the health check, else "". It is the endpoint label of
-// the server's metrics, which a client cannot multiply by making up paths.
+// the route table, the health check or a path of the page, else "". It is
+// the endpoint label of the server's metrics, which a client cannot
+// multiply by making up paths.
 func (s *Server) Endpoint(r *http.Request) string {
-	if _, ok := s.routes[r.URL.Path]; ok || r.URL.Path == api.PathHealth {
+	if _, ok := s.routes[r.URL.Path]; ok || r.URL.Path == api.PathHealth || s.page != nil && s.page.Serves(r.URL.Path) {
 		return r.URL.Path
 	}
 	return ""

@@ -1,0 +1,417 @@
+package main
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"html"
+	"image"
+	"image/color"
+	"image/png"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/ingot-hpc/ingot/internal/report"
+	"github.com/ingot-hpc/ingot/ledger"
+	"github.com/ingot-hpc/ingot/ledger/boltstore"
+	"github.com/ingot-hpc/ingot/lien"
+	"github.com/ingot-hpc/ingot/proto/web/webtest"
+)
+
+// webBank is webtest's bank, its history begun six days ago, served by
+// `ingot serve` as a process of its own, with the API clients amy and bob
+// (users), chemmgr (manager of chem) and sched (scheduler of hpc1), whose
+// key files are in keys.
+type webBank struct {
+	t    *testing.T
+	srv  *serverProcess
+	url  string // where the page is
+	keys string
+}
+
+// daysOfHistory is how many days of jobs the web bank has: several bars in
+// a chart per day, one or two per week.
+const daysOfHistory = 6
+
+func newWebBank(t *testing.T, flags ...string) *webBank {
+	t.Helper()
+	dir := t.TempDir()
+	db := filepath.Join(dir, "bank.db")
+	seedHistory(t, db)
+	file := onFile(t, db)
+	// Registered before the server starts, so that it runs after the
+	// server is gone.
+	t.Cleanup(func() {
+		if out, code := file.run("audit"); code != exitOK {
+			t.Errorf("audit at cleanup exited %d:\n%s", code, out)
+		}
+	})
+	w := &webBank{t: t, keys: t.TempDir()}
+	for _, c := range [][]string{{"amy", "user", "amy"}, {"bob", "user", "bob"}, {"chemmgr", "manager", "chem"}, {"sched", "scheduler", "hpc1"}} {
+		file.ok("client", "add", c[0], "--role", c[1], "--scope", c[2], "--key-out", w.keyFile(c[0]))
+	}
+	w.srv = startServer(t, db, flags...)
+	w.url = strings.TrimSuffix(w.srv.line("web page at "), "/ (ingot web-login prints a link that signs in)")
+	return w
+}
+
+// seedHistory makes webtest's bank in a new file, on a clock that starts
+// daysOfHistory days ago, so that its jobs are on days of their own and
+// its journal ends before now.
+func seedHistory(t *testing.T, db string) {
+	t.Helper()
+	ctx := context.Background()
+	store, err := boltstore.Open(db, boltstore.Options{Create: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().Add(-daysOfHistory * 24 * time.Hour)
+	if err := ledger.Init(ctx, store, ledger.Settings{Precision: ledger.DefaultPrecision}, ledger.Request{Actor: "test"}, now); err != nil {
+		t.Fatal(err)
+	}
+	l, err := ledger.Open(ctx, store, ledger.WithClock(func() time.Time { return now }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	webtest.Seed(t, l).Days(daysOfHistory, func(d time.Duration) { now = now.Add(d) })
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (w *webBank) keyFile(name string) string { return filepath.Join(w.keys, name+".key") }
+
+// as is the command line through the server with client name's key.
+func (w *webBank) as(name string) *cliBank {
+	return &cliBank{t: w.t, global: []string{"--server", w.srv.url, "--key-file", w.keyFile(name)}}
+}
+
+// webLogin runs `ingot web-login` as client name and returns the link it
+// prints alone on standard output.
+func (w *webBank) webLogin(name string) string {
+	w.t.Helper()
+	var stdout, stderr bytes.Buffer
+	if code := run(append([]string{"ingot"}, append(w.as(name).global, "web-login")...), &stdout, &stderr); code != exitOK {
+		w.t.Fatalf("web-login as %s exited %d: %s", name, code, stderr.String())
+	}
+	link := strings.TrimSuffix(stdout.String(), "\n")
+	if !strings.HasPrefix(link, w.url+"/signin?token=") || strings.Contains(link, "\n") || !strings.Contains(stderr.String(), "Open it before") {
+		w.t.Fatalf("web-login printed %q, and %q on stderr", stdout.String(), stderr.String())
+	}
+	return link
+}
+
+// TestWebLogin: ingot web-login prints a link that a plain HTTP client
+// signs in with (as the README's curl walkthrough does), and refuses what
+// cannot have one.
+func TestWebLogin(t *testing.T) {
+	w := newWebBank(t)
+	link := w.webLogin("amy")
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hc := &http.Client{Jar: jar, Timeout: 10 * time.Second}
+	page := httpGet(t, hc, link)
+	form := url.Values{}
+	for _, name := range []string{"token", "csrf"} {
+		m := regexp.MustCompile(`name="` + name + `" value="([^"]*)"`).FindStringSubmatch(page)
+		if m == nil {
+			t.Fatalf("no %s in the sign-in page:\n%s", name, page)
+		}
+		form.Set(name, html.UnescapeString(m[1]))
+	}
+	resp, err := hc.PostForm(w.url+"/signin", form) // follows the redirect to /
+	if err != nil {
+		t.Fatal(err)
+	}
+	home, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	var balances []ledger.NodeBalance
+	w.as("amy").json(&balances, "balance")
+	if len(balances) != 1 || !strings.Contains(string(home), `<td class="num" data-field="available">`+balances[0].Available.StringFixed(2)+`</td>`) {
+		t.Errorf("amy's home does not show %+v:\n%s", balances, home)
+	}
+	// Forms: JSON and -P carry the link and its expiry.
+	var out struct {
+		URL     string    `json:"url"`
+		Expires time.Time `json:"expires"`
+	}
+	w.as("amy").json(&out, "web-login")
+	if !strings.HasPrefix(out.URL, w.url+"/signin?token=") || time.Until(out.Expires) > 5*time.Minute+time.Second || time.Until(out.Expires) < 4*time.Minute {
+		t.Errorf("web-login --json: %+v", out)
+	}
+	if p := w.as("amy").ok("web-login", "-P"); !strings.HasPrefix(p, "URL|Expires\n"+w.url+"/signin?token=") {
+		t.Errorf("web-login -P: %q", p)
+	}
+	// A scheduler has no page; without --server there is no link.
+	if out, code := w.as("sched").run("web-login"); code != exitRefused || !strings.Contains(out, "may not POST /v1/web/links") {
+		t.Errorf("web-login as the scheduler: exit %d, %q", code, out)
+	}
+	if out, code := (&cliBank{t: t}).run("web-login"); code != exitUsage || !strings.Contains(out, "give --server") {
+		t.Errorf("web-login without --server: exit %d, %q", code, out)
+	}
+}
+
+// TestWebURL: --web-url is where the links point, for a page behind a
+// proxy or under a name of its own; a URL links cannot start with stops
+// serve.
+func TestWebURL(t *testing.T) {
+	w := newWebBank(t, "--web-url", "https://bank.example.org:8443/")
+	if w.url != "https://bank.example.org:8443" {
+		t.Fatalf("serve says the page is at %q", w.url)
+	}
+	w.webLogin("amy")
+	b := newCLIBank(t)
+	b.clientKey("root", "--role", "admin")
+	for _, bad := range []string{"ftp://bank.example.org", "https://bank.example.org/ingot", "bank.example.org"} {
+		if out, code := b.run("serve", "--listen", "127.0.0.1:0", "--web-url", bad); code != exitUsage || !strings.Contains(out, "--web-url") {
+			t.Errorf("serve --web-url %s: exit %d, %q", bad, code, out)
+		}
+	}
+}
+
+func httpGet(t *testing.T, hc *http.Client, target string) string {
+	t.Helper()
+	resp, err := hc.Get(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %d %v\n%s", target, resp.StatusCode, err, body)
+	}
+	return string(body)
+}
+
+// chromium is Debian's browser, which the browser test drives.
+const chromium = "/usr/bin/chromium"
+
+// The viewports of the browser test: a desktop's, and a phone's.
+const (
+	viewportWidth, viewportHeight = 1280, 900
+	phoneWidth, phoneHeight       = 390, 844
+)
+
+// TestWebInBrowser signs in to the page in a real headless Chromium with a
+// link from ingot web-login, and checks what a person would see: amy's
+// figures are those ingot balance and ingot usage print for her, another
+// user's project is refused by URL, and a manager sees chem's HFS tree as
+// ingot hfs show prints it. The page is photographed whole, on a desktop
+// and on a phone, whose screen it must fit without scrolling sideways.
+// Without Chromium the test is skipped, except under INGOT_E2E=1
+// (Debian: apt-get install chromium).
+func TestWebInBrowser(t *testing.T) {
+	if _, err := os.Stat(chromium); err != nil {
+		if os.Getenv("INGOT_E2E") == "1" {
+			t.Fatalf("%s is needed under INGOT_E2E=1 (Debian: apt-get install chromium): %v", chromium, err)
+		}
+		t.Skipf("%s is not installed: skipping the browser test (INGOT_E2E=1 makes this a failure)", chromium)
+	}
+	w := newWebBank(t)
+	ctx := newBrowser(t)
+	do := func(what string, steps ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		if err := chromedp.Do(ctx, steps...); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	text := func(sel string) string {
+		t.Helper()
+		s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
+		if err != nil {
+			t.Fatalf("the text of %s: %v", sel, err)
+		}
+		return strings.TrimSpace(s)
+	}
+
+	// amy signs in with her link, and sees her balance as ingot balance
+	// prints it.
+	do("sign in as amy", chromedp.EmulateViewport(viewportWidth, viewportHeight), chromedp.Navigate(w.webLogin("amy")),
+		chromedp.Click(chromedp.CSS(`button[type=submit]`)), chromedp.WaitVisible(chromedp.CSS(`#balances`)))
+	var balances []ledger.NodeBalance
+	w.as("amy").json(&balances, "balance")
+	if len(balances) != 1 || balances[0].Node != "chem.lab1" || balances[0].AccountAvailable == nil {
+		t.Fatalf("amy's balance: %+v", balances)
+	}
+	nb := balances[0]
+	for field, want := range map[string]string{"available": nb.Available.StringFixed(2), "account_available": nb.AccountAvailable.StringFixed(2),
+		"reserved": nb.Reserved.StringFixed(2)} {
+		if got := text(`tr[data-node="chem.lab1"] [data-field="` + field + `"]`); got != want {
+			t.Errorf("amy's home: %s %s, ingot balance %s", field, got, want)
+		}
+	}
+
+	// Her project's page: the usage table is ingot usage's, per day and user.
+	do("chem.lab1's page", chromedp.Navigate(w.url+"/node?name=chem.lab1&by=user"), chromedp.WaitVisible(chromedp.CSS(`#usage`)))
+	if got := text(`#balance [data-field="available"]`); got != nb.Available.StringFixed(2) {
+		t.Errorf("chem.lab1's page: available %s, ingot balance %s", got, nb.Available.StringFixed(2))
+	}
+	cells, err := chromedp.Run(ctx, chromedp.Evaluate[[][]string](`Array.from(document.querySelectorAll('#usage tbody tr'), tr => Array.from(tr.cells, c => c.textContent))`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows []lien.UsageRow
+	w.as("amy").json(&rows, "usage", "--project", "chem.lab1", "--by", "user", "--period", "day")
+	if len(rows) != daysOfHistory {
+		t.Fatalf("ingot usage: %d rows, want one a day: %+v", len(rows), rows)
+	}
+	for i := range rows {
+		rows[i].Period = rows[i].Period.Local() // as the command line prints it
+	}
+	if want := report.UsageTable(rows, []string{"user"}, true, ledger.DefaultPrecision).Rows; !equalRows(cells, want) {
+		t.Errorf("the page's usage table:\n%v\ningot usage:\n%v", cells, want)
+	}
+	bars, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('svg rect.bar').length`))
+	if err != nil || bars != 31 {
+		t.Errorf("the chart has %d bars (%v), want 31 days", bars, err)
+	}
+	screenshot(t, ctx, "desktop", viewportWidth, viewportHeight)
+
+	// On a phone, nothing is wider than the screen but the tables, which
+	// scroll in their own boxes.
+	do("a phone's screen", chromedp.EmulateViewport(phoneWidth, phoneHeight), chromedp.Reload())
+	wide, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.documentElement.scrollWidth`))
+	if err != nil || wide > phoneWidth {
+		t.Errorf("the page is %d pixels wide on a %d-pixel phone (%v)", wide, phoneWidth, err)
+	}
+	screenshot(t, ctx, "phone", phoneWidth, phoneHeight)
+
+	// Another user's project, by URL: the same page as a node that does
+	// not exist.
+	do("bio.lab1 by URL", chromedp.EmulateViewport(viewportWidth, viewportHeight), chromedp.Navigate(w.url+"/node?name=bio.lab1"))
+	if h1 := text(`h1`); h1 != "Not found" {
+		t.Errorf("amy on bio.lab1's page sees %q", h1)
+	}
+	do("chem by URL", chromedp.Navigate(w.url+"/node?name=chem"))
+	if h1 := text(`h1`); h1 != "Not found" {
+		t.Errorf("amy on chem's page sees %q", h1)
+	}
+
+	// Signed out, the page sends her to the sign-in page.
+	do("sign out", chromedp.Navigate(w.url+"/"), chromedp.Click(chromedp.CSS(`form.signout button`)), chromedp.WaitVisible(chromedp.CSS(`main pre`)),
+		chromedp.Navigate(w.url+"/node?name=chem.lab1"))
+	if loc, err := chromedp.Run(ctx, chromedp.Location()); err != nil || loc != w.url+"/signin" {
+		t.Errorf("after sign-out the page is at %q (%v)", loc, err)
+	}
+
+	// The manager of chem sees its HFS tree, as ingot hfs show prints it.
+	do("sign in as chemmgr", chromedp.Navigate(w.webLogin("chemmgr")), chromedp.Click(chromedp.CSS(`button[type=submit]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#balances`)), chromedp.Navigate(w.url+"/node?name=chem"), chromedp.WaitVisible(chromedp.CSS(`#tree`)))
+	var shares ledger.AccountShares
+	w.as("chemmgr").json(&shares, "hfs", "show", "chem")
+	for _, n := range shares.Nodes {
+		for field, want := range map[string]string{"quota": n.Quota.StringFixed(2), "allocated": n.Allocated.StringFixed(2), "used": n.Used.StringFixed(2),
+			"available": n.LienAvailable.StringFixed(2), "unused": n.Available.StringFixed(2)} {
+			if got := text(`#tree tr[data-node="` + n.Name + `"] [data-field="` + field + `"]`); got != want {
+				t.Errorf("the tree: %s's %s is %s, ingot hfs show %s", n.Name, field, got, want)
+			}
+		}
+	}
+	screenshot(t, ctx, "manager", viewportWidth, viewportHeight)
+}
+
+// equalRows compares table cells.
+func equalRows(got, want [][]string) bool {
+	if len(got) != len(want) {
+		return false
+	}
+	for i := range got {
+		if strings.Join(got[i], "\x00") != strings.Join(want[i], "\x00") {
+			return false
+		}
+	}
+	return true
+}
+
+// newBrowser starts Chromium, headless, in a user data directory of its
+// own, talking to the test through a pipe (no debugging port), with what
+// reaches out of the machine switched off; the page it visits is on
+// loopback. It is stopped at the end of the test.
+func newBrowser(t *testing.T) context.Context {
+	t.Helper()
+	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
+		chromedp.ExecPath(chromium),
+		chromedp.Flag("headless", true),
+		// No scroll bar takes a strip of the page: a whole-page
+		// screenshot is as wide as the viewport.
+		chromedp.Flag("hide-scrollbars", true),
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.Flag("disable-quic", true),
+		chromedp.NoFirstRun,
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.UserDataDir(t.TempDir()),
+	)
+	ctx, cancel := chromedp.NewContext(alloc)
+	t.Cleanup(func() {
+		cancel()
+		cancelAlloc()
+	})
+	// The first action starts the browser, with no deadline of its own;
+	// each test step has one below.
+	if err := chromedp.Do(ctx); err != nil {
+		t.Fatalf("start %s: %v", chromium, err)
+	}
+	ctx, cancelSteps := context.WithTimeout(ctx, 45*time.Second)
+	t.Cleanup(cancelSteps)
+	return ctx
+}
+
+// screenshot photographs the page as it is on the screen and whole, and
+// checks both: PNGs, the first of exactly the viewport, the second as wide
+// as the viewport and at least as tall. They are kept under the test's
+// temporary directory, or in $INGOT_SCREENSHOTS when that names one.
+func screenshot(t *testing.T, ctx context.Context, name string, width, height int) {
+	t.Helper()
+	dir := cmp.Or(os.Getenv("INGOT_SCREENSHOTS"), t.TempDir())
+	for _, shot := range []struct {
+		kind   string
+		action chromedp.Action[[]byte]
+		exact  bool
+	}{{"screen", chromedp.CaptureScreenshot(), true}, {"full", chromedp.FullScreenshot(100), false}} {
+		raw, err := chromedp.Run(ctx, shot.action)
+		if err != nil {
+			t.Fatalf("screenshot %s %s: %v", name, shot.kind, err)
+		}
+		img, err := png.Decode(bytes.NewReader(raw))
+		if err != nil {
+			t.Fatalf("screenshot %s %s is not a PNG: %v", name, shot.kind, err)
+		}
+		if colours(img) < 2 {
+			t.Errorf("screenshot %s %s is blank", name, shot.kind)
+		}
+		size := img.Bounds().Size()
+		if size.X != width || (shot.exact && size.Y != height) || size.Y < height {
+			t.Errorf("screenshot %s %s is %dx%d, the viewport %dx%d", name, shot.kind, size.X, size.Y, width, height)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "web-"+name+"-"+shot.kind+".png"), raw, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// colours counts the colours of an image, up to 2: a blank one has one.
+func colours(img image.Image) int {
+	seen := map[color.Color]bool{}
+	b := img.Bounds()
+	for y := b.Min.Y; y < b.Max.Y && len(seen) < 2; y += 4 {
+		for x := b.Min.X; x < b.Max.X && len(seen) < 2; x += 4 {
+			seen[img.At(x, y)] = true
+		}
+	}
+	return len(seen)
+}

@@ -1,0 +1,279 @@
+package web
+
+import (
+	"bytes"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/shopspring/decimal"
+
+	"github.com/ingot-hpc/ingot/internal/report"
+	"github.com/ingot-hpc/ingot/ledger"
+	"github.com/ingot-hpc/ingot/lien"
+	"github.com/ingot-hpc/ingot/proto/api"
+	"github.com/ingot-hpc/ingot/proto/clients"
+)
+
+// The pages read the bank through the API's own handlers (server.Call) as
+// the session's client: what a page shows is what `ingot balance`, `ingot
+// usage`, `ingot hfs show` and `ingot statement` print for that client,
+// and what it may not read the API refuses.
+
+// page is what every template has.
+type page struct {
+	Title string
+	// Client is the session's client; nil before sign-in.
+	Client *clients.Client
+	// CSRF is the token of the sign-out form.
+	CSRF string
+	// Zone names the server's time zone, which times are shown in.
+	Zone      string
+	precision int32
+}
+
+// Amount shows an amount with the bank's precision, as the command line does.
+func (pg page) Amount(d decimal.Decimal) string { return report.Amount(d, pg.precision) }
+
+// Time shows a stored (UTC) time in the server's zone.
+func (pg page) Time(t time.Time) string { return report.LocalTime(t) }
+
+// End shows an allocation's end ("never" for none).
+func (pg page) End(t time.Time) string { return report.EndTime(t) }
+
+// pageOf is the page of a request, titled title.
+func (p *Pages) pageOf(req *request, title string) page {
+	name, offset := time.Now().Zone()
+	pg := page{Title: title, Zone: fmt.Sprintf("%s (UTC%s)", name, time.Unix(0, 0).In(time.FixedZone("", offset)).Format("-07:00"))}
+	if req.sess.Client.Name != "" {
+		pg.Client, pg.CSRF = &req.sess.Client, req.sess.CSRF
+	}
+	return pg
+}
+
+// dataPage is pageOf with the bank's settings, which every page that shows
+// amounts reads first.
+func (p *Pages) dataPage(req *request, title string) (page, api.Settings, error) {
+	pg := p.pageOf(req, title)
+	settings, err := call[api.Settings](req, api.PathSettings, api.NoQuery{})
+	pg.precision = settings.Precision
+	return pg, settings, err
+}
+
+// call reads the bank at path with query in, as the session's client.
+func call[Out any](req *request, path string, in any) (Out, error) {
+	return api.CallAs[Out](req.r.Context(), req.bank, req.sess.Client, ledger.Request{}, http.MethodGet, path, in)
+}
+
+// homePage lists the balances the session reads (those of `ingot
+// balance`): a user's projects, a manager's subtrees, every account for an
+// admin.
+type homePage struct {
+	page
+	Balances []ledger.NodeBalance
+	// Split says that a project's HFS share makes what a lien on it would
+	// get less than its account has: the account's figure is shown too.
+	Split bool
+}
+
+func (p *Pages) home(req *request) error {
+	if err := api.DecodeQuery(pathHome, req.r.URL.Query(), &api.NoQuery{}); err != nil {
+		return err
+	}
+	pg, _, err := p.dataPage(req, "Balances")
+	if err != nil {
+		return err
+	}
+	b, err := call[api.BalancesResponse](req, api.PathBalances, api.BalancesQuery{})
+	if err != nil {
+		return err
+	}
+	data := homePage{page: pg, Balances: b.Balances}
+	for _, nb := range b.Balances {
+		data.Split = data.Split || nb.AccountAvailable != nil
+	}
+	p.render(req, http.StatusOK, "home", data)
+	return nil
+}
+
+// nodePage is an account's or a project's page.
+type nodePage struct {
+	page
+	Query     nodeQuery
+	Account   string
+	IsAccount bool
+	Balance   ledger.NodeBalance
+	Liens     []ledger.Lien
+	// Usage is the node's usage in the chart's periods, charted and as the
+	// table `ingot usage` prints.
+	Charts     []chart
+	UsageTable report.Table
+	Since      time.Time
+	Periods    []choice
+	Bys        []choice
+	UsageCSV   string
+	// Tree is the account's HFS split, where the session reads the
+	// account (a manager's, an admin's); Below otherwise lists the
+	// projects under the node.
+	Tree  *ledger.AccountShares
+	Below []string
+	// StatementFrom and StatementTo are the statement form's first and
+	// last days: this month so far.
+	StatementFrom, StatementTo string
+}
+
+// choice is a link to the same page with another parameter.
+type choice struct {
+	Label, URL string
+	Current    bool
+}
+
+func (p *Pages) node(req *request) error {
+	q, err := decodeNodeQuery(pathNode, req.r.URL.Query())
+	if err != nil {
+		return err
+	}
+	pg, settings, err := p.dataPage(req, q.Name)
+	if err != nil {
+		return err
+	}
+	// The balance first: it refuses a node the session does not read.
+	nb, err := call[ledger.NodeBalance](req, api.PathBalance, api.BalanceQuery{Node: q.Name})
+	if err != nil {
+		return err
+	}
+	data := nodePage{page: pg, Query: q, Account: ledger.AccountOf(q.Name), IsAccount: ledger.ParentOf(q.Name) == "", Balance: nb,
+		UsageCSV: usageURL(q)}
+	liens, err := call[api.List[ledger.Lien]](req, api.PathLiens, api.LiensQuery{Node: q.Name})
+	if err != nil {
+		return err
+	}
+	data.Liens = liens.Items
+	starts := periodStarts(settings.Now, q.Period)
+	rows, err := usage(req, q, starts[0])
+	if err != nil {
+		return err
+	}
+	data.Since = starts[0]
+	data.Charts = usageCharts(rows, q.By, q.Period, starts, settings.Precision)
+	data.UsageTable = report.UsageTable(rows, []string{q.By}, true, settings.Precision)
+	for _, period := range lien.UsagePeriods {
+		data.Periods = append(data.Periods, choice{Label: "By " + period, URL: nodeURL(nodeQuery{Name: q.Name, Period: period, By: q.By}), Current: period == q.Period})
+	}
+	for _, by := range usageBys {
+		data.Bys = append(data.Bys, choice{Label: "Per " + by, URL: nodeURL(nodeQuery{Name: q.Name, Period: q.Period, By: by}), Current: by == q.By})
+	}
+	shares, err := call[ledger.AccountShares](req, api.PathShares, api.AccountQuery{Account: data.Account})
+	switch {
+	case err == nil:
+		data.Tree = &shares
+	case api.FromError(err).Code != api.CodeForbidden:
+		return err
+	default:
+		below, err := call[api.List[ledger.Node]](req, api.PathNodes, api.NodesQuery{Under: q.Name + "."})
+		if err != nil {
+			return err
+		}
+		for _, n := range below.Items {
+			data.Below = append(data.Below, n.Name)
+		}
+	}
+	today := settings.Now.In(time.Local)
+	data.StatementFrom = lien.PeriodStart(today, "month", time.Local).Format(dateLayout)
+	data.StatementTo = today.Format(dateLayout)
+	p.render(req, http.StatusOK, "node", data)
+	return nil
+}
+
+// usage is the node's usage since the chart's first period, in the
+// server's zone, as GET /v1/usage reports it.
+func usage(req *request, q nodeQuery, since time.Time) ([]lien.UsageRow, error) {
+	rows, err := call[api.List[lien.UsageRow]](req, api.PathUsage,
+		api.UsageQuery{Node: q.Name, By: q.By, Period: q.Period, Since: since, TZ: "Local"})
+	return rows.Items, err
+}
+
+// usageCSV downloads the usage table of a node's page, as `ingot usage
+// --project NODE --by BY --period PERIOD --since START --csv` prints it.
+func (p *Pages) usageCSV(req *request) error {
+	q, err := decodeNodeQuery(pathUsage, req.r.URL.Query())
+	if err != nil {
+		return err
+	}
+	_, settings, err := p.dataPage(req, "")
+	if err != nil {
+		return err
+	}
+	// GET /v1/usage filters what the session does not read; the node is
+	// refused first, as on its page.
+	if _, err := call[ledger.Node](req, api.PathNode, api.NameQuery{Name: q.Name}); err != nil {
+		return err
+	}
+	starts := periodStarts(settings.Now, q.Period)
+	rows, err := usage(req, q, starts[0])
+	if err != nil {
+		return err
+	}
+	var b bytes.Buffer
+	if err := report.Write(&b, report.CSV, report.UsageTable(rows, []string{q.By}, true, settings.Precision)); err != nil {
+		return err
+	}
+	sendCSV(req, fmt.Sprintf("%s-usage-by-%s-from-%s.csv", q.Name, q.Period, starts[0].Format(dateLayout)), b.Bytes())
+	return nil
+}
+
+// statementCSV downloads an account's statement for a period, as `ingot
+// statement ACCOUNT --start FIRST --end DAY-AFTER-LAST --csv` prints it.
+func (p *Pages) statementCSV(req *request) error {
+	sp, err := decodeStatementQuery(req.r.URL.Query())
+	if err != nil {
+		return err
+	}
+	_, settings, err := p.dataPage(req, "")
+	if err != nil {
+		return err
+	}
+	st, err := call[ledger.Statement](req, api.PathStatement, api.StatementQuery{Account: sp.Account, From: sp.From, To: sp.To})
+	if err != nil {
+		return err
+	}
+	var b bytes.Buffer
+	if err := report.WriteStatement(&b, report.CSV, st, settings.Precision, false); err != nil {
+		return err
+	}
+	last := sp.To.AddDate(0, 0, -1)
+	sendCSV(req, fmt.Sprintf("%s-statement-%s-to-%s.csv", sp.Account, sp.From.Format(dateLayout), last.Format(dateLayout)), b.Bytes())
+	return nil
+}
+
+// sendCSV sends a download. The name is made of a node's name, which the
+// bank has checked (letters, digits, '-', '_', '.'), and dates.
+func sendCSV(req *request, name string, body []byte) {
+	req.w.Header().Set("Content-Type", "text/csv; charset=utf-8")
+	req.w.Header().Set("Content-Disposition", `attachment; filename="`+name+`"`)
+	req.w.WriteHeader(http.StatusOK)
+	req.w.Write(body)
+}
+
+// nodeURL is the page of a node, with the usage's period and grouping
+// when they are not the defaults.
+func nodeURL(q nodeQuery) string {
+	v := url.Values{"name": {q.Name}}
+	if q.Period != "" && q.Period != "day" {
+		v.Set("period", q.Period)
+	}
+	if q.By != "" && q.By != "project" {
+		v.Set("by", q.By)
+	}
+	return pathNode + "?" + v.Encode()
+}
+
+// usageURL is the download of a node page's usage table.
+func usageURL(q nodeQuery) string {
+	return pathUsage + "?" + url.Values{"name": {q.Name}, "period": {q.Period}, "by": {q.By}}.Encode()
+}
+
+// depth is a node's depth in its tree: 0 for an account.
+func depth(name string) int { return strings.Count(name, ".") }

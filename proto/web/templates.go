@@ -1,0 +1,49 @@
+package web
+
+import (
+	"embed"
+	"html/template"
+	"strings"
+)
+
+// The templates and the style sheet are in the binary: the page loads
+// nothing from anywhere else.
+var (
+	//go:embed templates/*.html
+	templateFiles embed.FS
+	//go:embed static/style.css
+	style []byte
+)
+
+// parseTemplates parses the page's templates; they are part of the
+// binary, so a failure is a bug that every test shows.
+func parseTemplates() *template.Template {
+	funcs := template.FuncMap{
+		"join":     strings.Join,
+		"nodeLink": func(name string) string { return nodeURL(nodeQuery{Name: name}) },
+		"depth":    depth,
+	}
+	return template.Must(template.New("").Funcs(funcs).ParseFS(templateFiles, "templates/*.html"))
+}
+
+// serveStyle sends the style sheet.
+func serveStyle(req *request) error {
+	req.w.Header().Set("Content-Type", "text/css; charset=utf-8")
+	req.w.Write(style)
+	return nil
+}
+
+// errorPage answers a request the page refuses.
+type errorPage struct {
+	page
+	Message string
+}
+
+// signInPage is the sign-in page: how to get a link, or a link's button.
+type signInPage struct {
+	page
+	// Token and CSRF are the link's token and the form's own; Invalid says
+	// that the link cannot be used.
+	Token, CSRF string
+	Invalid     bool
+}
