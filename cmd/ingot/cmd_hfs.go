@@ -210,7 +210,7 @@ func preempt(c *cli.Context) error {
 	return withBank(c, func(b bank) error {
 		credits, err := ledger.ParseAmount(a[1], b.precision())
 		if err != nil {
-			return usageError{fmt.Sprintf("AMOUNT %s: %v", ledger.Excerpt(a[1]), err)}
+			return fmt.Errorf("preempt: %w", err)
 		}
 		p, err := b.Preempt(c.Context, a[0], c.String("machine"), credits)
 		if err != nil {

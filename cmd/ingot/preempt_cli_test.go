@@ -95,7 +95,8 @@ func TestPreemptLSFExamples(t *testing.T) {
 }
 
 // TestPreemptPolicyRefused: a policy HFS cannot hold is refused with a
-// clear message and nothing written.
+// clear message and nothing written (and so is a preemption asked for an
+// amount that is not one).
 func TestPreemptPolicyRefused(t *testing.T) {
 	b := newLSFBank(t, [4]int{}, false, "top-down")
 	for _, c := range []struct {
@@ -113,6 +114,7 @@ func TestPreemptPolicyRefused(t *testing.T) {
 		{"negative priority", []string{"project", "policy", "lsf.p4", "--priority", "-1"}, "policy of lsf.p4: priority -1 is outside 0..1000"},
 		{"ownership above a limit", []string{"project", "policy", "lsf.a", "--limit", "2"}, "the ownership in lsf.a adds up to 3, above its limit 2"},
 		{"unknown preemption order", []string{"account", "modify", "lsf", "--preemption", "sideways"}, "unknown preemption order \"sideways\" (top-down or bottom-up)"},
+		{"preempt for an amount that is not one", []string{"preempt", "lsf.a.b.p1", "1e3"}, "preempt: ledger: invalid input: amount \"1e3\" is not a plain positive decimal"},
 	} {
 		t.Run(c.name, func(t *testing.T) { b.refused(t, exitUsage, c.says, c.args...) })
 	}
