@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -286,6 +287,62 @@ func TestIncrementalAudit(t *testing.T) {
 	rep = audit(false)
 	if !rep.Full || len(rep.Problems) == 0 || !strings.Contains(rep.Problems[0], "journal: entry 10, where the last clean audit ended, is not the one it checked") {
 		t.Errorf("audit after the checkpoint's entry changed: %+v", rep)
+	}
+}
+
+// TestIncrementalAuditChecksNewAnswers: an incremental audit checks the
+// answers kept for the requests of the entries it replays, and only
+// those; a full audit checks every answer kept.
+func TestIncrementalAuditChecksNewAnswers(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "bank.db")
+	makeBank(t, path, 5)
+	deposit := func(id string) {
+		t.Helper()
+		l := openLedger(t, path, boltstore.Options{})
+		defer l.Close()
+		if _, err := l.Deposit(context.Background(), ledger.Request{Actor: "t", ID: id}, ledger.DepositSpec{Account: "chem", Amount: decimal.NewFromInt(1)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	audit := func(full bool) []string { t.Helper(); return auditBank(t, path, boltstore.Options{}, full).Problems }
+	deposit("old") // entry 8
+	if problems := audit(false); len(problems) > 0 {
+		t.Fatalf("first audit: %v", problems)
+	}
+	deposit("new")   // entry 9
+	deposit("other") // entry 10
+	changeRequest := func(id string, change func(raw []byte) []byte) {
+		t.Helper()
+		db, err := bolt.Open(path, 0o600, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		err = db.Update(func(tx *bolt.Tx) error {
+			b, k := tx.Bucket([]byte("requests")), []byte("t\x00"+id)
+			return b.Put(k, change(bytes.Clone(b.Get(k))))
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	addSpace := func(raw []byte) []byte { return append(raw, ' ') } // the answer's JSON, one byte longer
+	changeRequest("old", addSpace)
+	changeRequest("new", addSpace)
+	changeRequest("other", func(raw []byte) []byte { // names entry 9, request new's
+		binary.BigEndian.PutUint64(raw[32:40], 9)
+		return raw
+	})
+	want := []string{
+		`requests: ledger: corrupt data: the answer kept for request "new" of t is not the one journal entry 9 recorded`,
+		`requests: ledger: corrupt data: the answer kept for request "other" of t names journal entry 9, which is request "new" of t`,
+	}
+	if problems := audit(false); !slices.Equal(problems, want) {
+		t.Errorf("incremental audit:\n%s\nwant\n%s", strings.Join(problems, "\n"), strings.Join(want, "\n"))
+	}
+	problems := audit(true)
+	if len(problems) != 3 || !strings.Contains(problems[1], `request "old" of t is not the one journal entry 8 recorded`) {
+		t.Errorf("full audit: %v, want the three answers", problems)
 	}
 }
 
