@@ -313,18 +313,10 @@ func TestIncrementalAuditChecksNewAnswers(t *testing.T) {
 	deposit("other") // entry 10
 	changeRequest := func(id string, change func(raw []byte) []byte) {
 		t.Helper()
-		db, err := bolt.Open(path, 0o600, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer db.Close()
-		err = db.Update(func(tx *bolt.Tx) error {
+		bolttest.Edit(t, path, func(tx *bolt.Tx) error {
 			b, k := tx.Bucket([]byte("requests")), []byte("t\x00"+id)
 			return b.Put(k, change(bytes.Clone(b.Get(k))))
 		})
-		if err != nil {
-			t.Fatal(err)
-		}
 	}
 	addSpace := func(raw []byte) []byte { return append(raw, ' ') } // the answer's JSON, one byte longer
 	changeRequest("old", addSpace)
@@ -359,14 +351,7 @@ func TestAuditChecksNodeIndex(t *testing.T) {
 	key := func(node string, seq uint64) []byte { return binary.BigEndian.AppendUint64([]byte(node+"\x00"), seq) }
 	changeIndex := func(change func(b *bolt.Bucket) error) {
 		t.Helper()
-		db, err := bolt.Open(path, 0o600, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer db.Close()
-		if err := db.Update(func(tx *bolt.Tx) error { return change(tx.Bucket([]byte("journal_by_node"))) }); err != nil {
-			t.Fatal(err)
-		}
+		bolttest.Edit(t, path, func(tx *bolt.Tx) error { return change(tx.Bucket([]byte("journal_by_node"))) })
 	}
 	want := "journal index: the entries listed under chem from entry 1 on are not those of the journal that concern it"
 	changeIndex(func(b *bolt.Bucket) error { return b.Delete(key("chem", 5)) })
@@ -410,12 +395,7 @@ func deposits(t *testing.T, path string, n int) {
 // bank's back (its hash left as it was), as a tool editing the file would.
 func rewriteEntry(t *testing.T, path string, seq uint64, change func([]byte) []byte) {
 	t.Helper()
-	db, err := bolt.Open(path, 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	err = db.Update(func(tx *bolt.Tx) error {
+	bolttest.Edit(t, path, func(tx *bolt.Tx) error {
 		b := tx.Bucket([]byte("journal"))
 		k := binary.BigEndian.AppendUint64(nil, seq)
 		v := bytes.Clone(b.Get(k))
@@ -425,7 +405,4 @@ func rewriteEntry(t *testing.T, path string, seq uint64, change func([]byte) []b
 		}
 		return b.Put(k, changed)
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 }

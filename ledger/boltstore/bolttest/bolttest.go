@@ -55,15 +55,21 @@ func WriteOldBank(t testing.TB, path, name string) []byte {
 // another ingot would have it.
 func SetSchema(t testing.TB, path string, version uint64) {
 	t.Helper()
+	Edit(t, path, func(tx *bolt.Tx) error {
+		return tx.Bucket([]byte("meta")).Put([]byte("schema"), binary.BigEndian.AppendUint64(nil, version))
+	})
+}
+
+// Edit changes the bank at path with bbolt itself, behind the bank's back,
+// as a tool editing the file would.
+func Edit(t testing.TB, path string, change func(*bolt.Tx) error) {
+	t.Helper()
 	db, err := bolt.Open(path, 0o600, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	err = db.Update(func(tx *bolt.Tx) error {
-		return tx.Bucket([]byte("meta")).Put([]byte("schema"), binary.BigEndian.AppendUint64(nil, version))
-	})
-	if err != nil {
+	if err := db.Update(change); err != nil {
 		t.Fatal(err)
 	}
 }
