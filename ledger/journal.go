@@ -1,9 +1,11 @@
 package ledger
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -155,6 +157,60 @@ func DecodeEntry(se StoredEntry) (Entry, error) {
 	}
 	e.Hash = hex.EncodeToString(se.Hash[:])
 	return e, nil
+}
+
+// EntryHead is what an entry's body begins with: its time, and the
+// request that made it.
+type EntryHead struct {
+	Time      time.Time
+	Actor     string
+	RequestID string
+}
+
+// ReadEntryHead reads the head of an entry's body token by token and stops
+// there, at "kind": the ledger writes seq, time, actor and request_id
+// first. Decoding a whole body (json.Unmarshal checks all of it first) to
+// learn its time or its request was most of what reading an entry cost
+// the audit and the queries; whoever needs the rest decodes it
+// (DecodeEntry), and the audit checks the body's hash.
+func ReadEntryHead(body []byte) (EntryHead, error) {
+	var h EntryHead
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if tok, err := dec.Token(); err != nil {
+		return h, err
+	} else if tok != json.Delim('{') {
+		return h, errors.New("not a JSON object")
+	}
+	found := false
+	for dec.More() {
+		key, err := dec.Token()
+		if err != nil {
+			return h, err
+		}
+		var into any
+		switch key {
+		case "time":
+			into, found = &h.Time, true
+		case "actor":
+			into = &h.Actor
+		case "request_id":
+			into = &h.RequestID
+		case "kind":
+			if found {
+				return h, nil
+			}
+			into = new(json.RawMessage)
+		default:
+			into = new(json.RawMessage)
+		}
+		if err := dec.Decode(into); err != nil {
+			return h, err
+		}
+	}
+	if !found {
+		return h, errors.New("no time")
+	}
+	return h, nil
 }
 
 // ReadEntry reads and decodes journal entry seq.

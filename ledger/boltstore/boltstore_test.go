@@ -332,9 +332,9 @@ func TestIncrementalAuditChecksNewAnswers(t *testing.T) {
 	if problems := audit(false); !slices.Equal(problems, want) {
 		t.Errorf("incremental audit:\n%s\nwant\n%s", strings.Join(problems, "\n"), strings.Join(want, "\n"))
 	}
-	problems := audit(true)
-	if len(problems) != 3 || !strings.Contains(problems[1], `request "old" of t is not the one journal entry 8 recorded`) {
-		t.Errorf("full audit: %v, want the three answers", problems)
+	want = append(want, `requests: ledger: corrupt data: the answer kept for request "old" of t is not the one journal entry 8 recorded`)
+	if problems := audit(true); len(problems) != 3 || !slices.Contains(problems, want[0]) || !slices.Contains(problems, want[1]) || !slices.Contains(problems, want[2]) {
+		t.Errorf("full audit:\n%s\nwant the three answers", strings.Join(problems, "\n"))
 	}
 }
 

@@ -340,41 +340,12 @@ func storedEntry(seq uint64, raw []byte) (ledger.StoredEntry, error) {
 	}
 	e := ledger.StoredEntry{Seq: seq, Body: raw[sha256.Size:]}
 	copy(e.Hash[:], raw)
-	var err error
-	if e.Time, err = entryTime(e.Body); err != nil {
+	head, err := ledger.ReadEntryHead(e.Body)
+	if err != nil {
 		return e, fmt.Errorf("%w: journal entry %d does not decode: %v", ledger.ErrCorrupt, seq, err)
 	}
+	e.Time = head.Time
 	return e, nil
-}
-
-// entryTime reads the "time" of an entry's JSON body, token by token, and
-// stops there: the ledger writes it second, after "seq", and reading the
-// whole body to find it (json.Unmarshal checks all of it first) was a third
-// of a full audit's time. Whoever needs the rest decodes it whole
-// (ledger.DecodeEntry), and the audit checks the body's hash.
-func entryTime(body []byte) (time.Time, error) {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if tok, err := dec.Token(); err != nil {
-		return time.Time{}, err
-	} else if tok != json.Delim('{') {
-		return time.Time{}, fmt.Errorf("not a JSON object")
-	}
-	for dec.More() {
-		key, err := dec.Token()
-		if err != nil {
-			return time.Time{}, err
-		}
-		if key == "time" {
-			var t time.Time
-			err := dec.Decode(&t)
-			return t, err
-		}
-		var skipped json.RawMessage
-		if err := dec.Decode(&skipped); err != nil {
-			return time.Time{}, err
-		}
-	}
-	return time.Time{}, fmt.Errorf("no time")
 }
 
 func (t *tx) Entry(seq uint64) (ledger.StoredEntry, bool, error) {
