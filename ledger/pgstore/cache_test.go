@@ -219,3 +219,79 @@ func TestWriteRefusedByPostgreSQL(t *testing.T) {
 		}
 	}
 }
+
+// TestWritesSentOnce: a change's writes wait and go as one row a record,
+// the last written: a record written twice, then deleted, then written
+// again, a lien stored twice, a record deleted. Another store, whose cache
+// knows nothing, reads what the last writes say; and a read in the change
+// that depends on a write waiting (the job's charges, the records of a
+// kind) sees it.
+func TestWritesSentOnce(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.DB(t)
+	a, err := Open(ctx, url, Options{Create: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	if err := putRecord(a, "gone", "0"); err != nil {
+		t.Fatal(err)
+	}
+	lien := ledger.Lien{ID: 1, JobRef: ledger.JobRef{JobID: "j", Machine: "m", Account: "chem"}, State: ledger.LienActive, Expires: time.Unix(1e9, 0)}
+	err = a.Update(ctx, func(tx ledger.Tx) error {
+		for _, r := range []ledger.Record{
+			{Kind: "test", Key: "k", Value: []byte("1")},
+			{Kind: "test", Key: "k", Value: []byte("2")},
+			{Kind: "test", Key: "k", Deleted: true},
+			{Kind: "test", Key: "k", Value: []byte("3")},
+			{Kind: "test", Key: "gone", Deleted: true},
+		} {
+			if err := tx.PutRecord(r); err != nil {
+				return err
+			}
+		}
+		if err := tx.PutLien(lien); err != nil {
+			return err
+		}
+		settled := lien
+		settled.State = ledger.LienSettled
+		if err := tx.PutLien(settled); err != nil {
+			return err
+		}
+		if err := tx.PutCharge(ledger.Charge{ID: 1, JobRef: lien.JobRef, Lien: 1}); err != nil {
+			return err
+		}
+		if cs, err := tx.JobCharges("m", "j"); err != nil || len(cs) != 1 {
+			return fmt.Errorf("the change reads the job's charges as %v (%v), want its own charge", cs, err)
+		}
+		if rs, err := tx.Records("test"); err != nil || len(rs) != 1 || string(rs[0].Value) != "3" {
+			return fmt.Errorf("the change reads its records as %v (%v), want k=3", rs, err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Open(ctx, url, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	err = b.View(ctx, func(tx ledger.Tx) error {
+		rs, err := tx.Records("test")
+		if err != nil || len(rs) != 1 || rs[0].Key != "k" || string(rs[0].Value) != "3" {
+			return fmt.Errorf("records %v (%v), want k=3 alone", rs, err)
+		}
+		l, ok, err := tx.Lien(1)
+		if err != nil || !ok || l.State != ledger.LienSettled {
+			return fmt.Errorf("lien 1: %+v %v %v, want it settled", l, ok, err)
+		}
+		if active, err := tx.ActiveLiens("chem"); err != nil || len(active) != 0 {
+			return fmt.Errorf("active liens %v (%v), want none", active, err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Error(err)
+	}
+}

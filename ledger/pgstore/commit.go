@@ -32,9 +32,12 @@ func (e errGroup) Unwrap() error { return e.err }
 
 // errSpoilt is the failure of a call that spoilt the group's
 // transaction: a statement of it failed, or it failed after sending
-// writes. The call fails, and the group runs again without it.
+// writes. The call fails, and the group runs again without it. A
+// statement that failed with the rows of several calls names none (call
+// -1): the group runs again carefully, each call's rows sent on their own,
+// which finds the call.
 type errSpoilt struct {
-	call int // its place in the group
+	call int // its place in the group, or -1
 	err  error
 }
 
@@ -47,6 +50,7 @@ func (e *errSpoilt) Unwrap() error { return e.err }
 func (s *Store) commit(group []*groupcommit.Call) {
 	start := time.Now()
 	var deadline time.Time
+	careful := false
 	for wait := 50 * time.Millisecond; ; wait = min(2*wait, time.Second) {
 		live := group[:0:0]
 		for _, c := range group {
@@ -59,13 +63,17 @@ func (s *Store) commit(group []*groupcommit.Call) {
 		if group = live; len(group) == 0 {
 			return
 		}
-		err := s.attempt(group, start)
+		err := s.attempt(group, start, careful)
 		var ge errGroup
 		var ce *errSpoilt
 		if err == nil {
 			return
 		}
-		if errors.As(err, &ce) {
+		if errors.As(err, &ce) && ce.call < 0 && !careful {
+			careful = true
+			continue
+		}
+		if errors.As(err, &ce) && ce.call >= 0 {
 			group[ce.call].Answer(ce.err)
 			group = slices.Delete(group, ce.call, ce.call+1)
 			continue
@@ -92,7 +100,7 @@ func (s *Store) commit(group []*groupcommit.Call) {
 // attempt runs the group once. It answers the calls itself unless the
 // group's transaction failed before its commit (errGroup) or could not
 // begin: then it returns the error, and has answered none.
-func (s *Store) attempt(group []*groupcommit.Call, start time.Time) error {
+func (s *Store) attempt(group []*groupcommit.Call, start time.Time, careful bool) error {
 	ctx, cancel := context.WithTimeout(context.Background(), groupTimeout)
 	defer cancel()
 	conn, err := s.writer.Acquire(ctx)
@@ -105,6 +113,7 @@ func (s *Store) attempt(group []*groupcommit.Call, start time.Time) error {
 		s.forgetCache()
 		return err
 	}
+	t.careful = careful
 	var done []*groupcommit.Call
 	var refused []*groupcommit.Call
 	var refusals []error
@@ -175,7 +184,7 @@ func (s *Store) begin(ctx context.Context, conn *pgxpool.Conn) (*tx, error) {
 	b.Queue("BEGIN ISOLATION LEVEL READ COMMITTED")
 	b.Queue(`SELECT h.seq, h.time, h.hash, h.xmin::text, (SELECT max(version) FROM schema_version)
 		FROM journal_head h FOR UPDATE OF h`)
-	t := &tx{q: conn, ctx: ctx, writable: true, cache: s.cache, group: recordcache.Writes{}}
+	t := &tx{q: conn, ctx: ctx, writable: true, cache: s.cache, group: recordcache.Writes{}, groupCounters: map[string]uint64{}}
 	var seq, version int64
 	var tm *time.Time
 	var hash []byte
@@ -223,7 +232,7 @@ func rollback(conn *pgxpool.Conn) {
 // savepoint. A failure of the connection is the group's (errGroup).
 func (t *tx) run(fn func(ledger.Tx) error) (err error) {
 	head := t.head
-	t.call, t.waiting, t.wrote, t.failed = recordcache.Writes{}, nil, false, nil
+	t.call, t.rows, t.counters, t.wrote, t.failed = recordcache.Writes{}, pending{}, nil, false, nil
 	func() {
 		defer func() {
 			if r := recover(); r != nil {
@@ -232,13 +241,19 @@ func (t *tx) run(fn func(ledger.Tx) error) (err error) {
 		}()
 		err = fn(t)
 	}()
+	if err == nil && t.careful && !t.rows.empty() {
+		err = t.flush()
+	}
 	if err == nil {
 		err = t.failed
 	}
 	switch {
 	case err == nil && t.spoilt == nil:
-		t.carried = append(t.carried, t.waiting...)
+		t.groupRows.merge(&t.rows)
 		t.group.Merge(t.call)
+		for name, id := range t.counters {
+			t.groupCounters[name] = max(t.groupCounters[name], id)
+		}
 		return nil
 	case t.failed != nil && transient(t.failed):
 		// The statement failed with the connection, not for this call:
@@ -249,8 +264,17 @@ func (t *tx) run(fn func(ledger.Tx) error) (err error) {
 	case t.wrote:
 		return &errSpoilt{call: t.index, err: err}
 	}
-	t.waiting, t.head = nil, head
+	t.rows, t.head = pending{}, head
 	return err
+}
+
+// flush sends the writes waiting, with no read after them.
+func (t *tx) flush() error {
+	br, err := t.sendBatch(t.sending(), "")
+	if err != nil {
+		return err
+	}
+	return br.Close()
 }
 
 // forgetCache empties the record cache after a group that did not commit:
@@ -261,20 +285,29 @@ func (s *Store) forgetCache() {
 }
 
 // finish sends what the group's calls left waiting, keeps the counters
-// at the ids reserved, and writes the journal's head row again, so that
-// its xmin is the group's transaction (see begin), which it returns.
+// at the ids given and stored, and moves the journal's head row to the
+// newest entry, so that the row's xmin is the group's transaction (see
+// begin), which it returns.
 func (t *tx) finish() (xid string, err error) {
-	statements := t.carried
-	for _, name := range counters {
-		if id, ok := t.group[cacheKey("counter", name)]; ok {
-			statements = append(statements, statement{what: "keep the counter of " + name, call: -1,
-				sql: `UPDATE counters SET value = greatest(value, $2) WHERE name = $1`, args: []any{name, bigint(id.(uint64))}})
+	statements := t.sending()
+	if len(t.groupCounters) > 0 {
+		var names []string
+		var ids []int64
+		for name, id := range t.groupCounters {
+			names, ids = append(names, name), append(ids, bigint(id))
 		}
+		statements = append(statements, statement{what: "keep the counters", call: -1,
+			sql: `UPDATE counters c SET value = greatest(c.value, u.value) FROM unnest($1::text[], $2::bigint[]) u (name, value)
+				WHERE c.name = u.name`, args: []any{names, ids}})
 	}
-	t.carried = nil
-	br, err := t.sendBatch(statements, `UPDATE journal_head SET seq = seq RETURNING xmin::text`)
+	var tm *time.Time
+	if !t.head.Time.IsZero() {
+		tm = &t.head.Time
+	}
+	br, err := t.sendBatch(statements, `UPDATE journal_head SET seq = $1, time = $2, hash = $3 RETURNING xmin::text`,
+		bigint(t.head.Seq), tm, t.head.Hash[:])
 	if err != nil {
-		if s := t.spoilt; s != nil && s.call >= 0 && !transient(err) {
+		if s := t.spoilt; s != nil && !transient(err) {
 			return "", s
 		}
 		return "", errGroup{err}
@@ -284,7 +317,7 @@ func (t *tx) finish() (xid string, err error) {
 		err = closeErr
 	}
 	if err != nil {
-		return "", errGroup{fmt.Errorf("pgstore: mark the journal: %w", err)}
+		return "", errGroup{fmt.Errorf("pgstore: move the journal's head: %w", err)}
 	}
 	return xid, nil
 }

@@ -13,16 +13,22 @@
 // answered. One commit, and one wait for PostgreSQL's flush and its
 // synchronous standby, serves the group.
 //
-// What bounds the committer is round trips to PostgreSQL, made while the
-// head (below) is locked, so a call makes few. It reads through a record
-// cache (internal/recordcache; the cache knows the ledger's indexes that
-// every change reads: a job's newest lien, an account's allocations, the
-// jobs without charges, a bound under the account's lien expiries), and
-// its writes wait, to go in one pipeline with its next read or the next
-// call's first, or at the group's end; a call of the lien + charge cycle
-// makes two round trips. The cache is exact only while this store alone
-// writes the bank: a group that changed anything writes the head row
-// again, so that the row's xmin names it, and a group that finds another
+// What bounds the committer is round trips and statements, made while
+// the head (below) is locked: PostgreSQL spends most of a small write on
+// the statement, not the row. A call reads through a record cache
+// (internal/recordcache; the cache knows the ledger's indexes that every
+// change reads: a job's newest lien, an account's allocations, the jobs
+// without charges, a bound under the account's lien expiries), and its
+// writes wait in memory as rows, the last written of each record
+// (pending.go), until the group's end, where each table's rows go as one
+// statement that takes them as arrays, all in one round trip with the
+// counters and the head. A read that could see a write waiting sends the
+// writes first (one of a record or index entry only when a write waiting
+// is of it). A call of the lien + charge cycle makes two round trips of
+// reads of its own (its request and its job), and a group of 64 calls a
+// dozen statements of writes. The cache is exact only while this store
+// alone writes the bank: a group that changed anything writes the head
+// row, so that the row's xmin names it, and a group that finds another
 // transaction's xmin there starts the cache again empty.
 //
 // A call whose function fails before any write of it reached PostgreSQL
@@ -30,7 +36,9 @@
 // writes dropped, and the others go on. One that fails after, or one of
 // whose statements PostgreSQL refuses (which aborts the transaction),
 // fails, and the group runs again without it, as boltstore's does: no
-// call pays for a savepoint.
+// call pays for a savepoint. A refused statement that held several calls'
+// rows names none of them: the group then runs again carefully, each
+// call's rows sent as it ends, which finds the call to fail.
 //
 // # Several servers on one bank
 //
@@ -58,9 +66,9 @@
 // amortises the commit.
 //
 // Allocation, lien and charge ids come from the counters table (through
-// the cache), which the group's transaction moves past the ids its calls
-// took: a call that fails gives its id back, as in bbolt (a sequence would
-// leave gaps).
+// the cache), which the group's transaction moves, at its end, past the
+// ids its calls took and stored: a call that fails gives its id back, as
+// in bbolt (a sequence would leave gaps).
 //
 // # Failures
 //

@@ -28,14 +28,14 @@ type querier interface {
 
 // tx is a ledger.Tx on a PostgreSQL transaction.
 //
-// In an Update, round trips are what a change costs (docs/performance.md),
-// so the committer's transaction makes few: it reads records through the
-// store's record cache (a call's writes in call, those of the group's
-// calls done in group: internal/recordcache), and its writes wait, to be
-// sent in one pipeline with the call's next read, or, once it is done,
-// with the next call's first (or the group's end: commit.go). Every write
-// puts what it changes in call, or forgets there what it changes and does
-// not work out (an index).
+// In an Update, round trips and statements are what a change costs
+// (docs/performance.md), so the committer's transaction makes few: it
+// reads records through the store's record cache (a call's writes in
+// call, those of the group's calls done in group: internal/recordcache),
+// and its writes wait as rows (pending.go), to be sent with a read that
+// could see them or at the group's end (commit.go). Every write puts what
+// it changes in call, or forgets there what it changes and does not work
+// out (an index).
 type tx struct {
 	q        querier
 	ctx      context.Context
@@ -46,22 +46,27 @@ type tx struct {
 	// cache is the committer's (nil in a View).
 	cache       *recordcache.Cache
 	group, call recordcache.Writes
-	// waiting are the call's statements not sent yet, carried those of
-	// the calls done; wrote says the call has sent writes; index is the
-	// call's place in its group (commit.go).
-	waiting, carried []statement
-	wrote            bool
-	index            int
+	// rows are the call's writes not sent yet, groupRows those of the
+	// calls done; counters and groupCounters the highest id each counter
+	// gave or saw stored, which the group's end keeps in the counters
+	// table. wrote says the call has sent writes; index is the call's
+	// place in its group; careful, that each call's writes are sent when
+	// it ends, on their own (commit.go).
+	rows, groupRows         pending
+	counters, groupCounters map[string]uint64
+	wrote, careful          bool
+	index                   int
 	// spoilt is set when a statement fails: PostgreSQL has then aborted
 	// the group's transaction, which runs again without the statement's
-	// call.
+	// call (or, if its rows were of several, carefully: commit.go).
 	spoilt *errSpoilt
 	// failed is the first statement of the current call that failed: the
 	// call fails with it, whatever its function returns.
 	failed error
 }
 
-// statement is a write waiting to be sent, and the call it is of.
+// statement is a write to send, and the call of its rows: -1 for several,
+// or for the group's own.
 type statement struct {
 	what, sql string
 	args      []any
@@ -81,13 +86,31 @@ func (t *tx) note(err error) error {
 	return err
 }
 
-// exec queues a statement that writes (see tx).
-func (t *tx) exec(what, sql string, args ...any) error {
+// put makes a row wait (see tx): a record's columns, under its key, with
+// the tags of the indexes it changes.
+func (t *tx) put(what string, tb int, key string, args []any, tags ...string) error {
 	if !t.writable {
 		return fmt.Errorf("%w: cannot %s in a read", ErrReadOnly, what)
 	}
-	t.waiting = append(t.waiting, statement{what: what, sql: sql, args: args, call: t.index})
+	t.rows.put(tb, key, row{args: args, call: t.index}, tags...)
 	return nil
+}
+
+// remove makes the deletion of a row wait: args are its key's columns.
+func (t *tx) remove(what string, tb int, key string, args ...any) error {
+	if !t.writable {
+		return fmt.Errorf("%w: cannot %s in a read", ErrReadOnly, what)
+	}
+	t.rows.put(tb, key, row{args: args, deleted: true, call: t.index})
+	return nil
+}
+
+// count raises a counter to an id given or stored.
+func (t *tx) count(counter string, id uint64) {
+	if t.counters == nil {
+		t.counters = map[string]uint64{}
+	}
+	t.counters[counter] = max(t.counters[counter], id)
 }
 
 // layers are the writes a read looks through before the cache.
@@ -124,18 +147,17 @@ func cacheKey(kind string, parts ...any) string {
 	return k
 }
 
-// send sends the statements carried and waiting, and after them a read
-// (sql), in one round trip. The read's rows are the caller's, and done must
-// be called once they are read.
-func (t *tx) send(sql string, args ...any) (rows pgx.Rows, done func() error, err error) {
-	if len(t.carried) == 0 && len(t.waiting) == 0 {
+// send runs a read (sql) and returns its rows, which are the caller's:
+// done must be called once they are read. The writes waiting that the
+// read could see go first, in the same round trip: all of them if dep is
+// empty, otherwise only if one of them is under or tagged with dep (the
+// read is of that record or index entry alone; see pending).
+func (t *tx) send(dep, sql string, args ...any) (rows pgx.Rows, done func() error, err error) {
+	if !t.waiting(dep) {
 		rows, err := t.q.Query(t.ctx, sql, args...)
 		return rows, func() error { return nil }, err
 	}
-	statements := append(t.carried, t.waiting...)
-	t.wrote = t.wrote || len(t.waiting) > 0
-	t.carried, t.waiting = nil, nil
-	br, err := t.sendBatch(statements, sql, args...)
+	br, err := t.sendBatch(t.sending(), sql, args...)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -144,6 +166,25 @@ func (t *tx) send(sql string, args ...any) (rows pgx.Rows, done func() error, er
 		return nil, nil, err
 	}
 	return rows, br.Close, nil
+}
+
+// waiting says whether a read that depends on dep ("": on anything) must
+// send the writes waiting first.
+func (t *tx) waiting(dep string) bool {
+	if dep == "" {
+		return !t.rows.empty() || !t.groupRows.empty()
+	}
+	return t.rows.has(dep) || t.groupRows.has(dep)
+}
+
+// sending takes every write waiting, the group's and the call's, as the
+// statements that send them.
+func (t *tx) sending() []statement {
+	all := t.groupRows
+	all.merge(&t.rows)
+	t.wrote = t.wrote || !t.rows.empty()
+	t.rows, t.groupRows = pending{}, pending{}
+	return all.statements()
 }
 
 // sendBatch sends statements and then sql (if not empty) in one pipeline,
@@ -176,10 +217,10 @@ func (t *tx) spoil(call int, err error) {
 	}
 }
 
-// query runs a read, after the waiting statements, and collects its rows
-// with scan. A read that fails spoils the call (see tx).
-func query[T any](t *tx, what string, scan pgx.RowToFunc[T], sql string, args ...any) ([]T, error) {
-	rows, done, err := t.send(sql, args...)
+// query runs a read, after the writes waiting that it depends on (send),
+// and collects its rows with scan. A read that fails spoils the call (see tx).
+func query[T any](t *tx, dep, what string, scan pgx.RowToFunc[T], sql string, args ...any) ([]T, error) {
+	rows, done, err := t.send(dep, sql, args...)
 	if err == nil {
 		var out []T
 		out, err = pgx.CollectRows(rows, scan)
@@ -196,8 +237,8 @@ func query[T any](t *tx, what string, scan pgx.RowToFunc[T], sql string, args ..
 }
 
 // getDoc reads one JSON document; ok is false if there is none.
-func getDoc[T any](t *tx, what, sql string, args ...any) (v T, ok bool, err error) {
-	raws, err := query(t, what, pgx.RowTo[[]byte], sql, args...)
+func getDoc[T any](t *tx, dep, what, sql string, args ...any) (v T, ok bool, err error) {
+	raws, err := query(t, dep, what, pgx.RowTo[[]byte], sql, args...)
 	if err != nil || len(raws) == 0 {
 		return v, false, err
 	}
@@ -208,8 +249,8 @@ func getDoc[T any](t *tx, what, sql string, args ...any) (v T, ok bool, err erro
 }
 
 // listDocs reads JSON documents, in the query's order.
-func listDocs[T any](t *tx, what, sql string, args ...any) ([]T, error) {
-	raws, err := query(t, what, pgx.RowTo[[]byte], sql, args...)
+func listDocs[T any](t *tx, dep, what, sql string, args ...any) ([]T, error) {
+	raws, err := query(t, dep, what, pgx.RowTo[[]byte], sql, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -224,13 +265,13 @@ func listDocs[T any](t *tx, what, sql string, args ...any) ([]T, error) {
 	return out, nil
 }
 
-// putDoc stores v's JSON as the statement's first argument.
-func putDoc(t *tx, what, sql string, v any, args ...any) error {
+// putDoc makes a row wait whose last column is v's JSON (see put).
+func putDoc(t *tx, what string, tb int, key string, v any, args []any, tags ...string) error {
 	raw, err := json.Marshal(v)
 	if err != nil {
 		return fmt.Errorf("pgstore: encode %s: %w", what, err)
 	}
-	return t.exec("write "+what, sql, append([]any{raw}, args...)...)
+	return t.put("write "+what, tb, key, append(args, raw), tags...)
 }
 
 // bigint is n as PostgreSQL's bigint, numbers beyond it as its largest.
@@ -245,7 +286,7 @@ func (t *tx) next(counter string) (uint64, error) {
 	}
 	key := cacheKey("counter", counter)
 	last, ok, err := cached(t, key, func() (uint64, bool, error) {
-		values, err := query(t, "the counter of "+counter, pgx.RowTo[int64], `SELECT value FROM counters WHERE name = $1`, counter)
+		values, err := query(t, key, "the counter of "+counter, pgx.RowTo[int64], `SELECT value FROM counters WHERE name = $1`, counter)
 		if err != nil || len(values) == 0 {
 			return 0, false, err
 		}
@@ -257,54 +298,53 @@ func (t *tx) next(counter string) (uint64, error) {
 	if !ok {
 		return 0, fmt.Errorf("%w: the counter of %s is missing", ledger.ErrCorrupt, counter)
 	}
-	id := last + 1
+	// Ids stored in this group go to the table only at its end.
+	id := max(last, t.counters[counter], t.groupCounters[counter]) + 1
 	t.written(key, id)
+	t.count(counter, id)
 	t.written(cacheKey(counter, id), recordcache.Absent{})
 	return id, nil
 }
 
-// counters are the names of the ids next reserves. The table has them
-// when the group ends (commit.go's finish), or with the record stored.
-var counters = []string{"allocations", "liens", "charges"}
-
-// stored keeps the cached counter at or above an id stored, as the
-// statement's counted clause keeps the table's.
+// stored keeps the counter at or above an id stored, in the cache and,
+// at the group's end, in the table: next never gives it again.
 func (t *tx) stored(counter string, id uint64) {
 	key := cacheKey("counter", counter)
 	if last, ok := t.known(key); ok && last.(uint64) < id {
 		t.written(key, id)
 	}
+	t.count(counter, id)
 }
 
 func (t *tx) Settings() (ledger.Settings, bool, error) {
 	return cached(t, "settings", func() (ledger.Settings, bool, error) {
-		return getDoc[ledger.Settings](t, "the settings", `SELECT doc FROM settings`)
+		return getDoc[ledger.Settings](t, "settings", "the settings", `SELECT doc FROM settings`)
 	})
 }
 
 func (t *tx) PutSettings(s ledger.Settings) error {
 	t.written("settings", s)
-	return putDoc(t, "the settings", `INSERT INTO settings (doc) VALUES ($1) ON CONFLICT (singleton) DO UPDATE SET doc = EXCLUDED.doc`, s)
+	return putDoc(t, "the settings", settingsTable, "settings", s, nil)
 }
 
 func (t *tx) Node(name string) (ledger.Node, bool, error) {
 	return cached(t, cacheKey("node", name), func() (ledger.Node, bool, error) {
-		return getDoc[ledger.Node](t, "node "+name, `SELECT doc FROM nodes WHERE name = $1`, name)
+		return getDoc[ledger.Node](t, cacheKey("node", name), "node "+name, `SELECT doc FROM nodes WHERE name = $1`, name)
 	})
 }
 
 func (t *tx) PutNode(n ledger.Node) error {
 	t.written(cacheKey("node", n.Name), recordcache.Clone(n))
-	return putDoc(t, "node "+n.Name, `INSERT INTO nodes (doc, name) VALUES ($1, $2) ON CONFLICT (name) DO UPDATE SET doc = EXCLUDED.doc`, n, n.Name)
+	return putDoc(t, "node "+n.Name, nodesTable, cacheKey("node", n.Name), n, []any{n.Name})
 }
 
 func (t *tx) Nodes() ([]ledger.Node, error) {
-	return listDocs[ledger.Node](t, "the nodes", `SELECT doc FROM nodes ORDER BY name`)
+	return listDocs[ledger.Node](t, "", "the nodes", `SELECT doc FROM nodes ORDER BY name`)
 }
 
 // Subtree reads the node and the names below it ('/' follows '.').
 func (t *tx) Subtree(name string) ([]ledger.Node, error) {
-	nodes, err := listDocs[ledger.Node](t, "the subtree of "+name,
+	nodes, err := listDocs[ledger.Node](t, "", "the subtree of "+name,
 		`SELECT doc FROM nodes WHERE name = $1 OR (name >= $1 || '.' AND name < $1 || '/') ORDER BY name`, name)
 	if err != nil || len(nodes) == 0 || nodes[0].Name != name {
 		return nil, err
@@ -314,45 +354,44 @@ func (t *tx) Subtree(name string) ([]ledger.Node, error) {
 
 func (t *tx) User(name string) (ledger.User, bool, error) {
 	return cached(t, cacheKey("user", name), func() (ledger.User, bool, error) {
-		return getDoc[ledger.User](t, "user "+name, `SELECT doc FROM users WHERE name = $1`, name)
+		return getDoc[ledger.User](t, cacheKey("user", name), "user "+name, `SELECT doc FROM users WHERE name = $1`, name)
 	})
 }
 
 func (t *tx) PutUser(u ledger.User) error {
 	t.written(cacheKey("user", u.Name), recordcache.Clone(u))
-	return putDoc(t, "user "+u.Name, `INSERT INTO users (doc, name) VALUES ($1, $2) ON CONFLICT (name) DO UPDATE SET doc = EXCLUDED.doc`, u, u.Name)
+	return putDoc(t, "user "+u.Name, usersTable, cacheKey("user", u.Name), u, []any{u.Name})
 }
 
 func (t *tx) Users() ([]ledger.User, error) {
-	return listDocs[ledger.User](t, "the users", `SELECT doc FROM users ORDER BY name`)
+	return listDocs[ledger.User](t, "", "the users", `SELECT doc FROM users ORDER BY name`)
 }
 
 func (t *tx) Machine(name string) (ledger.Machine, bool, error) {
 	return cached(t, cacheKey("machine", name), func() (ledger.Machine, bool, error) {
-		return getDoc[ledger.Machine](t, "machine "+name, `SELECT doc FROM machines WHERE name = $1`, name)
+		return getDoc[ledger.Machine](t, cacheKey("machine", name), "machine "+name, `SELECT doc FROM machines WHERE name = $1`, name)
 	})
 }
 
 func (t *tx) PutMachine(m ledger.Machine) error {
 	t.written(cacheKey("machine", m.Name), m)
-	return putDoc(t, "machine "+m.Name, `INSERT INTO machines (doc, name) VALUES ($1, $2) ON CONFLICT (name) DO UPDATE SET doc = EXCLUDED.doc`, m, m.Name)
+	return putDoc(t, "machine "+m.Name, machinesTable, cacheKey("machine", m.Name), m, []any{m.Name})
 }
 
 func (t *tx) Machines() ([]ledger.Machine, error) {
-	return listDocs[ledger.Machine](t, "the machines", `SELECT doc FROM machines ORDER BY name`)
+	return listDocs[ledger.Machine](t, "", "the machines", `SELECT doc FROM machines ORDER BY name`)
 }
 
 func (t *tx) NextAllocationID() (uint64, error) { return t.next("allocations") }
 
 func (t *tx) Allocation(id uint64) (ledger.Allocation, bool, error) {
 	return cached(t, cacheKey("allocations", id), func() (ledger.Allocation, bool, error) {
-		return getDoc[ledger.Allocation](t, fmt.Sprintf("allocation %d", id), `SELECT doc FROM allocations WHERE id = $1`, bigint(id))
+		return getDoc[ledger.Allocation](t, cacheKey("allocations", id), fmt.Sprintf("allocation %d", id), `SELECT doc FROM allocations WHERE id = $1`, bigint(id))
 	})
 }
 
-// PutAllocation stores the state and its history, and keeps the counter
-// at or above the id, in one statement. An allocation's account never
-// changes: only its account's list may gain it.
+// PutAllocation stores the state and its history. An allocation's
+// account never changes: only its account's list may gain it.
 func (t *tx) PutAllocation(a ledger.Allocation, seq uint64) error {
 	t.written(cacheKey("allocations", a.ID), a)
 	t.stored("allocations", a.ID)
@@ -364,25 +403,18 @@ func (t *tx) PutAllocation(a ledger.Allocation, seq uint64) error {
 		slices.Sort(ids)
 		t.written(list, ids)
 	}
-	return putDoc(t, fmt.Sprintf("allocation %d", a.ID), `WITH current AS (
-			INSERT INTO allocations (doc, id, account) VALUES ($1, $2, $3)
-			ON CONFLICT (id) DO UPDATE SET account = EXCLUDED.account, doc = EXCLUDED.doc),
-		`+counted("allocations")+`
-		INSERT INTO balance_history (doc, allocation, seq) VALUES ($1, $2, $4)
-		ON CONFLICT (allocation, seq) DO UPDATE SET doc = EXCLUDED.doc`, a, bigint(a.ID), a.Account, bigint(seq))
-}
-
-// counted is a statement's clause that keeps counter at or above the id
-// stored ($2): next never gives it again.
-func counted(counter string) string {
-	return `counted AS (UPDATE counters SET value = $2 WHERE name = '` + counter + `' AND value < $2)`
+	what := fmt.Sprintf("allocation %d", a.ID)
+	if err := putDoc(t, what, allocationsTable, cacheKey("allocations", a.ID), a, []any{bigint(a.ID), a.Account}, list); err != nil {
+		return err
+	}
+	return putDoc(t, what+"'s history", historyTable, cacheKey("history", a.ID, seq), a, []any{bigint(a.ID), bigint(seq)})
 }
 
 // AccountAllocations lists the account's allocations: their ids through
 // the cache (an account has a few; every change reads them), then each.
 func (t *tx) AccountAllocations(account string) ([]ledger.Allocation, error) {
 	ids, _, err := cached(t, cacheKey("account allocations", account), func() ([]uint64, bool, error) {
-		all, err := listDocs[ledger.Allocation](t, "the allocations of "+account, `SELECT doc FROM allocations WHERE account = $1 ORDER BY id`, account)
+		all, err := listDocs[ledger.Allocation](t, cacheKey("account allocations", account), "the allocations of "+account, `SELECT doc FROM allocations WHERE account = $1 ORDER BY id`, account)
 		ids := []uint64{}
 		for _, a := range all {
 			t.cache.Remember(cacheKey("allocations", a.ID), a, t.layers()...)
@@ -408,11 +440,11 @@ func (t *tx) AccountAllocations(account string) ([]ledger.Allocation, error) {
 }
 
 func (t *tx) Allocations() ([]ledger.Allocation, error) {
-	return listDocs[ledger.Allocation](t, "the allocations", `SELECT doc FROM allocations ORDER BY id`)
+	return listDocs[ledger.Allocation](t, "", "the allocations", `SELECT doc FROM allocations ORDER BY id`)
 }
 
 func (t *tx) AllocationAsOf(id, seq uint64) (ledger.Allocation, bool, error) {
-	return getDoc[ledger.Allocation](t, fmt.Sprintf("the history of allocation %d", id),
+	return getDoc[ledger.Allocation](t, "", fmt.Sprintf("the history of allocation %d", id),
 		`SELECT doc FROM balance_history WHERE allocation = $1 AND seq <= $2 ORDER BY seq DESC LIMIT 1`, bigint(id), bigint(seq))
 }
 
@@ -460,15 +492,15 @@ func scanEntry(row pgx.CollectableRow) (ledger.StoredEntry, error) {
 }
 
 func (t *tx) Entry(seq uint64) (ledger.StoredEntry, bool, error) {
-	es, err := query(t, fmt.Sprintf("journal entry %d", seq), scanEntry, `SELECT seq, time, hash, body FROM journal WHERE seq = $1`, bigint(seq))
+	es, err := query(t, cacheKey("journal", seq), fmt.Sprintf("journal entry %d", seq), scanEntry, `SELECT seq, time, hash, body FROM journal WHERE seq = $1`, bigint(seq))
 	if err != nil || len(es) == 0 {
 		return ledger.StoredEntry{}, false, err
 	}
 	return es[0], true, nil
 }
 
-// AppendEntry stores the entry, lists it under its nodes and moves the
-// head, in one statement.
+// AppendEntry stores the entry and lists it under its nodes; the head row
+// moves at the group's end (commit.go).
 func (t *tx) AppendEntry(e ledger.StoredEntry) error {
 	if !t.writable {
 		return fmt.Errorf("%w: cannot append to the journal in a read", ErrReadOnly)
@@ -476,14 +508,14 @@ func (t *tx) AppendEntry(e ledger.StoredEntry) error {
 	if e.Seq != t.head.Seq+1 {
 		return fmt.Errorf("%w: journal entry %d appended after entry %d", ledger.ErrCorrupt, e.Seq, t.head.Seq)
 	}
-	err := t.exec(fmt.Sprintf("append journal entry %d", e.Seq), `WITH entry AS (
-			INSERT INTO journal (seq, time, hash, body) VALUES ($1, $2, $3, $4)),
-		indexed AS (
-			INSERT INTO journal_nodes (node, seq) SELECT DISTINCT unnest($5::text[]), $1)
-		UPDATE journal_head SET seq = $1, time = $2, hash = $3`,
-		bigint(e.Seq), e.Time, e.Hash[:], e.Body, e.Nodes)
-	if err != nil {
+	what := fmt.Sprintf("append journal entry %d", e.Seq)
+	if err := t.put(what, journalTable, cacheKey("journal", e.Seq), []any{bigint(e.Seq), e.Time, e.Hash[:], e.Body}); err != nil {
 		return err
+	}
+	for _, node := range e.Nodes {
+		if err := t.put(what, journalNodesTable, cacheKey("journal node", node, e.Seq), []any{node, bigint(e.Seq)}); err != nil {
+			return err
+		}
 	}
 	t.head = ledger.JournalHead{Seq: e.Seq, Time: e.Time, Hash: e.Hash}
 	return nil
@@ -494,7 +526,7 @@ func (t *tx) AppendEntry(e ledger.StoredEntry) error {
 // each page, next moves the bounds past its last entry.
 func (t *tx) entries(what, sql string, lo, hi uint64, args []any, next func(last uint64, lo, hi *uint64), fn func(ledger.StoredEntry) (bool, error)) error {
 	for lo <= hi {
-		es, err := query(t, what, scanEntry, sql, append([]any{bigint(lo), bigint(hi), page}, args...)...)
+		es, err := query(t, "", what, scanEntry, sql, append([]any{bigint(lo), bigint(hi), page}, args...)...)
 		if err != nil {
 			return err
 		}
@@ -535,12 +567,14 @@ func (t *tx) NextLienID() (uint64, error) { return t.next("liens") }
 
 func (t *tx) Lien(id uint64) (ledger.Lien, bool, error) {
 	return cached(t, cacheKey("liens", id), func() (ledger.Lien, bool, error) {
-		return getDoc[ledger.Lien](t, fmt.Sprintf("lien %d", id), `SELECT doc FROM liens WHERE id = $1`, bigint(id))
+		return getDoc[ledger.Lien](t, cacheKey("liens", id), fmt.Sprintf("lien %d", id), `SELECT doc FROM liens WHERE id = $1`, bigint(id))
 	})
 }
 
 // PutLien stores the lien with the columns its indexes are on. A new lien
-// (one the cache knows was not there) is its job's newest.
+// (one the cache knows was not there) is its job's newest. The row is
+// tagged with its job and its account, which a lien keeps for life, so
+// that the reads of either send it first (pending).
 func (t *tx) PutLien(l ledger.Lien) error {
 	key, newest := cacheKey("liens", l.ID), cacheKey("job lien", l.Machine, l.JobID)
 	if old, ok := t.known(key); ok && old == (recordcache.Absent{}) {
@@ -551,17 +585,15 @@ func (t *tx) PutLien(l ledger.Lien) error {
 	t.written(key, recordcache.Clone(l))
 	t.stored("liens", l.ID)
 	t.expiryBound(l)
-	return putDoc(t, fmt.Sprintf("lien %d", l.ID), `WITH `+counted("liens")+`
-		INSERT INTO liens (doc, id, account, machine, job, active, expires_ns)
-		VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (id) DO UPDATE SET doc = EXCLUDED.doc, account = EXCLUDED.account,
-		machine = EXCLUDED.machine, job = EXCLUDED.job, active = EXCLUDED.active, expires_ns = EXCLUDED.expires_ns`,
-		l, bigint(l.ID), l.Account, l.Machine, l.JobID, l.State == ledger.LienActive, l.Expires.UnixNano())
+	return putDoc(t, fmt.Sprintf("lien %d", l.ID), liensTable, key, l,
+		[]any{bigint(l.ID), l.Account, l.Machine, l.JobID, l.State == ledger.LienActive, l.Expires.UnixNano()},
+		newest, cacheKey("account liens", l.Account))
 }
 
 // JobLien finds the job's newest lien id through the cache, then the lien.
 func (t *tx) JobLien(machine, job string) (ledger.Lien, bool, error) {
 	id, ok, err := cached(t, cacheKey("job lien", machine, job), func() (uint64, bool, error) {
-		l, ok, err := getDoc[ledger.Lien](t, fmt.Sprintf("the lien of job %s on %s", job, machine),
+		l, ok, err := getDoc[ledger.Lien](t, cacheKey("job lien", machine, job), fmt.Sprintf("the lien of job %s on %s", job, machine),
 			`SELECT doc FROM liens WHERE machine = $1 AND job = $2 ORDER BY id DESC LIMIT 1`, machine, job)
 		if ok {
 			t.cache.Remember(cacheKey("liens", l.ID), l, t.layers()...)
@@ -579,7 +611,7 @@ func (t *tx) JobLien(machine, job string) (ledger.Lien, bool, error) {
 }
 
 func (t *tx) ActiveLiens(account string) ([]ledger.Lien, error) {
-	return listDocs[ledger.Lien](t, "the active liens of "+account, `SELECT doc FROM liens WHERE active AND account = $1 ORDER BY id`, account)
+	return listDocs[ledger.Lien](t, cacheKey("account liens", account), "the active liens of "+account, `SELECT doc FROM liens WHERE active AND account = $1 ORDER BY id`, account)
 }
 
 // ActiveLiensExpiring answers from the cache when it knows a bound below
@@ -598,7 +630,7 @@ func (t *tx) ActiveLiensExpiring(account string, from, to time.Time, limit int) 
 	const expiring = `SELECT doc, expires_ns, id FROM liens WHERE active AND account = $1 AND expires_ns > $2 AND expires_ns <= $3
 		ORDER BY expires_ns, id LIMIT $4`
 	if t.cache == nil {
-		return listDocs[ledger.Lien](t, what, `SELECT doc FROM (`+expiring+`) l`, args...)
+		return listDocs[ledger.Lien](t, cacheKey("account liens", account), what, `SELECT doc FROM (`+expiring+`) l`, args...)
 	}
 	key := cacheKey("expiry bound", account)
 	if bound, ok := t.known(key); ok && to.UnixNano() < bound.(int64) {
@@ -610,7 +642,7 @@ func (t *tx) ActiveLiensExpiring(account string, from, to time.Time, limit int) 
 		doc   []byte
 		bound *int64
 	}
-	rows, err := query(t, what, func(r pgx.CollectableRow) (row, error) {
+	rows, err := query(t, cacheKey("account liens", account), what, func(r pgx.CollectableRow) (row, error) {
 		var v row
 		return v, r.Scan(&v.doc, &v.bound)
 	}, `SELECT l.doc, b.bound FROM (SELECT min(expires_ns) AS bound FROM liens WHERE active AND account = $1) b
@@ -662,7 +694,7 @@ func (t *tx) ExpiredLiens(at time.Time, limit int) ([]ledger.Lien, error) {
 	if limit <= 0 {
 		return nil, nil
 	}
-	return listDocs[ledger.Lien](t, "the expired liens",
+	return listDocs[ledger.Lien](t, "", "the expired liens",
 		`SELECT doc FROM liens WHERE active AND expires_ns <= $1 ORDER BY account, expires_ns, id LIMIT $2`, at.UnixNano(), limit)
 }
 
@@ -678,7 +710,7 @@ func eachDoc[T any](t *tx, table string, fn func(T) (bool, error)) error {
 		return v, r.Scan(&v.id, &v.doc)
 	}
 	for after := int64(math.MinInt64); ; {
-		rows, err := query(t, "the "+table, scan, `SELECT id, doc FROM `+table+` WHERE id > $1 ORDER BY id LIMIT $2`, after, page)
+		rows, err := query(t, "", "the "+table, scan, `SELECT id, doc FROM `+table+` WHERE id > $1 ORDER BY id LIMIT $2`, after, page)
 		if err != nil {
 			return err
 		}
@@ -706,7 +738,7 @@ func (t *tx) NextChargeID() (uint64, error) { return t.next("charges") }
 // the ids just numbered have none.
 func (t *tx) Charge(id uint64) (ledger.Charge, bool, error) {
 	return cached(t, cacheKey("charges", id), func() (ledger.Charge, bool, error) {
-		return getDoc[ledger.Charge](t, fmt.Sprintf("charge %d", id), `SELECT doc FROM charges WHERE id = $1`, bigint(id))
+		return getDoc[ledger.Charge](t, cacheKey("charges", id), fmt.Sprintf("charge %d", id), `SELECT doc FROM charges WHERE id = $1`, bigint(id))
 	})
 }
 
@@ -714,10 +746,8 @@ func (t *tx) PutCharge(c ledger.Charge) error {
 	t.written(cacheKey("charges", c.ID), c)
 	t.forget(cacheKey("job charges", c.Machine, c.JobID))
 	t.stored("charges", c.ID)
-	return putDoc(t, fmt.Sprintf("charge %d", c.ID), `WITH `+counted("charges")+`
-		INSERT INTO charges (doc, id, machine, job) VALUES ($1, $2, $3, $4)
-		ON CONFLICT (id) DO UPDATE SET doc = EXCLUDED.doc, machine = EXCLUDED.machine, job = EXCLUDED.job`,
-		c, bigint(c.ID), c.Machine, c.JobID)
+	return putDoc(t, fmt.Sprintf("charge %d", c.ID), chargesTable, cacheKey("charges", c.ID), c,
+		[]any{bigint(c.ID), c.Machine, c.JobID}, cacheKey("job charges", c.Machine, c.JobID))
 }
 
 // JobCharges reads a job's charges; the cache knows only which jobs have
@@ -727,7 +757,7 @@ func (t *tx) JobCharges(machine, job string) ([]ledger.Charge, error) {
 	if none, ok := t.known(key); ok && none == (recordcache.Absent{}) {
 		return nil, nil
 	}
-	charges, err := listDocs[ledger.Charge](t, fmt.Sprintf("the charges of job %s on %s", job, machine),
+	charges, err := listDocs[ledger.Charge](t, key, fmt.Sprintf("the charges of job %s on %s", job, machine),
 		`SELECT doc FROM charges WHERE machine = $1 AND job = $2 ORDER BY id`, machine, job)
 	if err == nil && len(charges) == 0 {
 		t.cache.Remember(key, recordcache.Absent{}, t.layers()...)
@@ -739,7 +769,7 @@ func (t *tx) Charges(fn func(ledger.Charge) (bool, error)) error { return eachDo
 
 func (t *tx) Record(kind, key string) (ledger.Record, bool, error) {
 	value, ok, err := cached(t, cacheKey("records", kind, key), func() ([]byte, bool, error) {
-		values, err := query(t, fmt.Sprintf("record %s/%s", kind, key), pgx.RowTo[[]byte], `SELECT value FROM records WHERE kind = $1 AND key = $2`, kind, key)
+		values, err := query(t, cacheKey("records", kind, key), fmt.Sprintf("record %s/%s", kind, key), pgx.RowTo[[]byte], `SELECT value FROM records WHERE kind = $1 AND key = $2`, kind, key)
 		if err != nil || len(values) == 0 {
 			return nil, false, err
 		}
@@ -750,19 +780,20 @@ func (t *tx) Record(kind, key string) (ledger.Record, bool, error) {
 
 func (t *tx) PutRecord(r ledger.Record) error {
 	if r.Deleted {
-		t.written(cacheKey("records", r.Kind, r.Key), recordcache.Absent{})
-		return t.exec(fmt.Sprintf("delete record %s/%s", r.Kind, r.Key), `DELETE FROM records WHERE kind = $1 AND key = $2`, r.Kind, r.Key)
+		key := cacheKey("records", r.Kind, r.Key)
+		t.written(key, recordcache.Absent{})
+		return t.remove(fmt.Sprintf("delete record %s/%s", r.Kind, r.Key), recordsTable, key, r.Kind, r.Key)
 	}
 	if len(r.Value) == 0 {
 		return fmt.Errorf("%w: record %s/%s has no value", ledger.ErrInvalid, r.Kind, r.Key)
 	}
-	t.written(cacheKey("records", r.Kind, r.Key), bytes.Clone([]byte(r.Value)))
-	return t.exec(fmt.Sprintf("write record %s/%s", r.Kind, r.Key), `INSERT INTO records (kind, key, value) VALUES ($1, $2, $3)
-		ON CONFLICT (kind, key) DO UPDATE SET value = EXCLUDED.value`, r.Kind, r.Key, []byte(r.Value))
+	key := cacheKey("records", r.Kind, r.Key)
+	t.written(key, bytes.Clone([]byte(r.Value)))
+	return t.put(fmt.Sprintf("write record %s/%s", r.Kind, r.Key), recordsTable, key, []any{r.Kind, r.Key, bytes.Clone([]byte(r.Value))})
 }
 
 func (t *tx) Records(kind string) ([]ledger.Record, error) {
-	return query(t, "the records of kind "+kind, func(row pgx.CollectableRow) (ledger.Record, error) {
+	return query(t, "", "the records of kind "+kind, func(row pgx.CollectableRow) (ledger.Record, error) {
 		r := ledger.Record{Kind: kind}
 		return r, row.Scan(&r.Key, (*[]byte)(&r.Value))
 	}, `SELECT key, value FROM records WHERE kind = $1 ORDER BY key`, kind)
@@ -792,7 +823,7 @@ func scanRequest(row pgx.CollectableRow) (request, error) {
 const requestColumns = `client, id, content_hash, seq, time, answer`
 
 func (t *tx) Request(k ledger.RequestKey) (ledger.RequestRecord, bool, error) {
-	rs, err := query(t, fmt.Sprintf("request %q of %s", k.ID, k.Client), scanRequest,
+	rs, err := query(t, cacheKey("request", k.Client, k.ID), fmt.Sprintf("request %q of %s", k.ID, k.Client), scanRequest,
 		`SELECT `+requestColumns+` FROM requests WHERE client = $1 AND id = $2`, k.Client, k.ID)
 	if err != nil || len(rs) == 0 {
 		return ledger.RequestRecord{}, false, err
@@ -801,10 +832,8 @@ func (t *tx) Request(k ledger.RequestKey) (ledger.RequestRecord, bool, error) {
 }
 
 func (t *tx) PutRequest(k ledger.RequestKey, r ledger.RequestRecord) error {
-	return t.exec(fmt.Sprintf("keep the answer to request %q of %s", k.ID, k.Client), `INSERT INTO requests (`+requestColumns+`)
-		VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (client, id) DO UPDATE SET content_hash = EXCLUDED.content_hash,
-		seq = EXCLUDED.seq, time = EXCLUDED.time, answer = EXCLUDED.answer`,
-		k.Client, k.ID, r.ContentHash[:], bigint(r.Seq), r.Time, nonNil(r.Result))
+	return t.put(fmt.Sprintf("keep the answer to request %q of %s", k.ID, k.Client), requestsTable, cacheKey("request", k.Client, k.ID),
+		[]any{k.Client, k.ID, r.ContentHash[:], bigint(r.Seq), r.Time, nonNil(r.Result)})
 }
 
 // nonNil is b, or no bytes rather than NULL.
@@ -816,7 +845,7 @@ func nonNil(b []byte) []byte {
 }
 
 func (t *tx) DeleteRequest(k ledger.RequestKey) error {
-	return t.exec(fmt.Sprintf("delete request %q of %s", k.ID, k.Client), `DELETE FROM requests WHERE client = $1 AND id = $2`, k.Client, k.ID)
+	return t.remove(fmt.Sprintf("delete request %q of %s", k.ID, k.Client), requestsTable, cacheKey("request", k.Client, k.ID), k.Client, k.ID)
 }
 
 func (t *tx) Requests(fn func(ledger.RequestKey, ledger.RequestRecord) (bool, error)) error {
@@ -825,9 +854,9 @@ func (t *tx) Requests(fn func(ledger.RequestKey, ledger.RequestRecord) (bool, er
 		var rs []request
 		var err error
 		if after == nil {
-			rs, err = query(t, "the requests", scanRequest, `SELECT `+requestColumns+` FROM requests ORDER BY client, id LIMIT $1`, page)
+			rs, err = query(t, "", "the requests", scanRequest, `SELECT `+requestColumns+` FROM requests ORDER BY client, id LIMIT $1`, page)
 		} else {
-			rs, err = query(t, "the requests", scanRequest, `SELECT `+requestColumns+` FROM requests
+			rs, err = query(t, "", "the requests", scanRequest, `SELECT `+requestColumns+` FROM requests
 				WHERE (client, id) > ($2, $3) ORDER BY client, id LIMIT $1`, page, after.Client, after.ID)
 		}
 		if err != nil {
