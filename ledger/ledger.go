@@ -76,6 +76,15 @@ func Open(ctx context.Context, store Store, opts ...Option) (*Ledger, error) {
 			return err
 		}
 		if !ok {
+			// A journal without settings is a bank whose settings record
+			// was lost (a damaged file), not an empty database.
+			head, err := tx.Head()
+			if err != nil {
+				return err
+			}
+			if head.Seq > 0 {
+				return fmt.Errorf("%w: the bank's settings are missing, but its journal holds %d entries", ErrCorrupt, head.Seq)
+			}
 			return ErrNotInitialized
 		}
 		l.settings = s

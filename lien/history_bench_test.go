@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/ingot-hpc/ingot/charge"
+	"github.com/ingot-hpc/ingot/internal/boltfile"
 	"github.com/ingot-hpc/ingot/ledger"
 	"github.com/ingot-hpc/ingot/ledger/boltstore"
 	"github.com/ingot-hpc/ingot/lien"
@@ -120,6 +121,38 @@ func history(b *testing.B, cycles int) {
 	cold, warm := openTimes(b, store)
 	b.ReportMetric(float64(cold.Microseconds())/1000, "open_cold_ms")
 	b.ReportMetric(float64(warm.Microseconds())/1000, "open_warm_ms")
+	b.ReportMetric(float64(keptBytes(b, s, store))/float64(cycles+newCycles), "kept_bytes/cycle")
+}
+
+// keptBytes is the bytes of the pages of a compacted copy (backup --compact) of the bank
+// in store once the answers kept for retries are dropped, as the server
+// drops them when they are older than the retention (ledger's
+// RequestRetention): what the bank's history keeps for good.
+func keptBytes(b *testing.B, s *site, store *boltstore.Store) int64 {
+	ctx := context.Background()
+	for {
+		n, err := s.PruneRequests(ctx, s.Clock.Now().Add(time.Second), 10000)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if n == 0 {
+			break
+		}
+	}
+	dir := b.TempDir()
+	f, err := os.Create(filepath.Join(dir, "copy.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := store.Backup(ctx, f); err != nil {
+		b.Fatal(err)
+	}
+	compact := filepath.Join(dir, "compact.db")
+	if err := boltfile.Compact(compact, f.Name()); err != nil {
+		b.Fatal(err)
+	}
+	return pagesInUse(b, compact)
 }
 
 // openTimes copies the bank in store and times opening the copy as a

@@ -38,7 +38,7 @@ func TestVersion(t *testing.T) {
 	if code != exitOK || flagCode != exitOK || plain != flag {
 		t.Errorf("version (exit %d) and --version (exit %d) differ:\n%s\n%s", code, flagCode, plain, flag)
 	}
-	for _, want := range []string{"ingot " + version + "\n", "go     " + runtime.Version() + "\n", fmt.Sprintf("schema 9 (bank files), %d (PostgreSQL)\n", pgstore.SchemaVersion)} {
+	for _, want := range []string{"ingot " + version + "\n", "go     " + runtime.Version() + "\n", fmt.Sprintf("schema %d (bank files), %d (PostgreSQL)\n", boltstore.SchemaVersion, pgstore.SchemaVersion)} {
 		if !strings.Contains(plain, want) {
 			t.Errorf("version lacks %q:\n%s", want, plain)
 		}

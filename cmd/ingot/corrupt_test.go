@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ingot-hpc/ingot/internal/packing"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -53,7 +54,10 @@ func TestDamagedFiles(t *testing.T) {
 			return raw
 		}, []int{exitCorrupt, exitAudit, exitOK}, "has unexpected type/flags"},
 		{"journal entry's bytes", func(t *testing.T, raw []byte) []byte {
-			return changeDigit(t, raw, entry, "4321")
+			return damagePacked(t, raw, entry, entryHeader, true)
+		}, []int{exitAudit, exitOK}, "is not the hash of its stored bytes"},
+		{"journal entry's packing", func(t *testing.T, raw []byte) []byte {
+			return damagePacked(t, raw, entry, entryHeader, false)
 		}, []int{exitAudit, exitOK}, "is not the hash of its stored bytes"},
 		{"kept answer", func(t *testing.T, raw []byte) []byte {
 			return changeDigit(t, raw, answer, "4321")
@@ -183,6 +187,10 @@ func boltGeometry(t *testing.T, path string) (pageSize, highWater int) {
 	return int(binary.LittleEndian.Uint32(raw[16+8:])), int(binary.LittleEndian.Uint64(raw[16+40:]))
 }
 
+// entryHeader is the bytes of a journal entry's value before its packed
+// part (ledger/boltstore's doc.go): the entry's SHA-256 and time.
+const entryHeader = 32 + 8
+
 // boltBytes finds, in a sound bank, the journal bucket's root page and the
 // stored bytes of the entry and the kept answer of request the-receipt.
 func boltBytes(t *testing.T, path string) (journalRoot int, entry, answer []byte) {
@@ -227,6 +235,46 @@ func changeDigit(t *testing.T, raw, value []byte, digits string) []byte {
 	found := 0
 	for at := bytes.Index(raw, value); at >= 0; {
 		raw[at+in]++ // 4321 becomes 5321
+		found++
+		next := bytes.Index(raw[at+1:], value)
+		if next < 0 {
+			break
+		}
+		at += 1 + next
+	}
+	if found == 0 {
+		t.Fatal("the value is not in the file")
+	}
+	return raw
+}
+
+// damagePacked changes one byte of the packed part of value (from
+// offset packed on: internal/packing's first byte, then zstd's frame),
+// chosen so that it still unpacks, into other bytes, or, with !unpacks, so
+// that it does not; and changes it wherever value's bytes are in raw: in
+// the page that holds the value now, and in pages bbolt freed that held it
+// before.
+func damagePacked(t *testing.T, raw, value []byte, packed int, unpacks bool) []byte {
+	t.Helper()
+	want, err := packing.Unpack(value[packed:])
+	if err != nil || !packing.Packed(value[packed:]) {
+		t.Fatalf("the value is not packed from byte %d: %v", packed, err)
+	}
+	in := -1
+	for i := len(value) - 1; i > packed && in < 0; i-- {
+		damaged := bytes.Clone(value)
+		damaged[i]++
+		got, err := packing.Unpack(damaged[packed:])
+		if unpacks && err == nil && !bytes.Equal(got, want) || !unpacks && err != nil {
+			in = i
+		}
+	}
+	if in < 0 {
+		t.Fatalf("no byte of %x changes it so (unpacks: %v)", value, unpacks)
+	}
+	found := 0
+	for at := bytes.Index(raw, value); at >= 0; {
+		raw[at+in]++
 		found++
 		next := bytes.Index(raw[at+1:], value)
 		if next < 0 {

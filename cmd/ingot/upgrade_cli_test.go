@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ingot-hpc/ingot/ledger/boltstore"
 	"github.com/ingot-hpc/ingot/ledger/boltstore/bolttest"
 )
 
@@ -20,7 +21,7 @@ func TestUpgradeThroughCLI(t *testing.T) {
 	before := bolttest.WriteOldBank(t, path, "schema7-clean.db")
 	t.Setenv("INGOT_SERVER", "")
 	stdout, stderr, code := runCLI("--db", path, "balance")
-	want := fmt.Sprintf("ingot: upgraded %s from schema 7 to 9; the file as it was is %s.schema7.bak\n", path, path)
+	want := fmt.Sprintf("ingot: upgraded %s from schema 7 to %d; the file as it was is %s.schema7.bak\n", path, boltstore.SchemaVersion, path)
 	if code != exitOK || stderr != want {
 		t.Fatalf("balance of a schema 7 bank: exit %d, stderr %q; want exit 0 and %q", code, stderr, want)
 	}
@@ -50,7 +51,7 @@ func TestServeUpgrade(t *testing.T) {
 		t.Fatal(err)
 	}
 	logs := srv.stderr.String()
-	want := fmt.Sprintf(`"msg":"upgraded the bank","db":%q,"from schema":7,"to schema":9,"the file as it was":%q`, path, path+".schema7.bak")
+	want := fmt.Sprintf(`"msg":"upgraded the bank","db":%q,"from schema":7,"to schema":%d,"the file as it was":%q`, path, boltstore.SchemaVersion, path+".schema7.bak")
 	if !strings.Contains(logs, want) {
 		t.Errorf("serve's log lacks %s:\n%s", want, logs)
 	}
@@ -65,14 +66,14 @@ func TestRefusedSchemasThroughCLI(t *testing.T) {
 	if _, stderr, code := runCLI("--db", newer, "init"); code != exitOK {
 		t.Fatalf("init: exit %d: %s", code, stderr)
 	}
-	bolttest.SetSchema(t, newer, 10)
+	bolttest.SetSchema(t, newer, 11)
 	first := filepath.Join(t.TempDir(), "first.db")
 	bolttest.WriteOldBank(t, first, "schema1-clean.db")
 	crashed := filepath.Join(t.TempDir(), "crashed.db")
 	bolttest.WriteOldBank(t, crashed, "schema7-crashed.db")
 	bolttest.WriteOldBank(t, crashed+"-wal.1", "schema7-crashed.db-wal.1")
 	for _, c := range []struct{ path, says string }{
-		{newer, "made by a newer ingot: " + newer + " has schema 10, and this ingot reads schemas up to 9: upgrade ingot"},
+		{newer, "made by a newer ingot: " + newer + " has schema 11, and this ingot reads schemas up to 10: upgrade ingot"},
 		{first, first + " has schema 1, that of the first ingots"},
 		{crashed, crashed + " (schema 7) hold changes the file may not have yet"},
 	} {

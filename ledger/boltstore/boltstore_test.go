@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -270,7 +269,7 @@ func TestIncrementalAudit(t *testing.T) {
 		t.Fatalf("audit of 3 new deposits: %+v", rep)
 	}
 	// An amount changed in entry 4, before the checkpoint (entry 10).
-	rewriteEntry(t, path, 4, func(body []byte) []byte {
+	bolttest.EditEntry(t, path, 4, func(body []byte) []byte {
 		return bytes.Replace(body, []byte(`"amount":"1"`), []byte(`"amount":"9"`), 1)
 	})
 	if rep := audit(false); len(rep.Problems) > 0 {
@@ -281,7 +280,7 @@ func TestIncrementalAudit(t *testing.T) {
 		t.Errorf("full audit missed the changed entry 4: %v", rep.Problems)
 	}
 	// The entry the checkpoint names, changed: back to a full replay.
-	rewriteEntry(t, path, 10, func(body []byte) []byte {
+	bolttest.EditEntry(t, path, 10, func(body []byte) []byte {
 		return bytes.Replace(body, []byte(`"amount":"1"`), []byte(`"amount":"9"`), 1)
 	})
 	rep = audit(false)
@@ -391,18 +390,20 @@ func deposits(t *testing.T, path string, n int) {
 	}
 }
 
-// rewriteEntry changes the stored bytes of journal entry seq behind the
-// bank's back (its hash left as it was), as a tool editing the file would.
-func rewriteEntry(t *testing.T, path string, seq uint64, change func([]byte) []byte) {
-	t.Helper()
-	bolttest.Edit(t, path, func(tx *bolt.Tx) error {
-		b := tx.Bucket([]byte("journal"))
-		k := binary.BigEndian.AppendUint64(nil, seq)
-		v := bytes.Clone(b.Get(k))
-		changed := append(v[:32:32], change(v[32:])...)
-		if bytes.Equal(changed, v) {
-			return fmt.Errorf("entry %d unchanged", seq)
-		}
-		return b.Put(k, changed)
-	})
+// TestSettingsLost: a bank whose settings record is gone (a damaged key)
+// is a damaged bank, not an empty database: ErrCorrupt, never
+// ErrNotInitialized, which would have an operator run init on it.
+func TestSettingsLost(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "bank.db")
+	makeBank(t, path, 1)
+	bolttest.Edit(t, path, func(tx *bolt.Tx) error { return tx.Bucket([]byte("meta")).Delete([]byte("settings")) })
+	store, err := boltstore.Open(path, boltstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	_, err = ledger.Open(context.Background(), store)
+	if !errors.Is(err, ledger.ErrCorrupt) || errors.Is(err, ledger.ErrNotInitialized) || !strings.Contains(err.Error(), "settings are missing") {
+		t.Errorf("open: %v, want ErrCorrupt saying the settings are missing", err)
+	}
 }

@@ -39,25 +39,31 @@
 //
 // # Layout
 //
-// Records are JSON except where noted. Integer keys (journal sequence
-// numbers, ids) are 8-byte big-endian so that bbolt's byte order is their
-// numeric order; times in keys are Unix nanoseconds, big-endian, as
-// unsigned integers (every time a bank stores is after 1970).
+// Records are JSON except where noted; those a job adds for good (the
+// journal entries, finished liens, charges, allocations and their history)
+// are packed: zstd with a dictionary of ingot's records
+// (internal/packing), which takes them to about a quarter. Values written
+// before schema 10 are stored as they were (JSON) and read as they are.
+// Integer keys (journal sequence numbers, ids) are 8-byte big-endian so
+// that bbolt's byte order is their numeric order; times in keys are Unix
+// nanoseconds, big-endian, as unsigned integers (every time a bank stores
+// is after 1970).
 //
 //	meta                   "schema" -> version (8 bytes), "settings" -> ledger.Settings,
 //	                       "journal_head" -> seq ‖ time ‖ SHA-256 of the newest entry
 //	nodes                  name -> ledger.Node
 //	users                  name -> ledger.User
 //	machines               name -> ledger.Machine
-//	allocations            id -> ledger.Allocation (its bucket sequence numbers new ones)
+//	allocations            id -> ledger.Allocation, packed (its bucket sequence numbers new ones)
 //	allocations_by_account account NUL id -> (empty)
-//	balance_history        id ‖ seq -> ledger.Allocation after entry seq
-//	journal                seq -> SHA-256 ‖ the entry's stored bytes (ledger.StoredEntry)
+//	balance_history        id ‖ seq -> ledger.Allocation after entry seq, packed
+//	journal                seq -> SHA-256 ‖ time (Unix ns) ‖ the entry's bytes (ledger.StoredEntry), packed;
+//	                       before schema 10, SHA-256 ‖ the bytes
 //	requests               client NUL request id -> content hash ‖ seq ‖ time ‖ the answer's JSON
-//	liens                  id -> ledger.Lien
+//	liens                  id -> ledger.Lien, packed once it is no longer active
 //	liens_by_job           machine NUL job id -> newest lien id
 //	liens_active           account NUL expiry ‖ id -> (empty), while the lien is active
-//	charges                id -> ledger.Charge
+//	charges                id -> ledger.Charge, packed
 //	charges_by_job         machine NUL job id NUL id -> (empty)
 //	records                kind NUL key -> the record's value (the ledger's running sums and audit checkpoint among them)
 //	journal_by_node        node NUL seq -> (empty), for each node an entry concerns (ledger.IndexTerms)

@@ -12,6 +12,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/ingot-hpc/ingot/internal/packing"
 	"github.com/ingot-hpc/ingot/internal/recordcache"
 	"github.com/ingot-hpc/ingot/ledger"
 )
@@ -98,14 +99,46 @@ func (t *tx) bucket(name []byte) *bolt.Bucket {
 // appendOnly are the buckets whose keys grow: sequence numbers and ids.
 var appendOnly = map[string]bool{"journal": true, "liens": true, "charges": true}
 
+// packed are the buckets whose values may be packed (internal/packing):
+// the records a job adds for good. Values written before schema 10 are
+// JSON there, and read as they are.
+var packed = map[string]bool{"liens": true, "charges": true, "allocations": true, "balance_history": true}
+
+// packs says whether record v is stored packed: in a packed bucket, unless
+// it is an active lien, which is rewritten when its job ends: packing it
+// would cost the committer more than the bytes it holds for an hour.
+func packs(bucket []byte, v any) bool {
+	l, lien := v.(ledger.Lien)
+	return packed[string(bucket)] && !(lien && l.State == ledger.LienActive)
+}
+
+// value is a stored value as its record's JSON: unpacked if its bucket is
+// packed.
+func value(bucket, key, raw []byte) ([]byte, error) {
+	if !packed[string(bucket)] {
+		return raw, nil
+	}
+	v, err := packing.Unpack(raw)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s/%q: %v", ledger.ErrCorrupt, bucket, key, err)
+	}
+	return v, nil
+}
+
+// decode decodes the JSON of a stored value.
+func decode[T any](bucket, key, raw []byte) (v T, err error) {
+	if raw, err = value(bucket, key, raw); err != nil {
+		return v, err
+	}
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return v, fmt.Errorf("%w: %s/%q: %v", ledger.ErrCorrupt, bucket, key, err)
+	}
+	return v, nil
+}
+
 // get decodes the JSON value at key; ok is false if there is none.
 func get[T any](t *tx, bucket, key []byte) (T, bool, error) {
-	return cached(t, bucket, key, func(raw []byte) (v T, err error) {
-		if err := json.Unmarshal(raw, &v); err != nil {
-			return v, fmt.Errorf("%w: %s/%q: %v", ledger.ErrCorrupt, bucket, key, err)
-		}
-		return v, nil
-	})
+	return cached(t, bucket, key, func(raw []byte) (T, error) { return decode[T](bucket, key, raw) })
 }
 
 // cached is key's value from the cache, or decoded and remembered.
@@ -120,11 +153,14 @@ func cached[T any](t *tx, bucket, key []byte, decode func([]byte) (T, error)) (T
 	})
 }
 
-// put stores v's JSON at key.
+// put stores v's JSON at key, packed if packs says so.
 func put[T any](t *tx, bucket, key []byte, v T) error {
 	raw, err := json.Marshal(v)
 	if err != nil {
 		return fmt.Errorf("boltstore: encode %s record: %w", bucket, err)
+	}
+	if packs(bucket, v) {
+		raw = packing.Pack(nil, raw)
 	}
 	if err := t.putRaw(bucket, key, raw); err != nil {
 		return err
@@ -165,9 +201,9 @@ func each[T any](t *tx, bucket []byte, fn func(T) (bool, error)) error {
 func eachFrom[T any](t *tx, bucket, prefix []byte, fn func(T) (bool, error)) error {
 	c := t.bucket(bucket).Cursor()
 	for k, raw := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, raw = c.Next() {
-		var v T
-		if err := json.Unmarshal(raw, &v); err != nil {
-			return fmt.Errorf("%w: %s/%q: %v", ledger.ErrCorrupt, bucket, k, err)
+		v, err := decode[T](bucket, k, raw)
+		if err != nil {
+			return err
 		}
 		if more, err := fn(v); err != nil || !more {
 			return err
@@ -249,6 +285,7 @@ func (t *tx) PutAllocation(a ledger.Allocation, seq uint64) error {
 	if err != nil {
 		return fmt.Errorf("boltstore: encode allocation %d: %w", a.ID, err)
 	}
+	raw = packing.Pack(nil, raw) // once, for the state and its history
 	if err := t.putRaw(bucketAllocations, encodeUint(a.ID), raw); err != nil {
 		return err
 	}
@@ -299,7 +336,6 @@ func (t *tx) Allocations() ([]ledger.Allocation, error) {
 }
 
 func (t *tx) AllocationAsOf(id, seq uint64) (ledger.Allocation, bool, error) {
-	var a ledger.Allocation
 	c := t.bucket(bucketHistory).Cursor()
 	// The state after seq is the record with the greatest key <= id‖seq.
 	k, raw := c.Seek(idKey(nil, id, seq+1))
@@ -309,12 +345,10 @@ func (t *tx) AllocationAsOf(id, seq uint64) (ledger.Allocation, bool, error) {
 		k, raw = c.Prev()
 	}
 	if k == nil || len(k) != 16 || decodeUint(k[:8]) != id {
-		return a, false, nil
+		return ledger.Allocation{}, false, nil
 	}
-	if err := json.Unmarshal(raw, &a); err != nil {
-		return a, false, fmt.Errorf("%w: history of allocation %d: %v", ledger.ErrCorrupt, id, err)
-	}
-	return a, true, nil
+	a, err := decode[ledger.Allocation](bucketHistory, k, raw)
+	return a, err == nil, err
 }
 
 // headSize is the journal head's: the newest entry's seq, time, hash.
@@ -333,18 +367,46 @@ func (t *tx) Head() (ledger.JournalHead, error) {
 	return h, nil
 }
 
-// storedEntry reads a journal value: SHA-256, then the entry's bytes.
+// A journal value is the entry's SHA-256, its time (Unix ns) and its
+// bytes packed (internal/packing); up to schema 9 it was the SHA-256 and
+// the bytes as they are, which begin with '{' (a time's first byte is
+// that only after the year 2250).
+const entryHeader = sha256.Size + 8
+
+// packEntry is the journal value of e.
+func packEntry(e ledger.StoredEntry) []byte {
+	raw := make([]byte, 0, entryHeader+len(e.Body)/3)
+	raw = append(raw, e.Hash[:]...)
+	raw = binary.BigEndian.AppendUint64(raw, encodeTime(e.Time))
+	return packing.Pack(raw, e.Body)
+}
+
+// storedEntry reads a journal value. Its Body is the file's bytes (valid
+// only in the transaction) if the entry was stored unpacked, its own
+// otherwise; an entry whose bytes do not unpack has them as its Body, so
+// that the audit finds them not to be what its hash says.
 func storedEntry(seq uint64, raw []byte) (ledger.StoredEntry, error) {
-	if len(raw) < sha256.Size {
+	if len(raw) <= sha256.Size {
 		return ledger.StoredEntry{}, fmt.Errorf("%w: journal entry %d is truncated", ledger.ErrCorrupt, seq)
 	}
 	e := ledger.StoredEntry{Seq: seq, Body: raw[sha256.Size:]}
 	copy(e.Hash[:], raw)
-	head, err := ledger.ReadEntryHead(e.Body)
-	if err != nil {
-		return e, fmt.Errorf("%w: journal entry %d does not decode: %v", ledger.ErrCorrupt, seq, err)
+	if e.Body[0] == '{' { // stored before schema 10
+		head, err := ledger.ReadEntryHead(e.Body)
+		if err != nil {
+			return e, fmt.Errorf("%w: journal entry %d does not decode: %v", ledger.ErrCorrupt, seq, err)
+		}
+		e.Time = head.Time
+		return e, nil
 	}
-	e.Time = head.Time
+	if len(raw) <= entryHeader || !packing.Packed(raw[entryHeader:]) {
+		return e, fmt.Errorf("%w: journal entry %d is neither packed nor JSON", ledger.ErrCorrupt, seq)
+	}
+	body, err := packing.Unpack(raw[entryHeader:])
+	if err != nil {
+		return e, fmt.Errorf("%w: journal entry %d: %v", ledger.ErrCorrupt, seq, err)
+	}
+	e.Time, e.Body = time.Unix(0, int64(decodeUint(raw[sha256.Size:]))).UTC(), body
 	return e, nil
 }
 
@@ -354,7 +416,9 @@ func (t *tx) Entry(seq uint64) (ledger.StoredEntry, bool, error) {
 		return ledger.StoredEntry{}, false, nil
 	}
 	e, err := storedEntry(seq, raw)
-	e.Body = bytes.Clone(e.Body) // the file's bytes last as long as the transaction
+	if len(raw) > sha256.Size && raw[sha256.Size] == '{' {
+		e.Body = bytes.Clone(e.Body) // the file's bytes last as long as the transaction
+	}
 	return e, err == nil, err
 }
 
@@ -366,7 +430,7 @@ func (t *tx) AppendEntry(e ledger.StoredEntry) error {
 	if e.Seq != head.Seq+1 {
 		return fmt.Errorf("%w: journal entry %d appended after entry %d", ledger.ErrCorrupt, e.Seq, head.Seq)
 	}
-	if err := t.putRaw(bucketJournal, encodeUint(e.Seq), append(e.Hash[:], e.Body...)); err != nil {
+	if err := t.putRaw(bucketJournal, encodeUint(e.Seq), packEntry(e)); err != nil {
 		return err
 	}
 	if err := t.indexEntry(e.Seq, e.Nodes); err != nil {
@@ -586,7 +650,10 @@ func (t *tx) Records(kind string) ([]ledger.Record, error) {
 }
 
 // A request record is content hash (32 bytes) ‖ seq (8) ‖ time (Unix ns,
-// 8) ‖ the answer's JSON, packed: JSON would encode the answer again.
+// 8) ‖ the answer's JSON: JSON would encode the answer again. The answer
+// is not packed: answers are kept for days, not for good (ledger's
+// RequestRetention), so packing them would cost every change more than it
+// saves the file.
 const requestHeader = sha256.Size + 8 + 8
 
 func unpackRequest(raw []byte) (ledger.RequestRecord, error) {

@@ -43,6 +43,7 @@ var upgrades = []struct {
 	{file: "schema7-clean.db", schema: 7},
 	{file: "schema8-clean.db", schema: 8, answered: true},
 	{file: "schema8-late-clean.db", schema: 8, answered: true},
+	{file: "schema9-clean.db", schema: 9, answered: true},
 }
 
 // wantBalances are those of every upgradable bank while job-2 ran, from
@@ -117,7 +118,7 @@ func checkUpgrade(t *testing.T, path string, before []byte, from uint64, answere
 		t.Fatal(err)
 	}
 	backup := fmt.Sprintf("%s.schema%d.bak", path, from)
-	if want := fmt.Sprintf("%d to 9, backup %s", from, backup); !slices.Equal(reported, []string{want}) {
+	if want := fmt.Sprintf("%d to %d, backup %s", from, boltstore.SchemaVersion, backup); !slices.Equal(reported, []string{want}) {
 		t.Errorf("upgrades reported: %q, want %q", reported, want)
 	}
 	sameBytes(t, backup, before, "the backup")
@@ -285,11 +286,11 @@ func TestNewerSchemaIsRefused(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "bank.db")
 	makeBank(t, path, 1)
-	bolttest.SetSchema(t, path, 10)
+	bolttest.SetSchema(t, path, 11)
 	before := readFile(t, path)
 	for _, opts := range []boltstore.Options{{}, {ReadOnly: true}} {
 		_, err := boltstore.Open(path, opts)
-		says := "made by a newer ingot: " + path + " has schema 10, and this ingot reads schemas up to 9: upgrade ingot"
+		says := "made by a newer ingot: " + path + " has schema 11, and this ingot reads schemas up to 10: upgrade ingot"
 		if !errors.Is(err, boltstore.ErrNewerSchema) || !strings.Contains(err.Error(), says) {
 			t.Errorf("open (%+v): %v, want ErrNewerSchema saying %q", opts, err, says)
 		}

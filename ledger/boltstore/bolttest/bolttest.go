@@ -3,8 +3,10 @@
 package bolttest
 
 import (
+	"bytes"
 	"compress/gzip"
 	"encoding/binary"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -13,6 +15,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/ingot-hpc/ingot/internal/packing"
 	"github.com/ingot-hpc/ingot/ledger"
 	"github.com/ingot-hpc/ingot/ledger/boltstore"
 )
@@ -72,4 +75,30 @@ func Edit(t testing.TB, path string, change func(*bolt.Tx) error) {
 	if err := db.Update(change); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// EditEntry changes the bytes of journal entry seq of the bank at path
+// (unpacked, changed, packed again as boltstore stores them: doc.go's
+// layout), leaving its stored hash, as a tool tampering with the journal
+// would. It fails the test if change leaves the bytes as they were.
+func EditEntry(t testing.TB, path string, seq uint64, change func(body []byte) []byte) {
+	t.Helper()
+	Edit(t, path, func(tx *bolt.Tx) error {
+		b := tx.Bucket([]byte("journal"))
+		k := binary.BigEndian.AppendUint64(nil, seq)
+		v := b.Get(k)
+		if len(v) < 41 {
+			return fmt.Errorf("entry %d is %d bytes", seq, len(v))
+		}
+		const header = 32 + 8 // SHA-256, time
+		body, err := packing.Unpack(v[header:])
+		if err != nil {
+			return err
+		}
+		changed := change(bytes.Clone(body))
+		if bytes.Equal(changed, body) {
+			return fmt.Errorf("entry %d unchanged", seq)
+		}
+		return b.Put(k, packing.Pack(bytes.Clone(v[:header]), changed))
+	})
 }
