@@ -223,18 +223,25 @@ func boltBytes(t *testing.T, path string) (journalRoot int, entry, answer []byte
 	return journalRoot, entry, answer
 }
 
-// changeDigit finds value's bytes in raw and changes the first digit of
-// the first "digits" inside them, wherever they are: in the page that
-// holds the value now, and in pages bbolt freed that held it before.
+// changeDigit changes the first digit of the first "digits" in value,
+// wherever value's bytes are in raw (changeByte).
 func changeDigit(t *testing.T, raw, value []byte, digits string) []byte {
 	t.Helper()
 	in := bytes.Index(value, []byte(digits))
 	if in < 0 {
 		t.Fatalf("no %s in %q", digits, value)
 	}
+	return changeByte(t, raw, value, in) // 4321 becomes 5321
+}
+
+// changeByte adds one to byte in of value wherever value's bytes are in
+// raw: in the page that holds the value now, and in pages bbolt freed that
+// held it before.
+func changeByte(t *testing.T, raw, value []byte, in int) []byte {
+	t.Helper()
 	found := 0
 	for at := bytes.Index(raw, value); at >= 0; {
-		raw[at+in]++ // 4321 becomes 5321
+		raw[at+in]++
 		found++
 		next := bytes.Index(raw[at+1:], value)
 		if next < 0 {
@@ -251,9 +258,7 @@ func changeDigit(t *testing.T, raw, value []byte, digits string) []byte {
 // damagePacked changes one byte of the packed part of value (from
 // offset packed on: internal/packing's first byte, then zstd's frame),
 // chosen so that it still unpacks, into other bytes, or, with !unpacks, so
-// that it does not; and changes it wherever value's bytes are in raw: in
-// the page that holds the value now, and in pages bbolt freed that held it
-// before.
+// that it does not; wherever value's bytes are in raw (changeByte).
 func damagePacked(t *testing.T, raw, value []byte, packed int, unpacks bool) []byte {
 	t.Helper()
 	want, err := packing.Unpack(value[packed:])
@@ -272,18 +277,5 @@ func damagePacked(t *testing.T, raw, value []byte, packed int, unpacks bool) []b
 	if in < 0 {
 		t.Fatalf("no byte of %x changes it so (unpacks: %v)", value, unpacks)
 	}
-	found := 0
-	for at := bytes.Index(raw, value); at >= 0; {
-		raw[at+in]++
-		found++
-		next := bytes.Index(raw[at+1:], value)
-		if next < 0 {
-			break
-		}
-		at += 1 + next
-	}
-	if found == 0 {
-		t.Fatal("the value is not in the file")
-	}
-	return raw
+	return changeByte(t, raw, value, in)
 }

@@ -35,22 +35,28 @@ func putRecord(s *Store, key, value string) error {
 	})
 }
 
-// TestCacheSeesAnotherServer: two stores on one database, as two `ingot
-// serve`; what one writes, even a change that appends no journal entry,
-// the other's next change reads, not its cached copy.
-func TestCacheSeesAnotherServer(t *testing.T) {
+// twoStores opens two stores on one new bank, as two `ingot serve`.
+func twoStores(t *testing.T) (a, b *Store) {
+	t.Helper()
 	ctx := context.Background()
 	url := pgtest.DB(t)
 	a, err := Open(ctx, url, Options{Create: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer a.Close()
-	b, err := Open(ctx, url, Options{})
-	if err != nil {
+	t.Cleanup(func() { a.Close() })
+	if b, err = Open(ctx, url, Options{}); err != nil {
 		t.Fatal(err)
 	}
-	defer b.Close()
+	t.Cleanup(func() { b.Close() })
+	return a, b
+}
+
+// TestCacheSeesAnotherServer: two stores on one database, as two `ingot
+// serve`; what one writes, even a change that appends no journal entry,
+// the other's next change reads, not its cached copy.
+func TestCacheSeesAnotherServer(t *testing.T) {
+	a, b := twoStores(t)
 	for i := range 3 {
 		if err := putRecord(a, "k", fmt.Sprint(i, "a")); err != nil {
 			t.Fatal(err)
@@ -228,17 +234,12 @@ func TestWriteRefusedByPostgreSQL(t *testing.T) {
 // kind) sees it.
 func TestWritesSentOnce(t *testing.T) {
 	ctx := context.Background()
-	url := pgtest.DB(t)
-	a, err := Open(ctx, url, Options{Create: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
+	a, b := twoStores(t)
 	if err := putRecord(a, "gone", "0"); err != nil {
 		t.Fatal(err)
 	}
 	lien := ledger.Lien{ID: 1, JobRef: ledger.JobRef{JobID: "j", Machine: "m", Account: "chem"}, State: ledger.LienActive, Expires: time.Unix(1e9, 0)}
-	err = a.Update(ctx, func(tx ledger.Tx) error {
+	err := a.Update(ctx, func(tx ledger.Tx) error {
 		for _, r := range []ledger.Record{
 			{Kind: "test", Key: "k", Value: []byte("1")},
 			{Kind: "test", Key: "k", Value: []byte("2")},
@@ -272,11 +273,6 @@ func TestWritesSentOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := Open(ctx, url, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
 	err = b.View(ctx, func(tx ledger.Tx) error {
 		rs, err := tx.Records("test")
 		if err != nil || len(rs) != 1 || rs[0].Key != "k" || string(rs[0].Value) != "3" {
