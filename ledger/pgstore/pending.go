@@ -157,24 +157,19 @@ func (p *pending) statements() []statement {
 	var out []statement
 	for tb, s := range p.tables {
 		for _, deleted := range []bool{true, false} {
-			st := statement{call: -2}
+			var st statement
 			var columns [][]any
 			for _, r := range s.rows {
 				if r.deleted != deleted {
 					continue
 				}
 				if columns == nil {
-					columns = make([][]any, len(r.args))
+					columns, st.call = make([][]any, len(r.args)), r.call
+				} else if st.call != r.call {
+					st.call = -1
 				}
 				for i, v := range r.args {
 					columns[i] = append(columns[i], v)
-				}
-				switch st.call {
-				case -2:
-					st.call = r.call
-				case r.call:
-				default:
-					st.call = -1
 				}
 			}
 			if columns == nil {
