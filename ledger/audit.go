@@ -106,7 +106,7 @@ func (l *Ledger) Audit(ctx context.Context, opts AuditOptions) (AuditReport, err
 		if err := a.start(opts.Full); err != nil {
 			return err
 		}
-		if err := tx.Entries(a.from, ^uint64(0), a.replay); err != nil {
+		if err := a.replayAll(); err != nil {
 			return err
 		}
 		next = a.checkpoint() // before compareStored consumes the allocations
@@ -252,21 +252,47 @@ func keyed[T any](m map[string]T, list []T, key func(T) string) {
 	}
 }
 
+// decodedEntry is a stored entry with what the audit learns from its
+// bytes alone: the hash of its bytes, its decoding (or why it does not
+// decode) and the nodes it concerns.
+type decodedEntry struct {
+	se    StoredEntry
+	sum   [sha256.Size]byte
+	e     Entry
+	err   error
+	terms []string
+}
+
+func decodeForAudit(se StoredEntry) decodedEntry {
+	d := decodedEntry{se: se, sum: sha256.Sum256(se.Body)}
+	if d.e, d.err = DecodeEntry(se); d.err == nil {
+		d.terms = IndexTerms(d.e)
+	}
+	return d
+}
+
+// replayAll replays the entries from a.from on, hashed and decoded ahead
+// by the machine's other cores (decodeAhead).
+func (a *auditor) replayAll() error {
+	return decodeAhead(func(fn func(StoredEntry) (bool, error)) error { return a.tx.Entries(a.from, ^uint64(0), fn) },
+		decodeForAudit, func(d decodedEntry) (bool, error) { return true, a.replay(d) })
+}
+
 // replay checks one stored entry against the chain and applies it.
-func (a *auditor) replay(se StoredEntry) (bool, error) {
+func (a *auditor) replay(d decodedEntry) error {
+	se, e := d.se, d.e
 	a.rep.Entries++
 	if a.progress != nil && a.rep.Entries%progressEntries == 0 {
 		a.progress(a.rep.Entries)
 	}
 	hash := hex.EncodeToString(se.Hash[:])
-	if sum := sha256.Sum256(se.Body); sum != se.Hash {
-		a.problem("journal: entry %d: stored hash %.12s… is not the hash of its stored bytes %.12s…", se.Seq, hash, hex.EncodeToString(sum[:]))
+	if d.sum != se.Hash {
+		a.problem("journal: entry %d: stored hash %.12s… is not the hash of its stored bytes %.12s…", se.Seq, hash, hex.EncodeToString(d.sum[:]))
 	}
-	e, err := DecodeEntry(se)
-	if err != nil {
-		a.problem("journal: %v", err)
+	if d.err != nil {
+		a.problem("journal: %v", d.err)
 		a.prev, a.prevHash = Entry{Seq: se.Seq, Time: se.Time}, hash
-		return true, nil
+		return nil
 	}
 	if e.Seq != a.prev.Seq+1 {
 		a.problem("journal: entry %d follows entry %d", e.Seq, a.prev.Seq)
@@ -282,9 +308,9 @@ func (a *auditor) replay(se StoredEntry) (bool, error) {
 	}
 	a.prev, a.prevHash = e, hash
 	if err := a.checkRequestOf(e); err != nil {
-		return false, err
+		return err
 	}
-	for _, node := range IndexTerms(e) {
+	for _, node := range d.terms {
 		addSeq(a.indexed, node, e.Seq)
 	}
 	if e.Settings != nil {
@@ -301,18 +327,18 @@ func (a *auditor) replay(se StoredEntry) (bool, error) {
 	}
 	if e.Lien != nil {
 		if err := a.lien(e); err != nil {
-			return false, err
+			return err
 		}
 	}
 	if e.Charge != nil {
 		if err := a.charge(e); err != nil {
-			return false, err
+			return err
 		}
 	}
 	if r := e.Record; r != nil {
 		a.records[r.Kind+"/"+r.Key] = *r
 	}
-	return true, a.moveAllocations(e)
+	return a.moveAllocations(e)
 }
 
 // addSeq adds seq to the hash of node's sequence numbers in sums.
@@ -337,8 +363,8 @@ func (a *auditor) checkNodeIndex() error {
 	}
 	listed := map[string]hash.Hash{}
 	for _, name := range names {
-		err := a.tx.NodeEntries(name, a.from, a.prev.Seq, false, func(se StoredEntry) (bool, error) {
-			addSeq(listed, name, se.Seq)
+		err := a.tx.NodeSeqs(name, a.from, a.prev.Seq, func(seq uint64) (bool, error) {
+			addSeq(listed, name, seq)
 			return true, nil
 		})
 		if errors.Is(err, ErrCorrupt) {
@@ -378,6 +404,16 @@ func (a *auditor) lien(e Entry) error {
 		return nil
 	}
 	delete(a.active, l.ID)
+	if carriers, ok := a.tx.(Carriers); ok {
+		seq, ref, err := carriers.LienCarrier(l.ID)
+		if err != nil {
+			return err
+		}
+		if ref {
+			_, err := a.checkCarrier("lien", l.ID, seq, e.Seq, func(c Entry) bool { return c.Lien != nil && c.Lien.ID == l.ID })
+			return err
+		}
+	}
 	stored, ok, err := a.tx.Lien(l.ID)
 	if err != nil {
 		return err
@@ -385,6 +421,29 @@ func (a *auditor) lien(e Entry) error {
 	a.compare("lien", fmt.Sprint(l.ID), l, stored, ok)
 	return nil
 }
+
+// checkCarrier checks that a lien or charge the journal carries in entry
+// seq, and that the store keeps as a reference to entry carrier, is kept
+// as this entry's, or as that of a later entry that carries it too (later
+// is then true: the replay checks that entry in turn). A record kept so
+// is the entry's by construction: there is no second copy to compare.
+func (a *auditor) checkCarrier(what string, id, carrier, seq uint64, carries func(Entry) bool) (later bool, err error) {
+	if carrier == seq {
+		return false, nil
+	}
+	if carrier > seq {
+		e, found, err := ReadEntry(a.tx, carrier)
+		if errors.Is(err, ErrCorrupt) || (err == nil && found && carries(e)) {
+			return true, nil // a damaged entry is reported where the replay meets it
+		}
+		if err != nil {
+			return false, err
+		}
+	}
+	a.problem("%s %d is stored as the one journal entry %d carries, but entry %d carries it last", what, id, carrier, seq)
+	return false, nil
+}
+
 
 // charge checks the charge e carries and adds what it took to the
 // account's sums; a charge that was refunded later is compared at the
@@ -415,6 +474,19 @@ func (a *auditor) charge(e Entry) error {
 	if _, later := a.refunded[c.ID]; later || !c.Refunded.IsZero() {
 		a.refunded[c.ID] = c
 		return nil
+	}
+	if carriers, ok := a.tx.(Carriers); ok {
+		seq, ref, err := carriers.ChargeCarrier(c.ID)
+		if err != nil {
+			return err
+		}
+		if ref {
+			later, err := a.checkCarrier("charge", c.ID, seq, e.Seq, func(x Entry) bool { return x.Charge != nil && x.Charge.ID == c.ID })
+			if later {
+				a.refunded[c.ID] = c // refunded after this entry: compared at the end
+			}
+			return err
+		}
 	}
 	stored, ok, err := a.tx.Charge(c.ID)
 	if err != nil {
@@ -735,11 +807,12 @@ func (a *auditor) compareRecords() error {
 // countLiensAndCharges checks that the store holds the liens and charges
 // the journal made, and no others.
 func (a *auditor) countLiensAndCharges() error {
-	var liens, charges uint64
-	if err := a.tx.Liens(func(Lien) (bool, error) { liens++; return true, nil }); err != nil {
+	liens, err := a.tx.LienCount()
+	if err != nil {
 		return err
 	}
-	if err := a.tx.Charges(func(Charge) (bool, error) { charges++; return true, nil }); err != nil {
+	charges, err := a.tx.ChargeCount()
+	if err != nil {
 		return err
 	}
 	if liens != a.liens {

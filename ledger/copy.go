@@ -146,16 +146,25 @@ func copyState(src, dst Tx, kinds map[string]bool, rep *CopyReport) error {
 		}
 		rep.Allocations++
 	}
+	carriers, _ := src.(Carriers)
 	err = src.Liens(func(l Lien) (bool, error) {
 		rep.Liens++
-		return true, dst.PutLien(l)
+		carrier, err := carrierOf(carriers, Carriers.LienCarrier, l.ID)
+		if err != nil {
+			return false, err
+		}
+		return true, dst.PutLien(l, carrier)
 	})
 	if err != nil {
 		return err
 	}
 	err = src.Charges(func(c Charge) (bool, error) {
 		rep.Charges++
-		return true, dst.PutCharge(c)
+		carrier, err := carrierOf(carriers, Carriers.ChargeCarrier, c.ID)
+		if err != nil {
+			return false, err
+		}
+		return true, dst.PutCharge(c, carrier)
 	})
 	if err != nil {
 		return err
@@ -176,4 +185,15 @@ func copyState(src, dst Tx, kinds map[string]bool, rep *CopyReport) error {
 		rep.Requests++
 		return true, dst.PutRequest(k, r)
 	})
+}
+
+// carrierOf is the journal entry the source keeps record id as (the
+// copy's entries have the source's numbers), 0 if it keeps it in full or
+// keeps none as references.
+func carrierOf(src Carriers, carrier func(Carriers, uint64) (uint64, bool, error), id uint64) (uint64, error) {
+	if src == nil {
+		return 0, nil
+	}
+	seq, _, err := carrier(src, id)
+	return seq, err
 }

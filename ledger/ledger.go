@@ -338,12 +338,12 @@ func (w *Writer) Append(e Entry, changed ...Allocation) (Entry, error) {
 		}
 	}
 	if e.Lien != nil {
-		if err := w.tx.PutLien(*e.Lien); err != nil {
+		if err := w.tx.PutLien(*e.Lien, e.Seq); err != nil {
 			return Entry{}, err
 		}
 	}
 	if e.Charge != nil {
-		if err := w.tx.PutCharge(*e.Charge); err != nil {
+		if err := w.tx.PutCharge(*e.Charge, e.Seq); err != nil {
 			return Entry{}, err
 		}
 	}

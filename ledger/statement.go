@@ -1,7 +1,9 @@
 package ledger
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"time"
@@ -71,8 +73,12 @@ func (l *Ledger) Statement(ctx context.Context, account string, from, to time.Ti
 		if st.Ending, err = totalAsOf(tx, account, last); err != nil {
 			return err
 		}
-		return eachNodeEntry(tx, account, first+1, last, false, func(e Entry) (bool, error) {
-			credit, debit := statementLines(e, account)
+		entries := func(fn func(StoredEntry) (bool, error)) error { return tx.NodeEntries(account, first+1, last, false, fn) }
+		return decodeAhead(entries, decodeMoves, func(m moves) (bool, error) {
+			if m.err != nil {
+				return false, m.err
+			}
+			credit, debit := statementLines(m.e, account)
 			if credit != nil {
 				st.Credits = st.Credits.Add(credit.Amount)
 				st.CreditLines = append(st.CreditLines, *credit)
@@ -91,6 +97,41 @@ func (l *Ledger) Statement(ctx context.Context, account string, from, to time.Ti
 		st.CreditLines, st.DebitLines = summarizeLines(st.CreditLines), summarizeLines(st.DebitLines)
 	}
 	return st, nil
+}
+
+// moves is what a statement reads of an entry: what it says of itself
+// and the allocations it changed (no lien, charge or state).
+type moves struct {
+	e   Entry
+	err error
+}
+
+// deltasKey is in the JSON of every entry that changed an allocation.
+var deltasKey = []byte(`"deltas":`)
+
+// decodeMoves decodes the parts of an entry a statement reads, and
+// nothing of an entry that changed no allocation (a lien, a new node),
+// which no line shows: a key that is not in the bytes is not in the
+// entry, since a string in JSON holds no bare quote.
+func decodeMoves(se StoredEntry) moves {
+	var m struct {
+		Seq         uint64    `json:"seq"`
+		Time        time.Time `json:"time"`
+		Actor       string    `json:"actor"`
+		Kind        Kind      `json:"kind"`
+		Node        string    `json:"node"`
+		Ref         string    `json:"ref"`
+		Description string    `json:"description"`
+		Deltas      []Delta   `json:"deltas"`
+	}
+	if !bytes.Contains(se.Body, deltasKey) {
+		return moves{}
+	}
+	if err := json.Unmarshal(se.Body, &m); err != nil || m.Seq != se.Seq {
+		_, err := DecodeEntry(se) // says what is wrong
+		return moves{err: err}
+	}
+	return moves{e: Entry{Seq: m.Seq, Time: m.Time, Actor: m.Actor, Kind: m.Kind, Node: m.Node, Ref: m.Ref, Description: m.Description, Deltas: m.Deltas}}
 }
 
 // statementLines splits what an entry did to the account's allocations into

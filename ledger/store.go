@@ -129,13 +129,18 @@ type Tx interface {
 	// first if reverse: an index, so that a query about one node reads
 	// only its entries.
 	NodeEntries(node string, from, to uint64, reverse bool, fn func(e StoredEntry) (bool, error)) error
+	// NodeSeqs is NodeEntries in order with the entries' numbers only,
+	// read from the index alone.
+	NodeSeqs(node string, from, to uint64, fn func(seq uint64) (bool, error)) error
 
 	NextLienID() (uint64, error)
 	Lien(id uint64) (l Lien, ok bool, err error)
 	// PutLien stores a lien (new, or replacing the stored one of its id)
 	// and keeps its indexes: by job, and while it is active, by account
-	// and expiry.
-	PutLien(Lien) error
+	// and expiry. carrier, if not 0, is the journal entry that carries the
+	// lien as given, which this change appends: an engine may keep a
+	// finished lien as a reference to it (Carriers).
+	PutLien(l Lien, carrier uint64) error
 	// JobLien is the newest lien of a job on a machine.
 	JobLien(machine, job string) (l Lien, ok bool, err error)
 	// ActiveLiens lists the account's active liens in id order, including
@@ -151,17 +156,21 @@ type Tx interface {
 	// Liens calls fn for every lien in id order until fn returns false or
 	// an error.
 	Liens(fn func(Lien) (bool, error)) error
+	// LienCount is how many liens are stored, without reading them.
+	LienCount() (uint64, error)
 
 	NextChargeID() (uint64, error)
 	Charge(id uint64) (c Charge, ok bool, err error)
 	// PutCharge stores a charge (new, or replacing the stored one of its
-	// id) and keeps its index by job.
-	PutCharge(Charge) error
+	// id) and keeps its index by job; carrier is PutLien's.
+	PutCharge(c Charge, carrier uint64) error
 	// JobCharges lists a job's charges in id order.
 	JobCharges(machine, job string) ([]Charge, error)
 	// Charges calls fn for every charge in id order until fn returns false
 	// or an error.
 	Charges(fn func(Charge) (bool, error)) error
+	// ChargeCount is how many charges are stored, without reading them.
+	ChargeCount() (uint64, error)
 
 	Record(kind, key string) (r Record, ok bool, err error)
 	// PutRecord stores a record, or removes it when r.Deleted.
@@ -175,6 +184,19 @@ type Tx interface {
 	// Requests calls fn for every request record until fn returns false or
 	// an error.
 	Requests(fn func(RequestKey, RequestRecord) (bool, error)) error
+}
+
+// Carriers is what a Tx of an engine that keeps finished liens and
+// charges as references to the journal entries carrying them (PutLien's
+// carrier) tells the audit: such a record is the entry's by construction,
+// so the audit checks that it names the right entry instead of comparing
+// two copies.
+type Carriers interface {
+	// LienCarrier is the entry lien id is stored as; ok is false if the
+	// lien is stored in full, or not at all.
+	LienCarrier(id uint64) (seq uint64, ok bool, err error)
+	// ChargeCarrier is LienCarrier for charge id.
+	ChargeCarrier(id uint64) (seq uint64, ok bool, err error)
 }
 
 // RequestKey names a request: the client that sent it and its id.

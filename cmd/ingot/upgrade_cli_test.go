@@ -66,14 +66,14 @@ func TestRefusedSchemasThroughCLI(t *testing.T) {
 	if _, stderr, code := runCLI("--db", newer, "init"); code != exitOK {
 		t.Fatalf("init: exit %d: %s", code, stderr)
 	}
-	bolttest.SetSchema(t, newer, 11)
+	bolttest.SetSchema(t, newer, boltstore.SchemaVersion+1)
 	first := filepath.Join(t.TempDir(), "first.db")
 	bolttest.WriteOldBank(t, first, "schema1-clean.db")
 	crashed := filepath.Join(t.TempDir(), "crashed.db")
 	bolttest.WriteOldBank(t, crashed, "schema7-crashed.db")
 	bolttest.WriteOldBank(t, crashed+"-wal.1", "schema7-crashed.db-wal.1")
 	for _, c := range []struct{ path, says string }{
-		{newer, "made by a newer ingot: " + newer + " has schema 11, and this ingot reads schemas up to 10: upgrade ingot"},
+		{newer, fmt.Sprintf("made by a newer ingot: %s has schema %d, and this ingot reads schemas up to %d: upgrade ingot", newer, boltstore.SchemaVersion+1, boltstore.SchemaVersion)},
 		{first, first + " has schema 1, that of the first ingots"},
 		{crashed, crashed + " (schema 7) hold changes the file may not have yet"},
 	} {

@@ -40,10 +40,13 @@
 // # Layout
 //
 // Records are JSON except where noted; those a job adds for good (the
-// journal entries, finished liens, charges, allocations and their history)
-// are packed: zstd with a dictionary of ingot's records
-// (internal/packing), which takes them to about a quarter. Values written
-// before schema 10 are stored as they were (JSON) and read as they are.
+// journal entries, allocations and their history) are packed: zstd with a
+// dictionary of ingot's records (internal/packing), which takes them to
+// about a quarter. A finished lien and a charge are kept as a reference
+// to the journal entry that carries them whole (0xE1, then the entry's
+// number: 9 bytes), rather than as a second copy. Values written before
+// schema 10 (JSON) and 11 (packed liens and charges) are stored as they
+// were and read as they are.
 // Integer keys (journal sequence numbers, ids) are 8-byte big-endian so
 // that bbolt's byte order is their numeric order; times in keys are Unix
 // nanoseconds, big-endian, as unsigned integers (every time a bank stores
@@ -60,10 +63,10 @@
 //	journal                seq -> SHA-256 ‖ time (Unix ns) ‖ the entry's bytes (ledger.StoredEntry), packed;
 //	                       before schema 10, SHA-256 ‖ the bytes
 //	requests               client NUL request id -> content hash ‖ seq ‖ time ‖ the answer's JSON
-//	liens                  id -> ledger.Lien, packed once it is no longer active
+//	liens                  id -> ledger.Lien while it is active, then a reference to the entry that finished it
 //	liens_by_job           machine NUL job id -> newest lien id
 //	liens_active           account NUL expiry ‖ id -> (empty), while the lien is active
-//	charges                id -> ledger.Charge, packed
+//	charges                id -> a reference to the entry that made it, or last refunded it
 //	charges_by_job         machine NUL job id NUL id -> (empty)
 //	records                kind NUL key -> the record's value (the ledger's running sums and audit checkpoint among them)
 //	journal_by_node        node NUL seq -> (empty), for each node an entry concerns (ledger.IndexTerms)

@@ -28,7 +28,7 @@ var (
 
 // steps are the changes that bring a file of an earlier schema to this
 // one, in order: each applies to the files of the schemas below its
-// before. The node index, which came with this schema, is built after them
+// before. The node index, which came with schema 9, is built after them
 // (upgrade).
 var steps = []struct {
 	before uint64
@@ -151,8 +151,10 @@ func syncDir(dir string) error {
 }
 
 // upgrade brings a file of schema from (0 for a new file) to this one in
-// one transaction: the steps for its schema, then the node index, then the
-// schema version.
+// one transaction: the steps for its schema, then the node index (schema
+// 9's) for a file without one, then the schema version. Schemas 10 and 11
+// changed how new values are stored, not the old ones: nothing is
+// rewritten.
 func (s *Store) upgrade(from uint64) error {
 	return s.update(func(btx *bolt.Tx) error {
 		for _, step := range steps {
@@ -167,18 +169,23 @@ func (s *Store) upgrade(from uint64) error {
 				return fmt.Errorf("upgrade: bucket %s: %w", name, err)
 			}
 		}
-		t := &tx{btx: btx}
-		err := t.Entries(1, ^uint64(0), func(se ledger.StoredEntry) (bool, error) {
-			e, err := ledger.DecodeEntry(se)
-			if err != nil {
-				return false, fmt.Errorf("upgrade: %w", err)
+		if from != 0 && from < 9 {
+			if err := indexJournal(&tx{btx: btx}); err != nil {
+				return err
 			}
-			return true, t.indexEntry(e.Seq, ledger.IndexTerms(e))
-		})
-		if err != nil {
-			return err
 		}
 		return btx.Bucket(bucketMeta).Put(keySchema, encodeUint(schemaVersion))
+	})
+}
+
+// indexJournal lists every entry in the node index.
+func indexJournal(t *tx) error {
+	return t.Entries(1, ^uint64(0), func(se ledger.StoredEntry) (bool, error) {
+		e, err := ledger.DecodeEntry(se)
+		if err != nil {
+			return false, fmt.Errorf("upgrade: %w", err)
+		}
+		return true, t.indexEntry(e.Seq, ledger.IndexTerms(e))
 	})
 }
 

@@ -44,6 +44,7 @@ var upgrades = []struct {
 	{file: "schema8-clean.db", schema: 8, answered: true},
 	{file: "schema8-late-clean.db", schema: 8, answered: true},
 	{file: "schema9-clean.db", schema: 9, answered: true},
+	{file: "schema10-clean.db", schema: 10, answered: true},
 }
 
 // wantBalances are those of every upgradable bank while job-2 ran, from
@@ -286,11 +287,12 @@ func TestNewerSchemaIsRefused(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "bank.db")
 	makeBank(t, path, 1)
-	bolttest.SetSchema(t, path, 11)
+	newer := uint64(boltstore.SchemaVersion + 1)
+	bolttest.SetSchema(t, path, newer)
 	before := readFile(t, path)
 	for _, opts := range []boltstore.Options{{}, {ReadOnly: true}} {
 		_, err := boltstore.Open(path, opts)
-		says := "made by a newer ingot: " + path + " has schema 11, and this ingot reads schemas up to 10: upgrade ingot"
+		says := fmt.Sprintf("made by a newer ingot: %s has schema %d, and this ingot reads schemas up to %d: upgrade ingot", path, newer, boltstore.SchemaVersion)
 		if !errors.Is(err, boltstore.ErrNewerSchema) || !strings.Contains(err.Error(), says) {
 			t.Errorf("open (%+v): %v, want ErrNewerSchema saying %q", opts, err, says)
 		}

@@ -51,6 +51,7 @@ func Conformance(t *testing.T, open OpenStore) {
 		{"FailedCallLeavesNoWrites", testFailedCallLeavesNoWrites},
 		{"PrunedRequests", testPrunedRequests},
 		{"IDsGoOnFromStoredOnes", testIDsGoOn},
+		{"CarriedRecords", testCarriedRecords},
 		{"Copy", testCopy},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, open) })
@@ -997,13 +998,13 @@ func testLienAndChargeIndexes(t *testing.T, open OpenStore) {
 	}
 	update(func(tx ledger.Tx) error {
 		for _, l := range []ledger.Lien{lien(1, "chem", "j1", 30), lien(2, "chem", "j2", 10), lien(3, "bio", "j3", 5), lien(4, "chem", "j4", 20), lien(5, "chemx", "j5", 1)} {
-			if err := tx.PutLien(l); err != nil {
+			if err := tx.PutLien(l, 0); err != nil {
 				return err
 			}
 		}
 		for _, c := range []ledger.Charge{{ID: 1, JobRef: ledger.JobRef{JobID: "j1", Machine: "hpc1"}}, {ID: 2, JobRef: ledger.JobRef{JobID: "j1", Machine: "hpc1"}},
 			{ID: 3, JobRef: ledger.JobRef{JobID: "j10", Machine: "hpc1"}}, {ID: 4, JobRef: ledger.JobRef{JobID: "j", Machine: "hpc1"}}} {
-			if err := tx.PutCharge(c); err != nil {
+			if err := tx.PutCharge(c, 0); err != nil {
 				return err
 			}
 		}
@@ -1045,10 +1046,10 @@ func testLienAndChargeIndexes(t *testing.T, open OpenStore) {
 	update(func(tx ledger.Tx) error {
 		l := lien(2, "chem", "j2", 10)
 		l.State = ledger.LienSettled
-		if err := tx.PutLien(l); err != nil {
+		if err := tx.PutLien(l, 0); err != nil {
 			return err
 		}
-		return tx.PutLien(lien(4, "chem", "j4", 90))
+		return tx.PutLien(lien(4, "chem", "j4", 90), 0)
 	})
 	err = store.View(ctx, func(tx ledger.Tx) error {
 		got, err := tx.ActiveLiensExpiring("chem", time.Time{}, at(60), 0)
@@ -1159,10 +1160,10 @@ func testIDsGoOn(t *testing.T, open OpenStore) {
 		if err := tx.PutAllocation(a, 1); err != nil {
 			return err
 		}
-		if err := tx.PutLien(ledger.Lien{ID: 7, JobRef: ledger.JobRef{JobID: "j", Machine: "m", Account: "chem"}, Expires: Epoch}); err != nil {
+		if err := tx.PutLien(ledger.Lien{ID: 7, JobRef: ledger.JobRef{JobID: "j", Machine: "m", Account: "chem"}, Expires: Epoch}, 0); err != nil {
 			return err
 		}
-		if err := tx.PutCharge(ledger.Charge{ID: 5, JobRef: ledger.JobRef{JobID: "j", Machine: "m"}}); err != nil {
+		if err := tx.PutCharge(ledger.Charge{ID: 5, JobRef: ledger.JobRef{JobID: "j", Machine: "m"}}, 0); err != nil {
 			return err
 		}
 		for _, next := range []struct {
@@ -1172,6 +1173,111 @@ func testIDsGoOn(t *testing.T, open OpenStore) {
 		}{{"allocation", tx.NextAllocationID, 4}, {"lien", tx.NextLienID, 8}, {"charge", tx.NextChargeID, 6}} {
 			if id, err := next.fn(); err != nil || id != next.want {
 				t.Errorf("next %s id: %d %v, want %d", next.what, id, err, next.want)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// testCarriedRecords: a finished lien and a charge put with the journal
+// entry that carries them (which an engine may keep as a reference to the
+// entry) read back as put, in the change that put them and after, through
+// every getter; so does a charge rewritten by a later entry; the counts
+// and the node index's numbers are those put.
+func testCarriedRecords(t *testing.T, open OpenStore) {
+	ctx := context.Background()
+	store := open(t)
+	defer store.Close()
+	job := ledger.JobRef{JobID: "j1", Machine: "hpc1", Project: "chem.lab1", Account: "chem", User: "amy"}
+	settled := ledger.Lien{ID: 1, JobRef: job, Amount: decimal.RequireFromString("120.00"), Charged: decimal.RequireFromString("60.00"),
+		Holds: []ledger.Hold{{Allocation: 1, Amount: decimal.RequireFromString("120.00")}}, Created: Epoch, Expires: Epoch.Add(time.Hour),
+		State: ledger.LienSettled, Detail: []byte(`{"policy":"p"}`)}
+	charged := ledger.Charge{ID: 1, JobRef: job, Lien: 1, Amount: decimal.RequireFromString("60.00"),
+		Debits: []ledger.Hold{{Allocation: 1, Amount: decimal.RequireFromString("60.00")}}, Final: true, Time: Epoch, Detail: []byte(`{"items":[1]}`)}
+	refunded := charged
+	refunded.Refunded, refunded.Refunds = decimal.RequireFromString("10.00"), []ledger.Hold{{Allocation: 1, Amount: decimal.RequireFromString("10.00")}}
+	same := func(what string, got, want any, ok bool, err error) {
+		t.Helper()
+		g, _ := json.Marshal(got)
+		w, _ := json.Marshal(want)
+		if err != nil || !ok || string(g) != string(w) {
+			t.Errorf("%s: %s %v %v, want %s", what, g, ok, err, w)
+		}
+	}
+	// appendCarrying journals entry seq carrying l and c, puts them with
+	// it as their carrier, and reads them back before and after the entry
+	// is appended (the ledger appends its entries as a change ends).
+	appendCarrying := func(seq uint64, kind ledger.Kind, l *ledger.Lien, c ledger.Charge) {
+		t.Helper()
+		err := store.Update(ctx, func(tx ledger.Tx) error {
+			head, err := tx.Head()
+			if err != nil {
+				return err
+			}
+			e := ledger.Entry{Seq: seq, Time: Epoch, Actor: "test", Kind: kind, Node: job.Project, Lien: l, Charge: &c}
+			if seq > 1 {
+				e.PrevHash = fmt.Sprintf("%x", head.Hash)
+			}
+			if l != nil {
+				if err := tx.PutLien(*l, seq); err != nil {
+					return err
+				}
+			}
+			if err := tx.PutCharge(c, seq); err != nil {
+				return err
+			}
+			got, ok, err := tx.Charge(c.ID)
+			same("the charge in the change that put it", got, c, ok, err)
+			se, err := ledger.SealEntry(e)
+			if err != nil {
+				return err
+			}
+			if err := tx.AppendEntry(se); err != nil {
+				return err
+			}
+			if l != nil {
+				got, ok, err := tx.Lien(l.ID)
+				same("the lien in the change that put it", got, *l, ok, err)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	appendCarrying(1, ledger.KindCharge, &settled, charged)
+	appendCarrying(2, ledger.KindRefund, nil, refunded)
+	err := store.View(ctx, func(tx ledger.Tx) error {
+		l, ok, err := tx.Lien(1)
+		same("the lien", l, settled, ok, err)
+		l, ok, err = tx.JobLien(job.Machine, job.JobID)
+		same("the job's lien", l, settled, ok, err)
+		c, ok, err := tx.Charge(1)
+		same("the charge refunded", c, refunded, ok, err)
+		cs, err := tx.JobCharges(job.Machine, job.JobID)
+		same("the job's charges", cs, []ledger.Charge{refunded}, true, err)
+		var liens, charges []any
+		if err := tx.Liens(func(l ledger.Lien) (bool, error) { liens = append(liens, l); return true, nil }); err != nil {
+			return err
+		}
+		if err := tx.Charges(func(c ledger.Charge) (bool, error) { charges = append(charges, c); return true, nil }); err != nil {
+			return err
+		}
+		same("every lien", liens, []any{settled}, true, nil)
+		same("every charge", charges, []any{refunded}, true, nil)
+		nl, errL := tx.LienCount()
+		nc, errC := tx.ChargeCount()
+		if nl != 1 || nc != 1 || errL != nil || errC != nil {
+			t.Errorf("counts: %d liens (%v), %d charges (%v), want 1 and 1", nl, errL, nc, errC)
+		}
+		for _, node := range []string{"chem", "chem.lab1"} {
+			var seqs []uint64
+			err := tx.NodeSeqs(node, 2, 9, func(seq uint64) (bool, error) { seqs = append(seqs, seq); return true, nil })
+			if err != nil || !slices.Equal(seqs, []uint64{2}) {
+				t.Errorf("the node index's entries 2 to 9 of %s: %v %v, want [2]", node, seqs, err)
 			}
 		}
 		return nil

@@ -251,15 +251,15 @@ func TestWritesSentOnce(t *testing.T) {
 				return err
 			}
 		}
-		if err := tx.PutLien(lien); err != nil {
+		if err := tx.PutLien(lien, 0); err != nil {
 			return err
 		}
 		settled := lien
 		settled.State = ledger.LienSettled
-		if err := tx.PutLien(settled); err != nil {
+		if err := tx.PutLien(settled, 0); err != nil {
 			return err
 		}
-		if err := tx.PutCharge(ledger.Charge{ID: 1, JobRef: lien.JobRef, Lien: 1}); err != nil {
+		if err := tx.PutCharge(ledger.Charge{ID: 1, JobRef: lien.JobRef, Lien: 1}, 0); err != nil {
 			return err
 		}
 		if cs, err := tx.JobCharges("m", "j"); err != nil || len(cs) != 1 {

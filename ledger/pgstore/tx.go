@@ -563,6 +563,35 @@ func (t *tx) NodeEntries(node string, from, to uint64, reverse bool, fn func(led
 	return t.entries(what, sql+` LIMIT $3`, from, to, []any{node}, func(last uint64, lo, _ *uint64) { *lo = last + 1 }, fn)
 }
 
+func (t *tx) NodeSeqs(node string, from, to uint64, fn func(uint64) (bool, error)) error {
+	for lo, hi := from, min(to, math.MaxInt64); lo <= hi; {
+		seqs, err := query(t, "", "the journal index of "+node, pgx.RowTo[int64],
+			`SELECT seq FROM journal_nodes WHERE node = $4 AND seq >= $1 AND seq <= $2 ORDER BY seq LIMIT $3`, bigint(lo), bigint(hi), page, node)
+		if err != nil {
+			return err
+		}
+		for _, seq := range seqs {
+			if more, err := fn(uint64(seq)); err != nil || !more {
+				return err
+			}
+		}
+		if len(seqs) < page {
+			return nil
+		}
+		lo = uint64(seqs[len(seqs)-1]) + 1
+	}
+	return nil
+}
+
+// rowCount is how many rows a table holds.
+func (t *tx) rowCount(table string) (uint64, error) {
+	n, err := query(t, "", "the number of "+table, pgx.RowTo[int64], `SELECT count(*) FROM `+table)
+	if err != nil {
+		return 0, err
+	}
+	return uint64(n[0]), nil
+}
+
 func (t *tx) NextLienID() (uint64, error) { return t.next("liens") }
 
 func (t *tx) Lien(id uint64) (ledger.Lien, bool, error) {
@@ -574,8 +603,9 @@ func (t *tx) Lien(id uint64) (ledger.Lien, bool, error) {
 // PutLien stores the lien with the columns its indexes are on. A new lien
 // (one the cache knows was not there) is its job's newest. The row is
 // tagged with its job and its account, which a lien keeps for life, so
-// that the reads of either send it first (pending).
-func (t *tx) PutLien(l ledger.Lien) error {
+// that the reads of either send it first (pending). Every lien is kept
+// whole: its carrier is not used.
+func (t *tx) PutLien(l ledger.Lien, _ uint64) error {
 	key, newest := cacheKey("liens", l.ID), cacheKey("job lien", l.Machine, l.JobID)
 	if old, ok := t.known(key); ok && old == (recordcache.Absent{}) {
 		t.written(newest, l.ID)
@@ -732,6 +762,8 @@ func eachDoc[T any](t *tx, table string, fn func(T) (bool, error)) error {
 
 func (t *tx) Liens(fn func(ledger.Lien) (bool, error)) error { return eachDoc(t, "liens", fn) }
 
+func (t *tx) LienCount() (uint64, error) { return t.rowCount("liens") }
+
 func (t *tx) NextChargeID() (uint64, error) { return t.next("charges") }
 
 // Charge reads a charge; the cache keeps none (recordcache), but knows
@@ -742,7 +774,8 @@ func (t *tx) Charge(id uint64) (ledger.Charge, bool, error) {
 	})
 }
 
-func (t *tx) PutCharge(c ledger.Charge) error {
+// PutCharge keeps every charge whole, as PutLien does.
+func (t *tx) PutCharge(c ledger.Charge, _ uint64) error {
 	t.written(cacheKey("charges", c.ID), c)
 	t.forget(cacheKey("job charges", c.Machine, c.JobID))
 	t.stored("charges", c.ID)
@@ -766,6 +799,8 @@ func (t *tx) JobCharges(machine, job string) ([]ledger.Charge, error) {
 }
 
 func (t *tx) Charges(fn func(ledger.Charge) (bool, error)) error { return eachDoc(t, "charges", fn) }
+
+func (t *tx) ChargeCount() (uint64, error) { return t.rowCount("charges") }
 
 func (t *tx) Record(kind, key string) (ledger.Record, bool, error) {
 	value, ok, err := cached(t, cacheKey("records", kind, key), func() ([]byte, bool, error) {
