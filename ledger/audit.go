@@ -444,7 +444,6 @@ func (a *auditor) checkCarrier(what string, id, carrier, seq uint64, carries fun
 	return false, nil
 }
 
-
 // charge checks the charge e carries and adds what it took to the
 // account's sums; a charge that was refunded later is compared at the
 // end, as the journal last has it.

@@ -73,7 +73,9 @@ func (l *Ledger) Statement(ctx context.Context, account string, from, to time.Ti
 		if st.Ending, err = totalAsOf(tx, account, last); err != nil {
 			return err
 		}
-		entries := func(fn func(StoredEntry) (bool, error)) error { return tx.NodeEntries(account, first+1, last, false, fn) }
+		entries := func(fn func(StoredEntry) (bool, error)) error {
+			return tx.NodeEntries(account, first+1, last, false, fn)
+		}
 		return decodeAhead(entries, decodeMoves, func(m moves) (bool, error) {
 			if m.err != nil {
 				return false, m.err
