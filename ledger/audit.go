@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/shopspring/decimal"
+
+	"github.com/ingot-hpc/ingot/internal/ahead"
 )
 
 // AuditOptions say how much of the journal an audit replays.
@@ -272,9 +274,9 @@ func decodeForAudit(se StoredEntry) decodedEntry {
 }
 
 // replayAll replays the entries from a.from on, hashed and decoded ahead
-// by the machine's other cores (decodeAhead).
+// by the machine's other cores (package ahead): most of an audit's work.
 func (a *auditor) replayAll() error {
-	return decodeAhead(func(fn func(StoredEntry) (bool, error)) error { return a.tx.Entries(a.from, ^uint64(0), fn) },
+	return ahead.Map(func(fn func(StoredEntry) (bool, error)) error { return a.tx.Entries(a.from, ^uint64(0), fn) },
 		decodeForAudit, func(d decodedEntry) (bool, error) { return true, a.replay(d) })
 }
 

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"runtime"
 	"slices"
 	"time"
 
@@ -223,61 +222,6 @@ func ReadEntry(tx Tx, seq uint64) (Entry, bool, error) {
 	e, err := DecodeEntry(se)
 	return e, err == nil, err
 }
-
-// decodeAhead calls use with decode of each stored entry that entries
-// gives, in order, until use returns false or an error. Decoding needs an
-// entry's bytes alone, so the machine's other cores decode the entries
-// ahead (at most decodeWindow) while this goroutine, the only one to use
-// the transaction, reads the next and uses them: decoding is most of
-// what reading a long stretch of the journal costs.
-func decodeAhead[T any](entries func(func(StoredEntry) (bool, error)) error, decode func(StoredEntry) T, use func(T) (bool, error)) error {
-	type pending struct {
-		se   StoredEntry
-		v    T
-		done chan struct{}
-	}
-	work := make(chan *pending, decodeWindow)
-	defer close(work)
-	for range max(runtime.GOMAXPROCS(0)-1, 1) {
-		go func() {
-			for p := range work {
-				p.v = decode(p.se)
-				close(p.done)
-			}
-		}()
-	}
-	var ahead []*pending
-	stopped := false
-	useFirst := func() error {
-		p := ahead[0]
-		<-p.done
-		ahead = ahead[1:]
-		more, err := use(p.v)
-		stopped = !more
-		return err
-	}
-	err := entries(func(se StoredEntry) (bool, error) {
-		p := &pending{se: se, done: make(chan struct{})}
-		work <- p
-		ahead = append(ahead, p)
-		for len(ahead) >= decodeWindow && !stopped {
-			if err := useFirst(); err != nil {
-				return false, err
-			}
-		}
-		return !stopped, nil
-	})
-	for err == nil && !stopped && len(ahead) > 0 {
-		err = useFirst()
-	}
-	for _, p := range ahead {
-		<-p.done // before the transaction, whose bytes they may read, ends
-	}
-	return err
-}
-
-// decodeWindow bounds the entries decodeAhead decodes ahead of their use.
-const decodeWindow = 256
 
 // EachEntry calls fn with the decoded entries from..to in order until fn
 // returns false or an error.

@@ -6,9 +6,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/shopspring/decimal"
+
+	"github.com/ingot-hpc/ingot/internal/ahead"
 )
 
 // Statement is Gold's gstatement for an account over [From, To): the
@@ -76,7 +79,7 @@ func (l *Ledger) Statement(ctx context.Context, account string, from, to time.Ti
 		entries := func(fn func(StoredEntry) (bool, error)) error {
 			return tx.NodeEntries(account, first+1, last, false, fn)
 		}
-		return decodeAhead(entries, decodeMoves, func(m moves) (bool, error) {
+		return ahead.Map(entries, decodeMoves, func(m moves) (bool, error) {
 			if m.err != nil {
 				return false, m.err
 			}
@@ -116,24 +119,76 @@ var deltasKey = []byte(`"deltas":`)
 // which no line shows: a key that is not in the bytes is not in the
 // entry, since a string in JSON holds no bare quote.
 func decodeMoves(se StoredEntry) moves {
-	var m struct {
-		Seq         uint64    `json:"seq"`
-		Time        time.Time `json:"time"`
-		Actor       string    `json:"actor"`
-		Kind        Kind      `json:"kind"`
-		Node        string    `json:"node"`
-		Ref         string    `json:"ref"`
-		Description string    `json:"description"`
-		Deltas      []Delta   `json:"deltas"`
-	}
 	if !bytes.Contains(se.Body, deltasKey) {
 		return moves{}
 	}
-	if err := json.Unmarshal(se.Body, &m); err != nil || m.Seq != se.Seq {
-		_, err := DecodeEntry(se) // says what is wrong
-		return moves{err: err}
+	if e, ok := readEnds(se.Body); ok && e.Seq == se.Seq {
+		return moves{e: e}
 	}
-	return moves{e: Entry{Seq: m.Seq, Time: m.Time, Actor: m.Actor, Kind: m.Kind, Node: m.Node, Ref: m.Ref, Description: m.Description, Deltas: m.Deltas}}
+	e, err := DecodeEntry(se)
+	return moves{e: e, err: err}
+}
+
+// headKeys are the keys an entry's JSON begins with: plain values, which
+// encodeEntry writes first (Entry's order).
+var headKeys = []string{"seq", "time", "actor", "request_id", "kind", "node", "ref", "description"}
+
+// readEnds reads the head of an entry and its deltas, and not what lies
+// between them (its lien, its charge: most of its bytes), which a
+// statement does not show. encodeEntry writes Entry's fields in order:
+// the head first, the deltas last but for the answer's hash and the
+// previous entry's. ok is false for bytes not laid out so (an entry of an
+// older ingot), which are decoded whole.
+func readEnds(body []byte) (e Entry, ok bool) {
+	head := headEnd(body)
+	if head < 0 || json.Unmarshal(append(body[:head:head], '}'), &e) != nil {
+		return e, false
+	}
+	at := bytes.LastIndex(body, deltasKey) + len(deltasKey)
+	dec := json.NewDecoder(bytes.NewReader(body[at:]))
+	if err := dec.Decode(&e.Deltas); err != nil {
+		return e, false
+	}
+	return e, isTail(body[at+int(dec.InputOffset()):])
+}
+
+// headEnd is where the first key after the head begins (-1: none). A
+// comma before a quote is a key's beginning there: a string's quotes are
+// escaped.
+func headEnd(body []byte) int {
+	for at := 0; ; {
+		i := bytes.Index(body[at:], []byte(`,"`))
+		if i < 0 {
+			return -1
+		}
+		at += i
+		key, _, found := bytes.Cut(body[at+2:], []byte(`"`))
+		if !found || !slices.Contains(headKeys, string(key)) {
+			return at
+		}
+		at += 2 + len(key)
+	}
+}
+
+// isTail says whether rest is what follows an entry's deltas: the
+// answer's hash, if any, and the previous entry's, closing the entry.
+func isTail(rest []byte) bool {
+	hash := func(key string) bool {
+		var ok bool
+		if rest, ok = bytes.CutPrefix(rest, []byte(`,"`+key+`":"`)); !ok {
+			return false
+		}
+		n := bytes.IndexFunc(rest, func(r rune) bool { return !strings.ContainsRune("0123456789abcdef", r) })
+		if n < 0 || rest[n] != '"' {
+			return false
+		}
+		rest = rest[n+1:]
+		return true
+	}
+	if bytes.HasPrefix(rest, []byte(`,"answer":`)) && !hash("answer") {
+		return false
+	}
+	return hash("prev_hash") && string(rest) == "}"
 }
 
 // statementLines splits what an entry did to the account's allocations into

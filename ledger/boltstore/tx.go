@@ -12,6 +12,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/ingot-hpc/ingot/internal/ahead"
 	"github.com/ingot-hpc/ingot/internal/packing"
 	"github.com/ingot-hpc/ingot/internal/recordcache"
 	"github.com/ingot-hpc/ingot/ledger"
@@ -447,19 +448,45 @@ func (t *tx) AppendEntry(e ledger.StoredEntry) error {
 	return t.putRaw(bucketMeta, keyHead, append(h, e.Hash[:]...))
 }
 
+// Entries reads the values in order and has them unpacked on the
+// machine's other cores ahead of fn (package ahead).
 func (t *tx) Entries(from, to uint64, fn func(ledger.StoredEntry) (bool, error)) error {
 	c := t.bucket(bucketJournal).Cursor()
-	for k, raw := c.Seek(encodeUint(from)); k != nil && decodeUint(k) <= to; k, raw = c.Next() {
-		e, err := storedEntry(decodeUint(k), raw)
-		if err != nil {
-			e.Time = time.Time{} // let the caller say what is wrong with it
+	return ahead.Map(func(yield func(journalValue) (bool, error)) error {
+		for k, raw := c.Seek(encodeUint(from)); k != nil && decodeUint(k) <= to; k, raw = c.Next() {
+			if more, err := yield(journalValue{seq: decodeUint(k), raw: raw}); err != nil || !more {
+				return err
+			}
 		}
-		more, err := fn(e)
-		if err != nil || !more {
-			return err
+		return nil
+	}, journalValue.entry, func(r entryRead) (bool, error) {
+		if r.err != nil {
+			r.e.Time = time.Time{} // let the caller say what is wrong with it
 		}
+		return fn(r.e)
+	})
+}
+
+// journalValue is a journal value as the file holds it.
+type journalValue struct {
+	seq     uint64
+	raw     []byte
+	missing bool
+}
+
+// entryRead is a journal value read (storedEntry).
+type entryRead struct {
+	e       ledger.StoredEntry
+	missing bool
+	err     error
+}
+
+func (v journalValue) entry() entryRead {
+	if v.missing {
+		return entryRead{e: ledger.StoredEntry{Seq: v.seq}, missing: true}
 	}
-	return nil
+	e, err := storedEntry(v.seq, v.raw)
+	return entryRead{e: e, err: err}
 }
 
 // indexEntry lists entry seq under each of the nodes it concerns.
@@ -472,16 +499,23 @@ func (t *tx) indexEntry(seq uint64, nodes []string) error {
 	return nil
 }
 
+// NodeEntries reads the entries the index lists in order and has them
+// unpacked on the machine's other cores ahead of fn, as Entries does.
 func (t *tx) NodeEntries(node string, from, to uint64, reverse bool, fn func(ledger.StoredEntry) (bool, error)) error {
-	return t.nodeSeqs(node, from, to, reverse, func(seq uint64) (bool, error) {
-		e, ok, err := t.Entry(seq)
-		if err == nil && !ok {
-			err = fmt.Errorf("%w: the journal's index lists entry %d under %s, which the journal does not hold", ledger.ErrCorrupt, seq, node)
+	journal := t.bucket(bucketJournal)
+	return ahead.Map(func(yield func(journalValue) (bool, error)) error {
+		return t.nodeSeqs(node, from, to, reverse, func(seq uint64) (bool, error) {
+			raw := journal.Get(encodeUint(seq))
+			return yield(journalValue{seq: seq, raw: raw, missing: raw == nil})
+		})
+	}, journalValue.entry, func(r entryRead) (bool, error) {
+		if r.missing {
+			r.err = fmt.Errorf("%w: the journal's index lists entry %d under %s, which the journal does not hold", ledger.ErrCorrupt, r.e.Seq, node)
 		}
-		if err != nil {
-			return false, err
+		if r.err != nil {
+			return false, r.err
 		}
-		return fn(e)
+		return fn(r.e)
 	})
 }
 
