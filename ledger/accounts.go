@@ -200,7 +200,13 @@ func nextExpiry(tx Tx, account string, t, until time.Time) (time.Time, bool, err
 // stored liens and charges and stores them: for an engine that upgrades a
 // file made before the ledger kept them, and for a copy of a bank into
 // another engine.
-func RebuildAccountStates(tx Tx) error {
+func RebuildAccountStates(tx Tx) error { return rebuildAccountStates(tx, nil) }
+
+// rebuildAccountStates is RebuildAccountStates with what the charges took
+// given (charged), if not nil, rather than summed from the stored ones: a
+// bank that starts at an archive's boundary does not keep every charge
+// its sums count.
+func rebuildAccountStates(tx Tx, charged map[string]ByProject) error {
 	states := map[string]*accountState{}
 	state := func(account string) *accountState {
 		if states[account] == nil {
@@ -228,13 +234,16 @@ func RebuildAccountStates(tx Tx) error {
 	if err != nil {
 		return err
 	}
-	err = tx.Charges(func(c Charge) (bool, error) {
+	if charged != nil {
+		for account, sums := range charged {
+			state(account).Charged = sums
+		}
+	} else if err := tx.Charges(func(c Charge) (bool, error) {
 		for _, h := range c.NetDebits() {
 			state(c.Account).Charged.Add(c.Project, h.Allocation, h.Amount)
 		}
 		return true, nil
-	})
-	if err != nil {
+	}); err != nil {
 		return err
 	}
 	for account, st := range states {

@@ -74,6 +74,17 @@ type auditCheckpoint struct {
 	Users       []User               `json:"users"`
 	Machines    []Machine            `json:"machines"`
 	Charged     map[string]ByProject `json:"charged"`
+	// Active are the liens active after Seq, Records the records as the
+	// journal last had them (a deletion kept as such).
+	Active  []Lien   `json:"active,omitempty"`
+	Records []Record `json:"records,omitempty"`
+	// Liens and Charges count those the journal made up to Seq that the
+	// store keeps (an archive takes some away), MaxLien and MaxCharge are
+	// the highest ids it gave.
+	Liens     uint64 `json:"liens,omitempty"`
+	Charges   uint64 `json:"charges,omitempty"`
+	MaxLien   uint64 `json:"max_lien,omitempty"`
+	MaxCharge uint64 `json:"max_charge,omitempty"`
 }
 
 // Audit checks the bank; see AuditOptions for how much. It replays the
@@ -182,10 +193,16 @@ func (a *auditor) problem(format string, args ...any) {
 	}
 }
 
-// start sets where the replay begins: at the first entry, or after the
-// last clean audit's checkpoint, with the state as it stood there.
+// start sets where the replay begins: at the first entry the bank keeps
+// (1, or after its archive's boundary, with the state the boundary
+// holds), or after the last clean audit's checkpoint, with the state as
+// it stood there.
 func (a *auditor) start(full bool) error {
 	a.full = true
+	b, archived, err := boundaryOf(a.tx)
+	if err != nil {
+		return err
+	}
 	if !full {
 		r, ok, err := a.tx.Record(auditKind, auditKey)
 		if err != nil {
@@ -195,28 +212,44 @@ func (a *auditor) start(full bool) error {
 			var cp auditCheckpoint
 			if err := json.Unmarshal(r.Value, &cp); err != nil {
 				a.problem("audit checkpoint: %v (run ingot audit --full)", err)
-			} else if err := a.resume(cp); err != nil {
+			} else if resumed, err := a.resumeAt(cp, b.Seq); err != nil || resumed {
+				a.rep.From, a.rep.Full = a.from, a.full
 				return err
 			}
 		}
+	}
+	if archived {
+		a.resume(b.State)
 	}
 	a.rep.From, a.rep.Full = a.from, a.full
 	return nil
 }
 
-// resume starts the replay after checkpoint cp, from the state it holds
-// (an incremental audit checks what changed since cp).
-func (a *auditor) resume(cp auditCheckpoint) error {
+// resumeAt starts an incremental audit after checkpoint cp if it is where
+// the last clean audit ended, after the bank's boundary (after).
+func (a *auditor) resumeAt(cp auditCheckpoint, after uint64) (bool, error) {
+	if cp.Seq <= after {
+		return false, nil
+	}
 	se, ok, err := a.tx.Entry(cp.Seq)
 	if err != nil {
-		return err
+		return false, err
 	}
 	if !ok || hex.EncodeToString(se.Hash[:]) != cp.Hash || sha256.Sum256(se.Body) != se.Hash {
 		a.problem("journal: entry %d, where the last clean audit ended, is not the one it checked: the journal is replayed from the start", cp.Seq)
-		return nil
+		return false, nil
 	}
-	a.full, a.from = false, cp.Seq+1
-	a.prev, a.prevHash = Entry{Seq: cp.Seq, Time: se.Time}, cp.Hash
+	a.resume(cp)
+	a.full = false
+	return true, nil
+}
+
+// resume starts the replay after cp, from the state it holds: a
+// checkpoint, or the boundary of an archive (whose last entry is not in
+// the bank: the first the bank keeps must name its hash).
+func (a *auditor) resume(cp auditCheckpoint) {
+	a.from = cp.Seq + 1
+	a.prev, a.prevHash = Entry{Seq: cp.Seq, Time: cp.Time}, cp.Hash
 	a.settings = cp.Settings
 	for _, al := range cp.Allocations {
 		a.allocs[al.ID] = al
@@ -227,12 +260,23 @@ func (a *auditor) resume(cp auditCheckpoint) error {
 	if cp.Charged != nil {
 		a.charged = cp.Charged
 	}
-	return nil
+	keyed(a.records, cp.Records, func(r Record) string { return r.Kind + "/" + r.Key })
+	for _, l := range cp.Active {
+		a.active[l.ID] = l
+	}
+	a.liens, a.charges, a.maxLien, a.maxCharge = cp.Liens, cp.Charges, cp.MaxLien, cp.MaxCharge
 }
 
 // checkpoint is the state the replay reached, for the next audit.
 func (a *auditor) checkpoint() *auditCheckpoint {
-	cp := &auditCheckpoint{Seq: a.prev.Seq, Hash: a.prevHash, Time: a.prev.Time, Settings: a.settings, Charged: a.charged}
+	cp := &auditCheckpoint{Seq: a.prev.Seq, Hash: a.prevHash, Time: a.prev.Time, Settings: a.settings, Charged: a.charged,
+		Liens: a.liens, Charges: a.charges, MaxLien: a.maxLien, MaxCharge: a.maxCharge}
+	for _, id := range slices.Sorted(maps.Keys(a.active)) {
+		cp.Active = append(cp.Active, a.active[id])
+	}
+	for _, name := range slices.Sorted(maps.Keys(a.records)) {
+		cp.Records = append(cp.Records, a.records[name])
+	}
 	for _, al := range a.allocs {
 		cp.Allocations = append(cp.Allocations, al)
 	}
@@ -457,21 +501,7 @@ func (a *auditor) charge(e Entry) error {
 	if c.ID > a.maxCharge {
 		a.maxCharge, a.charges = c.ID, a.charges+1
 	}
-	sums := a.charged[c.Account]
-	if sums == nil {
-		sums = ByProject{}
-		a.charged[c.Account] = sums
-	}
-	switch e.Kind {
-	case KindRefund:
-		for _, d := range e.Deltas {
-			sums.Add(c.Project, d.Allocation, d.Amount.Neg())
-		}
-	default:
-		for _, h := range c.Debits {
-			sums.Add(c.Project, h.Allocation, h.Amount)
-		}
-	}
+	addCharged(a.charged, e)
 	if _, later := a.refunded[c.ID]; later || !c.Refunded.IsZero() {
 		a.refunded[c.ID] = c
 		return nil
@@ -499,6 +529,25 @@ func (a *auditor) charge(e Entry) error {
 	}
 	a.compare("charge", fmt.Sprint(c.ID), c, stored, ok)
 	return nil
+}
+
+// addCharged adds to its account's sums what the charge entry e carries
+// took, or, for a refund, gave back.
+func addCharged(sums map[string]ByProject, e Entry) {
+	c := e.Charge
+	if sums[c.Account] == nil {
+		sums[c.Account] = ByProject{}
+	}
+	switch e.Kind {
+	case KindRefund:
+		for _, d := range e.Deltas {
+			sums[c.Account].Add(c.Project, d.Allocation, d.Amount.Neg())
+		}
+	default:
+		for _, h := range c.Debits {
+			sums[c.Account].Add(c.Project, h.Allocation, h.Amount)
+		}
+	}
 }
 
 // moveAllocations applies e's terms and deltas and checks the history

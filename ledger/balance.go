@@ -70,7 +70,7 @@ func (l *Ledger) BalanceAt(ctx context.Context, name string, at time.Time) (Node
 		at = now
 	}
 	var nb NodeBalance
-	err := l.store.View(ctx, func(tx Tx) error {
+	err := l.view(ctx, func(tx Tx) error {
 		if _, err := GetNode(tx, name); err != nil {
 			return err
 		}
@@ -169,17 +169,27 @@ func allocationsAsOf(tx Tx, account string, seq uint64) ([]Allocation, error) {
 }
 
 // seqAtOrBefore is the last journal entry made at or before t (0 if none).
-// Entry times never decrease, so a binary search finds it.
 func seqAtOrBefore(tx Tx, t time.Time) (uint64, error) {
+	if j, ok := tx.(*joinedTx); ok {
+		return j.seqAtOrBefore(t)
+	}
+	return searchSeq(tx, 0, t)
+}
+
+// searchSeq is the last entry after entry after made at or before t
+// (after if none). Entry times never decrease, so a binary search finds
+// it.
+func searchSeq(tx Tx, after uint64, t time.Time) (uint64, error) {
 	head, err := tx.Head()
-	if err != nil || head.Seq == 0 {
-		return 0, err
+	if err != nil || head.Seq <= after {
+		return after, err
 	}
 	var searchErr error
-	n := sort.Search(int(head.Seq), func(i int) bool {
-		e, ok, err := tx.Entry(uint64(i) + 1)
+	n := sort.Search(int(head.Seq-after), func(i int) bool {
+		seq := after + uint64(i) + 1
+		e, ok, err := tx.Entry(seq)
 		if err == nil && !ok {
-			err = fmt.Errorf("%w: journal entry %d is missing", ErrCorrupt, i+1)
+			err = fmt.Errorf("%w: journal entry %d is missing", ErrCorrupt, seq)
 		}
 		if err != nil {
 			searchErr = err
@@ -187,5 +197,5 @@ func seqAtOrBefore(tx Tx, t time.Time) (uint64, error) {
 		}
 		return e.Time.After(t)
 	})
-	return uint64(n), searchErr
+	return after + uint64(n), searchErr
 }

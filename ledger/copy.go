@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"math"
@@ -37,6 +38,9 @@ func Copy(ctx context.Context, from, to Store) (CopyReport, error) {
 			}
 			if !ok {
 				return fmt.Errorf("%w: the source holds no bank", ErrNotInitialized)
+			}
+			if b, archived, err := boundaryOf(src); err != nil || archived {
+				return errors.Join(err, fmt.Errorf("%w: the source's entries up to %d are in an archive (%s): a bank is copied with its whole journal", ErrInvalid, b.Seq, b.File))
 			}
 			if err := dst.PutSettings(s); err != nil {
 				return err
@@ -75,25 +79,8 @@ func copyJournal(src, dst Tx, rep *CopyReport) (map[string]bool, error) {
 		if e.Record != nil {
 			kinds[e.Record.Kind] = true
 		}
-		var touched []uint64
-		for _, t := range e.Terms {
-			touched = append(touched, t.ID)
-		}
-		for _, d := range e.Deltas {
-			touched = append(touched, d.Allocation)
-		}
-		slices.Sort(touched)
-		for _, id := range slices.Compact(touched) {
-			a, ok, err := src.AllocationAsOf(id, se.Seq)
-			if err != nil {
-				return false, err
-			}
-			if !ok {
-				return false, fmt.Errorf("%w: allocation %d has no state recorded for entry %d", ErrCorrupt, id, se.Seq)
-			}
-			if err := dst.PutAllocation(a, se.Seq); err != nil {
-				return false, err
-			}
+		if err := copyHistory(src, dst, e); err != nil {
+			return false, err
 		}
 		return true, nil
 	})

@@ -14,6 +14,7 @@ import (
 // Ledger is the bank. It is safe for concurrent use.
 type Ledger struct {
 	store    Store
+	archive  Store // its oldest entries' (WithArchive), or nil
 	settings Settings
 	created  time.Time
 	plans    *planCache
@@ -88,6 +89,17 @@ func Open(ctx context.Context, store Store, opts ...Option) (*Ledger, error) {
 			return ErrNotInitialized
 		}
 		l.settings = s
+		b, archived, err := boundaryOf(tx)
+		if err != nil {
+			return err
+		}
+		if archived {
+			l.created = b.Created
+			if l.archive != nil {
+				return l.checkArchive(ctx, tx, b)
+			}
+			return nil
+		}
 		first, ok, err := ReadEntry(tx, 1)
 		if err != nil || !ok {
 			return fmt.Errorf("%w: the journal has no first entry (%v)", ErrCorrupt, err)

@@ -14,11 +14,18 @@ import (
 var ErrNoAllocation = fmt.Errorf("%w: no usable allocation", ErrInsufficientFunds)
 
 // reservedAsOf is reservedAt for the bank as it stood after entry seq: it
-// replays the liens journaled up to then (a full journal scan: point-in-time
-// queries are rare).
+// replays the liens journaled up to then, from the first entry or from the
+// liens active at the boundary of the bank's archive (a journal scan:
+// point-in-time queries are rare).
 func reservedAsOf(tx Tx, account string, seq uint64, t time.Time) (map[uint64]decimal.Decimal, error) {
 	liens := map[uint64]Lien{}
-	err := EachEntry(tx, 1, seq, func(e Entry) (bool, error) {
+	from, active := startOfReserved(tx, seq)
+	for _, l := range active {
+		if l.Account == account {
+			liens[l.ID] = l
+		}
+	}
+	err := EachEntry(tx, from, seq, func(e Entry) (bool, error) {
 		if e.Lien != nil && e.Lien.Account == account {
 			liens[e.Lien.ID] = *e.Lien
 		}
@@ -155,4 +162,14 @@ func (f Funds) Debit(amount decimal.Decimal) (debits []Hold, overdrawn decimal.D
 		debits[i].Amount = decimals.Add(debits[i].Amount, overdrawn)
 	}
 	return debits, overdrawn, nil
+}
+
+// startOfReserved is where a replay of the liens up to entry seq starts,
+// and the liens active there: the first entry, or a boundary the bank's
+// archive left.
+func startOfReserved(tx Tx, seq uint64) (from uint64, active []Lien) {
+	if j, ok := tx.(*joinedTx); ok {
+		return j.startOfReserved(seq)
+	}
+	return 1, nil
 }

@@ -54,7 +54,7 @@ func (l *Ledger) Statement(ctx context.Context, account string, from, to time.Ti
 		return Statement{}, fmt.Errorf("%w: statement: end %s is not after start %s", ErrInvalid, to.Format(time.RFC3339), from.Format(time.RFC3339))
 	}
 	st := Statement{Account: account, From: from, To: to, Credits: decimal.Zero, Debits: decimal.Zero}
-	err := l.store.View(ctx, func(tx Tx) error {
+	err := l.view(ctx, func(tx Tx) error {
 		n, err := GetNode(tx, account)
 		if err != nil {
 			return err
@@ -263,7 +263,7 @@ type JournalFilter struct {
 // Journal lists entries in order.
 func (l *Ledger) Journal(ctx context.Context, f JournalFilter) ([]Entry, error) {
 	var out []Entry
-	err := l.store.View(ctx, func(tx Tx) error {
+	err := l.view(ctx, func(tx Tx) error {
 		var first, last uint64 = 1, ^uint64(0)
 		if !f.From.IsZero() {
 			s, err := seqAtOrBefore(tx, stamp(f.From).Add(-time.Microsecond))
