@@ -75,11 +75,11 @@ func boundaryOf(tx Tx) (b Boundary, ok bool, err error) {
 
 // ArchiveReport says what Archive moved.
 type ArchiveReport struct {
-	From, To         uint64 // the entries moved
-	Liens, Charges   uint64 // the records the bank no longer keeps
-	Boundary         Boundary
-	ArchiveEntries   uint64 // the archive's audit: entries replayed
-	ArchiveProblems  []string
+	From, To          uint64 // the entries moved
+	Liens, Charges    uint64 // the records the bank no longer keeps
+	Boundary          Boundary
+	ArchiveEntries    uint64 // the archive's audit: entries replayed
+	ArchiveProblems   []string
 	AuditedBeforehand AuditReport
 }
 

@@ -22,9 +22,9 @@ func TestReadEnds(t *testing.T) {
 		{Allocation: 2, Account: "chem", Amount: decimal.RequireFromString("-0.50"), Deposited: decimal.Zero}}
 	charge := Entry{Seq: 7, Time: at, Actor: "slurm", RequestID: "r-7", Kind: KindCharge, Node: "chem.lab1", Ref: "j1",
 		Description: `a "quoted", comma,"description"`,
-		Lien: &Lien{ID: 3, JobRef: job, State: LienSettled, Detail: json.RawMessage(`{"deltas":[{"allocation":9}],"x":","}`)},
-		Charge: &Charge{ID: 4, JobRef: job, Detail: json.RawMessage(`{"items":[{"deltas":"no"}]}`)},
-		Deltas: deltas, Answer: strings.Repeat("ab", 32), PrevHash: strings.Repeat("0f", 32)}
+		Lien:        &Lien{ID: 3, JobRef: job, State: LienSettled, Detail: json.RawMessage(`{"deltas":[{"allocation":9}],"x":","}`)},
+		Charge:      &Charge{ID: 4, JobRef: job, Detail: json.RawMessage(`{"items":[{"deltas":"no"}]}`)},
+		Deltas:      deltas, Answer: strings.Repeat("ab", 32), PrevHash: strings.Repeat("0f", 32)}
 	first := Entry{Seq: 1, Time: at, Actor: "root", Kind: KindDeposit, Node: "chem", Deltas: deltas[:1]}
 	for _, e := range []Entry{charge, first} {
 		body, err := encodeEntry(e)
