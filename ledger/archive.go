@@ -101,6 +101,17 @@ func (l *Ledger) Archive(ctx context.Context, before time.Time, dst Store, file 
 		return rep, fmt.Errorf("%w: archiving is built for bank files, not this engine", ErrInvalid)
 	}
 	before = stamp(before)
+	// The answers past their retention go first, as ingot serve drops
+	// them (it is stopped while a bank is archived).
+	for {
+		n, err := l.PruneRequests(ctx, l.Now().Add(-RequestRetention), 10000)
+		if err != nil {
+			return rep, err
+		}
+		if n == 0 {
+			break
+		}
+	}
 	audit, err := l.Audit(ctx, AuditOptions{Full: true})
 	if err != nil {
 		return rep, err
@@ -418,6 +429,7 @@ func putIf[T any](v *T, put func(T) error) error {
 // then read: statements, the journal, balances at a time. Without it
 // they say which archive they need (ErrArchived). Open checks that the
 // archive is this bank's: its last entry is the one the boundary names.
+// The ledger closes it with its own store.
 func WithArchive(archive Store) Option {
 	return func(l *Ledger) { l.archive = archive }
 }
@@ -571,6 +583,37 @@ func (j *joinedTx) Charge(id uint64) (Charge, bool, error) {
 		return c, ok, err
 	}
 	return j.older.Charge(id)
+}
+
+// Charges gives the archive's charges the bank no longer keeps, then the
+// bank's.
+func (j *joinedTx) Charges(fn func(Charge) (bool, error)) error {
+	more := true
+	if j.older != nil {
+		err := j.older.Charges(func(c Charge) (bool, error) {
+			if _, kept, err := j.Tx.Charge(c.ID); err != nil || kept {
+				return err == nil, err // the bank's is the newer
+			}
+			var err error
+			more, err = fn(c)
+			return more, err
+		})
+		if err != nil || !more {
+			return err
+		}
+	}
+	return j.Tx.Charges(fn)
+}
+
+// NeedsArchive says, for a query over the charges made since since (the
+// zero time: ever), whether it needs the archive of the bank's oldest
+// entries that it was not given (ErrArchived, naming it).
+func NeedsArchive(tx Tx, since time.Time) error {
+	j, ok := tx.(*joinedTx)
+	if !ok || j.older != nil || (!since.IsZero() && !since.Before(j.bound.Time)) {
+		return nil
+	}
+	return j.archived("what was charged before " + j.bound.Time.Format(time.RFC3339))
 }
 
 // seqAtOrBefore searches the bank's entries, then the archive's.

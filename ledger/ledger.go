@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -134,7 +135,7 @@ func (l *Ledger) Backup(ctx context.Context, w io.Writer) (int64, error) {
 
 // View runs fn in a read-only transaction: a consistent snapshot for the
 // layers above the ledger.
-func (l *Ledger) View(ctx context.Context, fn func(Tx) error) error { return l.store.View(ctx, fn) }
+func (l *Ledger) View(ctx context.Context, fn func(Tx) error) error { return l.view(ctx, fn) }
 
 // Inspect runs fn with a Writer on a read-only transaction, for a question
 // that a change would ask in the same words (could this lien be placed
@@ -144,7 +145,13 @@ func (l *Ledger) Inspect(ctx context.Context, fn func(*Writer) error) error {
 }
 
 // Close closes the store.
-func (l *Ledger) Close() error { return l.store.Close() }
+func (l *Ledger) Close() error {
+	err := l.store.Close()
+	if l.archive != nil {
+		err = errors.Join(err, l.archive.Close())
+	}
+	return err
+}
 
 func stamp(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
 

@@ -85,6 +85,12 @@ func TestArchive(t *testing.T) {
 		{"last five of chem.lab1", func(l *ledger.Ledger) (any, error) {
 			return l.Journal(ctx, ledger.JournalFilter{Node: "chem.lab1", Limit: 5})
 		}},
+		{"charges of month 1", func(l *ledger.Ledger) (any, error) {
+			return lien.New(l).FindCharges(ctx, lien.ChargeFilter{Node: "chem", Since: start, Until: second})
+		}},
+		{"charges of month 3", func(l *ledger.Ledger) (any, error) {
+			return lien.New(l).FindCharges(ctx, lien.ChargeFilter{Node: "chem", Since: third, Until: end})
+		}},
 	}
 	answer := func(l *ledger.Ledger, q query) (string, error) {
 		v, err := q.run(l)
@@ -167,7 +173,7 @@ func TestArchive(t *testing.T) {
 	}
 	audit("the bank after the second archive", s.Ledger, true)
 	joined = withArchive(second2)
-	for _, q := range queries[2:4] { // months 3 and 2
+	for _, q := range queries[2:4] { // statements of months 3 and 2
 		if got, err := answer(joined, q); err != nil || got != before[q.name] {
 			t.Errorf("%s with the second archive: %v\n%s\nwant\n%s", q.name, err, got, before[q.name])
 		}

@@ -29,11 +29,16 @@ func (f ChargeFilter) Matches(ch ledger.Charge) bool {
 		(f.Since.IsZero() || !ch.Time.Before(f.Since)) && (f.Until.IsZero() || ch.Time.Before(f.Until))
 }
 
-// FindCharges lists the charges f picks, in id order. It reads every
-// charge of the bank: a report, not a scheduler's call.
+// FindCharges lists the charges f picks, in id order (those of the
+// bank's archive first). It reads every charge of the bank: a report, not
+// a scheduler's call. A period that reaches before the bank's archive
+// needs it.
 func (b *Bank) FindCharges(ctx context.Context, f ChargeFilter) ([]ledger.Charge, error) {
 	var out []ledger.Charge
 	err := b.l.View(ctx, func(tx ledger.Tx) error {
+		if err := ledger.NeedsArchive(tx, f.Since); err != nil {
+			return err
+		}
 		return tx.Charges(func(ch ledger.Charge) (bool, error) {
 			if f.Matches(ch) {
 				out = append(out, ch)

@@ -51,6 +51,7 @@ func commonFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "db", Usage: "bank database `FILE`", EnvVars: []string{"INGOT_DB"}},
 		storeFlag(),
+		&cli.StringFlag{Name: "archive", Usage: "read the journal entries the bank moved to the archive `FILE` (made by ingot archive): statements, journals and balances of that time", EnvVars: []string{"INGOT_ARCHIVE"}},
 		&cli.StringFlag{Name: "server", Usage: "work through the ingot server at `URL` (http://host:port, https://host:port, or unix:PATH for its local socket) instead of --db", EnvVars: []string{"INGOT_SERVER"}},
 		&cli.StringFlag{Name: "ca-file", Usage: "check an https --server's certificate against the certificate authorities in PEM `FILE` rather than the system's", EnvVars: []string{"INGOT_CA_FILE"}},
 		&cli.StringFlag{Name: "key-file", Usage: "the client key `FILE` (one line, KEYID:SECRET) that signs the requests to --server", EnvVars: []string{"INGOT_KEY_FILE"}},
@@ -197,7 +198,16 @@ func openBank(c *cli.Context, opts boltstore.Options) (*ledger.Ledger, ledger.St
 	if err != nil {
 		return nil, nil, err
 	}
-	l, err := ledger.Open(c.Context, store)
+	var ledgerOpts []ledger.Option
+	if path := flagString(c, "archive"); path != "" {
+		archive, err := boltstore.Open(path, boltstore.Options{ReadOnly: true, LockTimeout: lockTimeout})
+		if err != nil {
+			store.Close()
+			return nil, nil, fmt.Errorf("--archive %s: %w", path, err)
+		}
+		ledgerOpts = append(ledgerOpts, ledger.WithArchive(archive))
+	}
+	l, err := ledger.Open(c.Context, store, ledgerOpts...)
 	if err != nil {
 		store.Close()
 		return nil, nil, fmt.Errorf("%s: %w", name, err)

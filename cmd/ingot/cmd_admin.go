@@ -33,6 +33,7 @@ func adminCommands() []*cli.Command {
 				&cli.BoolFlag{Name: "compact", Usage: "write the copy compacted: without the free pages the bank's file has grown (the copy is still audited)"}},
 			Action: backup,
 		},
+		archiveCommand(),
 		{
 			Name:   "man",
 			Usage:  "print the manual page (roff): ingot man > ingot.1; man ./ingot.1",

@@ -29,6 +29,9 @@ var errNoKey = errors.New("no client key")
 // new one), so that the client's own retries, and a command run again
 // with the same --request-id, are applied once.
 func openRemote(c *cli.Context, url string) (bankService, error) {
+	if flagString(c, "archive") != "" {
+		return nil, usageError{"--archive reads an archive file on this machine; the server reads none: run the command with --db on the bank's host"}
+	}
 	o := client.Options{KeyFile: flagString(c, "key-file"), Munge: flagBool(c, "use-munge"), MungeSocket: flagString(c, "munge-socket"),
 		CAFile: flagString(c, "ca-file")}
 	if path, ok := strings.CutPrefix(url, "unix:"); ok {

@@ -114,13 +114,19 @@ func Compact(dst, src string) error {
 		return fmt.Errorf("compact: open %s: %w", src, err)
 	}
 	defer from.Close()
+	return CompactDB(dst, from)
+}
+
+// CompactDB is Compact from a database already open (and locked): the
+// file it is copied from stays its owner's while the copy is made.
+func CompactDB(dst string, from *bolt.DB) error {
 	to, err := bolt.Open(dst, 0o600, nil)
 	if err != nil {
 		return fmt.Errorf("compact: create %s: %w", dst, err)
 	}
 	if err := bolt.Compact(to, from, 64<<20); err != nil {
 		to.Close()
-		return fmt.Errorf("compact %s: %w", src, err)
+		return fmt.Errorf("compact %s: %w", from.Path(), err)
 	}
 	if err := to.Close(); err != nil {
 		return fmt.Errorf("compact: %w", err)

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/ingot-hpc/ingot/internal/boltfile"
 	"github.com/ingot-hpc/ingot/ledger"
 )
 
@@ -51,6 +52,15 @@ func (s *Store) Trim(ctx context.Context, seq uint64, records func(liens, charge
 		return nil
 	})
 	return liens, charges, err
+}
+
+// CompactTo writes a compacted copy of the bank to the new file path,
+// synced, while the bank stays open and locked: no other process changes
+// it meanwhile, so the copy may be put in its place (ingot archive does,
+// after Trim, for the file to shrink). Nothing may change the bank while
+// it runs.
+func (s *Store) CompactTo(path string) error {
+	return boltfile.CompactDB(path, s.db)
 }
 
 // StartJournalAfter makes the empty journal of this bank go on after

@@ -1,0 +1,103 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/ingot-hpc/ingot/ledger"
+	"github.com/ingot-hpc/ingot/ledger/boltstore"
+)
+
+func archiveCommand() *cli.Command {
+	return &cli.Command{
+		Name: "archive",
+		Usage: "move the journal entries made before --before, and what only they need, into the new bank file FILE (audited on its own), " +
+			"then compact the bank's file; on the bank's host, with the server stopped. statement, journal and balance --at read them with --archive FILE",
+		ArgsUsage: "FILE",
+		Flags: []cli.Flag{&cli.StringFlag{Name: "before", Required: true,
+			Usage: "archive the entries made before `TIME` (2026-01-01, \"2026-01-01 00:00\", RFC 3339; local time)"}},
+		Action: localOnly(archive),
+	}
+}
+
+// archive moves the old entries into FILE, then compacts the bank's file
+// into a copy beside it while the bank stays open (and locked), and puts
+// the copy in its place: a crash leaves the bank before or after the
+// swap, both whole. FILE is removed if nothing was moved.
+func archive(c *cli.Context) error {
+	a, err := args(c, "FILE")
+	if err != nil {
+		return err
+	}
+	dest := a[0]
+	if flagString(c, "store") != "" {
+		return usageError{"ingot archive works on a bank file (--db); a bank in PostgreSQL keeps its whole journal"}
+	}
+	before, err := parseTimeFlag(c, "before")
+	if err != nil {
+		return err
+	}
+	if _, err := os.Stat(dest); err == nil {
+		return fmt.Errorf("%w: archive: %s exists: an archive is a new file", ledger.ErrExists, dest)
+	}
+	l, store, err := openBank(c, boltstore.Options{})
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	path := flagString(c, "db")
+	sizeBefore := fileSize(path)
+	dst, err := boltstore.Open(dest, boltstore.Options{Create: true})
+	if err != nil {
+		return fmt.Errorf("archive: %w", err)
+	}
+	rep, err := l.Archive(c.Context, before, dst, filepath.Base(dest))
+	if cerr := dst.Close(); err == nil && cerr != nil {
+		err = cerr
+	}
+	if err != nil {
+		if rep.Boundary.Seq == 0 {
+			os.Remove(dest) // nothing was moved
+		}
+		return fmt.Errorf("archive: %w", err)
+	}
+	fmt.Fprintf(c.App.Writer, "archive: entries %d to %d (made before %s) are in %s (%d entries replayed by its audit: OK); the bank no longer keeps %d liens and %d charges of them\n",
+		rep.From, rep.To, before.Local().Format(time.RFC3339), dest, rep.ArchiveEntries, rep.Liens, rep.Charges)
+	compacted := path + ".compact"
+	if err := store.(*boltstore.Store).CompactTo(compacted); err != nil {
+		os.Remove(compacted)
+		return fmt.Errorf("archive: the entries are archived, but compacting %s failed (it is whole, only not smaller; ingot backup --compact makes a smaller copy): %w", path, err)
+	}
+	if err := swapIn(compacted, path); err != nil {
+		return fmt.Errorf("archive: the entries are archived, but %s was not replaced by its compacted copy %s: %w", path, compacted, err)
+	}
+	fmt.Fprintf(c.App.Writer, "archive: %s compacted from %d to %d bytes; statements, journals and balances before %s need --archive %s\n",
+		path, sizeBefore, fileSize(path), before.Local().Format(time.RFC3339), dest)
+	return nil
+}
+
+// swapIn renames from over to and syncs their directory, so that the
+// rename survives a crash.
+func swapIn(from, to string) error {
+	if err := os.Rename(from, to); err != nil {
+		return err
+	}
+	d, err := os.Open(filepath.Dir(to))
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+func fileSize(path string) int64 {
+	info, err := os.Stat(path)
+	if err != nil {
+		return 0
+	}
+	return info.Size()
+}
