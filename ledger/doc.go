@@ -44,6 +44,12 @@
 // Entry times never go backwards: an entry is stamped max(now, previous
 // entry's time), so "the state at time T" is always a prefix of the journal.
 //
+// The oldest entries may be moved to an archive (Archive, archive.go): a
+// store of their own, which is a bank that audits on its own. The bank
+// then starts at a Boundary, the state the archived entries gave, and
+// its queries about them read the archive given (WithArchive) through a
+// transaction that joins the two (joinedTx), or say which they need.
+//
 // # Idempotency
 //
 // Every mutation carries a request id. The first answer is recorded with the

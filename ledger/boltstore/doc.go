@@ -68,7 +68,7 @@
 //	liens_active           account NUL expiry ‖ id -> (empty), while the lien is active
 //	charges                id -> a reference to the entry that made it, or last refunded it
 //	charges_by_job         machine NUL job id NUL id -> (empty)
-//	records                kind NUL key -> the record's value (the ledger's running sums and audit checkpoint among them)
+//	records                kind NUL key -> the record's value (the ledger's running sums, audit checkpoint and archive boundary among them)
 //	journal_by_node        node NUL seq -> (empty), for each node an entry concerns (ledger.IndexTerms)
 //
 // # Upgrades
