@@ -92,8 +92,9 @@ type ArchiveReport struct {
 // running sums), audited in full; the bank keeps the entries after, and
 // the state at the boundary that its audits start from. The bank is
 // audited in full first and nothing is moved unless both audits are
-// clean. A kept answer for retries may not name a moved entry. file names
-// dst in the boundary, for messages.
+// clean. The answers kept for retries past their retention are dropped
+// first; one still kept may not name a moved entry. file names dst in the
+// boundary, for messages.
 func (l *Ledger) Archive(ctx context.Context, before time.Time, dst Store, file string) (ArchiveReport, error) {
 	var rep ArchiveReport
 	trimmer, ok := l.store.(Trimmer)
