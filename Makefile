@@ -89,7 +89,7 @@ bench:
 # What a long history costs: banks of INGOT_HISTORY_CYCLES lien + charge
 # cycles (default 50000,500000: banks of 100,000 and 1,000,000 journal
 # entries), made a month at a time; their file size, audits, queries and
-# open (see BenchmarkHistory in lien). About a quarter of an hour on two
+# open (see BenchmarkHistory in lien). About seven minutes on two
 # cores.
 bench-history:
 	$(GO) test -run '^$$' -bench '^BenchmarkHistory$$' -benchtime 1x -timeout 60m ./lien
