@@ -450,15 +450,8 @@ func (a *auditor) lien(e Entry) error {
 		return nil
 	}
 	delete(a.active, l.ID)
-	if carriers, ok := a.tx.(Carriers); ok {
-		seq, ref, err := carriers.LienCarrier(l.ID)
-		if err != nil {
-			return err
-		}
-		if ref {
-			_, err := a.checkCarrier("lien", l.ID, seq, e.Seq, func(c Entry) bool { return c.Lien != nil && c.Lien.ID == l.ID })
-			return err
-		}
+	if ref, _, err := a.carried("lien", l.ID, e.Seq, Carriers.LienCarrier, func(c Entry) bool { return c.Lien != nil && c.Lien.ID == l.ID }); err != nil || ref {
+		return err
 	}
 	stored, ok, err := a.tx.Lien(l.ID)
 	if err != nil {
@@ -466,6 +459,22 @@ func (a *auditor) lien(e Entry) error {
 	}
 	a.compare("lien", fmt.Sprint(l.ID), l, stored, ok)
 	return nil
+}
+
+// carried checks a lien or charge that entry seq carries, if the store
+// keeps it as a reference to an entry (ref; carrier reads which), with
+// checkCarrier.
+func (a *auditor) carried(what string, id, seq uint64, carrier func(Carriers, uint64) (uint64, bool, error), carries func(Entry) bool) (ref, later bool, err error) {
+	carriers, ok := a.tx.(Carriers)
+	if !ok {
+		return false, false, nil
+	}
+	at, ref, err := carrier(carriers, id)
+	if err != nil || !ref {
+		return false, false, err
+	}
+	later, err = a.checkCarrier(what, id, at, seq, carries)
+	return true, later, err
 }
 
 // checkCarrier checks that a lien or charge the journal carries in entry
@@ -506,18 +515,12 @@ func (a *auditor) charge(e Entry) error {
 		a.refunded[c.ID] = c
 		return nil
 	}
-	if carriers, ok := a.tx.(Carriers); ok {
-		seq, ref, err := carriers.ChargeCarrier(c.ID)
-		if err != nil {
-			return err
-		}
-		if ref {
-			later, err := a.checkCarrier("charge", c.ID, seq, e.Seq, func(x Entry) bool { return x.Charge != nil && x.Charge.ID == c.ID })
-			if later {
-				a.refunded[c.ID] = c // refunded after this entry: compared at the end
-			}
-			return err
-		}
+	ref, later, err := a.carried("charge", c.ID, e.Seq, Carriers.ChargeCarrier, func(x Entry) bool { return x.Charge != nil && x.Charge.ID == c.ID })
+	if later {
+		a.refunded[c.ID] = c // refunded after this entry: compared at the end
+	}
+	if err != nil || ref {
+		return err
 	}
 	stored, ok, err := a.tx.Charge(c.ID)
 	if err != nil {

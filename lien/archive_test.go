@@ -29,14 +29,7 @@ import (
 func TestArchive(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	var store *boltstore.Store
-	s := newSiteOn(t, func(tb testing.TB) ledger.Store {
-		var err error
-		if store, err = boltstore.Open(filepath.Join(dir, "bank.db"), boltstore.Options{Create: true}); err != nil {
-			tb.Fatal(err)
-		}
-		return store
-	})
+	s, store := siteOnFile(t, filepath.Join(dir, "bank.db"))
 	s.MustDeposit("chem", "100000000", time.Time{})
 	month := func(m int, from int) {
 		for i := from; i < from+12; i++ {
@@ -191,16 +184,7 @@ func TestArchive(t *testing.T) {
 	bolttest.EditEntry(t, filepath.Join(dir, "first.db"), 3, func(body []byte) []byte {
 		return []byte(strings.Replace(string(body), `"actor":"test"`, `"actor":"tset"`, 1))
 	})
-	reopened, err := boltstore.Open(filepath.Join(dir, "first.db"), boltstore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer reopened.Close()
-	l, err := ledger.Open(ctx, reopened)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := l.Audit(ctx, ledger.AuditOptions{Full: true})
+	r, err := auditFile(t, filepath.Join(dir, "first.db"))
 	if err != nil || !strings.Contains(strings.Join(r.Problems, "\n"), "journal: entry 3: stored hash") {
 		t.Errorf("the archive with entry 3 changed: %v %q", err, r.Problems)
 	}

@@ -28,14 +28,7 @@ import (
 func TestFinishedRecordsKeptOnce(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "bank.db")
-	var store *boltstore.Store
-	s := newSiteOn(t, func(tb testing.TB) ledger.Store {
-		var err error
-		if store, err = boltstore.Open(path, boltstore.Options{Create: true}); err != nil {
-			tb.Fatal(err)
-		}
-		return store
-	})
+	s, store := siteOnFile(t, path)
 	s.MustDeposit("chem", "100000", time.Time{})
 	s.mustPlace("j1", 4, 3600)
 	charged := s.mustCharge(lien.ChargeSpec{Job: job("j1"), Usage: s.usage(4, 1800, 3600, 0, charge.Completed)})
@@ -128,19 +121,38 @@ func TestFinishedRecordsKeptOnce(t *testing.T) {
 				bucket, key := c.key[:len(c.key)-8], c.key[len(c.key)-8:]
 				return tx.Bucket([]byte(bucket)).Put([]byte(key), binary.BigEndian.AppendUint64([]byte{0xE1}, c.to))
 			})
-			st, err := boltstore.Open(path, boltstore.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer st.Close()
-			l, err := ledger.Open(ctx, st)
-			if err != nil {
-				t.Fatal(err)
-			}
-			rep, err := l.Audit(ctx, ledger.AuditOptions{Full: true})
+			rep, err := auditFile(t, path)
 			if err != nil || !strings.Contains(strings.Join(rep.Problems, "\n"), c.says) {
 				t.Errorf("audit: %v %q, want a problem saying %q", err, rep.Problems, c.says)
 			}
 		})
 	}
+}
+
+// siteOnFile is newSite on a new bbolt bank at path.
+func siteOnFile(t testing.TB, path string) (*site, *boltstore.Store) {
+	var store *boltstore.Store
+	s := newSiteOn(t, func(tb testing.TB) ledger.Store {
+		var err error
+		if store, err = boltstore.Open(path, boltstore.Options{Create: true}); err != nil {
+			tb.Fatal(err)
+		}
+		return store
+	})
+	return s, store
+}
+
+// auditFile audits the bank at path in full, opened on its own.
+func auditFile(t testing.TB, path string) (ledger.AuditReport, error) {
+	t.Helper()
+	st, err := boltstore.Open(path, boltstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	l, err := ledger.Open(context.Background(), st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l.Audit(context.Background(), ledger.AuditOptions{Full: true})
 }

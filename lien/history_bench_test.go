@@ -68,14 +68,7 @@ const (
 func history(b *testing.B, cycles int) {
 	ctx := context.Background()
 	path := filepath.Join(b.TempDir(), "bank.db")
-	var store *boltstore.Store
-	s := newSiteOn(b, func(tb testing.TB) ledger.Store {
-		var err error
-		if store, err = boltstore.Open(path, boltstore.Options{Create: true}); err != nil {
-			tb.Fatal(err)
-		}
-		return store
-	})
+	s, store := siteOnFile(b, path)
 	s.MustDeposit("chem", "1000000000000000", time.Time{})
 	var next atomic.Int64
 	build := func(n int) time.Duration {
