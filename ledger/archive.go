@@ -13,7 +13,7 @@ import (
 
 // ErrArchived marks a query about entries that are in an archive the
 // command was not given (it is also ErrNotFound).
-var ErrArchived = fmt.Errorf("%w: archived", ErrNotFound)
+var ErrArchived = fmt.Errorf("%w (in an archive)", ErrNotFound)
 
 // archiveKind is the kind of the ledger's own record (not journaled) where
 // a bank whose oldest entries are in an archive keeps its Boundary, under
@@ -488,8 +488,8 @@ type joinedTx struct {
 }
 
 func (j *joinedTx) archived(what string) error {
-	return fmt.Errorf("%w: %s is in the archive of the entries up to %d, made before %s (%s): give it with --archive",
-		ErrArchived, what, j.bound.Seq, j.bound.Before.Format(time.DateOnly), j.bound.File)
+	return fmt.Errorf("%w: %s: the entries made before %s (1 to %d) are in the archive %s: give it with --archive",
+		ErrArchived, what, j.bound.Before.Format(time.DateOnly), j.bound.Seq, j.bound.File)
 }
 
 func (j *joinedTx) Entry(seq uint64) (StoredEntry, bool, error) {
@@ -541,7 +541,7 @@ func (j *joinedTx) NodeEntries(node string, from, to uint64, reverse bool, fn fu
 			return nil
 		}
 		if j.older == nil {
-			return j.archived("the journal of " + node + " up to entry " + fmt.Sprint(j.bound.Seq))
+			return j.archived("the journal of " + node + " then")
 		}
 		return j.older.NodeEntries(node, from, min(to, j.bound.Seq), reverse, until)
 	}
@@ -614,7 +614,7 @@ func NeedsArchive(tx Tx, since time.Time) error {
 	if !ok || j.older != nil || (!since.IsZero() && !since.Before(j.bound.Time)) {
 		return nil
 	}
-	return j.archived("what was charged before " + j.bound.Time.Format(time.RFC3339))
+	return j.archived("the charges of that time")
 }
 
 // seqAtOrBefore searches the bank's entries, then the archive's.
@@ -624,7 +624,7 @@ func (j *joinedTx) seqAtOrBefore(t time.Time) (uint64, error) {
 		return seq, err
 	}
 	if j.older == nil {
-		return 0, j.archived("the time " + t.Format(time.RFC3339))
+		return 0, j.archived("the bank as it was then")
 	}
 	return seqAtOrBefore(j.older, t)
 }

@@ -11,7 +11,6 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/ingot-hpc/ingot/internal/boltfile"
 	"github.com/ingot-hpc/ingot/ledger"
 	"github.com/ingot-hpc/ingot/ledger/boltstore"
 	"github.com/ingot-hpc/ingot/ledger/pgstore"
@@ -128,17 +127,10 @@ func backup(c *cli.Context) error {
 		return nil
 	}
 	if c.Bool("compact") {
-		compacted := tmp.Name() + ".compact"
-		defer os.Remove(compacted)
-		if err := boltfile.Compact(compacted, tmp.Name()); err != nil {
+		if err := compactFile(tmp.Name()); err != nil {
 			return fmt.Errorf("backup: %w", err)
 		}
-		if err := os.Rename(compacted, tmp.Name()); err != nil {
-			return fmt.Errorf("backup: %w", err)
-		}
-		if info, err := os.Stat(tmp.Name()); err == nil {
-			size = info.Size()
-		}
+		size = fileSize(tmp.Name())
 	}
 	rep, err := auditFile(c.Context, tmp.Name())
 	if err != nil {

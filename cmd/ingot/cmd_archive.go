@@ -8,6 +8,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/ingot-hpc/ingot/internal/boltfile"
 	"github.com/ingot-hpc/ingot/ledger"
 	"github.com/ingot-hpc/ingot/ledger/boltstore"
 )
@@ -65,8 +66,13 @@ func archive(c *cli.Context) error {
 		}
 		return fmt.Errorf("archive: %w", err)
 	}
-	fmt.Fprintf(c.App.Writer, "archive: entries %d to %d (made before %s) are in %s (%d entries replayed by its audit: OK); the bank no longer keeps %d liens and %d charges of them\n",
-		rep.From, rep.To, before.Local().Format(time.RFC3339), dest, rep.ArchiveEntries, rep.Liens, rep.Charges)
+	// The archive was written a batch of entries at a time: compacted, it
+	// keeps what the bank kept of them, no more.
+	if err := compactFile(dest); err != nil {
+		return fmt.Errorf("archive: the entries are archived in %s, but compacting it failed (it is whole, only not smaller): %w", dest, err)
+	}
+	fmt.Fprintf(c.App.Writer, "archive: entries %d to %d (made before %s) are in %s (%d bytes; %d entries replayed by its audit: OK); the bank no longer keeps %d liens and %d charges of them\n",
+		rep.From, rep.To, before.Local().Format(time.RFC3339), dest, fileSize(dest), rep.ArchiveEntries, rep.Liens, rep.Charges)
 	compacted := path + ".compact"
 	if err := store.(*boltstore.Store).CompactTo(compacted); err != nil {
 		os.Remove(compacted)
@@ -78,6 +84,17 @@ func archive(c *cli.Context) error {
 	fmt.Fprintf(c.App.Writer, "archive: %s compacted from %d to %d bytes; statements, journals and balances before %s need --archive %s\n",
 		path, sizeBefore, fileSize(path), before.Local().Format(time.RFC3339), dest)
 	return nil
+}
+
+// compactFile replaces the bbolt file at path, which nothing holds, by a
+// compacted copy of it.
+func compactFile(path string) error {
+	compacted := path + ".compact"
+	if err := boltfile.Compact(compacted, path); err != nil {
+		os.Remove(compacted)
+		return err
+	}
+	return swapIn(compacted, path)
 }
 
 // swapIn renames from over to and syncs their directory, so that the
