@@ -295,11 +295,10 @@ func (l *Ledger) Journal(ctx context.Context, f JournalFilter) ([]Entry, error) 
 				first = max(first, last-min(last, uint64(f.Limit))+1)
 			}
 			out = nil
-			err := EachEntry(tx, first, last, func(e Entry) (bool, error) {
+			err := f.scan(tx, first, last, func(e Entry) {
 				if f.matches(e) {
 					out = append(out, e)
 				}
-				return true, nil
 			})
 			if f.Limit > 0 && len(out) > f.Limit {
 				out = out[len(out)-f.Limit:]
@@ -328,6 +327,48 @@ func eachNodeEntry(tx Tx, node string, from, to uint64, reverse bool, fn func(En
 		}
 		return fn(e)
 	})
+}
+
+// scan calls fn with the entries from..to that may match f, decoded on
+// the machine's other cores (package ahead). An entry's bytes that lack
+// what f asks of them (its kind, its job's id, as encodeEntry writes
+// them) are not decoded: a filter by job or kind reads the whole journal,
+// but decodes only what it may show.
+func (f JournalFilter) scan(tx Tx, from, to uint64, fn func(Entry)) error {
+	var needles [][]byte
+	if f.Job != "" {
+		job, _ := json.Marshal(f.Job)
+		needles = append(needles, append([]byte(`"job_id":`), job...))
+	}
+	var kinds [][]byte
+	for _, k := range f.Kinds {
+		kind, _ := json.Marshal(k)
+		kinds = append(kinds, append([]byte(`"kind":`), kind...))
+	}
+	type read struct {
+		e    Entry
+		skip bool
+		err  error
+	}
+	return ahead.Map(func(yield func(StoredEntry) (bool, error)) error { return tx.Entries(from, to, yield) },
+		func(se StoredEntry) read {
+			for _, n := range needles {
+				if !bytes.Contains(se.Body, n) {
+					return read{skip: true}
+				}
+			}
+			if len(kinds) > 0 && !slices.ContainsFunc(kinds, func(k []byte) bool { return bytes.Contains(se.Body, k) }) {
+				return read{skip: true}
+			}
+			e, err := DecodeEntry(se)
+			return read{e: e, err: err}
+		},
+		func(r read) (bool, error) {
+			if r.err == nil && !r.skip {
+				fn(r.e)
+			}
+			return r.err == nil, r.err
+		})
 }
 
 func (f JournalFilter) matches(e Entry) bool {

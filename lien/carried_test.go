@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -155,4 +156,50 @@ func auditFile(t testing.TB, path string) (ledger.AuditReport, error) {
 		t.Fatal(err)
 	}
 	return l.Audit(context.Background(), ledger.AuditOptions{Full: true})
+}
+
+// TestJournalByJobAndKind: the journal of a job, or of kinds, is what
+// filtering every entry gives, for job ids JSON escapes too (the scan
+// looks for the id in the entries' bytes before decoding them).
+func TestJournalByJobAndKind(t *testing.T) {
+	ctx := context.Background()
+	s := newSite(t)
+	s.MustDeposit("chem", "100000", time.Time{})
+	jobs := []string{"7", "77", `a<b&"c"`}
+	for _, id := range jobs {
+		s.mustPlace(id, 1, 60)
+		s.mustCharge(lien.ChargeSpec{Job: job(id), Usage: s.usage(1, 60, 60, 0, charge.Completed)})
+	}
+	for range 2 { // a job released and placed again
+		s.mustPlace("9", 1, 60)
+		if _, err := s.lb.Release(ctx, s.Req(), job("9")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	all, err := s.Journal(ctx, ledger.JournalFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []ledger.JournalFilter{
+		{Job: "7"}, {Job: "77"}, {Job: jobs[2]}, {Job: "9"}, {Job: "x"}, {Job: "7", Machine: "other"},
+		{Kinds: []ledger.Kind{ledger.KindCharge}}, {Kinds: []ledger.Kind{ledger.KindLienRelease, ledger.KindDeposit}},
+		{Job: "9", Kinds: []ledger.Kind{ledger.KindLienPlace}},
+	} {
+		var want []uint64
+		for _, e := range all {
+			j := e.Job()
+			if (f.Job == "" || j != nil && j.JobID == f.Job && (f.Machine == "" || j.Machine == f.Machine)) &&
+				(len(f.Kinds) == 0 || slices.Contains(f.Kinds, e.Kind)) {
+				want = append(want, e.Seq)
+			}
+		}
+		got, err := s.Journal(ctx, f)
+		var seqs []uint64
+		for _, e := range got {
+			seqs = append(seqs, e.Seq)
+		}
+		if err != nil || !slices.Equal(seqs, want) {
+			t.Errorf("journal %+v: %v %v, want %v", f, seqs, err, want)
+		}
+	}
 }
