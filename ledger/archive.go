@@ -425,6 +425,18 @@ func putIf[T any](v *T, put func(T) error) error {
 	return put(*v)
 }
 
+// ArchivedBefore is the date before which the bank's entries are in an
+// archive (the zero time: it keeps them all).
+func (l *Ledger) ArchivedBefore(ctx context.Context) (time.Time, error) {
+	var before time.Time
+	err := l.store.View(ctx, func(tx Tx) error {
+		b, _, err := boundaryOf(tx)
+		before = b.Before
+		return err
+	})
+	return before, err
+}
+
 // WithArchive gives the ledger the archive of its oldest entries (the
 // store Archive wrote, opened read-only), which its queries about them
 // then read: statements, the journal, balances at a time. Without it

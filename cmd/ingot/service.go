@@ -108,7 +108,8 @@ type localBank struct {
 
 // Settings is the ledger's, with its creation time and clock.
 func (b localBank) Settings() (api.Settings, error) {
-	return api.Settings{Settings: b.Ledger.Settings(), Created: b.Created(), Now: b.Now()}, nil
+	archived, err := b.ArchivedBefore(b.cli.Context)
+	return api.Settings{Settings: b.Ledger.Settings(), Created: b.Created(), Now: b.Now(), ArchivedBefore: archived}, err
 }
 
 func (b localBank) Registry(makesKeys bool) (clientRegistry, error) {

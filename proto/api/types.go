@@ -265,6 +265,9 @@ type Settings struct {
 	ledger.Settings
 	Created time.Time `json:"created"`
 	Now     time.Time `json:"now"`
+	// ArchivedBefore is the date before which the bank's entries are in
+	// an archive (ingot archive), which the server does not read.
+	ArchivedBefore time.Time `json:"archived_before,omitzero"`
 }
 
 // List is the answer of an endpoint that lists: {"items": [...]}, never

@@ -17,7 +17,8 @@ import (
 // handlers_records.go, jobs in handlers_jobs.go.
 
 func (s *Server) settings(c *call, _ api.NoQuery) (api.Settings, error) {
-	return api.Settings{Settings: s.ledger.Settings(), Created: s.ledger.Created(), Now: s.ledger.Now()}, nil
+	archived, err := s.ledger.ArchivedBefore(c.r.Context())
+	return api.Settings{Settings: s.ledger.Settings(), Created: s.ledger.Created(), Now: s.ledger.Now(), ArchivedBefore: archived}, err
 }
 
 // balances are every account's for a client that reads every node, and

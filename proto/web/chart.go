@@ -123,6 +123,21 @@ func periodLabel(period string) string {
 
 // periodStarts are the starts of the chart's periods: slots of them,
 // ending with the one now is in, in the server's zone.
+// keptPeriods are the periods of starts that the bank keeps whole, those
+// that begin at or after archivedBefore (the last one at least), and the
+// time its usage is asked from: the first's start, or archivedBefore
+// within it. The server reads no archive.
+func keptPeriods(starts []time.Time, archivedBefore time.Time) ([]time.Time, time.Time) {
+	for len(starts) > 1 && starts[0].Before(archivedBefore) {
+		starts = starts[1:]
+	}
+	since := starts[0]
+	if since.Before(archivedBefore) {
+		since = archivedBefore
+	}
+	return starts, since
+}
+
 func periodStarts(now time.Time, period string) []time.Time {
 	n := slots[period]
 	last := lien.PeriodStart(now, period, time.Local)

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -54,5 +55,29 @@ func TestUsageCharts(t *testing.T) {
 	}
 	if usageCharts(nil, "user", "day", starts, 2) != nil {
 		t.Errorf("charts of no usage")
+	}
+}
+
+// TestKeptPeriods: the usage of a bank whose history before a date is in
+// an archive is charted from the first period the bank keeps whole, and
+// asked from that period's start, or from the date when even the last
+// period began before it.
+func TestKeptPeriods(t *testing.T) {
+	day := func(m, d int) time.Time { return time.Date(2026, time.Month(m), d, 0, 0, 0, 0, time.UTC) }
+	months := []time.Time{day(9, 1), day(10, 1), day(11, 1), day(12, 1)}
+	for _, c := range []struct {
+		archived   time.Time
+		wantStarts []time.Time
+		wantSince  time.Time
+	}{
+		{time.Time{}, months, day(9, 1)},
+		{day(9, 1), months, day(9, 1)},
+		{day(10, 15), months[2:], day(11, 1)},
+		{day(12, 5), months[3:], day(12, 5)},
+	} {
+		starts, since := keptPeriods(months, c.archived)
+		if !slices.Equal(starts, c.wantStarts) || !since.Equal(c.wantSince) {
+			t.Errorf("archived before %s: %v from %s, want %v from %s", c.archived, starts, since, c.wantStarts, c.wantSince)
+		}
 	}
 }

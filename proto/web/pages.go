@@ -111,9 +111,12 @@ type nodePage struct {
 	Charts     []chart
 	UsageTable report.Table
 	Since      time.Time
-	Periods    []choice
-	Bys        []choice
-	UsageCSV   string
+	// ArchivedBefore is the date before which the bank's history is in an
+	// archive, which the page does not show (zero: none).
+	ArchivedBefore time.Time
+	Periods        []choice
+	Bys            []choice
+	UsageCSV       string
 	// Tree is the account's HFS split, where the session reads the
 	// account (a manager's, an admin's); Below otherwise lists the
 	// projects under the node.
@@ -151,12 +154,12 @@ func (p *Pages) node(req *request) error {
 		return err
 	}
 	data.Liens = liens.Items
-	starts := periodStarts(settings.Now, q.Period)
-	rows, err := usage(req, q, starts[0])
+	starts, since := keptPeriods(periodStarts(settings.Now, q.Period), settings.ArchivedBefore)
+	rows, err := usage(req, q, since)
 	if err != nil {
 		return err
 	}
-	data.Since = starts[0]
+	data.Since, data.ArchivedBefore = since, settings.ArchivedBefore
 	data.Charts = usageCharts(rows, q.By, q.Period, starts, settings.Precision)
 	data.UsageTable = report.UsageTable(rows, []string{q.By}, true, settings.Precision)
 	for _, period := range lien.UsagePeriods {
@@ -211,8 +214,8 @@ func (p *Pages) usageCSV(req *request) error {
 	if _, err := call[ledger.Node](req, api.PathNode, api.NameQuery{Name: q.Name}); err != nil {
 		return err
 	}
-	starts := periodStarts(settings.Now, q.Period)
-	rows, err := usage(req, q, starts[0])
+	starts, since := keptPeriods(periodStarts(settings.Now, q.Period), settings.ArchivedBefore)
+	rows, err := usage(req, q, since)
 	if err != nil {
 		return err
 	}

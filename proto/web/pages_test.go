@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"net/http"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/ingot-hpc/ingot/internal/report"
 	"github.com/ingot-hpc/ingot/ledger"
+	"github.com/ingot-hpc/ingot/ledger/boltstore"
 	"github.com/ingot-hpc/ingot/lien"
 )
 
@@ -236,5 +238,30 @@ func TestAccountPageOfAUser(t *testing.T) {
 	a := s.signedIn("amy").get("/node?name=chem")
 	if a.status != http.StatusOK || !strings.Contains(a.body, `id="tree"`) || !strings.Contains(a.body, `action="/statement.csv"`) {
 		t.Errorf("amy, manager of chem, on chem's page: %d\n%s", a.status, a.body)
+	}
+}
+
+// TestPageOfAnArchivedBank: once the bank's first weeks are in an archive
+// (which the server does not read), a project's page charts the periods
+// the bank keeps and says where the rest is, rather than failing.
+func TestPageOfAnArchivedBank(t *testing.T) {
+	s := newSite(t)
+	s.seed(40)
+	ctx := context.Background()
+	before := s.Clock.Now().AddDate(0, 0, -20)
+	dst, err := boltstore.Open(filepath.Join(t.TempDir(), "archive.db"), boltstore.Options{Create: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dst.Close()
+	if _, err := s.Archive(ctx, before, dst, "archive.db"); err != nil {
+		t.Fatal(err)
+	}
+	amy := s.signedIn("amy")
+	for _, period := range lien.UsagePeriods {
+		page := amy.get("/node?name=chem.lab1&by=user&period=" + period)
+		if page.status != http.StatusOK || !strings.Contains(page.body, "is in the bank's archive") {
+			t.Errorf("chem.lab1 per %s: %d\n%s", period, page.status, page.body)
+		}
 	}
 }
