@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"cmp"
 	"context"
 	"encoding/hex"
 	"encoding/json"
@@ -596,6 +597,38 @@ func (j *joinedTx) Charge(id uint64) (Charge, bool, error) {
 		return c, ok, err
 	}
 	return j.older.Charge(id)
+}
+
+// JobLien is the bank's, or the archive's for a job the bank no longer
+// keeps a lien of.
+func (j *joinedTx) JobLien(machine, job string) (Lien, bool, error) {
+	l, ok, err := j.Tx.JobLien(machine, job)
+	if err != nil || ok || j.older == nil {
+		return l, ok, err
+	}
+	return j.older.JobLien(machine, job)
+}
+
+// JobCharges are the archive's charges of the job that the bank no longer
+// keeps, then the bank's, in id order.
+func (j *joinedTx) JobCharges(machine, job string) ([]Charge, error) {
+	kept, err := j.Tx.JobCharges(machine, job)
+	if err != nil || j.older == nil {
+		return kept, err
+	}
+	archived, err := j.older.JobCharges(machine, job)
+	if err != nil {
+		return nil, err
+	}
+	var out []Charge
+	for _, c := range archived {
+		if !slices.ContainsFunc(kept, func(k Charge) bool { return k.ID == c.ID }) {
+			out = append(out, c)
+		}
+	}
+	out = append(out, kept...)
+	slices.SortFunc(out, func(a, b Charge) int { return cmp.Compare(a.ID, b.ID) })
+	return out, nil
 }
 
 // Charges gives the archive's charges the bank no longer keeps, then the
