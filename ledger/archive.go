@@ -482,7 +482,12 @@ func (l *Ledger) checkArchive(ctx context.Context, tx Tx, b Boundary) error {
 		if err != nil {
 			return err
 		}
-		if head.Seq != b.Seq || hex.EncodeToString(head.Hash[:]) != b.Hash {
+		switch {
+		case head.Seq < b.Seq:
+			return fmt.Errorf("%w: the archive given is not the one this bank starts after: it ends with entry %d, the bank after entry %d, which is in %s. "+
+				"An older archive of this bank is read with the archive that follows it as the bank: --db %[4]s --archive OLDER",
+				ErrInvalid, head.Seq, b.Seq, b.File)
+		case head.Seq != b.Seq || hex.EncodeToString(head.Hash[:]) != b.Hash:
 			return fmt.Errorf("%w: the archive given is not this bank's: its last entry is %d with hash %.12s…, and the bank's archive (%s) ends with entry %d, hash %.12s…",
 				ErrInvalid, head.Seq, hex.EncodeToString(head.Hash[:]), b.File, b.Seq, b.Hash)
 		}

@@ -188,7 +188,7 @@ func TestArchive(t *testing.T) {
 
 	// Another bank's archive is refused; a changed entry in an archive is
 	// found by its audit.
-	if _, err := ledger.Open(ctx, store, ledger.WithArchive(first)); err == nil || !strings.Contains(err.Error(), "is not this bank's") {
+	if _, err := ledger.Open(ctx, store, ledger.WithArchive(first)); err == nil || !strings.Contains(err.Error(), "is not the one this bank starts after") {
 		t.Errorf("the bank opened with its first archive, not its second: %v", err)
 	}
 	first.Close()

@@ -17,8 +17,9 @@ import (
 
 // yearOfHistory makes at path a bank of fourteen months of deposits and
 // withdrawals from 2025-01-15 on, made with the clock of those months (so
-// that the answers kept for them are past their retention today).
-func yearOfHistory(t *testing.T, path string) {
+// that the answers kept for them are past their retention today); the
+// deposits are of extra credits more than those of another bank.
+func yearOfHistory(t *testing.T, path string, extra int64) {
 	t.Helper()
 	ctx := context.Background()
 	store, err := boltstore.Open(path, boltstore.Options{Create: true})
@@ -45,7 +46,7 @@ func yearOfHistory(t *testing.T, path string) {
 		for day := range 20 {
 			now = time.Date(2025, time.Month(1+month), 1+day, 10, 0, 0, 0, time.UTC)
 			for _, account := range []string{"chem", "bio"} {
-				if _, err := l.Deposit(ctx, req(), ledger.DepositSpec{Account: account, Amount: decimal.NewFromInt(int64(100 + day))}); err != nil {
+				if _, err := l.Deposit(ctx, req(), ledger.DepositSpec{Account: account, Amount: decimal.NewFromInt(int64(100+day) + extra)}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -64,7 +65,7 @@ func yearOfHistory(t *testing.T, path string) {
 func TestArchiveThroughCLI(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "bank.db")
-	yearOfHistory(t, path)
+	yearOfHistory(t, path, 0)
 	b := onFile(t, path)
 	queries := [][]string{
 		{"statement", "chem", "--start", "2025-01-01", "--end", "2026-01-01", "--json"},
@@ -110,8 +111,8 @@ func TestArchiveThroughCLI(t *testing.T) {
 	}
 
 	other := filepath.Join(dir, "other.db")
-	yearOfHistory(t, other)
-	(&cliBank{t: t, global: []string{"--db", other}}).ok("archive", "--before", "2025-06-01", filepath.Join(dir, "other-old.db"))
+	yearOfHistory(t, other, 1)
+	(&cliBank{t: t, global: []string{"--db", other}}).ok("archive", "--before", "2026-01-01", filepath.Join(dir, "other-old.db"))
 	if got, code := b.run("--archive", filepath.Join(dir, "other-old.db"), "statement", "chem", "--start", "2025-01-01"); code != exitUsage || !strings.Contains(got, "is not this bank's") {
 		t.Errorf("another bank's archive: exit %d\n%s", code, got)
 	}
