@@ -186,6 +186,15 @@ func TestArchive(t *testing.T) {
 		t.Errorf("month 1 with the second archive only: %v, want ErrArchived naming first.db", err)
 	}
 
+	// The first archive is read with the second as the bank.
+	older, err := ledger.Open(ctx, second2, ledger.WithArchive(first), ledger.WithClock(s.Clock.Now))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := answer(older, queries[0]); err != nil || got != before[queries[0].name] {
+		t.Errorf("%s, the second archive read as the bank with the first: %v\n%s\nwant\n%s", queries[0].name, err, got, before[queries[0].name])
+	}
+
 	// Another bank's archive is refused; a changed entry in an archive is
 	// found by its audit.
 	if _, err := ledger.Open(ctx, store, ledger.WithArchive(first)); err == nil || !strings.Contains(err.Error(), "is not the one this bank starts after") {
