@@ -197,14 +197,19 @@ func (l *Ledger) Archive(ctx context.Context, before time.Time, dst Store, file 
 		return rep, fmt.Errorf("ledger: archive: %w", err)
 	}
 	rep.Boundary = Boundary{Seq: last.Seq, Hash: last.Hash, Time: last.Time, Before: before, File: file, Made: l.Now(), Created: l.created, State: state}
+	// The audits start from the boundary, counting the liens and charges
+	// made up to it that the bank still keeps.
+	kept := func(liens, charges uint64) Boundary {
+		b := rep.Boundary
+		b.State.Liens -= liens
+		b.State.Charges -= charges
+		return b
+	}
 	rep.Liens, rep.Charges, err = trimmer.Trim(ctx, last.Seq, func(liens, charges uint64) ([]Record, error) {
-		// The audits start from the boundary, counting the liens and
-		// charges made up to it that the bank still keeps.
-		rep.Boundary.State.Liens -= liens
-		rep.Boundary.State.Charges -= charges
-		raw, err := json.Marshal(rep.Boundary)
+		raw, err := json.Marshal(kept(liens, charges))
 		return []Record{{Kind: archiveKind, Key: boundaryKey, Value: raw}, {Kind: auditKind, Key: auditKey, Deleted: true}}, err
 	})
+	rep.Boundary = kept(rep.Liens, rep.Charges)
 	if err != nil {
 		return rep, fmt.Errorf("ledger: archive: remove the archived entries from the bank: %w", err)
 	}
@@ -268,17 +273,22 @@ func copyPrefix(ctx context.Context, src, dst Store, from Boundary, hasFrom bool
 	}
 	for next := from.Seq + 1; next <= last; next += archiveBatch {
 		to := min(next+archiveBatch-1, last)
+		// What a batch learns is kept once it is committed: Update may
+		// run its function more than once.
+		var liens, charges []uint64
+		var moved []Entry
 		err := src.View(ctx, func(stx Tx) error {
 			return dst.Update(ctx, func(dtx Tx) error {
+				liens, charges, moved = nil, nil, nil
 				return EachEntry(stx, next, to, func(e Entry) (bool, error) {
 					if e.Lien != nil && e.Lien.ID > from.State.MaxLien {
-						newLiens[e.Lien.ID] = true
-					}
-					if e.Charge != nil && e.Charge.ID > from.State.MaxCharge {
-						newCharges[e.Charge.ID] = true
+						liens = append(liens, e.Lien.ID)
 					}
 					if e.Charge != nil {
-						addCharged(charged, e)
+						moved = append(moved, Entry{Kind: e.Kind, Charge: e.Charge, Deltas: e.Deltas})
+						if e.Charge.ID > from.State.MaxCharge {
+							charges = append(charges, e.Charge.ID)
+						}
 					}
 					return true, copyEntry(stx, dtx, e)
 				})
@@ -286,6 +296,15 @@ func copyPrefix(ctx context.Context, src, dst Store, from Boundary, hasFrom bool
 		})
 		if err != nil {
 			return err
+		}
+		for _, id := range liens {
+			newLiens[id] = true
+		}
+		for _, id := range charges {
+			newCharges[id] = true
+		}
+		for _, e := range moved {
+			addCharged(charged, e)
 		}
 	}
 	return dst.Update(ctx, func(tx Tx) error {
