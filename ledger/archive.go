@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sort"
 	"time"
 )
 
@@ -91,11 +90,12 @@ type ArchiveReport struct {
 // before before, with the state they gave (settings, nodes, users,
 // machines, allocations and their history, records, liens, charges,
 // running sums), audited in full; the bank keeps the entries after, and
-// the state at the boundary that its audits start from. The bank is
-// audited in full first and nothing is moved unless both audits are
-// clean. The answers kept for retries past their retention are dropped
-// first; one still kept may not name a moved entry. file names dst in the
-// boundary, for messages.
+// the state at the boundary that its audits start from. A date before
+// which the bank keeps nothing, or an answer kept for retries within its
+// retention that names an entry to move, is refused with the bank
+// unchanged; then the answers past their retention are dropped, the bank
+// is audited in full, and nothing is moved unless both audits are clean.
+// file names dst in the boundary, for messages.
 func (l *Ledger) Archive(ctx context.Context, before time.Time, dst Store, file string) (ArchiveReport, error) {
 	var rep ArchiveReport
 	trimmer, ok := l.store.(Trimmer)
@@ -103,10 +103,55 @@ func (l *Ledger) Archive(ctx context.Context, before time.Time, dst Store, file 
 		return rep, fmt.Errorf("%w: archiving is built for bank files, not this engine", ErrInvalid)
 	}
 	before = stamp(before)
-	// The answers past their retention go first, as ingot serve drops
-	// them (it is stopped while a bank is archived).
+	// What can be refused is, before anything is changed.
+	var old Boundary
+	var hasOld bool
+	var last Entry
+	dropped := l.Now().Add(-RequestRetention) // the answers ingot serve drops
+	err := l.store.View(ctx, func(tx Tx) error {
+		var err error
+		if old, hasOld, err = boundaryOf(tx); err != nil {
+			return err
+		}
+		// The last entry made before before (times are to the
+		// microsecond).
+		n, err := searchSeq(tx, old.Seq, before.Add(-time.Microsecond))
+		if err != nil {
+			return err
+		}
+		if n <= old.Seq {
+			return fmt.Errorf("%w: no entry the bank keeps was made before %s (its oldest, %d, was made %s)", ErrInvalid,
+				before.Format(time.RFC3339), old.Seq+1, firstTime(tx, old.Seq+1))
+		}
+		var named uint64
+		err = tx.Requests(func(k RequestKey, r RequestRecord) (bool, error) {
+			if r.Seq <= n && !r.Time.Before(dropped) {
+				named = r.Seq
+				return false, nil
+			}
+			return true, nil
+		})
+		if err != nil {
+			return err
+		}
+		if named > 0 {
+			return fmt.Errorf("%w: an answer kept for retries names entry %d, which would be archived: archive before an earlier date, or once the answers are dropped (after %s)",
+				ErrInvalid, named, RequestRetention)
+		}
+		var found bool
+		last, found, err = ReadEntry(tx, n)
+		if err == nil && !found {
+			err = fmt.Errorf("%w: journal entry %d is missing", ErrCorrupt, n)
+		}
+		return err
+	})
+	if err != nil {
+		return rep, err
+	}
+	// The answers past their retention go, as ingot serve drops them (it
+	// is stopped while a bank is archived).
 	for {
-		n, err := l.PruneRequests(ctx, l.Now().Add(-RequestRetention), 10000)
+		n, err := l.PruneRequests(ctx, dropped, 10000)
 		if err != nil {
 			return rep, err
 		}
@@ -121,50 +166,6 @@ func (l *Ledger) Archive(ctx context.Context, before time.Time, dst Store, file 
 	rep.AuditedBeforehand = audit
 	if len(audit.Problems) > 0 {
 		return rep, fmt.Errorf("%w: the bank's audit found %d problems: nothing is archived (run ingot audit --full)", ErrCorrupt, len(audit.Problems))
-	}
-	var old Boundary
-	var hasOld bool
-	var last Entry
-	err = l.store.View(ctx, func(tx Tx) error {
-		if old, hasOld, err = boundaryOf(tx); err != nil {
-			return err
-		}
-		head, err := tx.Head()
-		if err != nil {
-			return err
-		}
-		n := sort.Search(int(head.Seq-old.Seq), func(i int) bool {
-			se, ok, err := tx.Entry(old.Seq + uint64(i) + 1)
-			return err != nil || !ok || !se.Time.Before(before)
-		}) + int(old.Seq)
-		if n <= int(old.Seq) {
-			return fmt.Errorf("%w: no entry the bank keeps was made before %s (its oldest, %d, was made %s)", ErrInvalid,
-				before.Format(time.RFC3339), old.Seq+1, firstTime(tx, old.Seq+1))
-		}
-		var named uint64
-		err = tx.Requests(func(k RequestKey, r RequestRecord) (bool, error) {
-			if r.Seq <= uint64(n) {
-				named = r.Seq
-				return false, nil
-			}
-			return true, nil
-		})
-		if err != nil {
-			return err
-		}
-		if named > 0 {
-			return fmt.Errorf("%w: an answer kept for retries names entry %d, which would be archived: archive before an earlier date, or once the answers are dropped (after %s)",
-				ErrInvalid, named, RequestRetention)
-		}
-		var found bool
-		last, found, err = ReadEntry(tx, uint64(n))
-		if err == nil && !found {
-			err = fmt.Errorf("%w: journal entry %d is missing", ErrCorrupt, n)
-		}
-		return err
-	})
-	if err != nil {
-		return rep, err
 	}
 	rep.From, rep.To = old.Seq+1, last.Seq
 	if err := copyPrefix(ctx, l.store, dst, old, hasOld, last.Seq); err != nil {

@@ -82,6 +82,36 @@ func TestArchiveThroughCLI(t *testing.T) {
 	size := fileSize(path)
 
 	archive := filepath.Join(dir, "old.db")
+	// Refused, with the bank and the directory left as they were.
+	taken := filepath.Join(dir, "taken.db")
+	if err := os.WriteFile(taken, []byte("mine"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := os.ReadFile(path)
+	for _, c := range []struct {
+		args []string
+		code int
+		says string
+	}{
+		{[]string{"archive", archive}, exitUsage, "needs --before"},
+		{[]string{"archive", "--before", "soonish", archive}, exitUsage, `time "soonish"`},
+		{[]string{"archive", "--before", "2024-01-01", archive}, exitUsage, "no entry the bank keeps was made before"},
+		{[]string{"archive", "--before", "2026-01-01", taken}, exitRefused, "taken.db exists"},
+	} {
+		if got, code := b.run(c.args...); code != c.code || !strings.Contains(got, c.says) {
+			t.Errorf("ingot %s: exit %d\n%s\nwant exit %d saying %q", strings.Join(c.args, " "), code, got, c.code, c.says)
+		}
+	}
+	if after, _ := os.ReadFile(path); string(after) != string(raw) {
+		t.Errorf("a refused archive changed the bank")
+	}
+	if _, err := os.Stat(archive); err == nil {
+		t.Errorf("a refused archive left %s", archive)
+	}
+	if mine, _ := os.ReadFile(taken); string(mine) != "mine" {
+		t.Errorf("a refused archive changed the file it was given: %q", mine)
+	}
+
 	out := b.ok("archive", "--before", "2026-01-01T00:00:00Z", archive)
 	t.Logf("%s", out)
 	if !strings.Contains(out, "entries 1 to ") || !strings.Contains(out, "compacted from") {

@@ -19,7 +19,7 @@ func archiveCommand() *cli.Command {
 		Usage: "move the journal entries made before --before, and what only they need, into the new bank file FILE (audited on its own), " +
 			"then compact the bank's file; on the bank's host, with the server stopped. statement, journal and balance --at read them with --archive FILE",
 		ArgsUsage: "FILE",
-		Flags: []cli.Flag{&cli.StringFlag{Name: "before", Required: true,
+		Flags: []cli.Flag{&cli.StringFlag{Name: "before",
 			Usage: "archive the entries made before `TIME` (2026-01-01, \"2026-01-01 00:00\", RFC 3339; local time)"}},
 		Action: localOnly(archive),
 	}
@@ -37,6 +37,9 @@ func archive(c *cli.Context) error {
 	dest := a[0]
 	if flagString(c, "store") != "" {
 		return usageError{"ingot archive works on a bank file (--db); a bank in PostgreSQL keeps its whole journal"}
+	}
+	if !c.IsSet("before") {
+		return usageError{"ingot archive needs --before TIME: the entries made before it are archived"}
 	}
 	before, err := parseTimeFlag(c, "before")
 	if err != nil {
