@@ -49,6 +49,7 @@ func TestClientKeys(t *testing.T) {
 		t.Errorf("after revoke: %+v", list[0].Keys)
 	}
 	b.refused(t, exitUsage, "unknown role", "client", "add", "x", "--role", "root")
+	b.refused(t, exitUsage, "needs --role", "client", "add", "x")
 	b.refused(t, exitNotFound, `no machine named "hpc9"`, "client", "add", "x", "--role", "scheduler", "--scope", "hpc9")
 	b.refused(t, exitRefused, "already exists", "client", "add", "slurm", "--role", "admin")
 	b.refused(t, exitRefused, "was revoked", "client", "revoke", "slurm", key.ID)

@@ -19,7 +19,7 @@ func clientCommands() []*cli.Command {
 		Usage: "API clients and their HMAC keys (secrets are shown once and stored sealed)",
 		Subcommands: []*cli.Command{
 			{Name: "add", ArgsUsage: "NAME", Usage: "add a client with a first key", Action: clientAdd, Flags: []cli.Flag{
-				&cli.StringFlag{Name: "role", Required: true, Usage: "admin, manager, scheduler or user"},
+				&cli.StringFlag{Name: "role", Usage: "admin, manager, scheduler or user (required)"},
 				&cli.StringSliceFlag{Name: "scope", Usage: "a manager's `NODE`, a scheduler's MACHINE, a user client's USER (repeatable)"},
 				&cli.BoolFlag{Name: "gold", Usage: "its keys also sign Gold's protocol (serve --gold-listen): print each in the forms of Gold's auth_key file and Maui's CSKEY (docs/gold.md)"},
 				keyOut, serverKey}},
@@ -46,6 +46,9 @@ func clientAdd(c *cli.Context) error {
 	a, err := args(c, "NAME")
 	if err != nil {
 		return err
+	}
+	if c.String("role") == "" {
+		return usageError{"ingot client add needs --role: admin, manager, scheduler or user"}
 	}
 	return withClients(c, true, func(reg clientRegistry) error {
 		return giveKey(c, func() (clients.Client, auth.Key, error) {
