@@ -311,7 +311,11 @@ type decodedEntry struct {
 
 func decodeForAudit(se StoredEntry) decodedEntry {
 	d := decodedEntry{se: se, sum: sha256.Sum256(se.Body)}
-	if d.e, d.err = DecodeEntry(se); d.err == nil {
+	upTo := readWhole
+	if d.sum == se.Hash {
+		upTo = readHashed
+	}
+	if d.e, d.err = decodeEntry(se, upTo); d.err == nil {
 		d.terms = IndexTerms(d.e)
 	}
 	return d
@@ -605,10 +609,11 @@ func (a *auditor) compare(what, name string, journaled, stored any, found bool) 
 // checkRequestOf checks the answer kept for the request that made entry
 // e, if it is still kept, against the entry it names: one lookup an entry
 // replayed, so that an incremental audit's cost follows what came after
-// the checkpoint, not the history. A full audit also reads every answer
-// kept (checkRequests), and so finds an answer no entry's request names.
+// the checkpoint, not the history. A full audit reads every answer kept
+// instead (checkRequests): a lookup for each entry of the history would
+// cost more than reading the few answers kept for the retention period.
 func (a *auditor) checkRequestOf(e Entry) error {
-	if e.RequestID == "" {
+	if e.RequestID == "" || a.full {
 		return nil
 	}
 	k := RequestKey{Client: e.Actor, ID: e.RequestID}
@@ -617,9 +622,6 @@ func (a *auditor) checkRequestOf(e Entry) error {
 		return err
 	}
 	named, found := e, true
-	if rec.Seq != e.Seq && a.full {
-		return nil // checkRequests reads the entry it names
-	}
 	if rec.Seq != e.Seq {
 		if named, found, err = ReadEntry(a.tx, rec.Seq); err != nil {
 			a.problem("requests: %v", err)
@@ -632,22 +634,18 @@ func (a *auditor) checkRequestOf(e Entry) error {
 	return nil
 }
 
-// checkRequests checks that every answer kept for retries names a
-// journal entry of its own request, reading only the entry's head: an
-// answer that does is the one checkRequestOf checked against the entry's
-// hash of it during the replay.
+// checkRequests checks, in a full audit, every answer kept for retries
+// against the journal entry it names: an entry of its own request, which
+// recorded the answer's hash. It also finds an answer no entry's request
+// names.
 func (a *auditor) checkRequests() error {
 	return a.tx.Requests(func(k RequestKey, rec RequestRecord) (bool, error) {
-		se, ok, err := a.tx.Entry(rec.Seq)
-		var head EntryHead
-		if err == nil && ok {
-			head, err = ReadEntryHead(se.Body)
-		}
+		named, found, err := ReadEntry(a.tx, rec.Seq)
 		if err != nil {
 			a.problem("requests: %v", err)
 			return true, nil
 		}
-		if err := checkAnswer(k.Client, k.ID, rec, Entry{Actor: head.Actor, RequestID: head.RequestID}, ok); err != nil {
+		if err := checkAnswer(k.Client, k.ID, rec, named, found); err != nil {
 			a.problem("requests: %v", err)
 		}
 		return true, nil
@@ -942,14 +940,15 @@ func allocationDiff(want, got Allocation) string {
 		return fmt.Sprintf("amount is %s, the journal says %s", got.Amount, want.Amount)
 	case !got.Deposited.Equal(want.Deposited):
 		return fmt.Sprintf("deposited is %s, the journal says %s", got.Deposited, want.Deposited)
-	case normTerms(got.AllocationTerms) != normTerms(want.AllocationTerms):
+	case !sameTerms(got.AllocationTerms, want.AllocationTerms):
 		return fmt.Sprintf("terms are %+v, the journal says %+v", got.AllocationTerms, want.AllocationTerms)
 	}
 	return ""
 }
 
-// normTerms puts terms in a form where equal values compare equal
-// (decimals and times have several representations).
-func normTerms(t AllocationTerms) [7]string {
-	return [7]string{fmt.Sprint(t.ID), t.Account, t.CreditLimit.String(), t.Start.UTC().String(), t.End.UTC().String(), t.Machine, t.Description + "|" + t.Created.UTC().String()}
+// sameTerms says whether two terms are equal as values (a decimal and a
+// time have several representations of one value).
+func sameTerms(a, b AllocationTerms) bool {
+	return a.ID == b.ID && a.Account == b.Account && a.CreditLimit.Equal(b.CreditLimit) && a.Start.Equal(b.Start) &&
+		a.End.Equal(b.End) && a.Machine == b.Machine && a.Description == b.Description && a.Created.Equal(b.Created)
 }

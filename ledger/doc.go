@@ -39,7 +39,10 @@
 // change itself. Entries are numbered from 1, never rewritten, and chained:
 // each carries the SHA-256 of its predecessor. Amount changes are journaled as
 // deltas, so replaying the journal (Audit) recomputes every allocation
-// independently of the stored state; any difference is reported.
+// independently of the stored state; any difference is reported. An
+// entry's hash is that of its bytes as stored, in the binary layout of
+// binary.go (JSON before schema 12, still read), which a full audit
+// hashes and decodes for every entry.
 //
 // Entry times never go backwards: an entry is stamped max(now, previous
 // entry's time), so "the state at time T" is always a prefix of the journal.

@@ -99,17 +99,11 @@ func (e Entry) Job() *JobRef {
 	return nil
 }
 
-// encodeEntry is e's canonical encoding: its JSON (encoding/json's), with
-// Hash empty and left out. The hash covers PrevHash, which chains the
-// entries, and Answer, which anchors the answer kept for retries.
-func encodeEntry(e Entry) ([]byte, error) {
-	e.Hash = ""
-	body, err := json.Marshal(e)
-	if err != nil {
-		return nil, fmt.Errorf("ledger: encode entry %d: %w", e.Seq, err)
-	}
-	return body, nil
-}
+// encodeEntry is the body of e, the bytes its hash covers: the binary
+// layout (binary.go), without Hash. The hash covers PrevHash, which
+// chains the entries, and Answer, which anchors the answer kept for
+// retries.
+func encodeEntry(e Entry) ([]byte, error) { return appendBinary(nil, e) }
 
 // SealEntry encodes e, whose PrevHash is set, as a store keeps it.
 func SealEntry(e Entry) (StoredEntry, error) {
@@ -147,9 +141,12 @@ func IndexTerms(e Entry) []string {
 // DecodeEntry decodes a stored entry. It checks that the body is the one
 // its number says and sets Hash to the stored hash; it does not check the
 // hash (the audit does, over the stored bytes).
-func DecodeEntry(se StoredEntry) (Entry, error) {
-	var e Entry
-	if err := json.Unmarshal(se.Body, &e); err != nil {
+func DecodeEntry(se StoredEntry) (Entry, error) { return decodeEntry(se, readWhole) }
+
+// decodeEntry is DecodeEntry reading as much of a binary body as upTo says.
+func decodeEntry(se StoredEntry, upTo int) (Entry, error) {
+	e, err := decodeBody(se.Body, upTo)
+	if err != nil {
 		return Entry{}, fmt.Errorf("%w: journal entry %d does not decode: %v", ErrCorrupt, se.Seq, err)
 	}
 	if e.Seq != se.Seq {
@@ -167,13 +164,27 @@ type EntryHead struct {
 	RequestID string
 }
 
-// ReadEntryHead reads the head of an entry's body token by token and stops
-// there, at "kind": the ledger writes seq, time, actor and request_id
-// first. Decoding a whole body (json.Unmarshal checks all of it first) to
-// learn its time or its request was most of what reading an entry cost
-// the audit and the queries; whoever needs the rest decodes it
-// (DecodeEntry), and the audit checks the body's hash.
+// decodeBody decodes a body in either layout (the JSON one whole).
+func decodeBody(body []byte, upTo int) (Entry, error) {
+	if binaryBody(body) {
+		return decodeBinary(body, upTo)
+	}
+	var e Entry
+	err := json.Unmarshal(body, &e)
+	return e, err
+}
+
+// ReadEntryHead reads the head of an entry's body and stops there: both
+// layouts begin with seq, time, actor and request_id. Decoding a whole
+// JSON body (json.Unmarshal checks all of it first) to learn its time or
+// its request was most of what reading an entry cost the audit and the
+// queries; whoever needs the rest decodes it (DecodeEntry), and the audit
+// checks the body's hash.
 func ReadEntryHead(body []byte) (EntryHead, error) {
+	if binaryBody(body) {
+		e, err := decodeBinary(body, readHead)
+		return EntryHead{Time: e.Time, Actor: e.Actor, RequestID: e.RequestID}, err
+	}
 	var h EntryHead
 	dec := json.NewDecoder(bytes.NewReader(body))
 	if tok, err := dec.Token(); err != nil {

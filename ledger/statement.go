@@ -114,28 +114,42 @@ type moves struct {
 // deltasKey is in the JSON of every entry that changed an allocation.
 var deltasKey = []byte(`"deltas":`)
 
-// decodeMoves decodes the parts of an entry a statement reads, and
-// nothing of an entry that changed no allocation (a lien, a new node),
-// which no line shows: a key that is not in the bytes is not in the
-// entry, since a string in JSON holds no bare quote.
+// decodeMoves decodes the parts of an entry a statement reads: of a
+// binary body its head and deltas, which come first; of a JSON one
+// (written before schema 12) nothing if it changed no allocation (a lien,
+// a new node), which no line shows (a key that is not in the bytes is not
+// in the entry, since a string in JSON holds no bare quote), else its
+// head and deltas if laid out as the ledger wrote them, else all of it.
 func decodeMoves(se StoredEntry) moves {
-	if !bytes.Contains(se.Body, deltasKey) {
+	var e Entry
+	var err error
+	switch {
+	case binaryBody(se.Body):
+		e, err = decodeBinary(se.Body, readMoves)
+		if err == nil && e.Seq != se.Seq {
+			err = fmt.Errorf("journal entry %d holds entry %d", se.Seq, e.Seq)
+		}
+		if err != nil {
+			err = fmt.Errorf("%w: journal entry %d does not decode: %v", ErrCorrupt, se.Seq, err)
+		}
+		return moves{e: e, err: err}
+	case !bytes.Contains(se.Body, deltasKey):
 		return moves{}
 	}
 	if e, ok := readEnds(se.Body); ok && e.Seq == se.Seq {
 		return moves{e: e}
 	}
-	e, err := DecodeEntry(se)
+	e, err = DecodeEntry(se)
 	return moves{e: e, err: err}
 }
 
 // headKeys are the keys an entry's JSON begins with: plain values, which
-// encodeEntry writes first (Entry's order).
+// the ledger wrote first (Entry's order).
 var headKeys = []string{"seq", "time", "actor", "request_id", "kind", "node", "ref", "description"}
 
-// readEnds reads the head of an entry and its deltas, and not what lies
-// between them (its lien, its charge: most of its bytes), which a
-// statement does not show. encodeEntry writes Entry's fields in order:
+// readEnds reads the head of a JSON entry and its deltas, and not what
+// lies between them (its lien, its charge: most of its bytes), which a
+// statement does not show. The ledger wrote Entry's fields in order:
 // the head first, the deltas last but for the answer's hash and the
 // previous entry's. ok is false for bytes not laid out so (an entry of an
 // older ingot), which are decoded whole.
@@ -330,20 +344,31 @@ func eachNodeEntry(tx Tx, node string, from, to uint64, reverse bool, fn func(En
 }
 
 // scan calls fn with the entries from..to that may match f, decoded on
-// the machine's other cores (package ahead). An entry's bytes that lack
-// what f asks of them (its kind, its job's id, as encodeEntry writes
-// them) are not decoded: a filter by job or kind reads the whole journal,
-// but decodes only what it may show.
+// the machine's other cores (package ahead). An entry whose bytes lack
+// what f asks of them (its kind, its job's id: as they are in a binary
+// body, in JSON with their keys in a JSON one) is not decoded: a filter by
+// job or kind reads the whole journal, but decodes only what it may show.
 func (f JournalFilter) scan(tx Tx, from, to uint64, fn func(Entry)) error {
-	var needles [][]byte
+	var jobs [2][]byte // in a binary body, in a JSON one
 	if f.Job != "" {
 		job, _ := json.Marshal(f.Job)
-		needles = append(needles, append([]byte(`"job_id":`), job...))
+		jobs = [2][]byte{[]byte(f.Job), append([]byte(`"job_id":`), job...)}
 	}
-	var kinds [][]byte
+	var kinds [2][][]byte
 	for _, k := range f.Kinds {
 		kind, _ := json.Marshal(k)
-		kinds = append(kinds, append([]byte(`"kind":`), kind...))
+		kinds[0] = append(kinds[0], []byte(k))
+		kinds[1] = append(kinds[1], append([]byte(`"kind":`), kind...))
+	}
+	mayMatch := func(body []byte) bool {
+		layout := 1
+		if binaryBody(body) {
+			layout = 0
+		}
+		if jobs[layout] != nil && !bytes.Contains(body, jobs[layout]) {
+			return false
+		}
+		return kinds[layout] == nil || slices.ContainsFunc(kinds[layout], func(k []byte) bool { return bytes.Contains(body, k) })
 	}
 	type read struct {
 		e    Entry
@@ -352,12 +377,7 @@ func (f JournalFilter) scan(tx Tx, from, to uint64, fn func(Entry)) error {
 	}
 	return ahead.Map(func(yield func(StoredEntry) (bool, error)) error { return tx.Entries(from, to, yield) },
 		func(se StoredEntry) read {
-			for _, n := range needles {
-				if !bytes.Contains(se.Body, n) {
-					return read{skip: true}
-				}
-			}
-			if len(kinds) > 0 && !slices.ContainsFunc(kinds, func(k []byte) bool { return bytes.Contains(se.Body, k) }) {
+			if !mayMatch(se.Body) {
 				return read{skip: true}
 			}
 			e, err := DecodeEntry(se)

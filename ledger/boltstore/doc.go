@@ -57,9 +57,10 @@
 //	nodes                  name -> ledger.Node
 //	users                  name -> ledger.User
 //	machines               name -> ledger.Machine
-//	allocations            id -> ledger.Allocation, packed (its bucket sequence numbers new ones)
+//	allocations            id -> ledger.Allocation in its binary layout (ledger.AppendAllocation; before schema 12 JSON, packed;
+//	                       its bucket sequence numbers new ones)
 //	allocations_by_account account NUL id -> (empty)
-//	balance_history        id ‖ seq -> ledger.Allocation after entry seq, packed
+//	balance_history        id ‖ seq -> ledger.Allocation after entry seq, as in allocations
 //	journal                seq -> SHA-256 ‖ time (Unix ns) ‖ the entry's bytes (ledger.StoredEntry), packed;
 //	                       before schema 10, SHA-256 ‖ the bytes
 //	requests               client NUL request id -> content hash ‖ seq ‖ time ‖ the answer's JSON

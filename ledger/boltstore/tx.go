@@ -106,8 +106,10 @@ var appendOnly = map[string]bool{"journal": true, "liens": true, "charges": true
 
 // packed are the buckets whose values may be packed (internal/packing):
 // the records a job adds for good (a lien or a charge when it is not a
-// reference to its journal entry: put without one, or before schema 11).
-// Values written before schema 10 are JSON there, and read as they are.
+// reference to its journal entry: put without one, or before schema 11;
+// an allocation before schema 12, which keeps its binary layout, smaller
+// than its JSON packed). Values written before schema 10 are JSON there,
+// and read as they are.
 var packed = map[string]bool{"liens": true, "charges": true, "allocations": true, "balance_history": true}
 
 // packs says whether record v is stored packed: in a packed bucket, unless
@@ -131,10 +133,17 @@ func value(bucket, key, raw []byte) ([]byte, error) {
 	return v, nil
 }
 
-// decode decodes the JSON of a stored value.
+// decode decodes a stored value: an allocation's binary layout
+// (ledger.AppendAllocation), or JSON.
 func decode[T any](bucket, key, raw []byte) (v T, err error) {
 	if raw, err = value(bucket, key, raw); err != nil {
 		return v, err
+	}
+	if a, ok := any(&v).(*ledger.Allocation); ok && ledger.BinaryAllocation(raw) {
+		if *a, err = ledger.DecodeAllocation(raw); err != nil {
+			return v, fmt.Errorf("%w: %s/%q: %v", ledger.ErrCorrupt, bucket, key, err)
+		}
+		return v, nil
 	}
 	if err := json.Unmarshal(raw, &v); err != nil {
 		return v, fmt.Errorf("%w: %s/%q: %v", ledger.ErrCorrupt, bucket, key, err)
@@ -289,11 +298,7 @@ func (t *tx) Allocation(id uint64) (ledger.Allocation, bool, error) {
 }
 
 func (t *tx) PutAllocation(a ledger.Allocation, seq uint64) error {
-	raw, err := json.Marshal(a)
-	if err != nil {
-		return fmt.Errorf("boltstore: encode allocation %d: %w", a.ID, err)
-	}
-	raw = packing.Pack(nil, raw) // once, for the state and its history
+	raw := ledger.AppendAllocation(nil, a) // once, for the state and its history
 	if err := t.putRaw(bucketAllocations, encodeUint(a.ID), raw); err != nil {
 		return err
 	}

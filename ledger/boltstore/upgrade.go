@@ -152,7 +152,7 @@ func syncDir(dir string) error {
 
 // upgrade brings a file of schema from (0 for a new file) to this one in
 // one transaction: the steps for its schema, then the node index (schema
-// 9's) for a file without one, then the schema version. Schemas 10 and 11
+// 9's) for a file without one, then the schema version. Schemas 10 to 12
 // changed how new values are stored, not the old ones: nothing is
 // rewritten.
 func (s *Store) upgrade(from uint64) error {

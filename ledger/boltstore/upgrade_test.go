@@ -45,6 +45,7 @@ var upgrades = []struct {
 	{file: "schema8-late-clean.db", schema: 8, answered: true},
 	{file: "schema9-clean.db", schema: 9, answered: true},
 	{file: "schema10-clean.db", schema: 10, answered: true},
+	{file: "schema11-clean.db", schema: 11, answered: true},
 }
 
 // wantBalances are those of every upgradable bank while job-2 ran, from

@@ -77,11 +77,10 @@ func Edit(t testing.TB, path string, change func(*bolt.Tx) error) {
 	}
 }
 
-// EditEntry changes the bytes of journal entry seq of the bank at path
-// (unpacked, changed, packed again as boltstore stores them: doc.go's
-// layout), leaving its stored hash, as a tool tampering with the journal
-// would. It fails the test if change leaves the bytes as they were.
-func EditEntry(t testing.TB, path string, seq uint64, change func(body []byte) []byte) {
+// EditEntry changes journal entry seq of the bank at path as change
+// says, encoding it again but keeping the hash of its old bytes, as
+// damage or a forger that does not know the chain would.
+func EditEntry(t testing.TB, path string, seq uint64, change func(e *ledger.Entry)) {
 	t.Helper()
 	Edit(t, path, func(tx *bolt.Tx) error {
 		b := tx.Bucket([]byte("journal"))
@@ -95,10 +94,18 @@ func EditEntry(t testing.TB, path string, seq uint64, change func(body []byte) [
 		if err != nil {
 			return err
 		}
-		changed := change(bytes.Clone(body))
-		if bytes.Equal(changed, body) {
+		e, err := ledger.DecodeEntry(ledger.StoredEntry{Seq: seq, Body: body})
+		if err != nil {
+			return err
+		}
+		change(&e)
+		se, err := ledger.SealEntry(e)
+		if err != nil {
+			return err
+		}
+		if bytes.Equal(se.Body, body) {
 			return fmt.Errorf("entry %d unchanged", seq)
 		}
-		return b.Put(k, packing.Pack(bytes.Clone(v[:header]), changed))
+		return b.Put(k, packing.Pack(bytes.Clone(v[:header]), se.Body))
 	})
 }
