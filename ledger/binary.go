@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
+	"sync"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -42,6 +43,14 @@ import (
 // entry's settings, node_state, user_state, machine_state and record (as
 // in the JSON layout), empty when it has none of them.
 const bodyBinary = 0x02
+
+// hashHex is hash in hex, made with one allocation (hex.EncodeToString
+// makes two): the audit makes three for every entry.
+func hashHex(hash *[32]byte) string {
+	var buf [64]byte
+	hex.Encode(buf[:], hash[:])
+	return string(buf[:])
+}
 
 // binaryBody says whether body is in the binary layout.
 func binaryBody(body []byte) bool { return len(body) > 0 && body[0] == bodyBinary }
@@ -277,13 +286,14 @@ const (
 // decodeBinary decodes a body in the binary layout, as far as upTo says.
 func decodeBinary(body []byte, upTo int) (Entry, error) {
 	r := bodyReader{b: body[1:], trustDetails: upTo == readHashed}
+	defer r.done()
 	var e Entry
 	e.Seq = r.uint()
 	e.Time = r.time()
-	e.Actor = r.string()
+	e.Actor = r.name()
 	e.RequestID = r.string()
-	e.Kind = Kind(r.string())
-	e.Node = r.string()
+	e.Kind = Kind(r.name())
+	e.Node = r.name()
 	e.Ref = r.string()
 	e.Description = r.string()
 	if upTo == readHead {
@@ -292,7 +302,7 @@ func decodeBinary(body []byte, upTo int) (Entry, error) {
 	if n, ok := r.list(); ok {
 		e.Deltas = make([]Delta, n)
 		for i := range e.Deltas {
-			e.Deltas[i] = Delta{Allocation: r.uint(), Account: r.string(), Amount: r.amount(), Deposited: r.amount()}
+			e.Deltas[i] = Delta{Allocation: r.uint(), Account: r.name(), Amount: r.amount(), Deposited: r.amount()}
 		}
 	}
 	if upTo == readMoves {
@@ -308,7 +318,7 @@ func decodeBinary(body []byte, upTo int) (Entry, error) {
 	}
 	if r.present() {
 		e.Lien = &Lien{ID: r.uint(), JobRef: r.job(), Amount: r.amount(), Holds: r.holds(), Charged: r.amount(),
-			Created: r.time(), Expires: r.time(), State: LienState(r.string()), Detail: r.detail()}
+			Created: r.time(), Expires: r.time(), State: LienState(r.name()), Detail: r.detail()}
 	}
 	if r.present() {
 		e.Charge = &Charge{ID: r.uint(), JobRef: r.job(), Lien: r.uint(), Amount: r.amount(), Debits: r.holds(),
@@ -333,6 +343,7 @@ type bodyReader struct {
 	b            []byte
 	err          error
 	trustDetails bool
+	names        *nameTable
 }
 
 var errShort = errors.New("it ends inside a field")
@@ -417,7 +428,11 @@ func (r *bodyReader) amount() decimal.Decimal {
 		return decimal.Decimal{}
 	}
 	if size == 0 {
-		return decimal.New(r.int(), int32(exp))
+		c := r.int()
+		if c == 0 {
+			return decimal.Decimal{} // zero at any exponent, and no big.Int made: many amounts are zero
+		}
+		return decimal.New(c, int32(exp))
 	}
 	if size/2 > uint64(len(r.b)) {
 		r.fail(errShort)
@@ -440,7 +455,7 @@ func (r *bodyReader) hash() string {
 			r.fail(errShort)
 			return ""
 		}
-		h := hex.EncodeToString(r.b[:32])
+		h := hashHex((*[32]byte)(r.b))
 		r.b = r.b[32:]
 		return h
 	case 2:
@@ -484,7 +499,43 @@ func (r *bodyReader) terms() AllocationTerms {
 }
 
 func (r *bodyReader) job() JobRef {
-	return JobRef{JobID: r.string(), Machine: r.string(), Project: r.string(), Account: r.string(), User: r.string()}
+	return JobRef{JobID: r.string(), Machine: r.name(), Project: r.name(), Account: r.name(), User: r.name()}
+}
+
+// name is a string that many entries share (a kind, an account, a
+// machine, a user): the same string each time, not a copy for every
+// entry, from a table of those read before on this goroutine (names).
+func (r *bodyReader) name() string {
+	b := r.bytes()
+	if r.names == nil {
+		r.names = names.Get().(*nameTable)
+		if len(r.names.m) > maxNames {
+			clear(r.names.m)
+		}
+	}
+	if s, ok := r.names.m[string(b)]; ok {
+		return s
+	}
+	s := string(b)
+	r.names.m[s] = s
+	return s
+}
+
+// nameTable is a table of names, for one goroutine at a time.
+type nameTable struct{ m map[string]string }
+
+// names are the tables of names; maxNames bounds each: a table with more
+// starts again empty.
+var names = sync.Pool{New: func() any { return &nameTable{m: map[string]string{}} }}
+
+const maxNames = 1024
+
+// done gives the reader's table of names back.
+func (r *bodyReader) done() {
+	if r.names != nil {
+		names.Put(r.names)
+		r.names = nil
+	}
 }
 
 func (r *bodyReader) holds() []Hold {

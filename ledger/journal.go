@@ -3,7 +3,6 @@ package ledger
 import (
 	"bytes"
 	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -152,7 +151,7 @@ func decodeEntry(se StoredEntry, upTo int) (Entry, error) {
 	if e.Seq != se.Seq {
 		return Entry{}, fmt.Errorf("%w: journal entry %d holds entry %d", ErrCorrupt, se.Seq, e.Seq)
 	}
-	e.Hash = hex.EncodeToString(se.Hash[:])
+	e.Hash = hashHex(&se.Hash)
 	return e, nil
 }
 

@@ -18,6 +18,9 @@ const (
 // returns once no f runs, so that the items may refer to memory that is
 // valid only until then (a transaction's).
 func Map[In, Out any](each func(yield func(In) (bool, error)) error, f func(In) Out, use func(Out) (bool, error)) error {
+	// An item goes to a worker and comes back on its done channel, which
+	// holds one signal, so that an item used can carry the next: mapping a
+	// million items makes a window's worth of them, not a million.
 	type item struct {
 		in   In
 		out  Out
@@ -29,22 +32,31 @@ func Map[In, Out any](each func(yield func(In) (bool, error)) error, f func(In) 
 		go func() {
 			for it := range work {
 				it.out = f(it.in)
-				close(it.done)
+				it.done <- struct{}{}
 			}
 		}()
 	}
-	var queue []*item
+	var queue, free []*item
 	window, stopped := firstWindow, false
 	useFirst := func() error {
 		it := queue[0]
 		<-it.done
 		queue = queue[1:]
-		more, err := use(it.out)
+		out := it.out
+		*it = item{done: it.done} // what in and out refer to is the caller's now
+		free = append(free, it)
+		more, err := use(out)
 		stopped = !more
 		return err
 	}
 	err := each(func(in In) (bool, error) {
-		it := &item{in: in, done: make(chan struct{})}
+		var it *item
+		if n := len(free); n > 0 {
+			it, free = free[n-1], free[:n-1]
+		} else {
+			it = &item{done: make(chan struct{}, 1)}
+		}
+		it.in = in
 		work <- it
 		queue = append(queue, it)
 		if len(queue) >= window {

@@ -61,6 +61,13 @@ type tx struct {
 	// their journal entries (putCarried), which the ledger appends as its
 	// change ends: until then the entry is not there to read them from.
 	carried map[string]any
+	// buckets are those opened in this transaction: a read-only bbolt
+	// transaction opens a bucket anew, from its root page, each time it is
+	// asked for it, and the audit asks several times for every entry.
+	buckets map[string]*bolt.Bucket
+	// cursors are a read-only transaction's, one for each bucket it looks
+	// up keys in (cursor).
+	cursors map[string]*bolt.Cursor
 }
 
 func cacheKey(bucket, key []byte) string { return string(bucket) + "\x00" + string(key) }
@@ -91,6 +98,9 @@ func idKey(prefix []byte, ids ...uint64) []byte {
 }
 
 func (t *tx) bucket(name []byte) *bolt.Bucket {
+	if b, ok := t.buckets[string(name)]; ok {
+		return b
+	}
 	b := t.btx.Bucket(name)
 	if b == nil {
 		panic(fmt.Sprintf("bucket %s is missing", name)) // prepare checked they all exist
@@ -98,7 +108,43 @@ func (t *tx) bucket(name []byte) *bolt.Bucket {
 	if appendOnly[string(name)] {
 		b.FillPercent = 1 // full pages: no inserts come between their keys
 	}
+	if t.buckets == nil {
+		t.buckets = map[string]*bolt.Bucket{}
+	}
+	t.buckets[string(name)] = b
 	return b
+}
+
+// cursor is a cursor on bucket to look keys up with: in a read-only
+// transaction the same one each time (bbolt makes a cursor, and its path
+// through the tree, for every Get, and the audit looks up several keys
+// for every entry); in a read-write one a new one, as a write may leave a
+// cursor's path stale.
+func (t *tx) cursor(bucket []byte) *bolt.Cursor {
+	if t.btx.Writable() {
+		return t.bucket(bucket).Cursor()
+	}
+	c, ok := t.cursors[string(bucket)]
+	if !ok {
+		c = t.bucket(bucket).Cursor()
+		if t.cursors == nil {
+			t.cursors = map[string]*bolt.Cursor{}
+		}
+		t.cursors[string(bucket)] = c
+	}
+	return c
+}
+
+// get is bucket's value at key, nil if it has none.
+func (t *tx) get(bucket, key []byte) []byte {
+	if t.btx.Writable() {
+		return t.bucket(bucket).Get(key)
+	}
+	k, v := t.cursor(bucket).Seek(key)
+	if !bytes.Equal(k, key) {
+		return nil
+	}
+	return v
 }
 
 // appendOnly are the buckets whose keys grow: sequence numbers and ids.
@@ -159,7 +205,7 @@ func get[T any](t *tx, bucket, key []byte) (T, bool, error) {
 // cached is key's value from the cache, or decoded and remembered.
 func cached[T any](t *tx, bucket, key []byte, decode func([]byte) (T, error)) (T, bool, error) {
 	return recordcache.Get(t.cache, cacheKey(bucket, key), []recordcache.Writes{t.pending}, func() (v T, ok bool, err error) {
-		raw := t.bucket(bucket).Get(key)
+		raw := t.get(bucket, key)
 		if raw == nil {
 			return v, false, nil
 		}
@@ -349,7 +395,7 @@ func (t *tx) Allocations() ([]ledger.Allocation, error) {
 }
 
 func (t *tx) AllocationAsOf(id, seq uint64) (ledger.Allocation, bool, error) {
-	c := t.bucket(bucketHistory).Cursor()
+	c := t.cursor(bucketHistory)
 	// The state after seq is the record with the greatest key <= id‖seq.
 	k, raw := c.Seek(idKey(nil, id, seq+1))
 	if k == nil {
@@ -611,7 +657,7 @@ func carried[T any](t *tx, bucket, key, raw []byte, of func(ledger.Entry) *T, id
 
 // carrier is the entry the record at key is stored as (ledger.Carriers).
 func (t *tx) carrier(bucket []byte, id uint64) (uint64, bool, error) {
-	seq, ok := refOf(t.bucket(bucket).Get(encodeUint(id)))
+	seq, ok := refOf(t.get(bucket, encodeUint(id)))
 	return seq, ok, nil
 }
 
