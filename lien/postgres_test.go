@@ -57,6 +57,7 @@ func TestOnPostgres(t *testing.T) {
 		{"CachedAvailabilityIsExact", TestCachedAvailabilityIsExact},
 		{"RefusedLienNamesVictims", TestRefusedLienNamesVictims},
 		{"CachedPreemptionIsExact", TestCachedPreemptionIsExact},
+		{"Archive", TestArchive},
 	} {
 		t.Run(tc.name, tc.run)
 	}

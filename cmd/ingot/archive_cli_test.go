@@ -21,12 +21,18 @@ import (
 // deposits are of extra credits more than those of another bank.
 func yearOfHistory(t *testing.T, path string, extra int64) {
 	t.Helper()
-	ctx := context.Background()
 	store, err := boltstore.Open(path, boltstore.Options{Create: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer store.Close()
+	yearOfHistoryIn(t, store, extra)
+}
+
+// yearOfHistoryIn makes yearOfHistory's bank in store.
+func yearOfHistoryIn(t *testing.T, store ledger.Store, extra int64) {
+	t.Helper()
+	ctx := context.Background()
 	now := time.Date(2025, 1, 15, 9, 0, 0, 0, time.UTC)
 	if err := ledger.Init(ctx, store, ledger.Settings{Precision: 2}, ledger.Request{Actor: "test"}, now); err != nil {
 		t.Fatal(err)
@@ -57,6 +63,47 @@ func yearOfHistory(t *testing.T, path string, extra int64) {
 	}
 }
 
+// archivedQueries are what TestArchiveThroughCLI asks of a bank before
+// and after 2025 is archived.
+var archivedQueries = [][]string{
+	{"statement", "chem", "--start", "2025-01-01", "--end", "2026-01-01", "--json"},
+	{"statement", "chem", "--start", "2025-06-01", "--end", "2026-03-01", "--json"},
+	{"statement", "chem", "--start", "2026-01-01", "--end", "2026-03-01", "--json"},
+	{"balance", "chem", "--at", "2025-06-10", "--json"},
+	{"balance", "chem", "--at", "2026-02-10", "--json"},
+	{"journal", "--node", "chem", "--last", "3", "--json"},
+}
+
+// answers are the bank's answers to archivedQueries.
+func answers(b *cliBank) map[string]string {
+	out := map[string]string{}
+	for _, q := range archivedQueries {
+		out[strings.Join(q, " ")] = b.ok(q...)
+	}
+	return out
+}
+
+// checkArchived checks the answers of a bank whose 2025 is in archive:
+// those about 2025 exit 3 naming the archive without --archive, and every
+// one is what it was before (want) with it.
+func checkArchived(t *testing.T, b *cliBank, archive string, want map[string]string) {
+	t.Helper()
+	for _, q := range archivedQueries {
+		name := strings.Join(q, " ")
+		needs := strings.Contains(name, "2025")
+		got, code := b.run(q...)
+		switch {
+		case needs && (code != exitNotFound || !strings.Contains(got, "--archive") || !strings.Contains(got, filepath.Base(archive))):
+			t.Errorf("%s without the archive: exit %d\n%s", name, code, got)
+		case !needs && (code != exitOK || got != want[name]):
+			t.Errorf("%s without the archive: exit %d\n%s\nwant\n%s", name, code, got, want[name])
+		}
+		if got := b.ok(append([]string{"--archive", archive}, q...)...); got != want[name] {
+			t.Errorf("%s with the archive:\n%s\nwant\n%s", name, got, want[name])
+		}
+	}
+}
+
 // TestArchiveThroughCLI: docs/operations.md's archiving, as an operator
 // runs it: ingot archive moves 2025 into old.db and shrinks the bank's
 // file; 2025's statement and balances then need --archive old.db, say so
@@ -67,18 +114,7 @@ func TestArchiveThroughCLI(t *testing.T) {
 	path := filepath.Join(dir, "bank.db")
 	yearOfHistory(t, path, 0)
 	b := onFile(t, path)
-	queries := [][]string{
-		{"statement", "chem", "--start", "2025-01-01", "--end", "2026-01-01", "--json"},
-		{"statement", "chem", "--start", "2025-06-01", "--end", "2026-03-01", "--json"},
-		{"statement", "chem", "--start", "2026-01-01", "--end", "2026-03-01", "--json"},
-		{"balance", "chem", "--at", "2025-06-10", "--json"},
-		{"balance", "chem", "--at", "2026-02-10", "--json"},
-		{"journal", "--node", "chem", "--last", "3", "--json"},
-	}
-	before := map[string]string{}
-	for _, q := range queries {
-		before[strings.Join(q, " ")] = b.ok(q...)
-	}
+	before := answers(b)
 	size := fileSize(path)
 
 	archive := filepath.Join(dir, "old.db")
@@ -125,20 +161,7 @@ func TestArchiveThroughCLI(t *testing.T) {
 	if out := (&cliBank{t: t, global: []string{"--db", archive}}).ok("audit", "--full"); !strings.Contains(out, "audit: OK") {
 		t.Errorf("the archive's audit:\n%s", out)
 	}
-	for _, q := range queries {
-		name := strings.Join(q, " ")
-		needs := strings.Contains(name, "2025")
-		got, code := b.run(q...)
-		switch {
-		case needs && (code != exitNotFound || !strings.Contains(got, "--archive") || !strings.Contains(got, "old.db")):
-			t.Errorf("%s without the archive: exit %d\n%s", name, code, got)
-		case !needs && (code != exitOK || got != before[name]):
-			t.Errorf("%s without the archive: exit %d\n%s\nwant\n%s", name, code, got, before[name])
-		}
-		if got := b.ok(append([]string{"--archive", archive}, q...)...); got != before[name] {
-			t.Errorf("%s with the archive:\n%s\nwant\n%s", name, got, before[name])
-		}
-	}
+	checkArchived(t, b, archive, before)
 
 	other := filepath.Join(dir, "other.db")
 	yearOfHistory(t, other, 1)

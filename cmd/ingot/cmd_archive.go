@@ -17,7 +17,7 @@ func archiveCommand() *cli.Command {
 	return &cli.Command{
 		Name: "archive",
 		Usage: "move the journal entries made before --before, and what only they need, into the new bank file FILE (audited on its own), " +
-			"then compact the bank's file; on the bank's host, with the server stopped. statement, journal and balance --at read them with --archive FILE",
+			"then compact the bank's file (a bank file; PostgreSQL vacuums its own); with every server of the bank stopped. statement, journal and balance --at read them with --archive FILE",
 		ArgsUsage: "FILE",
 		Flags: []cli.Flag{&cli.StringFlag{Name: "before",
 			Usage: "archive the entries made before `TIME` (2026-01-01, \"2026-01-01 00:00\", RFC 3339; local time)"}},
@@ -28,16 +28,15 @@ func archiveCommand() *cli.Command {
 // archive moves the old entries into FILE, then compacts the bank's file
 // into a copy beside it while the bank stays open (and locked), and puts
 // the copy in its place: a crash leaves the bank before or after the
-// swap, both whole. FILE is removed if nothing was moved.
+// swap, both whole. FILE is removed if nothing was moved. A bank in
+// PostgreSQL is archived the same way into FILE, a bank file; its
+// database is not compacted (PostgreSQL's VACUUM reuses the space).
 func archive(c *cli.Context) error {
 	a, err := args(c, "FILE")
 	if err != nil {
 		return err
 	}
 	dest := a[0]
-	if flagString(c, "store") != "" {
-		return usageError{"ingot archive works on a bank file (--db); a bank in PostgreSQL keeps its whole journal"}
-	}
 	if !c.IsSet("before") {
 		return usageError{"ingot archive needs --before TIME: the entries made before it are archived"}
 	}
@@ -53,8 +52,6 @@ func archive(c *cli.Context) error {
 		return err
 	}
 	defer l.Close()
-	path := flagString(c, "db")
-	sizeBefore := fileSize(path)
 	dst, err := boltstore.Open(dest, boltstore.Options{Create: true})
 	if err != nil {
 		return fmt.Errorf("archive: %w", err)
@@ -76,8 +73,16 @@ func archive(c *cli.Context) error {
 	}
 	fmt.Fprintf(c.App.Writer, "archive: entries %d to %d (made before %s) are in %s (%d bytes; %d entries replayed by its audit: OK); the bank no longer keeps %d liens and %d charges of them\n",
 		rep.From, rep.To, before.Local().Format(time.RFC3339), dest, fileSize(dest), rep.ArchiveEntries, rep.Liens, rep.Charges)
+	bank, onFile := store.(*boltstore.Store)
+	if !onFile {
+		fmt.Fprintf(c.App.Writer, "archive: PostgreSQL reuses the space of the rows removed once it has vacuumed them; statements, journals and balances before %s need --archive %s\n",
+			before.Local().Format(time.RFC3339), dest)
+		return nil
+	}
+	path := flagString(c, "db")
+	sizeBefore := fileSize(path)
 	compacted := path + ".compact"
-	if err := store.(*boltstore.Store).CompactTo(compacted); err != nil {
+	if err := bank.CompactTo(compacted); err != nil {
 		os.Remove(compacted)
 		return fmt.Errorf("archive: the entries are archived, but compacting %s failed (it is whole, only not smaller; ingot backup --compact makes a smaller copy): %w", path, err)
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/ingot-hpc/ingot/internal/pgtest"
 	"github.com/ingot-hpc/ingot/ledger"
+	"github.com/ingot-hpc/ingot/ledger/pgstore"
 	"github.com/ingot-hpc/ingot/proto/auth"
 )
 
@@ -70,6 +72,32 @@ func TestPostgresStore(t *testing.T) {
 		if got, want := c.ok("balance", "-P"), b.ok("balance", "-P"); got != want {
 			t.Errorf("the copy's balances:\n%s\nthe bank's:\n%s", got, want)
 		}
+	})
+
+	t.Run("archive", func(t *testing.T) {
+		url := srv.NewDB(t)
+		store, err := pgstore.Open(context.Background(), url, pgstore.Options{Create: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		yearOfHistoryIn(t, store, 0)
+		store.Close()
+		b := onStore(t, url)
+		before := answers(b)
+		archive := filepath.Join(t.TempDir(), "old.db")
+		out := b.ok("archive", "--before", "2026-01-01T00:00:00Z", archive)
+		if !strings.Contains(out, "entries 1 to ") || !strings.Contains(out, "vacuumed") {
+			t.Errorf("archive said:\n%s", out)
+		}
+		for _, bank := range []*cliBank{b, {t: t, global: []string{"--db", archive}}} {
+			if out := bank.ok("audit", "--full"); !strings.Contains(out, "audit: OK") {
+				t.Errorf("%v audit --full: %s", bank.global, out)
+			}
+		}
+		if out := b.ok("audit"); !strings.Contains(out, "audit: OK") {
+			t.Errorf("audit: %s", out)
+		}
+		checkArchived(t, b, archive, before)
 	})
 
 	t.Run("two servers", func(t *testing.T) {

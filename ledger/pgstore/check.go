@@ -97,17 +97,19 @@ func (s *Store) read(ctx context.Context, fn func(pgx.Tx) error) error {
 }
 
 // checkHead compares the head row with the newest entry, and the number
-// of entries with the newest one's.
+// of entries with the numbers of the oldest and the newest (the oldest
+// follows the archive's boundary in a bank archived).
 func checkHead(ctx context.Context, q pgx.Tx, report func(string, ...any)) error {
-	var seq, count int64
+	var seq, count, first int64
 	var tm *time.Time
 	var hash []byte
 	var last *int64
 	var lastTime *time.Time
 	var lastHash []byte
-	err := q.QueryRow(ctx, `SELECT h.seq, h.time, h.hash, j.seq, j.time, j.hash, (SELECT count(*) FROM journal)
+	err := q.QueryRow(ctx, `SELECT h.seq, h.time, h.hash, j.seq, j.time, j.hash, (SELECT count(*) FROM journal),
+		coalesce((SELECT min(seq) FROM journal), 0)
 		FROM journal_head h LEFT JOIN LATERAL (SELECT seq, time, hash FROM journal ORDER BY seq DESC LIMIT 1) j ON true`).
-		Scan(&seq, &tm, &hash, &last, &lastTime, &lastHash, &count)
+		Scan(&seq, &tm, &hash, &last, &lastTime, &lastHash, &count, &first)
 	if err != nil {
 		return err
 	}
@@ -127,8 +129,8 @@ func checkHead(ctx context.Context, q pgx.Tx, report func(string, ...any)) error
 	case !lastTime.Equal(head.Time):
 		report("journal head: its time %s is not entry %d's %s", head.Time.Format(time.RFC3339Nano), *last, lastTime.UTC().Format(time.RFC3339Nano))
 	}
-	if last != nil && count != *last {
-		report("journal: it holds %d entries numbered up to %d", count, *last)
+	if last != nil && count != *last-first+1 {
+		report("journal: it holds %d entries numbered %d to %d", count, first, *last)
 	}
 	return nil
 }

@@ -25,7 +25,7 @@ func TestCheck(t *testing.T) {
 		{"sound", nil, ""},
 		{"head behind the journal", []string{"UPDATE journal_head SET seq = seq - 1"}, "journal head: it names entry 5, and the newest entry is 6"},
 		{"head's hash not the entry's", []string{"UPDATE journal_head SET hash = sha256('x')"}, "journal head: its hash"},
-		{"an entry gone", []string{"DELETE FROM journal_nodes WHERE seq = 2", "DELETE FROM journal WHERE seq = 2"}, "journal: it holds 5 entries numbered up to 6"},
+		{"an entry gone", []string{"DELETE FROM journal_nodes WHERE seq = 2", "DELETE FROM journal WHERE seq = 2"}, "journal: it holds 5 entries numbered 1 to 6"},
 		{"counter behind", []string{"UPDATE counters SET value = 0 WHERE name = 'liens'"}, "counter liens is at 0, below the id 1 it gave"},
 		{"lien not listed active", []string{"UPDATE liens SET active = false"}, "lien 1: it is listed as lien 1 of account chem, job j1 on hpc1, active false"},
 		{"lien listed with another expiry", []string{"UPDATE liens SET expires_ns = expires_ns + 1"}, "lien 1: it is listed"},
