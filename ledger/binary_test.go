@@ -3,6 +3,7 @@ package ledger
 import (
 	"bytes"
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -62,6 +63,23 @@ func TestBinaryLayout(t *testing.T) {
 	e.Lien.Detail = json.RawMessage(`{"not json`)
 	if _, err := SealEntry(e); err == nil {
 		t.Error("an entry whose lien's detail is not JSON was encoded")
+	}
+}
+
+// TestBinaryLayoutCoversEveryField: the types the binary layout writes
+// field by field have the fields it writes, no more: a field added to one
+// needs a new layout (binary.go).
+func TestBinaryLayoutCoversEveryField(t *testing.T) {
+	for _, c := range []struct {
+		v      any
+		fields int
+	}{
+		{Entry{}, 20 /* with Hash, the hash of the others */}, {Lien{}, 9}, {Charge{}, 11}, {Hold{}, 2}, {Delta{}, 4}, {AllocationTerms{}, 8}, {JobRef{}, 5},
+		{Allocation{}, 3}, {entryRest{}, 5},
+	} {
+		if n := reflect.TypeOf(c.v).NumField(); n != c.fields {
+			t.Errorf("%T has %d fields, the binary layout writes %d", c.v, n, c.fields)
+		}
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -96,13 +97,19 @@ func (s *Store) Check(ctx context.Context) ([]string, error) {
 const maxCheckProblems = 20
 
 // walkAll reads every key and value of every bucket (a bank has no
-// nested buckets).
+// nested buckets), touching a byte of every page a value lies on: a page
+// the file does not have faults there.
 func walkAll(btx *bolt.Tx) error {
 	var sum byte
+	defer runtime.KeepAlive(&sum) // the reads must stay
+	page := os.Getpagesize()
 	return btx.ForEach(func(_ []byte, b *bolt.Bucket) error {
 		return b.ForEach(func(_, v []byte) error {
-			for _, x := range v {
-				sum ^= x // touch every byte of the value's pages
+			for i := 0; i < len(v); i += page {
+				sum ^= v[i]
+			}
+			if len(v) > 0 {
+				sum ^= v[len(v)-1]
 			}
 			return nil
 		})
