@@ -360,18 +360,12 @@ func (r *bodyReader) fail(err error) {
 	r.b = nil
 }
 
-func (r *bodyReader) uint() uint64 {
-	v, n := binary.Uvarint(r.b)
-	if n <= 0 {
-		r.fail(errShort)
-		return 0
-	}
-	r.b = r.b[n:]
-	return v
-}
+func (r *bodyReader) uint() uint64 { return readVarint(r, binary.Uvarint) }
+func (r *bodyReader) int() int64   { return readVarint(r, binary.Varint) }
 
-func (r *bodyReader) int() int64 {
-	v, n := binary.Varint(r.b)
+// readVarint reads a number with read (binary.Uvarint or binary.Varint).
+func readVarint[T uint64 | int64](r *bodyReader, read func([]byte) (T, int)) T {
+	v, n := read(r.b)
 	if n <= 0 {
 		r.fail(errShort)
 		return 0
