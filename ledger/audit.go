@@ -625,7 +625,8 @@ func (a *auditor) moveAllocations(e Entry) error {
 }
 
 // compare checks a stored record (found says whether there is one)
-// against the journal's, by their JSON (the journal stores them so).
+// against the journal's, by their JSON (which sees past the several
+// representations of a decimal or a time).
 func (a *auditor) compare(what, name string, journaled, stored any, found bool) {
 	switch {
 	case !found:

@@ -32,8 +32,9 @@ func (b ByProject) PerAllocation() map[uint64]decimal.Decimal {
 }
 
 // StoredEntry is a journal entry as an engine stores it: its number and
-// time, the bytes of its canonical encoding (Body: the entry's JSON, its
-// previous entry's hash inside) and the SHA-256 of exactly those bytes.
+// time, the bytes of its encoding (Body: binary.go's layout, or JSON
+// before schema 12; its previous entry's hash inside) and the SHA-256 of
+// exactly those bytes.
 // The audit hashes the stored bytes; nothing encodes an entry again.
 type StoredEntry struct {
 	Seq  uint64
