@@ -35,7 +35,8 @@ import (
 // seconds (varint), nanoseconds (uvarint) and zone offset in seconds
 // (varint, 0 for UTC); an amount is its exponent (varint) and coefficient: 0
 // then the coefficient as a varint when it fits in 64 bits, else 2n + sign (1
-// for negative) and its n-byte big-endian magnitude; a hash is 0 (none), 1
+// for negative) and its n-byte big-endian magnitude (a zero is written with
+// exponent 0, and any zero read is the zero decimal); a hash is 0 (none), 1
 // and 32 bytes (written as 64 lowercase hex digits), or 2 and a string; a
 // list is 0 (none) or n+1 and its n items; a lien or a charge is 0 (none) or
 // 1 and its fields in Lien's and Charge's order, Final as one byte and
@@ -175,6 +176,12 @@ func (w *bodyWriter) time(t time.Time) {
 }
 
 func (w *bodyWriter) amount(d decimal.Decimal) {
+	if d.IsZero() { // one zero, whatever its exponent: the one decoding gives
+		w.int(0)
+		w.uint(0)
+		w.int(0)
+		return
+	}
 	w.int(int64(d.Exponent()))
 	c := d.Coefficient()
 	if c.IsInt64() {
@@ -429,7 +436,7 @@ func (r *bodyReader) amount() decimal.Decimal {
 	if size == 0 {
 		c := r.int()
 		if c == 0 {
-			return decimal.Decimal{} // zero at any exponent, and no big.Int made: many amounts are zero
+			return decimal.Decimal{} // zero at any exponent (and no big.Int made: many amounts are zero)
 		}
 		return decimal.New(c, int32(exp))
 	}
@@ -439,6 +446,9 @@ func (r *bodyReader) amount() decimal.Decimal {
 	}
 	c := new(big.Int).SetBytes(r.b[:size/2])
 	r.b = r.b[size/2:]
+	if c.Sign() == 0 {
+		return decimal.Decimal{}
+	}
 	if size%2 == 1 {
 		c.Neg(c)
 	}
