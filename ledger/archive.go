@@ -184,7 +184,6 @@ func (l *Ledger) Archive(ctx context.Context, before time.Time, dst Store, file 
 		return rep, fmt.Errorf("%w: the archive's audit found %d problems: nothing is removed from the bank", ErrCorrupt, len(check.Problems))
 	}
 	var state auditCheckpoint
-	var dstFrom Boundary // what the archive started from, if it follows another
 	err = dst.View(ctx, func(tx Tx) error {
 		r, ok, err := tx.Record(auditKind, auditKey)
 		if err == nil && !ok {
@@ -193,33 +192,19 @@ func (l *Ledger) Archive(ctx context.Context, before time.Time, dst Store, file 
 		if err == nil {
 			err = json.Unmarshal(r.Value, &state)
 		}
-		if err == nil {
-			dstFrom, _, err = boundaryOf(tx)
-		}
 		return err
 	})
 	if err != nil {
 		return rep, fmt.Errorf("ledger: archive: %w", err)
 	}
-	var refs bool // the bank keeps finished liens and charges as references to their entries
-	if err := l.store.View(ctx, func(tx Tx) error { _, refs = tx.(Carriers); return nil }); err != nil {
-		return rep, err
-	}
 	rep.Boundary = Boundary{Seq: last.Seq, Hash: last.Hash, Time: last.Time, Before: before, File: file, Made: l.Now(), Created: l.created, State: state}
 	// The audits start from the boundary, counting the liens and charges
 	// made up to it that the bank still keeps: those the archive holds
-	// but those trimmed with their entries; in a bank that keeps them
-	// whole (trimming none), every one made up to it, which are those it
-	// kept at its old boundary and those made since (the archive's, but
-	// those it started with).
+	// but those trimmed with their entries.
 	kept := func(liens, charges uint64) Boundary {
 		b := rep.Boundary
 		b.State.Liens -= liens
 		b.State.Charges -= charges
-		if !refs {
-			b.State.Liens = old.State.Liens + state.Liens - dstFrom.State.Liens
-			b.State.Charges = old.State.Charges + state.Charges - dstFrom.State.Charges
-		}
 		return b
 	}
 	rep.Liens, rep.Charges, err = trimmer.Trim(ctx, last.Seq, func(liens, charges uint64) ([]Record, error) {

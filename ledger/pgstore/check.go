@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -56,7 +57,7 @@ func (s *Store) Check(ctx context.Context) ([]string, error) {
 				UNION ALL SELECT 'allocation ' || id || ' is listed under account ' || account || ', its record says ' || coalesce(doc->>'account', 'none')
 					FROM allocations WHERE doc->>'account' IS DISTINCT FROM account OR (doc->>'id')::numeric IS DISTINCT FROM id
 				UNION ALL SELECT 'charge ' || id || ' is listed under job ' || job || ' on ' || machine || ', its record says ' || coalesce(doc->>'job_id', 'none') || ' on ' || coalesce(doc->>'machine', 'none')
-					FROM charges WHERE doc->>'job_id' IS DISTINCT FROM job OR doc->>'machine' IS DISTINCT FROM machine OR (doc->>'id')::numeric IS DISTINCT FROM id
+					FROM charges WHERE doc IS NOT NULL AND (doc->>'job_id' IS DISTINCT FROM job OR doc->>'machine' IS DISTINCT FROM machine OR (doc->>'id')::numeric IS DISTINCT FROM id)
 				LIMIT 10`},
 		} {
 			rows, err := q.Query(ctx, c.sql)
@@ -72,6 +73,9 @@ func (s *Store) Check(ctx context.Context) ([]string, error) {
 			}
 		}
 		if err := checkHead(ctx, q, report); err != nil {
+			return err
+		}
+		if err := checkCharges(ctx, q, report); err != nil {
 			return err
 		}
 		return checkLiens(ctx, q, report)
@@ -135,6 +139,72 @@ func checkHead(ctx context.Context, q pgx.Tx, report func(string, ...any)) error
 	return nil
 }
 
+// checkedRecord is a lien's or a charge's record: its document (doc), or
+// the one journal entry carrier (of bytes body) carries (of), saying what
+// is wrong if neither reads.
+func checkedRecord[T any](doc []byte, carrier *int64, body []byte, of func(ledger.Entry) *T) (T, error) {
+	var v T
+	switch {
+	case doc != nil:
+		if err := json.Unmarshal(doc, &v); err != nil {
+			return v, fmt.Errorf("its record does not decode: %v", err)
+		}
+		return v, nil
+	case carrier == nil:
+		return v, errors.New("it has neither a record nor a journal entry")
+	case body == nil:
+		return v, fmt.Errorf("it is kept as journal entry %d's, which the journal does not hold", *carrier)
+	}
+	e, err := ledger.DecodeEntry(ledger.StoredEntry{Seq: uint64(*carrier), Body: body})
+	if err != nil {
+		return v, err
+	}
+	if p := of(e); p != nil {
+		return *p, nil
+	}
+	return v, fmt.Errorf("it is kept as journal entry %d's, which carries none", *carrier)
+}
+
+// checkCharges compares the columns of each charge kept as a reference to
+// a journal entry with the charge the entry carries (the SQL check above
+// compares those of the others with their documents).
+func checkCharges(ctx context.Context, q pgx.Tx, report func(string, ...any)) error {
+	type row struct {
+		id           int64
+		machine, job string
+		carrier      *int64
+		body         []byte
+	}
+	for after := int64(math.MinInt64); ; {
+		rows, err := q.Query(ctx, `SELECT c.id, c.machine, c.job, c.carrier, j.body FROM charges c LEFT JOIN journal j ON j.seq = c.carrier
+			WHERE c.id > $1 AND c.doc IS NULL ORDER BY c.id LIMIT $2`, after, page)
+		if err != nil {
+			return err
+		}
+		found, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (row, error) {
+			var v row
+			return v, r.Scan(&v.id, &v.machine, &v.job, &v.carrier, &v.body)
+		})
+		if err != nil {
+			return err
+		}
+		for _, r := range found {
+			c, err := checkedRecord(nil, r.carrier, r.body, func(e ledger.Entry) *ledger.Charge { return e.Charge })
+			switch {
+			case err != nil:
+				report("charge %d: %v", r.id, err)
+			case int64(c.ID) != r.id || c.Machine != r.machine || c.JobID != r.job:
+				report("charge %d is listed under job %s on %s; the journal entry that carries it says charge %d of job %s on %s",
+					r.id, r.job, r.machine, c.ID, c.JobID, c.Machine)
+			}
+		}
+		if len(found) < page {
+			return nil
+		}
+		after = found[len(found)-1].id
+	}
+}
+
 // checkLiens compares the columns of each lien with its document, a page
 // at a time (expiries compare exactly in Go, not in SQL's microseconds).
 func checkLiens(ctx context.Context, q pgx.Tx, report func(string, ...any)) error {
@@ -144,23 +214,26 @@ func checkLiens(ctx context.Context, q pgx.Tx, report func(string, ...any)) erro
 		active                bool
 		expires               int64
 		doc                   []byte
+		carrier               *int64
+		body                  []byte
 	}
 	for after := int64(math.MinInt64); ; {
-		rows, err := q.Query(ctx, `SELECT id, account, machine, job, active, expires_ns, doc FROM liens WHERE id > $1 ORDER BY id LIMIT $2`, after, page)
+		rows, err := q.Query(ctx, `SELECT l.id, l.account, l.machine, l.job, l.active, l.expires_ns, l.doc, l.carrier, j.body
+			FROM liens l LEFT JOIN journal j ON j.seq = l.carrier WHERE l.id > $1 ORDER BY l.id LIMIT $2`, after, page)
 		if err != nil {
 			return err
 		}
 		found, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (row, error) {
 			var v row
-			return v, r.Scan(&v.id, &v.account, &v.machine, &v.job, &v.active, &v.expires, &v.doc)
+			return v, r.Scan(&v.id, &v.account, &v.machine, &v.job, &v.active, &v.expires, &v.doc, &v.carrier, &v.body)
 		})
 		if err != nil {
 			return err
 		}
 		for _, r := range found {
-			var l ledger.Lien
-			if err := json.Unmarshal(r.doc, &l); err != nil {
-				report("lien %d: its record does not decode: %v", r.id, err)
+			l, err := checkedRecord(r.doc, r.carrier, r.body, func(e ledger.Entry) *ledger.Lien { return e.Lien })
+			if err != nil {
+				report("lien %d: %v", r.id, err)
 				continue
 			}
 			if int64(l.ID) != r.id || l.Account != r.account || l.Machine != r.machine || l.JobID != r.job ||

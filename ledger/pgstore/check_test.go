@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/ingot-hpc/ingot/charge"
 	"github.com/ingot-hpc/ingot/internal/pgtest"
 	"github.com/ingot-hpc/ingot/ledger"
@@ -47,6 +49,70 @@ func TestCheck(t *testing.T) {
 				t.Errorf("problems in a sound bank: %q", problems)
 			}
 			if tc.want != "" && (len(problems) == 0 || !strings.HasPrefix(problems[0], tc.want)) {
+				t.Errorf("problems %q, want %q", problems, tc.want)
+			}
+		})
+	}
+}
+
+// TestReferences: a finished lien and a charge are kept as references to
+// the journal entry that carries them (no document), read back whole; the
+// check finds a reference's columns that its entry contradicts, or an
+// entry it names gone.
+func TestReferences(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name string
+		sql  []string
+		want string // "" for none
+	}{
+		{"sound", nil, ""},
+		{"charge listed under another job", []string{"UPDATE charges SET job = 'j2'"}, "charge 1 is listed under job j2 on hpc1; the journal entry that carries it says charge 1 of job j1"},
+		{"lien listed under another job", []string{"UPDATE liens SET job = 'j2'"}, "lien 1: it is listed as lien 1 of account chem, job j2"},
+		{"the carrier gone", []string{"ALTER TABLE journal_nodes DROP CONSTRAINT journal_nodes_seq_fkey", "DELETE FROM journal WHERE seq = 7"}, "charge 1: it is kept as journal entry 7's, which the journal does not hold"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			url := pgtest.DB(t)
+			s := pgstoretest.OpenURL(t, url)
+			defer s.Close()
+			l := bank(t, s)
+			u := charge.Usage{Resources: charge.Resources{Processors: 1}, WallclockSeconds: 30, WallclockLimitSeconds: 60, State: charge.Completed, Start: ledgertest.Epoch}
+			if _, err := lien.New(l).Charge(ctx, ledger.Request{Actor: "test", ID: "6"}, lien.ChargeSpec{Job: lien.Job{Machine: "hpc1", ID: "j1"}, Usage: u}); err != nil {
+				t.Fatal(err)
+			}
+			conn, err := pgx.Connect(ctx, url)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var refs int
+			err = conn.QueryRow(ctx, `SELECT (SELECT count(*) FROM liens WHERE doc IS NULL AND carrier = 7)
+				+ (SELECT count(*) FROM charges WHERE doc IS NULL AND carrier = 7)`).Scan(&refs)
+			conn.Close(ctx)
+			if err != nil || refs != 2 {
+				t.Fatalf("%d of the lien and the charge are kept as references to entry 7, want both (%v)", refs, err)
+			}
+			if tc.want == "" {
+				var got ledger.Charge
+				err := l.View(ctx, func(tx ledger.Tx) error {
+					cs, err := tx.JobCharges("hpc1", "j1")
+					if err == nil && len(cs) == 1 {
+						got = cs[0]
+					}
+					return err
+				})
+				if err != nil || got.ID != 1 || !got.Amount.Equal(ledgertest.Dec(t, "30")) || len(got.Detail) == 0 {
+					t.Errorf("the charge read back: %+v, %v", got, err)
+				}
+			}
+			pgtest.Exec(t, url, tc.sql...)
+			problems, err := s.Check(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.want == "" && len(problems) > 0 {
+				t.Errorf("problems in a sound bank: %q", problems)
+			}
+			if tc.want != "" && (len(problems) == 0 || !strings.Contains(strings.Join(problems, "\n"), tc.want)) {
 				t.Errorf("problems %q, want %q", problems, tc.want)
 			}
 		})

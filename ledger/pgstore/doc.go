@@ -115,9 +115,11 @@
 //	journal          seq -> time, SHA-256, the entry's bytes as hashed
 //	journal_nodes    node, seq: the entries that concern each node (ledger.IndexTerms)
 //	requests         client, request id -> content hash, seq, time, the answer's JSON
-//	liens            id, account, machine, job, active, expiry (Unix ns) -> ledger.Lien;
-//	                 indexed by machine and job, and while active by account and expiry
-//	charges          id, machine, job -> ledger.Charge, indexed by machine and job
+//	liens            id, account, machine, job, active, expiry (Unix ns) -> ledger.Lien while it is
+//	                 active, then the journal entry that finished it (carrier: it carries the lien
+//	                 whole); indexed by machine and job, and while active by account and expiry
+//	charges          id, machine, job -> the journal entry that made, or last refunded, the
+//	                 charge (carrier; before schema 3 the ledger.Charge), indexed by machine and job
 //	records          kind, key -> the record's value (running sums, the audit's checkpoint)
 //
 // Records are the ledger's JSON in json columns (kept as written, so

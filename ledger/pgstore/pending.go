@@ -16,8 +16,7 @@ import (
 // (tx.send): a read of one record or index entry sends them only if one of
 // them is for it (pending.has), other reads whenever any wait.
 
-// table is a table the writes go to: its columns ("name type", the
-// record's document last), and the key an upsert replaces the row on
+// table is a table the writes go to: its columns ("name type"), and the key an upsert replaces the row on
 // ("" for the journal's tables, only ever appended to; an entry there
 // already is a conflict to report, not to overwrite).
 type table struct {
@@ -56,9 +55,9 @@ var tables = [tableCount]*table{
 	machinesTable:     {name: "machines", cols: []string{"name text", "doc json"}, conflict: "name"},
 	allocationsTable:  {name: "allocations", cols: []string{"id bigint", "account text", "doc json"}, conflict: "id"},
 	historyTable:      {name: "balance_history", cols: []string{"allocation bigint", "seq bigint", "doc json"}, conflict: "allocation, seq"},
-	liensTable: {name: "liens", cols: []string{"id bigint", "account text", "machine text", "job text", "active boolean", "expires_ns bigint", "doc json"},
-		conflict: "id"},
-	chargesTable:  {name: "charges", cols: []string{"id bigint", "machine text", "job text", "doc json"}, conflict: "id"},
+	liensTable: {name: "liens", cols: []string{"id bigint", "account text", "machine text", "job text", "active boolean", "expires_ns bigint", "doc json",
+		"carrier bigint"}, conflict: "id"},
+	chargesTable:  {name: "charges", cols: []string{"id bigint", "machine text", "job text", "doc json", "carrier bigint"}, conflict: "id"},
 	recordsTable:  {name: "records", cols: []string{"kind text", "key text", "value bytea"}, conflict: "kind, key"},
 	requestsTable: {name: "requests", cols: []string{"client text", "id text", "content_hash bytea", "seq bigint", "time timestamptz", "answer bytea"}, conflict: "client, id"},
 }

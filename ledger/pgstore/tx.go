@@ -63,6 +63,9 @@ type tx struct {
 	// failed is the first statement of the current call that failed: the
 	// call fails with it, whatever its function returns.
 	failed error
+	// carried are the liens and charges stored as references to journal
+	// entries (putCarried), by key: a change appends the entry after.
+	carried map[string]any
 }
 
 // statement is a write to send, and the call of its rows: -1 for several,
@@ -596,16 +599,17 @@ func (t *tx) NextLienID() (uint64, error) { return t.next("liens") }
 
 func (t *tx) Lien(id uint64) (ledger.Lien, bool, error) {
 	return cached(t, cacheKey("liens", id), func() (ledger.Lien, bool, error) {
-		return getDoc[ledger.Lien](t, cacheKey("liens", id), fmt.Sprintf("lien %d", id), `SELECT doc FROM liens WHERE id = $1`, bigint(id))
+		return first(carriedDocs(t, cacheKey("liens", id), fmt.Sprintf("lien %d", id), "liens", carriedLien, `r.id = $1`, bigint(id)))
 	})
 }
 
-// PutLien stores the lien with the columns its indexes are on. A new lien
-// (one the cache knows was not there) is its job's newest. The row is
-// tagged with its job and its account, which a lien keeps for life, so
-// that the reads of either send it first (pending). Every lien is kept
-// whole: its carrier is not used.
-func (t *tx) PutLien(l ledger.Lien, _ uint64) error {
+// PutLien stores the lien with the columns its indexes are on: once it is
+// finished, as a reference to the journal entry that carries it
+// (carrier), else whole. A new lien (one the cache knows was not there)
+// is its job's newest. The row is tagged with its job and its account,
+// which a lien keeps for life, so that the reads of either send it first
+// (pending).
+func (t *tx) PutLien(l ledger.Lien, carrier uint64) error {
 	key, newest := cacheKey("liens", l.ID), cacheKey("job lien", l.Machine, l.JobID)
 	if old, ok := t.known(key); ok && old == (recordcache.Absent{}) {
 		t.written(newest, l.ID)
@@ -615,16 +619,98 @@ func (t *tx) PutLien(l ledger.Lien, _ uint64) error {
 	t.written(key, recordcache.Clone(l))
 	t.stored("liens", l.ID)
 	t.expiryBound(l)
-	return putDoc(t, fmt.Sprintf("lien %d", l.ID), liensTable, key, l,
+	return putCarried(t, fmt.Sprintf("lien %d", l.ID), liensTable, key, l, carrier, l.State != ledger.LienActive,
 		[]any{bigint(l.ID), l.Account, l.Machine, l.JobID, l.State == ledger.LienActive, l.Expires.UnixNano()},
 		newest, cacheKey("account liens", l.Account))
 }
 
+// putCarried makes v's row wait: its columns args, then its document, or
+// (ref) none and the number of the journal entry carrier that carries it
+// whole. The change appends that entry after it stores v: until then
+// reads find v in t.carried.
+func putCarried(t *tx, what string, tb int, key string, v any, carrier uint64, ref bool, args []any, tags ...string) error {
+	if carrier == 0 || !ref {
+		raw, err := json.Marshal(v)
+		if err != nil {
+			return fmt.Errorf("pgstore: encode %s: %w", what, err)
+		}
+		return t.put("write "+what, tb, key, append(args, raw, nil), tags...)
+	}
+	if t.carried == nil {
+		t.carried = map[string]any{}
+	}
+	t.carried[key] = v
+	return t.put("write "+what, tb, key, append(args, nil, bigint(carrier)), tags...)
+}
+
+// carriedLien and carriedCharge are the lien and the charge a journal
+// entry carries (nil: none).
+func carriedLien(e ledger.Entry) *ledger.Lien { return e.Lien }
+
+func carriedCharge(e ledger.Entry) *ledger.Charge { return e.Charge }
+
+// carriedDocs reads the liens or the charges (table) that where selects, in
+// id order: each row's document, or, for a row kept as a reference, the
+// record the journal entry it names carries (read with it, in one query),
+// or the one this change stored before appending that entry.
+func carriedDocs[T any](t *tx, dep, what, table string, carries func(ledger.Entry) *T, where string, args ...any) ([]T, error) {
+	type row struct {
+		id      int64
+		doc     []byte
+		carrier *int64
+		body    []byte
+	}
+	rows, err := query(t, dep, what, func(r pgx.CollectableRow) (row, error) {
+		var v row
+		return v, r.Scan(&v.id, &v.doc, &v.carrier, &v.body)
+	}, `SELECT r.id, r.doc, r.carrier, j.body FROM `+table+` r LEFT JOIN journal j ON j.seq = r.carrier WHERE `+where, args...)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]T, 0, len(rows))
+	for _, r := range rows {
+		if v, ok := t.carried[cacheKey(table, uint64(r.id))].(T); ok && r.doc == nil && r.body == nil {
+			out = append(out, v) // its entry is this change's, not appended yet
+			continue
+		}
+		v, err := checkedRecord(r.doc, r.carrier, r.body, carries)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s: %s %d: %v", ledger.ErrCorrupt, what, table, r.id, err)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// first is the first of vs, if any.
+func first[T any](vs []T, err error) (T, bool, error) {
+	var v T
+	if err != nil || len(vs) == 0 {
+		return v, false, err
+	}
+	return vs[0], true, nil
+}
+
+// carrierOf is the journal entry a lien or a charge (table) is kept as a
+// reference to, for ledger.Carriers; ok is false for one kept whole.
+func (t *tx) carrierOf(table string, id uint64) (uint64, bool, error) {
+	seqs, err := query(t, cacheKey(table, id), fmt.Sprintf("the carrier of %s %d", table, id), pgx.RowTo[*int64],
+		`SELECT carrier FROM `+table+` WHERE id = $1`, bigint(id))
+	if err != nil || len(seqs) == 0 || seqs[0] == nil {
+		return 0, false, err
+	}
+	return uint64(*seqs[0]), true, nil
+}
+
+func (t *tx) LienCarrier(id uint64) (uint64, bool, error) { return t.carrierOf("liens", id) }
+
+func (t *tx) ChargeCarrier(id uint64) (uint64, bool, error) { return t.carrierOf("charges", id) }
+
 // JobLien finds the job's newest lien id through the cache, then the lien.
 func (t *tx) JobLien(machine, job string) (ledger.Lien, bool, error) {
 	id, ok, err := cached(t, cacheKey("job lien", machine, job), func() (uint64, bool, error) {
-		l, ok, err := getDoc[ledger.Lien](t, cacheKey("job lien", machine, job), fmt.Sprintf("the lien of job %s on %s", job, machine),
-			`SELECT doc FROM liens WHERE machine = $1 AND job = $2 ORDER BY id DESC LIMIT 1`, machine, job)
+		l, ok, err := first(carriedDocs(t, cacheKey("job lien", machine, job), fmt.Sprintf("the lien of job %s on %s", job, machine), "liens", carriedLien,
+			`r.machine = $1 AND r.job = $2 ORDER BY r.id DESC LIMIT 1`, machine, job))
 		if ok {
 			t.cache.Remember(cacheKey("liens", l.ID), l, t.layers()...)
 		}
@@ -728,39 +814,29 @@ func (t *tx) ExpiredLiens(at time.Time, limit int) ([]ledger.Lien, error) {
 		`SELECT doc FROM liens WHERE active AND expires_ns <= $1 ORDER BY account, expires_ns, id LIMIT $2`, at.UnixNano(), limit)
 }
 
-// eachDoc calls fn for the documents of a table in id order, a page at a
-// time.
-func eachDoc[T any](t *tx, table string, fn func(T) (bool, error)) error {
-	type row struct {
-		id  int64
-		doc []byte
-	}
-	scan := func(r pgx.CollectableRow) (row, error) {
-		var v row
-		return v, r.Scan(&v.id, &v.doc)
-	}
+// eachCarried calls fn for the liens or the charges (table) in id order,
+// a page at a time (carriedDocs).
+func eachCarried[T any](t *tx, table string, carries func(ledger.Entry) *T, id func(T) uint64, fn func(T) (bool, error)) error {
 	for after := int64(math.MinInt64); ; {
-		rows, err := query(t, "", "the "+table, scan, `SELECT id, doc FROM `+table+` WHERE id > $1 ORDER BY id LIMIT $2`, after, page)
+		vs, err := carriedDocs(t, "", "the "+table, table, carries, `r.id > $1 ORDER BY r.id LIMIT $2`, after, page)
 		if err != nil {
 			return err
 		}
-		for _, r := range rows {
-			var v T
-			if err := json.Unmarshal(r.doc, &v); err != nil {
-				return fmt.Errorf("%w: %s %d: %v", ledger.ErrCorrupt, table, r.id, err)
-			}
+		for _, v := range vs {
 			if more, err := fn(v); err != nil || !more {
 				return err
 			}
 		}
-		if len(rows) < page {
+		if len(vs) < page {
 			return nil
 		}
-		after = rows[len(rows)-1].id
+		after = bigint(id(vs[len(vs)-1]))
 	}
 }
 
-func (t *tx) Liens(fn func(ledger.Lien) (bool, error)) error { return eachDoc(t, "liens", fn) }
+func (t *tx) Liens(fn func(ledger.Lien) (bool, error)) error {
+	return eachCarried(t, "liens", carriedLien, func(l ledger.Lien) uint64 { return l.ID }, fn)
+}
 
 func (t *tx) LienCount() (uint64, error) { return t.rowCount("liens") }
 
@@ -770,16 +846,17 @@ func (t *tx) NextChargeID() (uint64, error) { return t.next("charges") }
 // the ids just numbered have none.
 func (t *tx) Charge(id uint64) (ledger.Charge, bool, error) {
 	return cached(t, cacheKey("charges", id), func() (ledger.Charge, bool, error) {
-		return getDoc[ledger.Charge](t, cacheKey("charges", id), fmt.Sprintf("charge %d", id), `SELECT doc FROM charges WHERE id = $1`, bigint(id))
+		return first(carriedDocs(t, cacheKey("charges", id), fmt.Sprintf("charge %d", id), "charges", carriedCharge, `r.id = $1`, bigint(id)))
 	})
 }
 
-// PutCharge keeps every charge whole, as PutLien does.
-func (t *tx) PutCharge(c ledger.Charge, _ uint64) error {
+// PutCharge keeps a charge as a reference to the journal entry that
+// carries it (carrier), as PutLien does a finished lien.
+func (t *tx) PutCharge(c ledger.Charge, carrier uint64) error {
 	t.written(cacheKey("charges", c.ID), c)
 	t.forget(cacheKey("job charges", c.Machine, c.JobID))
 	t.stored("charges", c.ID)
-	return putDoc(t, fmt.Sprintf("charge %d", c.ID), chargesTable, cacheKey("charges", c.ID), c,
+	return putCarried(t, fmt.Sprintf("charge %d", c.ID), chargesTable, cacheKey("charges", c.ID), c, carrier, true,
 		[]any{bigint(c.ID), c.Machine, c.JobID}, cacheKey("job charges", c.Machine, c.JobID))
 }
 
@@ -790,15 +867,17 @@ func (t *tx) JobCharges(machine, job string) ([]ledger.Charge, error) {
 	if none, ok := t.known(key); ok && none == (recordcache.Absent{}) {
 		return nil, nil
 	}
-	charges, err := listDocs[ledger.Charge](t, key, fmt.Sprintf("the charges of job %s on %s", job, machine),
-		`SELECT doc FROM charges WHERE machine = $1 AND job = $2 ORDER BY id`, machine, job)
+	charges, err := carriedDocs(t, key, fmt.Sprintf("the charges of job %s on %s", job, machine), "charges", carriedCharge,
+		`r.machine = $1 AND r.job = $2 ORDER BY r.id`, machine, job)
 	if err == nil && len(charges) == 0 {
 		t.cache.Remember(key, recordcache.Absent{}, t.layers()...)
 	}
 	return charges, err
 }
 
-func (t *tx) Charges(fn func(ledger.Charge) (bool, error)) error { return eachDoc(t, "charges", fn) }
+func (t *tx) Charges(fn func(ledger.Charge) (bool, error)) error {
+	return eachCarried(t, "charges", carriedCharge, func(c ledger.Charge) uint64 { return c.ID }, fn)
+}
 
 func (t *tx) ChargeCount() (uint64, error) { return t.rowCount("charges") }
 
