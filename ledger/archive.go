@@ -184,6 +184,7 @@ func (l *Ledger) Archive(ctx context.Context, before time.Time, dst Store, file 
 		return rep, fmt.Errorf("%w: the archive's audit found %d problems: nothing is removed from the bank", ErrCorrupt, len(check.Problems))
 	}
 	var state auditCheckpoint
+	var dstFrom Boundary // what the archive started from, if it follows another
 	err = dst.View(ctx, func(tx Tx) error {
 		r, ok, err := tx.Record(auditKind, auditKey)
 		if err == nil && !ok {
@@ -192,6 +193,9 @@ func (l *Ledger) Archive(ctx context.Context, before time.Time, dst Store, file 
 		if err == nil {
 			err = json.Unmarshal(r.Value, &state)
 		}
+		if err == nil {
+			dstFrom, _, err = boundaryOf(tx)
+		}
 		return err
 	})
 	if err != nil {
@@ -199,12 +203,14 @@ func (l *Ledger) Archive(ctx context.Context, before time.Time, dst Store, file 
 	}
 	rep.Boundary = Boundary{Seq: last.Seq, Hash: last.Hash, Time: last.Time, Before: before, File: file, Made: l.Now(), Created: l.created, State: state}
 	// The audits start from the boundary, counting the liens and charges
-	// made up to it that the bank still keeps: those the archive holds
-	// but those trimmed with their entries.
+	// made up to it that the bank still keeps: those the archive holds,
+	// but those trimmed with their entries, and those the bank kept at its
+	// old boundary that the archive does not hold (kept whole, by an
+	// ingot before references: no entry it trims carries them).
 	kept := func(liens, charges uint64) Boundary {
 		b := rep.Boundary
-		b.State.Liens -= liens
-		b.State.Charges -= charges
+		b.State.Liens = b.State.Liens - liens + old.State.Liens - dstFrom.State.Liens
+		b.State.Charges = b.State.Charges - charges + old.State.Charges - dstFrom.State.Charges
 		return b
 	}
 	rep.Liens, rep.Charges, err = trimmer.Trim(ctx, last.Seq, func(liens, charges uint64) ([]Record, error) {

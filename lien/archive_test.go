@@ -218,3 +218,66 @@ func TestArchive(t *testing.T) {
 		t.Errorf("the archive with entry 3 changed: %v %q", err, r.Problems)
 	}
 }
+
+// TestArchiveOfRecordsKeptWhole: a bank whose finished liens and charges
+// were stored whole (by an ingot before references), archived twice:
+// the second boundary still counts those the first left in the bank, and
+// the bank audits clean after each archive.
+func TestArchiveOfRecordsKeptWhole(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s, store := archiveSite(t, filepath.Join(dir, "bank.db"))
+	s.MustDeposit("chem", "100000000", time.Time{})
+	var months []time.Time
+	for m := range 3 {
+		for i := range 4 {
+			id := fmt.Sprint("w", m, "-", i)
+			s.mustPlace(id, 2, 600)
+			s.mustCharge(lien.ChargeSpec{Job: job(id), Usage: s.usage(2, 300, 600, 0, charge.Completed)})
+			s.Clock.Advance(time.Hour)
+		}
+		s.Clock.Advance(32 * 24 * time.Hour)
+		months = append(months, s.Clock.Now())
+	}
+	// Every lien and charge stored whole, as before references.
+	err := store.Update(ctx, func(tx ledger.Tx) error {
+		var liens []ledger.Lien
+		var charges []ledger.Charge
+		if err := tx.Liens(func(l ledger.Lien) (bool, error) { liens = append(liens, l); return true, nil }); err != nil {
+			return err
+		}
+		if err := tx.Charges(func(c ledger.Charge) (bool, error) { charges = append(charges, c); return true, nil }); err != nil {
+			return err
+		}
+		for _, l := range liens {
+			if err := tx.PutLien(l, 0); err != nil {
+				return err
+			}
+		}
+		for _, c := range charges {
+			if err := tx.PutCharge(c, 0); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, name := range []string{"first.db", "second.db"} {
+		dst, err := boltstore.Open(filepath.Join(dir, name), boltstore.Options{Create: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.PruneRequests(ctx, months[i], 1<<20); err != nil {
+			t.Fatal(err)
+		}
+		if rep, err := s.Archive(ctx, months[i], dst, name); err != nil {
+			t.Fatalf("archive %s: %v (%+v)", name, err, rep.AuditedBeforehand.Problems)
+		}
+		dst.Close()
+		if r, err := s.Audit(ctx, ledger.AuditOptions{Full: true}); err != nil || len(r.Problems) > 0 {
+			t.Errorf("the bank after %s: %v %q", name, err, r.Problems)
+		}
+	}
+}

@@ -58,6 +58,7 @@ func TestOnPostgres(t *testing.T) {
 		{"RefusedLienNamesVictims", TestRefusedLienNamesVictims},
 		{"CachedPreemptionIsExact", TestCachedPreemptionIsExact},
 		{"Archive", TestArchive},
+		{"ArchiveOfRecordsKeptWhole", TestArchiveOfRecordsKeptWhole},
 	} {
 		t.Run(tc.name, tc.run)
 	}
