@@ -48,10 +48,11 @@ type Boundary struct {
 // change the journal entries up to seq and what only they need (their
 // index entries, the history of allocations before their last state up
 // to seq, the finished liens and the charges kept as references to those
-// entries) and stores the records that records makes of how many liens
-// and charges it removed (the boundary), which it returns.
+// entries), then calls finish in the same change with how many liens and
+// charges it removed (the ledger stores its boundary there), and returns
+// those numbers.
 type Trimmer interface {
-	Trim(ctx context.Context, seq uint64, records func(liens, charges uint64) ([]Record, error)) (liens, charges uint64, err error)
+	Trim(ctx context.Context, seq uint64, finish func(tx Tx, liens, charges uint64) error) (liens, charges uint64, err error)
 }
 
 // journalStarter is the Tx of an engine that can begin an empty journal
@@ -100,7 +101,7 @@ func (l *Ledger) Archive(ctx context.Context, before time.Time, dst Store, file 
 	var rep ArchiveReport
 	trimmer, ok := l.store.(Trimmer)
 	if !ok {
-		return rep, fmt.Errorf("%w: archiving is built for bank files, not this engine", ErrInvalid)
+		return rep, fmt.Errorf("%w: this engine cannot archive (it has no Trim)", ErrInvalid)
 	}
 	before = stamp(before)
 	// What can be refused is, before anything is changed.
@@ -213,9 +214,15 @@ func (l *Ledger) Archive(ctx context.Context, before time.Time, dst Store, file 
 		b.State.Charges = b.State.Charges - charges + old.State.Charges - dstFrom.State.Charges
 		return b
 	}
-	rep.Liens, rep.Charges, err = trimmer.Trim(ctx, last.Seq, func(liens, charges uint64) ([]Record, error) {
+	rep.Liens, rep.Charges, err = trimmer.Trim(ctx, last.Seq, func(tx Tx, liens, charges uint64) error {
 		raw, err := json.Marshal(kept(liens, charges))
-		return []Record{{Kind: archiveKind, Key: boundaryKey, Value: raw}, {Kind: auditKind, Key: auditKey, Deleted: true}}, err
+		if err == nil {
+			err = tx.PutRecord(Record{Kind: archiveKind, Key: boundaryKey, Value: raw})
+		}
+		if err == nil {
+			err = tx.PutRecord(Record{Kind: auditKind, Key: auditKey, Deleted: true})
+		}
+		return err
 	})
 	rep.Boundary = kept(rep.Liens, rep.Charges)
 	if err != nil {

@@ -16,9 +16,9 @@ import (
 // entries; each allocation's history up to seq but its last state there,
 // which the states after it are read from; the finished liens and the
 // charges kept as references to those entries, and their job index
-// entries. It stores the records that records makes of how many liens and
+// entries. It calls finish in the same change with how many liens and
 // charges it removed. The file keeps its size until it is compacted.
-func (s *Store) Trim(ctx context.Context, seq uint64, records func(liens, charges uint64) ([]ledger.Record, error)) (liens, charges uint64, err error) {
+func (s *Store) Trim(ctx context.Context, seq uint64, finish func(tx ledger.Tx, liens, charges uint64) error) (liens, charges uint64, err error) {
 	err = s.Update(ctx, func(ltx ledger.Tx) error {
 		t := ltx.(*tx)
 		upTo := func(k []byte) bool { return decodeUint(k[len(k)-8:]) <= seq }
@@ -40,16 +40,7 @@ func (s *Store) Trim(ctx context.Context, seq uint64, records func(liens, charge
 		if err != nil {
 			return err
 		}
-		recs, err := records(liens, charges)
-		if err != nil {
-			return err
-		}
-		for _, r := range recs {
-			if err := t.PutRecord(r); err != nil {
-				return err
-			}
-		}
-		return nil
+		return finish(t, liens, charges)
 	})
 	return liens, charges, err
 }

@@ -8,46 +8,36 @@ import (
 )
 
 // Trim removes, in one change, journal entries 1 to seq and what only
-// they need, for ledger.Archive (ledger.Trimmer): their node index rows;
+// they need, for ledger.Archive (ledger.Trimmer): the finished liens and
+// the charges kept as references to those entries; their node index rows;
 // each allocation's history up to seq but its last state there, which the
-// states after it are read from; the finished liens and the charges kept
-// as references to those entries. It stores the records that records
-// makes of how many liens and charges it removed. The database's files
-// keep their size until PostgreSQL's VACUUM reuses the space.
-func (s *Store) Trim(ctx context.Context, seq uint64, records func(liens, charges uint64) ([]ledger.Record, error)) (liens, charges uint64, err error) {
+// states after it are read from. It calls finish in the same change with
+// how many liens and charges it removed. The database's files keep their
+// size until PostgreSQL's VACUUM reuses the space.
+func (s *Store) Trim(ctx context.Context, seq uint64, finish func(tx ledger.Tx, liens, charges uint64) error) (liens, charges uint64, err error) {
 	err = s.Update(ctx, func(ltx ledger.Tx) error {
 		t := ltx.(*tx)
-		var removed [2]uint64
-		for _, d := range []struct {
-			what, sql string
-			count     *uint64
-		}{
-			{"the finished liens", `DELETE FROM liens WHERE carrier <= $1`, &removed[0]},
-			{"the charges", `DELETE FROM charges WHERE carrier <= $1`, &removed[1]},
-			{"the node index", `DELETE FROM journal_nodes WHERE seq <= $1`, nil},
-			{"the journal", `DELETE FROM journal WHERE seq <= $1`, nil},
-			{"the allocations' history", `DELETE FROM balance_history h WHERE h.seq < (SELECT max(l.seq)
-				FROM balance_history l WHERE l.allocation = h.allocation AND l.seq <= $1)`, nil},
-		} {
-			n, err := t.exec(fmt.Sprintf("trim %s up to entry %d", d.what, seq), d.sql, bigint(seq))
-			if err != nil {
-				return err
-			}
-			if d.count != nil {
-				*d.count = n
-			}
+		trim := func(what, sql string) (uint64, error) {
+			return t.exec(fmt.Sprintf("trim %s up to entry %d", what, seq), sql, bigint(seq))
 		}
-		liens, charges = removed[0], removed[1]
-		recs, err := records(liens, charges)
-		if err != nil {
+		var err error
+		if liens, err = trim("the finished liens", `DELETE FROM liens WHERE carrier <= $1`); err != nil {
 			return err
 		}
-		for _, r := range recs {
-			if err := t.PutRecord(r); err != nil {
+		if charges, err = trim("the charges", `DELETE FROM charges WHERE carrier <= $1`); err != nil {
+			return err
+		}
+		for _, d := range []struct{ what, sql string }{
+			{"the node index", `DELETE FROM journal_nodes WHERE seq <= $1`},
+			{"the journal", `DELETE FROM journal WHERE seq <= $1`},
+			{"the allocations' history", `DELETE FROM balance_history h WHERE h.seq < (SELECT max(l.seq)
+				FROM balance_history l WHERE l.allocation = h.allocation AND l.seq <= $1)`},
+		} {
+			if _, err := trim(d.what, d.sql); err != nil {
 				return err
 			}
 		}
-		return nil
+		return finish(t, liens, charges)
 	})
 	return liens, charges, err
 }
