@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
+	"sync"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -297,13 +298,14 @@ const (
 // decodeBinary decodes a body in the binary layout, as far as upTo says.
 func decodeBinary(body []byte, upTo int) (Entry, error) {
 	r := bodyReader{b: body[1:], trustDetails: upTo == readHashed}
+	defer r.done()
 	var e Entry
 	e.Seq = r.uint()
 	e.Time = r.time()
-	e.Actor = r.string()
+	e.Actor = r.name()
 	e.RequestID = r.string()
-	e.Kind = Kind(r.string())
-	e.Node = r.string()
+	e.Kind = Kind(r.name())
+	e.Node = r.name()
 	e.Ref = r.string()
 	e.Description = r.string()
 	if upTo == readHead {
@@ -312,7 +314,7 @@ func decodeBinary(body []byte, upTo int) (Entry, error) {
 	if n, ok := r.list(); ok {
 		e.Deltas = make([]Delta, n)
 		for i := range e.Deltas {
-			e.Deltas[i] = Delta{Allocation: r.uint(), Account: r.string(), Amount: r.amount(), Deposited: r.amount()}
+			e.Deltas[i] = Delta{Allocation: r.uint(), Account: r.name(), Amount: r.amount(), Deposited: r.amount()}
 		}
 	}
 	if upTo == readMoves {
@@ -328,7 +330,7 @@ func decodeBinary(body []byte, upTo int) (Entry, error) {
 	}
 	if r.present() {
 		e.Lien = &Lien{ID: r.uint(), JobRef: r.job(), Amount: r.amount(), Holds: r.holds(), Charged: r.amount(),
-			Created: r.time(), Expires: r.time(), State: LienState(r.string()), Detail: r.detail()}
+			Created: r.time(), Expires: r.time(), State: LienState(r.name()), Detail: r.detail()}
 	}
 	if r.present() {
 		e.Charge = &Charge{ID: r.uint(), JobRef: r.job(), Lien: r.uint(), Amount: r.amount(), Debits: r.holds(),
@@ -353,6 +355,7 @@ type bodyReader struct {
 	b            []byte
 	err          error
 	trustDetails bool
+	names        *nameTable
 }
 
 var errShort = errors.New("it ends inside a field")
@@ -505,7 +508,43 @@ func (r *bodyReader) terms() AllocationTerms {
 }
 
 func (r *bodyReader) job() JobRef {
-	return JobRef{JobID: r.string(), Machine: r.string(), Project: r.string(), Account: r.string(), User: r.string()}
+	return JobRef{JobID: r.string(), Machine: r.name(), Project: r.name(), Account: r.name(), User: r.name()}
+}
+
+// name is a string that many entries share (a kind, an account, a
+// machine, a user): the same string each time, not a copy for every
+// entry, from a table of those read before on this goroutine (names).
+func (r *bodyReader) name() string {
+	b := r.bytes()
+	if r.names == nil {
+		r.names = names.Get().(*nameTable)
+		if len(r.names.m) > maxNames {
+			clear(r.names.m)
+		}
+	}
+	if s, ok := r.names.m[string(b)]; ok {
+		return s
+	}
+	s := string(b)
+	r.names.m[s] = s
+	return s
+}
+
+// nameTable is a table of names, for one goroutine at a time.
+type nameTable struct{ m map[string]string }
+
+// names are the tables of names; maxNames bounds each: a table with more
+// starts again empty.
+var names = sync.Pool{New: func() any { return &nameTable{m: map[string]string{}} }}
+
+const maxNames = 1024
+
+// done gives the reader's table of names back.
+func (r *bodyReader) done() {
+	if r.names != nil {
+		names.Put(r.names)
+		r.names = nil
+	}
 }
 
 func (r *bodyReader) holds() []Hold {
