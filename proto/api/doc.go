@@ -4,9 +4,9 @@
 // # Endpoints
 //
 // Every /v1 request is signed as package auth describes (HMAC-SHA256 over
-// method, path, query, date, nonce and body), or carries a MUNGE credential
-// for it (package munge), or arrives without either on the server's Unix
-// socket, whose peer's uid identifies it. A MUNGE or socket request acts as
+// method, path, query, date, nonce, request id and body), or carries a
+// MUNGE credential for it (package munge), or arrives without either on
+// the server's Unix socket, whose peer's uid identifies it. A MUNGE or socket request acts as
 // a user client of the local account's bank user (the socket's root and
 // the server's own uid as admin; see package server). Bodies are JSON, at most
 // 1 MiB; unknown fields are refused. GETs take query parameters (the query
@@ -27,7 +27,7 @@
 //		GET    /v1/statement          StatementQuery     ledger.Statement        admin, manager¹, user²
 //		GET    /v1/journal            JournalQuery       List of ledger.Entry    admin, manager¹, user² (node required)
 //		GET    /v1/audit              full               ledger.AuditReport      admin
-//		GET    /v1/backup             -                  the database file       admin (application/octet-stream, not JSON)
+//		GET    /v1/backup             -                  a copy of the bank      admin (application/octet-stream, not JSON)
 //		GET    /v1/nodes              NodesQuery         List of ledger.Node     all⁴
 //		GET    /v1/node               NameQuery          ledger.Node             all¹²
 //		POST   /v1/nodes              NodeRequest        ledger.Node             admin, manager⁵
@@ -108,8 +108,9 @@
 // shared by every account. The
 // journal of a non-admin client holds the entries that name a node of the
 // subtree asked for or change one of its allocations; the whole journal,
-// with every client record, is the admin's. Backups are taken on the
-// server's host (ingot backup), not over the API.
+// with every client record, is the admin's. GET /v1/backup streams an
+// admin a consistent copy of the bank while it serves (the bbolt file, or
+// a SQL script of a bank in PostgreSQL): ingot backup through --server.
 //
 // # Retries
 //
@@ -123,8 +124,13 @@
 // (a new date and nonce): the server accepts each nonce once, so resending
 // the very same bytes is refused as a replay.
 //
-// The request id header is not part of the signed string: it only selects
-// which earlier answer a retry gets, and the nonce already stops replays.
+// The request id is part of the signed string (package auth): nobody on
+// the path can change it to make the bank apply a change twice or answer it
+// with another change's receipt. A captured change sent again is at worst a
+// retry of it: the server keeps each change's answer far longer than the
+// signature's date window (serve --request-retention has a floor above it),
+// so after a restart, when the nonces it remembered are gone, the replay
+// still gets the first answer and changes nothing.
 //
 // # Errors
 //
