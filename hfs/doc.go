@@ -34,10 +34,15 @@
 //     quotas are split: of its subtree quota the node first keeps its own
 //     group non-shared, then its own ownership, then its children's
 //     carves (what ownership and group non-shared claim in their
-//     subtrees) are set aside for them, scaled down together when they do
-//     not fit. The node's own part stays in its own quota: the reserve is
-//     held by step 2, the ownership lent when unused. What is left is q
-//     below. With neither set anywhere, nothing changes.
+//     subtrees) are set aside for them. When they do not fit, they are
+//     satisfied level by level, as LSF satisfies non-shared configured on
+//     several levels: the children's own claims first, then their
+//     children's, and so on down; the level that does not fit shares what
+//     is left in proportion to its claims, the levels below it get
+//     nothing, and Result.Shortfalls names who is short. The node's own
+//     part stays in its own quota: the reserve is held by step 2, the
+//     ownership lent when unused. What is left is q below. With neither
+//     set anywhere, nothing changes.
 //  1. Quotas, top-down (quota.go). With q a node's subtree quota: static
 //     children share Sa = min(Σstatic, q) in proportion to their values;
 //     dynamic children get f·Da/max(Σf, 1) of Da = q − Sa; share children
@@ -94,8 +99,10 @@
 // NewPlan validates the tree and does step 1 and step 2's bottom-up pass;
 // SetDemand updates one demand by redoing its path to the root;
 // Available answers DESIGN's available(p) from one path; Allocate gives
-// every allocation. DecodeInput and Result.EncodeJSON are the file format
-// of `ingot hfs compute`. Entitlements and Decay are the share tree.
+// every allocation, and its Result's Shortfalls and Warnings the nodes
+// left short of their ownership, group non-shared or non_shared.
+// DecodeInput and Result.EncodeJSON are the file format of `ingot hfs
+// compute`. Entitlements and Decay are the share tree.
 //
 // # Preemption
 //
@@ -113,8 +120,14 @@
 //   - Share children whose weights sum to 0 get nothing; the rest stays with
 //     the parent.
 //   - non_shared above the node's own quota is not refused here (own quota
-//     moves with the pool): it holds all of the unused quota. Refusing it
-//     when set is ledger policy.
+//     moves with the pool, and the carve may take it): it holds at most
+//     the own quota, all of it while unused, and Result.Shortfalls names
+//     the node. Refusing it when set is ledger policy.
+//   - Static quotas over-subscribing a level are scaled down to fit, as
+//     DESIGN says; level by level applies to the carve only. A static
+//     child's quota is part of its parent's, so static quotas are
+//     satisfied from the top anyway; ownership and group non-shared add
+//     up over levels, which is why they need the rule.
 //   - The node itself counts as a zero-quota candidate when its own quota
 //     is 0; in step 3 its "quota" is its own quota and a child's "unmet
 //     demand" is the whole units its subtree can take (demands and limits

@@ -206,7 +206,12 @@ const inexactPlaces = 12
 
 // EncodeJSON writes the result as `ingot hfs compute` prints it:
 //
-//	{"quota": {name: n}, "allocated": {name: n}, "leftover": n}
+//	{"quota": {name: n}, "allocated": {name: n}, "leftover": n,
+//	 "warnings": [text, ...]}
+//
+// where warnings, present only when there are any, are Result.Warnings:
+// the nodes left short of their ownership, group non-shared or non_shared,
+// by name.
 //
 // with nodes in pre-order and numbers as decimal strings: exact whenever the
 // number has a finite decimal expansion (always so for allocations rounded
@@ -235,7 +240,23 @@ func (r *Result) EncodeJSON(w io.Writer) error {
 		}
 		buf.WriteString("\n  },\n")
 	}
-	fmt.Fprintf(&buf, "  \"leftover\": %q\n}\n", FormatAmount(r.leftover.readRat()))
+	fmt.Fprintf(&buf, "  \"leftover\": %q", FormatAmount(r.leftover.readRat()))
+	if warnings := r.Warnings(); len(warnings) > 0 {
+		buf.WriteString(",\n  \"warnings\": [")
+		for k, w := range warnings {
+			text, err := json.Marshal(w)
+			if err != nil {
+				return fmt.Errorf("hfs: encoding a warning: %w", err)
+			}
+			sep := ","
+			if k == len(warnings)-1 {
+				sep = ""
+			}
+			fmt.Fprintf(&buf, "\n    %s%s", text, sep)
+		}
+		buf.WriteString("\n  ]")
+	}
+	buf.WriteString("\n}\n")
 	_, err := w.Write(buf.Bytes())
 	return err
 }

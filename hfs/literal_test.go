@@ -37,13 +37,9 @@ func literalCompute(total *big.Rat, root *Node) *literal {
 	return l
 }
 
-// carve is what a subtree's ownership and group non-shared add up to.
-func carve(n *Node) *big.Rat {
-	c := new(big.Rat).Add(ratOrZero(n.Ownership), ratOrZero(n.GroupNonShared))
-	for _, child := range n.Children {
-		c.Add(c, carve(child))
-	}
-	return c
+// ownClaim is what a node's own ownership and group non-shared add up to.
+func ownClaim(n *Node) *big.Rat {
+	return new(big.Rat).Add(ratOrZero(n.Ownership), ratOrZero(n.GroupNonShared))
 }
 
 func minRat(a, b *big.Rat) *big.Rat {
@@ -55,19 +51,34 @@ func minRat(a, b *big.Rat) *big.Rat {
 
 func (l *literal) quotas(n *Node, subtreeQuota *big.Rat) {
 	l.subtreeQuota[n] = subtreeQuota
-	// The carve, top-down: the node's reserve, its ownership, then its
-	// children's carves, scaled together to what is left.
+	// The carve, top-down and level by level: the node's reserve, its
+	// ownership, then the own claims (group non-shared and ownership) of
+	// its children, then of their children, and so on down; a level that
+	// does not fit in what is left gets it in proportion to its claims,
+	// and the levels below it nothing.
 	q := new(big.Rat).Set(subtreeQuota)
 	l.reserved[n] = minRat(ratOrZero(n.GroupNonShared), q)
 	q.Sub(q, l.reserved[n])
 	l.owned[n] = minRat(ratOrZero(n.Ownership), q)
 	q.Sub(q, l.owned[n])
-	childCarves := new(big.Rat)
-	for _, c := range n.Children {
-		childCarves.Add(childCarves, carve(c))
+	granted := map[*Node]*big.Rat{}
+	for level := n.Children; len(level) > 0; {
+		claims := new(big.Rat)
+		for _, m := range level {
+			claims.Add(claims, ownClaim(m))
+		}
+		fraction := new(big.Rat).Set(one)
+		if claims.Cmp(q) > 0 {
+			fraction.Quo(q, claims)
+		}
+		var next []*Node
+		for _, m := range level {
+			granted[m] = new(big.Rat).Mul(ownClaim(m), fraction)
+			q.Sub(q, granted[m])
+			next = append(next, m.Children...)
+		}
+		level = next
 	}
-	carved := minRat(childCarves, q)
-	q.Sub(q, carved)
 	sum := map[QuotaKind]*big.Rat{Static: new(big.Rat), Dynamic: new(big.Rat), Shares: new(big.Rat)}
 	for _, c := range n.Children {
 		sum[c.Quota.Kind].Add(sum[c.Quota.Kind], ratOrZero(c.Quota.Value))
@@ -98,9 +109,7 @@ func (l *literal) quotas(n *Node, subtreeQuota *big.Rat) {
 				cq.Quo(cq.Mul(v, rest), sum[Shares])
 			}
 		}
-		if childCarves.Sign() > 0 {
-			cq.Add(cq, new(big.Rat).Quo(new(big.Rat).Mul(carve(c), carved), childCarves))
-		}
+		walk(c, func(m *Node) { cq.Add(cq, granted[m]) })
 		if c.Limit != nil && cq.Cmp(c.Limit) > 0 {
 			cq.Set(c.Limit)
 		}

@@ -342,7 +342,14 @@ func checkOwnership(tx Tx, n Node) error {
 
 // checkNonShared refuses a non_shared part above the node's own quota as
 // HFS works it out now with the node's new policy (a static quota is
-// checked without the tree, in checkPolicy).
+// checked without the tree, in checkPolicy), but for a project without
+// sub-projects whose quota the carve squeezes: where ownership and group
+// non-shared add up to more than the pool, they are satisfied level by
+// level from the top and the projects below are left short (LSF's
+// non-shared configuration, satisfied first). Such a project's non_shared
+// may be above its quota, up to the quota it would have were nothing
+// owned or reserved in the account; it then holds at most its own quota,
+// and the account's split warns of it by name.
 func checkNonShared(w *Writer, n Node, precision int32) error {
 	if !n.Policy.NonShared.IsPositive() || n.Policy.QuotaKind == QuotaStatic {
 		return nil
@@ -362,13 +369,34 @@ func checkNonShared(w *Writer, n Node, precision int32) error {
 	} else {
 		s.nodes[i] = n
 	}
-	plan, err := s.plan(precision)
+	quota, err := s.quotaOf(n.Name, precision)
+	if err != nil || !n.Policy.NonShared.GreaterThan(quota) {
+		return err
+	}
+	refused := fmt.Errorf("%w: policy of %s: non_shared %s is above its quota, %s with the account's pool now", ErrInvalid, n.Name, n.Policy.NonShared, quota)
+	if slices.ContainsFunc(s.nodes, func(m Node) bool { return ParentOf(m.Name) == n.Name }) {
+		return refused
+	}
+	// The quota it would have with no carve at all.
+	uncarved := &shareState{nodes: slices.Clone(s.nodes), pool: s.pool, used: s.used, reserved: s.reserved, funds: s.funds}
+	for k := range uncarved.nodes {
+		uncarved.nodes[k].Policy.Ownership, uncarved.nodes[k].Policy.GroupNonShared = decimal.Zero, decimal.Zero
+	}
+	whole, err := uncarved.quotaOf(n.Name, precision)
 	if err != nil {
 		return err
 	}
-	quota := decimal.NewFromBigRat(plan.Allocate().Quota(n.Name), precision)
-	if n.Policy.NonShared.GreaterThan(quota) {
-		return fmt.Errorf("%w: policy of %s: non_shared %s is above its quota, %s with the account's pool now", ErrInvalid, n.Name, n.Policy.NonShared, quota)
+	if n.Policy.NonShared.GreaterThan(whole) {
+		return refused
 	}
 	return nil
+}
+
+// quotaOf is a node's own quota in the state's split.
+func (s *shareState) quotaOf(name string, precision int32) (decimal.Decimal, error) {
+	plan, err := s.plan(precision)
+	if err != nil {
+		return decimal.Zero, err
+	}
+	return decimal.NewFromBigRat(plan.Allocate().Quota(name), precision), nil
 }

@@ -75,8 +75,11 @@ type AccountShares struct {
 	// Owners says whether any node sets ownership, group non-shared or a
 	// priority; then Preemption is the account's preemption order, Highest
 	// and Lowest the highest- and lowest-ranked projects without
-	// sub-projects (the first and last a preemption would spare), and
-	// Warnings say what the pool does not cover.
+	// sub-projects (the first and last a preemption would spare).
+	// Warnings say, by name, what the pool does not cover of the ownership
+	// and group non-shared set (satisfied level by level from the top, so
+	// the lowest levels are short first), and which nodes have a
+	// non_shared above their own quota (it holds at most that).
 	Owners     bool     `json:"owners"`
 	Preemption string   `json:"preemption,omitempty"`
 	Highest    string   `json:"highest,omitempty"`
@@ -335,6 +338,9 @@ func (l *Ledger) Shares(ctx context.Context, account string) (AccountShares, err
 		if out.Owners && result != nil {
 			out.describeOwners(s, plan.Rank())
 		}
+		if result != nil {
+			out.warnNonShared(result, p)
+		}
 		return nil
 	})
 	return out, err
@@ -390,5 +396,21 @@ func (a *AccountShares) describeOwners(s *shareState, rank []string) {
 	if len(short) > 0 {
 		a.Warnings = append(a.Warnings, fmt.Sprintf("ownership and group non-shared set in %s add up to %s; the pool (%s) and the limits cover %s: short %s",
 			a.Account, set, a.Pool, carved, strings.Join(short, ", ")))
+	}
+}
+
+// warnNonShared names the nodes whose non_shared is above their own quota,
+// which bounds what it holds (hfs.ShortNonShared): where ownership and
+// group non-shared take the pool first, the projects below are left short.
+func (a *AccountShares) warnNonShared(result *hfs.Result, precision int32) {
+	var short []string
+	for _, s := range result.Shortfalls() {
+		if s.Kind == hfs.ShortNonShared {
+			short = append(short, fmt.Sprintf("%s %s of %s", s.Name, decimal.NewFromBigRat(s.Got, precision), decimal.NewFromBigRat(s.Set, precision)))
+		}
+	}
+	if len(short) > 0 {
+		a.Warnings = append(a.Warnings, fmt.Sprintf("non_shared set in %s is above the own quota, which bounds what it holds: short %s",
+			a.Account, strings.Join(short, ", ")))
 	}
 }

@@ -31,7 +31,8 @@ func hfsCommands() []*cli.Command {
 					Name:  "compute",
 					Usage: "run the HFS algorithm on a JSON file (- for standard input) and print the split; needs no bank",
 					Description: "FILE is DESIGN's input: {\"total\", \"unit\", \"tree\"}, the reference cases of testdata/hfs as they are.\n" +
-						"The output is JSON whatever --json or --parsable say: {\"quota\", \"allocated\", \"leftover\"}.",
+						"The output is JSON whatever --json or --parsable say: {\"quota\", \"allocated\", \"leftover\"}, and \"warnings\"\n" +
+						"naming the nodes left short of their ownership, group non-shared or non_shared, when there are any.",
 					ArgsUsage: "FILE",
 					Action:    hfsCompute,
 				},
@@ -121,9 +122,10 @@ var ownerHeaders = []string{"Owned", "InUse", "Fed"}
 
 // writeShares prints an account's split as a table of its nodes, under a
 // line saying whether HFS is on (table format only); withPolicy adds each
-// node's policy, and where the account has owners, their settings and
-// figures, with a line on its preemption and a warning for what the pool
-// does not cover.
+// node's policy and the split's warnings (the nodes left short of their
+// ownership, group non-shared or non_shared, by name), and where the
+// account has owners, their settings and figures, with a line on its
+// preemption.
 func writeShares(c *cli.Context, f format, s ledger.AccountShares, p int32, withPolicy bool) error {
 	owners := withPolicy && s.Owners
 	if f == formatTable {
@@ -132,7 +134,7 @@ func writeShares(c *cli.Context, f format, s ledger.AccountShares, p int32, with
 			fmt.Fprintf(c.App.Writer, "preemption %s; ranked highest %s (preempted last), lowest %s (first)\n", s.Preemption, s.Highest, s.Lowest)
 		}
 	}
-	if owners {
+	if withPolicy {
 		for _, w := range s.Warnings {
 			fmt.Fprintf(c.App.ErrWriter, "ingot: warning: %s\n", w)
 		}

@@ -207,9 +207,10 @@ func (k nodeKind) modify(c *cli.Context) error {
 }
 
 // warnShortfall says on standard error what the pool of the node's
-// account does not cover of the ownership and group non-shared set in it
-// (allowed, as LSF allows it: hfs show has the shortfall too). A split the
-// client does not read is left unsaid.
+// account does not cover of the ownership and group non-shared set in it,
+// and which non_shared is above its node's own quota (both allowed, as LSF
+// allows them: hfs show has the shortfall too). A split the client does
+// not read is left unsaid.
 func warnShortfall(c *cli.Context, b bank, n ledger.Node) {
 	s, err := b.Shares(c.Context, n.Account())
 	if err != nil {

@@ -1,7 +1,10 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
+	"math/big"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -186,7 +189,7 @@ func TestShortfallWarned(t *testing.T) {
 	b.ok("project", "create", "condo.g.x", "--ownership", "40")
 	out := b.ok("project", "policy", "condo.a", "--priority", "2")
 	warning := "ingot: warning: ownership and group non-shared set in condo add up to 160; the pool (100) and the limits cover 100: " +
-		"short condo.a 50 of 80, condo.g.x 10 of 40\n"
+		"short condo.a 66.67 of 80, condo.g 33.33 of 40, condo.g.x 0 of 40\n"
 	if !strings.Contains(out, warning) {
 		t.Errorf("project policy:\n%s", out)
 	}
@@ -194,13 +197,81 @@ func TestShortfallWarned(t *testing.T) {
 	if !strings.Contains(out, warning) || !strings.Contains(out, "ranked highest condo.a (preempted last)") {
 		t.Errorf("hfs show:\n%s", out)
 	}
-	// 160 set in a pool of 100: condo.a and condo.g each get 100 × 80/160
-	// = 50; inside condo.g its reserve of 40 comes first (top-down), and
-	// condo.g.x gets the other 10 (condo.g owns what it does).
+	// 160 set in a pool of 100, satisfied level by level from the top:
+	// the first level's own claims, condo.a's 80 and condo.g's reserve of
+	// 40, do not fit in 100 and share it, 100 × 80/120 and 100 × 40/120;
+	// the level below, condo.g.x's 40, gets nothing.
 	_, shares := sharesOf(b, "condo")
-	for name, want := range map[string]string{"condo.a": "50", "condo.g": "50", "condo.g.x": "10"} {
+	for name, want := range map[string]string{"condo.a": "66.67", "condo.g": "33.33", "condo.g.x": "0"} {
 		if got := shares[name].Owned.Add(shares[name].Reserve); !got.Equal(dec(t, want)) {
 			t.Errorf("%s owns and reserves %s, want %s", name, got, want)
+		}
+	}
+}
+
+// TestNonSharedFirstCLI is LSF's own example of non-shared configured on
+// two levels, 6 of 4 tokens (hfs/testdata/lsf-nonshared-first.json):
+// License Scheduler satisfies the non-shared configuration first, from the
+// top, so the top-level groups get their 2 each and the projects below are
+// left short and warned of by name; a project's non_shared may be above
+// the quota the carve leaves it (it then holds at most that quota), up to
+// the quota it would have were nothing owned or reserved.
+func TestNonSharedFirstCLI(t *testing.T) {
+	b := newCLIBank(t)
+	var printed struct {
+		hfsOutput
+		Warnings []string `json:"warnings"`
+	}
+	out := b.ok("hfs", "compute", filepath.Join("..", "..", "hfs", "testdata", "lsf-nonshared-first.json"))
+	if err := json.Unmarshal([]byte(out), &printed); err != nil {
+		t.Fatalf("hfs compute: %v\n%s", err, out)
+	}
+	exact := new(big.Rat)
+	wantNumbers(t, "quota", map[string]string{"final": "0", "G2": "2", "G1": "2", "AP2": "0", "AP1": "0"}, printed.Quota, exact)
+	wantNumbers(t, "allocated", map[string]string{"G2": "2", "G1": "0", "AP2": "1", "AP1": "1"}, printed.Allocated, exact)
+	if len(printed.Warnings) != 1 || !strings.HasSuffix(printed.Warnings[0], "short AP2 0 of 1, AP1 0 of 1") {
+		t.Errorf("hfs compute warnings: %q", printed.Warnings)
+	}
+
+	// The same in a bank (G2 is lsf.g2, and so on), the groups' NON_SHARED
+	// as group non-shared and the projects' as non_shared, as the example
+	// writes it.
+	b.ok("account", "create", "lsf")
+	b.ok("deposit", "lsf", "4")
+	b.ok("project", "create", "lsf.g2", "--quota", "shares:1", "--group-non-shared", "2")
+	b.ok("project", "create", "lsf.g1", "--quota", "shares:1", "--group-non-shared", "2")
+	b.ok("project", "create", "lsf.g1.ap2", "--quota", "shares:1", "--non-shared", "1", "--accept-surplus")
+	b.ok("project", "create", "lsf.g1.ap1", "--quota", "shares:1", "--non-shared", "1", "--accept-surplus")
+	warning := "ingot: warning: non_shared set in lsf is above the own quota, which bounds what it holds: short lsf.g1.ap1 0 of 1, lsf.g1.ap2 0 of 1\n"
+	if out := b.ok("hfs", "show", "lsf"); !strings.Contains(out, warning) {
+		t.Errorf("hfs show:\n%s", out)
+	}
+	_, shares := sharesOf(b, "lsf")
+	for name, want := range map[string][2]string{"lsf.g2": {"2", "2"}, "lsf.g1": {"2", "2"}, "lsf.g1.ap2": {"0", "0"}, "lsf.g1.ap1": {"0", "0"}} {
+		if n := shares[name]; !n.Reserve.Equal(dec(t, want[0])) || !n.Quota.Equal(dec(t, want[1])) {
+			t.Errorf("%s: reserve %s, quota %s; want %s, %s", name, n.Reserve, n.Quota, want[0], want[1])
+		}
+	}
+	// A project still may not hold more than its quota could ever be: G1's
+	// 2 split by shares give AP1 1.
+	b.refused(t, exitUsage, "non_shared 1.5 is above its quota, 0 with the account's pool now", "project", "policy", "lsf.g1.ap1", "--non-shared", "1.5")
+	// Nor a group above its own quota (its reserve of 2): what it keeps
+	// for its subtree is its group non-shared.
+	b.refused(t, exitUsage, "non_shared 3 is above its quota, 2 with the account's pool now", "project", "policy", "lsf.g1", "--non-shared", "3")
+
+	// The projects' NON_SHARED as group non-shared: the carve, level by
+	// level, gives the groups their 2 first (spread over every level, G2
+	// would get 4/3) and the projects nothing.
+	b.ok("project", "policy", "lsf.g1.ap2", "--non-shared", "0", "--group-non-shared", "1")
+	out = b.ok("project", "policy", "lsf.g1.ap1", "--non-shared", "0", "--group-non-shared", "1")
+	warning = "ingot: warning: ownership and group non-shared set in lsf add up to 6; the pool (4) and the limits cover 4: short lsf.g1.ap1 0 of 1, lsf.g1.ap2 0 of 1\n"
+	if !strings.Contains(out, warning) {
+		t.Errorf("project policy:\n%s", out)
+	}
+	_, shares = sharesOf(b, "lsf")
+	for name, want := range map[string]string{"lsf.g2": "2", "lsf.g1": "2", "lsf.g1.ap2": "0", "lsf.g1.ap1": "0"} {
+		if got := shares[name].Reserve; !got.Equal(dec(t, want)) {
+			t.Errorf("%s reserves %s, want %s", name, got, want)
 		}
 	}
 }
