@@ -452,6 +452,15 @@ func touchedAccounts(e Entry, oldLien *Lien) []string {
 // new request.
 const RequestRetention = 7 * 24 * time.Hour
 
+// MinRequestRetention is the shortest retention a server may keep answers
+// for. A signed request is accepted while its date is within minutes of the
+// server's clock (package auth's window, either way), and the nonces that
+// stop its replay live only in the server's memory: after a restart, only
+// the answer kept under its signed request id stops a captured change from
+// being applied again. An hour is far above the window's ten minutes at
+// most, and above any clock error a site would run with.
+const MinRequestRetention = time.Hour
+
 // PruneRequests drops the answers kept for requests made before before,
 // at most limit of them, and says how many it dropped. The audit checks
 // the answers kept, and a bank's history should not make it slower.

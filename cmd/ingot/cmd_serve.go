@@ -60,7 +60,7 @@ func serveCommands() []*cli.Command {
 		&cli.StringFlag{Name: "first-admin-key", EnvVars: []string{"INGOT_FIRST_ADMIN_KEY"},
 			Usage: "on a bank with no API clients yet, add client admin (role admin) and write its key to `FILE` (make run does)"},
 		&cli.DurationFlag{Name: "request-retention", Value: ledger.RequestRetention, EnvVars: []string{"INGOT_REQUEST_RETENTION"},
-			Usage: "keep the answer to a change for its retries this `LONG` (a request id used again after it is a new request); pruned hourly"},
+			Usage: "keep the answer to a change for its retries this `LONG`, at least 1h (a request id used again after it is a new request); pruned hourly"},
 		&cli.StringFlag{Name: "web-url", EnvVars: []string{"INGOT_WEB_URL"},
 			Usage: "the `URL` browsers reach the web page at (https://bank.example.org), which ingot web-login's links start with; default: --listen's address (this host's name where it listens on every address)"},
 		&cli.GenericFlag{Name: "log-level", Value: &logLevel{slog.LevelInfo}, EnvVars: []string{"INGOT_LOG_LEVEL"}, Usage: "least `LEVEL` logged: debug, info, warn or error"},
@@ -95,6 +95,10 @@ func serve(c *cli.Context, fileKeys []string) error {
 	}
 	if err := applyConfig(c, fileKeys); err != nil {
 		return err
+	}
+	if r := c.Duration("request-retention"); r < ledger.MinRequestRetention {
+		return usageError{fmt.Sprintf("serve: --request-retention %s is shorter than %s: a signed change captured on the way could be "+
+			"applied again after a restart, once its answer is pruned (the answers kept are what stops a replay then)", r, ledger.MinRequestRetention)}
 	}
 	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 	defer stop()
