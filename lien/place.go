@@ -448,11 +448,16 @@ func (b *Bank) JobLien(ctx context.Context, job Job) (ledger.Lien, error) {
 		var err error
 		l, ok, err = tx.JobLien(job.Machine, job.ID)
 		if err == nil && !ok {
-			err = fmt.Errorf("%w: no lien for job %s on %s", ledger.ErrNotFound, job.ID, job.Machine)
+			err = NoLien(job)
 		}
 		return err
 	})
 	return asOf(l, b.l.Now()), err
+}
+
+// NoLien is the error of a job that has no lien.
+func NoLien(job Job) error {
+	return fmt.Errorf("%w: no lien for job %s on %s", ledger.ErrNotFound, job.ID, job.Machine)
 }
 
 // asOf is a lien as it stands at now: an active lien past its end is

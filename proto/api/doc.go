@@ -81,6 +81,9 @@
 //	    and a scheduler read every node); the records of jobs (liens,
 //	    charges, quotes, reservations) by their project, a scheduler's by its
 //	    machines; users: a manager those with a membership in its subtrees.
+//	    A job whose records the client does not read is answered as a job
+//	    that does not exist (404 not_found): a user learns neither that
+//	    another's job exists nor whose it is.
 //	    /v1/balances is every account's for an admin or a scheduler, otherwise
 //	    the balances of the nodes of a manager's scope or of a user's
 //	    memberships.

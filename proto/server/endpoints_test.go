@@ -73,8 +73,17 @@ func TestListsFilterByReach(t *testing.T) {
 	if len(users.Items) != 1 || users.Items[0].Name != "amy" {
 		t.Errorf("amy's users: %+v", users.Items)
 	}
-	wantError(t, s.do(exchange{key: s.keys["amy"], method: "GET", target: api.PathLien + "?machine=hpc1&job_id=b1"}),
-		http.StatusForbidden, api.CodeForbidden, "may not read the lien of job b1 of project bio.lab1")
+	// Another project's job and a job that does not exist get the same
+	// answer: a user learns neither that the job exists nor whose it is.
+	answers := map[string]string{}
+	for _, job := range []string{"b1", "nosuchjob"} {
+		w := s.do(exchange{key: s.keys["amy"], method: "GET", target: api.PathLien + "?machine=hpc1&job_id=" + job})
+		answers[job] = strings.ReplaceAll(w.Body.String(), job, "JOB")
+		wantError(t, w, http.StatusNotFound, api.CodeNotFound, "no lien for job "+job+" on hpc1")
+	}
+	if answers["b1"] != answers["nosuchjob"] {
+		t.Errorf("amy tells another project's job from none:\n%s\n%s", answers["b1"], answers["nosuchjob"])
+	}
 	wantError(t, s.do(exchange{key: s.keys["sched"], method: "GET", target: api.PathLien + "?machine=hpc2&job_id=nope"}),
 		http.StatusForbidden, api.CodeForbidden, `may not read the lien of job nope on machine "hpc2"`)
 }

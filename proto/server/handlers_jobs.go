@@ -88,9 +88,12 @@ func (s *Server) jobLien(c *call, q api.JobQuery) (ledger.Lien, error) {
 	if err != nil {
 		return ledger.Lien{}, err
 	}
-	l, err := s.bank.JobLien(c.r.Context(), lien.Job{Machine: q.Machine, ID: q.JobID})
-	if err == nil {
-		err = r.requireJob(what, l.Project, l.Machine)
+	job := lien.Job{Machine: q.Machine, ID: q.JobID}
+	l, err := s.bank.JobLien(c.r.Context(), job)
+	if err == nil && !r.job(l.Project, l.Machine) {
+		// The same answer as a job with no lien: a client that may not
+		// read a job learns neither that it exists nor whose it is.
+		return ledger.Lien{}, lien.NoLien(job)
 	}
 	return l, err
 }

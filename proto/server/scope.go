@@ -184,14 +184,6 @@ func requireJobsOn(c clients.Client, what, machine string) error {
 	return nil
 }
 
-// requireJob refuses the records of a job the client does not read.
-func (r reach) requireJob(what, project, machine string) error {
-	if !r.job(project, machine) {
-		return forbidden(r.client, "read %s of project %s: %s", what, project, r.why())
-	}
-	return nil
-}
-
 // why says why the client does not read a node.
 func (r reach) why() string {
 	switch {
