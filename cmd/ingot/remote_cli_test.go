@@ -405,7 +405,6 @@ func TestRemoteUserReadsOnlyItsProjects(t *testing.T) {
 	}{
 		{"client amy (user of amy) may not read bio.lab1: user amy is not a member or manager of it", []string{"balance", "bio.lab1"}},
 		{"may not read chem: user amy is not a member", []string{"balance", "chem"}},
-		{"may not read the lien of job jb of project bio.lab1", []string{"lien", "show", "jb", "--machine", "hpc1"}},
 		{"may not read bio", []string{"lien", "list", "bio"}},
 		{"may not read bio.lab1", []string{"journal", "--node", "bio.lab1"}},
 		{"may not read the whole journal", []string{"journal"}},
@@ -418,6 +417,8 @@ func TestRemoteUserReadsOnlyItsProjects(t *testing.T) {
 	} {
 		s.refused(t, amy, exitRefused, tc.says, tc.args...)
 	}
+	// Another project's job is one amy cannot tell from no job at all.
+	s.refused(t, amy, exitNotFound, "no lien for job jb on hpc1", "lien", "show", "jb", "--machine", "hpc1")
 }
 
 // TestRemoteManagerActsInItsSubtree: a manager deposits into, reads and
