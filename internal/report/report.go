@@ -4,6 +4,7 @@ import (
 	"encoding/csv"
 	"fmt"
 	"io"
+	"regexp"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -39,6 +40,11 @@ func Write(w io.Writer, f Format, t Table) error {
 	rows := escapedRows(t.Rows, f == Parsable)
 	switch f {
 	case CSV:
+		for _, r := range rows {
+			for j, cell := range r {
+				r[j] = inertCell(cell)
+			}
+		}
 		cw := csv.NewWriter(w)
 		cw.Write(t.Headers)
 		cw.WriteAll(rows) // flushes; the error is the first write's
@@ -93,6 +99,24 @@ func escapeCell(s string, parsable bool) string {
 		}
 	}
 	return b.String()
+}
+
+// signedNumber is a cell that is a number, such as a negative balance:
+// a spreadsheet reads it as the number it is, never as a formula.
+var signedNumber = regexp.MustCompile(`^[-+]?[0-9]+(\.[0-9]+)?$`)
+
+// inertCell is a CSV cell that a spreadsheet shows as the text it is. A
+// cell beginning with '=', '+', '-' or '@' (or a tab or carriage return,
+// which escapeCell has already written as text) would be taken for a
+// formula, and a description such as =HYPERLINK(...) would run in the
+// spreadsheet of whoever opens a statement: OWASP's rule for CSV
+// injection prefixes such a cell with a single quote, which spreadsheets
+// hide. Numbers stay numbers.
+func inertCell(s string) string {
+	if s == "" || !strings.ContainsRune("=+-@\t\r", rune(s[0])) || signedNumber.MatchString(s) {
+		return s
+	}
+	return "'" + s
 }
 
 // Amount shows an amount with the bank's precision (decimal places).

