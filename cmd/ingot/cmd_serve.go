@@ -254,9 +254,9 @@ func webSessions(c *cli.Context, ln net.Listener, scheme string) (*web.Sessions,
 // listen serves the API on ln, the listener of --listen, and, unless
 // --metrics-listen gives it a listener of its own, the metrics page.
 func listen(c *cli.Context, log *slog.Logger, ln net.Listener, scheme string, api, page http.Handler) ([]listening, error) {
-	servers := []listening{{ln: ln, h: api}}
+	servers := []listening{{ln: ln, h: withHSTS(api)}}
 	if addr := c.String("metrics-listen"); addr == "" {
-		servers[0].h = withMetrics(api, page)
+		servers[0].h = withHSTS(withMetrics(api, page))
 	} else {
 		mln, err := net.Listen("tcp", addr)
 		if err != nil {
@@ -280,6 +280,19 @@ func listen(c *cli.Context, log *slog.Logger, ln net.Listener, scheme string, ap
 		log.Info("serving", "socket", path)
 	}
 	return servers, nil
+}
+
+// withHSTS tells browsers that reach the page over HTTPS to use nothing
+// else for a year (HSTS, RFC 6797), so that a later link typed as http://
+// cannot be taken over on the path. Plain HTTP and the socket are left
+// alone: the header means nothing there.
+func withHSTS(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.TLS != nil {
+			w.Header().Set("Strict-Transport-Security", "max-age=31536000")
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 // withMetrics serves the metrics page at metrics.Path and everything else

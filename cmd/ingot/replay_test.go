@@ -24,17 +24,7 @@ func TestServeReplayAfterRestart(t *testing.T) {
 	key := b.clientKey("root", "--role", "admin")
 
 	for _, short := range []string{"0s", "-1h", "1s", "59m"} {
-		srv := startServe(t, "--db", b.db, "serve", "--listen", "127.0.0.1:0", "--request-retention", short)
-		select {
-		case err := <-srv.done:
-			srv.done <- err // for the cleanup
-			if exitCode(err) != exitUsage || !strings.Contains(err.Error(), "applied again") {
-				t.Errorf("serve --request-retention %s ended with exit %d: %v", short, exitCode(err), err)
-			}
-		case <-time.After(10 * time.Second):
-			t.Errorf("serve --request-retention %s started:\n%s", short, srv.stdout.String())
-			srv.shutdown(t)
-		}
+		serveRefused(t, exitUsage, "could be applied again after a restart", "--db", b.db, "serve", "--listen", "127.0.0.1:0", "--request-retention", short)
 	}
 
 	body := []byte(`{"account":"chem","amount":"1000"}`)

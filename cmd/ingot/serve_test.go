@@ -160,6 +160,23 @@ func startServe(t *testing.T, args ...string) *serving {
 	return s
 }
 
+// serveRefused runs a serve command line that must end by itself, before
+// it serves, with exit code code and an error saying says.
+func serveRefused(t *testing.T, code int, says string, args ...string) {
+	t.Helper()
+	srv := startServe(t, args...)
+	select {
+	case err := <-srv.done:
+		srv.done <- err // for the cleanup
+		if exitCode(err) != code || err == nil || !strings.Contains(err.Error(), says) {
+			t.Errorf("ingot %s ended with exit %d: %v; want exit %d saying %q", strings.Join(args, " "), exitCode(err), err, code, says)
+		}
+	case <-time.After(10 * time.Second):
+		t.Errorf("ingot %s serves; want it refused saying %q:\n%s", strings.Join(args, " "), says, srv.stdout.String())
+		srv.shutdown(t)
+	}
+}
+
 // line waits for the line serve prints that starts with prefix (such as
 // "listening on ", once it listens) and returns the rest of it.
 func (s *serving) line(t *testing.T, prefix string) string {

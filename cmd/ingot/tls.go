@@ -8,6 +8,8 @@ import (
 	"os/signal"
 	"sync/atomic"
 	"syscall"
+
+	"github.com/ingot-hpc/ingot/proto/auth"
 )
 
 // certificate is the server's TLS certificate, loaded from its files at
@@ -28,10 +30,15 @@ func loadCertificate(certFile, keyFile string) (*certificate, error) {
 }
 
 func (c *certificate) reload() error {
-	if info, err := os.Stat(c.keyFile); err == nil && info.Mode().Perm()&0o077 != 0 {
-		return fmt.Errorf("serve: --tls-key %s is open to group or others (mode %04o); it holds a secret: chmod 600 %s", c.keyFile, info.Mode().Perm(), c.keyFile)
+	key, err := auth.ReadSecretFile(c.keyFile)
+	if err != nil {
+		return fmt.Errorf("serve: --tls-key: %w", err)
 	}
-	cert, err := tls.LoadX509KeyPair(c.certFile, c.keyFile)
+	chain, err := os.ReadFile(c.certFile)
+	if err != nil {
+		return fmt.Errorf("serve: --tls-cert: %w", err)
+	}
+	cert, err := tls.X509KeyPair(chain, key)
 	if err != nil {
 		return fmt.Errorf("serve: TLS certificate: %w", err)
 	}
@@ -39,11 +46,26 @@ func (c *certificate) reload() error {
 	return nil
 }
 
-// config is the server's TLS configuration: TLS 1.2 or later, the current
-// certificate.
+// aeadSuites are the TLS 1.2 cipher suites served: forward secrecy and
+// authenticated encryption only. Go's defaults also offer the CBC suites
+// with SHA-1 MACs, which TLS 1.2's own best practice (RFC 9325) no longer
+// recommends; every client that speaks TLS 1.2 has one of these. TLS 1.3's
+// suites are all AEAD and not configurable.
+var aeadSuites = []uint16{
+	tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,
+	tls.TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,
+	tls.TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384,
+	tls.TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384,
+	tls.TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256,
+	tls.TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256,
+}
+
+// config is the server's TLS configuration: TLS 1.2 with AEAD suites, or
+// TLS 1.3; the current certificate.
 func (c *certificate) config() *tls.Config {
 	return &tls.Config{
-		MinVersion: tls.VersionTLS12,
+		MinVersion:   tls.VersionTLS12,
+		CipherSuites: aeadSuites,
 		GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
 			return c.current.Load(), nil
 		},

@@ -117,9 +117,38 @@ func TestTLS(t *testing.T) {
 	if out, code := cli(); code != exitUnavailable || !strings.Contains(out, "certificate signed by unknown authority") {
 		t.Errorf("balance over https without the CA: exit %d\n%s", code, out)
 	}
+	// HSTS, and TLS 1.2 with AEAD suites only.
+	https := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: certPool(t, ca.file)}}}
+	resp, err := https.Get(srv.url + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if got := resp.Header.Get("Strict-Transport-Security"); got != "max-age=31536000" {
+		t.Errorf("Strict-Transport-Security over HTTPS: %q", got)
+	}
+	for _, tc := range []struct {
+		suite uint16
+		ok    bool
+	}{
+		{tls.TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA, false},
+		{tls.TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA, false},
+		{tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256, true},
+		{tls.TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256, true},
+	} {
+		conn, err := tls.Dial("tcp", strings.TrimPrefix(srv.url, "https://"),
+			&tls.Config{InsecureSkipVerify: true, MaxVersion: tls.VersionTLS12, CipherSuites: []uint16{tc.suite}})
+		if err == nil {
+			conn.Close()
+		}
+		if (err == nil) != tc.ok {
+			t.Errorf("TLS 1.2 with %s only: %v; want accepted %v", tls.CipherSuiteName(tc.suite), err, tc.ok)
+		}
+	}
+
 	// Plain HTTP to the TLS port.
 	plain := "http://" + strings.TrimPrefix(srv.url, "https://")
-	resp, err := http.Get(plain + "/healthz")
+	resp, err = http.Get(plain + "/healthz")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,4 +235,44 @@ func TestTLS(t *testing.T) {
 			t.Errorf("%s: exit %d\n%s", tc.name, code, out)
 		}
 	}
+}
+
+// certPool is a pool of the PEM certificates in file.
+func certPool(t testing.TB, file string) *x509.CertPool {
+	t.Helper()
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(raw) {
+		t.Fatalf("no certificate in %s", file)
+	}
+	return pool
+}
+
+// TestTLSKeyOfAnotherUser: serve refuses a TLS key that another user owns,
+// whatever its mode, as it refuses one open to others: either may have
+// been read or replaced. Giving a file away needs root.
+func TestTLSKeyOfAnotherUser(t *testing.T) {
+	if os.Geteuid() != 0 {
+		if os.Getenv("INGOT_E2E") == "1" {
+			t.Fatal("under INGOT_E2E=1 this test runs as root, to give a file to another user")
+		}
+		t.Skip("needs root, to give a file to another user")
+	}
+	b := newCLIBank(t)
+	b.clientKey("root", "--role", "admin")
+	dir := t.TempDir()
+	ca := newTestCA(t, dir)
+	certFile, keyFile := ca.issue(t, dir, "server", 2, net.ParseIP("127.0.0.1"), "", time.Now().Add(-time.Hour), time.Now().Add(time.Hour))
+	if err := os.Chown(keyFile, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	serveRefused(t, exitError, "owned by uid 65534", "--db", b.db, "serve", "--listen", "127.0.0.1:0", "--tls-cert", certFile, "--tls-key", keyFile)
+	if err := os.Chown(keyFile, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(keyFile, 0o640)
+	serveRefused(t, exitError, "is open to group or others (mode 0640)", "--db", b.db, "serve", "--listen", "127.0.0.1:0", "--tls-cert", certFile, "--tls-key", keyFile)
 }

@@ -41,6 +41,9 @@ var (
 	// ErrSecretFileMode marks a key file or server key that its group or
 	// others may read or write.
 	ErrSecretFileMode = errors.New("auth: secret file readable by others")
+	// ErrSecretFileOwner marks a key file, server key or TLS key owned by
+	// a user other than the process's (or root).
+	ErrSecretFileOwner = errors.New("auth: secret file owned by another user")
 	// ErrKeyFile marks a key file that is not one line "<key id>:<secret>".
 	ErrKeyFile = errors.New("auth: malformed key file")
 )

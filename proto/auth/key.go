@@ -135,8 +135,9 @@ func isAlnum(c byte) bool {
 }
 
 // ReadSecretFile reads a file holding a secret (a key file, the server
-// key), refusing one that its group or others may read or write: like an
-// ssh private key, a secret is its owner's alone.
+// key, a TLS key), refusing one that its group or others may read or write,
+// or that a user other than this process's (or root) owns: like an ssh
+// private key, a secret is its owner's alone.
 func ReadSecretFile(path string) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -149,6 +150,9 @@ func ReadSecretFile(path string) ([]byte, error) {
 	}
 	if mode := info.Mode().Perm(); mode&0o077 != 0 {
 		return nil, fmt.Errorf("%w: %s is open to group or others (mode %04o); it holds a secret: chmod 600 %s", ErrSecretFileMode, path, mode, path)
+	}
+	if err := checkOwner(path, info); err != nil {
+		return nil, err
 	}
 	return io.ReadAll(f)
 }

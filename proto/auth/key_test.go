@@ -157,3 +157,29 @@ func TestSecretFilesAreTheOwners(t *testing.T) {
 		}
 	}
 }
+
+// TestSecretFilesOwnedByAnother: a key file of mode 600 that another user
+// owns is refused, saying whose it is; one the process's user owns, or
+// root, is read. Changing a file's owner needs root.
+func TestSecretFilesOwnedByAnother(t *testing.T) {
+	if os.Geteuid() != 0 {
+		if os.Getenv("INGOT_E2E") == "1" {
+			t.Fatal("under INGOT_E2E=1 this test runs as root, to give a file to another user")
+		}
+		t.Skip("needs root, to give a file to another user")
+	}
+	path := filepath.Join(t.TempDir(), "key")
+	if err := os.WriteFile(path, testKey.KeyFile(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadSecretFile(path); err != nil {
+		t.Fatalf("root's own key file: %v", err)
+	}
+	if err := os.Chown(path, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	_, err := ReadSecretFile(path)
+	if !errors.Is(err, ErrSecretFileOwner) || !strings.Contains(err.Error(), "owned by uid 65534") {
+		t.Errorf("a key file owned by nobody: %v, want ErrSecretFileOwner naming the owner", err)
+	}
+}
