@@ -18,8 +18,8 @@ func checkOwner(path string, info fs.FileInfo) error {
 		return nil
 	}
 	if me := os.Geteuid(); int(st.Uid) != me && st.Uid != 0 {
-		return fmt.Errorf("%w: %s is owned by uid %d, not by this process's user (uid %d) or root; it holds a secret: chown %d %s",
-			ErrSecretFileOwner, path, st.Uid, me, me, path)
+		return fmt.Errorf("%w: %s is owned by uid %d, not by this process's user (uid %d) or root; it holds a secret: "+
+			"run this as its owner (runuser -u USER -- ...), or chown %d %s", ErrSecretFileOwner, path, st.Uid, me, me, path)
 	}
 	return nil
 }
