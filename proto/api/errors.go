@@ -47,6 +47,7 @@ var Codes = []struct {
 	{CodeDuplicateKey, http.StatusBadRequest},
 	{CodeKeySpelling, http.StatusBadRequest},
 	{CodeControlCharacter, http.StatusBadRequest},
+	{CodeTooManyRequests, http.StatusTooManyRequests},
 }
 
 // The codes.
@@ -77,6 +78,11 @@ const (
 	CodeDuplicateKey        Code = "duplicate_key"     // an object key twice in a body
 	CodeKeySpelling         Code = "key_spelling"      // a key spelled otherwise than the wire format
 	CodeControlCharacter    Code = "control_character" // a control character in a string of a body
+	// CodeTooManyRequests: the client holds as many of something kept for
+	// it in the server's memory as one client may (waiting web sign-in
+	// links); other clients are not refused. Retry once some are used or
+	// have expired.
+	CodeTooManyRequests Code = "too_many_requests"
 )
 
 // Status is the HTTP status of a code; 500 for a code not in Codes.

@@ -36,12 +36,14 @@
 // answers BASE/signin?token=TOKEN. The link lasts LinkLifetime (five
 // minutes) and works once.
 //
-// Opening it (GET) shows a page with a Sign in button and uses nothing: a
-// program that fetches links to preview them does not spend the link.
+// Opening it (GET) shows a page with a Sign in button, naming the client
+// it signs in as, and uses nothing: a program that fetches links to
+// preview them does not spend the link.
 // The button POSTs the token; the link is then used up, whatever follows,
 // and the browser gets the session's cookie: a new random 256-bit token,
 // HttpOnly, SameSite=Strict, Path=/, Secure when the page is served over
-// TLS or the base URL is https (behind a proxy that ends TLS), and expiring
+// TLS or the base URL is https (behind a proxy that ends TLS), then named
+// with the prefix __Host- (see Forms and CSRF), and expiring
 // with the session after SessionLifetime (eight hours from sign-in; use
 // does not extend it). Sign out (a POST) ends the session on the server and
 // clears the cookie. A page asked for without a live session is redirected
@@ -49,18 +51,26 @@
 // page and the style sheet are the only paths served without a session.
 //
 // Tokens are kept only as their SHA-256 digests and found by digest, so
-// the time a lookup takes says nothing of a token; the forms' tokens are
-// compared in constant time.
+// the time a lookup takes says nothing of a token; a token is taken only in
+// the one form newToken writes (base64url without padding, 43 characters),
+// and the forms' tokens are compared in constant time.
 //
 // # Forms and CSRF
 //
 // The page has two forms that POST: sign-in and sign-out. Each carries a
 // CSRF token: the sign-out form the session's own, kept with it on the
-// server; the sign-in form a token also set in a cookie that only this
-// site's pages send (double submit), so that another site cannot post its
-// maker's link here and sign a browser in as someone else. SameSite=Strict
-// keeps the session's cookie out of any request another site's page makes,
-// so a cookie is of no use cross-site either way. The other forms (the
+// server and checked against the session of the request's cookie; the
+// sign-in form the link's own, made with the link and kept with it, which
+// the link's page also sets in a cookie that only this site's pages send
+// (double submit). The sign-in form signs in only with both equal to its
+// link's token, so another site cannot post its maker's link here and sign
+// a browser in as someone else, and neither can a form and cookie made up
+// to match, or those of another link's page. SameSite=Strict keeps the
+// cookies out of any request another site's page makes. Where the cookies
+// are Secure their names have the prefix __Host-, which browsers take only
+// from this very host over TLS: a sibling host (same-site, so SameSite
+// does not stop it) cannot set them for the whole domain, neither the
+// sign-in form's cookie nor a session of its own. The other forms (the
 // statement's period) are GETs that read.
 //
 // # Headers
@@ -79,9 +89,18 @@
 // everyone out (run `ingot web-login` again), and with several `ingot
 // serve` processes on one PostgreSQL bank a link must be opened on the
 // server that made it, and its session lives there only (a load balancer
-// in front of them must keep a browser on one server). At most 10,000
-// links wait to be opened, and 10,000 sessions live, at once: beyond, new
-// ones are refused (503) until some expire.
+// in front of them must keep a browser on one server).
+//
+// # Limits
+//
+// The links and sessions are tables one client could grow, so each has a
+// share per client (by the client's name): at most LinksPerClient links of
+// one client wait to be opened (beyond, its new link is refused with 429
+// too_many_requests until one is used or expires), and at most
+// SessionsPerClient sessions of one client live (a sign-in beyond ends
+// that client's oldest session). The server keeps at most 10,000 of each,
+// 500 clients' shares, a bound on its memory: beyond, new ones are refused
+// (503 unavailable) until some expire.
 //
 // A session keeps the client as it was when the link was made: revoking
 // that client's key does not end it (it ends within eight hours, or when

@@ -32,10 +32,12 @@ const (
 	paramCSRF  = "csrf"
 )
 
-// The cookies: the session's, and the sign-in form's own CSRF token.
+// The cookies: the session's, and the sign-in form's own CSRF token. Where
+// they are Secure their names have the prefix hostPrefix (see cookieName).
 const (
 	cookieSession = "ingot_session"
 	cookieSignIn  = "ingot_signin"
+	hostPrefix    = "__Host-"
 )
 
 // maxForm bounds a form's body: the forms hold two tokens.
@@ -142,11 +144,7 @@ func securityHeaders(h http.Header) {
 
 // signedIn returns the session of the request's cookie, if it is live.
 func (p *Pages) signedIn(r *http.Request) (Session, bool) {
-	c, err := r.Cookie(cookieSession)
-	if err != nil {
-		return Session{}, false
-	}
-	return p.sessions.session(c.Value)
+	return p.sessions.session(p.cookieValue(r, cookieSession))
 }
 
 // errNotFound answers a path that is not the page's, and anything the
@@ -202,26 +200,31 @@ func (p *Pages) signIn(req *request) error {
 // signInPage shows the button that signs in with the link's token. It does
 // not use the token: a program that follows links to preview them (a chat
 // client, a mail scanner) must not use up the link. The form carries a
-// token of its own, also set as a cookie only this site's pages send back
-// (double submit), so that another site cannot post a link of its own
-// maker's here and sign the browser in as someone else.
+// token of its own, made with the link, also set as a cookie only this
+// site's pages send back (double submit), so that another site cannot post
+// a link of its own maker's here and sign the browser in as someone else;
+// the token being the link's, a cookie and a form made up elsewhere, or
+// those of another link's page, do not sign in either. The page names the
+// client the link signs in as, so that a person sent someone else's link
+// sees it before pressing the button.
 func (p *Pages) signInPage(req *request) error {
 	q, err := decodeSignInQuery(req.r.URL.Query())
 	if err != nil {
 		return err
 	}
 	data := signInPage{page: p.pageOf(req, "Sign in")}
-	switch {
-	case q.Token == "":
-	case !p.sessions.valid(q.Token):
+	if q.Token == "" {
+		p.render(req, http.StatusOK, "signin", data)
+		return nil
+	}
+	l, ok := p.sessions.link(q.Token)
+	if !ok {
 		data.Invalid = true
 		p.render(req, http.StatusForbidden, "signin", data)
 		return nil
-	default:
-		data.Token = q.Token
-		data.CSRF, _ = newToken()
-		http.SetCookie(req.w, p.cookie(req.r, cookieSignIn, data.CSRF, pathSignIn, LinkLifetime))
 	}
+	data.Token, data.CSRF, data.As = q.Token, l.csrf, l.client.Name
+	http.SetCookie(req.w, p.cookie(req.r, cookieSignIn, l.csrf, LinkLifetime))
 	p.render(req, http.StatusOK, "signin", data)
 	return nil
 }
@@ -232,11 +235,7 @@ func (p *Pages) signInForm(req *request) error {
 	if err != nil {
 		return err
 	}
-	c, err := req.r.Cookie(cookieSignIn)
-	if err != nil || !sameToken(f.CSRF, c.Value) {
-		return ErrCSRF
-	}
-	token, _, err := p.sessions.signIn(f.Token)
+	token, _, err := p.sessions.signIn(f.Token, f.CSRF, p.cookieValue(req.r, cookieSignIn))
 	if errors.Is(err, ErrLinkInvalid) {
 		p.render(req, http.StatusForbidden, "signin", signInPage{page: p.pageOf(req, "Sign in"), Invalid: true})
 		return nil
@@ -244,8 +243,8 @@ func (p *Pages) signInForm(req *request) error {
 	if err != nil {
 		return err
 	}
-	http.SetCookie(req.w, p.cookie(req.r, cookieSignIn, "", pathSignIn, -1))
-	http.SetCookie(req.w, p.cookie(req.r, cookieSession, token, "/", SessionLifetime))
+	http.SetCookie(req.w, p.cookie(req.r, cookieSignIn, "", -1))
+	http.SetCookie(req.w, p.cookie(req.r, cookieSession, token, SessionLifetime))
 	http.Redirect(req.w, req.r, pathHome, http.StatusSeeOther)
 	return nil
 }
@@ -259,20 +258,20 @@ func (p *Pages) signOut(req *request) error {
 	if !sameToken(f.CSRF, req.sess.CSRF) {
 		return ErrCSRF
 	}
-	c, _ := req.r.Cookie(cookieSession) // there, or the session would not be
-	p.sessions.signOut(c.Value)
-	http.SetCookie(req.w, p.cookie(req.r, cookieSession, "", "/", -1))
+	p.sessions.signOut(p.cookieValue(req.r, cookieSession)) // there, or the session would not be
+	http.SetCookie(req.w, p.cookie(req.r, cookieSession, "", -1))
 	http.Redirect(req.w, req.r, pathSignIn, http.StatusSeeOther)
 	return nil
 }
 
 // cookie is one of the page's cookies: HttpOnly (no script reads it),
 // SameSite=Strict (no other site's page sends it, so a cookie is of no use
-// to a request another site makes), Secure over TLS or when links are
-// https (behind a proxy that ends TLS); maxAge < 0 deletes it.
-func (p *Pages) cookie(r *http.Request, name, value, path string, maxAge time.Duration) *http.Cookie {
-	c := &http.Cookie{Name: name, Value: value, Path: path, HttpOnly: true, SameSite: http.SameSiteStrictMode,
-		Secure: r.TLS != nil || p.sessions.secure}
+// to a request another site makes), Path=/, Secure over TLS or when links
+// are https (behind a proxy that ends TLS), named by cookieName; maxAge < 0
+// deletes it.
+func (p *Pages) cookie(r *http.Request, name, value string, maxAge time.Duration) *http.Cookie {
+	c := &http.Cookie{Name: p.cookieName(r, name), Value: value, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode,
+		Secure: p.secure(r)}
 	if maxAge < 0 {
 		c.MaxAge = -1
 	} else {
@@ -280,6 +279,34 @@ func (p *Pages) cookie(r *http.Request, name, value, path string, maxAge time.Du
 		c.Expires = time.Now().Add(maxAge).UTC()
 	}
 	return c
+}
+
+// secure reports whether the page's cookies are Secure on request r: over
+// TLS, or when links are https (behind a proxy that ends TLS).
+func (p *Pages) secure(r *http.Request) bool { return r.TLS != nil || p.sessions.secure }
+
+// cookieName is the name of cookie name on request r: where cookies are
+// Secure it has the prefix __Host-, which browsers take only from this very
+// host, over TLS, with Path=/ and no Domain. A page of a sibling host
+// (people.example.org beside bank.example.org) is same-site, so
+// SameSite=Strict does not stop its requests; without the prefix it could
+// also set a cookie for the whole domain, its own sign-in form token or its
+// own session, and sign a browser in here as itself.
+func (p *Pages) cookieName(r *http.Request, name string) string {
+	if p.secure(r) {
+		return hostPrefix + name
+	}
+	return name
+}
+
+// cookieValue is the value of cookie name (see cookieName) on request r, ""
+// if it has none.
+func (p *Pages) cookieValue(r *http.Request, name string) string {
+	c, err := r.Cookie(p.cookieName(r, name))
+	if err != nil {
+		return ""
+	}
+	return c.Value
 }
 
 // decodeForm reads a POST's form (url-encoded, at most maxForm bytes) with

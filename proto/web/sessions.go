@@ -7,7 +7,6 @@ import (
 	"crypto/subtle"
 	"encoding/base64"
 	"fmt"
-	"maps"
 	"net/url"
 	"sync"
 	"time"
@@ -22,23 +21,36 @@ const (
 	// SessionLifetime is how long a session lasts from its sign-in, at
 	// most: it does not grow with use.
 	SessionLifetime = 8 * time.Hour
-	// maxWaiting bounds the links not yet opened and the sessions alive,
-	// each: what a client asking for links in a loop can make the server
-	// hold.
-	maxWaiting = 10000
+	// LinksPerClient caps the links one client has waiting to be opened.
+	// A person needs one, or a few if some went astray; a client asking
+	// for more is refused (too_many_requests) until one is used or
+	// expires, and no other client is affected.
+	LinksPerClient = 20
+	// SessionsPerClient caps the sessions signed in as one client. A
+	// sign-in beyond it ends that client's oldest session rather than
+	// being refused: the one signing in is the person the sessions are
+	// of, most likely back in a new browser after leaving old ones signed
+	// in, and refusing would lock them out of their own page for up to
+	// SessionLifetime. Only the client's own sessions are ended.
+	SessionsPerClient = 20
+	// maxLinks and maxSessions bound the whole server's tables, a bound on
+	// its memory: 500 clients' full shares, so that no one client, nor a
+	// few, can fill them.
+	maxLinks    = 10000
+	maxSessions = 10000
 )
 
 // Sessions are the sign-in links made and the sessions signed in, in this
-// process's memory (see the package documentation for why). It implements
-// server.WebLinks.
+// process's memory (see the package documentation for why); Pages serves
+// them, and makes links through them for server.Page's MakeLink.
 type Sessions struct {
 	base   *url.URL
 	secure bool // the base URL is https: cookies are Secure whatever the request
 	now    func() time.Time
 
 	mu       sync.Mutex
-	links    map[digest]pending
-	sessions map[digest]Session
+	links    *table[pending]
+	sessions *table[Session]
 }
 
 // digest is the SHA-256 of a token: only digests are kept, so that the
@@ -47,8 +59,13 @@ type digest [sha256.Size]byte
 
 // pending is a link made and not yet opened.
 type pending struct {
-	client  clients.Client
-	expires time.Time
+	client clients.Client
+	// csrf is the token of the link's sign-in form, made with the link:
+	// the link's page sets it in a cookie and in its form, and the form
+	// signs in only with both equal to it, so that a form and a cookie
+	// made up elsewhere, or those of another link's page, cannot use the
+	// link.
+	csrf string
 }
 
 // Session is a browser signed in as a client.
@@ -77,44 +94,64 @@ func NewSessions(baseURL string, now func() time.Time) (*Sessions, error) {
 	if now == nil {
 		now = time.Now
 	}
-	return &Sessions{base: base, secure: base.Scheme == "https", now: now, links: map[digest]pending{}, sessions: map[digest]Session{}}, nil
+	return &Sessions{base: base, secure: base.Scheme == "https", now: now,
+		links: newTable[pending](maxLinks, LinksPerClient), sessions: newTable[Session](maxSessions, SessionsPerClient)}, nil
 }
 
 // MakeLink makes a link that signs a browser in as client c, once, within
 // LinkLifetime.
 func (s *Sessions) MakeLink(_ context.Context, c clients.Client) (api.WebLinkResponse, error) {
 	token, d := newToken()
+	csrf, _ := newToken()
 	now := s.now()
+	expires := now.Add(LinkLifetime)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.prune(now)
-	if len(s.links) >= maxWaiting {
-		return api.WebLinkResponse{}, api.Errorf(api.CodeUnavailable, "web: %d sign-in links are waiting to be opened; try again when some have expired (in at most %s)", maxWaiting, LinkLifetime)
+	if err := s.roomForLink(c, now); err != nil {
+		return api.WebLinkResponse{}, err
 	}
-	p := pending{client: c, expires: now.Add(LinkLifetime)}
-	s.links[d] = p
+	s.links.add(d, c.Name, expires, pending{client: c, csrf: csrf})
 	link := *s.base
 	link.Path = pathSignIn
 	link.RawQuery = url.Values{paramToken: {token}}.Encode()
-	return api.WebLinkResponse{URL: link.String(), Expires: p.expires.UTC()}, nil
+	return api.WebLinkResponse{URL: link.String(), Expires: expires.UTC()}, nil
 }
 
-// valid reports whether a link's token may still be used, without using
-// it: the sign-in page says so before its button is pressed.
-func (s *Sessions) valid(token string) bool {
+// roomForLink refuses a new link of client c when c has LinksPerClient
+// waiting (the client's doing: too_many_requests, with when its oldest
+// expires) or the server has maxLinks (unavailable: retry later). The
+// caller holds s.mu.
+func (s *Sessions) roomForLink(c clients.Client, now time.Time) error {
+	if waiting := s.links.owned(c.Name, now); len(waiting) >= s.links.perOwner {
+		oldest := s.links.entries[waiting[0]].expires.UTC()
+		return api.Errorf(api.CodeTooManyRequests, "web: client %s has %d sign-in links waiting to be opened, the most one client may have: open one, or ask again after %s, when the oldest expires",
+			c.Name, len(waiting), oldest.Format(time.RFC3339)).With("limit", s.links.perOwner).With("retry_after", oldest)
+	}
+	if s.links.full(now) {
+		return api.Errorf(api.CodeUnavailable, "web: %d sign-in links are waiting to be opened, the most the server keeps; try again when some have expired (in at most %s)", s.links.max, LinkLifetime)
+	}
+	return nil
+}
+
+// link returns the link of a token if it may still be used, without using
+// it: the sign-in page shows its button, whom it signs in as, and the form
+// token to send with it.
+func (s *Sessions) link(token string) (pending, bool) {
 	d, ok := digestOf(token)
 	if !ok {
-		return false
+		return pending{}, false
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	p, ok := s.links[d]
-	return ok && s.now().Before(p.expires)
+	e, ok := s.links.get(d, s.now())
+	return e.value, ok
 }
 
 // signIn uses a link's token, once, and returns the new session and its
-// token, which only the browser's cookie keeps.
-func (s *Sessions) signIn(linkToken string) (string, Session, error) {
+// token, which only the browser's cookie keeps. The form's token (csrf)
+// and the cookie's (cookie) must both be the link's (ErrCSRF); a form
+// refused so leaves the link as it was, for its owner's own button.
+func (s *Sessions) signIn(linkToken, csrf, cookie string) (string, Session, error) {
 	d, ok := digestOf(linkToken)
 	if !ok {
 		return "", Session{}, ErrLinkInvalid
@@ -122,20 +159,37 @@ func (s *Sessions) signIn(linkToken string) (string, Session, error) {
 	now := s.now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.prune(now)
-	p, ok := s.links[d]
+	e, ok := s.links.get(d, now)
 	if !ok {
 		return "", Session{}, ErrLinkInvalid
 	}
-	delete(s.links, d) // once, whatever follows
-	if len(s.sessions) >= maxWaiting {
-		return "", Session{}, api.Errorf(api.CodeUnavailable, "web: %d sessions are signed in; try again when some have ended", maxWaiting)
+	if !sameToken(csrf, e.value.csrf) || !sameToken(cookie, e.value.csrf) {
+		return "", Session{}, ErrCSRF
+	}
+	s.links.remove(d) // once, whatever follows
+	c := e.value.client
+	if err := s.roomForSession(c, now); err != nil {
+		return "", Session{}, err
 	}
 	token, sd := newToken()
-	csrf, _ := newToken()
-	sess := Session{Client: p.client, Expires: now.Add(SessionLifetime), CSRF: csrf}
-	s.sessions[sd] = sess
+	formToken, _ := newToken()
+	sess := Session{Client: c, Expires: now.Add(SessionLifetime), CSRF: formToken}
+	s.sessions.add(sd, c.Name, sess.Expires, sess)
 	return token, sess, nil
+}
+
+// roomForSession makes room for a new session of client c: it ends c's
+// oldest sessions while c has SessionsPerClient (see there for why), and
+// refuses when the server has maxSessions (unavailable: retry later). The
+// caller holds s.mu.
+func (s *Sessions) roomForSession(c clients.Client, now time.Time) error {
+	for own := s.sessions.owned(c.Name, now); len(own) >= s.sessions.perOwner; own = s.sessions.owned(c.Name, now) {
+		s.sessions.remove(own[0])
+	}
+	if s.sessions.full(now) {
+		return api.Errorf(api.CodeUnavailable, "web: %d sessions are signed in, the most the server keeps; try again when some have ended", s.sessions.max)
+	}
+	return nil
 }
 
 // session returns the live session of a cookie's token.
@@ -146,32 +200,24 @@ func (s *Sessions) session(token string) (Session, bool) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	sess, ok := s.sessions[d]
-	if ok && !s.now().Before(sess.Expires) {
-		delete(s.sessions, d)
-		return Session{}, false
-	}
-	return sess, ok
+	e, ok := s.sessions.get(d, s.now())
+	return e.value, ok
 }
 
 // signOut ends the session of a cookie's token.
 func (s *Sessions) signOut(token string) {
 	if d, ok := digestOf(token); ok {
 		s.mu.Lock()
-		delete(s.sessions, d)
+		s.sessions.remove(d)
 		s.mu.Unlock()
 	}
 }
 
-// prune drops the links and sessions that have expired. The caller holds
-// s.mu.
-func (s *Sessions) prune(now time.Time) {
-	maps.DeleteFunc(s.links, func(_ digest, p pending) bool { return !now.Before(p.expires) })
-	maps.DeleteFunc(s.sessions, func(_ digest, sess Session) bool { return !now.Before(sess.Expires) })
-}
-
 // tokenBytes is a token's length: 256 random bits.
 const tokenBytes = 32
+
+// tokenLen is a token's length as text: base64url without padding.
+var tokenLen = base64.RawURLEncoding.EncodedLen(tokenBytes)
 
 // newToken returns a new random token, as base64url, and its digest.
 func newToken() (string, digest) {
@@ -181,11 +227,17 @@ func newToken() (string, digest) {
 }
 
 // digestOf is the digest of a token as a browser sends it back; ok is false
-// for anything that is not a token's form. Tokens are found by their
-// digest, so the time a lookup takes says nothing of the token.
+// for anything but a token's one canonical form (as newToken writes it).
+// The decoder alone is not enough: base64 decoders skip carriage returns
+// and newlines, so "\r" inside a token would be another spelling of it.
+// Tokens are found by their digest, so the time a lookup takes says
+// nothing of the token.
 func digestOf(token string) (digest, bool) {
+	if len(token) != tokenLen {
+		return digest{}, false
+	}
 	raw, err := base64.RawURLEncoding.Strict().DecodeString(token)
-	if err != nil || len(raw) != tokenBytes {
+	if err != nil || len(raw) != tokenBytes || base64.RawURLEncoding.EncodeToString(raw) != token {
 		return digest{}, false
 	}
 	return sha256.Sum256(raw), true

@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"crypto/tls"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -95,15 +96,17 @@ func TestSessionExpires(t *testing.T) {
 	}
 }
 
-// TestCookieAttributes: the session's cookie is HttpOnly, SameSite=Strict,
-// Path=/, lasts the session, and is Secure over TLS or when links are
-// https.
+// TestCookieAttributes: the page's cookies are HttpOnly, SameSite=Strict,
+// Path=/, the session's lasts the session; over TLS or when links are
+// https they are Secure and named with the prefix __Host-, and cookies
+// without it (as a sibling host could set for the whole domain) are not
+// read.
 func TestCookieAttributes(t *testing.T) {
 	s := newSite(t)
 	b := s.browser()
 	page := b.get(s.link("amy"))
 	signInCookie := cookieNamed(t, page.header, "ingot_signin")
-	if !signInCookie.HttpOnly || signInCookie.SameSite != http.SameSiteStrictMode || signInCookie.Path != "/signin" || signInCookie.Secure {
+	if !signInCookie.HttpOnly || signInCookie.SameSite != http.SameSiteStrictMode || signInCookie.Path != "/" || signInCookie.Secure {
 		t.Errorf("sign-in form's cookie: %+v", signInCookie)
 	}
 	a := b.post("/signin", url.Values{"token": {hidden(t, page.body, "token")}, "csrf": {hidden(t, page.body, "csrf")}})
@@ -130,14 +133,40 @@ func TestCookieAttributes(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			r := httptest.NewRequest(http.MethodGet, link.URL, nil)
-			if tc.tls {
-				r.TLS = &tls.ConnectionState{}
+			serve := func(r *http.Request, cookies ...*http.Cookie) *http.Response {
+				if tc.tls {
+					r.TLS = &tls.ConnectionState{}
+				}
+				for _, c := range cookies {
+					r.AddCookie(c)
+				}
+				w := httptest.NewRecorder()
+				pages.ServePage(w, r, nil)
+				return w.Result()
 			}
-			w := httptest.NewRecorder()
-			pages.ServePage(w, r, nil)
-			if c := cookieNamed(t, w.Result().Header, "ingot_signin"); !c.Secure {
-				t.Errorf("cookie %+v is not Secure", c)
+			page := serve(httptest.NewRequest(http.MethodGet, link.URL, nil))
+			body, _ := io.ReadAll(page.Body)
+			signIn := cookieNamed(t, page.Header, "__Host-ingot_signin")
+			if !signIn.Secure || signIn.Path != "/" || signIn.Domain != "" {
+				t.Errorf("sign-in form's cookie %+v", signIn)
+			}
+			form := url.Values{"token": {hidden(t, string(body), "token")}, "csrf": {hidden(t, string(body), "csrf")}}
+			post := func(c *http.Cookie) *http.Response {
+				r := httptest.NewRequest(http.MethodPost, "/signin", strings.NewReader(form.Encode()))
+				r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+				return serve(r, c)
+			}
+			// The form's cookie without the prefix: not the page's.
+			if a := post(&http.Cookie{Name: "ingot_signin", Value: signIn.Value}); a.StatusCode != http.StatusForbidden {
+				t.Errorf("a sign-in with the cookie ingot_signin: %d %v", a.StatusCode, a.Header.Values("Set-Cookie"))
+			}
+			a := post(signIn)
+			session := cookieNamed(t, a.Header, "__Host-ingot_session")
+			if a.StatusCode != http.StatusSeeOther || !session.Secure || session.Path != "/" || session.Domain != "" {
+				t.Fatalf("sign in: %d, cookie %+v", a.StatusCode, session)
+			}
+			if a := serve(httptest.NewRequest(http.MethodGet, "/", nil), &http.Cookie{Name: "ingot_session", Value: session.Value}); a.StatusCode != http.StatusSeeOther {
+				t.Errorf("the session's token in the cookie ingot_session reads the page: %d", a.StatusCode)
 			}
 		})
 	}
@@ -207,6 +236,37 @@ func TestCSRF(t *testing.T) {
 		t.Errorf("a sign-in without the form's cookie: %d %v", a.status, a.header.Values("Set-Cookie"))
 	}
 	s.browser().signIn(link)
+}
+
+// TestSignInFormBoundToLink: the sign-in form's token is the link's own.
+// A form and cookie made up to match (as a sibling host, same-site, that
+// can set cookies for the whole domain would send), or the token of
+// another link's page, do not sign the browser in as the link's maker;
+// the link is left for its own page's button.
+func TestSignInFormBoundToLink(t *testing.T) {
+	s := newSite(t)
+	u, _ := url.Parse(s.url)
+	bobs := s.link("bob") // the maker of the forged form
+	victim := s.browser()
+	madeUp := strings.Repeat("A", 43) // a token's form
+	victim.client.Jar.SetCookies(u, []*http.Cookie{{Name: "ingot_signin", Value: madeUp, Path: "/"}})
+	token := strings.TrimPrefix(bobs, s.url+"/signin?token=")
+	if a := victim.post("/signin", url.Values{"token": {token}, "csrf": {madeUp}}); a.status != http.StatusForbidden || len(a.header.Values("Set-Cookie")) > 0 {
+		t.Errorf("a made-up form token and cookie: %d %v", a.status, a.header.Values("Set-Cookie"))
+	}
+	// The victim's own link's page, open: its form token and cookie are
+	// of that link, not of bob's.
+	own := victim.get(s.link("amy"))
+	if !strings.Contains(own.body, "as <strong>amy</strong>") {
+		t.Errorf("the link's page does not say whom it signs in as:\n%s", own.body)
+	}
+	if a := victim.post("/signin", url.Values{"token": {token}, "csrf": {hidden(t, own.body, "csrf")}}); a.status != http.StatusForbidden || len(a.header.Values("Set-Cookie")) > 0 {
+		t.Errorf("another link's form token and cookie: %d %v", a.status, a.header.Values("Set-Cookie"))
+	}
+	if a := victim.get("/"); a.status != http.StatusSeeOther {
+		t.Fatalf("the victim's browser is signed in: %d", a.status)
+	}
+	s.browser().signIn(bobs)
 }
 
 // TestSignInRequired: every path but the sign-in page and the style sheet

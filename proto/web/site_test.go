@@ -17,6 +17,7 @@ import (
 	"github.com/ingot-hpc/ingot/ledger/boltstore/bolttest"
 	"github.com/ingot-hpc/ingot/ledger/ledgertest"
 	"github.com/ingot-hpc/ingot/lien"
+	"github.com/ingot-hpc/ingot/proto/api"
 	"github.com/ingot-hpc/ingot/proto/auth"
 	"github.com/ingot-hpc/ingot/proto/client"
 	"github.com/ingot-hpc/ingot/proto/clients"
@@ -81,15 +82,22 @@ func (s *site) seed(days int) { s.seeded.Days(days, s.Clock.Advance) }
 // link asks POST /v1/web/links, signed with the key of client name.
 func (s *site) link(name string) string {
 	s.t.Helper()
-	c, err := client.New(s.url, s.keys[name], client.WithClock(s.Clock.Now))
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	l, err := c.WebLink(context.Background())
+	l, err := s.askLink(name)
 	if err != nil {
 		s.t.Fatalf("web link of %s: %v", name, err)
 	}
 	return l.URL
+}
+
+// askLink asks POST /v1/web/links as client name, and returns the server's
+// answer or refusal.
+func (s *site) askLink(name string) (api.WebLinkResponse, error) {
+	s.t.Helper()
+	c, err := client.New(s.url, s.keys[name], client.WithClock(s.Clock.Now))
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return c.WebLink(context.Background())
 }
 
 // browser is a browser of the site's page: it keeps cookies and does not

@@ -42,8 +42,9 @@ type errorPage struct {
 // signInPage is the sign-in page: how to get a link, or a link's button.
 type signInPage struct {
 	page
-	// Token and CSRF are the link's token and the form's own; Invalid says
-	// that the link cannot be used.
-	Token, CSRF string
-	Invalid     bool
+	// Token and CSRF are the link's token and the form's own, As the
+	// client the link signs in as; Invalid says that the link cannot be
+	// used.
+	Token, CSRF, As string
+	Invalid         bool
 }
