@@ -6,6 +6,7 @@ import (
 	"io"
 	"os/user"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -49,13 +50,13 @@ func message(err error) string {
 // commonFlags are accepted both before and after the command name.
 func commonFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringFlag{Name: "db", Usage: "bank database `FILE`", EnvVars: []string{"INGOT_DB"}},
+		&cli.StringFlag{Name: "db", Usage: "bank database `FILE` (or INGOT_DB)"},
 		storeFlag(),
 		&cli.StringFlag{Name: "archive", Usage: "read the journal entries the bank moved to the archive `FILE` (made by ingot archive): statements, journals and balances of that time", EnvVars: []string{"INGOT_ARCHIVE"}},
-		&cli.StringFlag{Name: "server", Usage: "work through the ingot server at `URL` (http://host:port, https://host:port, or unix:PATH for its local socket) instead of --db", EnvVars: []string{"INGOT_SERVER"}},
+		&cli.StringFlag{Name: "server", Usage: "work through the ingot server at `URL` (http://host:port, https://host:port, or unix:PATH for its local socket) instead of --db (or INGOT_SERVER; a --db or --store given beats it)"},
 		&cli.StringFlag{Name: "ca-file", Usage: "check an https --server's certificate against the certificate authorities in PEM `FILE` rather than the system's", EnvVars: []string{"INGOT_CA_FILE"}},
-		&cli.StringFlag{Name: "key-file", Usage: "the client key `FILE` (one line, KEYID:SECRET) that signs the requests to --server", EnvVars: []string{"INGOT_KEY_FILE"}},
-		&cli.BoolFlag{Name: "use-munge", Usage: "prove who you are to --server with a MUNGE credential instead of a key", EnvVars: []string{"INGOT_USE_MUNGE"}},
+		&cli.StringFlag{Name: "key-file", Usage: "the client key `FILE` (one line, KEYID:SECRET) that signs the requests to --server (or INGOT_KEY_FILE; --use-munge given beats it)"},
+		&cli.BoolFlag{Name: "use-munge", Usage: "prove who you are to --server with a MUNGE credential instead of a key (or INGOT_USE_MUNGE=1; --key-file given beats it)"},
 		&cli.StringFlag{Name: "munge-socket", Usage: "munged's socket `PATH`, for munge (--use-munge) and unmunge (serve --munge); default: theirs", EnvVars: []string{"INGOT_MUNGE_SOCKET"}},
 		&cli.BoolFlag{Name: "json", Usage: "print JSON"},
 		&cli.BoolFlag{Name: "parsable", Aliases: []string{"P"}, Usage: "print '|'-separated fields with a header line"},
@@ -167,24 +168,27 @@ func commandFlags() []cli.Flag {
 	return flags
 }
 
-// flagString is the first non-empty value of a flag given at any level.
+// flagString is the first non-empty value of a flag given at any level,
+// else, for a flag of alternativeGroups, its variable's (precedence.go).
 func flagString(c *cli.Context, name string) string {
 	for _, ctx := range c.Lineage() {
 		if v := ctx.String(name); v != "" {
 			return v
 		}
 	}
-	return ""
+	return fromVariable(c, name)
 }
 
-// flagBool reports whether a flag was given at any level.
+// flagBool reports whether a flag was given at any level, or, for a flag
+// of alternativeGroups, set by its variable (precedence.go).
 func flagBool(c *cli.Context, name string) bool {
 	for _, ctx := range c.Lineage() {
 		if ctx.Bool(name) {
 			return true
 		}
 	}
-	return false
+	on, err := strconv.ParseBool(fromVariable(c, name))
+	return err == nil && on
 }
 
 // openBank opens the bank of --db or --store for the length of one
@@ -198,6 +202,7 @@ func openBank(c *cli.Context, opts boltstore.Options) (*ledger.Ledger, ledger.St
 	if err != nil {
 		return nil, nil, err
 	}
+	noteUnusedServer(c)
 	var ledgerOpts []ledger.Option
 	if path := flagString(c, "archive"); path != "" {
 		archive, err := boltstore.Open(path, boltstore.Options{ReadOnly: true, LockTimeout: lockTimeout})

@@ -56,14 +56,15 @@ func applyConfig(c *cli.Context, keys []string) error {
 }
 
 // setBefore reports whether a flag was given, or its environment variable
-// set, at any level of the command line.
+// set, at any level of the command line (for a flag of alternativeGroups,
+// its variable counts while no flag of its group is given).
 func setBefore(c *cli.Context, name string) bool {
 	for _, ctx := range c.Lineage() {
 		if ctx.IsSet(name) {
 			return true
 		}
 	}
-	return false
+	return fromVariable(c, name) != ""
 }
 
 // logLevels are the values of --log-level.

@@ -22,7 +22,7 @@ const (
 	exitNotFound    = 3 // unknown node, user, machine, allocation, rate, charge; no lien for the job
 	exitRefused     = 4 // valid but refused: insufficient funds, inactive, exists, request conflict, not a member, already charged, refund beyond the charge, unusable quote or reservation
 	exitAudit       = 5 // the audit found problems
-	exitUnavailable = 6 // the database cannot be opened (missing, locked, unreachable, the login refused, not a bank, a schema this ingot does not open), or the server key; the server cannot be reached or is busy
+	exitUnavailable = 6 // the database cannot be opened (missing, locked, unreachable, the login refused, not a bank, a schema this ingot does not open), or the server key; the server cannot be reached or is busy, or the client holds as many sign-in links as it may
 	exitCorrupt     = 7 // stored data is damaged
 	exitAuth        = 8 // with --server: no usable key file, or the server refused the key (401)
 )
@@ -64,6 +64,7 @@ var serverExitCodes = map[api.Code]int{
 	api.CodeForbidden:           exitRefused,
 	api.CodeUnauthenticated:     exitAuth,
 	api.CodeUnavailable:         exitUnavailable,
+	api.CodeTooManyRequests:     exitUnavailable,
 	api.CodeCorrupt:             exitCorrupt,
 }
 

@@ -15,9 +15,9 @@ import (
 
 // storeFlag names a bank in PostgreSQL, beside --db's bbolt file.
 func storeFlag() *cli.StringFlag {
-	return &cli.StringFlag{Name: "store", EnvVars: []string{"INGOT_STORE"},
+	return &cli.StringFlag{Name: "store",
 		Usage: "the bank in the PostgreSQL database at `URL` (postgres://user:password@host:port/database, or libpq's key=value; " +
-			"several hosts with target_session_attrs=read-write for failover) instead of --db's file"}
+			"several hosts with target_session_attrs=read-write for failover) instead of --db's file (or INGOT_STORE)"}
 }
 
 // openStore opens the store of this command's bank: the bbolt file of
