@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/shopspring/decimal"
@@ -37,13 +38,40 @@ func Excerpt(s string) string {
 // it keeps sums far from any overflow in other engines' numeric types.
 var MaxAmount = decimal.New(1, 15)
 
-var amountSyntax = regexp.MustCompile(`^[0-9]{1,16}(\.[0-9]{1,18})?$`)
+// plainDecimal is the bank's one grammar of a decimal number on input,
+// whatever the interface (the command line, the JSON API, Gold's
+// listener): digits, then optionally a point and more digits. No sign,
+// exponent, spaces or separators: "1e3", "+1", ".5" and "1,000" mean
+// different things to different readers (a spreadsheet's "1,5" is one and
+// a half), and shopspring/decimal, which the API's types decode with,
+// takes most of them; so the bank takes only the form that every reader
+// reads alike and that the bank itself prints. Sixteen digits before the
+// point and eighteen after hold any amount up to MaxAmount at any
+// precision, and keep a number far from any engine's numeric limits.
+var plainDecimal = regexp.MustCompile(`^[0-9]{1,16}(\.[0-9]{1,18})?$`)
 
-// ParseAmount reads a positive amount such as "100" or "12.50". It refuses
-// signs, exponents, separators, zero, more decimal places than the bank's
-// precision, and anything above MaxAmount.
+// ParseDecimal reads a decimal number in the bank's one grammar
+// (plainDecimal): "100", "12.50", "0.25". what names the number in the
+// error. It is the whole of the grammar; what a number may be (positive,
+// within the bank's precision, below a bound) is the business of the
+// field it fills: ParseAmount and ParseCreditLimit for amounts.
+func ParseDecimal(what, s string) (decimal.Decimal, error) {
+	if !plainDecimal.MatchString(s) {
+		return decimal.Decimal{}, fmt.Errorf("%w: %s %s is not a plain decimal number like 100 or 12.50 (digits, optionally a point and more digits; no sign, exponent, spaces or separators)", ErrInvalid, what, Excerpt(s))
+	}
+	d, err := decimal.NewFromString(s)
+	if err != nil { // never: the grammar is a part of what decimal reads
+		return decimal.Decimal{}, fmt.Errorf("%w: %s %s: %v", ErrInvalid, what, Excerpt(s), err)
+	}
+	return d, nil
+}
+
+// ParseAmount reads a positive amount such as "100" or "12.50": a plain
+// decimal (ParseDecimal) that CheckAmount takes. Signs, exponents,
+// separators, zero, more decimal places than the bank's precision, and
+// anything above MaxAmount are refused.
 func ParseAmount(s string, precision int32) (decimal.Decimal, error) {
-	d, err := parsePlain(s)
+	d, err := ParseDecimal("amount", s)
 	if err != nil {
 		return d, err
 	}
@@ -52,22 +80,11 @@ func ParseAmount(s string, precision int32) (decimal.Decimal, error) {
 
 // ParseCreditLimit is ParseAmount that also takes zero (no credit).
 func ParseCreditLimit(s string, precision int32) (decimal.Decimal, error) {
-	d, err := parsePlain(s)
+	d, err := ParseDecimal("amount", s)
 	if err != nil {
 		return d, err
 	}
 	return d, CheckCreditLimit(d, precision)
-}
-
-func parsePlain(s string) (decimal.Decimal, error) {
-	if !amountSyntax.MatchString(s) {
-		return decimal.Decimal{}, fmt.Errorf("%w: amount %s is not a plain positive decimal number like 100 or 12.50", ErrInvalid, Excerpt(s))
-	}
-	d, err := decimal.NewFromString(s)
-	if err != nil {
-		return decimal.Decimal{}, fmt.Errorf("%w: amount %s: %v", ErrInvalid, Excerpt(s), err)
-	}
-	return d, nil
 }
 
 // CheckAmount refuses an amount that is not positive, has more decimal
@@ -134,6 +151,45 @@ func CheckMachineName(name string) error {
 func CheckUserName(name string) error {
 	if len(name) > maxNameLen || !userName.MatchString(name) {
 		return fmt.Errorf("%w: user name %s must be 1 to %d letters, digits, '.', '-' or '_', not starting with '.' or '-'", ErrInvalid, Excerpt(name), maxNameLen)
+	}
+	return nil
+}
+
+// CheckText refuses a name or a description that does not print as
+// itself: one that is not UTF-8, or holds a control character (C0, DEL,
+// C1), which a terminal obeys rather than shows; a format character
+// (Unicode's category Cf), which changes how the text around it shows
+// without being seen: the bidirectional embeddings, overrides and
+// isolates (U+202A..U+202E, U+2066..U+2069) reorder it, so that
+// "grant\u202e1202" reads as "grant2021"; the zero-width characters
+// (U+200B..U+200F, U+2060, U+FEFF) make two texts that print alike
+// differ; or a line or paragraph separator (U+2028, U+2029), which breaks
+// a line as a newline does. A bank's records are read in terminals, logs,
+// statements, spreadsheets and a web page, and must read the same in
+// each: so the bank refuses such text when it is given, on every
+// interface, rather than trust every reader to escape it. The price is
+// the few scripts that use a zero-width joiner or non-joiner within
+// words (Persian, some Indic scripts), and emoji joined by one: such a
+// description is written without them. what names the text in the error.
+func CheckText(what, s string) error {
+	if !utf8.ValidString(s) {
+		return fmt.Errorf("%w: %s is not valid UTF-8", ErrInvalid, what)
+	}
+	for _, r := range s {
+		var kind string
+		switch {
+		case r < 0x20 || r == 0x7f || (r >= 0x80 && r <= 0x9f):
+			kind = "control character"
+		case unicode.Is(unicode.Cf, r):
+			kind = "format character"
+		case r == '\u2028':
+			kind = "line separator"
+		case r == '\u2029':
+			kind = "paragraph separator"
+		default:
+			continue
+		}
+		return fmt.Errorf("%w: %s holds the %s U+%04X, which would not print as itself", ErrInvalid, what, kind, r)
 	}
 	return nil
 }

@@ -76,24 +76,128 @@ func TestParseTime(t *testing.T) {
 	}
 }
 
-func FuzzParseAmount(f *testing.F) {
-	for _, s := range []string{"100", "12.50", "0", "-1", "1e3", "0.001", "999999999999999.99"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		d, err := ParseAmount(s, 2)
-		if err != nil {
-			if !errors.Is(err, ErrInvalid) {
-				t.Fatalf("ParseAmount(%q): error %v is not ErrInvalid", s, err)
+// TestParseDecimal: the bank's one grammar of decimals takes digits,
+// optionally a point and more digits, and nothing else; a value it takes
+// is read exactly, zero included (what a field allows is its own check).
+func TestParseDecimal(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want string // "" = refused
+	}{
+		{"0", "0"}, {"100", "100"}, {"0100", "100"}, {"12.50", "12.5"}, {"0.333333333333333333", "0.333333333333333333"},
+		{"9999999999999999.999999999999999999", "9999999999999999.999999999999999999"},
+		{"1e3", ""}, {"1E3", ""}, {"1e-2", ""}, {"0.1e1", ""}, {"+1", ""}, {"-1", ""}, {"-0", ""}, {"1,000", ""}, {"1_000", ""},
+		{"1 000", ""}, {" 1", ""}, {"1\n", ""}, {"1.", ""}, {".5", ""}, {"0x10", ""}, {"NaN", ""}, {"Inf", ""}, {"", ""}, {"٣", ""}, {"１", ""},
+		{"10000000000000000", ""}, {"0.0000000000000000001", ""},
+	} {
+		t.Run(tc.in, func(t *testing.T) {
+			got, err := ParseDecimal("quota", tc.in)
+			if tc.want == "" {
+				if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "quota ") {
+					t.Errorf("ParseDecimal(%q) = %s, %v; want ErrInvalid naming the quota", tc.in, got, err)
+				}
+				return
 			}
+			if err != nil || !got.Equal(decimal.RequireFromString(tc.want)) {
+				t.Errorf("ParseDecimal(%q) = %s, %v; want %s", tc.in, got, err, tc.want)
+			}
+		})
+	}
+}
+
+// TestCheckText: text that prints as itself passes, in any script; a
+// control character, a format character (Cf: bidirectional controls,
+// zero-width characters, the byte order mark), a line or paragraph
+// separator, or bytes that are not UTF-8 are refused, named.
+func TestCheckText(t *testing.T) {
+	for _, ok := range []string{"", "grant 2026-11", "Förderung für Ökologie", "研究室", "مختبر", "עברית", "☃ 😀", "a\u00a0b", "tab\u3000wide", "\ufffd"} {
+		if err := CheckText("description", ok); err != nil {
+			t.Errorf("CheckText(%q): %v", ok, err)
+		}
+	}
+	for _, tc := range []struct{ in, says string }{
+		{"a\nb", "control character U+000A"},
+		{"\x1b[2J", "control character U+001B"},
+		{"a\x7f", "control character U+007F"},
+		{"a\u0085", "control character U+0085"},
+		{"grant \u202e1202", "format character U+202E"},
+		{"\u202a", "format character U+202A"},
+		{"\u2066x\u2069", "format character U+2066"},
+		{"a\u200bb", "format character U+200B"},
+		{"a\u200cb", "format character U+200C"},
+		{"a\u200db", "format character U+200D"},
+		{"\u200e", "format character U+200E"},
+		{"\u2060", "format character U+2060"},
+		{"\ufeffgrant", "format character U+FEFF"},
+		{"soft\u00adhyphen", "format character U+00AD"},
+		{"\U000e0001", "format character U+E0001"},
+		{"a\u2028b", "line separator U+2028"},
+		{"a\u2029b", "paragraph separator U+2029"},
+		{"grant \xff", "is not valid UTF-8"},
+	} {
+		err := CheckText("description", tc.in)
+		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "description ") || !strings.Contains(err.Error(), tc.says) {
+			t.Errorf("CheckText(%q) = %v; want ErrInvalid saying %q", tc.in, err, tc.says)
+		}
+	}
+}
+
+// FuzzParseAmount: the amount parsers are the bank's one grammar
+// (ParseDecimal) and the amount's checks, nothing else: what they take is
+// a plain decimal that prints back as it was read, and nothing with a
+// sign, an exponent or a separator is taken. The shared target that holds
+// the interfaces to the grammar (the JSON API, Gold and the command line)
+// is FuzzAmount in proto/api, which can reach all three.
+func FuzzParseAmount(f *testing.F) {
+	for _, s := range []string{"100", "12.50", "0", "-1", "1e3", "0.001", "999999999999999.99", "+1", "0.1e1", ".5", "1.", "1,000", "0100"} {
+		f.Add(s, uint8(2))
+	}
+	f.Fuzz(func(t *testing.T, s string, places uint8) {
+		p := int32(places % 9) // a bank's precision is 0 to 8 places
+		plain, perr := ParseDecimal("amount", s)
+		d, err := ParseAmount(s, p)
+		credit, cerr := ParseCreditLimit(s, p)
+		for _, e := range []error{perr, err, cerr} {
+			if e != nil && !errors.Is(e, ErrInvalid) {
+				t.Fatalf("%q: error %v is not ErrInvalid", s, e)
+			}
+		}
+		if strings.ContainsAny(s, "eE+-, _") && perr == nil {
+			t.Fatalf("ParseDecimal(%q) took a sign, an exponent or a separator", s)
+		}
+		// The amount parsers are the grammar and the amount's checks.
+		if (err == nil) != (perr == nil && CheckAmount(plain, p) == nil) {
+			t.Fatalf("%q at %d places: ParseAmount says %v, the grammar %v and CheckAmount %v", s, p, err, perr, CheckAmount(plain, p))
+		}
+		if (cerr == nil) != (err == nil || perr == nil && plain.IsZero()) {
+			t.Fatalf("%q at %d places: ParseCreditLimit says %v, ParseAmount %v", s, p, cerr, err)
+		}
+		if perr != nil {
 			return
 		}
-		if !d.IsPositive() || d.GreaterThan(MaxAmount) || !d.Equal(d.Truncate(2)) {
-			t.Fatalf("ParseAmount(%q) = %s accepted out of range", s, d)
+		// Read exactly, as decimal reads it, and printed back (as the bank
+		// prints it, and as a client's JSON encoder writes it) to text
+		// the grammar reads as the same number.
+		if want, err := decimal.NewFromString(s); err != nil || !want.Equal(plain) {
+			t.Fatalf("ParseDecimal(%q) = %s; decimal reads %s, %v", s, plain, want, err)
 		}
-		again, err := ParseAmount(d.StringFixed(2), 2)
-		if err != nil || !again.Equal(d) {
-			t.Fatalf("round trip of %q: %s, %v", s, again, err)
+		printed, _ := json.Marshal(plain)
+		var text string
+		if err := json.Unmarshal(printed, &text); err != nil {
+			t.Fatalf("%q is written to JSON as %s, not a string", s, printed)
+		}
+		for _, again := range []string{plain.String(), text} {
+			if back, err := ParseDecimal("amount", again); err != nil || !back.Equal(plain) {
+				t.Fatalf("%q printed as %q reads back as %s, %v", s, again, back, err)
+			}
+		}
+		if err == nil {
+			if !d.Equal(plain) || !credit.Equal(plain) || !d.IsPositive() || d.GreaterThan(MaxAmount) || !d.Equal(d.Truncate(p)) {
+				t.Fatalf("ParseAmount(%q, %d) = %s accepted out of range", s, p, d)
+			}
+			if again, err := ParseAmount(d.StringFixed(p), p); err != nil || !again.Equal(d) {
+				t.Fatalf("round trip of %q: %s, %v", s, again, err)
+			}
 		}
 	})
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -346,15 +345,11 @@ func limitText(l *decimal.Decimal) string {
 	return l.String()
 }
 
-// plainNumber takes a sign so that the ledger, which checks every policy,
-// says what is wrong with a negative one.
-var plainNumber = regexp.MustCompile(`^-?[0-9]{1,16}(\.[0-9]{1,18})?$`)
-
+// parseNumber reads a value of a policy flag in the bank's one grammar of
+// decimals, as the JSON API reads a policy's values: so a sign is refused
+// here, as there, and the ledger says what else is wrong with a value.
 func parseNumber(flag, s string) (decimal.Decimal, error) {
-	if !plainNumber.MatchString(s) {
-		return decimal.Decimal{}, usageError{fmt.Sprintf("--%s %s: want a plain number like 100 or 0.25", flag, ledger.Excerpt(s))}
-	}
-	return decimal.NewFromString(s)
+	return ledger.ParseDecimal("--"+flag, s)
 }
 
 // applyPolicyFlags sets the policy fields whose flags were given.

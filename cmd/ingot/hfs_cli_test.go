@@ -403,8 +403,9 @@ func TestProjectPolicy(t *testing.T) {
 }
 
 // TestHFSRefusals: bad policies and bad input files exit with the
-// documented code, say why (the ledger's own message for policies), and
-// write nothing.
+// documented code, say why (the ledger's own message for a policy it
+// refuses; a value not in the bank's grammar of decimals, a negative one
+// among them, is refused before), and write nothing.
 func TestHFSRefusals(t *testing.T) {
 	b := newHFSSite(t)
 	dir := t.TempDir()
@@ -419,16 +420,16 @@ func TestHFSRefusals(t *testing.T) {
 		says string
 	}{
 		{"fraction above 1", []string{"project", "policy", "chem.b", "--quota", "dynamic:1.5"}, exitUsage, "policy of chem.b: dynamic quota 1.5 is not a fraction between 0 and 1"},
-		{"negative fraction", []string{"project", "policy", "chem.b", "--quota", "dynamic:-0.1"}, exitUsage, "dynamic quota -0.1 is not a fraction"},
-		{"negative static", []string{"project", "policy", "chem.a", "--quota", "static:-5"}, exitUsage, "policy of chem.a: static quota -5 is negative"},
-		{"negative limit", []string{"project", "policy", "chem.a", "--limit", "-1"}, exitUsage, "policy of chem.a: limit -1 is negative"},
-		{"negative non_shared", []string{"project", "policy", "chem.a", "--non-shared", "-1"}, exitUsage, "non_shared -1 is negative"},
+		{"negative fraction", []string{"project", "policy", "chem.b", "--quota", "dynamic:-0.1"}, exitUsage, `--quota "-0.1" is not a plain decimal number`},
+		{"negative static", []string{"project", "policy", "chem.a", "--quota", "static:-5"}, exitUsage, `--quota "-5" is not a plain decimal number`},
+		{"negative limit", []string{"project", "policy", "chem.a", "--limit", "-1"}, exitUsage, `--limit "-1" is not a plain decimal number`},
+		{"negative non_shared", []string{"project", "policy", "chem.a", "--non-shared", "-1"}, exitUsage, `--non-shared "-1" is not a plain decimal number`},
 		{"non_shared above a static quota", []string{"project", "policy", "chem.a", "--non-shared", "700"}, exitUsage, "non_shared 700 is above the static quota 600"},
 		// chem.b's dynamic 1 is 1 × (1000 − 600) = 400 with today's pool.
 		{"non_shared above a dynamic quota", []string{"project", "policy", "chem.b", "--non-shared", "500"}, exitUsage, "non_shared 500 is above its quota, 400 with the account's pool now"},
 		{"unknown quota kind", []string{"project", "policy", "chem.a", "--quota", "weight:2"}, exitUsage, `unknown quota kind "weight"`},
 		{"quota without a kind", []string{"project", "policy", "chem.a", "--quota", "5"}, exitUsage, "want static:CREDITS"},
-		{"not a number", []string{"project", "policy", "chem.a", "--limit", "lots"}, exitUsage, `--limit "lots": want a plain number`},
+		{"not a number", []string{"project", "policy", "chem.a", "--limit", "lots"}, exitUsage, `--limit "lots" is not a plain decimal number`},
 		{"policy on an unknown node", []string{"project", "policy", "chem.zz", "--quota", "static:1"}, exitNotFound, `no node named "chem.zz"`},
 		{"policy on an account", []string{"project", "policy", "chem", "--quota", "static:1"}, exitUsage, `"chem" is an account name`},
 		{"hfs compute of a malformed file", []string{"hfs", "compute", malformed}, exitUsage, `hfs: invalid input: "1/2" is not a decimal number`},

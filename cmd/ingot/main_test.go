@@ -2,7 +2,9 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +14,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/ingot-hpc/ingot/ledger"
+	"github.com/ingot-hpc/ingot/ledger/boltstore"
 )
 
 // cliBank runs ingot in-process on one bank: a database file, or a server
@@ -176,8 +179,8 @@ func TestRefusals(t *testing.T) {
 		says string
 	}{
 		{"zero amount", []string{"deposit", "chem", "0"}, exitUsage, "greater than zero"},
-		{"negative amount", []string{"deposit", "chem", "-5"}, exitUsage, "plain positive decimal"},
-		{"not a number", []string{"deposit", "chem", "ten"}, exitUsage, "plain positive decimal"},
+		{"negative amount", []string{"deposit", "chem", "-5"}, exitUsage, "plain decimal number"},
+		{"not a number", []string{"deposit", "chem", "ten"}, exitUsage, "plain decimal number"},
 		{"too many decimals", []string{"deposit", "chem", "1.005"}, exitUsage, "more than 2 decimal places"},
 		{"unknown account", []string{"deposit", "nope", "5"}, exitNotFound, `no node named "nope"`},
 		{"inactive account", []string{"deposit", "old", "5"}, exitRefused, "deactivated"},
@@ -317,13 +320,26 @@ func TestInterspersedFlags(t *testing.T) {
 }
 
 // TestOutputEscapesControlCharacters: a description holding control
-// characters (stored from the command line, or by a bank from before
-// bodies were checked) is shown escaped in tables and -P, so that it
-// cannot forge a line in an operator's terminal or a field of -P.
+// characters (kept by a bank from before descriptions were checked on
+// input, made here through the ledger, which takes a description as it is
+// given) is shown escaped in tables and -P, so that it cannot forge a line
+// in an operator's terminal or a field of -P.
 func TestOutputEscapesControlCharacters(t *testing.T) {
 	b := newCLIBank(t)
 	b.ok("account", "create", "chem")
-	b.ok("deposit", "chem", "10", "-d", "grant\x1b[2K\rforged|field\nline")
+	store, err := boltstore.Open(b.db, boltstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := ledger.Open(context.Background(), store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = l.Deposit(context.Background(), ledger.Request{Actor: "test", ID: "before-the-check"},
+		ledger.DepositSpec{Account: "chem", Amount: decimal.NewFromInt(10), Description: "grant\x1b[2K\rforged|field\nline"})
+	if err := errors.Join(err, store.Close()); err != nil {
+		t.Fatal(err)
+	}
 	for _, format := range [][]string{nil, {"-P"}} {
 		out := b.ok(append([]string{"journal", "--kind", "deposit"}, format...)...)
 		if strings.ContainsAny(out, "\x1b\r") || strings.Count(out, "\n") != 2 {

@@ -111,13 +111,13 @@ func TestPreemptPolicyRefused(t *testing.T) {
 			"policy of lsf.a.b: ownership is set on projects without sub-projects, and lsf.a.b has lsf.a.b.p1"},
 		{"a project under one that owns", []string{"project", "create", "lsf.a.b.p1.x", "--quota", "none"},
 			"create lsf.a.b.p1.x: lsf.a.b.p1 owns 2 credits, and ownership is for projects without sub-projects"},
-		{"negative ownership", []string{"project", "policy", "lsf.p4", "--ownership", "-1"}, "policy of lsf.p4: ownership -1 is negative"},
-		{"negative group non-shared", []string{"project", "policy", "lsf.a", "--group-non-shared", "-2"}, "policy of lsf.a: group_non_shared -2 is negative"},
+		{"negative ownership", []string{"project", "policy", "lsf.p4", "--ownership", "-1"}, `--ownership "-1" is not a plain decimal number`},
+		{"negative group non-shared", []string{"project", "policy", "lsf.a", "--group-non-shared", "-2"}, `--group-non-shared "-2" is not a plain decimal number`},
 		{"priority above the range", []string{"project", "policy", "lsf.p4", "--priority", "1001"}, "policy of lsf.p4: priority 1001 is outside 0..1000"},
 		{"negative priority", []string{"project", "policy", "lsf.p4", "--priority", "-1"}, "policy of lsf.p4: priority -1 is outside 0..1000"},
 		{"ownership above a limit", []string{"project", "policy", "lsf.a", "--limit", "2"}, "the ownership in lsf.a adds up to 3, above its limit 2"},
 		{"unknown preemption order", []string{"account", "modify", "lsf", "--preemption", "sideways"}, "unknown preemption order \"sideways\" (top-down or bottom-up)"},
-		{"preempt for an amount that is not one", []string{"preempt", "lsf.a.b.p1", "1e3"}, "preempt: ledger: invalid input: amount \"1e3\" is not a plain positive decimal"},
+		{"preempt for an amount that is not one", []string{"preempt", "lsf.a.b.p1", "1e3"}, "preempt: ledger: invalid input: amount \"1e3\" is not a plain decimal number"},
 	} {
 		t.Run(c.name, func(t *testing.T) { b.refused(t, exitUsage, c.says, c.args...) })
 	}

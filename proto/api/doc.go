@@ -115,6 +115,38 @@
 // admin a consistent copy of the bank while it serves (the bbolt file, or
 // a SQL script of a bank in PostgreSQL): ingot backup through --server.
 //
+// # Amounts and text
+//
+// A body is read strictly before it is decoded (CheckBody). Every decimal
+// a request carries is an amount (of a deposit, withdrawal, transfer,
+// refund or job refund), a credit limit (of a deposit, or an allocation's
+// change), or a value of an HFS policy (quota, limit, non_shared,
+// ownership, group_non_shared), and every one is a JSON string in the
+// bank's one grammar of decimals, the command line's and Gold's too
+// (ledger.ParseDecimal): digits, optionally a point and more digits, such
+// as "100", "12.50" or "0.25". A sign, an exponent, a space or a
+// separator ("-1", "+1", "1e3", "1,000", ".5") is refused with invalid,
+// and so is a bare JSON number, even 100: no amount passes through a
+// float, and no two readers of the body read it as different numbers.
+// The bank then checks what the field allows: an amount is above zero,
+// has at most the bank's precision in decimal places and is at most
+// 10^15; a credit limit may be zero; a refund's zero means all that is
+// left. No request carries a negative decimal. A rate table (POST
+// /v1/rates) is read by charge.DecodeRateTable: its rates and multipliers
+// are prices per unit, not amounts, with up to 18 places. Answers write
+// decimals as JSON strings too, such as "12.5" (there a balance or a
+// change may be negative: "-3.25").
+//
+// Text is held to the bank's rule for names and descriptions
+// (ledger.CheckText), in every string of a body: a control character, a
+// format character (Unicode's Cf: the bidirectional overrides and
+// isolates such as U+202E, the zero-width characters, the byte order
+// mark) or a line or paragraph separator is refused with
+// control_character, since the bank's records must read the same in every
+// terminal, log and page that shows them. A \u escape of half a UTF-16
+// surrogate pair ("\ud800" alone) is refused with invalid_utf8, as bytes
+// that are not UTF-8 are: encoding/json would keep U+FFFD in its place.
+//
 // # Retries
 //
 // The POSTs that change the bank (all but POST /v1/quotes and

@@ -52,7 +52,7 @@ var Codes = []struct {
 
 // The codes.
 const (
-	CodeInvalid             Code = "invalid"            // input that can never succeed
+	CodeInvalid             Code = "invalid"            // input that can never succeed; a decimal not in the bank's grammar
 	CodeNotFound            Code = "not_found"          // unknown node, user, machine, allocation; no lien for the job
 	CodeExists              Code = "exists"             // a name already taken
 	CodeInactive            Code = "inactive"           // a deactivated node, user or machine
@@ -74,10 +74,10 @@ const (
 	CodeUnavailable         Code = "unavailable" // overloaded or shutting down: retry later
 	CodeCorrupt             Code = "corrupt"     // stored data is damaged
 	CodeInternal            Code = "internal"
-	CodeInvalidUTF8         Code = "invalid_utf8"      // a body that is not valid UTF-8 (CheckBody)
+	CodeInvalidUTF8         Code = "invalid_utf8"      // a body that is not valid UTF-8, or escapes half a surrogate pair (CheckBody)
 	CodeDuplicateKey        Code = "duplicate_key"     // an object key twice in a body
 	CodeKeySpelling         Code = "key_spelling"      // a key spelled otherwise than the wire format
-	CodeControlCharacter    Code = "control_character" // a control character in a string of a body
+	CodeControlCharacter    Code = "control_character" // a control or format character, or a line separator, in a string of a body (ledger.CheckText)
 	// CodeTooManyRequests: the client holds as many of something kept for
 	// it in the server's memory as one client may (waiting web sign-in
 	// links); other clients are not refused. Retry once some are used or
