@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestRestoreProcedure follows docs/operations.md on a bank installed by
@@ -80,17 +81,25 @@ func TestRestoreProcedure(t *testing.T) {
 	for day := 1; day <= 14; day++ {
 		earlier = append(earlier, fmt.Sprintf("ingot-202001%02dT020000Z.db", day))
 	}
-	others := []string{"ingot-before-upgrade.db", "notes.txt"}
-	for _, name := range append(slices.Clone(earlier), others...) {
+	// A fresh temporary file, such as a backup running now writes, is left
+	// alone; one untouched for hours is a backup killed before it could
+	// remove it (a power cut, SIGKILL), and goes.
+	others := []string{"ingot-before-upgrade.db", "notes.txt", ".ingot-backup-running"}
+	for _, name := range append(slices.Clone(earlier), append(others, ".ingot-backup-killed")...) {
 		if err := os.WriteFile(filepath.Join(backups, name), nil, 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
+	longAgo := time.Now().Add(-3 * time.Hour)
+	if err := os.Chtimes(filepath.Join(backups, ".ingot-backup-killed"), longAgo, longAgo); err != nil {
+		t.Fatal(err)
+	}
 	exe, env := unitCommand(t, filepath.Join(prefix, "lib", "systemd", "system", "ingot-backup.service"), paths)
 	backup := exec.Command(exe)
 	backup.Env = append(operatorEnv(home), env...)
-	if out := run(t, backup); !strings.Contains(out, "audit OK") || !strings.Contains(out, "removed "+filepath.Join(backups, earlier[0])) {
-		t.Errorf("the backup printed:\n%s\nwant a copy audited OK and %s removed", out, earlier[0])
+	if out := run(t, backup); !strings.Contains(out, "audit OK") || !strings.Contains(out, "removed "+filepath.Join(backups, earlier[0])) ||
+		!strings.Contains(out, "removed "+filepath.Join(backups, ".ingot-backup-killed")) {
+		t.Errorf("the backup printed:\n%s\nwant a copy audited OK, %s and .ingot-backup-killed removed", out, earlier[0])
 	}
 	entries, err := os.ReadDir(backups)
 	if err != nil {

@@ -1,13 +1,17 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"os/signal"
 	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -29,12 +33,43 @@ const lockTimeout = 10 * time.Second
 
 // run runs the command line and returns the exit code.
 func run(args []string, stdout, stderr io.Writer) int {
+	ctx, stop := interruptible(context.Background())
+	defer stop()
 	app := newApp(stdout, stderr)
-	err := app.Run(interspersed(app, args))
+	err := app.RunContext(ctx, interspersed(app, args))
+	if err != nil && ctx.Err() != nil {
+		err = fmt.Errorf("%w: %w", errInterrupted, err)
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "ingot: %s\n", message(err))
 	}
 	return exitCode(err)
+}
+
+// errInterrupted marks a command stopped by SIGINT or SIGTERM.
+var errInterrupted = errors.New("interrupted")
+
+// interruptible is ctx, cancelled at the first SIGINT (Ctrl-C) or SIGTERM,
+// so that a long command stops where it is and removes what it had half
+// made (a backup's or an archive's temporary file) rather than die with it
+// left behind. A second signal ends the process as usual, in case the
+// command does not stop. stop undoes it.
+func interruptible(parent context.Context) (ctx context.Context, stop func()) {
+	ctx, cancel := context.WithCancel(parent)
+	signals := make(chan os.Signal, 1)
+	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		select {
+		case <-signals:
+			cancel()
+			signal.Stop(signals)
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, func() {
+		signal.Stop(signals)
+		cancel()
+	}
 }
 
 // message is what the user reads of err. An error from the server reads

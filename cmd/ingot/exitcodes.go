@@ -25,6 +25,10 @@ const (
 	exitUnavailable = 6 // the database cannot be opened (missing, locked, unreachable, the login refused, not a bank, a schema this ingot does not open), or the server key; the server cannot be reached or is busy, or the client holds as many sign-in links as it may
 	exitCorrupt     = 7 // stored data is damaged
 	exitAuth        = 8 // with --server: no usable key file, or the server refused the key (401)
+	// exitInterrupted is what shells report for a command killed by
+	// SIGINT (128+2): the command stopped at the signal, cleaned up, and
+	// did not finish.
+	exitInterrupted = 130
 )
 
 // usageError marks a mistake on the command line.
@@ -79,6 +83,8 @@ func exitCode(err error) int {
 	switch {
 	case err == nil:
 		return exitOK
+	case errors.Is(err, errInterrupted):
+		return exitInterrupted
 	case errors.Is(err, errNoKey):
 		return exitAuth
 	case isUnreachable(err):
