@@ -27,4 +27,8 @@ var (
 	// whether a change was made: a retry with the same request id makes
 	// it once.
 	ErrUnavailable = errors.New("ledger: storage unavailable")
+	// ErrUpgradeNeeded marks a bank of an earlier schema opened for
+	// reading only: reading never rewrites a bank, and this ingot reads
+	// only its own schema.
+	ErrUpgradeNeeded = errors.New("ledger: the bank must be upgraded first")
 )

@@ -34,11 +34,36 @@ func adminCommands() []*cli.Command {
 		},
 		archiveCommand(),
 		{
+			Name: "upgrade",
+			Usage: "upgrade the bank to this ingot's schema, keeping a bank file as it was beside it (FILE.schemaN.bak); " +
+				"commands that only read never upgrade, and refuse an earlier bank",
+			Action: localOnly(upgrade),
+		},
+		{
 			Name:   "man",
 			Usage:  "print the manual page (roff): ingot man > ingot.1; man ./ingot.1",
 			Action: manPage,
 		},
 	}
+}
+
+// upgrade opens the bank read-write, which upgrades an earlier schema,
+// and says what it did.
+func upgrade(c *cli.Context) error {
+	if _, err := args(c); err != nil {
+		return err
+	}
+	report, upgraded := reportUpgrade(c), false
+	opts := boltstore.Options{OnUpgrade: func(from, to uint64, backup string) {
+		upgraded = true
+		report(from, to, backup)
+	}}
+	return withStore(c, opts, func(*ledger.Ledger, ledger.Store) error {
+		if !upgraded {
+			fmt.Fprintln(c.App.Writer, "upgrade: the bank has this ingot's schema already; nothing to do")
+		}
+		return nil
+	})
 }
 
 func audit(c *cli.Context) error {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -151,9 +152,20 @@ func openService(c *cli.Context) (bankService, error) {
 	if url := flagString(c, "server"); url != "" {
 		return openRemote(c, url)
 	}
-	l, _, err := openBank(c, boltstore.Options{})
+	l, _, err := openBank(c, boltstore.Options{NoUpgrade: slices.Contains(readingCommands, commandPath(c))})
 	if err != nil {
 		return nil, err
 	}
 	return localBank{Ledger: l, Bank: lien.New(l), cli: c}, nil
+}
+
+// readingCommands only read the bank (audit keeps its checkpoint, which is
+// not the bank's state): they refuse a bank of an earlier ingot, saying how
+// to upgrade a copy, so that reading an old backup or an archived year
+// with a newer ingot never upgrades it in place.
+var readingCommands = []string{
+	"balance", "statement", "journal", "usage", "audit", "backup",
+	"account list", "account show", "project list", "project show", "user list", "machine list",
+	"rate list", "policy show", "quote list", "lien list", "lien show", "charge list", "reservation list",
+	"hfs show", "preempt", "fairshare",
 }

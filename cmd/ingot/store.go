@@ -22,7 +22,7 @@ func storeFlag() *cli.StringFlag {
 
 // openStore opens the store of this command's bank: the bbolt file of
 // --db, or the PostgreSQL database of --store. opts are bbolt's; a
-// PostgreSQL store takes what applies of them (Create, ReadOnly, OnCommit,
+// PostgreSQL store takes what applies of them (Create, ReadOnly, NoUpgrade, OnCommit,
 // OnUpgrade, whose copy of the file is then ""). name names the bank in
 // messages, without a password.
 func openStore(c *cli.Context, opts boltstore.Options) (store ledger.Store, name string, err error) {
@@ -52,7 +52,7 @@ func isPostgres(where string) bool {
 }
 
 func openPostgres(c *cli.Context, url string, opts boltstore.Options) (ledger.Store, string, error) {
-	s, err := pgstore.Open(c.Context, url, pgstore.Options{Create: opts.Create, ReadOnly: opts.ReadOnly, OnCommit: opts.OnCommit,
+	s, err := pgstore.Open(c.Context, url, pgstore.Options{Create: opts.Create, ReadOnly: opts.ReadOnly, NoUpgrade: opts.NoUpgrade, OnCommit: opts.OnCommit,
 		OnUpgrade: func(from, to uint64) {
 			if opts.OnUpgrade != nil {
 				opts.OnUpgrade(from, to, "")

@@ -13,29 +13,52 @@ import (
 	"github.com/ingot-hpc/ingot/ledger/boltstore/bolttest"
 )
 
-// TestUpgradeThroughCLI: a command on a bank of an earlier schema upgrades
-// it, says so in one line on stderr naming the copy of the file as it
-// was, and answers; the next command has nothing to say of it.
+// TestUpgradeThroughCLI: a command that only reads refuses a bank of an
+// earlier schema, saying how to upgrade a copy, and leaves the file as it
+// was (an old backup read with a newer ingot stays the backup it was);
+// ingot upgrade upgrades it, says so in one line on stderr naming the copy
+// of the file as it was, and the reads answer; a change upgrades too.
 func TestUpgradeThroughCLI(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "old.db")
 	before := bolttest.WriteOldBank(t, path, "schema7-clean.db")
 	t.Setenv("INGOT_SERVER", "")
-	stdout, stderr, code := runCLI("--db", path, "balance")
-	want := fmt.Sprintf("ingot: upgraded %s from schema 7 to %d; the file as it was is %s.schema7.bak\n", path, boltstore.SchemaVersion, path)
-	if code != exitOK || stderr != want {
-		t.Fatalf("balance of a schema 7 bank: exit %d, stderr %q; want exit 0 and %q", code, stderr, want)
+	for _, read := range [][]string{{"balance"}, {"audit", "--full"}, {"journal", "--node", "bio"}, {"account", "list"}} {
+		_, stderr, code := runCLI(append([]string{"--db", path}, read...)...)
+		if code != exitUnavailable || !strings.Contains(stderr, "has schema 7") || !strings.Contains(stderr, "ingot --db COPY upgrade") {
+			t.Errorf("%s of a schema 7 bank: exit %d, stderr %q; want exit 6 saying how to upgrade a copy", read, code, stderr)
+		}
+		if now, _ := os.ReadFile(path); !bytes.Equal(now, before) {
+			t.Fatalf("%s rewrote the schema 7 bank", read)
+		}
 	}
-	// bio's amount, reserved and balance: 200 - 10.50 + 7, no lien
-	// (ledger/boltstore/testdata/README.md).
-	if !regexp.MustCompile(`(?m)^bio +196\.50 +0\.00 +196\.50 `).MatchString(stdout) {
-		t.Errorf("balance after the upgrade:\n%s", stdout)
+	if matches, _ := filepath.Glob(path + ".*"); len(matches) != 0 {
+		t.Errorf("reads left %v", matches)
+	}
+
+	stdout, stderr, code := runCLI("--db", path, "upgrade")
+	want := fmt.Sprintf("ingot: upgraded %s from schema 7 to %d; the file as it was is %s.schema7.bak\n", path, boltstore.SchemaVersion, path)
+	if code != exitOK || stderr != want || stdout != "" {
+		t.Fatalf("upgrade of a schema 7 bank: exit %d, stdout %q, stderr %q; want exit 0 and %q", code, stdout, stderr, want)
 	}
 	backup, err := os.ReadFile(path + ".schema7.bak")
 	if err != nil || !bytes.Equal(backup, before) {
 		t.Errorf("the backup (%d bytes, %v) is not the file as it was (%d bytes)", len(backup), err, len(before))
 	}
-	if _, stderr, code := runCLI("--db", path, "balance"); code != exitOK || stderr != "" {
-		t.Errorf("balance after the upgrade: exit %d, stderr %q", code, stderr)
+	// bio's amount, reserved and balance: 200 - 10.50 + 7, no lien
+	// (ledger/boltstore/testdata/README.md).
+	stdout, stderr, code = runCLI("--db", path, "balance")
+	if code != exitOK || stderr != "" || !regexp.MustCompile(`(?m)^bio +196\.50 +0\.00 +196\.50 `).MatchString(stdout) {
+		t.Errorf("balance after the upgrade: exit %d, stderr %q\n%s", code, stderr, stdout)
+	}
+	if stdout, _, code := runCLI("--db", path, "upgrade"); code != exitOK || !strings.Contains(stdout, "nothing to do") {
+		t.Errorf("upgrade of an upgraded bank: exit %d\n%s", code, stdout)
+	}
+
+	// A change upgrades the bank, as serve does.
+	changed := filepath.Join(t.TempDir(), "old.db")
+	bolttest.WriteOldBank(t, changed, "schema7-clean.db")
+	if _, stderr, code := runCLI("--db", changed, "deposit", "bio", "1"); code != exitOK || !strings.Contains(stderr, "upgraded "+changed+" from schema 7") {
+		t.Errorf("a deposit into a schema 7 bank: exit %d, stderr %q", code, stderr)
 	}
 }
 

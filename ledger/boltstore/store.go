@@ -68,6 +68,10 @@ type Options struct {
 	// ReadOnly opens the file with a shared lock, beside other readers. A
 	// file this process may not write is opened read-only anyway.
 	ReadOnly bool
+	// NoUpgrade refuses a bank of an earlier schema (ledger.ErrUpgradeNeeded)
+	// rather than upgrade it, for a command that only reads: reading a bank
+	// never rewrites it.
+	NoUpgrade bool
 	// Create makes a new bank file if there is none (or it is empty);
 	// otherwise a missing or empty file is refused.
 	Create bool
@@ -119,7 +123,7 @@ func Open(path string, opts Options) (*Store, error) {
 		if err != nil {
 			return nil, err
 		}
-		if err := checkVersion(path, version, readOnly); err != nil {
+		if err := checkVersion(path, version, readOnly || opts.NoUpgrade); err != nil {
 			return nil, fmt.Errorf("boltstore: open %s: %w", path, err)
 		}
 	}
@@ -202,8 +206,8 @@ func probe(path string, timeout time.Duration) (uint64, error) {
 }
 
 // checkVersion refuses a schema this ingot does not open as asked, saying
-// what to do.
-func checkVersion(path string, version uint64, readOnly bool) error {
+// what to do; noUpgrade refuses an earlier one.
+func checkVersion(path string, version uint64, noUpgrade bool) error {
 	switch {
 	case version > schemaVersion:
 		return fmt.Errorf("%w: %s has schema %d, and this ingot reads schemas up to %d: upgrade ingot", ErrNewerSchema, path, version, schemaVersion)
@@ -212,8 +216,6 @@ func checkVersion(path string, version uint64, readOnly bool) error {
 			"Keep the file, read its accounts with one of those ingots (in a clone of ingot's repository: "+
 			"git worktree add /tmp/ingot-schema1 7640d43 && go -C /tmp/ingot-schema1 build ./cmd/ingot && /tmp/ingot-schema1/ingot --db %s balance --allocations), "+
 			"and make them again in a new bank (ingot init)", ErrOldSchema, path, version, absolute(path))
-	case version < schemaVersion && readOnly:
-		return fmt.Errorf("%w: database schema %d must be upgraded to %d: open it once read-write (any command that may change it, with the file writable)", ErrReadOnly, version, schemaVersion)
 	}
 	if ingots, ok := logIngots[version]; ok {
 		if left, _ := filepath.Glob(path + "-wal.*"); len(left) > 0 {
@@ -224,6 +226,13 @@ func checkVersion(path string, version uint64, readOnly bool) error {
 				"Then open the bank with this ingot, which upgrades it",
 				ErrLogLeft, left, path, version, ingots[0], ingots[1], absolute(path))
 		}
+	}
+	// After the log's check: what it says to do comes first.
+	if version < schemaVersion && noUpgrade {
+		return fmt.Errorf("%w: %s has schema %d and this ingot reads schema %d. A command that only reads never rewrites a bank: "+
+			"upgrade a copy and read that (cp %[2]s COPY && ingot --db COPY upgrade), or the bank itself, with the file writable "+
+			"(ingot --db %[2]s upgrade; serve and any change upgrade it too, keeping the file as it was beside it)",
+			ledger.ErrUpgradeNeeded, path, version, schemaVersion)
 	}
 	return nil
 }

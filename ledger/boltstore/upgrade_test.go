@@ -84,7 +84,7 @@ func TestUpgrades(t *testing.T) {
 			dir := t.TempDir()
 			path := unpack(t, dir, u.file)
 			before := readFile(t, path)
-			want := boltstore.ErrReadOnly
+			want := ledger.ErrUpgradeNeeded
 			if u.refused != "" {
 				want = boltstore.ErrOldSchema
 			}

@@ -112,7 +112,7 @@ func inspect(ctx context.Context, q querier) (state, error) {
 // checkState refuses what Open must not use as asked: another program's
 // tables, a newer schema, no bank unless it may make one, an older schema
 // in a store opened read-only.
-func checkState(st state, latest uint64, where string, create, readOnly bool) error {
+func checkState(st state, latest uint64, where string, create, noUpgrade bool) error {
 	switch {
 	case st.version == 0 && len(st.tables) > 0:
 		return fmt.Errorf("%w: %s holds tables (%s) but no schema_version: it belongs to another program; give ingot a database (or a schema, with search_path) of its own", ErrNotBank, where, excerpt(st.tables))
@@ -120,8 +120,9 @@ func checkState(st state, latest uint64, where string, create, readOnly bool) er
 		return fmt.Errorf("%w: %s is empty (create a bank with `ingot init --store URL`)", ledger.ErrNotInitialized, where)
 	case st.version > latest:
 		return fmt.Errorf("%w: %s has schema %d, and this ingot reads schemas up to %d: upgrade ingot", ErrNewerSchema, where, st.version, latest)
-	case st.version < latest && st.version > 0 && readOnly:
-		return fmt.Errorf("%w: %s has schema %d, which must be upgraded to %d: open it once read-write", ErrReadOnly, where, st.version, latest)
+	case st.version < latest && st.version > 0 && noUpgrade:
+		return fmt.Errorf("%w: %s has schema %d and this ingot reads schema %d. A command that only reads never rewrites a bank: "+
+			"upgrade it with ingot --store URL upgrade (serve and any change upgrade it too, in one transaction)", ledger.ErrUpgradeNeeded, where, st.version, latest)
 	}
 	return nil
 }

@@ -26,6 +26,9 @@ const maxGroup = 64
 type Options struct {
 	// ReadOnly opens the store for reading: Update is refused.
 	ReadOnly bool
+	// NoUpgrade refuses a bank of an earlier schema (ledger.ErrUpgradeNeeded)
+	// rather than upgrade it, for a command that only reads.
+	NoUpgrade bool
 	// Create makes the schema in an empty database; otherwise an empty
 	// database is refused (ledger.ErrNotInitialized).
 	Create bool
@@ -139,7 +142,7 @@ func (s *Store) prepare(ctx context.Context, ms []migration) error {
 	if err != nil {
 		return fmt.Errorf("pgstore: open %s: %w", s.where, err)
 	}
-	if err := checkState(st, s.latest, s.where, s.opts.Create, s.readOnly); err != nil {
+	if err := checkState(st, s.latest, s.where, s.opts.Create, s.readOnly || s.opts.NoUpgrade); err != nil {
 		return err
 	}
 	if st.version == s.latest {
