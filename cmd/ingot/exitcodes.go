@@ -110,7 +110,8 @@ func exitCode(err error) int {
 		return exitAudit
 	case errors.Is(err, boltstore.ErrLocked), errors.Is(err, ledger.ErrNotInitialized), errors.Is(err, errNoDatabase), errors.Is(err, clients.ErrServerKey),
 		errors.Is(err, boltstore.ErrNewerSchema), errors.Is(err, boltstore.ErrOldSchema), errors.Is(err, boltstore.ErrLogLeft),
-		errors.Is(err, pgstore.ErrConnect), errors.Is(err, pgstore.ErrNotBank), errors.Is(err, pgstore.ErrNewerSchema), errors.Is(err, ledger.ErrUnavailable):
+		errors.Is(err, pgstore.ErrConnect), errors.Is(err, pgstore.ErrNotBank), errors.Is(err, pgstore.ErrNewerSchema), errors.Is(err, ledger.ErrUnavailable),
+		errors.Is(err, ledger.ErrUpgradeNeeded):
 		return exitUnavailable
 	case errors.Is(err, ledger.ErrCorrupt):
 		return exitCorrupt
