@@ -23,7 +23,7 @@ func (l *Ledger) ModifyAllocation(ctx context.Context, req Request, id uint64, c
 		return Allocation{}, fmt.Errorf("%w: allocation %d: nothing to change (give a credit limit)", ErrInvalid, id)
 	}
 	if err := CheckCreditLimit(*change.CreditLimit, l.settings.Precision); err != nil {
-		return Allocation{}, fmt.Errorf("allocation %d: %w", id, err)
+		return Allocation{}, fmt.Errorf("allocation %d: credit limit: %w", id, err)
 	}
 	content := struct {
 		ID     uint64           `json:"allocation"`

@@ -113,7 +113,7 @@ func (l *Ledger) checkDeposit(spec *DepositSpec) error {
 		return fmt.Errorf("deposit: %w", err)
 	}
 	if err := CheckCreditLimit(spec.CreditLimit, l.settings.Precision); err != nil {
-		return fmt.Errorf("deposit: %w", err)
+		return fmt.Errorf("deposit: credit limit: %w", err)
 	}
 	if err := checkGiven("deposit: start", spec.Start); err != nil {
 		return err

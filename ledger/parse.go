@@ -50,12 +50,19 @@ var MaxAmount = decimal.New(1, 15)
 // precision, and keep a number far from any engine's numeric limits.
 var plainDecimal = regexp.MustCompile(`^[0-9]{1,16}(\.[0-9]{1,18})?$`)
 
+// tooLong is a number in the grammar's form but for more digits before the
+// point than it takes: too big, which is what its error must say.
+var tooLong = regexp.MustCompile(`^[0-9]{17,}(\.[0-9]+)?$`)
+
 // ParseDecimal reads a decimal number in the bank's one grammar
 // (plainDecimal): "100", "12.50", "0.25". what names the number in the
 // error. It is the whole of the grammar; what a number may be (positive,
 // within the bank's precision, below a bound) is the business of the
 // field it fills: ParseAmount and ParseCreditLimit for amounts.
 func ParseDecimal(what, s string) (decimal.Decimal, error) {
+	if tooLong.MatchString(s) {
+		return decimal.Decimal{}, fmt.Errorf("%w: %s %s is above the maximum %s", ErrInvalid, what, Excerpt(s), MaxAmount)
+	}
 	if !plainDecimal.MatchString(s) {
 		return decimal.Decimal{}, fmt.Errorf("%w: %s %s is not a plain decimal number like 100 or 12.50 (digits, optionally a point and more digits; no sign, exponent, spaces or separators)", ErrInvalid, what, Excerpt(s))
 	}
@@ -103,15 +110,12 @@ func CheckAmount(d decimal.Decimal, precision int32) error {
 }
 
 // CheckCreditLimit refuses a negative or oversized credit limit (zero is
-// fine: no credit).
+// fine: no credit). Its error says "amount": the caller says which.
 func CheckCreditLimit(d decimal.Decimal, precision int32) error {
 	if d.IsZero() {
 		return nil
 	}
-	if err := CheckAmount(d, precision); err != nil {
-		return fmt.Errorf("credit limit: %w", err)
-	}
-	return nil
+	return CheckAmount(d, precision)
 }
 
 var (

@@ -36,14 +36,49 @@ func run(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := interruptible(context.Background())
 	defer stop()
 	app := newApp(stdout, stderr)
+	asJSON := wantsJSON(args)
+	app.ExitErrHandler = func(c *cli.Context, _ error) { asJSON = asJSON || flagBool(c, "json") }
 	err := app.RunContext(ctx, interspersed(app, args))
 	if err != nil && ctx.Err() != nil {
 		err = fmt.Errorf("%w: %w", errInterrupted, err)
 	}
-	if err != nil {
+	code := exitCode(err)
+	switch {
+	case err != nil && asJSON:
+		writeJSON(stdout, jsonError{Error: jsonErrorBody{Code: errorCode(err, code), Message: message(err), Exit: code}})
+	case err != nil:
 		fmt.Fprintf(stderr, "ingot: %s\n", message(err))
 	}
-	return exitCode(err)
+	return code
+}
+
+// jsonError is an error as --json prints it, on standard output, where a
+// script reads the command's answer.
+type jsonError struct {
+	Error jsonErrorBody `json:"error"`
+}
+
+type jsonErrorBody struct {
+	// Code is the API's code for what the bank refused (the same on the
+	// file and through a server), or the command line's own (cliCodes).
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	Exit    int    `json:"exit"`
+}
+
+// wantsJSON reports whether args ask for --json before any "--": a
+// command line that fails before its flags are read (an unknown flag) is
+// answered in JSON too.
+func wantsJSON(args []string) bool {
+	for _, a := range args {
+		switch a {
+		case "--":
+			return false
+		case "--json", "-json", "--json=true", "-json=true":
+			return true
+		}
+	}
+	return false
 }
 
 // errInterrupted marks a command stopped by SIGINT or SIGTERM.

@@ -115,8 +115,13 @@ func backup(c *cli.Context) error {
 	if c.Bool("compact") && flagString(c, "store") != "" {
 		return usageError{"backup --compact compacts a bbolt file; a bank in PostgreSQL is copied as a SQL script"}
 	}
-	if _, err := os.Stat(dest); err == nil && !c.Bool("force") {
-		return fmt.Errorf("%w: backup: %s exists (use --force to replace it)", ledger.ErrExists, dest)
+	if info, err := os.Stat(dest); err == nil {
+		switch {
+		case info.IsDir():
+			return usageError{fmt.Sprintf("backup: %s is a directory: give the copy's file name (%s)", dest, filepath.Join(dest, "ingot-copy.db"))}
+		case !c.Bool("force"):
+			return fmt.Errorf("%w: backup: %s exists (use --force to replace it)", ledger.ErrExists, dest)
+		}
 	}
 	tmp, err := os.CreateTemp(filepath.Dir(dest), ".ingot-backup-*")
 	if err != nil {
@@ -147,6 +152,9 @@ func backup(c *cli.Context) error {
 		if err != nil {
 			return fmt.Errorf("backup: %w", err)
 		}
+		if flagBool(c, "json") {
+			return writeJSON(c.App.Writer, backupWritten{File: dest, Bytes: size, Format: "sql"})
+		}
 		fmt.Fprintf(c.App.Writer, "backup: wrote %s (%d bytes): a SQL script of the bank in PostgreSQL, from one snapshot; "+
 			"psql -v ON_ERROR_STOP=1 -f %[1]s URL restores it into an empty database, where `ingot --store URL audit --full` checks it\n", dest, size)
 		return nil
@@ -167,8 +175,22 @@ func backup(c *cli.Context) error {
 	if err := os.Rename(tmp.Name(), dest); err != nil {
 		return fmt.Errorf("backup: %w", err)
 	}
+	if flagBool(c, "json") {
+		return writeJSON(c.App.Writer, backupWritten{File: dest, Bytes: size, Format: "bbolt", Entries: rep.Entries, Audit: "ok"})
+	}
 	fmt.Fprintf(c.App.Writer, "backup: wrote %s (%d bytes, %d journal entries, audit OK)\n", dest, size, rep.Entries)
 	return nil
+}
+
+// backupWritten is what backup --json prints of the copy it wrote.
+type backupWritten struct {
+	File  string `json:"file"`
+	Bytes int64  `json:"bytes"`
+	// Format is bbolt (a bank file) or sql (a PostgreSQL bank's script).
+	Format string `json:"format"`
+	// Entries and Audit are those of the audit of a bank file's copy.
+	Entries uint64 `json:"entries,omitempty"`
+	Audit   string `json:"audit,omitempty"`
 }
 
 // isPGBackup says whether the copy at path is a PostgreSQL bank's SQL

@@ -129,3 +129,26 @@ func isUnreachable(err error) bool {
 	_, ok := errors.AsType[*url.Error](err)
 	return ok
 }
+
+// cliCodes are the codes of --json's errors that are not the bank's
+// refusals (api.Code), by exit code.
+var cliCodes = map[int]string{
+	exitError:       "error",
+	exitUsage:       "usage",
+	exitNotFound:    "not_found",
+	exitRefused:     "refused",
+	exitAudit:       "audit_failed",
+	exitUnavailable: "unavailable",
+	exitCorrupt:     "corrupt",
+	exitAuth:        "unauthenticated",
+	exitInterrupted: "interrupted",
+}
+
+// errorCode is the code --json gives err, which exits with exit: the
+// API's code where the bank refused (api.CodeOf), else the command line's.
+func errorCode(err error, exit int) string {
+	if code := api.CodeOf(err); code != api.CodeInternal {
+		return string(code)
+	}
+	return cliCodes[exit]
+}

@@ -43,8 +43,10 @@ func interspersed(app *cli.App, args []string) []string {
 	var positional []string
 	for i < len(args) {
 		if args[i] == "--" {
-			positional = append(positional, args[i:]...)
-			break
+			// The end of the flags goes before every positional argument,
+			// those before it included: the parser stops at the first of
+			// them and would take a later "--" for an argument.
+			return append(append(append(out, "--"), positional...), args[i+1:]...)
 		}
 		if n := flagTokens(flags, args[i:]); n > 0 {
 			out = append(out, args[i:i+n]...)

@@ -310,7 +310,8 @@ func TestInterspersedFlags(t *testing.T) {
 		{"ingot --json deposit chem 100", "ingot --json deposit chem 100"},
 		{"ingot deposit chem -5", "ingot deposit chem -5"},
 		{"ingot account create chem --any-user -d y", "ingot account create --any-user -d y chem"},
-		{"ingot deposit chem 5 -- --end", "ingot deposit chem 5 -- --end"},
+		{"ingot deposit chem 5 -- --end", "ingot deposit -- chem 5 --end"},
+		{"ingot deposit chem -- -5", "ingot deposit -- chem -5"},
 		{"ingot balance chem --at=now-1h", "ingot balance --at=now-1h chem"},
 	} {
 		if got := strings.Join(interspersed(app, strings.Fields(tc.in)), " "); got != tc.want {

@@ -156,6 +156,19 @@ var sentinels = []struct {
 	{munge.ErrMismatch, CodeUnauthenticated},
 }
 
+// CodeOf is the code of the first sentinel err wraps, or CodeInternal.
+func CodeOf(err error) Code {
+	if e, ok := errors.AsType[*Error](err); ok {
+		return e.Code
+	}
+	for _, s := range sentinels {
+		if errors.Is(err, s.err) {
+			return s.code
+		}
+	}
+	return CodeInternal
+}
+
 // FromError returns the wire error for err: err itself if it is an *Error,
 // the code of the first sentinel it wraps with its message (and, for a
 // lien refused with jobs to preempt, the ledger.Preemption as details
@@ -171,13 +184,7 @@ func FromError(err error) *Error {
 	if pe, ok := errors.AsType[*ledger.PreemptionError](err); ok {
 		return Errorf(CodeInsufficientFunds, "%s", err.Error()).With("preemption", pe.Preemption)
 	}
-	code := CodeInternal
-	for _, s := range sentinels {
-		if errors.Is(err, s.err) {
-			code = s.code
-			break
-		}
-	}
+	code := CodeOf(err)
 	switch {
 	case code == CodeInternal:
 		return Errorf(code, "internal server error (the server's log has the cause)")

@@ -23,7 +23,10 @@ import (
 
 // Client talks to one ingot server as one client.
 type Client struct {
-	base     *url.URL
+	base *url.URL
+	// name is the server as its errors name it: the base URL, or
+	// unix:PATH for the socket (whose base URL only gives a Host header).
+	name     string
 	sign     signer
 	http     *http.Client
 	now      func() time.Time
@@ -61,7 +64,7 @@ func newClient(baseURL string, sign signer, opts ...Option) (*Client, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("client: server %q is not an http(s)://host[:port] URL", baseURL)
 	}
-	c := &Client{base: u, sign: sign, http: &http.Client{Timeout: 30 * time.Second, Transport: newTransport()},
+	c := &Client{base: u, name: u.String(), sign: sign, http: &http.Client{Timeout: 30 * time.Second, Transport: newTransport()},
 		now: time.Now, attempts: 3, backoff: 200 * time.Millisecond}
 	for _, o := range opts {
 		o(c)
@@ -189,7 +192,7 @@ func (c *Client) once(ctx context.Context, hc *http.Client, method, target, requ
 	resp, err := hc.Do(r)
 	if err != nil {
 		if ue, ok := errors.AsType[*url.Error](err); ok {
-			err = &UnreachableError{Server: c.base.String(), Err: ue}
+			err = &UnreachableError{Server: c.name, Err: ue}
 		}
 		return ctx.Err() == nil, err
 	}
@@ -197,23 +200,23 @@ func (c *Client) once(ctx context.Context, hc *http.Client, method, target, requ
 	if w, ok := out.(io.Writer); ok && resp.StatusCode == http.StatusOK {
 		// A stream, not JSON; not retried, as part of it may be written.
 		if _, err := io.Copy(w, resp.Body); err != nil {
-			return false, fmt.Errorf("server %s: reading the answer: %w", c.base, err)
+			return false, fmt.Errorf("server %s: reading the answer: %w", c.name, err)
 		}
 		return false, nil
 	}
 	raw, err := readAnswer(resp)
 	if err != nil {
-		return true, fmt.Errorf("server %s: reading the answer: %w", c.base, err)
+		return true, fmt.Errorf("server %s: reading the answer: %w", c.name, err)
 	}
 	if resp.StatusCode != http.StatusOK {
 		var e api.Error
 		if json.Unmarshal(raw, &e) != nil || e.Code == "" {
-			return resp.StatusCode == http.StatusServiceUnavailable, fmt.Errorf("server %s answered %s, not as an ingot server does: %.200q", c.base, resp.Status, raw)
+			return resp.StatusCode == http.StatusServiceUnavailable, fmt.Errorf("server %s answered %s, not as an ingot server does: %.200q", c.name, resp.Status, raw)
 		}
 		return resp.StatusCode == http.StatusServiceUnavailable, &e
 	}
 	if err := json.Unmarshal(raw, out); err != nil {
-		return false, fmt.Errorf("server %s: decode the answer: %w", c.base, err)
+		return false, fmt.Errorf("server %s: decode the answer: %w", c.name, err)
 	}
 	return false, nil
 }

@@ -103,5 +103,6 @@ func WithSocket(path string) Option {
 		h := *c.http
 		h.Transport = t
 		c.http = &h
+		c.name = "unix:" + path
 	}
 }
