@@ -11,7 +11,12 @@ import (
 
 // CopyReport says what Copy copied.
 type CopyReport struct {
-	Entries, Allocations, Liens, Charges, Records, Requests int
+	Entries     int `json:"entries"`
+	Allocations int `json:"allocations"`
+	Liens       int `json:"liens"`
+	Charges     int `json:"charges"`
+	Records     int `json:"records"`
+	Requests    int `json:"kept_answers"`
 }
 
 // Copy copies the bank in from into to, which must hold none, from one

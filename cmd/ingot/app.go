@@ -35,7 +35,8 @@ const lockTimeout = 10 * time.Second
 func run(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := interruptible(context.Background())
 	defer stop()
-	app := newApp(stdout, stderr)
+	answered := &countingWriter{w: stdout}
+	app := newApp(answered, stderr)
 	asJSON := wantsJSON(args)
 	app.ExitErrHandler = func(c *cli.Context, _ error) { asJSON = asJSON || flagBool(c, "json") }
 	err := app.RunContext(ctx, interspersed(app, args))
@@ -44,12 +45,27 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	code := exitCode(err)
 	switch {
-	case err != nil && asJSON:
+	// An answer printed before the error (a quote not covered, an audit's
+	// problems) holds it already: one JSON document on stdout, the
+	// message on stderr.
+	case err != nil && asJSON && answered.n == 0:
 		writeJSON(stdout, jsonError{Error: jsonErrorBody{Code: errorCode(err, code), Message: message(err), Exit: code}})
 	case err != nil:
 		fmt.Fprintf(stderr, "ingot: %s\n", message(err))
 	}
 	return code
+}
+
+// countingWriter counts what is written through it.
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (cw *countingWriter) Write(p []byte) (int, error) {
+	n, err := cw.w.Write(p)
+	cw.n += int64(n)
+	return n, err
 }
 
 // jsonError is an error as --json prints it, on standard output, where a

@@ -59,7 +59,12 @@ func upgrade(c *cli.Context) error {
 		report(from, to, backup)
 	}}
 	return withStore(c, opts, func(*ledger.Ledger, ledger.Store) error {
-		if !upgraded {
+		switch {
+		case flagBool(c, "json"):
+			return writeJSON(c.App.Writer, struct {
+				Upgraded bool `json:"upgraded"`
+			}{upgraded})
+		case !upgraded:
 			fmt.Fprintln(c.App.Writer, "upgrade: the bank has this ingot's schema already; nothing to do")
 		}
 		return nil

@@ -72,6 +72,9 @@ func clientRotate(c *cli.Context) error {
 // also printed as Gold's and Maui's configurations hold it.
 func giveKey(c *cli.Context, newKey func() (clients.Client, auth.Key, error)) error {
 	path := c.String("key-out")
+	if flagBool(c, "json") {
+		return giveKeyJSON(c, path, newKey)
+	}
 	if path == "" {
 		cl, key, err := newKey()
 		if err != nil {
@@ -92,6 +95,41 @@ func giveKey(c *cli.Context, newKey func() (clients.Client, auth.Key, error)) er
 	}
 	fmt.Fprintf(c.App.Writer, "client %s (%s): key %s written to %s\n", cl.Name, cl.Role, key.ID, path)
 	return printGoldKey(c, cl, key)
+}
+
+// keyGiven is a new key as --json prints it: the key file's line when no
+// --key-out holds it, and a Gold client's secret as Gold's and Maui's
+// configurations hold it.
+type keyGiven struct {
+	Client     clients.Client `json:"client"`
+	KeyID      string         `json:"key_id"`
+	KeyFile    string         `json:"key_file,omitempty"`
+	Key        string         `json:"key,omitempty"`
+	GoldSecret string         `json:"gold_secret,omitempty"`
+}
+
+func giveKeyJSON(c *cli.Context, path string, newKey func() (clients.Client, auth.Key, error)) error {
+	var (
+		cl  clients.Client
+		key auth.Key
+		err error
+	)
+	if path == "" {
+		cl, key, err = newKey()
+	} else {
+		cl, key, err = makeKeyFile(path, newKey)
+	}
+	if err != nil {
+		return err
+	}
+	given := keyGiven{Client: cl, KeyID: key.ID, KeyFile: path}
+	if path == "" {
+		given.Key = strings.TrimSpace(string(key.KeyFile()))
+	}
+	if cl.Gold {
+		given.GoldSecret = key.SecretText()
+	}
+	return writeJSON(c.App.Writer, given)
 }
 
 // printGoldKey prints a Gold client's key as Gold's auth_key file and

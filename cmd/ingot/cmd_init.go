@@ -31,6 +31,12 @@ func initCommands() []*cli.Command {
 			if err := ledger.Init(c.Context, store, s, request(c), time.Now()); err != nil {
 				return fmt.Errorf("init %s: %w", name, err)
 			}
+			if flagBool(c, "json") {
+				return writeJSON(c.App.Writer, struct {
+					Bank      string `json:"bank"`
+					Precision int32  `json:"precision"`
+				}{name, s.Precision})
+			}
 			fmt.Fprintf(c.App.Writer, "created bank %s (precision %d)\n", name, s.Precision)
 			return nil
 		}),

@@ -65,6 +65,13 @@ func migrate(c *cli.Context) error {
 		}
 		return fmt.Errorf("migrate %s to %s: %w", srcName, dstName, err)
 	}
+	if flagBool(c, "json") {
+		return writeJSON(c.App.Writer, struct {
+			From   string            `json:"from"`
+			To     string            `json:"to"`
+			Copied ledger.CopyReport `json:"copied"`
+		}{srcName, dstName, rep})
+	}
 	fmt.Fprintf(c.App.Writer, "migrate: copied %s to %s (journal entries %d, allocations %d, liens %d, charges %d, records %d, kept answers %d); "+
 		"both audited in full, with the same balances\n", srcName, dstName, rep.Entries, rep.Allocations, rep.Liens, rep.Charges, rep.Records, rep.Requests)
 	return nil
