@@ -19,6 +19,13 @@ type CopyReport struct {
 	Requests    int `json:"kept_answers"`
 }
 
+// CopyOptions tune Copy.
+type CopyOptions struct {
+	// Progress, if set, is told how many journal entries Copy has copied,
+	// every progressEntries of them (those of the source are Head's).
+	Progress func(entries int)
+}
+
 // Copy copies the bank in from into to, which must hold none, from one
 // snapshot of from, in one change of to: its settings; its journal, each
 // entry's bytes as stored (so its hash and the chain hold); each
@@ -27,7 +34,7 @@ type CopyReport struct {
 // running sums are rebuilt; the audit's checkpoint is left behind, so the
 // copy's first audit is a full one. It is what `ingot migrate` does
 // between engines; the ids go on from the copied ones (Tx.NextLienID).
-func Copy(ctx context.Context, from, to Store) (CopyReport, error) {
+func Copy(ctx context.Context, from, to Store, opts CopyOptions) (CopyReport, error) {
 	var rep CopyReport
 	err := from.View(ctx, func(src Tx) error {
 		return to.Update(ctx, func(dst Tx) error {
@@ -50,7 +57,7 @@ func Copy(ctx context.Context, from, to Store) (CopyReport, error) {
 			if err := dst.PutSettings(s); err != nil {
 				return err
 			}
-			kinds, err := copyJournal(src, dst, &rep)
+			kinds, err := copyJournal(src, dst, &rep, opts.Progress)
 			if err != nil {
 				return err
 			}
@@ -69,7 +76,7 @@ func Copy(ctx context.Context, from, to Store) (CopyReport, error) {
 // copyJournal appends the source's entries to dst with the history of the
 // allocations each changed, and returns the kinds of the records the
 // journal carries (every record but the ledger's own is journaled).
-func copyJournal(src, dst Tx, rep *CopyReport) (map[string]bool, error) {
+func copyJournal(src, dst Tx, rep *CopyReport, progress func(int)) (map[string]bool, error) {
 	kinds := map[string]bool{}
 	err := src.Entries(1, math.MaxUint64, func(se StoredEntry) (bool, error) {
 		e, err := DecodeEntry(se)
@@ -81,6 +88,9 @@ func copyJournal(src, dst Tx, rep *CopyReport) (map[string]bool, error) {
 			return false, err
 		}
 		rep.Entries++
+		if progress != nil && rep.Entries%progressEntries == 0 {
+			progress(rep.Entries)
+		}
 		if e.Record != nil {
 			kinds[e.Record.Kind] = true
 		}

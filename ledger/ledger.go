@@ -133,6 +133,23 @@ func (l *Ledger) Backup(ctx context.Context, w io.Writer) (int64, error) {
 	return n, nil
 }
 
+// JournalLength is the number of the bank's newest journal entry: how
+// many a full audit or a copy goes through (those archived included).
+func (l *Ledger) JournalLength(ctx context.Context) (uint64, error) {
+	return JournalLength(ctx, l.store)
+}
+
+// JournalLength is the number of the newest journal entry of the bank in s.
+func JournalLength(ctx context.Context, s Store) (uint64, error) {
+	var head JournalHead
+	err := s.View(ctx, func(tx Tx) error {
+		var err error
+		head, err = tx.Head()
+		return err
+	})
+	return head.Seq, err
+}
+
 // View runs fn in a read-only transaction: a consistent snapshot for the
 // layers above the ledger.
 func (l *Ledger) View(ctx context.Context, fn func(Tx) error) error { return l.view(ctx, fn) }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/ingot-hpc/ingot/internal/progress"
 	"github.com/ingot-hpc/ingot/ledger"
 	"github.com/ingot-hpc/ingot/ledger/boltstore"
 	"github.com/ingot-hpc/ingot/ledger/pgstore"
@@ -73,7 +74,22 @@ func upgrade(c *cli.Context) error {
 
 func audit(c *cli.Context) error {
 	return withBank(c, func(b bank) error {
-		rep, err := b.Audit(c.Context, ledger.AuditOptions{Full: c.Bool("full")})
+		opts := ledger.AuditOptions{Full: c.Bool("full")}
+		// The server audits in a job of its own, whose progress its log
+		// shows; on the file, the command shows it.
+		if local, ok := b.bankService.(localBank); ok {
+			var total uint64
+			if opts.Full {
+				var err error
+				if total, err = local.JournalLength(c.Context); err != nil {
+					return fmt.Errorf("audit: %w", err)
+				}
+			}
+			meter := progress.New(c.App.ErrWriter, "audit", "journal entries", int64(total))
+			defer meter.Stop()
+			opts.Progress = func(n uint64) { meter.Set(int64(n)) }
+		}
+		rep, err := b.Audit(c.Context, opts)
 		if err != nil {
 			return fmt.Errorf("audit: %w", err)
 		}
@@ -135,7 +151,13 @@ func backup(c *cli.Context) error {
 	defer os.Remove(tmp.Name()) // a no-op once renamed
 	var size int64
 	err = withBank(c, func(b bank) error {
-		size, err = b.Backup(c.Context, tmp)
+		var total int64 // the file's size bounds its copy's; a server's is not known here
+		if _, local := b.bankService.(localBank); local && flagString(c, "db") != "" {
+			total = fileSize(flagString(c, "db"))
+		}
+		meter := progress.New(c.App.ErrWriter, "backup", "bytes", total)
+		defer meter.Stop()
+		size, err = b.Backup(c.Context, &progress.Writer{W: tmp, M: meter})
 		return err
 	})
 	if err == nil {

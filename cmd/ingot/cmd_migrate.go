@@ -9,6 +9,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/ingot-hpc/ingot/internal/progress"
 	"github.com/ingot-hpc/ingot/ledger"
 	"github.com/ingot-hpc/ingot/ledger/boltstore"
 )
@@ -52,7 +53,14 @@ func migrate(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	rep, err := ledger.Copy(c.Context, src, dst)
+	total, err := ledger.JournalLength(c.Context, src)
+	if err != nil {
+		dst.Close()
+		return fmt.Errorf("migrate %s: %w", srcName, err)
+	}
+	meter := progress.New(c.App.ErrWriter, "migrate", "journal entries", int64(total))
+	rep, err := ledger.Copy(c.Context, src, dst, ledger.CopyOptions{Progress: func(n int) { meter.Set(int64(n)) }})
+	meter.Stop()
 	if err == nil {
 		err = sameBanks(c, src, dst, srcName, dstName)
 	}

@@ -1316,7 +1316,7 @@ func testCopy(t *testing.T, open OpenStore) {
 
 	dst := open(t)
 	defer dst.Close()
-	rep, err := ledger.Copy(ctx, b.Store, dst)
+	rep, err := ledger.Copy(ctx, b.Store, dst, ledger.CopyOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1356,7 +1356,7 @@ func testCopy(t *testing.T, open OpenStore) {
 	if err != nil || r.Allocations[0].ID != 4 {
 		t.Errorf("a deposit on the copy: %+v %v, want allocation 4", r, err)
 	}
-	if _, err := ledger.Copy(ctx, b.Store, dst); !errors.Is(err, ledger.ErrExists) {
+	if _, err := ledger.Copy(ctx, b.Store, dst, ledger.CopyOptions{}); !errors.Is(err, ledger.ErrExists) {
 		t.Errorf("a copy onto a bank: %v, want ErrExists", err)
 	}
 }
