@@ -57,7 +57,7 @@ func Copy(ctx context.Context, from, to Store, opts CopyOptions) (CopyReport, er
 			if err := dst.PutSettings(s); err != nil {
 				return err
 			}
-			kinds, err := copyJournal(src, dst, &rep, opts.Progress)
+			kinds, err := copyJournal(ctx, src, dst, &rep, opts.Progress)
 			if err != nil {
 				return err
 			}
@@ -74,9 +74,9 @@ func Copy(ctx context.Context, from, to Store, opts CopyOptions) (CopyReport, er
 }
 
 // copyJournal appends the source's entries to dst with the history of the
-// allocations each changed, and returns the kinds of the records the
+// allocations each changed, until ctx is done, and returns the kinds of the records the
 // journal carries (every record but the ledger's own is journaled).
-func copyJournal(src, dst Tx, rep *CopyReport, progress func(int)) (map[string]bool, error) {
+func copyJournal(ctx context.Context, src, dst Tx, rep *CopyReport, progress func(int)) (map[string]bool, error) {
 	kinds := map[string]bool{}
 	err := src.Entries(1, math.MaxUint64, func(se StoredEntry) (bool, error) {
 		e, err := DecodeEntry(se)
@@ -88,8 +88,13 @@ func copyJournal(src, dst Tx, rep *CopyReport, progress func(int)) (map[string]b
 			return false, err
 		}
 		rep.Entries++
-		if progress != nil && rep.Entries%progressEntries == 0 {
-			progress(rep.Entries)
+		if rep.Entries%progressEntries == 0 {
+			if progress != nil {
+				progress(rep.Entries)
+			}
+			if err := ctx.Err(); err != nil { // stopped (Ctrl-C): nothing of the copy is committed
+				return false, err
+			}
 		}
 		if e.Record != nil {
 			kinds[e.Record.Kind] = true
