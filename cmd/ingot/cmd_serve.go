@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -113,8 +114,11 @@ func serve(c *cli.Context, fileKeys []string) error {
 		}
 		log.Info("upgraded the bank", "db", flagString(c, "db"), "from schema", from, "to schema", to, "the file as it was", backup)
 	}
-	return withStore(c, boltstore.Options{OnCommit: m.ObserveCommit, OnUpgrade: upgraded}, func(l *ledger.Ledger, _ ledger.Store) error {
+	return withStore(c, boltstore.Options{OnCommit: m.ObserveCommit, OnUpgrade: upgraded}, func(l *ledger.Ledger, store ledger.Store) error {
 		m.CountLiens(func() (int, error) { return l.OpenLiens(ctx) })
+		if _, ok := store.(*boltstore.Store); ok {
+			m.WatchFilesystem(filepath.Dir(flagString(c, "db"))) // the alert on a filling disk watches it
+		}
 		firstAdminKey := c.String("first-admin-key")
 		// The server key is made only with the first admin's key: a server
 		// started with a mistyped --server-key must stop, not seal anew.

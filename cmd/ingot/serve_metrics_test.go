@@ -1,16 +1,22 @@
 package main
 
 import (
+	"cmp"
 	"context"
+	"fmt"
 	"io"
 	"maps"
+	"math"
 	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
@@ -213,5 +219,164 @@ func TestAlertRules(t *testing.T) {
 		if _, ok := served[`ingot_http_requests_total{code=401,endpoint=`+endpoint+`,method=get}`]; !ok {
 			t.Errorf("the rules name the endpoint %s, which is none", endpoint)
 		}
+	}
+}
+
+// alertRule returns the expr and the for: of the alerting rule named in
+// contrib/prometheus/ingot.rules.yml ("" when it has no for:).
+func alertRule(t *testing.T, name string) (expr, forDuration string) {
+	t.Helper()
+	rules, err := os.ReadFile(filepath.Join("..", "..", "contrib", "prometheus", "ingot.rules.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rule, ok := strings.Cut(string(rules), "- alert: "+name+"\n")
+	if !ok {
+		t.Fatalf("no alert %s in the rules", name)
+	}
+	rule, _, _ = strings.Cut(rule, "- alert: ")
+	for line := range strings.Lines(rule) {
+		line = strings.TrimSpace(line)
+		if v, ok := strings.CutPrefix(line, "expr: "); ok {
+			expr = v
+		}
+		if v, ok := strings.CutPrefix(line, "for: "); ok {
+			forDuration = v
+		}
+	}
+	if expr == "" {
+		t.Fatalf("alert %s has no expr", name)
+	}
+	return expr, forDuration
+}
+
+// TestDiskFillingWatchesTheBanksFilesystem checks that IngotDiskFilling
+// watches a series that a server of a bank serves, and that the series is
+// the space left on the file system holding the bank's file, wherever it
+// is mounted (the rule watched node_exporter's mountpoint="/var" alone,
+// which is not where every bank lives, and which a test's bank never is).
+func TestDiskFillingWatchesTheBanksFilesystem(t *testing.T) {
+	expr, _ := alertRule(t, "IngotDiskFilling")
+	m := regexp.MustCompile(`predict_linear\(([a-z_]+)\{([^}]*)\}\[`).FindStringSubmatch(expr)
+	if m == nil {
+		t.Fatalf("IngotDiskFilling: %s: no predict_linear of a selector", expr)
+	}
+	name, matchers := m[1], m[2]
+
+	b := newCLIBank(t)
+	b.clientKey("root", "--role", "admin") // serve needs the server key
+	base := startServe(t, "--db", b.db, "serve", "--listen", "127.0.0.1:0").line(t, "listening on ")
+	served := scrape(t, base+"/metrics")
+	var series []string
+	for s := range served {
+		if strings.HasPrefix(s, name+"{") && selects(matchers, s) {
+			series = append(series, s)
+		}
+	}
+	if len(series) != 1 {
+		t.Fatalf("IngotDiskFilling's %s{%s} selects %q of what the bank's server serves, want one series", name, matchers, series)
+	}
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(filepath.Dir(b.db), &st); err != nil {
+		t.Fatal(err)
+	}
+	want := float64(st.Bavail) * float64(st.Frsize)
+	// Other tests write beside this one: the figures agree within 256 MiB.
+	if got := served[series[0]]; math.Abs(got-want) > 256<<20 {
+		t.Errorf("%s = %.0f, the bank's file system has %.0f bytes free", series[0], got, want)
+	}
+}
+
+// selects reports whether the label matchers of a selector (name="value",
+// name=~"re", name!="value") select series, as scrape keys it. The target
+// labels Prometheus adds (job, instance) are not on the page and match.
+func selects(matchers, series string) bool {
+	_, labels, _ := strings.Cut(strings.TrimSuffix(series, "}"), "{")
+	have := map[string]string{}
+	for _, l := range strings.Split(labels, ",") {
+		if k, v, ok := strings.Cut(l, "="); ok {
+			have[k] = v
+		}
+	}
+	for _, m := range regexp.MustCompile(`([a-z_]+)\s*(=~|!=|!~|=)\s*"([^"]*)"`).FindAllStringSubmatch(matchers, -1) {
+		label, op, value := m[1], m[2], m[3]
+		if label == "job" || label == "instance" {
+			continue
+		}
+		re := regexp.MustCompile("^(?:" + value + ")$")
+		got := have[label]
+		if ok := map[string]bool{"=": got == value, "!=": got != value, "=~": re.MatchString(got), "!~": !re.MatchString(got)}[op]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// TestBackupNotRunAfterOneMissedDay checks IngotBackupNotRun against the
+// timer it watches: the longest a working ingot-backup.timer goes between
+// two runs (a day, its RandomizedDelaySec, and systemd's AccuracySec of a
+// minute) never fires it, and a missed daily run fires it within the hour
+// after that, which is what docs/operations.md says (the rule fired at
+// 27 h, two hours after a run was missed, where the docs said a day).
+func TestBackupNotRunAfterOneMissedDay(t *testing.T) {
+	timer, err := os.ReadFile(filepath.Join("..", "..", "contrib", "systemd", "ingot-backup.timer"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	setting := func(key string) string {
+		for line := range strings.Lines(string(timer)) {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(line), key+"="); ok {
+				return v
+			}
+		}
+		return ""
+	}
+	if got := setting("OnCalendar"); got != "daily" {
+		t.Fatalf("ingot-backup.timer: OnCalendar=%s; this test knows daily", got)
+	}
+	span := func(key, unset string) time.Duration {
+		v := cmp.Or(setting(key), unset)
+		if _, err := strconv.Atoi(v); err == nil {
+			v += "s" // systemd reads a bare number as seconds
+		}
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			t.Fatalf("ingot-backup.timer: %s=%s: %v", key, v, err)
+		}
+		return d
+	}
+	longestGap := 24*time.Hour + span("RandomizedDelaySec", "0") + span("AccuracySec", "1m")
+
+	expr, forDuration := alertRule(t, "IngotBackupNotRun")
+	m := regexp.MustCompile(`^time\(\) - node_systemd_timer_last_trigger_seconds\{name="ingot-backup\.timer"\} > (\d+) \* 3600$`).FindStringSubmatch(expr)
+	if m == nil {
+		t.Fatalf("IngotBackupNotRun: %s: not the age of the timer's last run against hours", expr)
+	}
+	hours, _ := strconv.Atoi(m[1])
+	pending := time.Duration(0)
+	if forDuration != "" {
+		if pending, err = time.ParseDuration(forDuration); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fires := time.Duration(hours)*time.Hour + pending
+	if fires <= longestGap {
+		t.Errorf("IngotBackupNotRun fires %v after the last run; a working timer may run %v after it", fires, longestGap)
+	}
+	if fires > longestGap+time.Hour {
+		t.Errorf("IngotBackupNotRun fires %v after the last run: %v after a daily run was missed (due within %v)", fires, fires-longestGap, longestGap)
+	}
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "operations.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, row, _ := strings.Cut(string(doc), "| `IngotBackupNotRun` |")
+	row, _, _ = strings.Cut(row, "\n")
+	said := fmt.Sprintf("%d h", hours)
+	if minutes, ok := strings.CutSuffix(forDuration, "m"); ok {
+		said = fmt.Sprintf("over %d h ago, for %s min", hours, minutes)
+	}
+	if !strings.Contains(row, said) {
+		t.Errorf("docs/operations.md says of IngotBackupNotRun %q; the rule fires after %d h and %s", row, hours, forDuration)
 	}
 }

@@ -6,6 +6,8 @@
 //	ingot_liens_open                                    gauge
 //	ingot_commit_batch_size                             histogram of Update calls per write and sync of the log
 //	ingot_commit_duration_seconds                       histogram of the times of those writes, their groups included
+//	ingot_bank_filesystem_avail_bytes                   gauge: space left on the file system of the bank's file
+//	ingot_bank_filesystem_size_bytes                    gauge: that file system's size
 //
 // with the Go runtime's (go_*) and the process's (process_*) figures.
 //

@@ -155,6 +155,47 @@ func (g lienGauge) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(liensOpen, prometheus.GaugeValue, float64(n))
 }
 
+// WatchFilesystem adds the gauges ingot_bank_filesystem_avail_bytes and
+// ingot_bank_filesystem_size_bytes: the space left to an unprivileged
+// process (what the server, which is not root, may still write) and the
+// size of the file system that holds dir, the bank's directory, read with
+// statfs at each scrape. The alert on a filling disk (contrib/prometheus)
+// watches them: they are the file system of the bank itself, on the bank's
+// host, whatever its mount point, with no node_exporter configured for it.
+// A bank in PostgreSQL has no directory: the server adds none.
+func (m *Metrics) WatchFilesystem(dir string) {
+	m.registry.MustRegister(filesystemGauge(dir))
+}
+
+var (
+	filesystemAvail = prometheus.NewDesc("ingot_bank_filesystem_avail_bytes",
+		"Bytes an unprivileged process may still write on the file system that holds the bank (statfs's f_bavail × f_frsize).", nil, nil)
+	filesystemSize = prometheus.NewDesc("ingot_bank_filesystem_size_bytes",
+		"Size in bytes of the file system that holds the bank (statfs's f_blocks × f_frsize).", nil, nil)
+)
+
+// filesystemGauge is a collector that reads the bank's file system when
+// scraped. Its figures name no path: the page names nothing a reader could
+// not guess (package doc).
+type filesystemGauge string
+
+func (g filesystemGauge) Describe(ch chan<- *prometheus.Desc) {
+	ch <- filesystemAvail
+	ch <- filesystemSize
+}
+
+func (g filesystemGauge) Collect(ch chan<- prometheus.Metric) {
+	avail, size, err := statFilesystem(string(g))
+	if err != nil {
+		err = fmt.Errorf("reading the bank's file system: %w", err)
+		ch <- prometheus.NewInvalidMetric(filesystemAvail, err)
+		ch <- prometheus.NewInvalidMetric(filesystemSize, err)
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(filesystemAvail, prometheus.GaugeValue, float64(avail))
+	ch <- prometheus.MustNewConstMetric(filesystemSize, prometheus.GaugeValue, float64(size))
+}
+
 // Handler serves the metrics. A collector's error is logged, and the other
 // metrics are still served.
 func (m *Metrics) Handler(log *slog.Logger) http.Handler {
