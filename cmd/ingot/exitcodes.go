@@ -12,6 +12,7 @@ import (
 	"github.com/ingot-hpc/ingot/lien"
 	"github.com/ingot-hpc/ingot/proto/api"
 	"github.com/ingot-hpc/ingot/proto/clients"
+	"github.com/ingot-hpc/ingot/proto/munge"
 )
 
 // Exit codes. Scripts depend on them: add, never renumber.
@@ -111,7 +112,8 @@ func exitCode(err error) int {
 	case errors.Is(err, boltstore.ErrLocked), errors.Is(err, ledger.ErrNotInitialized), errors.Is(err, errNoDatabase), errors.Is(err, clients.ErrServerKey),
 		errors.Is(err, boltstore.ErrNewerSchema), errors.Is(err, boltstore.ErrOldSchema), errors.Is(err, boltstore.ErrLogLeft),
 		errors.Is(err, pgstore.ErrConnect), errors.Is(err, pgstore.ErrNotBank), errors.Is(err, pgstore.ErrNewerSchema), errors.Is(err, ledger.ErrUnavailable),
-		errors.Is(err, ledger.ErrUpgradeNeeded):
+		errors.Is(err, ledger.ErrUpgradeNeeded), errors.Is(err, boltstore.ErrReadOnly), errors.Is(err, pgstore.ErrReadOnly),
+		errors.Is(err, munge.ErrUnavailable):
 		return exitUnavailable
 	case errors.Is(err, ledger.ErrCorrupt):
 		return exitCorrupt

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -67,5 +68,38 @@ func TestOperatorMessages(t *testing.T) {
 	b.json(&written, "backup", filepath.Join(dir, "copy.db"))
 	if written.File != filepath.Join(dir, "copy.db") || written.Format != "bbolt" || written.Audit != "ok" || written.Entries == 0 || written.Bytes == 0 {
 		t.Errorf("backup --json: %+v", written)
+	}
+}
+
+// TestReadOnlyBankAndStoppedMunge: a change to a bank on a read-only mount,
+// and a command that cannot get a MUNGE credential, exit 6 saying why
+// (they exited 1). Mounting needs root.
+func TestReadOnlyBankAndStoppedMunge(t *testing.T) {
+	t.Setenv("INGOT_SERVER", "")
+	var out strings.Builder
+	code := run([]string{"ingot", "--server", "http://127.0.0.1:1", "--use-munge", "--munge-socket", filepath.Join(t.TempDir(), "no-munged"), "balance"}, &out, &out)
+	if code != exitUnavailable || !strings.Contains(out.String(), "cannot run MUNGE") {
+		t.Errorf("--use-munge without munged: exit %d\n%s", code, out.String())
+	}
+
+	dir := t.TempDir()
+	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size=8m"); err != nil {
+		if os.Getenv("INGOT_E2E") == "1" {
+			t.Fatalf("mount a tmpfs (INGOT_E2E=1 requires it): %v", err)
+		}
+		t.Skipf("needs root to mount a read-only file system: %v", err)
+	}
+	t.Cleanup(func() { syscall.Unmount(dir, 0) })
+	b := onFile(t, filepath.Join(dir, "bank.db"))
+	b.ok("init")
+	b.ok("account", "create", "chem")
+	if err := syscall.Mount("", dir, "", syscall.MS_REMOUNT|syscall.MS_RDONLY, ""); err != nil {
+		t.Fatal(err)
+	}
+	if out, code := b.run("deposit", "chem", "5"); code != exitUnavailable || !strings.Contains(out, "is not writable by this process") {
+		t.Errorf("a deposit into a bank on a read-only mount: exit %d\n%s", code, out)
+	}
+	if out := b.ok("balance", "chem"); !strings.Contains(out, "chem") {
+		t.Errorf("balance on a read-only mount:\n%s", out)
 	}
 }

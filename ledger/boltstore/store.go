@@ -93,7 +93,10 @@ type Store struct {
 	path     string
 	db       *bolt.DB
 	readOnly bool
-	onCommit func(int, time.Duration)
+	// unwritable: opened read-only because this process may not write
+	// the file, which Update's refusal says.
+	unwritable bool
+	onCommit   func(int, time.Duration)
 
 	queue *groupcommit.Queue // nil when read-only
 
@@ -113,9 +116,9 @@ func Open(path string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("boltstore: open %s: %w", path, err)
 	}
-	readOnly := opts.ReadOnly
+	readOnly, unwritable := opts.ReadOnly, false
 	if !readOnly && !fresh && !writable(path) {
-		readOnly = true
+		readOnly, unwritable = true, true
 	}
 	if !fresh {
 		// Read-only first: a file that is not a bank must not change.
@@ -131,7 +134,7 @@ func Open(path string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{path: path, db: db, readOnly: readOnly, onCommit: opts.OnCommit, cache: recordcache.New()}
+	s := &Store{path: path, db: db, readOnly: readOnly, unwritable: unwritable, onCommit: opts.OnCommit, cache: recordcache.New()}
 	if !readOnly {
 		err = s.prepare(fresh, opts.OnUpgrade)
 	}
@@ -283,6 +286,10 @@ func (s *Store) View(ctx context.Context, fn func(ledger.Tx) error) error {
 // Update runs fn in the committer's next group and returns once the group
 // is durable (see the package documentation).
 func (s *Store) Update(ctx context.Context, fn func(ledger.Tx) error) error {
+	if s.unwritable {
+		return fmt.Errorf("%w: %s is not writable by this process (uid %d; its permissions, or a read-only mount): "+
+			"it can be read, audited and backed up, not changed; change it as its owner, or through the server that holds it", ErrReadOnly, s.path, os.Geteuid())
+	}
 	if s.readOnly {
 		return fmt.Errorf("%w: %s", ErrReadOnly, s.path)
 	}
