@@ -37,7 +37,11 @@ func allocationModify(c *cli.Context) error {
 		return err
 	}
 	return withBank(c, func(b bank) error {
-		credit, err := ledger.ParseCreditLimit(limit, b.precision())
+		p, err := b.precision()
+		if err != nil {
+			return err
+		}
+		credit, err := ledger.ParseCreditLimit(limit, p)
 		if err != nil {
 			return fmt.Errorf("--credit-limit: %w", err)
 		}
@@ -45,7 +49,6 @@ func allocationModify(c *cli.Context) error {
 		if err != nil {
 			return err
 		}
-		p := b.precision()
 		t := table{headers: []string{"Allocation", "Account", "Start", "End", "Machine", "Deposited", "Amount", "CreditLimit", "Description"}, data: al}
 		t.add(strconv.FormatUint(al.ID, 10), al.Account, localTime(al.Start), endTime(al.End), orAny(al.Machine), amount(al.Deposited, p),
 			amount(al.Amount, p), amount(al.CreditLimit, p), al.Description)

@@ -110,7 +110,10 @@ func chargeJob(c *cli.Context) error {
 // showChargeResult shows a charge, where its credits came from, what
 // happened to the lien, and the itemised price.
 func showChargeResult(c *cli.Context, b bank, r lien.ChargeResult) error {
-	p := b.precision()
+	p, err := b.precision()
+	if err != nil {
+		return err
+	}
 	t := table{headers: []string{"Field", "Value"}, data: r}
 	chargeRows(&t, r.Charge, p)
 	if r.Lien != nil {
@@ -210,7 +213,10 @@ func chargeList(c *cli.Context) error {
 }
 
 func showCharges(c *cli.Context, b bank, charges []ledger.Charge) error {
-	p := b.precision()
+	p, err := b.precision()
+	if err != nil {
+		return err
+	}
 	t := table{headers: []string{"Charge", "Job", "Machine", "Project", "User", "Kind", "Amount", "Refunded", "Overdrawn", "Time"}, data: orEmpty(charges)}
 	for _, ch := range charges {
 		t.add(strconv.FormatUint(ch.ID, 10), ch.JobID, ch.Machine, ch.Project, ch.User, chargeKind(ch), amount(ch.Amount, p), amount(ch.Refunded, p),
@@ -254,7 +260,11 @@ func refund(c *cli.Context) error {
 	return withBank(c, func(b bank) error {
 		spec := lien.RefundSpec{Charge: id, Description: c.String("description")}
 		if c.NArg() == 2 {
-			if spec.Amount, err = ledger.ParseAmount(c.Args().Get(1), b.precision()); err != nil {
+			p, err := b.precision()
+			if err != nil {
+				return err
+			}
+			if spec.Amount, err = ledger.ParseAmount(c.Args().Get(1), p); err != nil {
 				return err
 			}
 		}
@@ -263,7 +273,11 @@ func refund(c *cli.Context) error {
 			return err
 		}
 		t := table{headers: []string{"Field", "Value"}, data: ch}
-		chargeRows(&t, ch, b.precision())
+		p, err := b.precision()
+		if err != nil {
+			return err
+		}
+		chargeRows(&t, ch, p)
 		return show(c, t)
 	})
 }
@@ -280,7 +294,11 @@ func refundJob(c *cli.Context) error {
 		}
 		spec := lien.JobRefundSpec{Job: lien.Job{Machine: m, ID: c.String("job")}, Description: c.String("description")}
 		if c.NArg() == 1 {
-			if spec.Amount, err = ledger.ParseAmount(c.Args().Get(0), b.precision()); err != nil {
+			p, err := b.precision()
+			if err != nil {
+				return err
+			}
+			if spec.Amount, err = ledger.ParseAmount(c.Args().Get(0), p); err != nil {
 				return err
 			}
 		}
@@ -288,7 +306,10 @@ func refundJob(c *cli.Context) error {
 		if err != nil {
 			return err
 		}
-		p := b.precision()
+		p, err := b.precision()
+		if err != nil {
+			return err
+		}
 		t := table{headers: []string{"Charge", "Job", "Machine", "Project", "Kind", "Amount", "Refunded"}, data: r}
 		for _, ch := range r.Charges {
 			t.add(strconv.FormatUint(ch.ID, 10), ch.JobID, ch.Machine, ch.Project, chargeKind(ch), amount(ch.Amount, p), amount(ch.Refunded, p))

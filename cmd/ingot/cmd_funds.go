@@ -59,7 +59,10 @@ func deposit(c *cli.Context) error {
 		}
 	}
 	return withBank(c, func(b bank) error {
-		p := b.precision()
+		p, err := b.precision()
+		if err != nil {
+			return err
+		}
 		// Zero is for an allocation of credit alone: the bank says when it
 		// is not one.
 		amt, err := ledger.ParseCreditLimit(a[1], p)
@@ -87,7 +90,11 @@ func withdraw(c *cli.Context) error {
 		return err
 	}
 	return withBank(c, func(b bank) error {
-		amt, err := ledger.ParseAmount(a[1], b.precision())
+		p, err := b.precision()
+		if err != nil {
+			return err
+		}
+		amt, err := ledger.ParseAmount(a[1], p)
 		if err != nil {
 			return err
 		}
@@ -95,7 +102,7 @@ func withdraw(c *cli.Context) error {
 		if err != nil {
 			return err
 		}
-		return showReceipt(c, b.precision(), r)
+		return showReceipt(c, p, r)
 	})
 }
 
@@ -105,7 +112,11 @@ func transfer(c *cli.Context) error {
 		return err
 	}
 	return withBank(c, func(b bank) error {
-		amt, err := ledger.ParseAmount(a[2], b.precision())
+		p, err := b.precision()
+		if err != nil {
+			return err
+		}
+		amt, err := ledger.ParseAmount(a[2], p)
 		if err != nil {
 			return err
 		}
@@ -113,7 +124,7 @@ func transfer(c *cli.Context) error {
 		if err != nil {
 			return err
 		}
-		return showReceipt(c, b.precision(), r)
+		return showReceipt(c, p, r)
 	})
 }
 

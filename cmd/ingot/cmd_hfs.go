@@ -104,7 +104,11 @@ func hfsShow(c *cli.Context) error {
 		if f == formatJSON {
 			return writeJSON(c.App.Writer, s)
 		}
-		return writeShares(c, f, s, b.precision(), true)
+		p, err := b.precision()
+		if err != nil {
+			return err
+		}
+		return writeShares(c, f, s, p, true)
 	})
 }
 
@@ -210,7 +214,11 @@ func preempt(c *cli.Context) error {
 		return err
 	}
 	return withBank(c, func(b bank) error {
-		credits, err := ledger.ParseAmount(a[1], b.precision())
+		precision, err := b.precision()
+		if err != nil {
+			return err
+		}
+		credits, err := ledger.ParseAmount(a[1], precision)
 		if err != nil {
 			return fmt.Errorf("preempt: %w", err)
 		}
@@ -231,10 +239,10 @@ func preempt(c *cli.Context) error {
 		t := table{headers: []string{"Machine", "Job", "Project", "User", "Holds"}, data: p}
 		for _, v := range p.Victims {
 			if v.Hidden {
-				t.add("-", "-", "(not yours to read)", "-", amount(v.Held, b.precision()))
+				t.add("-", "-", "(not yours to read)", "-", amount(v.Held, precision))
 				continue
 			}
-			t.add(v.Machine, v.JobID, v.Project, v.User, amount(v.Held, b.precision()))
+			t.add(v.Machine, v.JobID, v.Project, v.User, amount(v.Held, precision))
 		}
 		return write(c.App.Writer, f, t)
 	})
@@ -254,7 +262,10 @@ func fairShare(c *cli.Context) error {
 		if err != nil {
 			return err
 		}
-		p := b.precision()
+		p, err := b.precision()
+		if err != nil {
+			return err
+		}
 		t := table{headers: []string{"Node", "Shares", "Usage", "Target", "ShortTerm", "Priority", "Active"}, data: orEmpty(nodes)}
 		for _, n := range nodes {
 			t.add(treeLabel(n.Name, f), n.Shares.String(), strconv.FormatFloat(n.Usage, 'f', int(p), 64),

@@ -440,7 +440,10 @@ func lienSweep(c *cli.Context) error {
 }
 
 func showLiens(c *cli.Context, b bank, liens []ledger.Lien) error {
-	p := b.precision()
+	p, err := b.precision()
+	if err != nil {
+		return err
+	}
 	t := table{headers: []string{"Lien", "Job", "Machine", "Project", "User", "State", "Amount", "Charged", "Created", "Expires"}, data: orEmpty(liens)}
 	for _, l := range liens {
 		t.add(strconv.FormatUint(l.ID, 10), l.JobID, l.Machine, l.Project, l.User, string(l.State), amount(l.Amount, p), amount(l.Charged, p),
@@ -484,7 +487,11 @@ func lienRows(t *table, l ledger.Lien, p int32) error {
 
 func showLien(c *cli.Context, b bank, l ledger.Lien) error {
 	t := table{headers: []string{"Field", "Value"}, data: l}
-	if err := lienRows(&t, l, b.precision()); err != nil {
+	p, err := b.precision()
+	if err != nil {
+		return err
+	}
+	if err := lienRows(&t, l, p); err != nil {
 		return err
 	}
 	return show(c, t)
@@ -505,7 +512,11 @@ func showLienResult(c *cli.Context, b bank, r lien.LienResult) error {
 	case r.FellBack:
 		t.add("Note", fmt.Sprintf("fell back from %s to %s: %s could not cover the lien; switch the job to %s", rec.Requested, r.Project, rec.Requested, r.Project))
 	}
-	if err := lienRows(&t, r.Lien, b.precision()); err != nil {
+	p, err := b.precision()
+	if err != nil {
+		return err
+	}
+	if err := lienRows(&t, r.Lien, p); err != nil {
 		return err
 	}
 	return showExplained(c, t, r.Quote)

@@ -163,7 +163,11 @@ func showCreated(c *cli.Context, b bank, n ledger.Node) error {
 		fmt.Fprintln(c.App.Writer)
 	}
 	s.Nodes = s.Nodes[i : i+1]
-	return writeShares(c, f, s, b.precision(), true)
+	p, err := b.precision()
+	if err != nil {
+		return err
+	}
+	return writeShares(c, f, s, p, true)
 }
 
 func (k nodeKind) modify(c *cli.Context) error {

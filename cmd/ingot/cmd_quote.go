@@ -62,8 +62,12 @@ func quote(c *cli.Context) error {
 			t.add("Project", r.Project)
 			t.add("Machine", machine)
 			t.add("Policy", r.Amount.Explanation.Policy.String())
-			t.add("Amount", amount(r.Amount.Credits, b.precision()))
-			t.add("Available", amount(r.Available, b.precision()))
+			p, err := b.precision()
+			if err != nil {
+				return err
+			}
+			t.add("Amount", amount(r.Amount.Credits, p))
+			t.add("Available", amount(r.Available, p))
 			t.add("Lien now", coverage(r))
 			if err := showExplained(c, t, r.Amount); err != nil {
 				return err
@@ -75,13 +79,21 @@ func quote(c *cli.Context) error {
 			}
 			return nil
 		}
-		expires := b.settings.Now.Add(time.Duration(validFor) * time.Second)
+		settings, err := b.settings() // the guarantee runs from the bank's clock
+		if err != nil {
+			return err
+		}
+		expires := settings.Now.Add(time.Duration(validFor) * time.Second)
 		q, err := b.Guarantee(c.Context, request(c), spec, expires, c.Int("uses"))
 		if err != nil {
 			return err
 		}
 		t := table{headers: []string{"Field", "Value"}, data: q}
-		quoteRows(&t, q, b.precision())
+		p, err := b.precision()
+		if err != nil {
+			return err
+		}
+		quoteRows(&t, q, p)
 		return showExplained(c, t, q.Amount)
 	})
 }
@@ -120,7 +132,10 @@ func quoteList(c *cli.Context) error {
 		if err != nil {
 			return err
 		}
-		p := b.precision()
+		p, err := b.precision()
+		if err != nil {
+			return err
+		}
 		t := table{headers: []string{"Quote", "Machine", "Project", "User", "Policy", "Amount", "Created", "Expires", "Used", "Uses"}, data: orEmpty(qs)}
 		for _, q := range qs {
 			t.add(strconv.FormatUint(q.ID, 10), q.Machine, q.Project, q.User, q.Policy.String(), amount(q.Amount.Credits, p),

@@ -92,7 +92,10 @@ func balance(c *cli.Context) error {
 			}
 			nbs = append(nbs, nb)
 		}
-		p := b.precision()
+		p, err := b.precision()
+		if err != nil {
+			return err
+		}
 		if c.Bool("allocations") {
 			t := table{headers: []string{"Node", "Allocation", "Active", "Start", "End", "Machine", "Deposited", "Amount", "CreditLimit", "Description"}, data: orEmpty(nbs)}
 			for _, nb := range nbs {
@@ -206,11 +209,17 @@ func statement(c *cli.Context) error {
 		return err
 	}
 	return withBank(c, func(b bank) error {
-		if to.IsZero() {
-			to = b.settings.Now.Add(time.Microsecond) // include what happened just now
-		}
-		if from.IsZero() {
-			from = b.settings.Created
+		if to.IsZero() || from.IsZero() {
+			settings, err := b.settings() // the bank's clock, and when it was created
+			if err != nil {
+				return err
+			}
+			if to.IsZero() {
+				to = settings.Now.Add(time.Microsecond) // include what happened just now
+			}
+			if from.IsZero() {
+				from = settings.Created
+			}
 		}
 		st, err := b.Statement(c.Context, a[0], from, to, c.Bool("summarize"))
 		if err != nil {
@@ -223,7 +232,11 @@ func statement(c *cli.Context) error {
 		if f == formatJSON {
 			return writeJSON(c.App.Writer, st)
 		}
-		return report.WriteStatement(c.App.Writer, f.text(), st, b.precision(), c.Bool("summarize"))
+		p, err := b.precision()
+		if err != nil {
+			return err
+		}
+		return report.WriteStatement(c.App.Writer, f.text(), st, p, c.Bool("summarize"))
 	})
 }
 
@@ -255,7 +268,10 @@ func journal(c *cli.Context) error {
 		if err != nil {
 			return err
 		}
-		p := b.precision()
+		p, err := b.precision()
+		if err != nil {
+			return err
+		}
 		t := table{headers: []string{"Entry", "Time", "Kind", "Subject", "Ref", "Changes", "Actor", "Request", "Description"}, data: orEmpty(entries)}
 		for _, e := range entries {
 			var changes []string
@@ -306,7 +322,11 @@ func usage(c *cli.Context) error {
 		if err != nil {
 			return err
 		}
-		ut := report.UsageTable(rows, by, c.String("period") != "", b.precision())
+		p, err := b.precision()
+		if err != nil {
+			return err
+		}
+		ut := report.UsageTable(rows, by, c.String("period") != "", p)
 		return show(c, table{headers: ut.Headers, rows: ut.Rows, data: orEmpty(rows)})
 	})
 }

@@ -70,7 +70,11 @@ func reservationAdd(c *cli.Context) error {
 			return err
 		}
 		t := table{headers: []string{"Field", "Value"}, data: r}
-		reservationRows(&t, r, b.precision())
+		p, err := b.precision()
+		if err != nil {
+			return err
+		}
+		reservationRows(&t, r, p)
 		return show(c, t)
 	})
 }
@@ -88,7 +92,10 @@ func reservationList(c *cli.Context) error {
 		if err != nil {
 			return err
 		}
-		p := b.precision()
+		p, err := b.precision()
+		if err != nil {
+			return err
+		}
 		t := table{headers: []string{"Name", "Machine", "Procs", "Start", "End", "Project", "User", "FlushedTo", "Flushes", "Charged", "Ended"}, data: orEmpty(rs)}
 		for _, r := range rs {
 			t.add(r.Name, r.Machine, strconv.FormatInt(r.Processors, 10), localTime(r.Start), localTime(r.End), r.Project, r.User,
@@ -115,7 +122,10 @@ func reservationFlush(end bool) cli.ActionFunc {
 			if err != nil {
 				return err
 			}
-			p := b.precision()
+			p, err := b.precision()
+			if err != nil {
+				return err
+			}
 			t := table{headers: []string{"Field", "Value"}, data: r}
 			reservationRows(&t, r.Reservation, p)
 			t.add("Idle processor-seconds", strconv.FormatInt(r.IdleSeconds, 10))

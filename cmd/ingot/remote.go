@@ -71,6 +71,8 @@ type remoteBank struct {
 
 func (r remoteBank) Settings() (api.Settings, error) { return r.client.Settings(r.ctx) }
 
+func (r remoteBank) Precision() (int32, bool) { return r.client.Precision() }
+
 func (r remoteBank) Nodes(ctx context.Context, prefix string) ([]ledger.Node, error) {
 	return r.client.Nodes(ctx, prefix)
 }

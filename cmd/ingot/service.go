@@ -26,6 +26,10 @@ import (
 type bankService interface {
 	// Settings are the bank's settings, when it was created, and its clock.
 	Settings() (api.Settings, error)
+	// Precision is the bank's number of decimal places, if known without
+	// asking: always on the file, and through a server once it has
+	// answered a request (its answers say it, api.HeaderPrecision).
+	Precision() (int32, bool)
 
 	Nodes(ctx context.Context, prefix string) ([]ledger.Node, error)
 	Node(ctx context.Context, name string) (ledger.Node, error)
@@ -113,6 +117,8 @@ func (b localBank) Settings() (api.Settings, error) {
 	return api.Settings{Settings: b.Ledger.Settings(), Created: b.Created(), Now: b.Now(), ArchivedBefore: archived}, err
 }
 
+func (b localBank) Precision() (int32, bool) { return b.Ledger.Settings().Precision, true }
+
 func (b localBank) Registry(makesKeys bool) (clientRegistry, error) {
 	reg, err := openClients(b.cli, b.Ledger, makesKeys)
 	if err != nil {
@@ -122,14 +128,44 @@ func (b localBank) Registry(makesKeys bool) (clientRegistry, error) {
 }
 
 // bank is what a command works on: the bank's operations, local or
-// remote, and its settings as the command began.
+// remote. Its settings are asked for only by a command that needs them
+// (a statement's default period, a guaranteed quote's expiry, the precision
+// of an amount read before the command's request), once: the precision
+// of what a command prints comes with the answer it prints. So a command
+// through a server costs the one request it makes, not a request for
+// /v1/settings before it.
 type bank struct {
 	bankService
-	settings api.Settings
+	asked *askedSettings
 }
 
-// precision is the bank's number of decimal places.
-func (b bank) precision() int32 { return b.settings.Precision }
+// askedSettings are the settings once asked for.
+type askedSettings struct {
+	done     bool
+	settings api.Settings
+	err      error
+}
+
+// settings are the bank's settings and its clock, asked for the first
+// time they are needed.
+func (b bank) settings() (api.Settings, error) {
+	if !b.asked.done {
+		b.asked.settings, b.asked.err = b.Settings()
+		b.asked.done = true
+	}
+	return b.asked.settings, b.asked.err
+}
+
+// precision is the bank's number of decimal places: known on the file,
+// and through a server from its last answer; else asked for (before the
+// command's first request, or of a server that does not say it).
+func (b bank) precision() (int32, error) {
+	if p, ok := b.Precision(); ok {
+		return p, nil
+	}
+	s, err := b.settings()
+	return s.Precision, err
+}
 
 // withBank runs fn on the bank of this command: through the server with
 // --server, else on the database file; then closes it.
@@ -138,10 +174,7 @@ func withBank(c *cli.Context, fn func(bank) error) error {
 	if err != nil {
 		return err
 	}
-	settings, err := svc.Settings()
-	if err == nil {
-		err = fn(bank{bankService: svc, settings: settings})
-	}
+	err = fn(bank{bankService: svc, asked: &askedSettings{}})
 	if cerr := svc.Close(); err == nil && cerr != nil {
 		err = fmt.Errorf("close bank: %w", cerr)
 	}

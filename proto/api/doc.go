@@ -147,6 +147,11 @@
 // surrogate pair ("\ud800" alone) is refused with invalid_utf8, as bytes
 // that are not UTF-8 are: encoding/json would keep U+FFFD in its place.
 //
+// Every answer to a request whose client the server knows carries the
+// header X-Ingot-Precision: the bank's number of decimal places, which
+// GET /v1/settings also gives, so that a client formats an answer's amounts
+// with no request beyond the one it made.
+//
 // # Retries
 //
 // The POSTs that change the bank (all but POST /v1/quotes and

@@ -65,6 +65,12 @@ const (
 // HeaderRequestID carries the request id of a change (see Retries).
 const HeaderRequestID = auth.HeaderRequestID
 
+// HeaderPrecision carries the bank's precision (its number of decimal
+// places, fixed for its life) on every answer to an authenticated request,
+// so that a client prints the amounts of an answer without asking
+// /v1/settings first.
+const HeaderPrecision = "X-Ingot-Precision"
+
 // MaxBodyBytes is the largest request body the server reads.
 const MaxBodyBytes = 1 << 20
 

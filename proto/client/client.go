@@ -14,7 +14,9 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/ingot-hpc/ingot/proto/api"
@@ -32,6 +34,9 @@ type Client struct {
 	now      func() time.Time
 	attempts int
 	backoff  time.Duration
+	// precision is the bank's precision plus one, as the last answer
+	// that said it (api.HeaderPrecision) said; 0 until one has.
+	precision atomic.Int32
 }
 
 // Option configures a Client.
@@ -197,6 +202,9 @@ func (c *Client) once(ctx context.Context, hc *http.Client, method, target, requ
 		return ctx.Err() == nil, err
 	}
 	defer resp.Body.Close()
+	if p, err := strconv.ParseInt(resp.Header.Get(api.HeaderPrecision), 10, 32); err == nil && p >= 0 && p <= maxPrecision {
+		c.precision.Store(int32(p) + 1)
+	}
 	if w, ok := out.(io.Writer); ok && resp.StatusCode == http.StatusOK {
 		// A stream, not JSON; not retried, as part of it may be written.
 		if _, err := io.Copy(w, resp.Body); err != nil {
@@ -219,6 +227,19 @@ func (c *Client) once(ctx context.Context, hc *http.Client, method, target, requ
 		return false, fmt.Errorf("server %s: decode the answer: %w", c.name, err)
 	}
 	return false, nil
+}
+
+// maxPrecision bounds the precision an answer may say: a bank's is at most
+// a few places; a header beyond this is not believed.
+const maxPrecision = 30
+
+// Precision is the bank's number of decimal places as the server's answers
+// say it (api.HeaderPrecision), and whether one has: a client prints an
+// answer's amounts with it rather than asking Settings first. ok is false
+// before the first answer, and from a server that does not say it.
+func (c *Client) Precision() (precision int32, ok bool) {
+	p := c.precision.Load()
+	return p - 1, p > 0
 }
 
 // maxAnswer bounds the answers read.

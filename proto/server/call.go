@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/ingot-hpc/ingot/ledger"
@@ -38,6 +39,9 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) string {
 	who := ""
 	if c != nil {
 		who = c.client.Name
+		// The bank's precision, for a client to print the answer's amounts
+		// with: an authenticated client may read it at /v1/settings.
+		w.Header().Set(api.HeaderPrecision, strconv.Itoa(int(s.ledger.Settings().Precision)))
 	}
 	if err != nil {
 		s.writeError(w, r, err)
