@@ -95,6 +95,15 @@ type FlushResult struct {
 	Reservation Reservation   `json:"reservation"`
 	Charge      *ChargeResult `json:"charge,omitempty"`
 	IdleSeconds int64         `json:"idle_processor_seconds"`
+	// DryRun says that nothing was charged or recorded: the result is what
+	// a flush would do now (FlushDryRun), its charge without an id.
+	DryRun bool `json:"dry_run,omitempty"`
+	// Warning says that the idle charge takes the account past its credit
+	// limit: a charge is never refused for lack of funds (the reservation
+	// was used, or kept idle, already), so the allocation first in debit
+	// order goes below its credit limit by what the others could not
+	// cover, which the charge's Overdrawn gives.
+	Warning string `json:"warning,omitempty"`
 }
 
 // Flush charges the reservation's idle processor-seconds from its last flush
@@ -112,85 +121,132 @@ func (b *Bank) Flush(ctx context.Context, req ledger.Request, name string, runni
 	}{name, running, end}
 	kind := ledger.KindCharge
 	return ledger.Mutate(ctx, b.l, req, kind, content, func(w *ledger.Writer) (FlushResult, error) {
-		var r Reservation
-		ok, err := loadRecord(w.Tx(), recordReservation, name, &r)
-		if err != nil {
-			return FlushResult{}, err
-		}
-		if !ok || r.Ended {
-			return FlushResult{}, fmt.Errorf("%w: %q is unknown or ended", ErrReservation, name)
-		}
-		to := w.Now().Truncate(time.Second)
-		if to.After(r.End) {
-			to = r.End
-		}
-		if end {
-			r.Ended = true
-		}
-		from := r.Flushed
-		res := FlushResult{}
-		if to.After(from) {
-			seconds := int64(to.Sub(from) / time.Second)
-			used := running
-			for _, s := range r.Spans {
-				used += s.Processors * overlapSeconds(s.Start, s.End, from, to)
-			}
-			idle := max(r.Processors*seconds-used, 0)
-			res.IdleSeconds = idle
-			r.Flushed, r.Flushes = to, r.Flushes+1
-			r.Spans = keepSpans(r.Spans, to)
-			if idle > 0 {
-				cr, err := b.chargeIdle(w, &r, from, seconds, idle)
-				if err != nil {
-					return FlushResult{}, err
-				}
-				res.Charge = &cr
-				res.Reservation = r
-				return res, nil
-			}
-		}
-		rec, err := recordOf(recordReservation, r.Name, r)
-		if err != nil {
-			return FlushResult{}, err
-		}
-		_, err = w.Append(ledger.Entry{Kind: ledger.KindRecord, Node: r.Project, Ref: r.Name, Record: rec, Description: "reservation flushed, nothing idle"})
-		res.Reservation = r
-		return res, err
+		return b.flush(w, name, running, end, false)
 	})
+}
+
+// FlushDryRun is what Flush would do now, with the same arguments, done on
+// a read-only transaction: the idle processor-seconds, the charge with the
+// allocations it would debit, and the warning of an overdraft. Nothing is
+// charged, journaled or recorded.
+func (b *Bank) FlushDryRun(ctx context.Context, name string, running int64, end bool) (FlushResult, error) {
+	if running < 0 || running > charge.MaxCPUSeconds {
+		return FlushResult{}, fmt.Errorf("%w: running processor-seconds %d out of range", ledger.ErrInvalid, running)
+	}
+	var res FlushResult
+	err := b.l.Inspect(ctx, func(w *ledger.Writer) (err error) {
+		res, err = b.flush(w, name, running, end, true)
+		return err
+	})
+	return res, err
+}
+
+// flush is Flush's change, or with dry its dry run, which journals nothing.
+func (b *Bank) flush(w *ledger.Writer, name string, running int64, end, dry bool) (FlushResult, error) {
+	var r Reservation
+	ok, err := loadRecord(w.Tx(), recordReservation, name, &r)
+	if err != nil {
+		return FlushResult{}, err
+	}
+	if !ok || r.Ended {
+		return FlushResult{}, fmt.Errorf("%w: %q is unknown or ended", ErrReservation, name)
+	}
+	to := w.Now().Truncate(time.Second)
+	if to.After(r.End) {
+		to = r.End
+	}
+	if end {
+		r.Ended = true
+	}
+	from := r.Flushed
+	res := FlushResult{DryRun: dry}
+	if to.After(from) {
+		seconds := int64(to.Sub(from) / time.Second)
+		used := running
+		for _, s := range r.Spans {
+			used += s.Processors * overlapSeconds(s.Start, s.End, from, to)
+		}
+		idle := max(r.Processors*seconds-used, 0)
+		res.IdleSeconds = idle
+		r.Flushed, r.Flushes = to, r.Flushes+1
+		r.Spans = keepSpans(r.Spans, to)
+		if idle > 0 {
+			cr, first, err := b.chargeIdle(w, &r, from, seconds, idle, dry)
+			if err != nil {
+				return FlushResult{}, err
+			}
+			res.Charge = &cr
+			res.Reservation = r
+			res.Warning = b.overdraftWarning(r, cr.Charge, first, dry)
+			return res, nil
+		}
+	}
+	res.Reservation = r
+	if dry {
+		return res, nil
+	}
+	rec, err := recordOf(recordReservation, r.Name, r)
+	if err != nil {
+		return FlushResult{}, err
+	}
+	_, err = w.Append(ledger.Entry{Kind: ledger.KindRecord, Node: r.Project, Ref: r.Name, Record: rec, Description: "reservation flushed, nothing idle"})
+	return res, err
+}
+
+// overdraftWarning is the warning of a flush whose idle charge c took (or,
+// in a dry run, would take) the account past its credit limit, "" if it
+// did not; first is the allocation that took what the others could not.
+func (b *Bank) overdraftWarning(r Reservation, c ledger.Charge, first uint64, dry bool) string {
+	if !c.Overdrawn.IsPositive() {
+		return ""
+	}
+	p := b.l.Settings().Precision
+	verb := "overdrew"
+	if dry {
+		verb = "would overdraw"
+	}
+	return fmt.Sprintf("reservation %s: the idle charge of %s %s %s past its credit limit: %s more than its allocations on %s hold with their credit limits, "+
+		"debited from allocation %d", r.Name, c.Amount.StringFixed(p), verb, c.Account, c.Overdrawn.StringFixed(p), r.Machine, first)
 }
 
 // chargeIdle prices idle processor-seconds as a job of the reservation's
 // processors over the interval under DEBITALLCPU, its CPU time being the
 // idle time: the rate table (multipliers, time-of-day windows) applies as to
-// any job. It records the reservation in the same entry.
-func (b *Bank) chargeIdle(w *ledger.Writer, r *Reservation, from time.Time, seconds, idle int64) (ChargeResult, error) {
+// any job. It records the reservation in the same entry; with dry it
+// journals nothing, and the charge has no id. first is the allocation that
+// takes what the others cannot cover (debit).
+func (b *Bank) chargeIdle(w *ledger.Writer, r *Reservation, from time.Time, seconds, idle int64, dry bool) (res ChargeResult, first uint64, err error) {
 	tx := w.Tx()
 	cfg, err := b.pricingConfig(tx)
 	if err != nil {
-		return ChargeResult{}, err
+		return ChargeResult{}, 0, err
 	}
 	p, err := resolve(tx, r.Machine, r.User, r.Project, false)
 	if err != nil {
-		return ChargeResult{}, err
+		return ChargeResult{}, 0, err
 	}
 	pr, err := b.pricing(tx, cfg, p)
 	if err != nil {
-		return ChargeResult{}, err
+		return ChargeResult{}, 0, err
 	}
 	usage := charge.Usage{Resources: charge.Resources{Processors: r.Processors}, WallclockSeconds: seconds, CPUSeconds: idle,
 		Start: from, End: from.Add(time.Duration(seconds) * time.Second), State: charge.Completed}
 	priced, err := priceCharge(pr, charge.DebitAllCPU, usage, r.Name)
 	if err != nil {
-		return ChargeResult{}, fmt.Errorf("%w: idle charge of reservation %s: %v", ledger.ErrInvalid, r.Name, err)
+		return ChargeResult{}, 0, fmt.Errorf("%w: idle charge of reservation %s: %v", ledger.ErrInvalid, r.Name, err)
 	}
 	r.Charged = r.Charged.Add(priced.amount.Credits)
-	rec, err := recordOf(recordReservation, r.Name, *r)
-	if err != nil {
-		return ChargeResult{}, err
-	}
 	c := ledger.Charge{JobRef: ledger.JobRef{JobID: fmt.Sprintf("reservation/%s/%d", r.Name, r.Flushes), Machine: r.Machine,
 		Project: p.project.Name, Account: p.project.Account(), User: p.user.Name}, Final: true, Time: w.Now()}
-	return b.settle(w, c, nil, rec, priced)
+	if dry {
+		c, first, err := debit(w, c, nil, priced)
+		return ChargeResult{Charge: c, Overran: decimal.Zero, Released: decimal.Zero}, first, err
+	}
+	rec, err := recordOf(recordReservation, r.Name, *r)
+	if err != nil {
+		return ChargeResult{}, 0, err
+	}
+	return b.settleFrom(w, c, nil, rec, priced)
 }
 
 // recordJobInReservation adds a charged job's run to its reservation, so

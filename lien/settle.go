@@ -203,23 +203,21 @@ func priceCharge(pr pricing, policy charge.Policy, usage charge.Usage, reservati
 // settle debits what p priced for charge c (its identity filled in),
 // updates the lien and journals both, and rec if not nil, in one entry.
 func (b *Bank) settle(w *ledger.Writer, c ledger.Charge, lien *ledger.Lien, rec *ledger.Record, p pricedCharge) (ChargeResult, error) {
+	res, _, err := b.settleFrom(w, c, lien, rec, p)
+	return res, err
+}
+
+// settleFrom is settle that also returns the allocation that took what the
+// others could not cover (debit).
+func (b *Bank) settleFrom(w *ledger.Writer, c ledger.Charge, lien *ledger.Lien, rec *ledger.Record, p pricedCharge) (ChargeResult, uint64, error) {
 	amount := p.amount.Credits
-	f, err := w.Funds(c.Account, c.Machine, lien)
+	c, first, err := debit(w, c, lien, p)
 	if err != nil {
-		return ChargeResult{}, err
+		return ChargeResult{}, 0, err
 	}
-	if amount.IsPositive() {
-		if c.Debits, c.Overdrawn, err = f.Debit(amount); err != nil {
-			return ChargeResult{}, fmt.Errorf("charge for job %s: %w", c.JobID, err)
-		}
-	} else {
-		c.Debits, c.Overdrawn = []ledger.Hold{}, decimal.Zero
-	}
-	c.Amount, c.Refunded = amount, decimal.Zero
 	if c.ID, err = w.Tx().NextChargeID(); err != nil {
-		return ChargeResult{}, err
+		return ChargeResult{}, 0, err
 	}
-	c.Detail = p.detail
 	res := ChargeResult{Overran: decimal.Zero, Released: decimal.Zero}
 	if lien != nil {
 		l := *lien
@@ -243,13 +241,39 @@ func (b *Bank) settle(w *ledger.Writer, c ledger.Charge, lien *ledger.Lien, rec 
 	}
 	allocs, deltas, err := debitDeltas(w.Tx(), c)
 	if err != nil {
-		return ChargeResult{}, err
+		return ChargeResult{}, 0, err
 	}
 	if _, err = w.Move(ledger.Entry{Kind: ledger.KindCharge, Node: c.Project, Ref: c.JobID, Charge: &c, Lien: res.Lien, Record: rec, Description: description}, allocs, deltas); err != nil {
-		return ChargeResult{}, err
+		return ChargeResult{}, 0, err
 	}
 	res.Charge = c
-	return res, nil
+	return res, first, nil
+}
+
+// debit fills in charge c of p's amount: the allocations it is debited
+// from (lien's first, if any), what it takes beyond their credit limits
+// (Overdrawn), and its price's detail. first is the allocation that takes
+// that overdraft, the first in debit order. It changes nothing: settle
+// journals the charge, a reservation's dry run shows it.
+func debit(w *ledger.Writer, c ledger.Charge, lien *ledger.Lien, p pricedCharge) (ledger.Charge, uint64, error) {
+	amount := p.amount.Credits
+	f, err := w.Funds(c.Account, c.Machine, lien)
+	if err != nil {
+		return c, 0, err
+	}
+	if amount.IsPositive() {
+		if c.Debits, c.Overdrawn, err = f.Debit(amount); err != nil {
+			return c, 0, fmt.Errorf("charge for job %s: %w", c.JobID, err)
+		}
+	} else {
+		c.Debits, c.Overdrawn = []ledger.Hold{}, decimal.Zero
+	}
+	var first uint64
+	if len(f.Allocations) > 0 {
+		first = f.Allocations[0].ID
+	}
+	c.Amount, c.Refunded, c.Detail = amount, decimal.Zero, p.detail
+	return c, first, nil
 }
 
 // shrink takes by off a lien's holds: first where the charge debited, then

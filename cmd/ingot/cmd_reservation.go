@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -13,6 +14,7 @@ import (
 
 func reservationCommands() []*cli.Command {
 	running := &cli.Int64Flag{Name: "running-proc-seconds", Usage: "processor-seconds that jobs still running inside it used since the last flush (the scheduler's figure)"}
+	dryRun := &cli.BoolFlag{Name: "dry-run", Usage: "print what it would charge now, from which allocations, and any overdraft, without charging or recording anything"}
 	return []*cli.Command{{
 		Name:  "reservation",
 		Usage: "chargeable reservations: their idle processor-seconds are charged to their project",
@@ -32,8 +34,12 @@ func reservationCommands() []*cli.Command {
 				Action: reservationAdd,
 			},
 			{Name: "list", Usage: "list reservations", Action: reservationList},
-			{Name: "flush", Usage: "charge the idle processor-seconds since the last flush", ArgsUsage: "NAME", Flags: []cli.Flag{running}, Action: reservationFlush(false)},
-			{Name: "end", Usage: "charge the idle processor-seconds since the last flush and close the reservation", ArgsUsage: "NAME", Flags: []cli.Flag{running}, Action: reservationFlush(true)},
+			{Name: "flush", Usage: "charge the idle processor-seconds since the last flush", ArgsUsage: "NAME", Flags: []cli.Flag{running, dryRun}, Action: reservationFlush(false),
+				Description: "A flush is charged however little the account holds: where its allocations and their credit limits do not\n" +
+					"cover the idle charge, the first allocation in debit order goes below its credit limit, and a warning says so\n" +
+					"(on standard error, and as \"warning\" with --json). --dry-run prints what a flush would charge now, and the\n" +
+					"warning, changing nothing."},
+			{Name: "end", Usage: "charge the idle processor-seconds since the last flush and close the reservation", ArgsUsage: "NAME", Flags: []cli.Flag{running, dryRun}, Action: reservationFlush(true)},
 		},
 	}}
 }
@@ -118,22 +124,43 @@ func reservationFlush(end bool) cli.ActionFunc {
 			return err
 		}
 		return withBank(c, func(b bank) error {
-			r, err := b.Flush(c.Context, request(c), a[0], running, end)
+			var r lien.FlushResult
+			if c.Bool("dry-run") {
+				r, err = b.FlushDryRun(c.Context, a[0], running, end)
+			} else {
+				r, err = b.Flush(c.Context, request(c), a[0], running, end)
+			}
 			if err != nil {
 				return err
+			}
+			if r.Warning != "" {
+				fmt.Fprintf(c.App.ErrWriter, "ingot: warning: %s\n", r.Warning)
 			}
 			p, err := b.precision()
 			if err != nil {
 				return err
 			}
 			t := table{headers: []string{"Field", "Value"}, data: r}
+			if r.DryRun {
+				t.add("Dry run", "nothing charged or recorded: what a flush would do now")
+			}
 			reservationRows(&t, r.Reservation, p)
 			t.add("Idle processor-seconds", strconv.FormatInt(r.IdleSeconds, 10))
 			if r.Charge == nil {
 				t.add("Idle charge", "none")
 				return show(c, t)
 			}
-			t.add("Idle charge", fmt.Sprintf("charge %d, %s", r.Charge.Charge.ID, amount(r.Charge.Charge.Amount, p)))
+			debits := make([]string, len(r.Charge.Charge.Debits))
+			for i, d := range r.Charge.Charge.Debits {
+				debits[i] = fmt.Sprintf("%s from allocation %d", amount(d.Amount, p), d.Allocation)
+			}
+			if r.DryRun {
+				t.add("Idle charge", fmt.Sprintf("would be %s", amount(r.Charge.Charge.Amount, p)))
+			} else {
+				t.add("Idle charge", fmt.Sprintf("charge %d, %s", r.Charge.Charge.ID, amount(r.Charge.Charge.Amount, p)))
+			}
+			t.add("Debited", strings.Join(debits, ", "))
+			t.add("Overdrawn", amount(r.Charge.Charge.Overdrawn, p))
 			explained, err := lien.ExplanationOf(r.Charge.Charge)
 			if err != nil {
 				return err

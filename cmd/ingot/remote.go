@@ -259,6 +259,10 @@ func (r remoteBank) Flush(ctx context.Context, req ledger.Request, name string, 
 	return r.client.Flush(ctx, req.ID, name, running, end)
 }
 
+func (r remoteBank) FlushDryRun(ctx context.Context, name string, running int64, end bool) (lien.FlushResult, error) {
+	return r.client.FlushDryRun(ctx, name, running, end)
+}
+
 func (r remoteBank) Registry(bool) (clientRegistry, error) { return remoteRegistry(r), nil }
 
 // Close has nothing to close: each call is one HTTP request.

@@ -87,6 +87,8 @@ type bankService interface {
 	AddReservation(ctx context.Context, req ledger.Request, spec lien.ReservationSpec) (lien.Reservation, error)
 	Reservations(ctx context.Context) ([]lien.Reservation, error)
 	Flush(ctx context.Context, req ledger.Request, name string, running int64, end bool) (lien.FlushResult, error)
+	// FlushDryRun is what Flush would do now, changing nothing.
+	FlushDryRun(ctx context.Context, name string, running int64, end bool) (lien.FlushResult, error)
 
 	// Registry is the bank's API clients; makesKeys lets a local bank make
 	// its server key if it has none.

@@ -67,6 +67,7 @@
 //		POST   /v1/reservations       ReservationRequest lien.Reservation        admin, scheduler³
 //		GET    /v1/reservations       -                  List of Reservation     all⁴
 //		POST   /v1/reservations/flush FlushRequest       lien.FlushResult        admin, scheduler³ (the reservation's machine)
+//		POST   /v1/reservations/flush/dry-run FlushRequest lien.FlushResult  admin, scheduler³ (the reservation's machine; changes nothing, no request id)
 //		GET    /v1/clients            -                  List of clients.Client  admin (no sealed secrets)
 //		POST   /v1/clients            ClientRequest      NewKeyResponse          admin
 //		POST   /v1/clients/rotate     NameRequest        NewKeyResponse          admin

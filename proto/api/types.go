@@ -56,6 +56,7 @@ const (
 	PathJobRefunds       = "/v1/refunds/job"
 	PathReservations     = "/v1/reservations"
 	PathFlush            = "/v1/reservations/flush"
+	PathFlushDryRun      = "/v1/reservations/flush/dry-run"
 	PathClients          = "/v1/clients"
 	PathClientRotate     = "/v1/clients/rotate"
 	PathClientRevoke     = "/v1/clients/revoke"

@@ -308,6 +308,13 @@ func (c *Client) Flush(ctx context.Context, requestID, name string, runningProcS
 	return post[lien.FlushResult](ctx, c, api.PathFlush, requestID, api.FlushRequest{Name: name, RunningProcSeconds: runningProcSeconds, End: end})
 }
 
+// FlushDryRun is what Flush would do now, changing nothing.
+func (c *Client) FlushDryRun(ctx context.Context, name string, runningProcSeconds int64, end bool) (lien.FlushResult, error) {
+	var r lien.FlushResult
+	err := c.do(ctx, http.MethodPost, api.PathFlushDryRun, nil, "", api.FlushRequest{Name: name, RunningProcSeconds: runningProcSeconds, End: end}, &r)
+	return r, err
+}
+
 // Clients lists the API clients and their keys, without secrets.
 func (c *Client) Clients(ctx context.Context) ([]clients.Client, error) {
 	return items(get[api.List[clients.Client]](ctx, c, api.PathClients, api.NoQuery{}))

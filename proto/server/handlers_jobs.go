@@ -166,16 +166,31 @@ func (s *Server) reservations(c *call, _ api.NoQuery) (api.List[lien.Reservation
 // flush lets a scheduler flush the reservations of its machines; one that
 // is unknown is left to the bank to refuse.
 func (s *Server) flush(c *call, f api.FlushRequest) (lien.FlushResult, error) {
-	if c.client.Role != clients.RoleAdmin {
-		rs, err := s.bank.Reservations(c.r.Context())
-		if err != nil {
-			return lien.FlushResult{}, err
-		}
-		if i := slices.IndexFunc(rs, func(r lien.Reservation) bool { return r.Name == f.Name }); i >= 0 {
-			if err := requireSchedules(c.client, "flush a reservation on", rs[i].Machine); err != nil {
-				return lien.FlushResult{}, err
-			}
-		}
+	if err := s.mayFlush(c, f.Name); err != nil {
+		return lien.FlushResult{}, err
 	}
 	return s.bank.Flush(c.r.Context(), c.req, f.Name, f.RunningProcSeconds, f.End)
+}
+
+// flushDryRun answers what a flush would do now, to whoever may flush.
+func (s *Server) flushDryRun(c *call, f api.FlushRequest) (lien.FlushResult, error) {
+	if err := s.mayFlush(c, f.Name); err != nil {
+		return lien.FlushResult{}, err
+	}
+	return s.bank.FlushDryRun(c.r.Context(), f.Name, f.RunningProcSeconds, f.End)
+}
+
+// mayFlush refuses a scheduler the reservations of other machines.
+func (s *Server) mayFlush(c *call, name string) error {
+	if c.client.Role == clients.RoleAdmin {
+		return nil
+	}
+	rs, err := s.bank.Reservations(c.r.Context())
+	if err != nil {
+		return err
+	}
+	if i := slices.IndexFunc(rs, func(r lien.Reservation) bool { return r.Name == name }); i >= 0 {
+		return requireSchedules(c.client, "flush a reservation on", rs[i].Machine)
+	}
+	return nil
 }

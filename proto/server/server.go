@@ -190,6 +190,7 @@ func (s *Server) table() []route {
 		change(api.PathReservations, schedulers, endpoint(s.addReservation)),
 		read(get, api.PathReservations, anyRole, endpoint(s.reservations)),
 		change(api.PathFlush, schedulers, endpoint(s.flush)),
+		read(http.MethodPost, api.PathFlushDryRun, schedulers, endpoint(s.flushDryRun)),
 		read(get, api.PathClients, adminOnly, endpoint(s.clientList)),
 		change(api.PathClients, adminOnly, endpoint(s.addClient)),
 		change(api.PathClientRotate, adminOnly, endpoint(s.rotateKey)),
