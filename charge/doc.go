@@ -86,7 +86,8 @@
 // # Caveats
 //
 //   - "Successful" follows Moab: a job that exited non-zero (failed, or
-//     out_of_memory) ran to its own end and is charged; only a job removed
+//     out_of_memory) ran to its own end and is charged, and so is a run of a
+//     job that was requeued (requeued: the job runs again); only a job removed
 //     early (cancelled, node_fail, preempted, boot_fail, deadline) before
 //     using its whole limit goes free under the SUCCESSFUL policies.
 //   - Incremental charges are priced with the state Running and so are

@@ -15,8 +15,8 @@ import (
 // whether the job is charged at all. Other quantities (GPUs, Memory, ...)
 // are the job's own under every policy, Nodes too except under the whole-node
 // policies. "Successful" means the job ran to its own end (completed,
-// failed, timeout, out_of_memory, or still running for an incremental
-// charge) or used its whole wallclock limit; a job removed early
+// failed, timeout, out_of_memory, still running for an incremental
+// charge, or a run of a job that was requeued and runs again) or used its whole wallclock limit; a job removed early
 // (cancelled, node_fail, preempted, boot_fail, deadline) is charged nothing
 // under the SUCCESSFUL policies.
 type Policy uint8

@@ -71,7 +71,7 @@ type Shape struct {
 // ExitState is how a job ended, in Slurm's terms.
 type ExitState uint8
 
-// Exit states. Completed, Failed, Timeout, OutOfMemory and Running count
+// Exit states. Completed, Failed, Timeout, OutOfMemory, Running and Requeued count
 // as "successful" for the SUCCESSFUL policies (the job ran to its own end,
 // or to its limit, or is still running); the others mean the job was
 // removed early.
@@ -86,11 +86,18 @@ const (
 	Preempted                        // removed by the scheduler for another job
 	BootFail                         // its nodes failed to boot
 	Deadline                         // removed at its deadline before it finished
+	// Requeued is a run of a job that was put back in the queue (by its
+	// user, an admin, a node failure or preemption) and runs again: the
+	// run's time was the job's work, so it counts as successful, and a job
+	// that requeues itself pays for every run (Slurm's own usage counts
+	// them too).
+	Requeued
 )
 
 var exitStateNames = []string{
 	"completed", "failed", "timeout", "out_of_memory", "running",
 	"cancelled", "node_fail", "preempted", "boot_fail", "deadline",
+	"requeued",
 }
 
 // ParseExitState reads an exit state name case-insensitively, so Slurm's
@@ -115,7 +122,7 @@ func (s *ExitState) UnmarshalText(text []byte) (err error) {
 // ranToOwnEnd reports whether a job in this state was not removed early.
 func (s ExitState) ranToOwnEnd() bool {
 	switch s {
-	case Completed, Failed, Timeout, OutOfMemory, Running:
+	case Completed, Failed, Timeout, OutOfMemory, Running, Requeued:
 		return true
 	}
 	return false

@@ -15,7 +15,8 @@ import (
 // job -o` puts those among the others unquoted, where a job named "x
 // Account=other" forges a field; these cannot.
 var queueFields = []string{"JobID", "UserName", "Account", "Partition", "QOS", "State", "TimeLimit", "StartTime", "EndTime", "TimeUsed",
-	"NumCPUs", "NumNodes", "NumTasks", "tres-alloc", "tres-per-node", "tres-per-job", "tres-per-task", "Reservation"}
+	"NumCPUs", "NumNodes", "NumTasks", "tres-alloc", "tres-per-node", "tres-per-job", "tres-per-task", "Reservation",
+	"RestartCnt", "Reason"}
 
 // QueueFormat is the -O list for `squeue -h -t all -j ID -O QueueFormat`:
 // each field at full width (no padding, no truncation), ended by '|'.
@@ -35,6 +36,14 @@ type QueueJob struct {
 	TRES                              TRES  // allocated (requested while pending)
 	GPUs                              int64 // from TRES, or from the GPU request
 	Reservation                       string
+	// Restarts is how many times the job was requeued: in the prolog,
+	// the number of the run about to start; in the epilog of a run that
+	// was requeued, already the next run's (and $SLURM_JOB_RESTART_COUNT
+	// may still be the old one there: seen after a node failure).
+	Restarts int64
+	// Reason is why the job is not running, as the controller says:
+	// NodeDown in the epilog of a run whose node failed.
+	Reason string
 }
 
 // ParseQueueJobs reads the lines `squeue -h -O QueueFormat()` prints, one
@@ -75,7 +84,7 @@ func ParseQueue(out string, loc *time.Location) (QueueJob, error) {
 
 func queueJob(f map[string]string, loc *time.Location) (QueueJob, error) {
 	j := QueueJob{ID: f["JobID"], User: f["UserName"], Account: unset(f["Account"]), Partition: unset(f["Partition"]), QOS: unset(f["QOS"]),
-		State: f["State"], Reservation: unset(f["Reservation"])}
+		State: f["State"], Reservation: unset(f["Reservation"]), Reason: unset(f["Reason"])}
 	if j.ID == "" || j.User == "" || j.State == "" {
 		return j, fmt.Errorf("no job id, user or state")
 	}
@@ -95,7 +104,7 @@ func queueJob(f map[string]string, loc *time.Location) (QueueJob, error) {
 	for _, n := range []struct {
 		name string
 		to   *int64
-	}{{"NumCPUs", &j.CPUs}, {"NumNodes", &j.Nodes}, {"NumTasks", &j.Tasks}} {
+	}{{"NumCPUs", &j.CPUs}, {"NumNodes", &j.Nodes}, {"NumTasks", &j.Tasks}, {"RestartCnt", &j.Restarts}} {
 		if *n.to, err = count(n.name, f[n.name]); err != nil {
 			return j, err
 		}

@@ -24,7 +24,7 @@ func TestParseQueue(t *testing.T) {
 		jobs[j.ID] = j
 	}
 	one := jobs["1"]
-	if one.User != "root" || one.Account != "" || one.QOS != "" || one.Partition != "debug" || one.State != "PENDING" || one.TimeLimit != 300 || one.GPUs != 1 || one.CPUs != 1 {
+	if one.Restarts != 1 || one.Reason != "BeginTime" || one.User != "root" || one.Account != "" || one.QOS != "" || one.Partition != "debug" || one.State != "PENDING" || one.TimeLimit != 300 || one.GPUs != 1 || one.CPUs != 1 {
 		t.Errorf("job 1 = %+v", one)
 	}
 	four := jobs["4"]
@@ -43,10 +43,10 @@ func TestParseQueue(t *testing.T) {
 	for _, bad := range []struct{ out, says string }{
 		{"", "not one job"},
 		{"1|root|\n", "not one job"},
-		{strings.Repeat("1|", 18) + "\n" + strings.Repeat("1|", 18), "not one job"},
-		{"1|root|a|debug|normal|RUNNING|5:99|N/A|N/A|0:00|1|1|1|cpu=1|N/A|N/A|N/A|(null)|", `TimeLimit "5:99"`},
-		{"1|root|a|debug|normal|RUNNING|5:00|N/A|N/A|0:00|x|1|1|cpu=1|N/A|N/A|N/A|(null)|", `NumCPUs "x"`},
-		{"1|root|a|debug|normal|RUNNING|5:00|N/A|N/A|0:00|1|1|1|cpu=1|gres:gpu:?|N/A|N/A|(null)|", "not a GPU count"},
+		{strings.Repeat("1|", 20) + "\n" + strings.Repeat("1|", 20), "not one job"},
+		{"1|root|a|debug|normal|RUNNING|5:99|N/A|N/A|0:00|1|1|1|cpu=1|N/A|N/A|N/A|(null)|0|None|", `TimeLimit "5:99"`},
+		{"1|root|a|debug|normal|RUNNING|5:00|N/A|N/A|0:00|x|1|1|cpu=1|N/A|N/A|N/A|(null)|0|None|", `NumCPUs "x"`},
+		{"1|root|a|debug|normal|RUNNING|5:00|N/A|N/A|0:00|1|1|1|cpu=1|gres:gpu:?|N/A|N/A|(null)|0|None|", "not a GPU count"},
 	} {
 		if _, err := ParseQueue(bad.out, time.UTC); err == nil || !strings.Contains(err.Error(), bad.says) {
 			t.Errorf("ParseQueue(%q) error %v, want %q", bad.out, err, bad.says)

@@ -14,8 +14,9 @@ import (
 // SacctFormat`. Exit codes come from this text, not from 22.05's --json,
 // which reports 0 for jobs that exited non-zero. JobIDRaw is the job's own
 // number, which the hooks know it by ($SLURM_JOB_ID): a task of a job
-// array has one, where JobID prints ARRAYID_TASK.
-const SacctFormat = "JobIDRaw,Cluster,Account,User,Partition,QOS,AllocTRES,ElapsedRaw,TimelimitRaw,Start,End,State,ExitCode"
+// array has one, where JobID prints ARRAYID_TASK. DBIndex and Submit tell
+// the runs of a requeued job apart (`sacct -D` lists each run).
+const SacctFormat = "JobIDRaw,Cluster,Account,User,Partition,QOS,AllocTRES,ElapsedRaw,TimelimitRaw,Start,End,State,ExitCode,DBIndex,Submit"
 
 // SacctHeader is the header line sacct prints for SacctFormat.
 func SacctHeader() string { return strings.ReplaceAll(SacctFormat, ",", "|") }
@@ -37,6 +38,13 @@ type AcctJob struct {
 	// State is Slurm's state alone: "CANCELLED by 0" reads CANCELLED.
 	State    string
 	ExitCode string // "status:signal"
+	// DBIndex is the record's number in Slurm's database: each run of a
+	// requeued job is a record of its own, numbered in the order of the
+	// runs.
+	DBIndex int64
+	// Submit is when the run was submitted: the job's submission for its
+	// first run, the requeue for a later one.
+	Submit time.Time
 }
 
 // ParseSacct reads the output of `sacct -X -P -o SacctFormat` (with its
@@ -84,6 +92,12 @@ func acctJob(r map[string]string, loc *time.Location) (AcctJob, error) {
 		return j, err
 	}
 	if j.End, err = localTime("End", r["End"], loc); err != nil {
+		return j, err
+	}
+	if j.DBIndex, err = count("DBIndex", r["DBIndex"]); err != nil {
+		return j, err
+	}
+	if j.Submit, err = localTime("Submit", r["Submit"], loc); err != nil {
 		return j, err
 	}
 	return j, nil

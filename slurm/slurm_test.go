@@ -50,10 +50,10 @@ func TestParseTRES(t *testing.T) {
 }
 
 var sacctSample = SacctHeader() + `
-7|test|chem|amy|debug|normal|billing=1,cpu=1,mem=100M,node=1|2|5|2026-11-26T13:53:38|2026-11-26T13:53:40|COMPLETED|0:0
-8|test|chem|amy|debug|normal|billing=1,cpu=1,node=1|1|UNLIMITED|2026-11-26T13:54:00|2026-11-26T13:54:01|FAILED|3:0
-9|test|chem|amy|debug|normal||0|5|None|2026-11-26T13:55:00|CANCELLED by 0|0:0
-10|test|chem|amy|debug|normal|billing=2,cpu=2,node=1,gres/gpu=1|0|5|2026-11-26T13:56:00|Unknown|RUNNING|0:0
+7|test|chem|amy|debug|normal|billing=1,cpu=1,mem=100M,node=1|2|5|2026-11-26T13:53:38|2026-11-26T13:53:40|COMPLETED|0:0|7|2026-11-26T13:53:38
+8|test|chem|amy|debug|normal|billing=1,cpu=1,node=1|1|UNLIMITED|2026-11-26T13:54:00|2026-11-26T13:54:01|FAILED|3:0|8|2026-11-26T13:54:00
+9|test|chem|amy|debug|normal||0|5|None|2026-11-26T13:55:00|CANCELLED by 0|0:0|9|2026-11-26T13:55:00
+10|test|chem|amy|debug|normal|billing=2,cpu=2,node=1,gres/gpu=1|0|5|2026-11-26T13:56:00|Unknown|RUNNING|0:0|10|2026-11-26T13:56:00
 `
 
 func TestParseSacct(t *testing.T) {
@@ -85,8 +85,8 @@ func TestParseSacct(t *testing.T) {
 		{"", "no header line"},
 		{"JobIDRaw|State\n1|COMPLETED", "has no column Cluster"},
 		{SacctHeader() + "\n7|test|chem", "line 2 has 3 fields"},
-		{SacctHeader() + "\n7|test|chem|amy|debug|normal||x|5|None|None|PENDING|0:0", `ElapsedRaw "x"`},
-		{SacctHeader() + "\n7|test|chem|amy|debug|normal||0|5|yesterday|None|PENDING|0:0", `Start "yesterday"`},
+		{SacctHeader() + "\n7|test|chem|amy|debug|normal||x|5|None|None|PENDING|0:0|1|None", `ElapsedRaw "x"`},
+		{SacctHeader() + "\n7|test|chem|amy|debug|normal||0|5|yesterday|None|PENDING|0:0|1|None", `Start "yesterday"`},
 	} {
 		if _, err := ParseSacct(bad.out, time.UTC); err == nil || !strings.Contains(err.Error(), bad.says) {
 			t.Errorf("ParseSacct(%q) error %v, want %q", bad.out, err, bad.says)

@@ -35,6 +35,7 @@ const slurmCommandTimeout = 10 * time.Second
 func slurmCommands() []*cli.Command {
 	machine := &cli.StringFlag{Name: "machine", Usage: "the bank's `MACHINE` for this cluster (default: $SLURM_CLUSTER_NAME, which Slurm sets for the prolog and epilog)"}
 	cluster := &cli.StringFlag{Name: "cluster", Usage: "the Slurm `CLUSTER` to read (default: --machine)"}
+	nodeFail := &cli.StringFlag{Name: "node-fail", Value: "charge", Usage: "what a run that a node failure ended is charged: `charge` (the time it ran, as a failed run, or as a requeued one when Slurm runs the job again) or free"}
 	failOpen := &cli.BoolFlag{Name: "fail-open", Usage: "when the bank cannot be asked, let the job run (charged later by `ingot slurm sync`) instead of holding it"}
 	submitFlags := []cli.Flag{machine,
 		&cli.StringFlag{Name: "uid", Usage: "the submitting user's `UID` (job_submit.lua's submit_uid)"},
@@ -75,11 +76,14 @@ func slurmCommands() []*cli.Command {
 			},
 			{
 				Name:  "sync",
-				Usage: "settle from sacct what the hooks missed (safe from cron): charge ended jobs the bank has not charged, release liens of jobs Slurm no longer knows, register Slurm reservations of one account as chargeable reservations and charge their idle time; prints what it changed",
+				Usage: "settle from sacct -D what the hooks missed (safe from cron): charge each ended run of a job the bank has not charged (exit 1 if one cannot be), release liens of jobs Slurm no longer knows, register Slurm reservations of one account as chargeable reservations and charge their idle time; prints what it changed",
 				Flags: []cli.Flag{machine, cluster,
 					&cli.StringFlag{Name: "since", Value: "now-2d", Usage: "look at jobs from `TIME` on (now-2d, 2026-11-01, RFC 3339)"},
 					&cli.BoolFlag{Name: "dry-run", Usage: "print what it would change, change nothing"},
 					&cli.BoolFlag{Name: "limits", Usage: "also stop Slurm taking jobs of accounts with nothing available (GrpSubmitJobs=0), and lift that when credits return, so that Slurm refuses them while the bank cannot be asked"},
+					nodeFail,
+					&cli.BoolFlag{Name: "report", Usage: "print the runs that ended since --since and Slurm's usage of them (sacct -D: elapsed × CPUs) against what the bank charged"},
+					&cli.StringFlag{Name: "metrics-file", Usage: "write ingot_slurm_unsettled_jobs and the sync's success and time to `FILE` in Prometheus' text format (node_exporter's textfile collector)"},
 				},
 				Action: slurmSync,
 			},
@@ -93,8 +97,8 @@ func slurmCommands() []*cli.Command {
 			},
 			{
 				Name:   "epilog",
-				Usage:  "for EpilogSlurmctld: charge the job in $SLURM_JOB_ID for its elapsed time, or release its lien when it was requeued or never ran",
-				Flags:  []cli.Flag{machine},
+				Usage:  "for EpilogSlurmctld: charge the run of the job in $SLURM_JOB_ID that ended, requeued or not, for its elapsed time (a requeued run from its sacct -D record), or release its lien when it never ran",
+				Flags:  []cli.Flag{machine, nodeFail},
 				Action: slurmEpilog,
 			},
 		},
@@ -378,8 +382,9 @@ func bankWords(msg string) string {
 // hookJob is the job a prolog or epilog runs for: Slurm's environment,
 // which the controller sets, and what squeue says of the job.
 type hookJob struct {
-	lien.Job
-	restarts string
+	lien.Job // the bank's job of this run (slurm.RunJobID)
+	slurmID  string
+	run      int64
 	queued   slurm.QueueJob
 }
 
@@ -394,10 +399,7 @@ func readHookJob(c *cli.Context) (hookJob, error) {
 		return j, err
 	}
 	j.Job = lien.Job{Machine: machine, ID: id}
-	j.restarts = os.Getenv("SLURM_JOB_RESTART_COUNT")
-	if j.restarts == "" {
-		j.restarts = "0"
-	}
+	j.slurmID = id
 	out, err := runSlurm(c.Context, "squeue", "-h", "-t", "all", "-j", id, "-O", slurm.QueueFormat())
 	if err != nil {
 		return j, err
@@ -421,11 +423,23 @@ func readHookJob(c *cli.Context) (hookJob, error) {
 	return j, nil
 }
 
+// setRun makes j the bank's job of run number run.
+func (j *hookJob) setRun(run int64) {
+	j.run = run
+	j.ID = slurm.RunJobID(j.slurmID, run)
+}
+
 // requestID is the id of the hook's change to the bank: the same for a
 // hook run again for the same run of the job (a retry answers the first
 // answer), new for each run of a requeued job.
 func (j hookJob) requestID(action string) string {
-	return fmt.Sprintf("slurm:%s:%s:%s:%s", j.Machine, j.ID, j.restarts, action)
+	return runRequestID(j.Machine, j.slurmID, j.run, action)
+}
+
+// runRequestID is the request id of action on run number run of Slurm job
+// id, the same whichever hook or sync makes it.
+func runRequestID(machine, id string, run int64, action string) string {
+	return fmt.Sprintf("slurm:%s:%s:%d:%s", machine, id, run, action)
 }
 
 func withRequestID(c *cli.Context, id string) ledger.Request {
@@ -449,12 +463,35 @@ func runSlurm(ctx context.Context, name string, args ...string) (string, error) 
 	return string(out), nil
 }
 
+// hookLog writes one line of a hook's log: it names the hook and the job
+// (and its run), as every line a hook writes does, since the hooks of many
+// jobs append to one file.
+func hookLog(c *cli.Context, hook string, j hookJob, format string, a ...any) {
+	fmt.Fprintf(c.App.ErrWriter, "ingot slurm %s: job %s run %d: %s\n", hook, j.slurmID, j.run, fmt.Sprintf(format, a...))
+}
+
+// hookError is err as a hook returns it: naming the hook and the job, and
+// keeping what err is (its exit code).
+func hookError(hook string, j hookJob, err error) error {
+	if err == nil {
+		return nil
+	}
+	id := j.slurmID
+	if id == "" {
+		id = os.Getenv("SLURM_JOB_ID")
+	}
+	return fmt.Errorf("slurm %s: job %s run %d: %w", hook, id, j.run, err)
+}
+
 func slurmProlog(c *cli.Context) error {
 	j, err := readHookJob(c)
 	if err != nil {
-		return err
+		return hookError("prolog", j, err)
 	}
 	q := j.queued
+	// The run about to start is the job's restart count (squeue's; Slurm's
+	// environment says the same here).
+	j.setRun(q.Restarts)
 	spec := lien.PlaceSpec{Job: j.Job, User: q.User,
 		Request: charge.Request{Resources: q.Resources(), WallclockLimitSeconds: q.TimeLimit, Start: q.Start}}
 	err = withBank(c, func(b bank) error {
@@ -462,11 +499,11 @@ func slurmProlog(c *cli.Context) error {
 			return err
 		}
 		if q.TimeLimit == 0 {
-			return fmt.Errorf("%w: job %s has no time limit: its lien cannot be priced", ledger.ErrInvalid, j.ID)
+			return fmt.Errorf("%w: job %s has no time limit: its lien cannot be priced", ledger.ErrInvalid, j.slurmID)
 		}
 		r, err := b.Place(c.Context, withRequestID(c, j.requestID("lien")), spec)
 		if err == nil {
-			fmt.Fprintf(c.App.ErrWriter, "ingot: job %s: lien %d of %s on %s\n", j.ID, r.Lien.ID, r.Lien.Amount, r.Project)
+			hookLog(c, "prolog", j, "lien %d of %s on %s", r.Lien.ID, r.Lien.Amount, r.Project)
 		}
 		return err
 	})
@@ -477,43 +514,50 @@ func slurmProlog(c *cli.Context) error {
 		// The job waits: Slurm requeues a job whose PrologSlurmctld fails,
 		// and the comment tells its user why.
 		why := "ingot: " + bankWords(message(err))
-		if _, cerr := runSlurm(c.Context, "scontrol", "update", "job="+j.ID, "comment="+truncate(why, 200)); cerr != nil {
-			fmt.Fprintf(c.App.ErrWriter, "ingot: job %s: %v\n", j.ID, cerr)
+		if _, cerr := runSlurm(c.Context, "scontrol", "update", "job="+j.slurmID, "comment="+truncate(why, 200)); cerr != nil {
+			hookLog(c, "prolog", j, "%v", cerr)
 		}
-		return err
+		return hookError("prolog", j, err)
 	case c.Bool("fail-open"):
-		fmt.Fprintf(c.App.ErrWriter, "ingot: job %s runs without a lien (--fail-open): %s\n", j.ID, message(err))
+		hookLog(c, "prolog", j, "runs without a lien (--fail-open): %s", message(err))
 		return nil
 	}
-	return err
+	return hookError("prolog", j, err)
 }
 
 func slurmEpilog(c *cli.Context) error {
 	j, err := readHookJob(c)
 	if err != nil {
-		return err
+		return hookError("epilog", j, err)
+	}
+	nodeFail, err := slurm.ParseNodeFail(c.String("node-fail"))
+	if err != nil {
+		return usageError{err.Error()}
 	}
 	q := j.queued
-	used := q.Used
-	if !q.Start.IsZero() && q.End.After(q.Start) {
-		used = int64(q.End.Sub(q.Start) / time.Second)
-	}
-	state, ran := endState(q.State, os.Getenv("SLURM_JOB_EXIT_CODE"), used, q.TimeLimit)
-	// A run that was requeued is still COMPLETING when its epilog runs,
-	// like one that ended; its end time is still the one expected (start
-	// plus limit), which a run that ended has left behind.
-	if q.End.After(time.Now()) {
-		ran = false
-	}
-	return withBank(c, func(b bank) error {
-		if !ran {
-			// Requeued, or ended before it started: nothing to charge; a
-			// lien placed for this run is released.
-			_, err := b.Release(c.Context, withRequestID(c, j.requestID("release")), j.Job)
-			if exitCode(err) == exitNotFound {
-				return nil
+	run, requeued := slurm.EpilogRun(q, time.Now())
+	j.setRun(run)
+	err = withBank(c, func(b bank) error {
+		if requeued {
+			return epilogRequeued(c, b, j, nodeFail)
+		}
+		used := q.Used
+		if !q.Start.IsZero() && q.End.After(q.Start) {
+			used = int64(q.End.Sub(q.Start) / time.Second)
+		}
+		state, ran := endState(q.State, os.Getenv("SLURM_JOB_EXIT_CODE"), used, q.TimeLimit)
+		if ran && q.NodeFailed() {
+			// A node failure: charged as a failed run, or free (--node-fail).
+			state = charge.Failed
+			if nodeFail == slurm.NodeFailFree {
+				hookLog(c, "epilog", j, "its node failed: not charged (--node-fail free)")
+				ran = false
 			}
-			return err
+		}
+		if !ran {
+			// Ended before it started, or free: nothing to charge; a lien
+			// placed for this run is released.
+			return releaseRun(c, b, j)
 		}
 		project, err := slurmProject(c.Context, b, q.Account)
 		if err != nil {
@@ -526,13 +570,59 @@ func slurmEpilog(c *cli.Context) error {
 		}
 		r, err := b.Charge(c.Context, withRequestID(c, j.requestID("charge")), spec)
 		if errors.Is(err, lien.ErrAlreadyCharged) {
-			return nil // an epilog run again after its charge went through under another id
+			return nil // an epilog run again after its charge went through under another id, or sync's
 		}
 		if err == nil {
-			fmt.Fprintf(c.App.ErrWriter, "ingot: job %s: charged %s to %s (%s)\n", j.ID, r.Charge.Amount, r.Charge.Project, state)
+			hookLog(c, "epilog", j, "charged %s to %s (%s, %d s)", r.Charge.Amount, r.Charge.Project, state, used)
 		}
 		return err
 	})
+	return hookError("epilog", j, err)
+}
+
+// epilogRequeued settles a run Slurm requeued. What squeue shows then is
+// the next run's (its start is the requeue), so the run is charged from
+// its own record in `sacct -D`, as sync would charge it, with Slurm's
+// state for it (REQUEUED, NODE_FAIL, PREEMPTED); when slurmdbd cannot say
+// (down, or the record not there yet) its lien is released and the next
+// sync charges it.
+func epilogRequeued(c *cli.Context, b bank, j hookJob, nodeFail slurm.NodeFail) error {
+	cluster := orDefault(os.Getenv("SLURM_CLUSTER_NAME"), j.Machine)
+	runs, err := sacctRuns(c, cluster, "-j", j.slurmID)
+	if err == nil {
+		for _, r := range runs {
+			if r.ID != j.slurmID || r.Number != j.run {
+				continue
+			}
+			if settle, _ := r.Settle(nodeFail); settle == slurm.NotEnded {
+				break
+			}
+			res, err := settleRun(c, b, j.Machine, r, nodeFail, false)
+			if err != nil {
+				return err
+			}
+			if res.charged != nil {
+				hookLog(c, "epilog", j, "requeued: charged %s to %s (%s, %d s)", res.charged.Amount, res.charged.Project, res.state, r.Elapsed)
+				return nil
+			}
+			if res.problem != "" {
+				return errors.New(res.problem)
+			}
+			return releaseRun(c, b, j)
+		}
+		err = fmt.Errorf("sacct -D does not list the run yet")
+	}
+	hookLog(c, "epilog", j, "requeued: left to `ingot slurm sync`: %s", message(err))
+	return releaseRun(c, b, j)
+}
+
+// releaseRun releases the lien of the hook's run, if it has one.
+func releaseRun(c *cli.Context, b bank, j hookJob) error {
+	_, err := b.Release(c.Context, withRequestID(c, j.requestID("release")), j.Job)
+	if exitCode(err) == exitNotFound {
+		return nil
+	}
+	return err
 }
 
 // chargeableReservation is name, if the bank charges it (`slurm sync`

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -27,6 +28,8 @@ type slurmSite struct {
 	t   *testing.T
 	dir string
 	now time.Time
+	// reason is squeue's Reason for the next job ("None" when empty).
+	reason string
 }
 
 func newSlurmSite(t *testing.T) *slurmSite {
@@ -64,7 +67,21 @@ func (s *slurmSite) job(id, restarts, state, limit, used string, start, end time
 	s.t.Setenv("SLURM_JOB_RESTART_COUNT", restarts)
 	at := func(d time.Duration) string { return s.now.Add(d).Local().Format("2006-01-02T15:04:05") }
 	s.t.Setenv("FAKE_SQUEUE", strings.Join([]string{id, "amy", "lab1", "debug", "normal", state, limit, at(start), at(end), used, "1", "1", "1",
-		"cpu=1,node=1,billing=1", "N/A", "N/A", "N/A", "(null)"}, "|")+"|")
+		"cpu=1,node=1,billing=1", "N/A", "N/A", "N/A", "(null)", restarts, orDefault(s.reason, "None")}, "|")+"|")
+}
+
+// sacct sets what sacct -D prints: the header and these lines, each a
+// record JobIDRaw|...|ExitCode|DBIndex|Submit of user amy in account lab1.
+func (s *slurmSite) sacct(lines ...string) {
+	s.t.Setenv("FAKE_SACCT", strings.Join(append([]string{slurm.SacctHeader()}, lines...), "\n"))
+}
+
+// record is one line of sacct -D: job id's run of cpus CPUs from start to
+// end (minutes after now), in state, its database index db.
+func (s *slurmSite) record(id string, db, cpus int, state string, start, end time.Duration) string {
+	at := func(d time.Duration) string { return s.now.Add(d).Local().Format("2006-01-02T15:04:05") }
+	elapsed := int64((end - start) / time.Second)
+	return fmt.Sprintf("%s|hpc1|lab1|amy|debug|normal|billing=%d,cpu=%d,node=1|%d|5|%s|%s|%s|0:0|%d|%s", id, cpus, cpus, elapsed, at(start), at(end), state, db, at(start))
 }
 
 func (s *slurmSite) submit(args ...string) string {
@@ -129,13 +146,15 @@ func TestSlurmPrologAndEpilog(t *testing.T) {
 		t.Errorf("lien after the prolog = %+v", l)
 	}
 	// Requeued: Slurm raises the restart count, then runs the epilog of run
-	// 0 with the job COMPLETING and its end still the expected one; the
-	// epilog releases the lien, and run 1 places another.
-	s.job("41", "1", "COMPLETING", "5:00", "0:00", -2*time.Minute, 3*time.Minute)
+	// 0 with the job COMPLETING and its end the next run's expected one;
+	// the epilog charges run 0 from its record in sacct -D (120 s), and
+	// run 1 is a job of the bank's of its own, 41.r1.
+	s.sacct(s.record("41", 7, 1, "REQUEUED", -2*time.Minute, 0))
+	s.job("41", "1", "COMPLETING", "5:00", "0:00", 0, 5*time.Minute)
 	s.ok("slurm", "epilog")
 	s.json(&l, "lien", "show", "41")
-	if l.State != ledger.LienReleased {
-		t.Errorf("after a requeue the lien is %s", l.State)
+	if l.State != ledger.LienSettled {
+		t.Errorf("after a requeue the lien of run 0 is %s", l.State)
 	}
 	s.job("41", "1", "RUNNING", "5:00", "0:00", -time.Minute, 4*time.Minute)
 	s.ok("slurm", "prolog")
@@ -143,18 +162,20 @@ func TestSlurmPrologAndEpilog(t *testing.T) {
 	for range 2 {
 		s.ok("slurm", "epilog")
 	}
-	var charges []ledger.Charge
-	s.json(&charges, "charge", "list", "41")
-	if len(charges) != 1 || !charges[0].Amount.Equal(dec(t, "100")) {
-		t.Fatalf("charges of job 41 = %+v", charges)
+	for job, want := range map[string]string{"41": "120", "41.r1": "100"} {
+		var charges []ledger.Charge
+		s.json(&charges, "charge", "list", job)
+		if len(charges) != 1 || !charges[0].Amount.Equal(dec(t, want)) {
+			t.Fatalf("charges of job %s = %+v, want one of %s", job, charges, want)
+		}
 	}
-	wantBalance(t, s.cliBank, "chem", "900", "0", "900")
+	wantBalance(t, s.cliBank, "chem", "780", "0", "780")
 
 	// A lien the project cannot cover: exit 4, and the reason on the job.
 	s.job("42", "0", "RUNNING", "1-00:00:00", "0:00", 0, 24*time.Hour)
-	s.refused(t, exitRefused, "needs 86400, 900 available", "slurm", "prolog")
+	s.refused(t, exitRefused, "needs 86400, 780 available", "slurm", "prolog")
 	logged, _ := os.ReadFile(filepath.Join(s.dir, "scontrol.log"))
-	if !strings.Contains(string(logged), "update job=42 comment=ingot: lien for job 42: insufficient funds: project chem.lab1 needs 86400, 900 available") {
+	if !strings.Contains(string(logged), "update job=42 comment=ingot: lien for job 42: insufficient funds: project chem.lab1 needs 86400, 780 available") {
 		t.Errorf("scontrol was run with %q", logged)
 	}
 	// A job whose user is not the one the controller names is refused.
@@ -210,15 +231,15 @@ func TestSlurmSync(t *testing.T) {
 	s.ok("slurm", "prolog")
 	t.Setenv("FAKE_SQUEUE_IDS", "53")
 	t.Setenv("FAKE_SACCT", strings.Join([]string{slurm.SacctHeader(),
-		"50|hpc1|lab1|amy|debug|normal|billing=1,cpu=1,node=1|30|5|" + at(-time.Minute) + "|" + at(-30*time.Second) + "|COMPLETED|0:0",
-		"51|hpc1|lab1|amy|debug|normal|billing=2,cpu=2,node=1|20|5|" + at(-time.Minute) + "|" + at(-40*time.Second) + "|FAILED|1:0",
-		"52|hpc1|lab1|amy|debug|normal|billing=1,cpu=1,node=1|10|5|" + at(-time.Minute) + "|" + at(-50*time.Second) + "|COMPLETED|0:0",
-		"53|hpc1|lab1|amy|debug|normal|billing=1,cpu=1,node=1|5|5|" + at(-time.Minute) + "|Unknown|RUNNING|0:0",
+		"50|hpc1|lab1|amy|debug|normal|billing=1,cpu=1,node=1|30|5|" + at(-time.Minute) + "|" + at(-30*time.Second) + "|COMPLETED|0:0|1|" + at(-time.Minute),
+		"51|hpc1|lab1|amy|debug|normal|billing=2,cpu=2,node=1|20|5|" + at(-time.Minute) + "|" + at(-40*time.Second) + "|FAILED|1:0|2|" + at(-time.Minute),
+		"52|hpc1|lab1|amy|debug|normal|billing=1,cpu=1,node=1|10|5|" + at(-time.Minute) + "|" + at(-50*time.Second) + "|COMPLETED|0:0|3|" + at(-time.Minute),
+		"53|hpc1|lab1|amy|debug|normal|billing=1,cpu=1,node=1|5|5|" + at(-time.Minute) + "|Unknown|RUNNING|0:0|4|" + at(-time.Minute),
 		// Cancelled while pending: sacct gives it a start, but nothing allocated.
-		"54|hpc1|lab1|amy|debug|normal||0|5|" + at(-time.Minute) + "|" + at(-time.Minute) + "|CANCELLED by 0|0:0",
+		"54|hpc1|lab1|amy|debug|normal||0|5|" + at(-time.Minute) + "|" + at(-time.Minute) + "|CANCELLED by 0|0:0|5|" + at(-time.Minute),
 	}, "\n"))
 	dry := s.ok("slurm", "sync", "--dry-run")
-	for _, want := range []string{"would charge job 50 (COMPLETED, 30 s) to chem.lab1", "would charge job 51 (FAILED, 20 s)", "would release the lien of job 55"} {
+	for _, want := range []string{"would charge job 50 run 0 (COMPLETED, 30 s) to chem.lab1", "would charge job 51 run 0 (FAILED, 20 s)", "would release the lien of job 55"} {
 		if !strings.Contains(dry, want) {
 			t.Errorf("sync --dry-run does not say %q:\n%s", want, dry)
 		}
@@ -228,7 +249,7 @@ func TestSlurmSync(t *testing.T) {
 	}
 	before := s.entries()
 	out := s.ok("slurm", "sync")
-	for _, want := range []string{"charged job 50 (COMPLETED, 30 s): 30 to chem.lab1", "charged job 51 (FAILED, 20 s): 40 to chem.lab1", "released the lien of job 55 (300 on chem.lab1)"} {
+	for _, want := range []string{"charged job 50 run 0 (COMPLETED, 30 s): 30 to chem.lab1", "charged job 51 run 0 (FAILED, 20 s): 40 to chem.lab1", "released the lien of job 55 (300 on chem.lab1)"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("sync does not say %q:\n%s", want, out)
 		}
@@ -240,6 +261,77 @@ func TestSlurmSync(t *testing.T) {
 		t.Errorf("sync wrote %d entries, want 3", after-before)
 	}
 	wantBalance(t, s.cliBank, "chem", "920", "0", "920")
+}
+
+// TestSlurmEveryRunCharged: each run of a requeued job is charged, under
+// a job of the bank's of its own (4711, 4711.r1, ...), whether its epilog
+// charges it from sacct -D or sync does when the epilog was lost; the
+// epilog's and sync's charges of a run are one; a node failure is charged
+// or free as --node-fail says; sync --report sets the charges against
+// Slurm's usage; a run sync cannot settle is exit 1 and a metric.
+func TestSlurmEveryRunCharged(t *testing.T) {
+	s := newSlurmSite(t)
+	t.Setenv("FAKE_SQUEUE_IDS", "")
+	m := time.Minute
+	runs := []string{s.record("60", 1, 1, "REQUEUED", -10*m, -8*m), s.record("60", 2, 2, "REQUEUED", -7*m, -5*m), s.record("60", 3, 1, "COMPLETED", -4*m, -3*m)}
+	// Run 0 (1 CPU, 120 s), requeued: charged by its epilog.
+	s.job("60", "0", "RUNNING", "5:00", "0:00", -10*m, -5*m)
+	s.ok("slurm", "prolog")
+	s.sacct(runs[0])
+	s.job("60", "1", "COMPLETING", "5:00", "0:00", 0, 5*m) // the next run's expected times
+	s.ok("slurm", "epilog")
+	// Run 1 (2 CPUs, 120 s), requeued, its epilog could not read sacct:
+	// its lien is released, sync charges it.
+	s.job("60", "1", "RUNNING", "5:00", "0:00", -7*m, -2*m)
+	s.ok("slurm", "prolog")
+	s.sacct()
+	s.job("60", "2", "COMPLETING", "5:00", "0:00", 0, 5*m)
+	s.ok("slurm", "epilog")
+	// Run 2 (60 s): its epilog was lost. A job whose node failed (61),
+	// and one of an account the bank does not know (62).
+	s.sacct(append(runs, s.record("61", 4, 1, "NODE_FAIL", -3*m, -2*m),
+		"62|hpc1|nope|amy|debug|normal|billing=1,cpu=1,node=1|60|5|"+s.now.Add(-m).Local().Format("2006-01-02T15:04:05")+"|"+s.now.Local().Format("2006-01-02T15:04:05")+"|COMPLETED|0:0|5|"+s.now.Add(-m).Local().Format("2006-01-02T15:04:05"))...)
+	metrics := filepath.Join(s.dir, "sync.prom")
+	out, code := s.run("slurm", "sync", "--node-fail", "free", "--report", "--metrics-file", metrics)
+	if code != exitError || !strings.Contains(out, "job 62 run 0: not settled") || !strings.Contains(out, "1 run(s) of jobs not settled") {
+		t.Errorf("sync with a job it cannot charge: exit %d\n%s", code, out)
+	}
+	for _, want := range []string{"charged job 60 run 1 (REQUEUED, 120 s): 240 to chem.lab1", "charged job 60 run 2 (COMPLETED, 60 s): 60 to chem.lab1",
+		"5 runs ended (sacct -D): 3 charged, 0 used nothing, 1 free by policy, 1 not settled",
+		"Slurm's usage: 540 CPU-seconds (540 billing-seconds); the bank charged runs of 420 CPU-seconds, 420 credits"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("sync does not say %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "job 61") && strings.Contains(out, "charged job 61") {
+		t.Errorf("a node failure was charged with --node-fail free:\n%s", out)
+	}
+	if raw, _ := os.ReadFile(metrics); !strings.Contains(string(raw), `ingot_slurm_unsettled_jobs{cluster="hpc1"} 1`) {
+		t.Errorf("metrics file:\n%s", raw)
+	}
+	for job, want := range map[string]string{"60": "120", "60.r1": "240", "60.r2": "60"} {
+		var charges []ledger.Charge
+		s.json(&charges, "charge", "list", job)
+		if len(charges) != 1 || !charges[0].Amount.Equal(dec(t, want)) {
+			t.Errorf("charges of job %s = %+v, want one of %s", job, charges, want)
+		}
+	}
+	// The node failure charged (the default), the account known: all settled.
+	s.ok("account", "create", "nope")
+	s.ok("deposit", "nope", "100")
+	s.ok("user", "modify", "amy", "--member", "nope")
+	out = s.ok("slurm", "sync", "--report", "--metrics-file", metrics)
+	for _, want := range []string{"charged job 61 run 0 (NODE_FAIL, 60 s): 60 to chem.lab1", "charged job 62 run 0 (COMPLETED, 60 s)", "charged against Slurm's usage: equal"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("sync does not say %q:\n%s", want, out)
+		}
+	}
+	if raw, _ := os.ReadFile(metrics); !strings.Contains(string(raw), `ingot_slurm_unsettled_jobs{cluster="hpc1"} 0`) {
+		t.Errorf("metrics file:\n%s", raw)
+	}
+	if again := s.ok("slurm", "sync"); strings.TrimSpace(again) != "" {
+		t.Errorf("a second sync changed something:\n%s", again)
+	}
 }
 
 // TestSlurmImport: the associations become the bank's tree and users,

@@ -117,32 +117,51 @@ func TestSlurmEndToEnd(t *testing.T) {
 		t.Errorf("a job cancelled before it started has a lien:\n%s", out)
 	}
 
-	// A requeued job is charged once: the requeued run's lien is released,
-	// the run that ends is charged.
+	// Every run is charged: a job requeued by the admin pays for the run
+	// that was requeued (run 0, the bank's job JOBID) and for the run that
+	// ends (run 1, JOBID.r1), each its own elapsed time.
 	job = e.submit("-A", "lab1", "-t", "2", "-n", "1", "--wrap", "sleep 8")
 	if _, err := c.WaitJob(job, time.Minute, "RUNNING"); err != nil {
 		t.Fatal(err)
 	}
 	e.waitLien(job)
+	time.Sleep(time.Second) // a run of at least a second
 	if _, err := c.Run("scontrol", "requeue", job); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.WaitJob(job, time.Minute, "PENDING"); err != nil {
-		t.Fatal(err)
-	}
-	// Slurm holds a requeued job back two minutes; now+2 (not now) lets
-	// slurmd's credential of the first run expire first.
-	if _, err := c.Run("scontrol", "update", "jobid="+job, "starttime=now+2"); err != nil {
-		t.Fatal(err)
+	e.startRequeued(job)
+	e.waitEnded(job, "COMPLETED")
+	e.checkRuns(job, 2)
+
+	// A job that requeues itself three times pays for its four runs: the
+	// sum of its runs' charges is Slurm's own usage (sacct -D).
+	job = e.submit("-A", "lab1", "-t", "2", "-n", "1", "--requeue", "--wrap",
+		`sleep 2; if [ "${SLURM_RESTART_COUNT:-0}" -lt 3 ]; then scontrol requeue $SLURM_JOB_ID; sleep 60; fi`)
+	for range 3 {
+		e.startRequeued(job)
 	}
 	e.waitEnded(job, "COMPLETED")
-	var charges []ledger.Charge
-	e.waitFor("job "+job+"'s charge", func() bool {
-		e.ingotJSON(&charges, "charge", "list", job, "--machine", c.Name)
-		return len(charges) > 0
+	e.checkRuns(job, 4)
+
+	// A run a node failure ended is charged (the default --node-fail
+	// charge), as a failed run.
+	job = e.submit("-A", "lab1", "-t", "2", "-n", "1", "--no-requeue", "--wrap", "sleep 30")
+	if _, err := c.WaitJob(job, time.Minute, "RUNNING"); err != nil {
+		t.Fatal(err)
+	}
+	e.waitLien(job)
+	time.Sleep(time.Second)
+	if _, err := c.Run("scontrol", "update", "nodename="+c.Node, "state=down", "reason=ingot test"); err != nil {
+		t.Fatal(err)
+	}
+	e.waitEnded(job, "NODE_FAIL")
+	c.Run("scontrol", "update", "nodename="+c.Node, "state=resume") // ReturnToService may have done it
+	e.waitFor("the node to be back", func() bool {
+		out, err := c.Run("sinfo", "-h", "-o", "%t")
+		return err == nil && strings.TrimSpace(out) == "idle"
 	})
-	if len(charges) != 1 || !charges[0].Amount.Equal(decimal.NewFromInt(e.elapsed(job))) {
-		t.Errorf("the requeued job's charges: %+v (its last run took %d s)", charges, e.elapsed(job))
+	if ch := e.charge(job); !ch.Amount.Equal(decimal.NewFromInt(e.elapsed(job))) {
+		t.Errorf("the node-failed job's charge: %s for %d s", ch.Amount, e.elapsed(job))
 	}
 	e.audit("the Slurm jobs")
 
@@ -188,7 +207,7 @@ func TestSlurmEndToEnd(t *testing.T) {
 	// sacct may take a moment to list the job in a period (slurmdbd gets
 	// the job's record in parts); cron runs sync again anyway.
 	e.waitFor("slurm sync to charge job "+job, func() bool {
-		return strings.Contains(e.ingot("slurm", "sync", "--machine", c.Name), "charged job "+job+" (COMPLETED,")
+		return strings.Contains(e.ingot("slurm", "sync", "--machine", c.Name), "charged job "+job+" run 0 (COMPLETED,")
 	})
 	if ch := e.charge(job); !ch.Amount.Equal(decimal.NewFromInt(e.elapsed(job))) {
 		t.Errorf("the job sync charged: %+v", ch)
@@ -445,6 +464,62 @@ func (e *endToEnd) waitLien(job string) {
 		_, err := e.try("lien", "show", job, "--machine", e.cluster.Name)
 		return err == nil
 	})
+}
+
+// startRequeued waits for the job to be requeued (pending, held back by
+// Slurm for two minutes) and moves its start to now+2: not now, which
+// can fail the job (slurmd refuses a launch in the second it revoked the
+// last run's credential).
+func (e *endToEnd) startRequeued(job string) {
+	e.t.Helper()
+	e.waitFor("job "+job+" to be requeued", func() bool {
+		out, err := e.cluster.Run("squeue", "-h", "-j", job, "-o", "%T %r")
+		return err == nil && strings.TrimSpace(out) == "PENDING BeginTime"
+	})
+	if _, err := e.cluster.Run("scontrol", "update", "jobid="+job, "starttime=now+2"); err != nil {
+		e.t.Fatal(err)
+	}
+	e.waitFor("job "+job+" to run again", func() bool {
+		out, err := e.cluster.Run("squeue", "-h", "-j", job, "-o", "%T")
+		return err == nil && strings.TrimSpace(out) != "PENDING"
+	})
+}
+
+// checkRuns checks that the job had runs runs (sacct -D), each charged
+// once under its own job of the bank's (after a sync, which charges a run
+// whose epilog could not), for its elapsed time × CPUs at 1 credit a
+// CPU-second: the sum is Slurm's own usage.
+func (e *endToEnd) checkRuns(job string, runs int) {
+	e.t.Helper()
+	out, err := e.cluster.Run("sacct", "-D", "-X", "-n", "-P", "-j", job, "-o", "ElapsedRaw,AllocCPUS,State")
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	lines := strings.Fields(out)
+	if len(lines) != runs {
+		e.t.Fatalf("job %s: sacct -D lists %d runs, want %d:\n%s", job, len(lines), runs, out)
+	}
+	e.ingot("slurm", "sync", "--machine", e.cluster.Name)
+	var usage, charged int64
+	for run, line := range lines {
+		var elapsed, cpus int64
+		if _, err := fmt.Sscanf(strings.ReplaceAll(line, "|", " "), "%d %d", &elapsed, &cpus); err != nil {
+			e.t.Fatal(err)
+		}
+		usage += elapsed * cpus
+		id := job
+		if run > 0 {
+			id = fmt.Sprintf("%s.r%d", job, run)
+		}
+		ch := e.charge(id)
+		charged += ch.Amount.IntPart()
+		if !ch.Amount.Equal(decimal.NewFromInt(elapsed * cpus)) {
+			e.t.Errorf("job %s run %d (%s): charged %s, used %d CPU-s", job, run, line, ch.Amount, elapsed*cpus)
+		}
+	}
+	if charged != usage || usage == 0 {
+		e.t.Errorf("job %s: its runs were charged %d, Slurm's usage is %d CPU-s", job, charged, usage)
+	}
 }
 
 // elapsed is the job's last run's elapsed seconds as sacct says.
