@@ -256,10 +256,11 @@ func manPage(c *cli.Context) error {
 	if _, err := args(c); err != nil {
 		return err
 	}
-	page, err := appWithoutCommonFlags(io.Discard, io.Discard).ToManWithSection(1)
+	app := appWithoutCommonFlags(io.Discard, io.Discard)
+	page, err := app.ToManWithSection(1)
 	if err != nil {
 		return fmt.Errorf("man: %w", err)
 	}
-	_, err = fmt.Fprint(c.App.Writer, page)
+	_, err = fmt.Fprint(c.App.Writer, page+manSections(app))
 	return err
 }

@@ -32,6 +32,25 @@ const (
 	exitInterrupted = 130
 )
 
+// exitCodes are the exit codes and what each means: the table of README.md
+// (Exit codes), which a test holds equal to this one, and the manual's EXIT
+// STATUS (manpage.go). A code added above is added here.
+var exitCodes = []struct {
+	code    int
+	meaning string // Markdown: `code` spans
+}{
+	{exitOK, "success"},
+	{exitError, "any other error (I/O, internal)"},
+	{exitUsage, "bad command line or invalid input: unknown command or flag, wrong number of arguments, a bad amount, name, time or option, an unknown `help` topic"},
+	{exitNotFound, "not found: unknown node, user, machine, allocation, lien or charge"},
+	{exitRefused, "refused: insufficient funds, inactive node, name taken, request id reused, user not a member, job already charged, refund beyond the charge, quote used up, reservation unknown or ended; a destructive command not confirmed on a terminal"},
+	{exitAudit, "the audit found problems (they are printed)"},
+	{exitUnavailable, "the database cannot be used: no `--db` or `--store`, missing file, not a bank, PostgreSQL unreachable or refusing the login, locked by another process for 10 s, a schema this ingot does not open (a newer ingot's, or schema 1), a bank of an earlier ingot left with its write-ahead log, one of an earlier schema for a command that only reads, a change to a bank file this process may not write; or the server cannot be reached or is busy; MUNGE cannot be run (`--use-munge` without munged)"},
+	{exitCorrupt, "stored data is damaged"},
+	{exitAuth, "with `--server`: no usable key file, or the server refused the key (unknown, revoked, wrong secret, clock more than 5 minutes off)"},
+	{exitInterrupted, "stopped by Ctrl-C (SIGINT) or SIGTERM before it finished, having removed what it had half made (a backup's temporary file); a second signal ends it at once"},
+}
+
 // usageError marks a mistake on the command line.
 type usageError struct{ msg string }
 
