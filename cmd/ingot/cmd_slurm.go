@@ -35,8 +35,8 @@ const slurmCommandTimeout = 10 * time.Second
 func slurmCommands() []*cli.Command {
 	machine := &cli.StringFlag{Name: "machine", Usage: "the bank's `MACHINE` for this cluster (default: $SLURM_CLUSTER_NAME, which Slurm sets for the prolog and epilog)"}
 	cluster := &cli.StringFlag{Name: "cluster", Usage: "the Slurm `CLUSTER` to read (default: --machine)"}
-	nodeFail := &cli.StringFlag{Name: "node-fail", Value: "charge", Usage: "what a run that a node failure ended is charged: `charge` (the time it ran, as a failed run, or as a requeued one when Slurm runs the job again) or free"}
-	failOpen := &cli.BoolFlag{Name: "fail-open", Usage: "when the bank cannot be asked, let the job run (charged later by `ingot slurm sync`) instead of holding it"}
+	nodeFail := &cli.StringFlag{Name: "node-fail", Value: "charge", Usage: "what a run that a node failure ended is charged: `MODE` charge (the time it ran, as a failed run, or as a requeued one when Slurm runs the job again) or free (nothing)"}
+	failOpen := &cli.BoolFlag{Name: "fail-open", Usage: "when the bank cannot be asked, let the job run (charged later by ingot slurm sync) instead of holding it"}
 	submitFlags := []cli.Flag{machine,
 		&cli.StringFlag{Name: "uid", Usage: "the submitting user's `UID` (job_submit.lua's submit_uid)"},
 		&cli.StringFlag{Name: "user", Usage: "the submitting `USER` (instead of --uid)"},
@@ -51,7 +51,7 @@ func slurmCommands() []*cli.Command {
 			{
 				Name:  "setup",
 				Usage: "print, or with --write DIR write, job_submit.lua and the prolog and epilog scripts for this bank, and the slurm.conf lines that use them",
-				Flags: []cli.Flag{machine, failOpen,
+				Flags: []cli.Flag{machine, failOpen, nodeFail,
 					&cli.StringFlag{Name: "write", Usage: "write the files into `DIR`, the directory of slurm.conf (job_submit.lua must be beside it)"},
 					&cli.BoolFlag{Name: "force", Usage: "replace files of those names in --write DIR"},
 					&cli.StringFlag{Name: "ingot", Usage: "the ingot `PATH` the hooks run (default: this one)"},
@@ -82,6 +82,7 @@ func slurmCommands() []*cli.Command {
 					&cli.BoolFlag{Name: "dry-run", Usage: "print what it would change, change nothing"},
 					&cli.BoolFlag{Name: "limits", Usage: "also stop Slurm taking jobs of accounts with nothing available (GrpSubmitJobs=0), and lift that when credits return, so that Slurm refuses them while the bank cannot be asked"},
 					nodeFail,
+					&cli.StringSliceFlag{Name: "free-accounts", Usage: "with --limits, the Slurm `ACCOUNT`s the bank does not know that may still run jobs (free of charge); every other such account is closed (GrpSubmitJobs=0); root always may"},
 					&cli.BoolFlag{Name: "report", Usage: "print the runs that ended since --since and Slurm's usage of them (sacct -D: elapsed × CPUs) against what the bank charged"},
 					&cli.StringFlag{Name: "metrics-file", Usage: "write ingot_slurm_unsettled_jobs and the sync's success and time to `FILE` in Prometheus' text format (node_exporter's textfile collector)"},
 				},
@@ -116,6 +117,9 @@ func slurmSetup(c *cli.Context) error {
 	if machine == "" {
 		return usageError{"slurm setup needs --machine: the bank's machine for this cluster"}
 	}
+	if _, err := slurm.ParseNodeFail(c.String("node-fail")); err != nil {
+		return usageError{err.Error()}
+	}
 	if c.Int("submit-timeout") < 1 || c.Int("hook-timeout") < 1 {
 		return usageError{"--submit-timeout and --hook-timeout are whole seconds, at least 1"}
 	}
@@ -128,7 +132,7 @@ func slurmSetup(c *cli.Context) error {
 		return err
 	}
 	settings := slurmfiles.Settings{Command: command, Machine: machine, SubmitTimeout: c.Int("submit-timeout"),
-		HookTimeout: c.Int("hook-timeout"), FailOpen: c.Bool("fail-open"), FallbackQOS: c.String("fallback-qos"),
+		HookTimeout: c.Int("hook-timeout"), FailOpen: c.Bool("fail-open"), NodeFail: c.String("node-fail"), FallbackQOS: c.String("fallback-qos"),
 		Path: path, SlurmConf: os.Getenv("SLURM_CONF"), Log: absolute(c.String("log"))}
 	dir := c.String("write")
 	if dir == "" {

@@ -284,10 +284,24 @@ func syncLimits(c *cli.Context, b bank, cluster string, dry bool) error {
 	for i, n := range nodes {
 		names[i] = n.Name
 	}
+	free := c.StringSlice("free-accounts")
 	for _, account := range slices.Sorted(maps.Keys(limits)) {
+		if limits[account] != "" && limits[account] != "0" {
+			continue // a limit of the site's own
+		}
 		node, err := slurm.NodeFor(account, names)
-		if err != nil || (limits[account] != "" && limits[account] != "0") {
-			continue // not the bank's, or a limit of the site's own
+		if err != nil {
+			// An account the bank does not know (or cannot tell from
+			// another) would run free while the hooks fail open: closed,
+			// unless the site says it is free. root is the parent of every
+			// account: a limit there would close them all.
+			if account == "root" || slices.Contains(free, account) || limits[account] == "0" {
+				continue
+			}
+			if err := setSubmitLimit(c, cluster, account, "GrpSubmitJobs=0", "no more jobs", bankWords(err.Error())+"; --free-accounts lets it run", dry); err != nil {
+				return err
+			}
+			continue
 		}
 		available, err := b.Available(c.Context, node)
 		if err != nil {
@@ -302,15 +316,23 @@ func syncLimits(c *cli.Context, b bank, cluster string, dry bool) error {
 		default:
 			continue
 		}
-		if dry {
-			fmt.Fprintf(c.App.Writer, "would set %s: Slurm account %s takes %s (%s: %s available)\n", set, account, what, node, available)
-			continue
-		}
-		if _, err := runSlurm(c.Context, "sacctmgr", "-i", "modify", "account", "where", "name="+account, "cluster="+cluster, "set", set); err != nil {
+		if err := setSubmitLimit(c, cluster, account, set, what, fmt.Sprintf("%s: %s available", node, available), dry); err != nil {
 			return err
 		}
-		fmt.Fprintf(c.App.Writer, "set %s: Slurm account %s takes %s (%s: %s available)\n", set, account, what, node, available)
 	}
+	return nil
+}
+
+// setSubmitLimit sets a Slurm account's limit (sacctmgr), and says so.
+func setSubmitLimit(c *cli.Context, cluster, account, set, what, why string, dry bool) error {
+	if dry {
+		fmt.Fprintf(c.App.Writer, "would set %s: Slurm account %s takes %s (%s)\n", set, account, what, why)
+		return nil
+	}
+	if _, err := runSlurm(c.Context, "sacctmgr", "-i", "modify", "account", "where", "name="+account, "cluster="+cluster, "set", set); err != nil {
+		return err
+	}
+	fmt.Fprintf(c.App.Writer, "set %s: Slurm account %s takes %s (%s)\n", set, account, what, why)
 	return nil
 }
 
@@ -528,6 +550,12 @@ func applyImport(c *cli.Context, b bank, p importPlanned, dry bool) error {
 	for _, n := range nodes {
 		have[n.Name] = true
 	}
+	// Read before anything is printed or made: a key that may not read
+	// the users (a scheduler's) fails here, not after a plan half printed.
+	users, err := b.Users(c.Context)
+	if err != nil {
+		return fmt.Errorf("slurm import reads the bank's users, which needs the admin's key (a scheduler key may not): %w", err)
+	}
 	say := func(format string, a ...any) {
 		if dry {
 			format = "would " + format
@@ -552,10 +580,6 @@ func applyImport(c *cli.Context, b bank, p importPlanned, dry bool) error {
 		if _, err := b.CreateNode(c.Context, withRequestID(c, client.NewRequestID()), spec); err != nil {
 			return err
 		}
-	}
-	users, err := b.Users(c.Context)
-	if err != nil {
-		return err
 	}
 	existing := map[string]ledger.User{}
 	for _, u := range users {

@@ -205,6 +205,19 @@ func TestSlurmSetup(t *testing.T) {
 	}
 	s.refused(t, exitRefused, "job_submit.lua exists (--force replaces it)", args...)
 	s.ok(append(args, "--force")...)
+	if epilog, _ := os.ReadFile(filepath.Join(dir, "ingot-epilog")); strings.Contains(string(epilog), "--node-fail") {
+		t.Errorf("ingot-epilog with node failures charged (the default):\n%s", epilog)
+	}
+	s.ok(append(args, "--force", "--node-fail", "free")...)
+	if epilog, _ := os.ReadFile(filepath.Join(dir, "ingot-epilog")); !strings.Contains(string(epilog), "slurm epilog --machine 'hpc1' --node-fail free 2>>") {
+		t.Errorf("ingot-epilog with --node-fail free:\n%s", epilog)
+	}
+	s.refused(t, exitUsage, `node failures are "maybe"`, append(args, "--force", "--node-fail", "maybe")...)
+	// The help says what --fail-open does, with no placeholder made of a
+	// command's name.
+	if help := s.ok("slurm", "setup", "--help"); !strings.Contains(help, "--fail-open  ") || strings.Contains(help, "--fail-open ingot") {
+		t.Errorf("slurm setup --help:\n%s", help)
+	}
 	s.refused(t, exitUsage, "needs --machine", "slurm", "setup")
 	pg := &cliBank{t: t, global: []string{"--store", "postgres://ingot:secret@db/bank"}}
 	if out, code := pg.run("slurm", "setup", "--machine", "hpc1", "--write", t.TempDir()); code != exitUsage || !strings.Contains(out, "go through its server") {
@@ -400,12 +413,22 @@ func TestSlurmSyncLimits(t *testing.T) {
 		return strings.Join(append([]string{"hpc1", account, user, "", "1", "", "", "", submit}, make([]string, 11)...), "|")
 	}
 	limits := func(lab1, bio string) {
-		t.Setenv("FAKE_LIMITS", strings.Join([]string{header, row("root", "", ""), row("chem", "", ""), row("lab1", "", lab1), row("lab1", "amy", ""), row("bio", "", bio), row("other", "", "")}, "\n"))
+		t.Setenv("FAKE_LIMITS", strings.Join([]string{header, row("root", "", ""), row("chem", "", ""), row("lab1", "", lab1), row("lab1", "amy", ""), row("bio", "", bio), row("other", "", "0")}, "\n"))
 	}
 	logged := func() string {
 		raw, _ := os.ReadFile(filepath.Join(s.dir, "scontrol.log"))
 		os.Remove(filepath.Join(s.dir, "scontrol.log"))
 		return string(raw)
+	}
+	// An account Slurm has and the bank lacks would run free when the
+	// hooks fail open: closed, unless the site says it is free.
+	t.Setenv("FAKE_LIMITS", strings.Join([]string{header, row("root", "", ""), row("chem", "", ""), row("lab1", "", ""), row("bio", "", "5"), row("other", "", "")}, "\n"))
+	if out := s.ok("slurm", "sync", "--limits", "--free-accounts", "other"); strings.TrimSpace(out) != "" || logged() != "" {
+		t.Errorf("sync --limits closed a free account: %q", out)
+	}
+	if out := s.ok("slurm", "sync", "--limits"); !strings.Contains(out, `set GrpSubmitJobs=0: Slurm account other takes no more jobs (account "other": the bank has no project of that name; --free-accounts lets it run)`) ||
+		logged() != "sacctmgr -i modify account where name=other cluster=hpc1 set GrpSubmitJobs=0\n" {
+		t.Errorf("sync --limits with an account the bank lacks: %q", out)
 	}
 	// chem (and so chem.lab1) has 1000; bio nothing; bio's limit of 5 is the site's.
 	limits("", "5")

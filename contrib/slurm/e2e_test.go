@@ -220,14 +220,27 @@ func TestSlurmEndToEnd(t *testing.T) {
 	// Slurm's own limit: phys has nothing, and no fallback now; sync
 	// --limits stops Slurm taking its jobs, which Slurm then refuses by
 	// itself with the bank down and the hooks failing open.
+	// An account Slurm has and the bank lacks (ghost) is closed too: with
+	// the hooks failing open it would run free.
 	e.ingot("policy", "fallback", "none", "--project", "phys", "--yes")
-	if out := e.ingot("slurm", "sync", "--machine", c.Name, "--limits"); !strings.Contains(out, "set GrpSubmitJobs=0: Slurm account phys takes no more jobs") {
+	if err := c.AddAccount("ghost", ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.AddUser("root", "ghost", ""); err != nil {
+		t.Fatal(err)
+	}
+	if out := e.ingot("slurm", "sync", "--machine", c.Name, "--limits"); !strings.Contains(out, "set GrpSubmitJobs=0: Slurm account phys takes no more jobs") ||
+		!strings.Contains(out, "set GrpSubmitJobs=0: Slurm account ghost takes no more jobs") {
 		t.Errorf("sync --limits:\n%s", out)
 	}
 	e.bankDown()
 	out, err = c.Run("sbatch", "-A", "phys", "-t", "1", "-n", "1", "--wrap", "true")
 	if err == nil || !strings.Contains(err.Error(), "Job violates accounting/QOS policy") {
 		t.Errorf("an exhausted account's job with the bank down: %q %v", out, err)
+	}
+	out, err = c.Run("sbatch", "-A", "ghost", "-t", "1", "-n", "1", "--wrap", "true")
+	if err == nil || !strings.Contains(err.Error(), "Job violates accounting/QOS policy") {
+		t.Errorf("a job of an account the bank lacks, with the bank down and failing open: %q %v", out, err)
 	}
 	if job, err := c.Submit("-A", "lab1", "-t", "1", "-n", "1", "--wrap", "true"); err != nil {
 		t.Errorf("a job of lab1 with the bank down and failing open: %v", err)

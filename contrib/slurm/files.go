@@ -27,6 +27,9 @@ type Settings struct {
 	SubmitTimeout, HookTimeout int
 	// FailOpen lets a job through when the bank cannot be asked.
 	FailOpen bool
+	// NodeFail is what the epilog charges for a run a node failure ended:
+	// "charge" (or "") or "free".
+	NodeFail string
 	// FallbackQOS is the QOS a job moved to the fallback account gets
 	// ("" keeps its own).
 	FallbackQOS string
