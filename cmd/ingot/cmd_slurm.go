@@ -149,6 +149,23 @@ func slurmSetup(c *cli.Context) error {
 	}
 	fmt.Fprintf(c.App.Writer, "# slurm.conf (job_submit.lua must be in the directory of slurm.conf):\nJobSubmitPlugins=lua\nPrologSlurmctld=%s\nEpilogSlurmctld=%s\n",
 		filepath.Join(dir, "ingot-prolog"), filepath.Join(dir, "ingot-epilog"))
+	// The billing that lets `slurm sync --limits` mirror credits into
+	// Slurm's own limits; the rest works without it.
+	var billing slurm.Billing
+	err = withBank(c, func(b bank) error {
+		billing, err = slurmBilling(c, b)
+		return err
+	})
+	if err != nil {
+		fmt.Fprintf(c.App.Writer, "# (for sync --limits: the bank's billing weights could not be worked out: %s)\n", message(err))
+		return nil
+	}
+	fmt.Fprintf(c.App.Writer, "# for slurm sync --limits (Slurm holds each account to its credits: docs/slurm.md):\n"+
+		"AccountingStorageEnforce=associations,limits,qos,safe\nPriorityType=priority/multifactor\nPriorityDecayHalfLife=0\nPriorityUsageResetPeriod=NONE\n"+
+		"# and on each PartitionName line of this machine (one billing-minute is %s credits):\n#   TRESBillingWeights=\"%s\"\n", billing.PerMinute, billing.Weights)
+	if len(billing.Approximate) > 0 {
+		fmt.Fprintf(c.App.Writer, "# approximate: billing cannot express %s\n", strings.Join(billing.Approximate, ", "))
+	}
 	return nil
 }
 

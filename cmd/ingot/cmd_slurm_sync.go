@@ -6,6 +6,7 @@ import (
 	"maps"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -284,8 +285,39 @@ func syncLimits(c *cli.Context, b bank, cluster string, dry bool) error {
 	for i, n := range nodes {
 		names[i] = n.Name
 	}
+	// Each account's remaining credits as an amount Slurm holds it to by
+	// itself: GrpTRESMins=billing=(used + what is left), through the
+	// billing TRES (docs/slurm.md, "Slurm's own limits").
+	billing, berr := slurmBilling(c, b)
+	var usage map[string]slurm.AssocBilling
+	if berr == nil {
+		out, err := runSlurm(c.Context, "scontrol", "-o", "show", "assoc_mgr", "flags=assoc")
+		if err != nil {
+			return err
+		}
+		if usage, err = slurm.ParseAssocBilling(out); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintf(c.App.ErrWriter, "ingot slurm sync: GrpTRESMins not mirrored: %v\n", berr)
+	}
 	free := c.StringSlice("free-accounts")
 	for _, account := range slices.Sorted(maps.Keys(limits)) {
+		node, nerr := slurm.NodeFor(account, names)
+		if nerr == nil && berr == nil && account != "root" {
+			available, err := b.Available(c.Context, node)
+			if err != nil {
+				return err
+			}
+			used := usage[account].Used
+			want := strconv.FormatInt(used+billing.Minutes(available), 10)
+			if usage[account].Limit != want {
+				why := fmt.Sprintf("%d used, %s: %s available at %s a billing-minute", used, node, available, billing.PerMinute)
+				if err := setSubmitLimit(c, cluster, account, "GrpTRESMins=billing="+want, "at most "+want+" billing-minutes in all", why, dry); err != nil {
+					return err
+				}
+			}
+		}
 		if limits[account] != "" && limits[account] != "0" {
 			continue // a limit of the site's own
 		}
@@ -321,6 +353,15 @@ func syncLimits(c *cli.Context, b bank, cluster string, dry bool) error {
 		}
 	}
 	return nil
+}
+
+// slurmBilling is the billing TRES of the bank's rate table.
+func slurmBilling(c *cli.Context, b bank) (slurm.Billing, error) {
+	rates, err := b.Rates(c.Context)
+	if err != nil {
+		return slurm.Billing{}, err
+	}
+	return slurm.BillingOf(rates)
 }
 
 // setSubmitLimit sets a Slurm account's limit (sacctmgr), and says so.

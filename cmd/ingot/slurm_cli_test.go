@@ -44,7 +44,7 @@ func newSlurmSite(t *testing.T) *slurmSite {
 	dir := t.TempDir()
 	for name, script := range map[string]string{
 		"squeue":   "#!/bin/sh\ncase \"$*\" in *'-o %A'*) printf '%s\\n' \"$FAKE_SQUEUE_IDS\";; *'-t R '*) printf '%s\\n' \"$FAKE_SQUEUE_RUNNING\";; *) printf '%s\\n' \"$FAKE_SQUEUE\";; esac\n",
-		"scontrol": "#!/bin/sh\ncase \"$*\" in *'show reservation'*) printf '%s\\n' \"$FAKE_RESERVATIONS\";; *) echo \"$@\" >> \"$FAKE_SCONTROL_LOG\";; esac\n",
+		"scontrol": "#!/bin/sh\ncase \"$*\" in *'show reservation'*) printf '%s\\n' \"$FAKE_RESERVATIONS\";; *'show assoc_mgr'*) printf '%s\\n' \"$FAKE_ASSOC_MGR\";; *) echo \"$@\" >> \"$FAKE_SCONTROL_LOG\";; esac\n",
 		"sacct":    "#!/bin/sh\nprintf '%s\\n' \"$FAKE_SACCT\"\n",
 		"sacctmgr": "#!/bin/sh\ncase \"$*\" in *modify*) echo sacctmgr \"$@\" >> \"$FAKE_SCONTROL_LOG\";; *assoc*format*) printf '%s\\n' \"$FAKE_ASSOC\";; *assoc*) printf '%s\\n' \"$FAKE_LIMITS\";; *) printf '%s\\n' \"$FAKE_USERS\";; esac\n",
 	} {
@@ -420,6 +420,17 @@ func TestSlurmSyncLimits(t *testing.T) {
 		os.Remove(filepath.Join(s.dir, "scontrol.log"))
 		return string(raw)
 	}
+	// Each account's billing limit is what it used plus what it has left
+	// (1000 credits: 16 billing-minutes at 60 credits each): as it is.
+	mgr := func(lab1Used int) {
+		line := func(account, limit string, used int) string {
+			return fmt.Sprintf("ClusterName=hpc1 Account=%s UserName= Partition= ID=3 GrpTRESMins=cpu=N(0),mem=N(0),billing=%s(%d),fs/disk=N(0)", account, limit, used)
+		}
+		t.Setenv("FAKE_ASSOC_MGR", strings.Join([]string{"Current Association Manager state", "Association Records",
+			line("root", "N", 0), line("chem", "16", 0), line("lab1", "16", lab1Used), line("bio", "0", 0),
+			"ClusterName=hpc1 Account=lab1 UserName=amy(1000) Partition= ID=4 GrpTRESMins=cpu=N(0),billing=N(3)"}, "\n"))
+	}
+	mgr(0)
 	// An account Slurm has and the bank lacks would run free when the
 	// hooks fail open: closed, unless the site says it is free.
 	t.Setenv("FAKE_LIMITS", strings.Join([]string{header, row("root", "", ""), row("chem", "", ""), row("lab1", "", ""), row("bio", "", "5"), row("other", "", "")}, "\n"))
@@ -447,6 +458,13 @@ func TestSlurmSyncLimits(t *testing.T) {
 	limits("", "0")
 	if out := s.ok("slurm", "sync", "--limits"); !strings.Contains(out, "set GrpSubmitJobs=-1: Slurm account bio takes jobs again (bio: 10 available)") {
 		t.Errorf("sync --limits said:\n%s", out)
+	}
+	// lab1 used 5 billing-minutes: its limit follows (5 + 16).
+	mgr(5)
+	limits("", "0")
+	if out := s.ok("slurm", "sync", "--limits"); !strings.Contains(out, "set GrpTRESMins=billing=21: Slurm account lab1 takes at most 21 billing-minutes in all (5 used, chem.lab1: 1000 available at 60 a billing-minute)") ||
+		strings.Contains(out, "account chem") {
+		t.Errorf("sync --limits after lab1 used 5 minutes said:\n%s", out)
 	}
 }
 

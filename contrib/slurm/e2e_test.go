@@ -248,6 +248,39 @@ func TestSlurmEndToEnd(t *testing.T) {
 		e.waitEnded(job, "COMPLETED")
 	}
 	e.bankUp()
+	e.audit("the bank down")
+
+	// Slurm's own amount: tiny has credits for 10 CPU-minutes; sync
+	// --limits gives its Slurm account GrpTRESMins=billing=10 (1 credit a
+	// CPU-second: a billing-minute is 60 credits). With the bank stopped,
+	// Slurm itself starts a 1-CPU 5-minute job and holds back a 1-CPU
+	// 60-minute one.
+	if err := c.AddAccount("tiny", ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.AddUser("root", "tiny", ""); err != nil {
+		t.Fatal(err)
+	}
+	e.ingot("slurm", "import", "--machine", c.Name)
+	e.ingot("deposit", "tiny", "600")
+	if out := e.ingot("slurm", "sync", "--machine", c.Name, "--limits"); !strings.Contains(out, "set GrpTRESMins=billing=10: Slurm account tiny takes at most 10 billing-minutes in all") {
+		t.Errorf("sync --limits with tiny:\n%s", out)
+	}
+	e.bankDown()
+	short := e.submit("-A", "tiny", "-t", "5", "-n", "1", "--wrap", "sleep 1")
+	long := e.submit("-A", "tiny", "-t", "60", "-n", "1", "--wrap", "sleep 1")
+	if got, err := c.WaitJob(short, time.Minute, "RUNNING", "COMPLETED"); err != nil {
+		t.Errorf("tiny's 5-minute job with the bank down: %s %v", got, err)
+	}
+	e.waitFor("Slurm to hold tiny's 60-minute job", func() bool {
+		out, err := c.Run("squeue", "-h", "-j", long, "-o", "%T %r")
+		return err == nil && strings.TrimSpace(out) == "PENDING AssocGrpBillingMinutes"
+	})
+	if _, err := c.Run("scancel", long); err != nil {
+		t.Fatal(err)
+	}
+	e.waitEnded(short, "COMPLETED")
+	e.bankUp()
 	e.audit("the end")
 }
 
@@ -287,7 +320,11 @@ func newEndToEnd(t *testing.T) *endToEnd {
 	// The hooks are written once for Start to install, and again once the
 	// cluster's slurm.conf is known, which the prolog and epilog need.
 	e.writeHooks(cluster, "")
-	e.cluster = slurmtest.Start(t, slurmtest.Options{ClusterName: cluster, GPUs: 1,
+	// Slurm's own limits as `slurm setup` prints them for sync --limits:
+	// billing usage that neither decays nor resets, and no job started
+	// that its account's GrpTRESMins could not see to its end.
+	e.cluster = slurmtest.Start(t, slurmtest.Options{ClusterName: cluster, GPUs: 1, AccountingStorageEnforce: "associations,limits,qos,safe",
+		Config: []string{"PriorityType=priority/multifactor", "PriorityDecayHalfLife=0", "PriorityUsageResetPeriod=NONE"},
 		PrologSlurmctld: filepath.Join(e.hooks, "ingot-prolog"), EpilogSlurmctld: filepath.Join(e.hooks, "ingot-epilog"),
 		JobSubmitLua: filepath.Join(e.hooks, "job_submit.lua")})
 	e.setup()
