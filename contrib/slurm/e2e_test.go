@@ -324,7 +324,7 @@ func newEndToEnd(t *testing.T) *endToEnd {
 	// billing usage that neither decays nor resets, and no job started
 	// that its account's GrpTRESMins could not see to its end.
 	e.cluster = slurmtest.Start(t, slurmtest.Options{ClusterName: cluster, GPUs: 1, AccountingStorageEnforce: "associations,limits,qos,safe",
-		Config: []string{"PriorityType=priority/multifactor", "PriorityDecayHalfLife=0", "PriorityUsageResetPeriod=NONE"},
+		Config:          []string{"PriorityType=priority/multifactor", "PriorityDecayHalfLife=0", "PriorityUsageResetPeriod=NONE"},
 		PrologSlurmctld: filepath.Join(e.hooks, "ingot-prolog"), EpilogSlurmctld: filepath.Join(e.hooks, "ingot-epilog"),
 		JobSubmitLua: filepath.Join(e.hooks, "job_submit.lua")})
 	e.setup()
