@@ -79,6 +79,16 @@ e2e-slurm:
 	INGOT_E2E=1 $(GO) test -count=1 ./internal/slurmtest/
 	INGOT_E2E=1 $(GO) test -count=1 -run '^TestSlurm' ./...
 
+# bench-slurm measures what the bank's submit path costs Slurm's controller
+# (contrib/slurm, TestBenchSlurmSubmit): on the real Slurm e2e-slurm starts,
+# 4 parallel submitters, 500 `sbatch --hold` each way, with the bank's
+# job_submit.lua and submit server and with no bank hook, in alternating
+# rounds; it prints both rates, their ratio (bar 0.8), the p99 of one
+# sbatch, and for comparison a process per job. Not run by make test.
+.PHONY: bench-slurm
+bench-slurm:
+	INGOT_BENCH_SLURM=1 INGOT_E2E=1 $(GO) test -count=1 -v -run '^TestBenchSlurmSubmit$$' -timeout 30m ./contrib/slurm/
+
 # Benchmarks print ingot's figures next to a raw bbolt baseline from the
 # same run, and the server's over loopback next to the same work in process
 # (see README, "Performance"). BenchmarkHistory runs here on a small bank;

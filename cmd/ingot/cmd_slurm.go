@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -58,6 +59,7 @@ func slurmCommands() []*cli.Command {
 					&cli.IntFlag{Name: "submit-timeout", Value: 2, Usage: "`SECONDS` the submit hook waits for the bank (every other submission waits meanwhile)"},
 					&cli.IntFlag{Name: "hook-timeout", Value: 30, Usage: "`SECONDS` the prolog and epilog wait for the bank"},
 					&cli.StringFlag{Name: "fallback-qos", Usage: "the `QOS` of a job moved to the fallback account (default: its own)"},
+					&cli.StringFlag{Name: "submit-socket", Value: "/run/ingot/slurm-submit.sock", Usage: "the Unix socket `PATH` of ingot slurm submit-server, which job_submit.lua asks (with LuaSocket) before it starts ingot slurm submit; \"\" for none"},
 					&cli.StringFlag{Name: "log", Value: "/var/log/slurm/ingot-hooks.log", Usage: "the `FILE` the prolog and epilog append their messages to (writable by SlurmUser)"},
 				},
 				Action: slurmSetup,
@@ -67,6 +69,14 @@ func slurmCommands() []*cli.Command {
 				Usage:  "for job_submit.lua: print one line, accept, account NAME (move the job to the fallback's Slurm account), refuse MESSAGE, or error MESSAGE (the bank could not be asked)",
 				Flags:  submitFlags,
 				Action: slurmSubmit,
+			},
+			{
+				Name:  "submit-server",
+				Usage: "for job_submit.lua: answer its questions on the Unix socket --socket, as slurm submit does, without a process per submission (run it as SlurmUser beside slurmctld, e.g. from systemd)",
+				Flags: []cli.Flag{machine,
+					&cli.StringFlag{Name: "socket", Value: "/run/ingot/slurm-submit.sock", Usage: "the Unix socket `PATH` to answer on (mode 600: only this user, SlurmUser, may ask)"},
+				},
+				Action: slurmSubmitServer,
 			},
 			{
 				Name:   "prolog",
@@ -132,7 +142,7 @@ func slurmSetup(c *cli.Context) error {
 		return err
 	}
 	settings := slurmfiles.Settings{Command: command, Machine: machine, SubmitTimeout: c.Int("submit-timeout"),
-		HookTimeout: c.Int("hook-timeout"), FailOpen: c.Bool("fail-open"), NodeFail: c.String("node-fail"), FallbackQOS: c.String("fallback-qos"),
+		HookTimeout: c.Int("hook-timeout"), FailOpen: c.Bool("fail-open"), NodeFail: c.String("node-fail"), FallbackQOS: c.String("fallback-qos"), SubmitSocket: c.String("submit-socket"),
 		Path: path, SlurmConf: os.Getenv("SLURM_CONF"), Log: absolute(c.String("log"))}
 	dir := c.String("write")
 	if dir == "" {
@@ -255,12 +265,16 @@ func writeHookFiles(dir string, s slurmfiles.Settings, force bool) error {
 	return nil
 }
 
-// submissionFields are the fields of job_desc that job_submit.lua passes
-// as flags of `ingot slurm submit`.
-var submissionFields = []struct {
+// submissionField is a field of job_desc that job_submit.lua passes on:
+// as a flag of `ingot slurm submit`, or as NAME=VALUE to its server.
+type submissionField struct {
 	flag, lua string
 	field     func(*slurm.Submission) *string
-}{
+}
+
+// submissionFields are the fields of job_desc that job_submit.lua passes
+// on.
+var submissionFields = []submissionField{
 	{"account", "account (or default_account)", func(s *slurm.Submission) *string { return &s.Account }},
 	{"partition", "partition", func(s *slurm.Submission) *string { return &s.Partition }},
 	{"qos", "qos", func(s *slurm.Submission) *string { return &s.QOS }},
@@ -295,34 +309,53 @@ func submitVerdict(c *cli.Context) string {
 	if err != nil {
 		return "error " + err.Error()
 	}
+	machine, err := slurmMachine(c)
+	if err != nil {
+		return "error " + message(err)
+	}
+	verdict := ""
+	err = withBank(c, func(b bank) error {
+		verdict = (&submitter{b: b, machine: machine}).verdict(c.Context, s, userName)
+		return nil
+	})
+	if err != nil {
+		return "error " + message(err)
+	}
+	return verdict
+}
+
+// submitter gives job_submit.lua's verdicts on one bank: once for `slurm
+// submit`, or for each job `slurm submit-server` is asked about, with the
+// bank's node names kept for a while (asked again when an account is not
+// among them).
+type submitter struct {
+	b       bank
+	machine string
+
+	mu      sync.Mutex
+	names   []string
+	fetched time.Time
+	users   map[string]cachedUser // by uid
+}
+
+type cachedUser struct {
+	name    string
+	fetched time.Time
+}
+
+// submitNamesFor is how long the submit server keeps the bank's node names
+// and the users' names: a project created meanwhile is found at once (a
+// name not among them is asked again), a renamed one within this.
+const submitNamesFor = time.Minute
+
+// verdict is job_submit.lua's line for the job of userName described by s.
+func (sb *submitter) verdict(ctx context.Context, s slurm.Submission, userName string) string {
 	req, err := s.Request()
 	if err != nil {
 		return "refuse " + bankWords(err.Error())
 	}
 	req.Start = time.Now()
-	verdict := ""
-	err = withBank(c, func(b bank) error {
-		machine, err := slurmMachine(c)
-		if err != nil {
-			return err
-		}
-		project, err := slurmProject(c.Context, b, s.Account)
-		if err != nil {
-			return err
-		}
-		q, err := b.Quote(c.Context, lien.QuoteSpec{Machine: machine, User: userName, Project: project, Request: req})
-		switch {
-		case err != nil:
-			return err
-		case q.Fallback != "":
-			verdict = "account " + slurm.SlurmName(q.Fallback)
-		case q.Covered:
-			verdict = "accept"
-		default:
-			verdict = "refuse " + bankWords(q.Refusal)
-		}
-		return nil
-	})
+	verdict, err := sb.quote(ctx, s.Account, userName, req)
 	if err != nil {
 		if refusedByBank(err) {
 			return "refuse " + bankWords(message(err))
@@ -330,6 +363,77 @@ func submitVerdict(c *cli.Context) string {
 		return "error " + message(err)
 	}
 	return verdict
+}
+
+func (sb *submitter) quote(ctx context.Context, account, userName string, req charge.Request) (string, error) {
+	project, err := sb.project(ctx, account)
+	if err != nil {
+		return "", err
+	}
+	q, err := sb.b.Quote(ctx, lien.QuoteSpec{Machine: sb.machine, User: userName, Project: project, Request: req})
+	switch {
+	case err != nil:
+		return "", err
+	case q.Fallback != "":
+		return "account " + slurm.SlurmName(q.Fallback), nil
+	case q.Covered:
+		return "accept", nil
+	}
+	return "refuse " + bankWords(q.Refusal), nil
+}
+
+// project is the bank's project for a Slurm account, from the node names
+// as they were at most submitNamesFor ago, or as they are now if the
+// account is not among them.
+func (sb *submitter) project(ctx context.Context, account string) (string, error) {
+	if account == "" || account == "(null)" {
+		return "", nil
+	}
+	sb.mu.Lock()
+	names, fresh := sb.names, time.Since(sb.fetched) < submitNamesFor
+	sb.mu.Unlock()
+	if fresh {
+		if project, err := slurm.NodeFor(account, names); err == nil {
+			return project, nil
+		}
+	}
+	nodes, err := sb.b.Nodes(ctx, "")
+	if err != nil {
+		return "", err
+	}
+	names = make([]string, len(nodes))
+	for i, n := range nodes {
+		names[i] = n.Name
+	}
+	sb.mu.Lock()
+	sb.names, sb.fetched = names, time.Now()
+	sb.mu.Unlock()
+	project, err := slurm.NodeFor(account, names)
+	if err != nil {
+		return "", fmt.Errorf("%w: %v", ledger.ErrNotFound, err)
+	}
+	return project, nil
+}
+
+// user is the name of uid, kept for submitNamesFor.
+func (sb *submitter) user(uid string) (string, error) {
+	sb.mu.Lock()
+	u, ok := sb.users[uid]
+	sb.mu.Unlock()
+	if ok && time.Since(u.fetched) < submitNamesFor {
+		return u.name, nil
+	}
+	name, err := slurmUser("", uid)
+	if err != nil {
+		return "", err
+	}
+	sb.mu.Lock()
+	if sb.users == nil {
+		sb.users = map[string]cachedUser{}
+	}
+	sb.users[uid] = cachedUser{name: name, fetched: time.Now()}
+	sb.mu.Unlock()
+	return name, nil
 }
 
 // slurmUser is the job's user: --user, or the name of --uid.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,6 +13,8 @@ import (
 
 	"github.com/ingot-hpc/ingot/charge"
 	"github.com/ingot-hpc/ingot/ledger"
+	"github.com/ingot-hpc/ingot/ledger/boltstore"
+	"github.com/ingot-hpc/ingot/lien"
 	"github.com/ingot-hpc/ingot/slurm"
 )
 
@@ -497,4 +500,45 @@ func TestSlurmSyncReservations(t *testing.T) {
 	if len(rs) != 1 || rs[0].Name != "r1" || rs[0].Charged.LessThan(decimal.NewFromInt(1200)) || rs[0].Charged.GreaterThan(decimal.NewFromInt(1220)) {
 		t.Errorf("reservations after sync: %+v", rs)
 	}
+}
+
+// TestSlurmSubmitServerLine: the submit server reads job_submit.lua's line
+// as `slurm submit` reads its flags, and gives the same verdicts.
+func TestSlurmSubmitServerLine(t *testing.T) {
+	s := newSlurmSite(t)
+	job := "uid=0\tuser=amy\taccount=lab1\tmin-cpus=1\tnum-tasks=4294967294\tcpus-per-task=65534"
+	var verdicts []string
+	err := withTestBank(t, s.db, func(b bank) {
+		sb := &submitter{b: b, machine: "hpc1"}
+		for _, line := range []string{job + "\ttime-limit=10", job + "\ttime-limit=60", "account=lab1\ttime-limit=1", "uid=0\tbogus=1", "uid=0\taccount=nope\ttime-limit=1\tmin-cpus=1"} {
+			verdicts = append(verdicts, sb.lineVerdict(context.Background(), line))
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"accept", "refuse insufficient funds: project chem.lab1 needs 3600, 1000 available", "error slurm submit-server: the line names no uid or user",
+		`error slurm submit-server: unknown field "bogus" (job_submit.lua of another ingot?)`, `refuse not found: account "nope": the bank has no project of that name`}
+	for i := range want {
+		if i >= len(verdicts) || !strings.HasPrefix(verdicts[i], want[i]) {
+			t.Errorf("verdict %d = %q, want %q", i, verdicts[i], want[i])
+		}
+	}
+}
+
+// withTestBank runs fn on the bank in file db, as the commands see it.
+func withTestBank(t *testing.T, db string, fn func(bank)) error {
+	t.Helper()
+	store, err := boltstore.Open(db, boltstore.Options{})
+	if err != nil {
+		return err
+	}
+	l, err := ledger.Open(context.Background(), store)
+	if err != nil {
+		store.Close()
+		return err
+	}
+	defer l.Close()
+	fn(bank{bankService: localBank{Ledger: l, Bank: lien.New(l)}})
+	return nil
 }

@@ -282,6 +282,22 @@ func TestSlurmEndToEnd(t *testing.T) {
 	e.waitEnded(short, "COMPLETED")
 	e.bankUp()
 	e.audit("the end")
+	// Every submission went through the submit server: job_submit.lua
+	// never fell back to a process per job.
+	if log, err := os.ReadFile(filepath.Join(c.Dir, "log", "slurmctld.log")); err != nil || strings.Contains(string(log), "ingot: no submit server answers") || strings.Contains(string(log), "LuaSocket") {
+		t.Errorf("job_submit.lua did not use the submit server (%v):\n%s", err, grepLines(string(log), "ingot:"))
+	}
+}
+
+// grepLines is the lines of s that contain sub.
+func grepLines(s, sub string) string {
+	var lines []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			lines = append(lines, l)
+		}
+	}
+	return strings.Join(lines, "\n")
 }
 
 // endToEnd is a bank served by a real `ingot serve` and a Slurm cluster
@@ -292,6 +308,8 @@ type endToEnd struct {
 	ingotBin, db, url   string
 	admin, schedulerKey string // key files
 	serve               *exec.Cmd
+	submitServer        *exec.Cmd
+	submitSocket        string
 	hooks               string // the hooks' directory
 	cluster             *slurmtest.Cluster
 }
@@ -299,7 +317,8 @@ type endToEnd struct {
 func newEndToEnd(t *testing.T) *endToEnd {
 	dir := t.TempDir()
 	e := &endToEnd{t: t, dir: dir, ingotBin: buildIngot(t, dir), db: filepath.Join(dir, "bank.db"),
-		admin: filepath.Join(dir, "admin.key"), schedulerKey: filepath.Join(dir, "slurm.key"), hooks: filepath.Join(dir, "hooks")}
+		admin: filepath.Join(dir, "admin.key"), schedulerKey: filepath.Join(dir, "slurm.key"), hooks: filepath.Join(dir, "hooks"),
+		submitSocket: filepath.Join(dir, "submit.sock")}
 	if err := os.Mkdir(e.hooks, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -309,6 +328,10 @@ func newEndToEnd(t *testing.T) *endToEnd {
 	}
 	e.bankUp()
 	t.Cleanup(func() {
+		if e.submitServer != nil {
+			e.submitServer.Process.Signal(syscall.SIGTERM)
+			e.submitServer.Wait()
+		}
 		if e.serve != nil {
 			e.bankDown()
 		}
@@ -328,6 +351,7 @@ func newEndToEnd(t *testing.T) *endToEnd {
 		PrologSlurmctld: filepath.Join(e.hooks, "ingot-prolog"), EpilogSlurmctld: filepath.Join(e.hooks, "ingot-epilog"),
 		JobSubmitLua: filepath.Join(e.hooks, "job_submit.lua")})
 	e.setup()
+	e.startSubmitServer()
 	c := e.cluster
 	for _, a := range [][2]string{{"chem", ""}, {"lab1", "chem"}, {"lab2", "chem"}, {"bio", ""}, {"phys", ""}} {
 		if err := c.AddAccount(a[0], a[1]); err != nil {
@@ -373,7 +397,7 @@ func freeAddress(t *testing.T) string {
 func (e *endToEnd) writeHooks(cluster, slurmConf string, extra ...string) {
 	e.t.Helper()
 	cmd := exec.Command(e.ingotBin, append([]string{"--server", e.url, "--key-file", e.schedulerKey, "slurm", "setup", "--machine", cluster,
-		"--write", e.hooks, "--force", "--log", filepath.Join(e.hooks, "hooks.log"), "--submit-timeout", "5"}, extra...)...)
+		"--write", e.hooks, "--force", "--log", filepath.Join(e.hooks, "hooks.log"), "--submit-timeout", "5", "--submit-socket", e.submitSocket}, extra...)...)
 	cmd.Env = append(os.Environ(), "SLURM_CONF="+slurmConf)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		e.t.Fatalf("slurm setup: %v\n%s", err, out)
@@ -393,6 +417,30 @@ func (e *endToEnd) setup(extra ...string) {
 	if err := os.WriteFile(filepath.Join(e.cluster.Dir, "job_submit.lua"), lua, 0o644); err != nil {
 		e.t.Fatal(err)
 	}
+}
+
+// startSubmitServer starts `ingot slurm submit-server` with the scheduler's
+// key, as a site runs it beside slurmctld, and waits for its socket.
+func (e *endToEnd) startSubmitServer() {
+	e.t.Helper()
+	log, err := os.OpenFile(filepath.Join(e.dir, "submit-server.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer log.Close()
+	e.submitServer = exec.Command(e.ingotBin, "--server", e.url, "--key-file", e.schedulerKey, "slurm", "submit-server",
+		"--machine", e.cluster.Name, "--socket", e.submitSocket)
+	e.submitServer.Stdout, e.submitServer.Stderr = log, log
+	if err := e.submitServer.Start(); err != nil {
+		e.t.Fatal(err)
+	}
+	e.waitFor("the submit server's socket", func() bool {
+		conn, err := net.Dial("unix", e.submitSocket)
+		if err == nil {
+			conn.Close()
+		}
+		return err == nil
+	})
 }
 
 // bankUp starts `ingot serve` and waits until it answers.

@@ -30,6 +30,10 @@ type Settings struct {
 	// NodeFail is what the epilog charges for a run a node failure ended:
 	// "charge" (or "") or "free".
 	NodeFail string
+	// SubmitSocket is the Unix socket of `ingot slurm submit-server`, which
+	// job_submit.lua asks first ("" for none: it starts `ingot slurm
+	// submit` for each job).
+	SubmitSocket string
 	// FallbackQOS is the QOS a job moved to the fallback account gets
 	// ("" keeps its own).
 	FallbackQOS string
