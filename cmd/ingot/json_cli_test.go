@@ -74,6 +74,7 @@ func TestEveryCommandHonoursJSON(t *testing.T) {
 		"archive --before 2000-01-01 " + filepath.Join(dir, "archive.db"),
 		"migrate --from " + b.db + " --to " + filepath.Join(dir, "migrated.db"),
 		"web-login",
+		"healthcheck --listen 127.0.0.1:1",
 	}
 	// Commands whose output is another program's input, or a person's.
 	notJSON := map[string]string{
@@ -91,8 +92,9 @@ func TestEveryCommandHonoursJSON(t *testing.T) {
 	}
 	// Commands the cases cannot run here, whose error is JSON all the same.
 	refusedHere := []string{
-		"archive",   // nothing in the bank was made before 2000
-		"web-login", // a server's: refused on a file
+		"archive",     // nothing in the bank was made before 2000
+		"web-login",   // a server's: refused on a file
+		"healthcheck", // no server listens on port 1
 	}
 	paths := commandPaths("", newApp(&bytes.Buffer{}, &bytes.Buffer{}).Commands)
 	covered := map[string]bool{}
