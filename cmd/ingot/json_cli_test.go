@@ -78,17 +78,18 @@ func TestEveryCommandHonoursJSON(t *testing.T) {
 	}
 	// Commands whose output is another program's input, or a person's.
 	notJSON := map[string]string{
-		"man":          "a manual page in roff",
-		"completion":   "a shell's completion script",
-		"serve":        "a server: its log is JSON already",
-		"hfs compute":  "prints JSON whatever the flags",
-		"rate set":     "reads JSON; prints the table as rate list --json does",
-		"slurm setup":  "Slurm's scripts and slurm.conf lines",
-		"slurm submit": "job_submit.lua's protocol",
-		"slurm prolog": "Slurm's prolog: an exit code",
-		"slurm epilog": "Slurm's epilog: an exit code",
-		"slurm sync":   "a report for cron's mail",
-		"slurm import": "sacctmgr's accounts, as a plan",
+		"man":                 "a manual page in roff",
+		"completion":          "a shell's completion script",
+		"serve":               "a server: its log is JSON already",
+		"hfs compute":         "prints JSON whatever the flags",
+		"rate set":            "reads JSON; prints the table as rate list --json does",
+		"slurm setup":         "Slurm's scripts and slurm.conf lines",
+		"slurm submit":        "job_submit.lua's protocol",
+		"slurm submit-server": "a server answering job_submit.lua on its socket",
+		"slurm prolog":        "Slurm's prolog: an exit code",
+		"slurm epilog":        "Slurm's epilog: an exit code",
+		"slurm sync":          "a report for cron's mail",
+		"slurm import":        "sacctmgr's accounts, as a plan",
 	}
 	// Commands the cases cannot run here, whose error is JSON all the same.
 	refusedHere := []string{
