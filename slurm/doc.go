@@ -1,11 +1,19 @@
-// Package slurm reads what Slurm's commands and hooks hand ingot: the job
-// description job_submit.lua passes on (Submission), a job as `squeue -O`
-// prints it with fields no user writes (QueueJob), trackable resources
-// (TRES), the lines of `sacct -P`, and the account tree of `sacctmgr -P
-// show assoc`; and it maps Slurm accounts to the bank's nodes. It is pure:
-// it runs no command, and of ingot it imports package charge, whose
-// Request and Resources a job becomes, and ledger's Excerpt, which quotes
-// input in its errors.
+// Package slurm is ingot's side of Slurm. It reads what Slurm's commands
+// and hooks hand ingot: the job description job_submit.lua passes on
+// (Submission), a job as `squeue -O` prints it with fields no user writes
+// (QueueJob), trackable resources (TRES), the lines of `sacct -P` and the
+// runs of `sacct -D` (Run: each run of a requeued job is charged as a job
+// of the bank's of its own, RunJobID), the account tree of `sacctmgr -P
+// show assoc`, and the billing limits of `scontrol show assoc_mgr`; it maps
+// Slurm accounts to the bank's nodes and the rate table to Slurm's billing
+// (BillingOf).
+//
+// It also holds the logic of the submit verdicts (Submitter) and of
+// settling runs (Site: SettleRun, Report, WriteMetrics), behind a small
+// API: the bank is the Bank interface and Slurm's commands a Run function,
+// so that cmd/ingot's commands only fill them in, and the logic is tested
+// with a fake bank and fake command output, without a process per case.
+// Of ingot it imports charge, ledger and lien.
 //
 // Slurm's text is read strictly: a line with the wrong number of fields, a
 // count that is not a whole number, or a time in no known form is an error

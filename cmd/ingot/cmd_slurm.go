@@ -7,11 +7,9 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -42,8 +40,8 @@ func slurmCommands() []*cli.Command {
 		&cli.StringFlag{Name: "uid", Usage: "the submitting user's `UID` (job_submit.lua's submit_uid)"},
 		&cli.StringFlag{Name: "user", Usage: "the submitting `USER` (instead of --uid)"},
 	}
-	for _, f := range submissionFields {
-		submitFlags = append(submitFlags, &cli.StringFlag{Name: f.flag, Usage: "job_desc." + f.lua + ", as Lua prints it"})
+	for _, f := range slurm.SubmissionFields {
+		submitFlags = append(submitFlags, &cli.StringFlag{Name: f.Name, Usage: "job_desc." + f.Lua + ", as Lua prints it"})
 	}
 	return []*cli.Command{{
 		Name:  "slurm",
@@ -265,32 +263,6 @@ func writeHookFiles(dir string, s slurmfiles.Settings, force bool) error {
 	return nil
 }
 
-// submissionField is a field of job_desc that job_submit.lua passes on:
-// as a flag of `ingot slurm submit`, or as NAME=VALUE to its server.
-type submissionField struct {
-	flag, lua string
-	field     func(*slurm.Submission) *string
-}
-
-// submissionFields are the fields of job_desc that job_submit.lua passes
-// on.
-var submissionFields = []submissionField{
-	{"account", "account (or default_account)", func(s *slurm.Submission) *string { return &s.Account }},
-	{"partition", "partition", func(s *slurm.Submission) *string { return &s.Partition }},
-	{"qos", "qos", func(s *slurm.Submission) *string { return &s.QOS }},
-	{"time-limit", "time_limit (minutes)", func(s *slurm.Submission) *string { return &s.TimeLimit }},
-	{"partition-default-time", "the partition's default_time (minutes)", func(s *slurm.Submission) *string { return &s.PartitionDefaultTime }},
-	{"partition-max-time", "the partition's max_time (minutes)", func(s *slurm.Submission) *string { return &s.PartitionMaxTime }},
-	{"min-cpus", "min_cpus", func(s *slurm.Submission) *string { return &s.MinCPUs }},
-	{"num-tasks", "num_tasks", func(s *slurm.Submission) *string { return &s.NumTasks }},
-	{"cpus-per-task", "cpus_per_task", func(s *slurm.Submission) *string { return &s.CPUsPerTask }},
-	{"min-nodes", "min_nodes", func(s *slurm.Submission) *string { return &s.MinNodes }},
-	{"min-memory", "pn_min_memory", func(s *slurm.Submission) *string { return &s.MinMemory }},
-	{"tres-per-node", "tres_per_node", func(s *slurm.Submission) *string { return &s.TRESPerNode }},
-	{"tres-per-job", "tres_per_job", func(s *slurm.Submission) *string { return &s.TRESPerJob }},
-	{"tres-per-task", "tres_per_task", func(s *slurm.Submission) *string { return &s.TRESPerTask }},
-}
-
 // slurmSubmit prints job_submit.lua's verdict. It exits 0 whatever it
 // prints: the script reads only the line (Lua 5.1's popen gives no exit
 // status), and decides on "error" by its fail-open setting.
@@ -302,8 +274,8 @@ func slurmSubmit(c *cli.Context) error {
 
 func submitVerdict(c *cli.Context) string {
 	var s slurm.Submission
-	for _, f := range submissionFields {
-		*f.field(&s) = c.String(f.flag)
+	for _, f := range slurm.SubmissionFields {
+		*f.Field(&s) = c.String(f.Name)
 	}
 	userName, err := slurmUser(c.String("user"), c.String("uid"))
 	if err != nil {
@@ -315,7 +287,7 @@ func submitVerdict(c *cli.Context) string {
 	}
 	verdict := ""
 	err = withBank(c, func(b bank) error {
-		verdict = (&submitter{b: b, machine: machine}).verdict(c.Context, s, userName)
+		verdict = newSubmitter(b, machine).Verdict(c.Context, s, userName)
 		return nil
 	})
 	if err != nil {
@@ -324,116 +296,9 @@ func submitVerdict(c *cli.Context) string {
 	return verdict
 }
 
-// submitter gives job_submit.lua's verdicts on one bank: once for `slurm
-// submit`, or for each job `slurm submit-server` is asked about, with the
-// bank's node names kept for a while (asked again when an account is not
-// among them).
-type submitter struct {
-	b       bank
-	machine string
-
-	mu      sync.Mutex
-	names   []string
-	fetched time.Time
-	users   map[string]cachedUser // by uid
-}
-
-type cachedUser struct {
-	name    string
-	fetched time.Time
-}
-
-// submitNamesFor is how long the submit server keeps the bank's node names
-// and the users' names: a project created meanwhile is found at once (a
-// name not among them is asked again), a renamed one within this.
-const submitNamesFor = time.Minute
-
-// verdict is job_submit.lua's line for the job of userName described by s.
-func (sb *submitter) verdict(ctx context.Context, s slurm.Submission, userName string) string {
-	req, err := s.Request()
-	if err != nil {
-		return "refuse " + bankWords(err.Error())
-	}
-	req.Start = time.Now()
-	verdict, err := sb.quote(ctx, s.Account, userName, req)
-	if err != nil {
-		if refusedByBank(err) {
-			return "refuse " + bankWords(message(err))
-		}
-		return "error " + message(err)
-	}
-	return verdict
-}
-
-func (sb *submitter) quote(ctx context.Context, account, userName string, req charge.Request) (string, error) {
-	project, err := sb.project(ctx, account)
-	if err != nil {
-		return "", err
-	}
-	q, err := sb.b.Quote(ctx, lien.QuoteSpec{Machine: sb.machine, User: userName, Project: project, Request: req})
-	switch {
-	case err != nil:
-		return "", err
-	case q.Fallback != "":
-		return "account " + slurm.SlurmName(q.Fallback), nil
-	case q.Covered:
-		return "accept", nil
-	}
-	return "refuse " + bankWords(q.Refusal), nil
-}
-
-// project is the bank's project for a Slurm account, from the node names
-// as they were at most submitNamesFor ago, or as they are now if the
-// account is not among them.
-func (sb *submitter) project(ctx context.Context, account string) (string, error) {
-	if account == "" || account == "(null)" {
-		return "", nil
-	}
-	sb.mu.Lock()
-	names, fresh := sb.names, time.Since(sb.fetched) < submitNamesFor
-	sb.mu.Unlock()
-	if fresh {
-		if project, err := slurm.NodeFor(account, names); err == nil {
-			return project, nil
-		}
-	}
-	nodes, err := sb.b.Nodes(ctx, "")
-	if err != nil {
-		return "", err
-	}
-	names = make([]string, len(nodes))
-	for i, n := range nodes {
-		names[i] = n.Name
-	}
-	sb.mu.Lock()
-	sb.names, sb.fetched = names, time.Now()
-	sb.mu.Unlock()
-	project, err := slurm.NodeFor(account, names)
-	if err != nil {
-		return "", fmt.Errorf("%w: %v", ledger.ErrNotFound, err)
-	}
-	return project, nil
-}
-
-// user is the name of uid, kept for submitNamesFor.
-func (sb *submitter) user(uid string) (string, error) {
-	sb.mu.Lock()
-	u, ok := sb.users[uid]
-	sb.mu.Unlock()
-	if ok && time.Since(u.fetched) < submitNamesFor {
-		return u.name, nil
-	}
-	name, err := slurmUser("", uid)
-	if err != nil {
-		return "", err
-	}
-	sb.mu.Lock()
-	if sb.users == nil {
-		sb.users = map[string]cachedUser{}
-	}
-	sb.users[uid] = cachedUser{name: name, fetched: time.Now()}
-	sb.mu.Unlock()
-	return name, nil
+// newSubmitter is the submit verdicts of bank b for machine.
+func newSubmitter(b bank, machine string) *slurm.Submitter {
+	return &slurm.Submitter{Bank: b, Machine: machine, Refused: refusedByBank, Message: message}
 }
 
 // slurmUser is the job's user: --user, or the name of --uid.
@@ -444,11 +309,7 @@ func slurmUser(name, uid string) (string, error) {
 	if uid == "" {
 		return "", usageError{"slurm submit needs --uid or --user"}
 	}
-	u, err := user.LookupId(uid)
-	if err != nil {
-		return "", fmt.Errorf("slurm submit: uid %s: %w", uid, err)
-	}
-	return u.Username, nil
+	return slurm.UserOf(uid)
 }
 
 // slurmMachine is --machine, or the cluster Slurm names in the hook's
@@ -463,25 +324,9 @@ func slurmMachine(c *cli.Context) (string, error) {
 	return "", usageError{commandPath(c) + ": --machine is needed outside Slurm's prolog and epilog (no $SLURM_CLUSTER_NAME)"}
 }
 
-// slurmProject is the bank's project for a Slurm account ("" when the job
-// names none: the bank then takes the user's default project).
+// slurmProject is the bank's project for a Slurm account (slurm.Project).
 func slurmProject(ctx context.Context, b bank, account string) (string, error) {
-	if account == "" || account == "(null)" {
-		return "", nil
-	}
-	nodes, err := b.Nodes(ctx, "")
-	if err != nil {
-		return "", err
-	}
-	names := make([]string, len(nodes))
-	for i, n := range nodes {
-		names[i] = n.Name
-	}
-	project, err := slurm.NodeFor(account, names)
-	if err != nil {
-		return "", fmt.Errorf("%w: %v", ledger.ErrNotFound, err)
-	}
-	return project, nil
+	return slurm.Project(ctx, b, account)
 }
 
 // refusedByBank reports whether err is the bank's answer about the job (it
@@ -495,14 +340,9 @@ func refusedByBank(err error) bool {
 	return false
 }
 
-// bankWords is a refusal without the package prefixes a user of Slurm has
-// no use for ("ledger: insufficient funds: ").
-func bankWords(msg string) string {
-	for _, prefix := range []string{"ledger: ", "lien: ", "slurm: "} {
-		msg = strings.ReplaceAll(msg, prefix, "")
-	}
-	return msg
-}
+// bankWords is a message without the package prefixes a user of Slurm
+// has no use for (slurm.BankWords).
+func bankWords(msg string) string { return slurm.BankWords(msg) }
 
 // hookJob is the job a prolog or epilog runs for: Slurm's environment,
 // which the controller sets, and what squeue says of the job.
@@ -713,7 +553,8 @@ func slurmEpilog(c *cli.Context) error {
 // sync charges it.
 func epilogRequeued(c *cli.Context, b bank, j hookJob, nodeFail slurm.NodeFail) error {
 	cluster := orDefault(os.Getenv("SLURM_CLUSTER_NAME"), j.Machine)
-	runs, err := sacctRuns(c, cluster, "-j", j.slurmID)
+	site := clusterSite(c, b, j.Machine, cluster, nodeFail)
+	runs, err := site.Runs(c.Context, "-j", j.slurmID)
 	if err == nil {
 		for _, r := range runs {
 			if r.ID != j.slurmID || r.Number != j.run {
@@ -722,16 +563,16 @@ func epilogRequeued(c *cli.Context, b bank, j hookJob, nodeFail slurm.NodeFail) 
 			if settle, _ := r.Settle(nodeFail); settle == slurm.NotEnded {
 				break
 			}
-			res, err := settleRun(c, b, j.Machine, r, nodeFail, false)
+			res, err := site.SettleRun(c.Context, r, false)
 			if err != nil {
 				return err
 			}
-			if res.charged != nil {
-				hookLog(c, "epilog", j, "requeued: charged %s to %s (%s, %d s)", res.charged.Amount, res.charged.Project, res.state, r.Elapsed)
+			if res.Charge != nil {
+				hookLog(c, "epilog", j, "requeued: charged %s to %s (%s, %d s)", res.Charge.Amount, res.Charge.Project, res.State, r.Elapsed)
 				return nil
 			}
-			if res.problem != "" {
-				return errors.New(res.problem)
+			if res.Problem != "" {
+				return errors.New(res.Problem)
 			}
 			return releaseRun(c, b, j)
 		}

@@ -5,10 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net"
 	"os"
-	"slices"
 	"strings"
 	"time"
 
@@ -68,7 +68,7 @@ func slurmSubmitServer(c *cli.Context) error {
 	}()
 	fmt.Fprintf(c.App.ErrWriter, "ingot slurm submit-server: answering job_submit.lua on %s for machine %s\n", path, machine)
 	return withBank(c, func(b bank) error {
-		sb := &submitter{b: b, machine: machine}
+		sb := newSubmitter(b, machine)
 		for {
 			conn, err := l.Accept()
 			if err != nil {
@@ -77,13 +77,13 @@ func slurmSubmitServer(c *cli.Context) error {
 				}
 				return fmt.Errorf("slurm submit-server: %w", err)
 			}
-			go sb.serve(c.Context, conn, c.App.ErrWriter)
+			go serveSubmit(c.Context, sb, conn, c.App.ErrWriter)
 		}
 	})
 }
 
-// serve answers each line conn sends until it closes.
-func (sb *submitter) serve(ctx context.Context, conn net.Conn, log interface{ Write([]byte) (int, error) }) {
+// serveSubmit answers each line conn sends until it closes.
+func serveSubmit(ctx context.Context, sb *slurm.Submitter, conn net.Conn, log io.Writer) {
 	defer conn.Close()
 	r := bufio.NewReader(conn)
 	for {
@@ -95,7 +95,7 @@ func (sb *submitter) serve(ctx context.Context, conn net.Conn, log interface{ Wr
 			}
 			return
 		}
-		verdict := sb.lineVerdict(ctx, strings.TrimRight(line, "\r\n"))
+		verdict := sb.LineVerdict(ctx, strings.TrimRight(line, "\r\n"))
 		if strings.HasPrefix(verdict, "error ") {
 			fmt.Fprintf(log, "ingot slurm submit-server: %s\n", verdict)
 		}
@@ -103,49 +103,4 @@ func (sb *submitter) serve(ctx context.Context, conn net.Conn, log interface{ Wr
 			return
 		}
 	}
-}
-
-// lineVerdict is the verdict on one line of the protocol.
-func (sb *submitter) lineVerdict(ctx context.Context, line string) string {
-	s, uid, userName, err := parseSubmitLine(line)
-	if err != nil {
-		return "error " + err.Error()
-	}
-	if userName == "" {
-		if userName, err = sb.user(uid); err != nil {
-			return "error " + err.Error()
-		}
-	}
-	return sb.verdict(ctx, s, userName)
-}
-
-// parseSubmitLine reads NAME=VALUE fields separated by tabs: uid or user,
-// and the fields of submissionFields by their flags' names.
-func parseSubmitLine(line string) (s slurm.Submission, uid, userName string, err error) {
-	for _, f := range strings.Split(line, "\t") {
-		if f == "" {
-			continue
-		}
-		name, value, ok := strings.Cut(f, "=")
-		if !ok {
-			return s, "", "", fmt.Errorf("slurm submit-server: field %q is not NAME=VALUE", truncate(f, 40))
-		}
-		switch name {
-		case "uid":
-			uid = value
-			continue
-		case "user":
-			userName = value
-			continue
-		}
-		i := slices.IndexFunc(submissionFields, func(sf submissionField) bool { return sf.flag == name })
-		if i < 0 {
-			return s, "", "", fmt.Errorf("slurm submit-server: unknown field %q (job_submit.lua of another ingot?)", truncate(name, 40))
-		}
-		*submissionFields[i].field(&s) = value
-	}
-	if uid == "" && userName == "" {
-		return s, "", "", fmt.Errorf("slurm submit-server: the line names no uid or user")
-	}
-	return s, uid, userName, nil
 }

@@ -1,20 +1,15 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"maps"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/shopspring/decimal"
-
 	"github.com/urfave/cli/v2"
 
-	"github.com/ingot-hpc/ingot/charge"
 	"github.com/ingot-hpc/ingot/ledger"
 	"github.com/ingot-hpc/ingot/lien"
 	"github.com/ingot-hpc/ingot/proto/client"
@@ -42,10 +37,6 @@ func slurmSync(c *cli.Context) error {
 	if err != nil {
 		return usageError{err.Error()}
 	}
-	runs, err := sacctRuns(c, cluster, "-S", since.Local().Format("2006-01-02T15:04:05"), "-E", "now")
-	if err != nil {
-		return err
-	}
 	// %A is each job's own number, as the hooks know it; %i would print
 	// an array's tasks as ARRAYID_TASK.
 	queued, err := runSlurm(c.Context, "squeue", "-h", "-t", "all", "-o", "%A")
@@ -54,17 +45,22 @@ func slurmSync(c *cli.Context) error {
 	}
 	known := strings.Fields(queued)
 	dry := c.Bool("dry-run")
-	var report syncReport
+	var report slurm.Report
 	err = withBank(c, func(b bank) error {
+		site := clusterSite(c, b, machine, cluster, nodeFail)
+		runs, err := site.Runs(c.Context, "-S", since.Local().Format("2006-01-02T15:04:05"), "-E", "now")
+		if err != nil {
+			return err
+		}
 		for _, r := range runs {
 			known = append(known, r.ID)
-			res, err := settleRun(c, b, machine, r, nodeFail, dry)
+			res, err := site.SettleRun(c.Context, r, dry)
 			if err != nil {
 				return err
 			}
-			report.add(r, res)
-			if res.problem != "" {
-				fmt.Fprintf(c.App.ErrWriter, "ingot slurm sync: job %s run %d: not settled: %s\n", r.ID, r.Number, res.problem)
+			report.Add(r, res)
+			if res.Problem != "" {
+				fmt.Fprintf(c.App.ErrWriter, "ingot slurm sync: job %s run %d: not settled: %s\n", r.ID, r.Number, res.Problem)
 			}
 		}
 		if err := syncLiens(c, b, machine, known, dry); err != nil {
@@ -79,187 +75,29 @@ func slurmSync(c *cli.Context) error {
 		return nil
 	})
 	if c.Bool("report") {
-		report.print(c, since)
+		report.Print(c.App.Writer, since)
 	}
 	if file := c.String("metrics-file"); file != "" && !dry {
-		unsettled := report.unsettled
+		unsettled := report.Unsettled
 		if err != nil {
 			unsettled = -1 // sync did not finish: nobody knows
 		}
-		if werr := writeSyncMetrics(file, cluster, unsettled, err == nil); werr != nil && err == nil {
+		if werr := slurm.WriteMetrics(file, cluster, unsettled, err == nil, time.Now()); werr != nil && err == nil {
 			err = werr
 		}
 	}
-	if err == nil && report.unsettled > 0 && !dry {
-		return fmt.Errorf("slurm sync: %d run(s) of jobs not settled (above): fix them (the account in the bank, a project's membership) and sync again", report.unsettled)
+	if err == nil && report.Unsettled > 0 && !dry {
+		return fmt.Errorf("slurm sync: %d run(s) of jobs not settled (above): fix them (the account in the bank, a project's membership) and sync again", report.Unsettled)
 	}
 	return err
 }
 
-// sacctRuns are the runs of the jobs `sacct -D -X` lists with args (-S
-// and -E, or -j), numbered: a job whose earlier runs may be before -S is
-// asked again whole, by its id.
-func sacctRuns(c *cli.Context, cluster string, args ...string) ([]slurm.Run, error) {
-	query := func(args ...string) ([]slurm.AcctJob, error) {
-		out, err := runSlurm(c.Context, "sacct", append([]string{"-X", "-D", "-P", "-a", "-M", cluster, "-o", slurm.SacctFormat}, args...)...)
-		if err != nil {
-			return nil, err
-		}
-		return slurm.ParseSacct(out, time.Local)
-	}
-	records, err := query(args...)
-	if err != nil {
-		return nil, err
-	}
-	if len(args) > 0 && args[0] == "-S" {
-		since, err := time.ParseInLocation("2006-01-02T15:04:05", args[1], time.Local)
-		if err != nil {
-			return nil, err
-		}
-		incomplete := slurm.Incomplete(records, since)
-		for len(incomplete) > 0 {
-			batch := incomplete[:min(len(incomplete), 200)]
-			incomplete = incomplete[len(batch):]
-			whole, err := query("-j", strings.Join(batch, ","))
-			if err != nil {
-				return nil, err
-			}
-			records = slices.DeleteFunc(records, func(r slurm.AcctJob) bool { return slices.Contains(batch, r.ID) })
-			for _, r := range whole {
-				if slices.Contains(batch, r.ID) {
-					records = append(records, r)
-				}
-			}
-		}
-	}
-	return slurm.NumberRuns(records), nil
-}
-
-// runSettled is what settleRun did with a run.
-type runSettled struct {
-	settle  slurm.Settlement
-	state   charge.ExitState
-	charged *ledger.Charge // the run's final charge, this one's or an earlier one's
-	now     bool           // charged now
-	problem string         // why it could not be charged
-}
-
-// settleRun charges run r, unless it is charged already, or owes nothing.
-// A charge the bank refuses (an account it does not know, a user not in
-// the project) is a problem, reported, not an error that stops the rest.
-func settleRun(c *cli.Context, b bank, machine string, r slurm.Run, nodeFail slurm.NodeFail, dry bool) (runSettled, error) {
-	res := runSettled{}
-	res.settle, res.state = r.Settle(nodeFail)
-	if res.settle != slurm.Owed {
-		return res, nil
-	}
-	job := lien.Job{Machine: machine, ID: r.BankJobID()}
-	charges, err := b.Charges(c.Context, job)
-	if err != nil && exitCode(err) != exitNotFound {
-		return res, err
-	}
-	if i := slices.IndexFunc(charges, func(ch ledger.Charge) bool { return ch.Final }); i >= 0 {
-		res.charged = &charges[i]
-		return res, nil
-	}
-	project, err := slurmProject(c.Context, b, r.Account)
-	if err != nil {
-		res.problem = bankWords(message(err))
-		return res, nil
-	}
-	spec := lien.ChargeSpec{Job: job, User: r.User, Project: project, Usage: charge.Usage{Resources: r.TRES.Resources(r.QOS, r.Partition),
-		WallclockSeconds: r.Elapsed, WallclockLimitSeconds: r.TimeLimit, Start: r.Start, End: r.End, State: res.state}}
-	if dry {
-		fmt.Fprintf(c.App.Writer, "would charge job %s run %d (%s, %d s) to %s\n", r.ID, r.Number, r.State, r.Elapsed, orDefault(project, "the default project of "+r.User))
-		return res, nil
-	}
-	ch, err := b.Charge(c.Context, withRequestID(c, runRequestID(machine, r.ID, r.Number, "sync:charge")), spec)
-	switch {
-	case errors.Is(err, lien.ErrAlreadyCharged):
-		return res, nil
-	case err != nil && refusedByBank(err):
-		res.problem = bankWords(message(err))
-		return res, nil
-	case err != nil:
-		return res, err
-	}
-	res.charged, res.now = &ch.Charge, true
-	fmt.Fprintf(c.App.Writer, "charged job %s run %d (%s, %d s): %s to %s\n", r.ID, r.Number, r.State, r.Elapsed, ch.Charge.Amount, ch.Charge.Project)
-	return res, nil
-}
-
-// syncReport sums the runs sync looked at: Slurm's usage of those that
-// ended (sacct -D's elapsed × allocated CPUs, and billing TRES), against
-// what the bank charged for them.
-type syncReport struct {
-	runs, charged, nothing, free, unsettled int
-	slurmCPUSeconds, slurmBilling           int64 // Slurm's usage of every ended run
-	chargedCPUSeconds                       int64 // Slurm's usage of the runs the bank charged
-	credits                                 decimal.Decimal
-}
-
-func (p *syncReport) add(r slurm.Run, res runSettled) {
-	if res.settle == slurm.NotEnded {
-		return
-	}
-	p.runs++
-	p.slurmCPUSeconds += r.Elapsed * r.TRES["cpu"]
-	p.slurmBilling += r.Elapsed * r.TRES["billing"]
-	switch {
-	case res.settle == slurm.Nothing:
-		p.nothing++
-	case res.settle == slurm.Free:
-		p.free++
-	case res.charged != nil:
-		p.charged++
-		p.chargedCPUSeconds += r.Elapsed * r.TRES["cpu"]
-		p.credits = p.credits.Add(res.charged.Amount)
-	default:
-		p.unsettled++
-	}
-}
-
-func (p *syncReport) print(c *cli.Context, since time.Time) {
-	w := c.App.Writer
-	fmt.Fprintf(w, "report since %s: %d runs ended (sacct -D): %d charged, %d used nothing, %d free by policy, %d not settled\n",
-		since.Local().Format(time.RFC3339), p.runs, p.charged, p.nothing, p.free, p.unsettled)
-	fmt.Fprintf(w, "Slurm's usage: %d CPU-seconds (%d billing-seconds); the bank charged runs of %d CPU-seconds, %s credits\n",
-		p.slurmCPUSeconds, p.slurmBilling, p.chargedCPUSeconds, p.credits)
-	verdict := "equal"
-	if p.chargedCPUSeconds != p.slurmCPUSeconds {
-		verdict = fmt.Sprintf("short by %d CPU-seconds (the runs free by policy or not settled)", p.slurmCPUSeconds-p.chargedCPUSeconds)
-	}
-	fmt.Fprintf(w, "charged against Slurm's usage: %s\n", verdict)
-}
-
-// writeSyncMetrics writes file in Prometheus' text format, for
-// node_exporter's textfile collector (--collector.textfile.directory): the
-// runs sync could not settle (-1 when sync itself failed) and when sync
-// last finished. It is written whole and renamed, so the collector never
-// reads half of it.
-func writeSyncMetrics(file, cluster string, unsettled int, ok bool) error {
-	var b strings.Builder
-	fmt.Fprintf(&b, "# HELP ingot_slurm_unsettled_jobs Runs of Slurm jobs that ingot slurm sync could not charge (-1: sync failed).\n")
-	fmt.Fprintf(&b, "# TYPE ingot_slurm_unsettled_jobs gauge\n")
-	fmt.Fprintf(&b, "ingot_slurm_unsettled_jobs{cluster=%q} %d\n", cluster, unsettled)
-	fmt.Fprintf(&b, "# HELP ingot_slurm_sync_success Whether the last ingot slurm sync finished (1) or failed (0).\n")
-	fmt.Fprintf(&b, "# TYPE ingot_slurm_sync_success gauge\n")
-	success := 0
-	if ok {
-		success = 1
-	}
-	fmt.Fprintf(&b, "ingot_slurm_sync_success{cluster=%q} %d\n", cluster, success)
-	fmt.Fprintf(&b, "# HELP ingot_slurm_sync_timestamp_seconds When the last ingot slurm sync ended.\n")
-	fmt.Fprintf(&b, "# TYPE ingot_slurm_sync_timestamp_seconds gauge\n")
-	fmt.Fprintf(&b, "ingot_slurm_sync_timestamp_seconds{cluster=%q} %d\n", cluster, time.Now().Unix())
-	tmp := file + ".tmp"
-	if err := os.WriteFile(tmp, []byte(b.String()), 0o644); err != nil {
-		return fmt.Errorf("slurm sync: metrics file: %w", err)
-	}
-	if err := os.Rename(tmp, file); err != nil {
-		return fmt.Errorf("slurm sync: metrics file: %w", err)
-	}
-	return nil
+// clusterSite is the cluster and bank of this command line, for package
+// slurm's logic.
+func clusterSite(c *cli.Context, b bank, machine, cluster string, nodeFail slurm.NodeFail) *slurm.Site {
+	return &slurm.Site{Bank: b, Run: runSlurm, Machine: machine, Cluster: cluster, NodeFail: nodeFail,
+		Request: func(id string) ledger.Request { return withRequestID(c, id) },
+		Refused: refusedByBank, NotFound: func(err error) bool { return exitCode(err) == exitNotFound }, Message: message, Out: c.App.Writer}
 }
 
 // syncLimits mirrors the bank into Slurm's own limits, as defence in

@@ -509,9 +509,9 @@ func TestSlurmSubmitServerLine(t *testing.T) {
 	job := "uid=0\tuser=amy\taccount=lab1\tmin-cpus=1\tnum-tasks=4294967294\tcpus-per-task=65534"
 	var verdicts []string
 	err := withTestBank(t, s.db, func(b bank) {
-		sb := &submitter{b: b, machine: "hpc1"}
+		sb := newSubmitter(b, "hpc1")
 		for _, line := range []string{job + "\ttime-limit=10", job + "\ttime-limit=60", "account=lab1\ttime-limit=1", "uid=0\tbogus=1", "uid=0\taccount=nope\ttime-limit=1\tmin-cpus=1"} {
-			verdicts = append(verdicts, sb.lineVerdict(context.Background(), line))
+			verdicts = append(verdicts, sb.LineVerdict(context.Background(), line))
 		}
 	})
 	if err != nil {
