@@ -93,7 +93,9 @@ func testSite(b Bank, sacct map[string]string) (*Site, *bytes.Buffer) {
 // says, the report against Slurm's usage, and a job whose first run is
 // before the period asked again whole.
 func TestSiteSettlesEveryRun(t *testing.T) {
-	at := func(min int) string { return time.Date(2026, 11, 28, 10, min, 0, 0, time.Local).Format("2006-01-02T15:04:05") }
+	at := func(min int) string {
+		return time.Date(2026, 11, 28, 10, min, 0, 0, time.Local).Format("2006-01-02T15:04:05")
+	}
 	// A run is submitted when the one before it ends (its requeue), the
 	// first when it starts here.
 	submitted := map[int]int{11: 19, 12: 32}
