@@ -182,7 +182,7 @@ func appWithoutCommonFlags(stdout, stderr io.Writer) *cli.App {
 			adminCommands(),
 			rateCommands(), policyCommands(), quoteCommands(), lienCommands(), chargeCommands(), reservationCommands(), hfsCommands(),
 			clientCommands(),
-			serveCommands(), webCommands(),
+			serveCommands(), healthcheckCommands(), webCommands(),
 			migrateCommands(),
 			slurmCommands(),
 			versionCommands(),
