@@ -1,5 +1,6 @@
 # ingot: `make run` builds and starts a bank; `make test` runs every test;
-# `make install` and `make package` are for operators (docs/operations.md).
+# `make install`, `make package` and `make release` are for operators
+# (docs/operations.md).
 GO      ?= go
 DB      ?= var/ingot.db
 LISTEN  ?= 127.0.0.1:8080
@@ -27,14 +28,30 @@ FISHCOMPDIR ?= $(DATADIR)/fish/vendor_completions.d
 # The service's settings are under /etc whatever the PREFIX, as a system
 # service's are.
 SYSCONFDIR  ?= /etc
-# Where package writes the .deb and the .rpm.
+# Where package writes the .deb and the .rpm, and release everything it
+# makes.
 PKGDIR ?= dist
 
-# What `ingot version` prints: git's description of the commit, and the
-# commit (Go's own record of it is off where GOFLAGS has -buildvcs=false).
-VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
+# What `ingot version` prints and the packages and release files are named
+# by: the semantic version contrib/packaging/version.sh makes of git's
+# release tags (0.9.0 on the tag v0.9.0, 0.9.1-dev.3+g1a2b3c4 three commits
+# after it; docs/operations.md, Releases), and the commit (Go's own record
+# of it is off where GOFLAGS has -buildvcs=false). Each is worked out once,
+# so that a commit made during a build does not change it half-way.
+VERSION ?= $(shell contrib/packaging/version.sh 2>/dev/null || echo 0.0.0-dev)
 COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null)
-LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
+VERSION := $(VERSION)
+COMMIT  := $(COMMIT)
+LDFLAGS = -X main.version=$(VERSION) -X main.commit=$(COMMIT) $(EXTRA_LDFLAGS)
+# package and release build ingot stripped (-s -w: no symbol table and no
+# DWARF; a panic's trace still names functions and lines), without this
+# host's paths (-trimpath), and, for the packages, as a PIE with read-only
+# relocations (lintian's hardening checks).
+STRIP_GOFLAGS  = -trimpath
+STRIP_LDFLAGS  = -s -w
+# The packages' maintainer: the name and address of the repository's
+# commits, until the project has one of its own.
+MAINTAINER ?= Seed 7f34db34 maintainers <maintainers@users.noreply.a-seed-7f34db34.example>
 
 # /usr/sbin: Debian's munged and Slurm daemons, which tests start.
 export PATH := $(PATH):/usr/local/go/bin:/usr/sbin
@@ -42,7 +59,7 @@ export PATH := $(PATH):/usr/local/go/bin:/usr/sbin
 .PHONY: build run test e2e-slurm bench bench-history fuzz clean install package
 
 build:
-	$(GO) build -ldflags "$(LDFLAGS)" -o $(BUILDDIR)/ingot ./cmd/ingot
+	$(GO) build $(GOBUILDFLAGS) -ldflags "$(LDFLAGS)" -o $(BUILDDIR)/ingot ./cmd/ingot
 
 # run builds ingot, creates the bank (once) and serves it in the
 # foreground until Ctrl-C: HTTP on $(LISTEN), the local socket var/ingot.sock
@@ -187,17 +204,83 @@ install: build
 # (PREFIX=/usr), with nfpm (contrib/packaging/nfpm.yaml). nfpm is a tool of
 # a module of its own, contrib/packaging/go.mod, so that its dependencies
 # stay out of ingot's; go builds it once and keeps it in its cache. The
-# binary is built with cgo, which makes it look users up through NSS.
+# binary is built with cgo, which makes it look users up through NSS,
+# stripped. /usr/share/doc/ingot has README.md, docs/, and the copyright
+# file and changelog that contrib/packaging/pkgdoc writes (ingot's licence
+# and those of the Go modules compiled in; the release tags' commits); the
+# .rpm has its copyright file in /usr/share/licenses/ingot.
 package: PKGROOT = $(abspath $(BUILDDIR))/pkgroot
 package:
 	rm -rf $(PKGROOT)
-	CGO_ENABLED=1 $(MAKE) --no-print-directory install DESTDIR=$(PKGROOT) PREFIX=/usr SYSCONFDIR=/etc
+	CGO_ENABLED=1 $(MAKE) --no-print-directory install DESTDIR=$(PKGROOT) PREFIX=/usr SYSCONFDIR=/etc \
+	  VERSION=$(VERSION) COMMIT=$(COMMIT) GOBUILDFLAGS="$(STRIP_GOFLAGS) -buildmode=pie" EXTRA_LDFLAGS="$(STRIP_LDFLAGS)"
 	gzip -9n $(PKGROOT)/usr/share/man/man1/ingot.1
+	install -d $(PKGROOT)/usr/share/doc/ingot/docs
+	gzip -9nc README.md >$(PKGROOT)/usr/share/doc/ingot/README.md.gz
+	for doc in docs/*.md; do gzip -9nc $$doc >$(PKGROOT)/usr/share/doc/ingot/$$doc.gz || exit 1; done
+	$(GO) -C contrib/packaging run ./pkgdoc -repo $(abspath .) -binary $(PKGROOT)/usr/bin/ingot -version $(VERSION) \
+	  -maintainer "$(MAINTAINER)" -copyright $(PKGROOT)/usr/share/doc/ingot/copyright \
+	  -copyright-full $(PKGROOT)/usr/share/licenses/ingot/copyright -changelog $(PKGROOT)/usr/share/doc/ingot/changelog.Debian.gz
 	mkdir -p $(PKGDIR)
 	for packager in deb rpm; do \
-	  PKGROOT=$(PKGROOT) PKG_VERSION=$$(contrib/packaging/version.sh) PKG_ARCH=$$($(GO) env GOARCH) \
+	  PKGROOT=$(PKGROOT) PKG_VERSION=$(VERSION) PKG_ARCH=$$($(GO) env GOARCH) PKG_MAINTAINER="$(MAINTAINER)" \
 	    $(GO) -C contrib/packaging tool nfpm package --config nfpm.yaml --packager $$packager --target $(abspath $(PKGDIR)) || exit 1; \
 	done
+
+# release makes, in PKGDIR, what a release publishes (docs/operations.md,
+# Releases: git tag v0.9.0 && make release): ingot for each of
+# RELEASE_ARCHES, built static (cgo off: it runs on any Linux and in the
+# image, and reads users from /etc/passwd only) and stripped; the .deb and
+# the .rpm of make package, for this host's architecture, with cgo; the
+# container image of each architecture (make image), tagged
+# ingot:VERSION-ARCH, as an archive that podman load and docker load read;
+# and SHA256SUMS of them. They are made in BUILDDIR/release first, so that
+# SHA256SUMS names this release's files only.
+RELEASE_ARCHES ?= amd64 arm64
+
+# image builds the container image of contrib/container/Containerfile (no
+# base image: nothing is pulled) with CONTAINER_TOOL, podman or docker, for
+# IMAGE_ARCH, from IMAGE_BINARY (by default ingot built static for it
+# here), tags it IMAGE_TAG and saves it as IMAGE_ARCHIVE. podman writes
+# the image in Docker's format, which keeps the HEALTHCHECK (OCI's has none).
+CONTAINER_TOOL ?= podman
+IMAGE_ARCH     ?= $(shell $(GO) env GOARCH)
+IMAGE_TAG      ?= ingot:$(subst +,_,$(VERSION))
+IMAGE_BINARY   ?=
+IMAGE_ARCHIVE  ?= $(PKGDIR)/ingot-$(VERSION)-image-linux-$(IMAGE_ARCH).tar
+
+.PHONY: release image
+release: RELDIR = $(abspath $(BUILDDIR))/release
+release:
+	rm -rf $(RELDIR)
+	$(MAKE) --no-print-directory package PKGDIR=$(RELDIR) VERSION=$(VERSION) COMMIT=$(COMMIT)
+	for arch in $(RELEASE_ARCHES); do \
+	  CGO_ENABLED=0 GOOS=linux GOARCH=$$arch $(GO) build $(STRIP_GOFLAGS) -ldflags "$(LDFLAGS) $(STRIP_LDFLAGS)" \
+	    -o $(RELDIR)/ingot-$(VERSION)-linux-$$arch ./cmd/ingot || exit 1; \
+	  $(MAKE) --no-print-directory image VERSION=$(VERSION) COMMIT=$(COMMIT) IMAGE_ARCH=$$arch \
+	    IMAGE_BINARY=$(RELDIR)/ingot-$(VERSION)-linux-$$arch IMAGE_TAG=ingot:$(subst +,_,$(VERSION))-$$arch \
+	    IMAGE_ARCHIVE=$(RELDIR)/ingot-$(VERSION)-image-linux-$$arch.tar || exit 1; \
+	done
+	cd $(RELDIR) && sha256sum -- * >SHA256SUMS
+	mkdir -p $(PKGDIR)
+	cp $(RELDIR)/* $(PKGDIR)/
+	@echo "ingot $(VERSION) in $(PKGDIR):" && cat $(RELDIR)/SHA256SUMS
+
+image: IMAGEDIR = $(abspath $(BUILDDIR))/image-$(IMAGE_ARCH)
+image:
+	rm -rf $(IMAGEDIR)
+	install -d -m 0755 $(IMAGEDIR)/rootfs/etc $(IMAGEDIR)/rootfs/usr/bin $(IMAGEDIR)/rootfs/var/lib $(IMAGEDIR)/rootfs/run \
+	  $(IMAGEDIR)/run/ingot $(dir $(IMAGE_ARCHIVE))
+	install -d -m 1777 $(IMAGEDIR)/rootfs/tmp
+	install -d -m 0750 $(IMAGEDIR)/lib/ingot
+	$(if $(IMAGE_BINARY),install -m 0755 $(IMAGE_BINARY) $(IMAGEDIR)/rootfs/usr/bin/ingot,CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) \
+	  $(GO) build $(STRIP_GOFLAGS) -ldflags "$(LDFLAGS) $(STRIP_LDFLAGS)" -o $(IMAGEDIR)/rootfs/usr/bin/ingot ./cmd/ingot)
+	install -m 0644 contrib/container/passwd contrib/container/group $(IMAGEDIR)/rootfs/etc/
+	install -m 0644 contrib/container/Containerfile $(IMAGEDIR)/
+	rm -f $(IMAGE_ARCHIVE)
+	BUILDAH_FORMAT=docker $(CONTAINER_TOOL) build --platform linux/$(IMAGE_ARCH) --build-arg VERSION=$(VERSION) \
+	  --build-arg COMMIT=$(COMMIT) -f $(IMAGEDIR)/Containerfile -t $(IMAGE_TAG) $(IMAGEDIR)
+	$(CONTAINER_TOOL) save -o $(IMAGE_ARCHIVE) $(IMAGE_TAG)
 
 clean:
 	rm -rf bin dist

@@ -3,6 +3,7 @@ package contrib
 import (
 	"debug/elf"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -14,6 +15,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // hostPaths are where an installed ingot keeps its state: the test
@@ -71,7 +73,7 @@ func TestPackages(t *testing.T) {
 			}
 			if mode&syscall.S_IFMT == syscall.S_IFREG {
 				got[f[2]] = fs.FileMode(mode & 0o777)
-			} else if !slices.Contains([]string{"/etc/ingot", "/usr/libexec/ingot"}, f[2]) {
+			} else if !slices.Contains([]string{"/etc/ingot", "/usr/libexec/ingot", "/usr/share/doc/ingot", "/usr/share/doc/ingot/docs", "/usr/share/licenses/ingot"}, f[2]) {
 				t.Errorf("%s: mode %o; the package owns no directory but its own", f[2], mode)
 			}
 		}
@@ -152,11 +154,16 @@ func installedDeb(t *testing.T, deb string) {
 	verifyUnits(t, "/usr/lib/systemd/system", "/usr/share/man")
 	checkGlibc(t, "/usr/bin/ingot")
 
-	// ingot version names the commit of the package's version (...<commit>[.dirty]).
+	// ingot version prints the package's version as the semantic version
+	// it is (0.9.1~dev.3+g1a2b3c4-1 is 0.9.1-dev.3+g1a2b3c4), and the
+	// commit it names, if it names one (not on a tag).
 	pkgVersion := strings.TrimSpace(run(t, exec.Command("dpkg-deb", "-f", deb, "Version")))
-	commit := regexp.MustCompile(`\.([0-9a-f]{7,})(\.dirty)?-1$`).FindStringSubmatch(pkgVersion)
+	semver := strings.Replace(strings.TrimSuffix(pkgVersion, "-1"), "~", "-", 1)
 	version := run(t, exec.Command("/usr/bin/ingot", "version"))
-	if commit == nil || !strings.Contains(version, "\ncommit "+commit[1]) {
+	if !strings.HasPrefix(version, "ingot "+semver+"\n") {
+		t.Errorf("ingot version:\n%s\nwant the package's version %s, as ingot %s", version, pkgVersion, semver)
+	}
+	if commit := regexp.MustCompile(`\+g([0-9a-f]{7,})(\.dirty)?-1$`).FindStringSubmatch(pkgVersion); commit != nil && !strings.Contains(version, "\ncommit "+commit[1]) {
 		t.Errorf("ingot version:\n%s\nwant the commit of the package's version %s", version, pkgVersion)
 	}
 
@@ -204,6 +211,7 @@ func installedDeb(t *testing.T, deb string) {
 	}
 	wantOwned(t, copies[0], uid, gid, 0o600)
 	srv.systemctl([]string{"stop", "ingot.service"})
+	byHand(t)
 
 	purge := run(t, exec.Command("dpkg", "--purge", "ingot"))
 	for _, gone := range []string{"/usr/bin/ingot", "/etc/ingot/ingot.toml", "/usr/lib/systemd/system/ingot.service"} {
@@ -217,6 +225,135 @@ func installedDeb(t *testing.T, deb string) {
 	if _, err := user.Lookup("ingot"); err != nil || !strings.Contains(purge, "are kept") {
 		t.Errorf("after dpkg --purge: user ingot: %v; dpkg said:\n%s\nwant the user kept, and said so", err, purge)
 	}
+}
+
+// byHand runs the server as docs/operations.md says to without systemd,
+// with the shell loop as written (on a free port rather than the
+// config's): it serves, on its socket too, and SIGTERM to the server ends
+// the loop.
+func byHand(t *testing.T) {
+	t.Helper()
+	var loop string
+	for _, block := range docBlocks(t, "### With another service manager, or none") {
+		if strings.Contains(block, "while :") {
+			loop = block
+		}
+	}
+	if loop == "" {
+		t.Fatal("docs/operations.md, With another service manager, or none: no loop")
+	}
+	port := loopbackPort(t)
+	const serve = "ingot serve --config /etc/ingot/ingot.toml"
+	if !strings.Contains(loop, serve) {
+		t.Fatalf("the loop of docs/operations.md runs no %q:\n%s", serve, loop)
+	}
+	loop = strings.Replace(loop, serve, serve+fmt.Sprintf(" --listen 127.0.0.1:%d --metrics-listen 127.0.0.1:0", port), 1)
+	var out lineBuffer
+	sh := exec.Command("sh", "-ec", loop)
+	sh.Dir, sh.Env = "/", operatorEnv(t.TempDir())
+	sh.Stdout, sh.Stderr = &out, &out
+	sh.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := sh.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- sh.Wait() }()
+	t.Cleanup(func() {
+		for _, pid := range descendants(sh.Process.Pid) {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+		sh.Process.Kill()
+		<-done
+	})
+	healthy := exec.Command("/usr/bin/ingot", "healthcheck", "--listen", fmt.Sprintf("127.0.0.1:%d", port))
+	for deadline := time.Now().Add(20 * time.Second); healthy.Run() != nil; time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the server started by hand does not answer after 20 s:\n%s", out.buf.String())
+		}
+		healthy = exec.Command(healthy.Args[0], healthy.Args[1:]...)
+	}
+	if got := run(t, exec.Command("/usr/bin/ingot", "--server", "unix:/run/ingot/ingot.sock", "audit")); !strings.HasSuffix(got, "audit: OK\n") {
+		t.Errorf("the audit through the socket of the server started by hand:\n%s", got)
+	}
+	var servers []int
+	for _, pid := range descendants(sh.Process.Pid) {
+		if comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid)); string(comm) == "ingot\n" {
+			servers = append(servers, pid)
+		}
+	}
+	if len(servers) != 1 {
+		t.Fatalf("the loop runs %d ingot processes (%v), want one", len(servers), servers)
+	}
+	if err := syscall.Kill(servers[0], syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		done <- err // for the cleanup
+		if err != nil || !strings.Contains(out.buf.String(), `"msg":"stopped"`) {
+			t.Errorf("the loop ended with %v after SIGTERM to the server; want it ended, the server stopped:\n%s", err, out.buf.String())
+		}
+	case <-time.After(45 * time.Second):
+		t.Errorf("the loop goes on 45 s after SIGTERM to the server:\n%s", out.buf.String())
+	}
+}
+
+// docBlocks returns the sh blocks of the section of docs/operations.md
+// whose heading line is heading ("### Name"), up to the next heading.
+func docBlocks(t *testing.T, heading string) []string {
+	t.Helper()
+	doc, err := os.ReadFile(filepath.Join(root, "docs", "operations.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(doc), "\n"+heading+"\n")
+	if !ok {
+		t.Fatalf("docs/operations.md has no section %q", heading)
+	}
+	if i := regexp.MustCompile(`\n#{2,3} `).FindStringIndex(section); i != nil {
+		section = section[:i[0]]
+	}
+	var blocks []string
+	for {
+		var block string
+		if _, section, ok = strings.Cut(section, "\n```sh\n"); !ok {
+			return blocks
+		}
+		block, section, _ = strings.Cut(section, "\n```\n")
+		blocks = append(blocks, block)
+	}
+}
+
+// descendants are the processes whose parent, or its parent..., is pid.
+func descendants(pid int) []int {
+	parent := map[int]int{}
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...: comm may hold spaces and parentheses.
+		if i := strings.LastIndexByte(string(stat), ')'); i > 0 {
+			if f := strings.Fields(string(stat[i+1:])); len(f) > 1 {
+				parent[p], _ = strconv.Atoi(f[1])
+			}
+		}
+	}
+	var out []int
+	for p := range parent {
+		for q := parent[p]; q > 1; q = parent[q] {
+			if q == pid {
+				out = append(out, p)
+				break
+			}
+		}
+	}
+	return out
 }
 
 // wantOwned fails the test unless path exists with that owner and mode.

@@ -5,6 +5,7 @@ import (
 	"io"
 	"runtime"
 	"runtime/debug"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -13,13 +14,21 @@ import (
 )
 
 // version and commit are what this binary was built from: the Makefile
-// sets them from git with -ldflags "-X main.version=... -X main.commit=...".
-// A plain `go build` leaves version "devel" and the commit to Go's build
-// information (absent when built with -buildvcs=false).
+// sets them with -ldflags "-X main.version=... -X main.commit=...", the
+// version a semantic version made of git's release tags by
+// contrib/packaging/version.sh (0.9.0 on the tag v0.9.0,
+// 0.9.1-dev.3+g1a2b3c4 three commits after it, 0.0.0-dev.N+g<commit>
+// before the first tag; docs/operations.md, Releases). Built otherwise,
+// version is what Go recorded of the module (v0.9.0 for `go install
+// .../cmd/ingot@v0.9.0`, a pseudo-version in a checkout), else devVersion,
+// and the commit is Go's own record of it (absent with -buildvcs=false).
 var (
-	version = "devel"
+	version = devVersion
 	commit  = ""
 )
+
+// devVersion is the version of a binary that says nothing of its source.
+const devVersion = "0.0.0-dev"
 
 // buildInfo is what `ingot version` prints: enough for an operator to say
 // which ingot runs and which bank files it reads.
@@ -28,6 +37,12 @@ type buildInfo struct {
 	Commit   string `json:"commit"`
 	Modified bool   `json:"modified"`
 	Go       string `json:"go"`
+	// Platform is GOOS/GOARCH; CGO whether the binary was built with cgo,
+	// which looks users up through NSS (LDAP, SSSD), where without it
+	// only /etc/passwd and /etc/group are read (the static binaries of a
+	// release, and the container image).
+	Platform string `json:"platform"`
+	CGO      bool   `json:"cgo"`
 	// Schema is that of the bank files it writes (bbolt), PostgresSchema
 	// that of the banks it makes in PostgreSQL.
 	Schema         uint64 `json:"schema"`
@@ -35,13 +50,16 @@ type buildInfo struct {
 }
 
 func currentBuild() buildInfo {
-	b := buildInfo{Version: version, Commit: commit, Go: runtime.Version(), Schema: boltstore.SchemaVersion, PostgresSchema: pgstore.SchemaVersion}
-	if info, ok := debug.ReadBuildInfo(); ok && b.Commit == "" {
+	b := buildInfo{Version: version, Commit: commit, Go: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH,
+		Schema: boltstore.SchemaVersion, PostgresSchema: pgstore.SchemaVersion}
+	if info, ok := debug.ReadBuildInfo(); ok {
 		for _, s := range info.Settings {
-			switch s.Key {
-			case "vcs.revision":
+			switch {
+			case s.Key == "CGO_ENABLED":
+				b.CGO = s.Value == "1"
+			case s.Key == "vcs.revision" && commit == "":
 				b.Commit = s.Value
-			case "vcs.modified":
+			case s.Key == "vcs.modified" && commit == "":
 				b.Modified = s.Value == "true"
 			}
 		}
@@ -55,7 +73,7 @@ func currentBuild() buildInfo {
 func versionCommands() []*cli.Command {
 	return []*cli.Command{{
 		Name:   "version",
-		Usage:  "print ingot's version, the commit it was built from, its Go version and the schema of the banks it writes, in files and in PostgreSQL (also --version)",
+		Usage:  "print ingot's version (semantic, from git's release tags), the commit it was built from, its Go version, platform and whether it looks users up through NSS (cgo), and the schema of the banks it writes, in files and in PostgreSQL (also --version)",
 		Action: printVersion,
 	}}
 }
@@ -81,13 +99,24 @@ func writeVersion(w io.Writer, b buildInfo) {
 	if b.Modified {
 		commit += " (with uncommitted changes)"
 	}
-	fmt.Fprintf(w, "ingot %s\ncommit %s\ngo     %s\nschema %d (bank files), %d (PostgreSQL)\n", b.Version, commit, b.Go, b.Schema, b.PostgresSchema)
+	cgo := "cgo"
+	if !b.CGO {
+		cgo = "static, without cgo: users from /etc/passwd only"
+	}
+	fmt.Fprintf(w, "ingot %s\ncommit %s\ngo     %s\nbuilt  %s, %s\nschema %d (bank files), %d (PostgreSQL)\n",
+		b.Version, commit, b.Go, b.Platform, cgo, b.Schema, b.PostgresSchema)
 }
 
-// urfave/cli prints --version with its package-wide printer and flag; they
-// are set once here, before any app runs, so that --version prints what
-// `ingot version` does and -v stays free.
+// init settles the version before any app takes it. urfave/cli prints
+// --version with its package-wide printer and flag; they are set once
+// here, before any app runs, so that --version prints what `ingot
+// version` does and -v stays free.
 func init() {
+	if info, ok := debug.ReadBuildInfo(); ok && version == devVersion {
+		if v := info.Main.Version; v != "" && v != "(devel)" {
+			version = strings.TrimPrefix(v, "v")
+		}
+	}
 	cli.VersionFlag = &cli.BoolFlag{Name: "version", Usage: "print the version, as `ingot version` does"}
 	cli.VersionPrinter = func(c *cli.Context) { writeVersion(c.App.Writer, currentBuild()) }
 }
