@@ -1,7 +1,9 @@
 package slurm
 
 import (
+	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -136,4 +138,109 @@ func fields(line string) map[string]string {
 		}
 	}
 	return f
+}
+
+// Limits mirrors the bank into Slurm's own association limits, so that
+// Slurm holds each account to its credits by itself, bank up or down
+// (AccountingStorageEnforce with limits, and safe; docs/slurm.md, "Slurm's
+// own limits"):
+//   - each account the bank knows gets GrpTRESMins=billing=(the minutes
+//     Slurm counted + what the bank has left, in billing-minutes);
+//   - one with nothing available GrpSubmitJobs=0, lifted (-1) when credits
+//     return; an account whose GrpSubmit the site set to another number is
+//     left as it is;
+//   - one the bank does not know (or cannot tell from another)
+//     GrpSubmitJobs=0, unless free lists it (root never: it is the parent
+//     of every account), since it would run free with the hooks failing
+//     open.
+func (s *Site) Limits(ctx context.Context, free []string, dry bool) error {
+	out, err := s.Run(ctx, "sacctmgr", "-P", "show", "assoc", "cluster="+s.Cluster)
+	if err != nil {
+		return err
+	}
+	limits, err := ParseSubmitLimits(out)
+	if err != nil {
+		return err
+	}
+	nodes, err := s.Bank.Nodes(ctx, "")
+	if err != nil {
+		return err
+	}
+	names := nodeNames(nodes)
+	var billing Billing
+	var usage map[string]AssocBilling
+	rates, berr := s.Bank.Rates(ctx)
+	if berr == nil {
+		billing, berr = BillingOf(rates)
+	}
+	if berr == nil {
+		out, err := s.Run(ctx, "scontrol", "-o", "show", "assoc_mgr", "flags=assoc")
+		if err != nil {
+			return err
+		}
+		if usage, err = ParseAssocBilling(out); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintf(s.Log, "ingot slurm sync: GrpTRESMins not mirrored: %v\n", berr)
+	}
+	for _, account := range slices.Sorted(maps.Keys(limits)) {
+		node, nerr := NodeFor(account, names)
+		if nerr == nil && berr == nil && account != "root" {
+			available, err := s.Bank.Available(ctx, node)
+			if err != nil {
+				return err
+			}
+			used := usage[account].Used
+			want := strconv.FormatInt(used+billing.Minutes(available), 10)
+			if usage[account].Limit != want {
+				why := fmt.Sprintf("%d used, %s: %s available at %s a billing-minute", used, node, available, billing.PerMinute)
+				if err := s.setLimit(ctx, account, "GrpTRESMins=billing="+want, "at most "+want+" billing-minutes in all", why, dry); err != nil {
+					return err
+				}
+			}
+		}
+		if limits[account] != "" && limits[account] != "0" {
+			continue // a limit of the site's own
+		}
+		if nerr != nil {
+			if account == "root" || slices.Contains(free, account) || limits[account] == "0" {
+				continue
+			}
+			if err := s.setLimit(ctx, account, "GrpSubmitJobs=0", "no more jobs", BankWords(nerr.Error())+"; --free-accounts lets it run", dry); err != nil {
+				return err
+			}
+			continue
+		}
+		available, err := s.Bank.Available(ctx, node)
+		if err != nil {
+			return err
+		}
+		var set, what string
+		switch exhausted := !available.IsPositive(); {
+		case exhausted && limits[account] == "":
+			set, what = "GrpSubmitJobs=0", "no more jobs"
+		case !exhausted && limits[account] == "0":
+			set, what = "GrpSubmitJobs=-1", "jobs again"
+		default:
+			continue
+		}
+		if err := s.setLimit(ctx, account, set, what, fmt.Sprintf("%s: %s available", node, available), dry); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// setLimit sets a Slurm account's limit (sacctmgr), and says so.
+func (s *Site) setLimit(ctx context.Context, account, set, what, why string, dry bool) error {
+	if dry {
+		fmt.Fprintf(s.Out, "would set %s: Slurm account %s takes %s (%s)\n", set, account, what, why)
+		return nil
+	}
+	if _, err := s.Run(ctx, "sacctmgr", "-i", "modify", "account", "where", "name="+account, "cluster="+s.Cluster, "set", set); err != nil {
+		return err
+	}
+	fmt.Fprintf(s.Out, "set %s: Slurm account %s takes %s (%s)\n", set, account, what, why)
+	return nil
 }

@@ -1,6 +1,8 @@
 package slurm
 
 import (
+	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -51,5 +53,44 @@ ClusterName=ingot Account=tiny UserName=root(0) Partition= Priority=0 ID=4 GrpTR
 	}
 	if _, err := ParseAssocBilling("ClusterName=c Account=a UserName= Partition= GrpTRESMins=billing=10"); err == nil {
 		t.Error("billing without its usage was read")
+	}
+}
+
+// TestSiteLimits: the limits sync --limits sets, from sacctmgr's and
+// scontrol's output and the bank's balances.
+func TestSiteLimits(t *testing.T) {
+	b := &fakeBank{nodes: []string{"chem", "chem.lab1"}, available: decimal.NewFromInt(600)}
+	site, out := testSite(b, nil)
+	var set []string
+	site.Run = func(_ context.Context, name string, args ...string) (string, error) {
+		switch {
+		case name == "sacctmgr" && args[0] == "-P":
+			return "Cluster|Account|User|GrpSubmit\nhpc1|root||\nhpc1|chem||\nhpc1|lab1||\nhpc1|lab1|amy|\nhpc1|ghost||\nhpc1|guest||\nhpc1|own||5", nil
+		case name == "scontrol":
+			return "ClusterName=hpc1 Account=chem UserName= Partition= GrpTRESMins=cpu=N(0),billing=12(2)\n" +
+				"ClusterName=hpc1 Account=lab1 UserName= Partition= GrpTRESMins=cpu=N(0),billing=N(2)", nil
+		case name == "sacctmgr":
+			set = append(set, strings.Join(args, " "))
+			return "", nil
+		}
+		return "", fmt.Errorf("no %s", name)
+	}
+	if err := site.Limits(context.Background(), []string{"guest"}, false); err != nil {
+		t.Fatal(err)
+	}
+	// 600 credits at 1 a CPU-second are 10 billing-minutes: chem has its
+	// limit (2 used + 10), lab1 gets one; ghost, unknown, is closed; guest
+	// is free, own has a limit of the site's, root is never touched.
+	want := []string{"-i modify account where name=ghost cluster=hpc1 set GrpSubmitJobs=0", "-i modify account where name=lab1 cluster=hpc1 set GrpTRESMins=billing=12"}
+	if strings.Join(set, "\n") != strings.Join(want, "\n") {
+		t.Errorf("sacctmgr ran:\n%s\nwant:\n%s\nsaid:\n%s", strings.Join(set, "\n"), strings.Join(want, "\n"), out)
+	}
+	b.available = decimal.Zero
+	set = nil
+	if err := site.Limits(context.Background(), []string{"guest"}, true); err != nil || len(set) != 0 {
+		t.Fatalf("a dry run ran %v: %v", set, err)
+	}
+	if !strings.Contains(out.String(), "would set GrpSubmitJobs=0: Slurm account lab1 takes no more jobs (chem.lab1: 0 available)") {
+		t.Errorf("the dry run said:\n%s", out)
 	}
 }

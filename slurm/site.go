@@ -24,6 +24,9 @@ type Bank interface {
 	Quote(ctx context.Context, spec lien.QuoteSpec) (lien.QuoteResult, error)
 	Charges(ctx context.Context, job lien.Job) ([]ledger.Charge, error)
 	Charge(ctx context.Context, req ledger.Request, spec lien.ChargeSpec) (lien.ChargeResult, error)
+	// Available is what a new lien on project may take now.
+	Available(ctx context.Context, project string) (decimal.Decimal, error)
+	Rates(ctx context.Context) (charge.RateTable, error)
 }
 
 // Site is a Slurm cluster and the bank it charges to: what the hooks and
@@ -46,8 +49,8 @@ type Site struct {
 	// charge of a job).
 	NotFound func(error) bool
 	Message  func(error) string
-	// Out is where what is changed is said.
-	Out io.Writer
+	// Out is where what is changed is said, Log where warnings go.
+	Out, Log io.Writer
 }
 
 // RequestID is the id of action on run number run of Slurm job id: the

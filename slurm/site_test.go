@@ -47,6 +47,24 @@ func (b *fakeBank) Quote(_ context.Context, spec lien.QuoteSpec) (lien.QuoteResu
 	return q, nil
 }
 
+func (b *fakeBank) Available(context.Context, string) (decimal.Decimal, error) {
+	return b.available, nil
+}
+
+func (b *fakeBank) Rates(context.Context) (charge.RateTable, error) {
+	return charge.DefaultRateTable(), nil
+}
+
+func (b *fakeBank) Place(context.Context, ledger.Request, lien.PlaceSpec) (lien.LienResult, error) {
+	return lien.LienResult{}, errors.New("no liens here")
+}
+
+func (b *fakeBank) Release(context.Context, ledger.Request, lien.Job) (ledger.Lien, error) {
+	return ledger.Lien{}, ledger.ErrNotFound
+}
+
+func (b *fakeBank) Reservations(context.Context) ([]lien.Reservation, error) { return nil, nil }
+
 func (b *fakeBank) Charges(_ context.Context, job lien.Job) ([]ledger.Charge, error) {
 	if len(b.charges[job.ID]) == 0 {
 		return nil, ledger.ErrNotFound
@@ -72,7 +90,7 @@ func (b *fakeBank) Charge(_ context.Context, _ ledger.Request, spec lien.ChargeS
 
 func testSite(b Bank, sacct map[string]string) (*Site, *bytes.Buffer) {
 	var out bytes.Buffer
-	return &Site{Bank: b, Machine: "hpc1", Cluster: "hpc1", Out: &out,
+	return &Site{Bank: b, Machine: "hpc1", Cluster: "hpc1", Out: &out, Log: &out,
 		Run: func(_ context.Context, name string, args ...string) (string, error) {
 			key := strings.Join(args[len(args)-2:], " ")
 			if name != "sacct" || sacct[key] == "" {
@@ -194,5 +212,58 @@ func TestSubmitterVerdicts(t *testing.T) {
 	b.nodes = append(b.nodes, "phys")
 	if got := sb.LineVerdict(context.Background(), "user=amy\taccount=phys\ttime-limit=1\tmin-cpus=1"); got != "accept" {
 		t.Errorf("a new project: %q", got)
+	}
+}
+
+// TestSiteEpilog: the epilog of a requeued run charges it from sacct -D
+// (its own run, the restart count less one), and the epilog of a run whose
+// node failed charges it as failed, or nothing with NodeFailFree.
+func TestSiteEpilog(t *testing.T) {
+	now := time.Now().Truncate(time.Second)
+	at := func(d time.Duration) string { return now.Add(d).Format("2006-01-02T15:04:05") }
+	squeue := func(id, state, restarts, reason string, start, end time.Duration) string {
+		return strings.Join([]string{id, "amy", "lab1", "debug", "normal", state, "10:00", at(start), at(end), "0:00", "1", "1", "1",
+			"cpu=1,node=1,billing=1", "N/A", "N/A", "N/A", "(null)", restarts, reason}, "|") + "|\n"
+	}
+	b := &fakeBank{nodes: []string{"chem", "chem.lab1"}}
+	site, out := testSite(b, nil)
+	var queue string
+	site.Run = func(_ context.Context, name string, args ...string) (string, error) {
+		switch name {
+		case "squeue":
+			return queue, nil
+		case "sacct":
+			return SacctHeader() + "\n" + fmt.Sprintf("5|hpc1|lab1|amy|debug|normal|billing=1,cpu=1,node=1|90|10|%s|%s|REQUEUED|0:0|40|%s", at(-2*time.Minute), at(-30*time.Second), at(-2*time.Minute)), nil
+		}
+		return "", fmt.Errorf("no %s", name)
+	}
+	// Requeued: pending again, its restart count the next run's.
+	queue = squeue("5", "PENDING", "1", "BeginTime", 0, 10*time.Minute)
+	h, err := site.ReadHook(context.Background(), "epilog", "5", "amy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := site.Epilog(context.Background(), &h, "0"); err != nil {
+		t.Fatal(err)
+	}
+	if ch := b.charges["5"]; h.Run != 0 || len(ch) != 1 || ch[0].Amount.IntPart() != 90 {
+		t.Errorf("the requeued run %d: charges %+v\n%s", h.Run, ch, out)
+	}
+	if !strings.Contains(out.String(), "ingot slurm epilog: job 5 run 0: requeued: charged 90 to chem.lab1 (requeued, 90 s)") {
+		t.Errorf("the epilog said:\n%s", out)
+	}
+	// A node failure, the job not requeued: Reason=NodeDown.
+	queue = squeue("6", "COMPLETING", "0", "NodeDown", -time.Minute, 0)
+	site.NodeFail = NodeFailFree
+	h, _ = site.ReadHook(context.Background(), "epilog", "6", "amy")
+	if err := site.Epilog(context.Background(), &h, "0"); err != nil || len(b.charges["6"]) != 0 {
+		t.Errorf("a node failure with NodeFailFree: %v %+v", err, b.charges["6"])
+	}
+	site.NodeFail = NodeFailCharge
+	if err := site.Epilog(context.Background(), &h, "0"); err != nil || len(b.charges["6"]) != 1 || b.charges["6"][0].Amount.IntPart() != 60 {
+		t.Errorf("a node failure charged: %v %+v", err, b.charges["6"])
+	}
+	if _, err := site.ReadHook(context.Background(), "epilog", "6", "bob"); err == nil || !strings.Contains(err.Error(), "$SLURM_JOB_USER is bob, squeue says amy") {
+		t.Errorf("another user: %v", err)
 	}
 }

@@ -14,10 +14,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/ingot-hpc/ingot/charge"
 	slurmfiles "github.com/ingot-hpc/ingot/contrib/slurm"
 	"github.com/ingot-hpc/ingot/ledger"
-	"github.com/ingot-hpc/ingot/lien"
 	"github.com/ingot-hpc/ingot/slurm"
 )
 
@@ -344,69 +342,6 @@ func refusedByBank(err error) bool {
 // has no use for (slurm.BankWords).
 func bankWords(msg string) string { return slurm.BankWords(msg) }
 
-// hookJob is the job a prolog or epilog runs for: Slurm's environment,
-// which the controller sets, and what squeue says of the job.
-type hookJob struct {
-	lien.Job // the bank's job of this run (slurm.RunJobID)
-	slurmID  string
-	run      int64
-	queued   slurm.QueueJob
-}
-
-func readHookJob(c *cli.Context) (hookJob, error) {
-	var j hookJob
-	id := os.Getenv("SLURM_JOB_ID")
-	if id == "" {
-		return j, usageError{commandPath(c) + " runs as Slurm's PrologSlurmctld or EpilogSlurmctld: $SLURM_JOB_ID is not set"}
-	}
-	machine, err := slurmMachine(c)
-	if err != nil {
-		return j, err
-	}
-	j.Job = lien.Job{Machine: machine, ID: id}
-	j.slurmID = id
-	out, err := runSlurm(c.Context, "squeue", "-h", "-t", "all", "-j", id, "-O", slurm.QueueFormat())
-	if err != nil {
-		return j, err
-	}
-	// For the first task of a job array, whose number is also the array's,
-	// squeue lists every task: the job is the line of its own number.
-	jobs, err := slurm.ParseQueueJobs(out, time.Local)
-	if err != nil {
-		return j, err
-	}
-	i := slices.IndexFunc(jobs, func(q slurm.QueueJob) bool { return q.ID == id })
-	if i < 0 {
-		return j, fmt.Errorf("slurm: squeue does not list job %s", id)
-	}
-	j.queued = jobs[i]
-	// The environment is the controller's own word for who runs the job
-	// and where; squeue's must agree.
-	if u := os.Getenv("SLURM_JOB_USER"); u != "" && u != j.queued.User {
-		return j, fmt.Errorf("slurm: job %s: $SLURM_JOB_USER is %s, squeue says %s", id, u, j.queued.User)
-	}
-	return j, nil
-}
-
-// setRun makes j the bank's job of run number run.
-func (j *hookJob) setRun(run int64) {
-	j.run = run
-	j.ID = slurm.RunJobID(j.slurmID, run)
-}
-
-// requestID is the id of the hook's change to the bank: the same for a
-// hook run again for the same run of the job (a retry answers the first
-// answer), new for each run of a requeued job.
-func (j hookJob) requestID(action string) string {
-	return runRequestID(j.Machine, j.slurmID, j.run, action)
-}
-
-// runRequestID is the request id of action on run number run of Slurm job
-// id, the same whichever hook or sync makes it.
-func runRequestID(machine, id string, run int64, action string) string {
-	return fmt.Sprintf("slurm:%s:%s:%d:%s", machine, id, run, action)
-}
-
 func withRequestID(c *cli.Context, id string) ledger.Request {
 	req := request(c)
 	req.ID = id
@@ -428,217 +363,52 @@ func runSlurm(ctx context.Context, name string, args ...string) (string, error) 
 	return string(out), nil
 }
 
-// hookLog writes one line of a hook's log: it names the hook and the job
-// (and its run), as every line a hook writes does, since the hooks of many
-// jobs append to one file.
-func hookLog(c *cli.Context, hook string, j hookJob, format string, a ...any) {
-	fmt.Fprintf(c.App.ErrWriter, "ingot slurm %s: job %s run %d: %s\n", hook, j.slurmID, j.run, fmt.Sprintf(format, a...))
-}
-
-// hookError is err as a hook returns it: naming the hook and the job, and
-// keeping what err is (its exit code).
-func hookError(hook string, j hookJob, err error) error {
-	if err == nil {
-		return nil
+// hookSite reads the job a prolog or epilog (hook) runs for: Slurm's
+// environment, which the controller sets, and what squeue says of it; the
+// site's bank is set by the caller.
+func hookSite(c *cli.Context, hook string) (*slurm.Site, slurm.Hook, error) {
+	h := slurm.Hook{Name: hook, JobID: os.Getenv("SLURM_JOB_ID")}
+	if h.JobID == "" {
+		return nil, h, usageError{commandPath(c) + " runs as Slurm's PrologSlurmctld or EpilogSlurmctld: $SLURM_JOB_ID is not set"}
 	}
-	id := j.slurmID
-	if id == "" {
-		id = os.Getenv("SLURM_JOB_ID")
-	}
-	return fmt.Errorf("slurm %s: job %s run %d: %w", hook, id, j.run, err)
-}
-
-func slurmProlog(c *cli.Context) error {
-	j, err := readHookJob(c)
+	machine, err := slurmMachine(c)
 	if err != nil {
-		return hookError("prolog", j, err)
-	}
-	q := j.queued
-	// The run about to start is the job's restart count (squeue's; Slurm's
-	// environment says the same here).
-	j.setRun(q.Restarts)
-	spec := lien.PlaceSpec{Job: j.Job, User: q.User,
-		Request: charge.Request{Resources: q.Resources(), WallclockLimitSeconds: q.TimeLimit, Start: q.Start}}
-	err = withBank(c, func(b bank) error {
-		if spec.Project, err = slurmProject(c.Context, b, q.Account); err != nil {
-			return err
-		}
-		if q.TimeLimit == 0 {
-			return fmt.Errorf("%w: job %s has no time limit: its lien cannot be priced", ledger.ErrInvalid, j.slurmID)
-		}
-		r, err := b.Place(c.Context, withRequestID(c, j.requestID("lien")), spec)
-		if err == nil {
-			hookLog(c, "prolog", j, "lien %d of %s on %s", r.Lien.ID, r.Lien.Amount, r.Project)
-		}
-		return err
-	})
-	switch {
-	case err == nil:
-		return nil
-	case refusedByBank(err):
-		// The job waits: Slurm requeues a job whose PrologSlurmctld fails,
-		// and the comment tells its user why.
-		why := "ingot: " + bankWords(message(err))
-		if _, cerr := runSlurm(c.Context, "scontrol", "update", "job="+j.slurmID, "comment="+truncate(why, 200)); cerr != nil {
-			hookLog(c, "prolog", j, "%v", cerr)
-		}
-		return hookError("prolog", j, err)
-	case c.Bool("fail-open"):
-		hookLog(c, "prolog", j, "runs without a lien (--fail-open): %s", message(err))
-		return nil
-	}
-	return hookError("prolog", j, err)
-}
-
-func slurmEpilog(c *cli.Context) error {
-	j, err := readHookJob(c)
-	if err != nil {
-		return hookError("epilog", j, err)
+		return nil, h, err
 	}
 	nodeFail, err := slurm.ParseNodeFail(c.String("node-fail"))
 	if err != nil {
-		return usageError{err.Error()}
+		return nil, h, usageError{err.Error()}
 	}
-	q := j.queued
-	run, requeued := slurm.EpilogRun(q, time.Now())
-	j.setRun(run)
+	site := &slurm.Site{Run: runSlurm, Machine: machine, Cluster: orDefault(os.Getenv("SLURM_CLUSTER_NAME"), machine), NodeFail: nodeFail,
+		Request: func(id string) ledger.Request { return withRequestID(c, id) },
+		Refused: refusedByBank, NotFound: func(err error) bool { return exitCode(err) == exitNotFound }, Message: message,
+		Out: c.App.ErrWriter, Log: c.App.ErrWriter}
+	h, err = site.ReadHook(c.Context, hook, h.JobID, os.Getenv("SLURM_JOB_USER"))
+	return site, h, err
+}
+
+// slurmProlog places the lien of the run about to start (slurm.Site.Prolog).
+func slurmProlog(c *cli.Context) error {
+	site, h, err := hookSite(c, "prolog")
+	if err != nil {
+		return slurm.HookError(h, err)
+	}
 	err = withBank(c, func(b bank) error {
-		if requeued {
-			return epilogRequeued(c, b, j, nodeFail)
-		}
-		used := q.Used
-		if !q.Start.IsZero() && q.End.After(q.Start) {
-			used = int64(q.End.Sub(q.Start) / time.Second)
-		}
-		state, ran := endState(q.State, os.Getenv("SLURM_JOB_EXIT_CODE"), used, q.TimeLimit)
-		if ran && q.NodeFailed() {
-			// A node failure: charged as a failed run, or free (--node-fail).
-			state = charge.Failed
-			if nodeFail == slurm.NodeFailFree {
-				hookLog(c, "epilog", j, "its node failed: not charged (--node-fail free)")
-				ran = false
-			}
-		}
-		if !ran {
-			// Ended before it started, or free: nothing to charge; a lien
-			// placed for this run is released.
-			return releaseRun(c, b, j)
-		}
-		project, err := slurmProject(c.Context, b, q.Account)
-		if err != nil {
-			return err
-		}
-		spec := lien.ChargeSpec{Job: j.Job, User: q.User, Project: project, Usage: charge.Usage{Resources: q.Resources(),
-			WallclockSeconds: used, WallclockLimitSeconds: q.TimeLimit, Start: q.Start, End: q.End, State: state}}
-		if spec.Reservation, err = chargeableReservation(c, b, q.Reservation); err != nil {
-			return err
-		}
-		r, err := b.Charge(c.Context, withRequestID(c, j.requestID("charge")), spec)
-		if errors.Is(err, lien.ErrAlreadyCharged) {
-			return nil // an epilog run again after its charge went through under another id, or sync's
-		}
-		if err == nil {
-			hookLog(c, "epilog", j, "charged %s to %s (%s, %d s)", r.Charge.Amount, r.Charge.Project, state, used)
-		}
-		return err
+		site.Bank = b
+		return site.Prolog(c.Context, &h)
 	})
-	return hookError("epilog", j, err)
+	return site.PrologOutcome(c.Context, h, err, c.Bool("fail-open"))
 }
 
-// epilogRequeued settles a run Slurm requeued. What squeue shows then is
-// the next run's (its start is the requeue), so the run is charged from
-// its own record in `sacct -D`, as sync would charge it, with Slurm's
-// state for it (REQUEUED, NODE_FAIL, PREEMPTED); when slurmdbd cannot say
-// (down, or the record not there yet) its lien is released and the next
-// sync charges it.
-func epilogRequeued(c *cli.Context, b bank, j hookJob, nodeFail slurm.NodeFail) error {
-	cluster := orDefault(os.Getenv("SLURM_CLUSTER_NAME"), j.Machine)
-	site := clusterSite(c, b, j.Machine, cluster, nodeFail)
-	runs, err := site.Runs(c.Context, "-j", j.slurmID)
-	if err == nil {
-		for _, r := range runs {
-			if r.ID != j.slurmID || r.Number != j.run {
-				continue
-			}
-			if settle, _ := r.Settle(nodeFail); settle == slurm.NotEnded {
-				break
-			}
-			res, err := site.SettleRun(c.Context, r, false)
-			if err != nil {
-				return err
-			}
-			if res.Charge != nil {
-				hookLog(c, "epilog", j, "requeued: charged %s to %s (%s, %d s)", res.Charge.Amount, res.Charge.Project, res.State, r.Elapsed)
-				return nil
-			}
-			if res.Problem != "" {
-				return errors.New(res.Problem)
-			}
-			return releaseRun(c, b, j)
-		}
-		err = fmt.Errorf("sacct -D does not list the run yet")
-	}
-	hookLog(c, "epilog", j, "requeued: left to `ingot slurm sync`: %s", message(err))
-	return releaseRun(c, b, j)
-}
-
-// releaseRun releases the lien of the hook's run, if it has one.
-func releaseRun(c *cli.Context, b bank, j hookJob) error {
-	_, err := b.Release(c.Context, withRequestID(c, j.requestID("release")), j.Job)
-	if exitCode(err) == exitNotFound {
-		return nil
-	}
-	return err
-}
-
-// chargeableReservation is name, if the bank charges it (`slurm sync`
-// registered it), so that the job's time in it is not charged as idle; ""
-// for a reservation the bank does not know.
-func chargeableReservation(c *cli.Context, b bank, name string) (string, error) {
-	if name == "" {
-		return "", nil
-	}
-	rs, err := b.Reservations(c.Context)
+// slurmEpilog charges the run that ended (slurm.Site.Epilog).
+func slurmEpilog(c *cli.Context) error {
+	site, h, err := hookSite(c, "epilog")
 	if err != nil {
-		return "", err
+		return slurm.HookError(h, err)
 	}
-	for _, r := range rs {
-		if r.Name == name && !r.Ended {
-			return name, nil
-		}
-	}
-	return "", nil
-}
-
-// endState is how a job ended, in the bank's terms, and whether it ran at
-// all. While its epilog runs, Slurm 22.05 shows a job COMPLETING whatever
-// ended it, with exit code 0 for a cancelled job as for a finished one:
-// then a non-zero exit code ($SLURM_JOB_EXIT_CODE, a wait status) is a
-// failure, a run that used its whole limit a timeout, and anything else
-// completed. Slurm's own state is used where squeue gives it.
-func endState(slurmState, exitCode string, used, limit int64) (charge.ExitState, bool) {
-	switch slurmState {
-	case "PENDING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED":
-		return 0, false
-	case "COMPLETING", "RUNNING":
-		switch {
-		case exitCode != "0" && exitCode != "":
-			return charge.Failed, true
-		case limit > 0 && used >= limit:
-			return charge.Timeout, true
-		}
-		return charge.Completed, true
-	}
-	s, err := charge.ParseExitState(slurmState)
-	if err != nil {
-		return charge.Failed, true
-	}
-	return s, true
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n]
+	err = withBank(c, func(b bank) error {
+		site.Bank = b
+		return site.Epilog(c.Context, &h, os.Getenv("SLURM_JOB_EXIT_CODE"))
+	})
+	return slurm.HookError(h, err)
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -70,7 +69,7 @@ func slurmSync(c *cli.Context) error {
 			return err
 		}
 		if c.Bool("limits") {
-			return syncLimits(c, b, cluster, dry)
+			return site.Limits(c.Context, c.StringSlice("free-accounts"), dry)
 		}
 		return nil
 	})
@@ -97,100 +96,8 @@ func slurmSync(c *cli.Context) error {
 func clusterSite(c *cli.Context, b bank, machine, cluster string, nodeFail slurm.NodeFail) *slurm.Site {
 	return &slurm.Site{Bank: b, Run: runSlurm, Machine: machine, Cluster: cluster, NodeFail: nodeFail,
 		Request: func(id string) ledger.Request { return withRequestID(c, id) },
-		Refused: refusedByBank, NotFound: func(err error) bool { return exitCode(err) == exitNotFound }, Message: message, Out: c.App.Writer}
-}
-
-// syncLimits mirrors the bank into Slurm's own limits, as defence in
-// depth: an account (or project) with nothing available gets GrpSubmitJobs=0,
-// so Slurm refuses its jobs itself, even while the bank cannot be asked
-// (AccountingStorageEnforce must include limits); one with credits again
-// has the limit lifted (-1). Only limits this sets are touched: an account
-// whose GrpSubmit is some other number is left as the site set it.
-func syncLimits(c *cli.Context, b bank, cluster string, dry bool) error {
-	out, err := runSlurm(c.Context, "sacctmgr", "-P", "show", "assoc", "cluster="+cluster)
-	if err != nil {
-		return err
-	}
-	limits, err := slurm.ParseSubmitLimits(out)
-	if err != nil {
-		return err
-	}
-	nodes, err := b.Nodes(c.Context, "")
-	if err != nil {
-		return err
-	}
-	names := make([]string, len(nodes))
-	for i, n := range nodes {
-		names[i] = n.Name
-	}
-	// Each account's remaining credits as an amount Slurm holds it to by
-	// itself: GrpTRESMins=billing=(used + what is left), through the
-	// billing TRES (docs/slurm.md, "Slurm's own limits").
-	billing, berr := slurmBilling(c, b)
-	var usage map[string]slurm.AssocBilling
-	if berr == nil {
-		out, err := runSlurm(c.Context, "scontrol", "-o", "show", "assoc_mgr", "flags=assoc")
-		if err != nil {
-			return err
-		}
-		if usage, err = slurm.ParseAssocBilling(out); err != nil {
-			return err
-		}
-	} else {
-		fmt.Fprintf(c.App.ErrWriter, "ingot slurm sync: GrpTRESMins not mirrored: %v\n", berr)
-	}
-	free := c.StringSlice("free-accounts")
-	for _, account := range slices.Sorted(maps.Keys(limits)) {
-		node, nerr := slurm.NodeFor(account, names)
-		if nerr == nil && berr == nil && account != "root" {
-			available, err := b.Available(c.Context, node)
-			if err != nil {
-				return err
-			}
-			used := usage[account].Used
-			want := strconv.FormatInt(used+billing.Minutes(available), 10)
-			if usage[account].Limit != want {
-				why := fmt.Sprintf("%d used, %s: %s available at %s a billing-minute", used, node, available, billing.PerMinute)
-				if err := setSubmitLimit(c, cluster, account, "GrpTRESMins=billing="+want, "at most "+want+" billing-minutes in all", why, dry); err != nil {
-					return err
-				}
-			}
-		}
-		if limits[account] != "" && limits[account] != "0" {
-			continue // a limit of the site's own
-		}
-		node, err := slurm.NodeFor(account, names)
-		if err != nil {
-			// An account the bank does not know (or cannot tell from
-			// another) would run free while the hooks fail open: closed,
-			// unless the site says it is free. root is the parent of every
-			// account: a limit there would close them all.
-			if account == "root" || slices.Contains(free, account) || limits[account] == "0" {
-				continue
-			}
-			if err := setSubmitLimit(c, cluster, account, "GrpSubmitJobs=0", "no more jobs", bankWords(err.Error())+"; --free-accounts lets it run", dry); err != nil {
-				return err
-			}
-			continue
-		}
-		available, err := b.Available(c.Context, node)
-		if err != nil {
-			return err
-		}
-		var set, what string
-		switch exhausted := !available.IsPositive(); {
-		case exhausted && limits[account] == "":
-			set, what = "GrpSubmitJobs=0", "no more jobs"
-		case !exhausted && limits[account] == "0":
-			set, what = "GrpSubmitJobs=-1", "jobs again"
-		default:
-			continue
-		}
-		if err := setSubmitLimit(c, cluster, account, set, what, fmt.Sprintf("%s: %s available", node, available), dry); err != nil {
-			return err
-		}
-	}
-	return nil
+		Refused: refusedByBank, NotFound: func(err error) bool { return exitCode(err) == exitNotFound }, Message: message,
+		Out: c.App.Writer, Log: c.App.ErrWriter}
 }
 
 // slurmBilling is the billing TRES of the bank's rate table.
@@ -200,19 +107,6 @@ func slurmBilling(c *cli.Context, b bank) (slurm.Billing, error) {
 		return slurm.Billing{}, err
 	}
 	return slurm.BillingOf(rates)
-}
-
-// setSubmitLimit sets a Slurm account's limit (sacctmgr), and says so.
-func setSubmitLimit(c *cli.Context, cluster, account, set, what, why string, dry bool) error {
-	if dry {
-		fmt.Fprintf(c.App.Writer, "would set %s: Slurm account %s takes %s (%s)\n", set, account, what, why)
-		return nil
-	}
-	if _, err := runSlurm(c.Context, "sacctmgr", "-i", "modify", "account", "where", "name="+account, "cluster="+cluster, "set", set); err != nil {
-		return err
-	}
-	fmt.Fprintf(c.App.Writer, "set %s: Slurm account %s takes %s (%s)\n", set, account, what, why)
-	return nil
 }
 
 // syncLiens releases the active liens on machine of jobs Slurm does not

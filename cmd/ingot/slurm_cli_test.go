@@ -399,7 +399,7 @@ func TestEndState(t *testing.T) {
 		{"OUT_OF_MEMORY", "0", 10, 300, charge.OutOfMemory, true},
 		{"PENDING", "0", 0, 300, 0, false},
 	} {
-		if got, ran := endState(tc.state, tc.exit, tc.used, tc.limit); got != tc.want || ran != tc.ran {
+		if got, ran := slurm.EndState(tc.state, tc.exit, tc.used, tc.limit); got != tc.want || ran != tc.ran {
 			t.Errorf("endState(%s, %s, %d, %d) = %v, %v; want %v, %v", tc.state, tc.exit, tc.used, tc.limit, got, ran, tc.want, tc.ran)
 		}
 	}
