@@ -64,6 +64,12 @@ func (r *run) acked(w *worker, o op, answer any, first time.Time) {
 	r.stats.mu.Lock()
 	r.stats.longestAck = max(r.stats.longestAck, now.Sub(first))
 	r.stats.mu.Unlock()
+	for {
+		last := r.lastFirst.Load()
+		if first.UnixNano() <= last || r.lastFirst.CompareAndSwap(last, first.UnixNano()) {
+			break
+		}
+	}
 	if since := r.stopped.Load(); since != nil && first.After(*since) {
 		r.failf("%s (request %s, client %s), first sent %s after the store stopped, was acknowledged before the server was restarted",
 			o.kind, o.id, w.name, first.Sub(*since).Round(time.Millisecond))

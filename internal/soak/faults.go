@@ -1,7 +1,7 @@
 package soak
 
 import (
-	"errors"
+	"bytes"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -9,8 +9,6 @@ import (
 	"path/filepath"
 	"syscall"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/ingot-hpc/ingot/internal/lazyfs"
 	"github.com/ingot-hpc/ingot/proto/api"
@@ -120,12 +118,18 @@ func (r *run) fillDisk() func() {
 	filler := filepath.Join(mnt, "filler")
 	fill(filler)
 	r.stats.fault(faultDisk)
-	if !r.waitForLog(full, mark, 15*time.Second) {
-		r.failf("full disk: no change was refused for want of space within 15 s")
+	if !r.waitForLog(full, mark, 30*time.Second) {
+		r.failf("full disk: no change was refused for want of space within 30 s")
 	}
 	time.Sleep(2 * time.Second)
+	// Space freed: the filler goes, and the file system grows, so that
+	// the bank does not fill it again by itself before the round ends
+	// (tmpfs takes memory only for what is written).
 	if err := os.Remove(filler); err != nil {
 		t.Fatal(err)
+	}
+	if err := syscall.Mount("tmpfs", mnt, "tmpfs", syscall.MS_REMOUNT, fmt.Sprintf("size=%d", 2*size+1<<30)); err != nil {
+		t.Fatalf("soak: grow the tmpfs: %v", err)
 	}
 	r.expectChanges("full disk: after the space was freed", 10*time.Second)
 	r.faultsOn.Add(-1)
@@ -262,9 +266,11 @@ func (r *run) moveBank(path string) {
 }
 
 // copyFile copies src to dst through a temporary file beside dst, synced
-// and renamed into place. It copies only the data, leaving holes as holes
-// (bbolt grows its file ahead of its data): on the small tmpfs, the bank
-// must need new space as it grows, as on a real disk.
+// and renamed into place. It leaves every block of zeros a hole, as cp
+// --sparse=always does: bbolt grows its file ahead of its data, and on the
+// small tmpfs the bank must need new space as it grows, as on a real disk,
+// whatever file system the copy came from (lazyfs cannot tell holes).
+// A page bbolt wrote is never all zeros, so the copy reads the same.
 func copyFile(src, dst string) error {
 	in, err := os.Open(src)
 	if err != nil {
@@ -281,24 +287,28 @@ func copyFile(src, dst string) error {
 		return err
 	}
 	defer out.Close()
-	size, fd := fi.Size(), int(in.Fd())
-	for off := int64(0); off < size; {
-		data, err := unix.Seek(fd, off, unix.SEEK_DATA)
-		if errors.Is(err, unix.ENXIO) {
-			break // holes to the end
+	const block = 4096
+	buf, zero := make([]byte, 1<<20), make([]byte, block)
+	for off := int64(0); ; {
+		n, err := io.ReadFull(in, buf)
+		for i := 0; i < n; i += block {
+			b := buf[i:min(i+block, n)]
+			if bytes.Equal(b, zero[:len(b)]) {
+				continue
+			}
+			if _, err := out.WriteAt(b, off+int64(i)); err != nil {
+				return err
+			}
 		}
-		end := size
+		off += int64(n)
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			break
+		}
 		if err != nil {
-			data = off // a file system that cannot tell: all data
-		} else if hole, err := unix.Seek(fd, data, unix.SEEK_HOLE); err == nil {
-			end = hole
-		}
-		if _, err := io.Copy(io.NewOffsetWriter(out, data), io.NewSectionReader(in, data, end-data)); err != nil {
 			return err
 		}
-		off = end
 	}
-	if err := out.Truncate(size); err != nil {
+	if err := out.Truncate(fi.Size()); err != nil {
 		return err
 	}
 	if err := out.Sync(); err != nil {
@@ -330,11 +340,13 @@ func (r *run) waitForLog(text string, mark int64, timeout time.Duration) bool {
 	return false
 }
 
-// expectChanges waits until a change is acknowledged, at most timeout.
+// expectChanges waits until a change first sent from now on is
+// acknowledged (not a change answered from its kept answer), at most
+// timeout.
 func (r *run) expectChanges(when string, timeout time.Duration) {
-	before := r.stats.changes.Load()
+	mark := time.Now().UnixNano()
 	deadline := time.Now().Add(timeout)
-	for r.stats.changes.Load() == before {
+	for r.lastFirst.Load() <= mark {
 		if time.Now().After(deadline) {
 			r.failf("%s: no change acknowledged within %s", when, timeout)
 			return

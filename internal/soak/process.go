@@ -6,10 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -276,26 +278,30 @@ func (s *server) loggedSince(text string, offset int64) bool {
 	return bytes.Contains(b, []byte(text))
 }
 
-// rss is the server's resident memory in bytes (0 if it is not running).
-func (s *server) rss() int64 {
-	s.mu.Lock()
-	cmd := s.cmd
-	s.mu.Unlock()
-	if cmd == nil || !s.running() {
-		return 0
-	}
-	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", cmd.Process.Pid))
+// metrics reads the server's goroutines and heap in use from its
+// /metrics page (zeros if it does not answer).
+func (s *server) metrics() (goroutines, heap int64) {
+	hc := &http.Client{Timeout: 10 * time.Second}
+	resp, err := hc.Get(s.url + "/metrics")
 	if err != nil {
-		return 0
+		return 0, 0
 	}
-	for l := range strings.Lines(string(status)) {
-		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
-			var kb int64
-			fmt.Sscanf(strings.TrimSpace(v), "%d", &kb)
-			return kb << 10
+	defer resp.Body.Close()
+	page, _ := io.ReadAll(resp.Body)
+	for l := range strings.Lines(string(page)) {
+		name, value, ok := strings.Cut(strings.TrimSpace(l), " ")
+		v, err := strconv.ParseFloat(value, 64)
+		if !ok || err != nil {
+			continue
+		}
+		switch name {
+		case "go_goroutines":
+			goroutines = int64(v)
+		case "go_memstats_heap_inuse_bytes":
+			heap = int64(v)
 		}
 	}
-	return 0
+	return goroutines, heap
 }
 
 // lockedBuffer is a bytes.Buffer safe for a process's writes and our

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -20,7 +21,7 @@ func (r *run) report(rep *Report) {
 	s.mu.Unlock()
 	s.mu.Lock()
 	rep.Load, rep.LongestAck, rep.Audits = s.loadTime, s.longestAck, s.auditsPassed
-	rep.MaxRSS = r.maxRSS
+	rep.MaxGoroutines, rep.MaxHeap = r.maxGoroutines, r.maxHeap
 	rep.Faults, rep.Errors = maps.Clone(s.faults), maps.Clone(s.errors)
 	s.mu.Unlock()
 	j := &r.journal
@@ -60,7 +61,8 @@ func (r *run) report(rep *Report) {
 	p("%-44s %12s", "p99", ms(rep.P99))
 	p("%-44s %12s", "max", ms(rep.Max))
 	p("%-44s %12s", "longest from sending to acknowledgement", ms(rep.LongestAck))
-	p("%-44s %9d MB", "largest server RSS at a checkpoint", rep.MaxRSS>>20)
+	p("%-44s %12d", "most server goroutines at a checkpoint", rep.MaxGoroutines)
+	p("%-44s %9d MB", "largest server heap in use at a checkpoint", rep.MaxHeap>>20)
 	p("")
 	p("%-56s %12s", "faults injected", "count")
 	for _, k := range []string{faultKill, faultDisk, faultFsync, faultFailover, faultClockIn, faultClockOut, faultDropped, faultResend, faultTwice, faultConflict} {
@@ -94,12 +96,62 @@ func (r *run) report(rep *Report) {
 	} else {
 		p("result: FAIL (%d failures)", failed)
 	}
+	if failed > 0 {
+		r.keepLogs(p)
+	}
 	fmt.Fprint(r.cfg.Out, b.String())
 	for _, f := range rep.Failures {
 		r.t.Errorf("soak: %s", f)
 	}
 	if failed > len(rep.Failures) {
 		r.t.Errorf("soak: and %d more failures", failed-len(rep.Failures))
+	}
+}
+
+// keepLogs prints the errors the servers logged, and keeps their logs
+// where a temporary directory would have removed them.
+func (r *run) keepLogs(p func(string, ...any)) {
+	keep := ""
+	if r.cfg.Dir == "" {
+		keep = filepath.Join(os.TempDir(), fmt.Sprintf("ingot-soak-%s-%s", r.cfg.Engine, time.Now().UTC().Format("20060102T150405Z")))
+		if err := os.MkdirAll(keep, 0o700); err != nil {
+			keep = ""
+		}
+	}
+	for _, s := range r.servers {
+		log, err := os.ReadFile(s.log)
+		if err != nil {
+			continue
+		}
+		seen := map[string]bool{}
+		var errs []string
+		for l := range strings.Lines(string(log)) {
+			if !strings.Contains(l, `"level":"ERROR"`) {
+				continue
+			}
+			// The same error of many requests once: without the time and
+			// the request's own fields.
+			_, msg, _ := strings.Cut(l, `"msg":`)
+			if _, e, ok := strings.Cut(msg, `"error":`); ok {
+				msg = e
+			}
+			if !seen[msg] && len(errs) < 10 {
+				seen[msg] = true
+				errs = append(errs, strings.TrimSpace(l))
+			}
+		}
+		if len(errs) > 0 {
+			p("%s logged errors (the first of each kind, at most 10):", s.name)
+			for _, e := range errs {
+				p("  %.600s", e)
+			}
+		}
+		if keep != "" {
+			dst := filepath.Join(keep, filepath.Base(s.log))
+			if os.WriteFile(dst, log, 0o600) == nil {
+				p("%s's log is kept as %s", s.name, dst)
+			}
+		}
 	}
 }
 

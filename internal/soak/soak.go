@@ -114,34 +114,40 @@ type run struct {
 	// stopped is set while the store must refuse every change (after a
 	// failed fsync, until the server is restarted): to the time from
 	// which no change sent may be acknowledged.
-	stopped   atomic.Pointer[time.Time]
+	stopped atomic.Pointer[time.Time]
+	// lastFirst is when the latest first-sent of the acknowledged changes
+	// was first sent (Unix ns): a change acknowledged, not answered from
+	// its kept answer, since then.
+	lastFirst atomic.Int64
 	loadStart time.Time
 	kills     int
 
 	mu       sync.Mutex
 	failures []string
 	failed   int
-	rss      []int64 // the servers' resident memory at the last checkpoint, bytes
-	maxRSS   int64
+	// The servers' goroutines and heap in use at the last checkpoint,
+	// and the most of each seen.
+	goroutines, heap       []int64
+	maxGoroutines, maxHeap int64
 }
 
-// noteRSS notes the servers' resident memory: a server that grows from
-// checkpoint to checkpoint, with no restart between, leaks.
-func (r *run) noteRSS() {
-	r.rss = r.rss[:0]
+// noteServers notes the servers' goroutines and heap in use (from their
+// /metrics): goroutines that grow from checkpoint to checkpoint leak.
+func (r *run) noteServers() {
+	r.goroutines, r.heap = r.goroutines[:0], r.heap[:0]
 	for _, s := range r.servers {
-		n := s.rss()
-		r.rss = append(r.rss, n)
-		r.maxRSS = max(r.maxRSS, n)
+		g, h := s.metrics()
+		r.goroutines, r.heap = append(r.goroutines, g), append(r.heap, h)
+		r.maxGoroutines, r.maxHeap = max(r.maxGoroutines, g), max(r.maxHeap, h)
 	}
 }
 
-func (r *run) rssNote() string {
+func (r *run) serversNote() string {
 	var parts []string
-	for _, n := range r.rss {
-		parts = append(parts, fmt.Sprintf("%d MB", n>>20))
+	for i := range r.goroutines {
+		parts = append(parts, fmt.Sprintf("%d goroutines, heap %d MB", r.goroutines[i], r.heap[i]>>20))
 	}
-	return strings.Join(parts, ", ")
+	return strings.Join(parts, "; ")
 }
 
 // Report is what a soak measured and found.
@@ -156,7 +162,7 @@ type Report struct {
 	Acknowledged, Lost, Doubled           int
 	Placed, Charged, Released, ActiveLeft int64
 	Audits                                int
-	MaxRSS                                int64
+	MaxGoroutines, MaxHeap                int64
 	Errors                                map[string]int
 	Failures                              []string
 }
@@ -397,9 +403,9 @@ func (r *run) rounds(kinds []string) int {
 		changes = r.stats.changes.Load() - changes
 		r.checkpoint(fmt.Sprintf("round %d (%s)", i+1, kind), restore)
 		lastCheck = time.Since(checkStart)
-		r.t.Logf("soak: round %d of %d: %s: %d changes in %s (%.0f/s); checkpoint %s; server RSS %s",
+		r.t.Logf("soak: round %d of %d: %s: %d changes in %s (%.0f/s); checkpoint %s; server: %s",
 			i+1, rounds, kind, changes, checkStart.Sub(roundStart).Round(time.Second), float64(changes)/checkStart.Sub(roundStart).Seconds(),
-			lastCheck.Round(time.Millisecond), r.rssNote())
+			lastCheck.Round(time.Millisecond), r.serversNote())
 	}
 	return rounds
 }
@@ -414,7 +420,7 @@ func (r *run) checkpoint(when string, restore func()) {
 	r.stats.mu.Lock()
 	r.stats.loadTime += time.Since(r.loadStart)
 	r.stats.mu.Unlock()
-	r.noteRSS()
+	r.noteServers()
 	r.check(when)
 	if restore != nil {
 		restore()
@@ -440,7 +446,7 @@ func (r *run) finish() {
 	r.stats.mu.Lock()
 	r.stats.loadTime += time.Since(r.loadStart)
 	r.stats.mu.Unlock()
-	r.noteRSS()
+	r.noteServers()
 	r.check("at the end")
 	r.recount()
 	for _, s := range r.servers {

@@ -1,10 +1,13 @@
 package soak
 
 import (
+	"bytes"
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strconv"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -86,5 +89,37 @@ func TestSoak(t *testing.T) {
 			}
 			Run(t, c)
 		})
+	}
+}
+
+// TestCopyFile: the copy that moves a bank reads the same as the file,
+// and leaves its blocks of zeros as holes.
+func TestCopyFile(t *testing.T) {
+	dir := t.TempDir()
+	src, dst := filepath.Join(dir, "src"), filepath.Join(dir, "dst")
+	data := make([]byte, 3<<20)
+	for i := range 4096 {
+		data[i] = byte(i) | 1 // a page at the start,
+	}
+	data[2<<20+17] = 7 // a byte in the middle of zeros, and zeros to the end
+	if err := os.WriteFile(src, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := copyFile(src, dst); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, data) {
+		t.Fatal("the copy differs")
+	}
+	var st syscall.Stat_t
+	if err := syscall.Stat(dst, &st); err != nil {
+		t.Fatal(err)
+	}
+	if used := st.Blocks * 512; used > 64<<10 {
+		t.Errorf("the copy of two pages of data takes %d bytes", used)
 	}
 }
