@@ -91,10 +91,11 @@ test:
 # docs/slurm-testing.md): internal/slurmtest's own, and every TestSlurm*
 # test. They need root and Debian's slurm-wlm, slurmdbd, munge and
 # mariadb-server (.ci/run installs them); here a missing one fails them
-# rather than skipping them. make test runs them too.
+# rather than skipping them. make test runs them too, with a job array of
+# 100 tasks where this runs one of 1,000 (TestSlurmJobArray: minutes).
 e2e-slurm:
 	INGOT_E2E=1 $(GO) test -count=1 ./internal/slurmtest/
-	INGOT_E2E=1 $(GO) test -count=1 -run '^TestSlurm' ./...
+	INGOT_E2E=1 INGOT_SLURM_ARRAY_TASKS=1000 $(GO) test -count=1 -timeout 30m -run '^TestSlurm' ./...
 
 # bench-slurm measures what the bank's submit path costs Slurm's controller
 # (contrib/slurm, TestBenchSlurmSubmit): on the real Slurm e2e-slurm starts,

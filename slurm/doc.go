@@ -8,11 +8,14 @@
 // Slurm accounts to the bank's nodes and the rate table to Slurm's billing
 // (BillingOf).
 //
-// It also holds the logic of the submit verdicts (Submitter) and of
-// settling runs (Site: SettleRun, Report, WriteMetrics), behind a small
-// API: the bank is the Bank interface and Slurm's commands a Run function,
-// so that cmd/ingot's commands only fill them in, and the logic is tested
-// with a fake bank and fake command output, without a process per case.
+// It also holds the logic of the hooks and of sync, behind a small API:
+// the submit verdicts (Submitter), the prolog and epilog (Site.Prolog,
+// Site.Epilog), and sync's settling of runs (Site.Runs, SettleRun, Report,
+// WriteMetrics), limits (Site.Limits), forgotten liens and reservations.
+// The bank is an interface (Bank, HookBank, SyncBank) and Slurm's commands
+// a Run function, so that cmd/ingot's commands only fill them in, and the
+// logic is tested with a fake bank and fake command output, without a
+// process per case.
 // Of ingot it imports charge, ledger and lien.
 //
 // Slurm's text is read strictly: a line with the wrong number of fields, a

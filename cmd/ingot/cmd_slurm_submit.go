@@ -26,7 +26,7 @@ import (
 // verdict costs one quote.
 
 // submitLineTimeout bounds how long a connection may take to send its
-// line: slurmctld sends it at once.
+// line (slurmctld sends it at once), and how long a verdict may take.
 const submitLineTimeout = 10 * time.Second
 
 func slurmSubmitServer(c *cli.Context) error {
@@ -95,7 +95,11 @@ func serveSubmit(ctx context.Context, sb *slurm.Submitter, conn net.Conn, log io
 			}
 			return
 		}
-		verdict := sb.LineVerdict(ctx, strings.TrimRight(line, "\r\n"))
+		// job_submit.lua has given up by then; a bank that hangs must not
+		// pile up a goroutine a job.
+		lineCtx, cancel := context.WithTimeout(ctx, submitLineTimeout)
+		verdict := sb.LineVerdict(lineCtx, strings.TrimRight(line, "\r\n"))
+		cancel()
 		if strings.HasPrefix(verdict, "error ") {
 			fmt.Fprintf(log, "ingot slurm submit-server: %s\n", verdict)
 		}

@@ -10,7 +10,6 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/ingot-hpc/ingot/ledger"
-	"github.com/ingot-hpc/ingot/lien"
 	"github.com/ingot-hpc/ingot/proto/client"
 	"github.com/ingot-hpc/ingot/slurm"
 )
@@ -62,10 +61,10 @@ func slurmSync(c *cli.Context) error {
 				fmt.Fprintf(c.App.ErrWriter, "ingot slurm sync: job %s run %d: not settled: %s\n", r.ID, r.Number, res.Problem)
 			}
 		}
-		if err := syncLiens(c, b, machine, known, dry); err != nil {
+		if err := site.ReleaseForgotten(c.Context, known, dry); err != nil {
 			return err
 		}
-		if err := syncReservations(c, b, machine, dry); err != nil {
+		if err := site.Reservations(c.Context, client.NewRequestID, dry); err != nil {
 			return err
 		}
 		if c.Bool("limits") {
@@ -107,118 +106,6 @@ func slurmBilling(c *cli.Context, b bank) (slurm.Billing, error) {
 		return slurm.Billing{}, err
 	}
 	return slurm.BillingOf(rates)
-}
-
-// syncLiens releases the active liens on machine of jobs Slurm does not
-// know (known: the ids sacct and squeue list).
-func syncLiens(c *cli.Context, b bank, machine string, known []string, dry bool) error {
-	liens, err := b.Liens(c.Context, "", false)
-	if err != nil {
-		return err
-	}
-	for _, l := range liens {
-		if id, _ := slurm.SplitRunJobID(l.JobID); l.Machine != machine || slices.Contains(known, id) {
-			continue
-		}
-		if dry {
-			fmt.Fprintf(c.App.Writer, "would release the lien of job %s: Slurm no longer knows the job\n", l.JobID)
-			continue
-		}
-		job := lien.Job{Machine: machine, ID: l.JobID}
-		if _, err := b.Release(c.Context, withRequestID(c, fmt.Sprintf("slurm:%s:%s:%d:sync:release", machine, l.JobID, l.ID)), job); err != nil {
-			return err
-		}
-		fmt.Fprintf(c.App.Writer, "released the lien of job %s (%s on %s): Slurm no longer knows the job\n", l.JobID, l.Amount, l.Project)
-	}
-	return nil
-}
-
-// syncReservations registers each Slurm reservation of this cluster that
-// is for one account the bank knows, and has a user to charge as, as a
-// chargeable reservation (its CPUs, times, the account's project, its first
-// user), and charges the idle processor-seconds of those registered since
-// their last flush: what the jobs running in them used is subtracted (jobs
-// that ended were charged with the reservation named, and count already).
-// A reservation past its end, or that Slurm no longer has (deleted), is
-// closed.
-func syncReservations(c *cli.Context, b bank, machine string, dry bool) error {
-	out, err := runSlurm(c.Context, "scontrol", "-o", "show", "reservation")
-	if err != nil {
-		return err
-	}
-	slurmRs, err := slurm.ParseReservations(out, time.Local)
-	if err != nil {
-		return err
-	}
-	registered, err := b.Reservations(c.Context)
-	if err != nil {
-		return err
-	}
-	known, inSlurm := map[string]bool{}, map[string]bool{}
-	for _, r := range registered {
-		known[r.Name] = true
-	}
-	now := time.Now()
-	for _, sr := range slurmRs {
-		inSlurm[sr.Name] = true
-		account := sr.ChargeAccount()
-		if known[sr.Name] || account == "" || len(sr.Users) == 0 || !sr.End.After(now) {
-			continue
-		}
-		project, err := slurmProject(c.Context, b, account)
-		if err != nil {
-			fmt.Fprintf(c.App.Writer, "reservation %s: not registered: %s\n", sr.Name, bankWords(message(err)))
-			continue
-		}
-		spec := lien.ReservationSpec{Name: sr.Name, Machine: machine, Processors: sr.CPUs, Start: sr.Start, End: sr.End, Project: project, User: sr.Users[0]}
-		if dry {
-			fmt.Fprintf(c.App.Writer, "would register reservation %s (%d processors, %s) charged to %s\n", sr.Name, sr.CPUs, account, project)
-			continue
-		}
-		r, err := b.AddReservation(c.Context, withRequestID(c, fmt.Sprintf("slurm:%s:reservation:%s", machine, sr.Name)), spec)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(c.App.Writer, "registered reservation %s (%d processors, %s) charged to %s\n", r.Name, r.Processors, account, r.Project)
-		registered = append(registered, r)
-	}
-	if dry {
-		return nil
-	}
-	running, err := runSlurm(c.Context, "squeue", "-h", "-t", "R", "-O", slurm.QueueFormat())
-	if err != nil {
-		return err
-	}
-	jobs, err := slurm.ParseQueueJobs(running, time.Local)
-	if err != nil {
-		return err
-	}
-	for _, r := range registered {
-		if r.Ended || r.Machine != machine || r.Start.After(now) {
-			continue
-		}
-		var used int64
-		for _, j := range jobs {
-			if j.Reservation == r.Name {
-				used += j.CPUs * max(0, int64(now.Sub(maxTime(j.Start, r.Flushed))/time.Second))
-			}
-		}
-		res, err := b.Flush(c.Context, withRequestID(c, client.NewRequestID()), r.Name, used, !r.End.After(now) || !inSlurm[r.Name])
-		if err != nil {
-			return err
-		}
-		if res.Charge != nil {
-			fmt.Fprintf(c.App.Writer, "charged reservation %s %d idle processor-seconds: %s to %s\n", r.Name, res.IdleSeconds, res.Charge.Charge.Amount, r.Project)
-		}
-	}
-	return nil
-}
-
-func maxTime(a, b time.Time) time.Time {
-	if a.After(b) {
-		return a
-	}
-	return b
 }
 
 // slurmCluster checks that sync or import has no arguments and returns the

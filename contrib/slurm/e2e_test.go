@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -643,4 +644,51 @@ func (e *endToEnd) waitFor(what string, ok func() bool) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+}
+
+// TestSlurmJobArray: a job array submitted at once (through the submit
+// server), each task a job of its own number, liened and charged once by
+// its hooks; sync then finds nothing to charge, and its report of the
+// period equals Slurm's own usage (sacct -D). 100 tasks (about half a
+// minute here), or $INGOT_SLURM_ARRAY_TASKS: make e2e-slurm runs 1,000
+// (about six minutes on the 2-core test machine: two processes a task).
+func TestSlurmJobArray(t *testing.T) {
+	slurmtest.Require(t)
+	tasks := 100
+	if n, err := strconv.Atoi(os.Getenv("INGOT_SLURM_ARRAY_TASKS")); err == nil && n > 0 {
+		tasks = n
+	}
+	start := time.Now()
+	e := newEndToEnd(t)
+	c := e.cluster
+	e.ingot("deposit", "chem", "1000000")
+	since := time.Now().Add(-time.Minute).Format("2006-01-02T15:04:05")
+	array := e.submit(fmt.Sprintf("--array=1-%d", tasks), "-A", "lab1", "-t", "1", "-n", "1", "-o", "/dev/null", "--wrap", "true")
+	deadline := time.Now().Add(time.Duration(tasks) * time.Second)
+	for {
+		out, err := c.Run("squeue", "-h", "-r", "-j", array, "-o", "%i")
+		if err == nil && strings.TrimSpace(out) == "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the array's %d tasks did not end in %d s", tasks, tasks)
+		}
+		time.Sleep(time.Second)
+	}
+	took := time.Since(start)
+	var out string
+	e.waitFor("sync to find every task charged", func() bool {
+		out = e.ingot("slurm", "sync", "--machine", c.Name, "--since", since, "--report")
+		return strings.Contains(out, fmt.Sprintf("%d runs ended (sacct -D): ", tasks)) && strings.Contains(out, " 0 not settled")
+	})
+	if strings.Contains(out, "charged job") || !strings.Contains(out, "charged against Slurm's usage: equal") {
+		t.Errorf("sync after the array (its hooks charged every task):\n%s", out)
+	}
+	var charges []ledger.Charge
+	e.ingotJSON(&charges, "charge", "list", "--machine", c.Name)
+	if len(charges) != tasks {
+		t.Errorf("%d charges for %d tasks", len(charges), tasks)
+	}
+	e.audit("the array")
+	t.Logf("%d tasks submitted, run and charged in %v", tasks, took.Round(time.Second))
 }
