@@ -2,8 +2,6 @@ package main
 
 import (
 	"fmt"
-	"maps"
-	"slices"
 	"strings"
 	"time"
 
@@ -154,140 +152,11 @@ func slurmImport(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	tree := slurm.AccountTree(assocs, cluster)
-	plan, err := importPlan(tree, defaults)
+	plan, err := slurm.PlanImport(slurm.AccountTree(assocs, cluster), defaults)
 	if err != nil {
 		return err
 	}
-	return withBank(c, func(b bank) error { return applyImport(c, b, plan, c.Bool("dry-run")) })
-}
-
-// importPlanned is what the associations ask of the bank: its nodes,
-// parents first, and each user's memberships and default project.
-type importPlanned struct {
-	nodes    []string
-	members  map[string][]string
-	defaults map[string]string
-}
-
-func importPlan(tree slurm.Tree, defaults map[string]string) (importPlanned, error) {
-	p := importPlanned{members: map[string][]string{}, defaults: map[string]string{}}
-	for account := range tree.Parent {
-		path, err := tree.Path(account)
-		if err != nil {
-			return p, err
-		}
-		p.nodes = append(p.nodes, path)
-	}
-	// Parents first: a path sorts after its prefix when dots sort first.
-	slices.SortFunc(p.nodes, func(a, b string) int {
-		return strings.Compare(strings.ReplaceAll(a, ".", "\x00"), strings.ReplaceAll(b, ".", "\x00"))
+	return withBank(c, func(b bank) error {
+		return plan.Apply(c.Context, b, func() ledger.Request { return withRequestID(c, client.NewRequestID()) }, c.App.Writer, c.Bool("dry-run"))
 	})
-	for account, users := range tree.Users {
-		if account == "root" {
-			continue
-		}
-		path, err := tree.Path(account)
-		if err != nil {
-			return p, err
-		}
-		for _, u := range users {
-			p.members[u] = append(p.members[u], path)
-			if defaults[u] == account {
-				p.defaults[u] = path
-			}
-		}
-	}
-	return p, nil
-}
-
-func applyImport(c *cli.Context, b bank, p importPlanned, dry bool) error {
-	nodes, err := b.Nodes(c.Context, "")
-	if err != nil {
-		return err
-	}
-	have := map[string]bool{}
-	for _, n := range nodes {
-		have[n.Name] = true
-	}
-	// Read before anything is printed or made: a key that may not read
-	// the users (a scheduler's) fails here, not after a plan half printed.
-	users, err := b.Users(c.Context)
-	if err != nil {
-		return fmt.Errorf("slurm import reads the bank's users, which needs the admin's key (a scheduler key may not): %w", err)
-	}
-	say := func(format string, a ...any) {
-		if dry {
-			format = "would " + format
-		}
-		fmt.Fprintf(c.App.Writer, format+"\n", a...)
-	}
-	for _, name := range p.nodes {
-		if have[name] {
-			continue
-		}
-		kind := "project"
-		if !strings.Contains(name, ".") {
-			kind = "account"
-		}
-		say("create %s %s", kind, name)
-		if dry {
-			continue
-		}
-		// A project in an account split by HFS gets no quota: the import
-		// cannot know one; `ingot project policy` sets it.
-		spec := ledger.NodeSpec{Name: name, NoQuota: kind == "project"}
-		if _, err := b.CreateNode(c.Context, withRequestID(c, client.NewRequestID()), spec); err != nil {
-			return err
-		}
-	}
-	existing := map[string]ledger.User{}
-	for _, u := range users {
-		existing[u.Name] = u
-	}
-	for _, name := range slices.Sorted(maps.Keys(p.members)) {
-		if err := importUser(c, b, existing, name, p.members[name], p.defaults[name], dry, say); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func importUser(c *cli.Context, b bank, existing map[string]ledger.User, name string, nodes []string, def string, dry bool, say func(string, ...any)) error {
-	slices.Sort(nodes)
-	u, ok := existing[name]
-	if !ok {
-		say("add user %s, member of %s, default project %s", name, strings.Join(nodes, ", "), orDefault(def, "none"))
-		if dry {
-			return nil
-		}
-		spec := ledger.UserSpec{Name: name, DefaultProject: def}
-		for _, n := range nodes {
-			spec.Memberships = append(spec.Memberships, ledger.Membership{Node: n, Role: ledger.RoleMember})
-		}
-		_, err := b.AddUser(c.Context, withRequestID(c, client.NewRequestID()), spec)
-		return err
-	}
-	var change ledger.UserChange
-	for _, n := range nodes {
-		if u.RoleIn(n) == "" {
-			change.Add = append(change.Add, ledger.Membership{Node: n, Role: ledger.RoleMember})
-		}
-	}
-	if u.DefaultProject == "" && def != "" {
-		change.DefaultProject = &def
-	}
-	if len(change.Add) == 0 && change.DefaultProject == nil {
-		return nil
-	}
-	var added []string
-	for _, m := range change.Add {
-		added = append(added, m.Node)
-	}
-	say("add to user %s memberships of %s, default project %s", name, orDefault(strings.Join(added, ", "), "none"), orDefault(def, "unchanged"))
-	if dry {
-		return nil
-	}
-	_, err := b.ModifyUser(c.Context, withRequestID(c, client.NewRequestID()), name, change)
-	return err
 }
