@@ -27,7 +27,7 @@ func chargeCommands() []*cli.Command {
 		&cli.StringFlag{Name: "wallclock-limit", Usage: "wallclock the job asked for (DEBITREQUESTEDWC needs it; a job that used it all is successful)"},
 		&cli.Int64Flag{Name: "cpu-seconds", Usage: "CPU seconds consumed, all processors together (default: procs × wallclock used, fully busy)"},
 		&cli.StringFlag{Name: "start", Usage: "when the job started, which time-of-day rates depend on (default: now minus wallclock used)"},
-		&cli.StringFlag{Name: "state", Value: "completed", Usage: "how the job ended: completed, failed, timeout, out_of_memory, cancelled, node_fail, preempted, boot_fail, deadline"},
+		&cli.StringFlag{Name: "state", Value: "completed", Usage: "how the job ended: completed, failed, timeout, out_of_memory, requeued (a run of a job that runs again), cancelled, node_fail, preempted, boot_fail, deadline"},
 		&cli.BoolFlag{Name: "incremental", Usage: "charge a running job for what it used since its last charge; its lien shrinks and stays"},
 		&cli.StringFlag{Name: "reservation", Usage: "the chargeable reservation `NAME` the job ran in (its time there is not charged as idle)"},
 		&cli.Uint64Flag{Name: "quote", Usage: "charge a job without a lien at guaranteed quote `ID`'s prices (uses it once, as Gold's gcharge -q)"},
