@@ -1,6 +1,7 @@
 package charge
 
 import (
+	"cmp"
 	"math"
 	"math/big"
 	"math/bits"
@@ -137,19 +138,9 @@ func (f fraction) cmp(g fraction) int {
 	hi1, lo1 := bits.Mul64(f.n, g.d)
 	hi2, lo2 := bits.Mul64(g.n, f.d)
 	if hi1 != hi2 {
-		return cmp64(hi1, hi2)
+		return cmp.Compare(hi1, hi2)
 	}
-	return cmp64(lo1, lo2)
-}
-
-func cmp64(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
+	return cmp.Compare(lo1, lo2)
 }
 
 // ceil rounds a non-negative fraction up to a whole number.
@@ -249,7 +240,7 @@ func (f fraction) scaledQuo(places int32) (q uint64, half int, ok bool) {
 	if q >= math.MaxInt64 {
 		return 0, 0, false
 	}
-	return q, cmp64(rem<<1, f.d), true // rem < d <= MaxInt64: doubling cannot wrap
+	return q, cmp.Compare(rem<<1, f.d), true // rem < d <= MaxInt64: doubling cannot wrap
 }
 
 // pow10 holds the powers of ten up to every precision and displayPlaces.

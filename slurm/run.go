@@ -1,6 +1,7 @@
 package slurm
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strconv"
@@ -65,7 +66,7 @@ func NumberRuns(records []AcctJob) []Run {
 		if c := strings.Compare(a.ID, b.ID); c != 0 {
 			return c
 		}
-		return compareInt(a.DBIndex, b.DBIndex)
+		return cmp.Compare(a.DBIndex, b.DBIndex)
 	})
 	runs := make([]Run, len(sorted))
 	for i, r := range sorted {
@@ -76,16 +77,6 @@ func NumberRuns(records []AcctJob) []Run {
 		runs[i].Last = i == len(sorted)-1 || sorted[i+1].ID != r.ID
 	}
 	return runs
-}
-
-func compareInt(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // Incomplete is the ids of the jobs of records (from `sacct -D -X -S

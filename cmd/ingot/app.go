@@ -16,6 +16,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/ingot-hpc/ingot/internal/progress"
 	"github.com/ingot-hpc/ingot/ledger"
 	"github.com/ingot-hpc/ingot/ledger/boltstore"
 	"github.com/ingot-hpc/ingot/proto/api"
@@ -35,7 +36,7 @@ const lockTimeout = 10 * time.Second
 func run(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := interruptible(context.Background())
 	defer stop()
-	answered := &countingWriter{w: stdout}
+	answered := &progress.Writer{W: stdout}
 	app := newApp(answered, stderr)
 	asJSON := wantsJSON(args)
 	app.ExitErrHandler = func(c *cli.Context, _ error) { asJSON = asJSON || flagBool(c, "json") }
@@ -48,24 +49,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	// An answer printed before the error (a quote not covered, an audit's
 	// problems) holds it already: one JSON document on stdout, the
 	// message on stderr.
-	case err != nil && asJSON && answered.n == 0:
+	case err != nil && asJSON && answered.N() == 0:
 		writeJSON(stdout, jsonError{Error: jsonErrorBody{Code: errorCode(err, code), Message: message(err), Exit: code}})
 	case err != nil:
 		fmt.Fprintf(stderr, "ingot: %s\n", message(err))
 	}
 	return code
-}
-
-// countingWriter counts what is written through it.
-type countingWriter struct {
-	w io.Writer
-	n int64
-}
-
-func (cw *countingWriter) Write(p []byte) (int, error) {
-	n, err := cw.w.Write(p)
-	cw.n += int64(n)
-	return n, err
 }
 
 // jsonError is an error as --json prints it, on standard output, where a

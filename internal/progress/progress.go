@@ -139,7 +139,8 @@ func (m *Meter) line(now time.Time) string {
 	return b.String()
 }
 
-// Writer counts the bytes written through it on a meter.
+// Writer counts the bytes written through it to W, and shows them on its
+// meter M if it has one.
 type Writer struct {
 	W io.Writer
 	M *Meter
@@ -149,6 +150,11 @@ type Writer struct {
 func (w *Writer) Write(p []byte) (int, error) {
 	n, err := w.W.Write(p)
 	w.n += int64(n)
-	w.M.Set(w.n)
+	if w.M != nil {
+		w.M.Set(w.n)
+	}
 	return n, err
 }
+
+// N is how many bytes were written through w.
+func (w *Writer) N() int64 { return w.n }

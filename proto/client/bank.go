@@ -10,6 +10,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/ingot-hpc/ingot/charge"
+	"github.com/ingot-hpc/ingot/internal/progress"
 	"github.com/ingot-hpc/ingot/ledger"
 	"github.com/ingot-hpc/ingot/lien"
 	"github.com/ingot-hpc/ingot/proto/api"
@@ -91,21 +92,9 @@ func (c *Client) Audit(ctx context.Context, opts ledger.AuditOptions) (ledger.Au
 // returns its size. A transfer cut short is an error; the copy should
 // still be audited before it is trusted (ingot backup does).
 func (c *Client) Backup(ctx context.Context, w io.Writer) (int64, error) {
-	counted := &countingWriter{w: w}
+	counted := &progress.Writer{W: w}
 	err := c.doLong(ctx, http.MethodGet, api.PathBackup, nil, counted)
-	return counted.n, err
-}
-
-// countingWriter counts what passes through it.
-type countingWriter struct {
-	w io.Writer
-	n int64
-}
-
-func (cw *countingWriter) Write(p []byte) (int, error) {
-	n, err := cw.w.Write(p)
-	cw.n += int64(n)
-	return n, err
+	return counted.N(), err
 }
 
 // Nodes lists the nodes whose names start with under.
