@@ -5,7 +5,7 @@ GO      ?= go
 DB      ?= var/ingot.db
 LISTEN  ?= 127.0.0.1:8080
 BENCHTIME ?= 2s
-FUZZTIME  ?= 20s
+FUZZTIME  ?= 30s
 # Where build puts the binary, and install and package what they make.
 BUILDDIR ?= bin
 
