@@ -50,7 +50,7 @@ func (r *run) report(rep *Report) {
 	}
 	p("ingot soak: %s, DURATION=%s (load %s in %d rounds, checkpoints apart), %s", rep.Engine, rep.Duration, rep.Load.Round(time.Second), rep.Rounds, rate)
 	p("%d schedulers, %d admins, %d readers, %d web user; seed %d", r.cfg.Schedulers, r.cfg.Admins, r.cfg.Readers, r.cfg.WebUsers, r.cfg.Seed)
-	p("%s; %s, %d CPUs; bank in %s", r.version, host(), runtime.NumCPU(), r.where())
+	p("%s; %s, GOMAXPROCS %d; bank in %s", r.version, host(), runtime.GOMAXPROCS(0), r.where())
 	p("")
 	p("%-44s %12s %12s", "load held", "count", "rate")
 	p("%-44s %12d %12s", "changes acknowledged", rep.Changes, per(rep.Changes))
