@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/user"
@@ -44,7 +45,17 @@ func newRemoteSite(t *testing.T) *remoteSite {
 	root := filepath.Join(keys, "root.key")
 	file.ok("client", "add", "root", "--role", "admin", "--key-out", root)
 
-	store, err := boltstore.Open(file.db, boltstore.Options{LockTimeout: lockTimeout})
+	ts := serveFile(t, file.db, nil)
+	s := &remoteSite{t: t, url: ts.URL, keys: keys}
+	s.cliBank = s.as("root")
+	return s
+}
+
+// serveFile serves the bank file db through an in-process server until
+// the test ends, through wrap if it is not nil (to watch the requests).
+func serveFile(t *testing.T, db string, wrap func(http.Handler) http.Handler) *httptest.Server {
+	t.Helper()
+	store, err := boltstore.Open(db, boltstore.Options{LockTimeout: lockTimeout})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +63,7 @@ func newRemoteSite(t *testing.T) *remoteSite {
 	if err != nil {
 		t.Fatal(err)
 	}
-	serverKey, _, err := clients.LoadServerKey(filepath.Join(filepath.Dir(file.db), "server.key"), false)
+	serverKey, _, err := clients.LoadServerKey(filepath.Join(filepath.Dir(db), "server.key"), false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,17 +71,18 @@ func newRemoteSite(t *testing.T) *remoteSite {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := server.New(l, lien.New(l), reg, &auth.Verifier{Lookup: server.KeyLookup(reg)}, slog.New(slog.NewJSONHandler(io.Discard, nil)))
-	ts := httptest.NewServer(srv)
+	var h http.Handler = server.New(l, lien.New(l), reg, &auth.Verifier{Lookup: server.KeyLookup(reg)}, slog.New(slog.NewJSONHandler(io.Discard, nil)))
+	if wrap != nil {
+		h = wrap(h)
+	}
+	ts := httptest.NewServer(h)
 	t.Cleanup(func() {
 		ts.Close()
 		if err := l.Close(); err != nil {
 			t.Errorf("close the served bank: %v", err)
 		}
 	})
-	s := &remoteSite{t: t, url: ts.URL, keys: keys}
-	s.cliBank = s.as("root")
-	return s
+	return ts
 }
 
 // as is the command line with the key of client name.

@@ -1,24 +1,14 @@
 package main
 
 import (
-	"context"
-	"io"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 
-	"github.com/ingot-hpc/ingot/ledger"
-	"github.com/ingot-hpc/ingot/ledger/boltstore"
-	"github.com/ingot-hpc/ingot/lien"
 	"github.com/ingot-hpc/ingot/proto/api"
-	"github.com/ingot-hpc/ingot/proto/auth"
-	"github.com/ingot-hpc/ingot/proto/clients"
-	"github.com/ingot-hpc/ingot/proto/server"
 )
 
 // countedSite is a bank of precision 3 (so that a default of 2 shows),
@@ -40,39 +30,18 @@ func newCountedSite(t *testing.T) *countedSite {
 	file.ok("account", "create", "chem")
 	file.ok("deposit", "chem", "1000")
 
-	store, err := boltstore.Open(file.db, boltstore.Options{LockTimeout: lockTimeout})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := ledger.Open(context.Background(), store)
-	if err != nil {
-		t.Fatal(err)
-	}
-	serverKey, _, err := clients.LoadServerKey(filepath.Join(filepath.Dir(file.db), "server.key"), false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg, err := clients.New(l, serverKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := server.New(l, lien.New(l), reg, &auth.Verifier{Lookup: server.KeyLookup(reg)}, slog.New(slog.NewJSONHandler(io.Discard, nil)))
 	s := &countedSite{}
-	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.mu.Lock()
-		s.paths = append(s.paths, r.URL.Path)
-		quiet := s.quiet
-		s.mu.Unlock()
-		if quiet {
-			w = quietWriter{w}
-		}
-		srv.ServeHTTP(w, r)
-	}))
-	t.Cleanup(func() {
-		ts.Close()
-		if err := l.Close(); err != nil {
-			t.Errorf("close the served bank: %v", err)
-		}
+	ts := serveFile(t, file.db, func(srv http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			s.mu.Lock()
+			s.paths = append(s.paths, r.URL.Path)
+			quiet := s.quiet
+			s.mu.Unlock()
+			if quiet {
+				w = quietWriter{w}
+			}
+			srv.ServeHTTP(w, r)
+		})
 	})
 	s.cliBank = &cliBank{t: t, global: []string{"--server", ts.URL, "--key-file", key}}
 	return s
