@@ -97,7 +97,14 @@ type ArchiveReport struct {
 // unchanged; then the answers past their retention are dropped, the bank
 // is audited in full, and nothing is moved unless both audits are clean.
 // file names dst in the boundary, for messages.
-func (l *Ledger) Archive(ctx context.Context, before time.Time, dst Store, file string) (ArchiveReport, error) {
+//
+// progress, if not nil, is told how far each step has gone: the bank's
+// audit, the copy and the archive's audit, in journal entries done of the
+// step's total.
+func (l *Ledger) Archive(ctx context.Context, before time.Time, dst Store, file string, progress ArchiveProgress) (ArchiveReport, error) {
+	if progress == nil {
+		progress = func(string, uint64, uint64) {}
+	}
 	var rep ArchiveReport
 	trimmer, ok := l.store.(Trimmer)
 	if !ok {
@@ -160,7 +167,11 @@ func (l *Ledger) Archive(ctx context.Context, before time.Time, dst Store, file 
 			break
 		}
 	}
-	audit, err := l.Audit(ctx, AuditOptions{Full: true})
+	head, err := l.JournalLength(ctx)
+	if err != nil {
+		return rep, err
+	}
+	audit, err := l.Audit(ctx, AuditOptions{Full: true, Progress: func(n uint64) { progress(ArchiveStepAuditBank, n, head-old.Seq) }})
 	if err != nil {
 		return rep, err
 	}
@@ -169,14 +180,15 @@ func (l *Ledger) Archive(ctx context.Context, before time.Time, dst Store, file 
 		return rep, fmt.Errorf("%w: the bank's audit found %d problems: nothing is archived (run ingot audit --full)", ErrCorrupt, len(audit.Problems))
 	}
 	rep.From, rep.To = old.Seq+1, last.Seq
-	if err := copyPrefix(ctx, l.store, dst, old, hasOld, last.Seq); err != nil {
+	copied := func(n uint64) { progress(ArchiveStepCopy, n, last.Seq-old.Seq) }
+	if err := copyPrefix(ctx, l.store, dst, old, hasOld, last.Seq, copied); err != nil {
 		return rep, fmt.Errorf("ledger: archive: %w", err)
 	}
 	archived, err := Open(ctx, dst)
 	if err != nil {
 		return rep, fmt.Errorf("ledger: archive: %w", err)
 	}
-	check, err := archived.Audit(ctx, AuditOptions{Full: true})
+	check, err := archived.Audit(ctx, AuditOptions{Full: true, Progress: func(n uint64) { progress(ArchiveStepAuditArchive, n, last.Seq-old.Seq) }})
 	rep.ArchiveEntries, rep.ArchiveProblems = check.Entries, check.Problems
 	if err != nil {
 		return rep, fmt.Errorf("ledger: archive: its audit: %w", err)
@@ -246,7 +258,7 @@ func firstTime(tx Tx, seq uint64) string {
 // allocations it changed, its lien, charge, record and states), then the
 // running sums. It commits every archiveBatch entries: dst is a new file,
 // which nothing else reads until it is done.
-func copyPrefix(ctx context.Context, src, dst Store, from Boundary, hasFrom bool, last uint64) error {
+func copyPrefix(ctx context.Context, src, dst Store, from Boundary, hasFrom bool, last uint64, copied func(uint64)) error {
 	err := dst.Update(ctx, func(dtx Tx) error {
 		if _, ok, err := dtx.Settings(); err != nil {
 			return err
@@ -321,6 +333,7 @@ func copyPrefix(ctx context.Context, src, dst Store, from Boundary, hasFrom bool
 		for _, e := range moved {
 			addCharged(charged, e)
 		}
+		copied(to - from.Seq)
 	}
 	return dst.Update(ctx, func(tx Tx) error {
 		if hasFrom {
@@ -344,6 +357,16 @@ func copyPrefix(ctx context.Context, src, dst Store, from Boundary, hasFrom bool
 		return rebuildAccountStates(tx, charged)
 	})
 }
+
+// ArchiveProgress is told how far a step of Archive has gone.
+type ArchiveProgress func(step string, done, total uint64)
+
+// The steps of Archive, as ArchiveProgress names them.
+const (
+	ArchiveStepAuditBank    = "audit of the bank"
+	ArchiveStepCopy         = "copy"
+	ArchiveStepAuditArchive = "audit of the archive"
+)
 
 // archiveBatch is how many entries copyPrefix copies a commit.
 const archiveBatch = 10000

@@ -126,7 +126,7 @@ func TestArchive(t *testing.T) {
 		if _, err := l.PruneRequests(ctx, at, 1<<20); err != nil {
 			t.Fatal(err)
 		}
-		rep, err := l.Archive(ctx, at, dst, name)
+		rep, err := l.Archive(ctx, at, dst, name, nil)
 		if err != nil {
 			t.Fatalf("archive before %s: %v (%+v)", at, err, rep)
 		}
@@ -272,7 +272,7 @@ func TestArchiveOfRecordsKeptWhole(t *testing.T) {
 		if _, err := s.PruneRequests(ctx, months[i], 1<<20); err != nil {
 			t.Fatal(err)
 		}
-		if rep, err := s.Archive(ctx, months[i], dst, name); err != nil {
+		if rep, err := s.Archive(ctx, months[i], dst, name, nil); err != nil {
 			t.Fatalf("archive %s: %v (%+v)", name, err, rep.AuditedBeforehand.Problems)
 		}
 		dst.Close()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -148,9 +149,13 @@ func TestArchiveThroughCLI(t *testing.T) {
 		t.Errorf("a refused archive changed the file it was given: %q", mine)
 	}
 
+	// With a line of progress at every step's report (a step reports every
+	// 10,000 entries and the copy at each batch's end), the copy's shows.
+	t.Setenv("INGOT_PROGRESS_INTERVAL", "1ns")
 	out := b.ok("archive", "--before", "2026-01-01T00:00:00Z", archive)
 	t.Logf("%s", out)
-	if !strings.Contains(out, "entries 1 to ") || !strings.Contains(out, "compacted from") {
+	if !strings.Contains(out, "entries 1 to ") || !strings.Contains(out, "compacted from") ||
+		!regexp.MustCompile(`(?m)^archive: copy: (\d+) of (\d+) journal entries \(100%\)`).MatchString(out) {
 		t.Errorf("archive said:\n%s", out)
 	}
 	if after := fileSize(path); after >= size {

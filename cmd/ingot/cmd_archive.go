@@ -9,6 +9,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/ingot-hpc/ingot/internal/boltfile"
+	"github.com/ingot-hpc/ingot/internal/progress"
 	"github.com/ingot-hpc/ingot/ledger"
 	"github.com/ingot-hpc/ingot/ledger/boltstore"
 )
@@ -56,7 +57,20 @@ func archive(c *cli.Context) error {
 	if err != nil {
 		return fmt.Errorf("archive: %w", err)
 	}
-	rep, err := l.Archive(c.Context, before, dst, filepath.Base(dest))
+	var meter *progress.Meter
+	var step string
+	rep, err := l.Archive(c.Context, before, dst, filepath.Base(dest), func(s string, done, total uint64) {
+		if s != step {
+			if meter != nil {
+				meter.Stop()
+			}
+			step, meter = s, progress.New(c.App.ErrWriter, "archive: "+s, "journal entries", int64(total))
+		}
+		meter.Set(int64(done))
+	})
+	if meter != nil {
+		meter.Stop()
+	}
 	if cerr := dst.Close(); err == nil && cerr != nil {
 		err = cerr
 	}

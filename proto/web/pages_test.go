@@ -254,7 +254,7 @@ func TestPageOfAnArchivedBank(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer dst.Close()
-	if _, err := s.Archive(ctx, before, dst, "archive.db"); err != nil {
+	if _, err := s.Archive(ctx, before, dst, "archive.db", nil); err != nil {
 		t.Fatal(err)
 	}
 	amy := s.signedIn("amy")
