@@ -273,7 +273,18 @@ func openBank(c *cli.Context, opts boltstore.Options) (*ledger.Ledger, ledger.St
 	if opts.OnUpgrade == nil {
 		opts.OnUpgrade = reportUpgrade(c)
 	}
+	upgrading := progress.NewSteps(c.App.ErrWriter, "upgrade")
+	if opts.OnUpgradeProgress == nil {
+		opts.OnUpgradeProgress = func(step string, done, total int64) {
+			unit := "journal entries"
+			if step == boltstore.UpgradeStepCopy {
+				unit = "bytes"
+			}
+			upgrading.Set(step, unit, done, total)
+		}
+	}
 	store, name, err := openStore(c, opts)
+	upgrading.Stop()
 	if err != nil {
 		return nil, nil, err
 	}

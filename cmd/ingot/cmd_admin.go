@@ -157,7 +157,7 @@ func backup(c *cli.Context) error {
 		}
 		meter := progress.New(c.App.ErrWriter, "backup", "bytes", total)
 		defer meter.Stop()
-		size, err = b.Backup(c.Context, &progress.Writer{W: tmp, M: meter})
+		size, err = b.Backup(c.Context, &progress.Writer{W: tmp, Report: meter.Set})
 		return err
 	})
 	if err == nil {

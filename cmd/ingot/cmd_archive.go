@@ -57,20 +57,11 @@ func archive(c *cli.Context) error {
 	if err != nil {
 		return fmt.Errorf("archive: %w", err)
 	}
-	var meter *progress.Meter
-	var step string
-	rep, err := l.Archive(c.Context, before, dst, filepath.Base(dest), func(s string, done, total uint64) {
-		if s != step {
-			if meter != nil {
-				meter.Stop()
-			}
-			step, meter = s, progress.New(c.App.ErrWriter, "archive: "+s, "journal entries", int64(total))
-		}
-		meter.Set(int64(done))
+	steps := progress.NewSteps(c.App.ErrWriter, "archive")
+	rep, err := l.Archive(c.Context, before, dst, filepath.Base(dest), func(step string, done, total uint64) {
+		steps.Set(step, "journal entries", int64(done), int64(total))
 	})
-	if meter != nil {
-		meter.Stop()
-	}
+	steps.Stop()
 	if cerr := dst.Close(); err == nil && cerr != nil {
 		err = cerr
 	}

@@ -114,7 +114,10 @@ func serve(c *cli.Context, fileKeys []string) error {
 		}
 		log.Info("upgraded the bank", "db", flagString(c, "db"), "from schema", from, "to schema", to, "the file as it was", backup)
 	}
-	return withStore(c, boltstore.Options{OnCommit: m.ObserveCommit, OnUpgrade: upgraded}, func(l *ledger.Ledger, store ledger.Store) error {
+	// Its standard error is the JSON log, where the upgrade is logged
+	// once done: no progress lines there.
+	noProgress := func(string, int64, int64) {}
+	return withStore(c, boltstore.Options{OnCommit: m.ObserveCommit, OnUpgrade: upgraded, OnUpgradeProgress: noProgress}, func(l *ledger.Ledger, store ledger.Store) error {
 		m.CountLiens(func() (int, error) { return l.OpenLiens(ctx) })
 		if _, ok := store.(*boltstore.Store); ok {
 			m.WatchFilesystem(filepath.Dir(flagString(c, "db"))) // the alert on a filling disk watches it

@@ -7,6 +7,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/ingot-hpc/ingot/internal/progress"
 	"github.com/ingot-hpc/ingot/ledger"
 	"github.com/ingot-hpc/ingot/proto/client"
 	"github.com/ingot-hpc/ingot/slurm"
@@ -48,9 +49,12 @@ func slurmSync(c *cli.Context) error {
 		if err != nil {
 			return err
 		}
-		for _, r := range runs {
+		meter := progress.New(c.App.ErrWriter, "ingot slurm sync", "runs", int64(len(runs)))
+		defer meter.Stop()
+		for i, r := range runs {
 			known = append(known, r.ID)
 			res, err := site.SettleRun(c.Context, r, dry)
+			meter.Set(int64(i + 1))
 			if err != nil {
 				return err
 			}

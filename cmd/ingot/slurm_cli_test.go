@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -270,8 +271,13 @@ func TestSlurmSync(t *testing.T) {
 			t.Errorf("sync does not say %q:\n%s", want, out)
 		}
 	}
-	if again := s.ok("slurm", "sync"); strings.TrimSpace(again) != "" {
-		t.Errorf("a second sync changed something:\n%s", again)
+	// A line of progress at every run (INGOT_PROGRESS_INTERVAL): sync of a
+	// long period shows it is alive; this one's last says all five.
+	t.Setenv("INGOT_PROGRESS_INTERVAL", "1ns")
+	if again := s.ok("slurm", "sync"); strings.TrimSpace(strings.Join(slices.DeleteFunc(strings.Split(again, "\n"), func(l string) bool {
+		return strings.HasPrefix(l, "ingot slurm sync: ") && strings.Contains(l, " runs (")
+	}), "\n")) != "" || !strings.Contains(again, "ingot slurm sync: 5 of 5 runs (100%)") {
+		t.Errorf("a second sync changed something, or showed no progress:\n%s", again)
 	}
 	if after := s.entries(); after != before+3 {
 		t.Errorf("sync wrote %d entries, want 3", after-before)

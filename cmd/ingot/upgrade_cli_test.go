@@ -54,6 +54,22 @@ func TestUpgradeThroughCLI(t *testing.T) {
 		t.Errorf("upgrade of an upgraded bank: exit %d\n%s", code, stdout)
 	}
 
+	// An upgrade shows its progress: the copy of the file, then the
+	// journal's index (a schema before 9), here at every report.
+	t.Setenv("INGOT_PROGRESS_INTERVAL", "1ns")
+	shown := filepath.Join(t.TempDir(), "old.db")
+	bolttest.WriteOldBank(t, shown, "schema7-clean.db")
+	_, stderr, code = runCLI("--db", shown, "upgrade")
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`(?m)^upgrade: copy of the file as it was: (\d+) of (\d+) bytes \(100%\)`),
+		regexp.MustCompile(`(?m)^upgrade: index of the journal: (\d+) of (\d+) journal entries \(100%\)`),
+	} {
+		if code != exitOK || !want.MatchString(stderr) {
+			t.Errorf("upgrade with INGOT_PROGRESS_INTERVAL=1ns: exit %d, stderr\n%s\nwant %s", code, stderr, want)
+		}
+	}
+	t.Setenv("INGOT_PROGRESS_INTERVAL", "")
+
 	// A change upgrades the bank, as serve does.
 	changed := filepath.Join(t.TempDir(), "old.db")
 	bolttest.WriteOldBank(t, changed, "schema7-clean.db")

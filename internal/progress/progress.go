@@ -139,22 +139,51 @@ func (m *Meter) line(now time.Time) string {
 	return b.String()
 }
 
-// Writer counts the bytes written through it to W, and shows them on its
-// meter M if it has one.
+// Writer counts the bytes written through it to W, and tells Report (if
+// set: a Meter's Set, say) the count after each write.
 type Writer struct {
-	W io.Writer
-	M *Meter
-	n int64
+	W      io.Writer
+	Report func(written int64)
+	n      int64
 }
 
 func (w *Writer) Write(p []byte) (int, error) {
 	n, err := w.W.Write(p)
 	w.n += int64(n)
-	if w.M != nil {
-		w.M.Set(w.n)
+	if w.Report != nil {
+		w.Report(w.n)
 	}
 	return n, err
 }
 
 // N is how many bytes were written through w.
 func (w *Writer) N() int64 { return w.n }
+
+// Steps shows work done in named steps (an archive's audit, copy and
+// audit again), a meter a step: a step's first report starts its meter
+// and stops the one before.
+type Steps struct {
+	w    io.Writer
+	what string
+	step string
+	m    *Meter
+}
+
+// NewSteps shows the steps of work called what on w.
+func NewSteps(w io.Writer, what string) *Steps { return &Steps{w: w, what: what} }
+
+// Set says that done of total units of step are done.
+func (s *Steps) Set(step, unit string, done, total int64) {
+	if s.m == nil || step != s.step {
+		s.Stop()
+		s.step, s.m = step, New(s.w, s.what+": "+step, unit, total)
+	}
+	s.m.Set(done)
+}
+
+// Stop ends the meter of the step under way.
+func (s *Steps) Stop() {
+	if s.m != nil {
+		s.m.Stop()
+	}
+}

@@ -43,7 +43,7 @@ func TestTerminalRedraws(t *testing.T) {
 		t.Errorf("a terminal meter wrote %q at its start", out.String())
 	}
 	c.t = c.t.Add(time.Second)
-	w := &Writer{W: &bytes.Buffer{}, M: m}
+	w := &Writer{W: &bytes.Buffer{}, Report: m.Set}
 	w.Write(make([]byte, 4096))
 	m.Stop()
 	if got := out.String(); got != "\r\033[Kbackup: 4096 bytes, 4096/s\r\033[K" {

@@ -86,6 +86,10 @@ type Options struct {
 	// schema (from) to this one (to), after copying the file as it was to
 	// backup beside it.
 	OnUpgrade func(from, to uint64, backup string)
+	// OnUpgradeProgress, if set, is told how far an upgrade has gone: the
+	// bytes of the copy of the file as it was, then the journal entries it
+	// indexes (for schemas before 9), of each step's total.
+	OnUpgradeProgress func(step string, done, total int64)
 }
 
 // Store is a ledger.Store on a bbolt file.
@@ -136,7 +140,7 @@ func Open(path string, opts Options) (*Store, error) {
 	}
 	s := &Store{path: path, db: db, readOnly: readOnly, unwritable: unwritable, onCommit: opts.OnCommit, cache: recordcache.New()}
 	if !readOnly {
-		err = s.prepare(fresh, opts.OnUpgrade)
+		err = s.prepare(fresh, opts.OnUpgrade, opts.OnUpgradeProgress)
 	}
 	if err != nil {
 		db.Close()

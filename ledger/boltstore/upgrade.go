@@ -15,6 +15,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/ingot-hpc/ingot/internal/progress"
 	"github.com/ingot-hpc/ingot/ledger"
 )
 
@@ -44,10 +45,13 @@ var steps = []struct {
 // the writing of bbolt's free list (openBolt) before the first commit. The
 // schema is read again now that the file is locked for writing: another
 // ingot may have upgraded it since probe looked.
-func (s *Store) prepare(fresh bool, onUpgrade func(from, to uint64, backup string)) error {
+func (s *Store) prepare(fresh bool, onUpgrade func(from, to uint64, backup string), report func(step string, done, total int64)) error {
+	if report == nil {
+		report = func(string, int64, int64) {}
+	}
 	if fresh {
 		s.db.NoFreelistSync = false
-		return s.upgrade(0)
+		return s.upgrade(0, report)
 	}
 	from, err := s.schema()
 	if err != nil {
@@ -60,12 +64,12 @@ func (s *Store) prepare(fresh bool, onUpgrade func(from, to uint64, backup strin
 		s.db.NoFreelistSync = false
 		return nil
 	}
-	backup, err := s.backUp(from)
+	backup, err := s.backUp(from, report)
 	if err != nil {
 		return err
 	}
 	s.db.NoFreelistSync = false
-	if err := s.upgrade(from); err != nil {
+	if err := s.upgrade(from, report); err != nil {
 		return fmt.Errorf("upgrade from schema %d (the file as it was is %s): %w", from, backup, err)
 	}
 	if onUpgrade != nil {
@@ -96,7 +100,7 @@ func (s *Store) schema() (uint64, error) {
 // it (openBolt), so the copy is the file exactly as the last ingot left
 // it. It is synced, and its directory, before the upgrade begins; a copy
 // that cannot be written whole (a full disk) is removed.
-func (s *Store) backUp(from uint64) (string, error) {
+func (s *Store) backUp(from uint64, report func(step string, done, total int64)) (string, error) {
 	src, err := os.Open(s.path)
 	if err != nil {
 		return "", fmt.Errorf("back up before the upgrade from schema %d: %w", from, err)
@@ -111,7 +115,7 @@ func (s *Store) backUp(from uint64) (string, error) {
 		return "", fmt.Errorf("back up before the upgrade from schema %d: %w", from, err)
 	}
 	name := dst.Name()
-	_, err = io.Copy(dst, src)
+	_, err = io.Copy(&progress.Writer{W: dst, Report: func(n int64) { report(UpgradeStepCopy, n, info.Size()) }}, src)
 	if err == nil {
 		err = dst.Sync()
 	}
@@ -155,7 +159,7 @@ func syncDir(dir string) error {
 // 9's) for a file without one, then the schema version. Schemas 10 to 12
 // changed how new values are stored, not the old ones: nothing is
 // rewritten.
-func (s *Store) upgrade(from uint64) error {
+func (s *Store) upgrade(from uint64, report func(step string, done, total int64)) error {
 	return s.update(func(btx *bolt.Tx) error {
 		for _, step := range steps {
 			if from != 0 && from < step.before {
@@ -170,7 +174,7 @@ func (s *Store) upgrade(from uint64) error {
 			}
 		}
 		if from != 0 && from < 9 {
-			if err := indexJournal(&tx{btx: btx}); err != nil {
+			if err := indexJournal(&tx{btx: btx}, report); err != nil {
 				return err
 			}
 		}
@@ -179,15 +183,28 @@ func (s *Store) upgrade(from uint64) error {
 }
 
 // indexJournal lists every entry in the node index.
-func indexJournal(t *tx) error {
+func indexJournal(t *tx, report func(step string, done, total int64)) error {
+	head, err := t.Head()
+	if err != nil {
+		return err
+	}
 	return t.Entries(1, ^uint64(0), func(se ledger.StoredEntry) (bool, error) {
 		e, err := ledger.DecodeEntry(se)
 		if err != nil {
 			return false, fmt.Errorf("upgrade: %w", err)
 		}
+		if e.Seq%10000 == 0 || e.Seq == head.Seq {
+			report(UpgradeStepIndex, int64(e.Seq), int64(head.Seq))
+		}
 		return true, t.indexEntry(e.Seq, ledger.IndexTerms(e))
 	})
 }
+
+// The steps of an upgrade, as Options.OnUpgradeProgress names them.
+const (
+	UpgradeStepCopy  = "copy of the file as it was"
+	UpgradeStepIndex = "index of the journal"
+)
 
 // requestJSON is a request record as schemas 2 to 4 kept it: JSON, the
 // answer's JSON base64 inside it.
