@@ -134,7 +134,75 @@ func (w *Writer) moveAccount(account string, e Entry, oldLien *Lien, oldCharge *
 	if w.plans != nil {
 		w.plans.afterAppend(account, prev, st.Version, e, oldLien, oldCharge, w.now)
 	}
+	if err := w.dropEnded(account, st); err != nil {
+		return err
+	}
 	return writeAccountState(w.tx, account, st)
+}
+
+// liveAllocations are the account's allocations that have not ended by
+// now (Tx.LiveAllocations), whose ids the change keeps for dropEnded.
+func (w *Writer) liveAllocations(account string) ([]Allocation, error) {
+	live, err := w.tx.LiveAllocations(account, w.now)
+	if err != nil {
+		return nil, err
+	}
+	ids := make(map[uint64]bool, len(live))
+	for _, a := range live {
+		ids[a.ID] = true
+	}
+	if w.live == nil {
+		w.live = map[string]map[uint64]bool{}
+	}
+	w.live[account] = ids
+	return live, nil
+}
+
+// dropEnded takes out of the account's charged sums those on allocations
+// that have ended by now. Only the active allocations' count (in the
+// pool, and in each project's demand), and an allocation that has ended
+// never counts again (its end never changes): kept, they would make every
+// change read and write a sum for each allocation the account ever had.
+// What the charges took of them stays in the journal, which the audit
+// sums; it finds a stored sum on an allocation that had ended by the
+// journal's last entry either absent or right.
+func (w *Writer) dropEnded(account string, st *accountState) error {
+	if len(st.Charged) == 0 {
+		return nil
+	}
+	live := w.live[account]
+	if live == nil {
+		if _, err := w.liveAllocations(account); err != nil {
+			return err
+		}
+		live = w.live[account]
+	}
+	ended := map[uint64]bool{}
+	for _, sums := range st.Charged {
+		for id := range sums {
+			if live[id] || ended[id] {
+				continue
+			}
+			// Not live when the change read the list: ended, or made
+			// since by this change.
+			a, ok, err := w.tx.Allocation(id)
+			if err != nil {
+				return err
+			}
+			if ok && !a.End.IsZero() && !a.End.After(w.now) {
+				ended[id] = true
+			}
+		}
+	}
+	for project, sums := range st.Charged {
+		for id := range ended {
+			delete(sums, id)
+		}
+		if len(sums) == 0 {
+			delete(st.Charged, project)
+		}
+	}
+	return nil
 }
 
 // expiredHolds are the holds of the account's active liens that have

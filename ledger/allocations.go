@@ -59,6 +59,21 @@ func (l *Ledger) Allocation(ctx context.Context, id uint64) (Allocation, error) 
 	return a, err
 }
 
+// AccountAllocations is every allocation of account, those that have
+// ended too, in id order (a balance lists those that have not).
+func (l *Ledger) AccountAllocations(ctx context.Context, account string) ([]Allocation, error) {
+	var out []Allocation
+	err := l.store.View(ctx, func(tx Tx) error {
+		if _, err := GetNode(tx, account); err != nil {
+			return err
+		}
+		var err error
+		out, err = tx.AccountAllocations(AccountOf(account))
+		return err
+	})
+	return out, err
+}
+
 func notFoundAllocation(err error, id uint64) error {
 	if err != nil {
 		return err

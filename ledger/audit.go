@@ -187,6 +187,9 @@ type auditor struct {
 	// replayed entries that concern it (IndexTerms), in order: what the
 	// node index must list for it.
 	indexed map[string]*seqDigest
+	// ended are the allocations that had ended by the last entry's time,
+	// whose charged sums a change may have dropped (Writer.dropEnded).
+	ended map[uint64]bool
 	// liens and charges count those the journal made (full audits).
 	liens, charges, maxLien, maxCharge uint64
 	progress                           func(entries uint64)
@@ -741,7 +744,7 @@ func (a *auditor) compareStored() error {
 }
 
 // compareAllocations compares every stored allocation, and each
-// account's allocation index, with the replayed ones.
+// account's allocation indexes, with the replayed ones.
 func (a *auditor) compareAllocations() error {
 	allocs, err := a.tx.Allocations()
 	if err != nil {
@@ -749,8 +752,18 @@ func (a *auditor) compareAllocations() error {
 	}
 	a.rep.Allocations = len(allocs)
 	byAccount := map[string][]uint64{}
+	// The allocations of each account that had not ended by the last
+	// entry: what the index by end must list from then on.
+	last := a.prev.Time
+	liveAt := map[string][]uint64{}
+	a.ended = map[uint64]bool{}
 	for _, s := range allocs {
 		byAccount[s.Account] = append(byAccount[s.Account], s.ID)
+		if s.End.IsZero() || s.End.After(last) {
+			liveAt[s.Account] = append(liveAt[s.Account], s.ID)
+		} else {
+			a.ended[s.ID] = true
+		}
 		want, ok := a.allocs[s.ID]
 		if !ok {
 			a.problem("allocation %d of %s is stored but no journal entry created it", s.ID, s.Account)
@@ -779,6 +792,24 @@ func (a *auditor) compareAllocations() error {
 		slices.Sort(want)
 		if !slices.Equal(got, want) {
 			a.problem("account %s: its allocation index lists %v, its allocations are %v", account, got, want)
+		}
+		// The index by end: from the start of time it lists every
+		// allocation, from the last entry those not ended.
+		for _, c := range []struct {
+			at   time.Time
+			want []uint64
+		}{{time.Time{}, want}, {last, liveAt[account]}} {
+			live, err := a.tx.LiveAllocations(account, c.at)
+			if err != nil {
+				return err
+			}
+			got := make([]uint64, len(live))
+			for i, al := range live {
+				got[i] = al.ID
+			}
+			if !slices.Equal(got, c.want) && (len(got) > 0 || len(c.want) > 0) {
+				a.problem("account %s: its index by end lists %v as not ended by %s, its allocations are %v", account, got, c.at.Format(time.RFC3339Nano), c.want)
+			}
 		}
 	}
 	return nil
@@ -837,6 +868,10 @@ func (a *auditor) compareAccount(account string) error {
 	}{{"reserved", st.Reserved, reserved, "its active liens hold"}, {"charged", st.Charged, charged, "the journal says its charges took"}} {
 		for _, project := range projectKeys(c.got, c.want) {
 			for id := range mergeKeys(c.got[project], c.want[project]) {
+				_, stored := c.got[project][id]
+				if c.what == "charged" && !stored && a.ended[id] {
+					continue // dropped once the allocation ended (Writer.dropEnded)
+				}
 				if !c.got[project][id].Equal(c.want[project][id]) {
 					a.problem("account %s: the %s sum of %s on allocation %d is %s, %s %s", account, c.what, project, id, c.got[project][id], c.by, c.want[project][id])
 				}

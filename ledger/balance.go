@@ -29,8 +29,11 @@ type NodeBalance struct {
 	// lien take less than its account has: Available is then what a lien
 	// on the project would get (its share), and this the account's figure.
 	AccountAvailable *decimal.Decimal `json:"account_available,omitempty"`
-	// Allocations are all of the account's allocations that existed at At,
-	// active or not; only the active ones count in Balance.
+	// Allocations are the account's allocations that existed at At and had
+	// not ended by then: those active, and those yet to start; only the
+	// active ones count in Balance. Those that had ended are left out,
+	// however many an account gathers: statements, the journal and a
+	// balance at a time before their end show them.
 	Allocations []AllocationStatus `json:"allocations"`
 }
 
@@ -84,12 +87,17 @@ func (l *Ledger) BalanceAt(ctx context.Context, name string, at time.Time) (Node
 			if seq, err = seqAtOrBefore(tx, at); err != nil {
 				return err
 			}
-			if allocs, err = allocationsAsOf(tx, account, seq); err != nil {
+			if allocs, err = liveAsOf(tx, account, seq, at); err != nil {
 				return err
 			}
 			reserved, err = reservedAsOf(tx, account, seq, at)
 		} else {
-			if seq, allocs, err = currentAllocations(tx, account); err != nil {
+			var head JournalHead
+			if head, err = tx.Head(); err != nil {
+				return err
+			}
+			seq = head.Seq
+			if allocs, err = tx.LiveAllocations(account, at); err != nil {
 				return err
 			}
 			if st, err = readAccountState(tx, account); err != nil {
@@ -154,6 +162,26 @@ func allocationsAsOf(tx Tx, account string, seq uint64) ([]Allocation, error) {
 	last, current, err := currentAllocations(tx, account)
 	if err != nil || last == seq {
 		return current, err
+	}
+	var out []Allocation
+	for _, a := range current {
+		old, ok, err := tx.AllocationAsOf(a.ID, seq)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			out = append(out, old)
+		}
+	}
+	return out, nil
+}
+
+// liveAsOf is the account's allocations that had not ended by at, as they
+// stood after entry seq (made at or before at).
+func liveAsOf(tx Tx, account string, seq uint64, at time.Time) ([]Allocation, error) {
+	current, err := tx.LiveAllocations(account, at)
+	if err != nil {
+		return nil, err
 	}
 	var out []Allocation
 	for _, a := range current {

@@ -179,7 +179,9 @@ func (l *Ledger) Transfer(ctx context.Context, req Request, spec TransferSpec) (
 		if err != nil {
 			return Receipt{}, err
 		}
-		targets, err := w.tx.AccountAllocations(spec.To)
+		// A piece lands in an allocation with its source's window, which
+		// has not ended: the source is active.
+		targets, err := w.tx.LiveAllocations(spec.To, w.now)
 		if err != nil {
 			return Receipt{}, err
 		}

@@ -306,6 +306,9 @@ type Writer struct {
 	pending []Entry
 	// accounts are the account states read or written in this change.
 	accounts map[string]*accountState
+	// live are, per account, the ids of its allocations that had not
+	// ended by now when this change read them (liveAllocations).
+	live map[string]map[uint64]bool
 }
 
 func newWriter(tx Tx, req Request, now time.Time, plans *planCache) *Writer {

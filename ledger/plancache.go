@@ -175,7 +175,8 @@ func (s *shareState) validUntil(tx Tx, account string, now time.Time) (time.Time
 	} else if ok && next.Before(until) {
 		until = next
 	}
-	allocs, err := tx.AccountAllocations(account)
+	// An allocation that has ended has no start or end ahead.
+	allocs, err := tx.LiveAllocations(account, now)
 	if err != nil {
 		return time.Time{}, err
 	}

@@ -162,7 +162,7 @@ func (w *Writer) Preempt(project, machine string, amount decimal.Decimal, own *L
 	}
 	q.order = root.Policy.Preemption
 	q.out.Order = q.order.String()
-	allocs, err := w.tx.AccountAllocations(account)
+	allocs, err := w.liveAllocations(account)
 	if err != nil {
 		return q.out, err
 	}

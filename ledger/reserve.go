@@ -67,14 +67,32 @@ func (w *Writer) funds(account string, usable func(Allocation) bool, own *Lien) 
 			held[h.Allocation] = true
 		}
 	}
-	all, err := w.tx.AccountAllocations(account)
+	live, err := w.liveAllocations(account)
 	if err != nil {
 		return Funds{}, err
 	}
 	f := Funds{Account: account}
-	for _, a := range all {
+	listed := map[uint64]bool{}
+	for _, a := range live {
 		if held[a.ID] || (usable(a) && a.ActiveAt(w.now)) {
 			f.Allocations = append(f.Allocations, a)
+			listed[a.ID] = true
+		}
+	}
+	// What own holds of allocations that have ended since, read alone.
+	if own != nil {
+		for _, h := range own.Holds {
+			if listed[h.Allocation] {
+				continue
+			}
+			a, ok, err := w.tx.Allocation(h.Allocation)
+			if err != nil {
+				return Funds{}, err
+			}
+			if ok && a.Account == account {
+				f.Allocations = append(f.Allocations, a)
+				listed[a.ID] = true
+			}
 		}
 	}
 	DebitOrder(f.Allocations, held)

@@ -122,7 +122,7 @@ func loadShares(tx Tx, st *accountState, account string, t time.Time, own *Lien)
 	for _, n := range nodes {
 		s.hfsOn = s.hfsOn || n.Policy.hasPolicy()
 	}
-	allocs, err := tx.AccountAllocations(account)
+	allocs, err := tx.LiveAllocations(account, t)
 	if err != nil {
 		return nil, err
 	}
@@ -268,7 +268,7 @@ func (l *Ledger) Available(ctx context.Context, project string) (decimal.Decimal
 		}
 		now := l.Now()
 		account := AccountOf(project)
-		allocs, err := tx.AccountAllocations(account)
+		allocs, err := tx.LiveAllocations(account, now)
 		if err != nil {
 			return err
 		}

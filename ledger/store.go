@@ -111,6 +111,12 @@ type Tx interface {
 	PutAllocation(a Allocation, seq uint64) error
 	// AccountAllocations lists the account's allocations in id order.
 	AccountAllocations(account string) ([]Allocation, error)
+	// LiveAllocations lists, in id order, the account's allocations that
+	// have not ended by t: those with no end or an end after t (active at
+	// t, or starting later). An index by account and end, so that the
+	// hot paths never read the allocations that have ended, however many
+	// an account gathers (an allocation's start and end never change).
+	LiveAllocations(account string, t time.Time) ([]Allocation, error)
 	// Allocations lists every allocation in id order.
 	Allocations() ([]Allocation, error)
 	// AllocationAsOf is the allocation's state after the last entry

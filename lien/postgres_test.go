@@ -58,6 +58,8 @@ func TestOnPostgres(t *testing.T) {
 		{"RefusedLienNamesVictims", TestRefusedLienNamesVictims},
 		{"CachedPreemptionIsExact", TestCachedPreemptionIsExact},
 		{"Archive", TestArchive},
+		{"EndedAllocationsLeaveTheHotPath", TestEndedAllocationsLeaveTheHotPath},
+		{"ChargeAfterItsAllocationEnded", TestChargeAfterItsAllocationEnded},
 		{"ArchiveOfRecordsKeptWhole", TestArchiveOfRecordsKeptWhole},
 	} {
 		t.Run(tc.name, tc.run)

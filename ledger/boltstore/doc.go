@@ -60,6 +60,8 @@
 //	allocations            id -> ledger.Allocation in its binary layout (ledger.AppendAllocation; before schema 12 JSON, packed;
 //	                       its bucket sequence numbers new ones)
 //	allocations_by_account account NUL id -> (empty)
+//	allocations_by_end     account NUL end ‖ id -> (empty): end in Unix ns, 2^64-1 for none (LiveAllocations;
+//	                       since schema 13)
 //	balance_history        id ‖ seq -> ledger.Allocation after entry seq, as in allocations
 //	journal                seq -> SHA-256 ‖ time (Unix ns) ‖ the entry's bytes (ledger.StoredEntry), packed;
 //	                       before schema 10, SHA-256 ‖ the bytes

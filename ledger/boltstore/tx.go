@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -26,6 +27,7 @@ var (
 	bucketMachines    = []byte("machines")
 	bucketAllocations = []byte("allocations")
 	bucketByAccount   = []byte("allocations_by_account")
+	bucketByEnd       = []byte("allocations_by_end")
 	bucketHistory     = []byte("balance_history")
 	bucketJournal     = []byte("journal")
 	bucketRequests    = []byte("requests")
@@ -39,7 +41,7 @@ var (
 
 	bucketNames = [][]byte{bucketMeta, bucketNodes, bucketUsers, bucketMachines, bucketAllocations,
 		bucketByAccount, bucketHistory, bucketJournal, bucketRequests, bucketLiens, bucketLiensByJob,
-		bucketLiensActive, bucketCharges, bucketChargesJob, bucketRecords, bucketByNode}
+		bucketLiensActive, bucketCharges, bucketChargesJob, bucketRecords, bucketByNode, bucketByEnd}
 )
 
 var (
@@ -357,12 +359,64 @@ func (t *tx) PutAllocation(a ledger.Allocation, seq uint64) error {
 			return err
 		}
 	}
+	if err := t.indexEnd(a.AllocationTerms); err != nil {
+		return err
+	}
 	return t.putRaw(bucketHistory, idKey(nil, a.ID, seq), raw)
+}
+
+// endKey is an allocation's key in allocations_by_end: its account, a
+// zero byte, its end (endTime) and its id.
+func endKey(a ledger.AllocationTerms) []byte {
+	return idKey(append([]byte(a.Account), 0), endTime(a.End), a.ID)
+}
+
+// endTime is an end as allocations_by_end orders it: Unix nanoseconds,
+// the greatest value for no end; a time beyond what Unix nanoseconds hold
+// (after 2262) is the value below it, one before 1970 zero. Ends the
+// clamps make equal are told apart by LiveAllocations, which reads the
+// allocation's own end.
+func endTime(t time.Time) uint64 {
+	switch {
+	case t.IsZero():
+		return math.MaxUint64
+	case t.Before(time.Unix(0, 0)):
+		return 0
+	case t.After(time.Unix(0, math.MaxInt64)):
+		return math.MaxUint64 - 1
+	}
+	return encodeTime(t)
+}
+
+// indexEnd lists an allocation in allocations_by_end, once: its end never
+// changes.
+func (t *tx) indexEnd(a ledger.AllocationTerms) error {
+	if k := endKey(a); t.bucket(bucketByEnd).Get(k) == nil {
+		return t.putRaw(bucketByEnd, k, nil)
+	}
+	return nil
 }
 
 func (t *tx) AccountAllocations(account string) ([]ledger.Allocation, error) {
 	prefix := append([]byte(account), 0)
 	return indexed(t, bucketByAccount, prefix, prefix, 0, t.Allocation, nil)
+}
+
+// LiveAllocations reads allocations_by_end from t's end on.
+func (t *tx) LiveAllocations(account string, at time.Time) ([]ledger.Allocation, error) {
+	prefix := append([]byte(account), 0)
+	from := uint64(0) // the zero time: before every end
+	if !at.IsZero() {
+		from = endTime(at)
+	}
+	seek := binary.BigEndian.AppendUint64(bytes.Clone(prefix), from)
+	listed, err := indexed(t, bucketByEnd, prefix, seek, 8, t.Allocation, nil)
+	if err != nil {
+		return nil, err
+	}
+	live := slices.DeleteFunc(listed, func(a ledger.Allocation) bool { return !a.End.IsZero() && !a.End.After(at) })
+	slices.SortFunc(live, func(a, b ledger.Allocation) int { return cmp.Compare(a.ID, b.ID) })
+	return live, nil
 }
 
 // indexed gets the records an index lists under prefix (keys: prefix,

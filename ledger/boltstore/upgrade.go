@@ -156,7 +156,8 @@ func syncDir(dir string) error {
 
 // upgrade brings a file of schema from (0 for a new file) to this one in
 // one transaction: the steps for its schema, then the node index (schema
-// 9's) for a file without one, then the schema version. Schemas 10 to 12
+// 9's) for a file without one, the index of allocations by end (schema
+// 13's) for a file without it, then the schema version. Schemas 10 to 12
 // changed how new values are stored, not the old ones: nothing is
 // rewritten.
 func (s *Store) upgrade(from uint64, report func(step string, done, total int64)) error {
@@ -175,6 +176,11 @@ func (s *Store) upgrade(from uint64, report func(step string, done, total int64)
 		}
 		if from != 0 && from < 9 {
 			if err := indexJournal(&tx{btx: btx}, report); err != nil {
+				return err
+			}
+		}
+		if from != 0 && from < 13 {
+			if err := indexEnds(&tx{btx: btx}); err != nil {
 				return err
 			}
 		}
@@ -198,6 +204,20 @@ func indexJournal(t *tx, report func(step string, done, total int64)) error {
 		}
 		return true, t.indexEntry(e.Seq, ledger.IndexTerms(e))
 	})
+}
+
+// indexEnds lists every allocation in allocations_by_end (schema 13).
+func indexEnds(t *tx) error {
+	allocs, err := t.Allocations()
+	if err != nil {
+		return fmt.Errorf("upgrade: %w", err)
+	}
+	for _, a := range allocs {
+		if err := t.indexEnd(a.AllocationTerms); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // The steps of an upgrade, as Options.OnUpgradeProgress names them.

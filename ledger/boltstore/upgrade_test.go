@@ -46,6 +46,7 @@ var upgrades = []struct {
 	{file: "schema9-clean.db", schema: 9, answered: true},
 	{file: "schema10-clean.db", schema: 10, answered: true},
 	{file: "schema11-clean.db", schema: 11, answered: true},
+	{file: "schema12-clean.db", schema: 12, answered: true},
 }
 
 // wantBalances are those of every upgradable bank while job-2 ran, from

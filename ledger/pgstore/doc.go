@@ -110,7 +110,8 @@
 //	journal_head     the newest entry's seq, time and SHA-256: the row every writer locks
 //	counters         allocations, liens, charges -> the last id given
 //	nodes, users, machines  name -> the record
-//	allocations      id, account -> ledger.Allocation
+//	allocations      id, account, end (Unix ns; since schema 4) -> ledger.Allocation, indexed by
+//	                 account and end: the allocations that have not ended (LiveAllocations)
 //	balance_history  allocation, seq -> the allocation after entry seq
 //	journal          seq -> time, SHA-256, the entry's bytes as hashed
 //	journal_nodes    node, seq: the entries that concern each node (ledger.IndexTerms)

@@ -3,6 +3,7 @@ package pgstore
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -120,5 +121,93 @@ func TestBankTables(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestUpgradeAllocationEnds: the upgrade to schema 4 reads each
+// allocation's end from its document into ends_ns (no end, the zero time
+// of older documents, an end to the nanosecond, one past 2262), after
+// which LiveAllocations lists exactly those not ended at each time asked,
+// and Check finds the column in step with the documents, or says which
+// allocation is not.
+func TestUpgradeAllocationEnds(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.DB(t)
+	old, err := open(ctx, url, Options{Create: true}, bankMigrations[:3])
+	if err != nil {
+		t.Fatal(err)
+	}
+	old.Close()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	ends := map[int]string{
+		1: ``, // no end
+		2: `"end": "0001-01-01T00:00:00Z",`,
+		3: `"end": "2026-01-05T10:00:00Z",`,
+		4: `"end": "2026-01-05T10:00:00.000000500Z",`,
+		5: `"end": "2030-01-01T00:00:00.123456Z",`,
+		6: `"end": "2300-01-01T00:00:00Z",`,
+	}
+	for id := 1; id <= len(ends); id++ {
+		doc := fmt.Sprintf(`{"id": %d, "account": "chem", "credit_limit": "0", "start": "2026-01-01T00:00:00Z", %s "created": "2026-01-01T00:00:00Z", "amount": "1", "deposited": "1"}`, id, ends[id])
+		if _, err := conn.Exec(ctx, `INSERT INTO allocations (id, account, doc) VALUES ($1, 'chem', $2)`, id, doc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := conn.Exec(ctx, `UPDATE counters SET value = $1 WHERE name = 'allocations'`, len(ends)); err != nil {
+		t.Fatal(err)
+	}
+
+	s, err := open(ctx, url, Options{}, bankMigrations)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	at := func(v string) time.Time {
+		tm, err := time.Parse(time.RFC3339Nano, v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tm
+	}
+	for _, tc := range []struct {
+		at   time.Time
+		want []uint64
+	}{
+		{time.Time{}, []uint64{1, 2, 3, 4, 5, 6}},
+		{at("2026-01-05T09:59:59.999999999Z"), []uint64{1, 2, 3, 4, 5, 6}},
+		{at("2026-01-05T10:00:00Z"), []uint64{1, 2, 4, 5, 6}},
+		{at("2026-01-05T10:00:00.0000005Z"), []uint64{1, 2, 5, 6}},
+		{at("2031-01-01T00:00:00Z"), []uint64{1, 2, 6}},
+		{at("2299-12-31T23:59:59Z"), []uint64{1, 2, 6}},
+		{at("2300-01-01T00:00:00Z"), []uint64{1, 2}},
+	} {
+		err := s.View(ctx, func(tx ledger.Tx) error {
+			live, err := tx.LiveAllocations("chem", tc.at)
+			var got []uint64
+			for _, a := range live {
+				got = append(got, a.ID)
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("not ended by %s: %v, want %v", tc.at.Format(time.RFC3339Nano), got, tc.want)
+			}
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if problems, err := s.Check(ctx); err != nil || len(problems) > 0 {
+		t.Errorf("check after the upgrade: %v %v", problems, err)
+	}
+	if _, err := conn.Exec(ctx, `UPDATE allocations SET ends_ns = 0 WHERE id = 5`); err != nil {
+		t.Fatal(err)
+	}
+	problems, err := s.Check(ctx)
+	if err != nil || len(problems) != 1 || !strings.Contains(problems[0], "allocation 5 is listed as ending at 0 (Unix ns), its record says 2030-01-01T00:00:00.123456Z") {
+		t.Errorf("check of a wrong end: %v %v", problems, err)
 	}
 }

@@ -53,7 +53,7 @@ var tables = [tableCount]*table{
 	nodesTable:        {name: "nodes", cols: []string{"name text", "doc json"}, conflict: "name"},
 	usersTable:        {name: "users", cols: []string{"name text", "doc json"}, conflict: "name"},
 	machinesTable:     {name: "machines", cols: []string{"name text", "doc json"}, conflict: "name"},
-	allocationsTable:  {name: "allocations", cols: []string{"id bigint", "account text", "doc json"}, conflict: "id"},
+	allocationsTable:  {name: "allocations", cols: []string{"id bigint", "account text", "ends_ns bigint", "doc json"}, conflict: "id"},
 	historyTable:      {name: "balance_history", cols: []string{"allocation bigint", "seq bigint", "doc json"}, conflict: "allocation, seq"},
 	liensTable: {name: "liens", cols: []string{"id bigint", "account text", "machine text", "job text", "active boolean", "expires_ns bigint", "doc json",
 		"carrier bigint"}, conflict: "id"},

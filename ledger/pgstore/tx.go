@@ -2,6 +2,7 @@ package pgstore
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
@@ -394,7 +395,8 @@ func (t *tx) Allocation(id uint64) (ledger.Allocation, bool, error) {
 }
 
 // PutAllocation stores the state and its history. An allocation's
-// account never changes: only its account's list may gain it.
+// account, start and end never change: only its account's lists may gain
+// it.
 func (t *tx) PutAllocation(a ledger.Allocation, seq uint64) error {
 	t.written(cacheKey("allocations", a.ID), a)
 	t.stored("allocations", a.ID)
@@ -406,8 +408,14 @@ func (t *tx) PutAllocation(a ledger.Allocation, seq uint64) error {
 		slices.Sort(ids)
 		t.written(list, ids)
 	}
+	live := cacheKey("live allocations", a.Account)
+	if l, ok := t.known(live); !ok {
+		t.forget(live)
+	} else if l := l.(liveList); !slices.ContainsFunc(l.ends, func(e idEnd) bool { return e.id == a.ID }) && endNanos(a.End) > l.from {
+		t.written(live, l.with(idEnd{a.ID, endNanos(a.End)}))
+	}
 	what := fmt.Sprintf("allocation %d", a.ID)
-	if err := putDoc(t, what, allocationsTable, cacheKey("allocations", a.ID), a, []any{bigint(a.ID), a.Account}, list); err != nil {
+	if err := putDoc(t, what, allocationsTable, cacheKey("allocations", a.ID), a, []any{bigint(a.ID), a.Account, endNanos(a.End)}, list, live); err != nil {
 		return err
 	}
 	return putDoc(t, what+"'s history", historyTable, cacheKey("history", a.ID, seq), a, []any{bigint(a.ID), bigint(seq)})
@@ -438,6 +446,115 @@ func (t *tx) AccountAllocations(account string) ([]ledger.Allocation, error) {
 			return nil, fmt.Errorf("%w: allocation %d of %s is missing", ledger.ErrCorrupt, id, account)
 		}
 		out = append(out, a)
+	}
+	return out, nil
+}
+
+// endNanos is an end as the ends_ns column has it: Unix nanoseconds, the
+// greatest bigint for no end, 0 before 1970 and the bigint below the
+// greatest from 2262-04-11, past which Unix nanoseconds do not reach
+// (migrations/0004_allocation_ends.sql).
+func endNanos(end time.Time) int64 {
+	switch {
+	case end.IsZero():
+		return math.MaxInt64
+	case end.Before(time.Unix(0, 0)):
+		return 0
+	case !end.Before(lastEndNanos):
+		return math.MaxInt64 - 1
+	}
+	return end.UnixNano()
+}
+
+var lastEndNanos = time.Date(2262, 4, 11, 0, 0, 0, 0, time.UTC)
+
+// liveList is what the cache keeps of an account's allocations that have
+// not ended: the id and end (endNanos) of each whose end was after from
+// when they were read, and of each stored since. It is never changed in
+// place (the cache hands out copies of the struct alone).
+type liveList struct {
+	from int64
+	ends []idEnd // in id order
+}
+
+type idEnd struct {
+	id  uint64
+	end int64
+}
+
+// with is l with e added, in id order.
+func (l liveList) with(e idEnd) liveList {
+	k, _ := slices.BinarySearchFunc(l.ends, e.id, func(x idEnd, id uint64) int { return cmp.Compare(x.id, id) })
+	return liveList{from: l.from, ends: slices.Insert(slices.Clone(l.ends), k, e)}
+}
+
+// endSlack is how far below an asked time LiveAllocations reads ends_ns:
+// the migration read the ends of the rows it found to the microsecond,
+// rounded.
+const endSlack = int64(time.Microsecond)
+
+// LiveAllocations answers from the cache's list of the account's
+// allocations not ended (liveList) when it has one read at or before at,
+// each allocation then through the cache: every change of the account
+// asks, and an account may have thousands that have ended. Otherwise it
+// reads them by the index on (account, ends_ns).
+func (t *tx) LiveAllocations(account string, at time.Time) ([]ledger.Allocation, error) {
+	key := cacheKey("live allocations", account)
+	asked := endNanos(at)
+	if at.IsZero() {
+		asked = math.MinInt64
+	}
+	var ends []idEnd
+	if l, ok := t.known(key); ok && l.(liveList).from <= asked {
+		list := l.(liveList)
+		for _, e := range list.ends {
+			if e.end > asked-endSlack {
+				ends = append(ends, e)
+			}
+		}
+		if ended := len(list.ends) - len(ends); ended > 64 && ended > len(ends) {
+			// Most of the list has ended: keep the rest, from now on.
+			t.cache.Remember(key, liveList{from: asked, ends: ends}, t.layers()...)
+		}
+	} else {
+		type row struct {
+			doc []byte
+			end int64
+		}
+		from := max(asked, math.MinInt64+endSlack) - endSlack
+		rows, err := query(t, key, "the allocations of "+account+" that have not ended", func(r pgx.CollectableRow) (row, error) {
+			var v row
+			return v, r.Scan(&v.doc, &v.end)
+		}, `SELECT doc, ends_ns FROM allocations WHERE account = $1 AND ends_ns > $2 ORDER BY id`, account, from)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range rows {
+			var a ledger.Allocation
+			if err := json.Unmarshal(r.doc, &a); err != nil {
+				return nil, fmt.Errorf("%w: the allocations of %s: %v", ledger.ErrCorrupt, account, err)
+			}
+			if t.cache != nil {
+				t.cache.Remember(cacheKey("allocations", a.ID), a, t.layers()...)
+			}
+			ends = append(ends, idEnd{a.ID, r.end})
+		}
+		if t.cache != nil {
+			t.cache.Remember(key, liveList{from: asked, ends: ends}, t.layers()...)
+		}
+	}
+	var out []ledger.Allocation
+	for _, e := range ends {
+		a, ok, err := t.Allocation(e.id)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return nil, fmt.Errorf("%w: allocation %d of %s is missing", ledger.ErrCorrupt, e.id, account)
+		}
+		if a.End.IsZero() || a.End.After(at) {
+			out = append(out, a)
+		}
 	}
 	return out, nil
 }
