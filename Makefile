@@ -122,6 +122,19 @@ bench:
 bench-history:
 	$(GO) test -run '^$$' -bench '^BenchmarkHistory$$' -benchtime 1x -timeout 60m ./lien
 
+# bench-shape measures what the shape of a bank costs its hot paths
+# (issue 41; BenchmarkShape in lien): a lien + charge cycle, a deposit, a
+# balance, a quote and a preemption answer on a bank whose account has 10
+# allocations and on one where it has 10,000, 9,990 of them ended; each
+# line's x_small is the cost at 10,000 over the cost at 10, in the same
+# run (bar 1.3). On bbolt, and on PostgreSQL too with POSTGRES=1 (or
+# INGOT_E2E=1): a server of its own, as e2e-postgres starts. About half a
+# minute on two cores, two with PostgreSQL.
+POSTGRES ?=
+.PHONY: bench-shape
+bench-shape:
+	INGOT_BENCH_SHAPE_POSTGRES=$(POSTGRES) $(GO) test -run '^$$' -bench '^BenchmarkShape$$' -benchtime 2000x -timeout 20m ./lien
+
 # e2e-postgres runs the tests that start PostgreSQL servers of their own
 # (internal/pgtest, docs/postgres.md): the engine's, package lien's suite on
 # it, the command line's, and the failover of a primary with a synchronous

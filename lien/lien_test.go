@@ -26,6 +26,8 @@ type site struct {
 	*ledgertest.Bank
 	lb *lien.Bank
 	t  testing.TB
+	// live is an allocation of chem that BenchmarkShape deposits into.
+	live uint64
 }
 
 // newSite is the site on bbolt, or on PostgreSQL under TestOnPostgres.
