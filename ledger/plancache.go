@@ -32,10 +32,25 @@ import (
 // Writers keep entries current: after a lien, charge or refund entry they
 // move the demands it changed (Plan.SetDemand) and the entry's version;
 // any other change to the account drops its entry, to be rebuilt on the
-// next check.
+// next check. The liens an entry kept for preemptions (jobs) outlive it
+// while no lien changes (carriedJobs): a deposit changes the pool, not
+// the liens, and reading and decoding every active lien again is most of
+// what the first preemption answer after it would cost.
 type planCache struct {
 	mu      sync.Mutex
 	entries map[string]*cachedPlan
+	carried map[string]*carriedJobs
+}
+
+// carriedJobs are the jobs of an account's dropped entry, valid at version
+// and before until (the entry's validUntil: the first lien expiry or
+// allocation edge ahead), for the entry that replaces it. An allocation
+// that an entry made active since holds nothing of these liens; one that
+// time makes active or ended is an edge, past until.
+type carriedJobs struct {
+	version string
+	until   time.Time
+	jobs    *accountJobs
 }
 
 // maxCachedAccounts bounds the cache; beyond it an arbitrary entry goes.
@@ -67,7 +82,9 @@ func (e *cachedPlan) free() decimal.Decimal {
 	return free
 }
 
-func newPlanCache() *planCache { return &planCache{entries: map[string]*cachedPlan{}} }
+func newPlanCache() *planCache {
+	return &planCache{entries: map[string]*cachedPlan{}, carried: map[string]*carriedJobs{}}
+}
 
 // versionPrefix and versionCount make the versions of accounts
 // (newVersion): a prefix drawn at random once per process, so that none
@@ -138,8 +155,48 @@ func (c *planCache) store(tx Tx, account, version string, s *shareState, now tim
 			break
 		}
 	}
+	if e.owners {
+		e.jobs = c.takeJobsLocked(account, version, now)
+	}
 	c.entries[account] = e
 	return nil
+}
+
+// takeJobs hands over the jobs carried for account at version and time
+// now (nil if none): they leave the cache, to be kept again by keepJobs
+// in the entry they are used with.
+func (c *planCache) takeJobs(account, version string, now time.Time) *accountJobs {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.takeJobsLocked(account, version, now)
+}
+
+func (c *planCache) takeJobsLocked(account, version string, now time.Time) *accountJobs {
+	cj := c.carried[account]
+	switch {
+	case cj == nil || cj.version != version:
+		return nil // none, or for a state this reader does not see
+	case !now.Before(cj.until):
+		delete(c.carried, account)
+		return nil
+	}
+	delete(c.carried, account)
+	return cj.jobs
+}
+
+// carry keeps the jobs of account's entry ce, dropped by entry e (which
+// gave the account version), when e changed no lien.
+func (c *planCache) carry(account, version string, ce *cachedPlan, e Entry, oldLien *Lien, now time.Time) {
+	if ce.jobs == nil || e.Lien != nil || oldLien != nil || !now.Before(ce.validUntil) {
+		return
+	}
+	if len(c.carried) >= maxCachedAccounts {
+		for k := range c.carried {
+			delete(c.carried, k)
+			break
+		}
+	}
+	c.carried[account] = &carriedJobs{version: version, until: ce.validUntil, jobs: ce.jobs}
 }
 
 // preempt runs answer on account's entry at version and time now, under
@@ -204,10 +261,21 @@ func (c *planCache) afterAppend(account, prev, version string, e Entry, oldLien 
 	defer c.mu.Unlock()
 	ce := c.entries[account]
 	if ce == nil {
+		// Jobs carried go on to the next version while no lien changes.
+		if cj := c.carried[account]; cj != nil {
+			if cj.version == prev && e.Lien == nil && oldLien == nil && now.Before(cj.until) {
+				cj.version = version
+			} else {
+				delete(c.carried, account)
+			}
+		}
 		return
 	}
 	if ce.version != prev || !now.Before(ce.validUntil) || !demandKinds[e.Kind] {
 		delete(c.entries, account)
+		if ce.version == prev {
+			c.carry(account, version, ce, e, oldLien, now)
+		}
 		return
 	}
 	ce.version = version

@@ -205,7 +205,10 @@ func (w *Writer) Preempt(project, machine string, amount decimal.Decimal, own *L
 			return q.out, err
 		}
 	}
-	if e.owners {
+	if e.owners && own == nil && w.plans != nil {
+		e.jobs = w.plans.takeJobs(account, st.Version, w.now)
+	}
+	if e.owners && e.jobs == nil {
 		liens, err := w.tx.ActiveLiens(account)
 		if err != nil {
 			return q.out, err
