@@ -8,10 +8,11 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ingot-hpc/ingot/internal/linebuf"
 )
 
 // root is the repository's top directory: a package's tests run in its
@@ -251,7 +252,7 @@ func (s *service) start() {
 		s.t.Fatal(err)
 	}
 	defer log.Close() // the server has its own copy
-	var stdout lineBuffer
+	var stdout linebuf.Buffer
 	p := &process{cmd: exec.Command(s.argv[0], s.argv[1:]...), done: make(chan struct{})}
 	p.cmd.Dir = "/" // systemd's working directory
 	p.cmd.Env = append(operatorEnv(s.t.TempDir()), "NOTIFY_SOCKET="+s.notify.LocalAddr().String())
@@ -296,7 +297,7 @@ func (s *service) start() {
 		if time.Now().After(deadline) {
 			s.t.Fatal("ingot serve is ready but printed no address")
 		}
-		s.url, _ = stdout.line("listening on ")
+		s.url, _ = stdout.Line("listening on ")
 	}
 }
 
@@ -355,29 +356,4 @@ func (s *service) stop() {
 func (s *service) logTail() string {
 	b, _ := os.ReadFile(s.log)
 	return string(b[max(0, len(b)-4000):])
-}
-
-// lineBuffer gathers what a process writes, for another goroutine to read.
-type lineBuffer struct {
-	mu  sync.Mutex
-	buf strings.Builder
-}
-
-func (b *lineBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-// line returns the rest of the first whole line written that starts with
-// prefix.
-func (b *lineBuffer) line(prefix string) (string, bool) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	for l := range strings.Lines(b.buf.String()) {
-		if rest, ok := strings.CutPrefix(l, prefix); ok && strings.HasSuffix(rest, "\n") {
-			return strings.TrimSpace(rest), true
-		}
-	}
-	return "", false
 }

@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ingot-hpc/ingot/internal/linebuf"
 )
 
 // hostPaths are where an installed ingot keeps its state: the test
@@ -248,7 +250,7 @@ func byHand(t *testing.T) {
 		t.Fatalf("the loop of docs/operations.md runs no %q:\n%s", serve, loop)
 	}
 	loop = strings.Replace(loop, serve, serve+fmt.Sprintf(" --listen 127.0.0.1:%d --metrics-listen 127.0.0.1:0", port), 1)
-	var out lineBuffer
+	var out linebuf.Buffer
 	sh := exec.Command("sh", "-ec", loop)
 	sh.Dir, sh.Env = "/", operatorEnv(t.TempDir())
 	sh.Stdout, sh.Stderr = &out, &out
@@ -268,7 +270,7 @@ func byHand(t *testing.T) {
 	healthy := exec.Command("/usr/bin/ingot", "healthcheck", "--listen", fmt.Sprintf("127.0.0.1:%d", port))
 	for deadline := time.Now().Add(20 * time.Second); healthy.Run() != nil; time.Sleep(100 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("the server started by hand does not answer after 20 s:\n%s", out.buf.String())
+			t.Fatalf("the server started by hand does not answer after 20 s:\n%s", out.String())
 		}
 		healthy = exec.Command(healthy.Args[0], healthy.Args[1:]...)
 	}
@@ -290,11 +292,11 @@ func byHand(t *testing.T) {
 	select {
 	case err := <-done:
 		done <- err // for the cleanup
-		if err != nil || !strings.Contains(out.buf.String(), `"msg":"stopped"`) {
-			t.Errorf("the loop ended with %v after SIGTERM to the server; want it ended, the server stopped:\n%s", err, out.buf.String())
+		if err != nil || !strings.Contains(out.String(), `"msg":"stopped"`) {
+			t.Errorf("the loop ended with %v after SIGTERM to the server; want it ended, the server stopped:\n%s", err, out.String())
 		}
 	case <-time.After(45 * time.Second):
-		t.Errorf("the loop goes on 45 s after SIGTERM to the server:\n%s", out.buf.String())
+		t.Errorf("the loop goes on 45 s after SIGTERM to the server:\n%s", out.String())
 	}
 }
 

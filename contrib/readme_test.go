@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ingot-hpc/ingot/internal/linebuf"
 	"github.com/ingot-hpc/ingot/ledger/boltstore"
 	"github.com/ingot-hpc/ingot/proto/munge/mungetest"
 )
@@ -385,7 +386,7 @@ func makeRun(t *testing.T, bash, dir string, env []string) string {
 	init.Dir, init.Env = dir, env
 	run(t, init)
 
-	var stdout lineBuffer
+	var stdout linebuf.Buffer
 	serve := exec.Command(bash, "-c", "exec "+steps[1])
 	serve.Dir, serve.Env, serve.Stdout = dir, env, &stdout
 	serve.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -404,7 +405,7 @@ func makeRun(t *testing.T, bash, dir string, env []string) string {
 		}
 	})
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if url, ok := stdout.line("listening on "); ok {
+		if url, ok := stdout.Line("listening on "); ok {
 			if resp, err := http.Get(url + "/healthz"); err == nil {
 				resp.Body.Close()
 				return url
@@ -413,11 +414,11 @@ func makeRun(t *testing.T, bash, dir string, env []string) string {
 		select {
 		case <-done:
 			log, _ := os.ReadFile(filepath.Join(dir, "var", "serve.log"))
-			t.Fatalf("make run's server ended: %s\n%s", stdout.buf.String(), log)
+			t.Fatalf("make run's server ended: %s\n%s", stdout.String(), log)
 		default:
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("make run's server does not listen: %s", stdout.buf.String())
+			t.Fatalf("make run's server does not listen: %s", stdout.String())
 		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ingot-hpc/ingot/internal/linebuf"
 	"github.com/ingot-hpc/ingot/ledger"
 	"github.com/ingot-hpc/ingot/proto/api"
 	"github.com/ingot-hpc/ingot/proto/auth"
@@ -58,7 +59,7 @@ func TestBackupInterrupted(t *testing.T) {
 			dest := filepath.Join(dir, "ingot-copy.db")
 			cmd := exec.Command(os.Args[0], "--server", srv.URL, "--key-file", keyFile, "backup", dest)
 			cmd.Env = append(os.Environ(), envRunAsIngot+"=1", "INGOT_SERVER=", "INGOT_DB=")
-			var out lockedBuffer
+			var out linebuf.Buffer
 			cmd.Stdout, cmd.Stderr = &out, &out
 			if _, err := cmd.StdinPipe(); err != nil { // closed by Wait: see TestMain
 				t.Fatal(err)

@@ -5,13 +5,15 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ingot-hpc/ingot/internal/linebuf"
 )
 
 // TestBufferedLog: an info line is written within a flush interval, not
 // at once; a warning at once, with what came before it; Close writes
 // what is left.
 func TestBufferedLog(t *testing.T) {
-	var dst lockedBuffer
+	var dst linebuf.Buffer
 	out := newBufferedLog(&dst)
 	log := slog.New(flushingHandler{slog.NewJSONHandler(out, nil), out})
 	log.Info("request one")

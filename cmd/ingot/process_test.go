@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/ingot-hpc/ingot/charge"
+	"github.com/ingot-hpc/ingot/internal/linebuf"
 	"github.com/ingot-hpc/ingot/lien"
 	"github.com/ingot-hpc/ingot/proto/api"
 	"github.com/ingot-hpc/ingot/proto/auth"
@@ -135,9 +136,9 @@ type serverProcess struct {
 	url string
 	// roots check its certificate when it serves HTTPS (nil: the system's).
 	roots  *x509.CertPool
-	log    string        // its standard error: the JSON request log
-	stdout lockedBuffer  // what it prints: where it listens
-	done   chan struct{} // closed when it has ended, err saying how
+	log    string         // its standard error: the JSON request log
+	stdout linebuf.Buffer // what it prints: where it listens
+	done   chan struct{}  // closed when it has ended, err saying how
 	err    error
 }
 

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,37 +13,18 @@ import (
 	"os/user"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/shopspring/decimal"
 
+	"github.com/ingot-hpc/ingot/internal/linebuf"
 	"github.com/ingot-hpc/ingot/ledger"
 	"github.com/ingot-hpc/ingot/proto/api"
 	"github.com/ingot-hpc/ingot/proto/auth"
 	"github.com/ingot-hpc/ingot/proto/client"
 	"github.com/ingot-hpc/ingot/proto/munge/mungetest"
 )
-
-// lockedBuffer is a bytes.Buffer safe to write from the server's goroutine
-// while the test reads it.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // TestServe starts `ingot serve` on a free loopback port, makes a signed
 // request over TCP, stops it as a signal would (by ending its context),
@@ -140,7 +120,7 @@ func TestServeFirstAdmin(t *testing.T) {
 // serving is `ingot serve` running in-process, stopped at the test's
 // cleanup if the test did not stop it.
 type serving struct {
-	stdout, stderr lockedBuffer
+	stdout, stderr linebuf.Buffer
 	stop           context.CancelFunc
 	done           chan error
 }
@@ -195,14 +175,12 @@ func (s *serving) line(t *testing.T, prefix string) string {
 // waitForLine waits up to 10 s for a line of stdout that starts with
 // prefix and returns the rest of it; ended says whether the command has
 // ended, and how.
-func waitForLine(tb testing.TB, stdout *lockedBuffer, prefix string, ended func() (error, bool)) string {
+func waitForLine(tb testing.TB, stdout *linebuf.Buffer, prefix string, ended func() (error, bool)) string {
 	tb.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
-		for l := range strings.Lines(stdout.String()) {
-			if rest, ok := strings.CutPrefix(l, prefix); ok && strings.HasSuffix(rest, "\n") {
-				return strings.TrimSpace(rest)
-			}
+		if rest, ok := stdout.Line(prefix); ok {
+			return rest
 		}
 		if err, ok := ended(); ok {
 			tb.Fatalf("serve ended before printing %q: %v\n%s", prefix, err, stdout.String())

@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ingot-hpc/ingot/internal/linebuf"
 )
 
 // buildIngot builds ./cmd/ingot into dir and returns the binary's path.
@@ -106,7 +108,7 @@ type server struct {
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
-	stdout *lockedBuffer
+	stdout *linebuf.Buffer
 	done   chan struct{}
 	err    error
 	starts int
@@ -127,7 +129,7 @@ func (s *server) start() error {
 	defer log.Close()
 	args := append(append(append([]string{}, s.global...), "serve", "--listen", addr), s.flags...)
 	cmd := exec.Command(s.bin, args...)
-	out := &lockedBuffer{}
+	out := &linebuf.Buffer{}
 	cmd.Stdout, cmd.Stderr = out, log
 	// The server dies with this process, whatever ends it.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -148,12 +150,9 @@ func (s *server) start() error {
 	}()
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
-		for l := range strings.Lines(out.String()) {
-			if rest, ok := strings.CutPrefix(l, "listening on http://"); ok && strings.HasSuffix(rest, "\n") {
-				s.addr = strings.TrimSpace(rest)
-				s.url = "http://" + s.addr
-				return nil
-			}
+		if addr, ok := out.Line("listening on http://"); ok {
+			s.addr, s.url = addr, "http://"+addr
+			return nil
 		}
 		select {
 		case <-done:
@@ -302,23 +301,4 @@ func (s *server) metrics() (goroutines, heap int64) {
 		}
 	}
 	return goroutines, heap
-}
-
-// lockedBuffer is a bytes.Buffer safe for a process's writes and our
-// reads at once.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
