@@ -70,7 +70,11 @@ func sign(key, body []byte) (digest, signature string) {
 
 // do sends one request on a connection of its own and reads the reply.
 func (g goldClient) do(action, object string, parts ...string) (goldReply, error) {
-	body := `<Body><Request action="` + action + `" actor="` + g.actor + `"><Object>` + object + `</Object>` + strings.Join(parts, "") + `</Request></Body>`
+	return g.send(`<Body><Request action="` + action + `" actor="` + g.actor + `"><Object>` + object + `</Object>` + strings.Join(parts, "") + `</Request></Body>`)
+}
+
+// send signs a Body with the key and sends it as the client frames it.
+func (g goldClient) send(body string) (goldReply, error) {
 	digest, signature := sign([]byte(g.key), []byte(body))
 	var payload, head, tail string
 	if g.maui {
@@ -131,21 +135,31 @@ func (g goldClient) readReply(r *bufio.Reader) (goldReply, error) {
 	if err := g.checkSignature(payload); err != nil {
 		return goldReply{}, err
 	}
-	var env struct {
-		Body struct {
-			Response struct {
-				Status struct{ Value, Code, Message string }
-				Count  string
-				Data   struct {
-					Records []goldElement `xml:",any"`
-				}
+	return decodeGoldReply(payload)
+}
+
+// decodeGoldReply decodes a reply's Envelope, or its Body alone.
+func decodeGoldReply(payload []byte) (goldReply, error) {
+	if !bytes.HasPrefix(payload, []byte("<Body")) {
+		start, end := bytes.Index(payload, []byte("<Body")), bytes.Index(payload, []byte("</Body>"))
+		if start < 0 || end < 0 {
+			return goldReply{}, fmt.Errorf("reply without a Body: %s", payload)
+		}
+		payload = payload[start : end+len("</Body>")]
+	}
+	var body struct {
+		Response struct {
+			Status struct{ Value, Code, Message string }
+			Count  string
+			Data   struct {
+				Records []goldElement `xml:",any"`
 			}
 		}
 	}
-	if err := xml.Unmarshal(payload, &env); err != nil {
+	if err := xml.Unmarshal(payload, &body); err != nil {
 		return goldReply{}, fmt.Errorf("reply %s: %v", payload, err)
 	}
-	resp := env.Body.Response
+	resp := body.Response
 	reply := goldReply{Value: resp.Status.Value, Code: resp.Status.Code, Message: resp.Status.Message, Count: resp.Count}
 	for _, rec := range resp.Data.Records {
 		row := map[string]string{}

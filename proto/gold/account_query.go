@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strconv"
+	"time"
 
 	"github.com/shopspring/decimal"
 
@@ -15,7 +17,11 @@ import (
 // accountFields are an account's row, Gold's balance columns: Amount (the
 // active allocations' remaining credits), Reserved (active liens), Balance
 // (Amount − Reserved), CreditLimit and Available (Balance + CreditLimit).
-var accountFields = []string{"Id", "Name", "Amount", "Reserved", "Balance", "CreditLimit", "Available"}
+// The account's Description and Active are asked by glsaccount.
+var (
+	balanceFields = []string{"Id", "Name", "Amount", "Reserved", "Balance", "CreditLimit", "Available"}
+	accountFields = slices.Concat(balanceFields, []string{"Description", "Active"})
+)
 
 // accountOptions are the options gbalance sends. Project and User select
 // the accounts that a project or a user can charge; ingot applies its
@@ -40,7 +46,7 @@ func balance(c *call) (Response, error) {
 	if err != nil {
 		return Response{}, err
 	}
-	resp := c.rows(accountFields, rows)
+	resp := c.rows(balanceFields, rows)
 	total := decimal.Zero
 	for _, r := range rows {
 		if c.meets(r) {
@@ -82,7 +88,7 @@ func (c *call) accountRows() ([]row, error) {
 		if err != nil {
 			return nil, err
 		}
-		return balanceRows(all.Balances), nil
+		return c.described(balanceRows(all.Balances))
 	}
 	var balances []ledger.NodeBalance
 	for _, a := range slices.Compact(slices.Sorted(slices.Values(accounts))) {
@@ -92,7 +98,21 @@ func (c *call) accountRows() ([]row, error) {
 		}
 		balances = append(balances, nb)
 	}
-	return balanceRows(balances), nil
+	return c.described(balanceRows(balances))
+}
+
+// described adds each account's Description and Active.
+func (c *call) described(rows []row) ([]row, error) {
+	nodes, err := read[api.List[ledger.Node]](c, http.MethodGet, api.PathNodes, api.NodesQuery{})
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range rows {
+		if i := slices.IndexFunc(nodes.Items, func(n ledger.Node) bool { return n.Name == r["Name"] }); i >= 0 {
+			r["Description"], r["Active"] = nodes.Items[i].Description, gbool(nodes.Items[i].Active)
+		}
+	}
+	return rows, nil
 }
 
 // membershipsOf are the nodes a user is a member or manager of; a client
@@ -121,4 +141,44 @@ func balanceRows(balances []ledger.NodeBalance) []row {
 			"CreditLimit": b.CreditLimit.String(), "Available": b.Available.String()}
 	}
 	return rows
+}
+
+// allocationFields are an allocation's row, as glsalloc and gbalance ask
+// for them: Amount what remains, Deposited all that was put in, CallType
+// Normal (ingot has no back-dated deposits of Gold's other call types).
+var allocationFields = []string{"Id", "Account", "Active", "StartTime", "EndTime", "Amount", "CreditLimit", "Deposited", "Description", "CallType", "Machine"}
+
+// queryAllocations answers the allocations of the accounts the client
+// reads that have not ended (an ended one is in the statements): now, or
+// as they stood at the option Time (gstatement's beginning and ending
+// balances), none before the bank's beginning (Time 0, Gold's
+// -infinity).
+func queryAllocations(c *call) (Response, error) {
+	if err := c.checkQuery(allocationFields, "Time"); err != nil {
+		return Response{}, err
+	}
+	var q api.BalancesQuery
+	if v, ok := c.Option("Time"); ok {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return Response{}, Errorf(CodeBadData, "Time %s is not a time in epoch seconds", ledger.Excerpt(v))
+		}
+		if n <= 0 {
+			return c.rows(allocationFields, nil), nil
+		}
+		q.At = time.Unix(n, 0).UTC()
+	}
+	all, err := read[api.BalancesResponse](c, http.MethodGet, api.PathBalances, q)
+	if err != nil {
+		return Response{}, err
+	}
+	var rows []row
+	for _, nb := range all.Balances {
+		for _, a := range nb.Allocations {
+			rows = append(rows, row{"Id": idText(a.ID), "Account": a.Account, "Active": gbool(a.Active), "StartTime": epoch(a.Start), "EndTime": epoch(a.End),
+				"Amount": a.Amount.String(), "CreditLimit": a.CreditLimit.String(), "Deposited": a.Deposited.String(), "Description": a.Description,
+				"CallType": "Normal", "Machine": a.Machine})
+		}
+	}
+	return c.rows(allocationFields, rows), nil
 }

@@ -53,9 +53,20 @@ var actions = map[string]map[string]action{
 		"Transfer": transfer,
 		"Balance":  balance,
 		"Query":    queryAccounts,
+		"Create":   createAccount,
 	},
-	"Reservation": {"Query": queryReservations},
-	"Transaction": {"Query": queryTransactions},
+	"Allocation":     {"Query": queryAllocations},
+	"User":           {"Create": createUser, "Query": queryUsers},
+	"Machine":        {"Create": createMachine, "Query": queryMachines},
+	"Project":        {"Create": createProject, "Query": queryProjects},
+	"ProjectUser":    {"Create": createProjectUser, "Query": queryProjectUsers},
+	joinObject:       {"Query": queryReservationAllocations},
+	"ProjectMachine": {"Create": createProjectMachine, "Query": queryProjectMachines},
+	"AccountProject": {"Query": queryAccountProjects},
+	"AccountUser":    {"Query": queryAccountUsers},
+	"AccountMachine": {"Query": queryAccountMachines},
+	"Reservation":    {"Query": queryReservations},
+	"Transaction":    {"Query": queryTransactions},
 }
 
 // ServeGold checks the signature, finds the key's client and answers the

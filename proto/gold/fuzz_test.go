@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
+	"slices"
+	"strconv"
 	"testing"
 )
 
@@ -38,7 +40,7 @@ func FuzzReadPayload(f *testing.F) {
 func FuzzParseMessage(f *testing.F) {
 	for _, seed := range []string{
 		specXML, mauiXML, envelope(`<Body><Request action="Query" actor="amy"><Object>Account</Object><Get name="Id"/><Where name="Name" op="Match">c%</Where></Request></Body>`),
-		"<Envelope><Body/></Envelope>", `<!DOCTYPE x><x/>`, "<Envelope><Body><Request/></Body></Envelope>",
+		"<Envelope><Body/></Envelope>", `<!DOCTYPE x><x/>`, "<Envelope><Body><Request/></Body></Envelope>", goldBalanceJoin,
 	} {
 		f.Add([]byte(seed))
 	}
@@ -68,6 +70,54 @@ func FuzzParseMessage(f *testing.F) {
 		back, err := ParseMessage(reply.Encode([]byte(specKey)))
 		if err != nil || back.CheckDigest() != nil || !back.SignedWith([]byte(specKey)) {
 			t.Fatalf("reply to %+v does not verify: %v", r, err)
+		}
+	})
+}
+
+// goldBalanceJoin is the join gbalance sends for what reservations hold.
+const goldBalanceJoin = `<Envelope><Body><Request action="Query" actor="root"><Object>Reservation</Object><Object>ReservationAllocation</Object>` +
+	`<Get object="ReservationAllocation" name="Account" op="GroupBy"></Get><Get object="ReservationAllocation" name="Amount" op="Sum"></Get>` +
+	`<Where object="Reservation" name="Id" subject="ReservationAllocation">Reservation</Where><Where object="Reservation" name="EndTime" op="GT">1</Where></Request></Body></Envelope>`
+
+// FuzzQuery: whatever Gets (with Sort, Tally, GroupBy and aggregates,
+// aliases), Wheres and join a request has, a query of fixed rows is
+// refused with an *Error or answers at most the rows it was given, each
+// with one field for each Get, and its Count is the number answered.
+func FuzzQuery(f *testing.F) {
+	for _, seed := range []string{
+		goldBalanceJoin,
+		envelope(`<Body><Request action="Query" actor="root"><Object>Transaction</Object><Get name="Object" op="GroupBy"/><Get name="Delta" op="Sum" alias="Amount"/><Get name="Id" op="Count" alias="Count"/><Where name="Delta" op="LE">0</Where></Request></Body>`),
+		envelope(`<Body><Request action="Query" actor="root"><Object>Transaction</Object><Get name="Id" op="Sort"/><Get name="Id"/><Get name="Delta" op="Tally"/><Where name="Object" op="Match">J%</Where></Request></Body>`),
+	} {
+		f.Add([]byte(seed))
+	}
+	fields := []string{"Id", "Object", "Delta", "Account", "Amount", "Reservation", "EndTime"}
+	rows := []row{{"Id": "1", "Object": "Job", "Delta": "-5", "Account": "a"}, {"Id": "2", "Object": "Account", "Delta": "7.5", "Account": "b"},
+		{"Id": "10", "Object": "Job", "Delta": "", "Account": "a", "Amount": "x"}}
+	f.Fuzz(func(t *testing.T, payload []byte) {
+		m, err := ParseMessage(payload)
+		if err != nil {
+			return
+		}
+		r, err := m.Request()
+		if err != nil {
+			return
+		}
+		c := &call{Request: r}
+		if err := c.checkQuery(fields); err != nil {
+			if _, ok := errors.AsType[*Error](err); !ok {
+				t.Fatalf("query error %v is not an *Error", err)
+			}
+			return
+		}
+		resp := c.rows(fields, slices.Clone(rows))
+		if len(resp.Data) > len(rows) || resp.Count != strconv.Itoa(len(resp.Data)) {
+			t.Fatalf("%d rows, count %s, of %d", len(resp.Data), resp.Count, len(rows))
+		}
+		for _, e := range resp.Data {
+			if len(r.Gets) > 0 && len(e.Children) != len(r.Gets) {
+				t.Fatalf("row %+v for %d Gets", e, len(r.Gets))
+			}
 		}
 	})
 }

@@ -1,6 +1,7 @@
 package gold
 
 import (
+	"slices"
 	"strings"
 	"unicode"
 
@@ -15,8 +16,12 @@ type Request struct {
 	// Actor is who the client says asks: Gold's clients put the user
 	// running the command; Maui its own user. The bank records it; the
 	// key, not the actor, says what may be done.
-	Actor   string
-	Object  string
+	Actor  string
+	Object string
+	// Joined is a second object the request joins to Object; the one
+	// join Gold's clients send is gbalance's Reservation with
+	// ReservationAllocation (joinObject).
+	Joined  string
 	Gets    []Param
 	Sets    []Param
 	Wheres  []Param
@@ -31,6 +36,11 @@ type Request struct {
 // compared (op) and combined (conj, group).
 type Param struct {
 	Name, Op, Conj, Group, Value string
+	// Object is the object of a joined request the field is of, and
+	// Subject, in a Where, the object whose field Value names.
+	Object, Subject string
+	// Alias, in a Get, names the field in the rows answered.
+	Alias string
 }
 
 // Element is an element of Data: a record (<Job>) whose Children are its
@@ -105,6 +115,9 @@ func (m *Message) Request() (Request, error) {
 			return Request{}, err
 		}
 	}
+	if err := r.checkJoin(); err != nil {
+		return Request{}, err
+	}
 	return r, nil
 }
 
@@ -112,8 +125,8 @@ func (m *Message) Request() (Request, error) {
 func (r *Request) add(c *node) error {
 	switch c.name {
 	case "Object":
-		if r.Object != "" {
-			return Errorf(CodeNotImplemented, "requests on several objects (joins) are not implemented")
+		if r.Joined != "" {
+			return Errorf(CodeNotImplemented, "requests on more than two objects are not implemented")
 		}
 		if len(c.attrs) > 0 || len(c.children) > 0 {
 			return Errorf(CodeNotImplemented, "<Object> with attributes or elements (aliases and joins) is not implemented")
@@ -122,7 +135,11 @@ func (r *Request) add(c *node) error {
 		if !isName(name) {
 			return Errorf(CodeBadObject, "object %s is not a name", ledger.Excerpt(name))
 		}
-		r.Object = name
+		if r.Object == "" {
+			r.Object = name
+		} else {
+			r.Joined = name
+		}
 	case "Get", "Set", "Where", "Option":
 		p, err := param(c)
 		if err != nil {
@@ -181,8 +198,15 @@ func param(c *node) (Param, error) {
 			p.Conj = a.Value
 		case "group":
 			p.Group = a.Value
-		case "object", "subject", "alias":
-			return Param{}, Errorf(CodeNotImplemented, "<%s %s=...>: queries across objects are not implemented", c.name, a.Name.Local)
+		case "object":
+			p.Object = a.Value
+		case "subject":
+			p.Subject = a.Value
+		case "alias":
+			if c.name != "Get" {
+				return Param{}, Errorf(CodeMalformed, "<%s> has an attribute alias; only a <Get> has one", c.name)
+			}
+			p.Alias = a.Value
 		default:
 			return Param{}, Errorf(CodeMalformed, "<%s> has an attribute %s", c.name, a.Name.Local)
 		}
@@ -233,4 +257,52 @@ func records(data *node) ([]Element, error) {
 		out = append(out, e)
 	}
 	return out, nil
+}
+
+// joinObject is the one join implemented: gbalance's sum of what the
+// active reservations hold on each account, Reservation joined to
+// ReservationAllocation on Reservation.Id = ReservationAllocation.Reservation.
+// It is answered as the object ReservationAllocation, whose rows carry
+// their reservation's StartTime and EndTime.
+const joinObject = "ReservationAllocation"
+
+// checkJoin refuses object and subject attributes outside that join, and
+// any join but it; the join's condition, which every row meets, is
+// dropped, and the fields lose their objects' names.
+func (r *Request) checkJoin() error {
+	params := slices.Concat(r.Gets, r.Wheres, r.Options, r.Sets)
+	if r.Joined == "" {
+		for _, p := range params {
+			if p.Object != "" || p.Subject != "" {
+				return Errorf(CodeNotImplemented, "%s %s with object= or subject=: queries across objects are not implemented", p.Name, ledger.Excerpt(p.Value))
+			}
+		}
+		return nil
+	}
+	if r.Object != "Reservation" || r.Joined != joinObject || r.Action != "Query" {
+		return Errorf(CodeNotImplemented, "%s %s joined to %s is not implemented; the one join is Reservation Query joined to %s", r.Object, r.Action, r.Joined, joinObject)
+	}
+	var wheres []Param
+	joined := false
+	for _, w := range r.Wheres {
+		if w.Subject != "" {
+			if w.Object != "Reservation" || w.Name != "Id" || w.Subject != joinObject || w.Value != "Reservation" || w.Op != "" && !strings.EqualFold(w.Op, "EQ") || joined {
+				return Errorf(CodeNotImplemented, "the join of Reservation and %s is on Reservation.Id = %s.Reservation, not on %s.%s", joinObject, joinObject, w.Object, w.Name)
+			}
+			joined = true
+			continue
+		}
+		wheres = append(wheres, w)
+	}
+	if !joined {
+		return Errorf(CodeNotImplemented, "the join of Reservation and %s needs its condition Reservation.Id = %s.Reservation", joinObject, joinObject)
+	}
+	r.Wheres = wheres
+	r.Object, r.Joined = joinObject, ""
+	for _, list := range [][]Param{r.Gets, r.Wheres} {
+		for i := range list {
+			list[i].Object = ""
+		}
+	}
+	return nil
 }

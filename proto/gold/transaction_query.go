@@ -3,6 +3,7 @@ package gold
 import (
 	"cmp"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -16,9 +17,12 @@ import (
 // transactionFields are a journal entry's row, as glstxn and gstatement
 // list Gold's transactions: Id is its number, Object and Action what Gold
 // would have called it, Amount what it moved or held, Delta its net
-// change to the balances, CreationTime when it was made.
-var transactionFields = []string{"Id", "Object", "Action", "Actor", "Account", "Project", "User", "Machine", "JobId",
-	"Amount", "Delta", "CreationTime", "Description", "RequestId"}
+// change to the balances, CreationTime when it was made. Name is what
+// Gold's transaction names, the job or the node; Allocation the
+// allocations it changed; Count 1; Child (Gold's member of an
+// association) is empty: ingot journals no associations.
+var transactionFields = []string{"Id", "Object", "Action", "Actor", "Name", "Child", "Account", "Project", "User", "Machine", "JobId",
+	"Allocation", "Count", "Amount", "Delta", "CreationTime", "Description", "RequestId"}
 
 // goldNames are the object and action of each kind of entry.
 var goldNames = map[ledger.Kind][2]string{
@@ -96,12 +100,20 @@ func transactionRow(e ledger.Entry, account string) row {
 	names := goldNames[e.Kind]
 	r := row{"Id": idText(e.Seq), "Object": names[0], "Action": names[1], "Actor": e.Actor, "Project": e.Node,
 		"CreationTime": strconv.FormatInt(e.Time.Unix(), 10), "Description": e.Description, "RequestId": e.RequestID}
+	r["Name"], r["Count"] = e.Node, "1"
 	if e.Node != "" {
 		r["Account"] = ledger.AccountOf(e.Node)
 	}
 	if job := e.Job(); job != nil {
-		r["Account"], r["Project"], r["User"], r["Machine"], r["JobId"] = job.Account, job.Project, job.User, job.Machine, job.JobID
+		r["Account"], r["Project"], r["User"], r["Machine"], r["JobId"], r["Name"] = job.Account, job.Project, job.User, job.Machine, job.JobID, job.JobID
 	}
+	var allocations []string
+	for _, d := range e.Deltas {
+		if id := idText(d.Allocation); (account == "" || d.Account == account) && !slices.Contains(allocations, id) {
+			allocations = append(allocations, id)
+		}
+	}
+	r["Allocation"] = strings.Join(allocations, ",")
 	if account != "" {
 		r["Account"] = account
 	}
