@@ -39,14 +39,14 @@ func BenchmarkGold(b *testing.B) {
 				for i := range cyclers {
 					cyclers[i] = loopbackCycler{srv.client(served.scheduler)}
 				}
-				jsonRate = runCycles(b, cyclers, &jobs, srv)
+				jsonRate = runCycles(b, cyclers, &jobs, srv).rate
 			})
 			b.Run("gold", func(b *testing.B) {
 				cyclers := make([]cycler, n)
 				for i := range cyclers {
 					cyclers[i] = goldCycler{goldClient{addr: addr, key: key, actor: "maui"}}
 				}
-				rate := runCycles(b, cyclers, &jobs, srv)
+				rate := runCycles(b, cyclers, &jobs, srv).rate
 				if jsonRate > 0 {
 					b.ReportMetric(rate/jsonRate, "x_json")
 				}

@@ -21,8 +21,9 @@ import (
 // setup or an earlier benchmark wrote does not compete with the run's syncs
 // for the disk. The run has Go's runtime set as `ingot serve` sets it
 // same goes for what runs beside it in the process (a load generator, raw
-// bbolt), so that ratios compare like with like.
-func Parallel(b *testing.B, n int, op func()) {
+// bbolt), so that ratios compare like with like. It returns the cpu_us/op
+// it reports, for a benchmark that sets it beside another process's.
+func Parallel(b *testing.B, n int, op func()) float64 {
 	var next atomic.Int64
 	done := make(chan struct{})
 	syscall.Sync()
@@ -46,6 +47,7 @@ func Parallel(b *testing.B, n int, op func()) {
 	b.ReportMetric(perOp(used.system), "sys_us/op")
 	b.ReportMetric(perOp(gcCPU()-gc), "gc_us/op")
 	b.ReportMetric(float64(used.faults)/float64(b.N), "faults/op")
+	return perOp(used.user + used.system)
 }
 
 // cpuTimes is the CPU time a process used, in user space and in the

@@ -1,12 +1,10 @@
 package api
 
 import (
-	"bytes"
 	"encoding"
 	"encoding/json"
-	"errors"
-	"io"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -39,14 +37,11 @@ func CheckBody(body []byte, v any) error {
 	if at, ok := loneSurrogate(body); ok {
 		return Errorf(CodeInvalidUTF8, "request body: the escape %s at byte %d is half of a UTF-16 surrogate pair without its other half, which is not a character", body[at:at+6], at)
 	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	err := checkValue(dec, reflect.TypeOf(v), "the body")
-	var e *Error
-	if errors.As(err, &e) {
-		return e
+	if !json.Valid(body) {
+		return nil // malformed JSON: the decoder's error says where
 	}
-	return nil // malformed JSON: the decoder's error says where
+	r := strictReader{b: body}
+	return r.value(strictTypeOf(reflect.TypeOf(v)), "the body")
 }
 
 // loneSurrogate finds a \uXXXX escape of a UTF-16 surrogate (U+D800 to
@@ -93,85 +88,174 @@ var (
 	textUnmarshalerType = reflect.TypeFor[encoding.TextUnmarshaler]()
 )
 
-// checkValue reads one value of type t (nil: any) from dec; where names it
-// in errors.
-func checkValue(dec *json.Decoder, t reflect.Type, where string) error {
-	for t != nil && t.Kind() == reflect.Pointer {
-		t = t.Elem()
+// A strictReader walks a body that json.Valid has passed, byte by byte,
+// beside the type it is to be decoded into. It is the request path's one
+// reading of the body before encoding/json decodes it, so it allocates
+// only for what it must look at (strings, the keys of an object) and asks
+// the reflection of a type once (strictTypeOf).
+type strictReader struct {
+	b []byte
+	i int
+}
+
+// value reads one value of type t (nil: any); where names it in errors.
+func (r *strictReader) value(t *strictType, where string) error {
+	r.space()
+	if t != nil && t.decimal {
+		return r.decimal(where)
 	}
-	tok, err := dec.Token()
-	if err != nil {
-		return err
-	}
-	if t == decimalType {
-		return checkDecimal(tok, where)
-	}
-	if s, ok := tok.(string); ok {
-		return checkString(s, where)
-	}
-	delim, ok := tok.(json.Delim)
-	if !ok {
-		return nil // a number, a boolean, null
-	}
-	// A type that decodes itself (a decimal, a time, raw JSON) is read
-	// without what its fields would be.
-	if t != nil && (t.Kind() == reflect.Interface || reflect.PointerTo(t).Implements(unmarshalerType) || reflect.PointerTo(t).Implements(textUnmarshalerType)) {
-		t = nil
-	}
-	switch delim {
-	case '{':
-		var fields map[string]reflect.Type
-		if t != nil && t.Kind() == reflect.Struct {
-			fields = jsonFields(t)
+	switch r.b[r.i] {
+	case '"':
+		s, err := r.string()
+		if err != nil {
+			return err
 		}
-		seen := map[string]bool{}
-		for dec.More() {
-			tok, err := dec.Token()
-			if err != nil {
+		return checkString(s, where)
+	case '{':
+		return r.object(t, where)
+	case '[':
+		var et *strictType
+		if t != nil {
+			et = t.elem
+		}
+		r.i++
+		r.space()
+		for r.b[r.i] != ']' {
+			if err := r.value(et, where); err != nil {
 				return err
 			}
-			key, _ := tok.(string)
-			if err := checkString(key, "a key of "+where); err != nil {
-				return err
+			r.space()
+			if r.b[r.i] == ',' {
+				r.i++
 			}
-			if seen[key] {
-				return Errorf(CodeDuplicateKey, "request body: key %q appears twice in %s", key, where)
+			r.space()
+		}
+		r.i++
+		return nil
+	}
+	r.literal()
+	return nil // a number, a boolean, null
+}
+
+// smallObject is how many keys an object's duplicate check compares one by
+// one before it keeps them in a map.
+const smallObject = 16
+
+// object reads an object, refusing a key twice or in another case than
+// the field it would fill.
+func (r *strictReader) object(t *strictType, where string) error {
+	var seenFew [smallObject]string
+	seen, seenMany := seenFew[:0], map[string]bool(nil)
+	r.i++
+	r.space()
+	for r.b[r.i] != '}' {
+		key, err := r.string()
+		if err != nil {
+			return err
+		}
+		if ledger.CheckText("a key", key) != nil {
+			return checkString(key, "a key of "+where)
+		}
+		if seenMany[key] || slices.Contains(seen, key) {
+			return Errorf(CodeDuplicateKey, "request body: key %q appears twice in %s", key, where)
+		}
+		if len(seen) < smallObject {
+			seen = append(seen, key)
+		} else {
+			if seenMany == nil {
+				seenMany = make(map[string]bool)
 			}
-			seen[key] = true
-			var ft reflect.Type
-			switch {
-			case fields != nil:
-				f, ok := fields[key]
-				if !ok {
-					for name := range fields {
-						if strings.EqualFold(name, key) {
-							return Errorf(CodeKeySpelling, "request body: key %q in %s: the wire format spells it %q", key, where, name)
-						}
+			seenMany[key] = true
+		}
+		var ft *strictType
+		switch {
+		case t == nil:
+		case t.fields != nil:
+			f, ok := t.fields[key]
+			if !ok {
+				for name := range t.fields {
+					if strings.EqualFold(name, key) {
+						return Errorf(CodeKeySpelling, "request body: key %q in %s: the wire format spells it %q", key, where, name)
 					}
 				}
-				ft = f
-			case t != nil && t.Kind() == reflect.Map:
-				ft = t.Elem()
 			}
-			if err := checkValue(dec, ft, key); err != nil {
-				return err
-			}
+			ft = f
+		default:
+			ft = t.values // a map's; nil for another type, which the decoder refuses
 		}
-	case '[':
-		var et reflect.Type
-		if t != nil && (t.Kind() == reflect.Slice || t.Kind() == reflect.Array) {
-			et = t.Elem()
+		r.space()
+		r.i++ // the colon
+		if err := r.value(ft, key); err != nil {
+			return err
 		}
-		for dec.More() {
-			if err := checkValue(dec, et, where); err != nil {
-				return err
-			}
+		r.space()
+		if r.b[r.i] == ',' {
+			r.i++
 		}
+		r.space()
 	}
-	if _, err := dec.Token(); err != nil && err != io.EOF { // the closing delimiter
-		return err
-	}
+	r.i++
 	return nil
+}
+
+// string reads a string. One without escapes is its bytes (the body is
+// valid UTF-8); encoding/json reads the others, so that a key is compared
+// and a value checked as the decoder will see it.
+func (r *strictReader) string() (string, error) {
+	start := r.i
+	escaped := false
+	for r.i++; r.b[r.i] != '"'; r.i++ {
+		if r.b[r.i] == '\\' {
+			escaped = true
+			r.i++
+		}
+	}
+	r.i++
+	if !escaped {
+		return string(r.b[start+1 : r.i-1]), nil
+	}
+	var s string
+	if err := json.Unmarshal(r.b[start:r.i], &s); err != nil {
+		return "", Errorf(CodeBadJSON, "request body: the string at byte %d: %v", start, err) // not for a valid body
+	}
+	return s, nil
+}
+
+// literal skips a number, true, false or null.
+func (r *strictReader) literal() string {
+	start := r.i
+	for r.i < len(r.b) && !strings.ContainsRune(",]} \t\r\n", rune(r.b[r.i])) {
+		r.i++
+	}
+	return string(r.b[start:r.i])
+}
+
+func (r *strictReader) space() {
+	for r.i < len(r.b) && (r.b[r.i] == ' ' || r.b[r.i] == '\t' || r.b[r.i] == '\r' || r.b[r.i] == '\n') {
+		r.i++
+	}
+}
+
+// decimal reads the value of a decimal field: see checkDecimal.
+func (r *strictReader) decimal(where string) error {
+	switch c := r.b[r.i]; {
+	case c == '"':
+		s, err := r.string()
+		if err != nil {
+			return err
+		}
+		return checkDecimal(s, where)
+	case c == 'n': // null
+		r.literal()
+		return nil
+	case c == '-' || c >= '0' && c <= '9': // digits, signs, points and exponents only: safe to quote bare
+		n := r.literal()
+		if len(n) > 64 {
+			n = n[:64] + "…"
+		}
+		return Errorf(CodeInvalid, "request body: %s is the JSON number %s: %s", where, n, decimalHow)
+	}
+	return Errorf(CodeInvalid, "request body: %s is not a JSON string: %s", where, decimalHow)
 }
 
 // checkString refuses a string that would not print as itself
@@ -194,37 +278,93 @@ var decimalType = reflect.TypeFor[decimal.Decimal]()
 // which the field would otherwise be decoded with, takes "1e3", "+1", ".5"
 // and bare JSON numbers, which the other interfaces refuse. A JSON number
 // is refused too, even a plain one, so that a client never has its amounts
-// pass through a float; null leaves the field unset, as encoding/json
-// does. Whether the number suits its field (positive, within the bank's
-// precision, below its maximum) the bank says after, as it does for every
-// interface.
-func checkDecimal(tok json.Token, where string) error {
-	const how = `write a decimal as a JSON string of digits, optionally a point and more digits, like "100" or "12.50"`
-	switch v := tok.(type) {
-	case nil:
-		return nil
-	case string:
-		if _, err := ledger.ParseDecimal(where, v); err != nil {
-			return Errorf(CodeInvalid, "request body: %v", err)
-		}
-		return nil
-	case json.Number: // digits, signs, points and exponents only: safe to quote bare
-		n := string(v)
-		if len(n) > 64 {
-			n = n[:64] + "…"
-		}
-		return Errorf(CodeInvalid, "request body: %s is the JSON number %s: %s", where, n, how)
+// pass through a float (strictReader.decimal); null leaves the field
+// unset, as encoding/json does. Whether the number suits its field
+// (positive, within the bank's precision, below its maximum) the bank says
+// after, as it does for every interface.
+func checkDecimal(s, where string) error {
+	if _, err := ledger.ParseDecimal(where, s); err != nil {
+		return Errorf(CodeInvalid, "request body: %v", err)
 	}
-	return Errorf(CodeInvalid, "request body: %s is not a JSON string: %s", where, how)
+	return nil
 }
 
-// jsonFields are the JSON names of a struct's fields, as encoding/json
-// names them (embedded structs' fields promoted), with their types.
-func jsonFields(t reflect.Type) map[string]reflect.Type {
-	if f, ok := fieldCache.Load(t); ok {
-		return f.(map[string]reflect.Type)
+// decimalHow says how to write a decimal, in the refusal of another JSON
+// value.
+const decimalHow = `write a decimal as a JSON string of digits, optionally a point and more digits, like "100" or "12.50"`
+
+// strictType is what strictReader needs of a type a value decodes into;
+// nil stands for any value (a type that decodes itself, an interface, a
+// string or a number, which a value of the wrong kind fails to decode
+// into after).
+type strictType struct {
+	decimal bool
+	// fields are a struct's fields by their JSON names, as encoding/json
+	// names them (embedded structs' fields promoted).
+	fields map[string]*strictType
+	// values are a map's values.
+	values *strictType
+	// elem is the element of a slice or an array.
+	elem *strictType
+}
+
+var (
+	strictTypes sync.Map   // reflect.Type -> *strictType, for a type every part of which is made
+	strictMake  sync.Mutex // held while a type is made, so that a recursive one is made once
+)
+
+// strictTypeOf is the strictType of t, made once.
+func strictTypeOf(t reflect.Type) *strictType {
+	if st, ok := strictTypes.Load(t); ok {
+		return st.(*strictType)
 	}
-	fields := map[string]reflect.Type{}
+	strictMake.Lock()
+	defer strictMake.Unlock()
+	made := map[reflect.Type]*strictType{}
+	st := makeStrictType(t, made)
+	for t, st := range made {
+		strictTypes.Store(t, st)
+	}
+	return st
+}
+
+// makeStrictType makes the strictType of t; made holds the types being
+// made, so that a type that contains itself refers to itself.
+func makeStrictType(t reflect.Type, made map[reflect.Type]*strictType) *strictType {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if st, ok := strictTypes.Load(t); ok {
+		return st.(*strictType)
+	}
+	if st, ok := made[t]; ok {
+		return st
+	}
+	if t == decimalType {
+		return &strictType{decimal: true}
+	}
+	if t.Kind() == reflect.Interface || reflect.PointerTo(t).Implements(unmarshalerType) || reflect.PointerTo(t).Implements(textUnmarshalerType) {
+		return nil // read without what its fields would be: a time, raw JSON
+	}
+	st := &strictType{}
+	made[t] = st
+	switch t.Kind() {
+	case reflect.Struct:
+		st.fields = map[string]*strictType{}
+		addFields(st.fields, t, made)
+	case reflect.Map:
+		st.values = makeStrictType(t.Elem(), made)
+	case reflect.Slice, reflect.Array:
+		st.elem = makeStrictType(t.Elem(), made)
+	default:
+		made[t] = nil
+		return nil
+	}
+	return st
+}
+
+// addFields adds the fields of struct t to fields by their JSON names.
+func addFields(fields map[string]*strictType, t reflect.Type, made map[reflect.Type]*strictType) {
 	for i := range t.NumField() {
 		f := t.Field(i)
 		tag := f.Tag.Get("json")
@@ -232,15 +372,17 @@ func jsonFields(t reflect.Type) map[string]reflect.Type {
 			continue
 		}
 		name, _, _ := strings.Cut(tag, ",")
-		ft := f.Type
 		if f.Anonymous && name == "" {
+			ft := f.Type
 			for ft.Kind() == reflect.Pointer {
 				ft = ft.Elem()
 			}
 			if ft.Kind() == reflect.Struct {
-				for n, typ := range jsonFields(ft) {
+				promoted := map[string]*strictType{}
+				addFields(promoted, ft, made)
+				for n, st := range promoted {
 					if _, own := fields[n]; !own {
-						fields[n] = typ
+						fields[n] = st
 					}
 				}
 				continue
@@ -249,10 +391,6 @@ func jsonFields(t reflect.Type) map[string]reflect.Type {
 		if name == "" {
 			name = f.Name
 		}
-		fields[name] = f.Type
+		fields[name] = makeStrictType(f.Type, made)
 	}
-	fieldCache.Store(t, fields)
-	return fields
 }
-
-var fieldCache sync.Map // reflect.Type -> map[string]reflect.Type

@@ -201,11 +201,16 @@ func (c *call) decode(v any) error {
 	if err := dec.Decode(v); err != nil {
 		return api.Errorf(api.CodeBadJSON, "request body: %v", err)
 	}
-	if _, err := dec.Token(); err != io.EOF {
+	if len(bytes.Trim(c.body[dec.InputOffset():], jsonSpace)) > 0 {
 		return api.Errorf(api.CodeBadJSON, "request body: more than one JSON value")
 	}
 	return nil
 }
+
+// jsonSpace are the bytes JSON's grammar takes as white space (not Go's
+// wider bytes.TrimSpace: a form feed after the value is a second value,
+// which encoding/json refuses).
+const jsonSpace = " \t\r\n"
 
 // input decodes what the client sent into v: the query of a GET (strictly,
 // as api.DecodeQuery reads it), the body of any other method (decode).
