@@ -422,7 +422,7 @@ func copyEntry(src, dst Tx, e Entry) error {
 	if err != nil {
 		return err
 	}
-	se.Nodes = IndexTerms(e)
+	se.Terms = IndexTerms(e)
 	if err := dst.AppendEntry(se); err != nil {
 		return err
 	}

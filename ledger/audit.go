@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"hash"
+	"hash/maphash"
 	"maps"
 	"slices"
 	"time"
@@ -187,6 +188,10 @@ type auditor struct {
 	// replayed entries that concern it (IndexTerms), in order: what the
 	// node index must list for it.
 	indexed map[string]*seqDigest
+	// jobIndex is what the index must list under the jobs' terms
+	// (JobTerm) in a full audit: too many terms for a digest each, they
+	// are checked together (jobIndexSum).
+	jobIndex jobIndexSum
 	// ended are the allocations that had ended by the last entry's time,
 	// whose charged sums a change may have dropped (Writer.dropEnded).
 	ended map[uint64]bool
@@ -199,7 +204,7 @@ func newAuditor(tx Tx, rep *AuditReport) *auditor {
 	return &auditor{tx: tx, rep: rep, from: 1, allocs: map[uint64]Allocation{}, nodes: map[string]Node{},
 		users: map[string]User{}, machines: map[string]Machine{}, records: map[string]Record{},
 		active: map[uint64]Lien{}, refunded: map[uint64]Charge{}, charged: map[string]ByProject{},
-		indexed: map[string]*seqDigest{}}
+		indexed: map[string]*seqDigest{}, jobIndex: newJobIndexSum()}
 }
 
 func (a *auditor) problem(format string, args ...any) {
@@ -378,8 +383,12 @@ func (a *auditor) replay(d decodedEntry) error {
 	if err := a.checkRequestOf(e); err != nil {
 		return err
 	}
-	for _, node := range d.terms {
-		addSeq(a.indexed, node, e.Seq)
+	for _, term := range d.terms {
+		if IsJobTerm(term) {
+			a.jobIndex.add(term, e.Seq)
+		} else {
+			addSeq(a.indexed, term, e.Seq)
+		}
 	}
 	if e.Settings != nil {
 		a.settings = e.Settings
@@ -423,6 +432,34 @@ func addSeq(sums map[string]*seqDigest, node string, seq uint64) {
 	}
 }
 
+// jobIndexSum sums, for a set of (term, seq) pairs, a hash of each under a
+// seed chosen at random for the audit, and counts them: two sets with the
+// same sum and count are the same set, unless the hash collides, which
+// one who does not know the seed cannot arrange. A job's term and its
+// entries' numbers are added as the replay meets them and as the index
+// lists them (in another order), with no memory for each job.
+type jobIndexSum struct {
+	seed maphash.Seed
+	sum  uint64
+	n    uint64
+}
+
+func newJobIndexSum() jobIndexSum { return jobIndexSum{seed: maphash.MakeSeed()} }
+
+// empty is a sum of nothing under the same seed.
+func (j jobIndexSum) empty() jobIndexSum { return jobIndexSum{seed: j.seed} }
+
+func (j *jobIndexSum) add(term string, seq uint64) {
+	var h maphash.Hash
+	h.SetSeed(j.seed)
+	h.WriteString(term)
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], seq)
+	h.Write(b[:])
+	j.sum += h.Sum64()
+	j.n++
+}
+
 // seqDigest is the SHA-256 of sequence numbers, 8 bytes each, given a
 // block at a time: the audit adds a few for every entry.
 type seqDigest struct {
@@ -441,10 +478,24 @@ func (d *seqDigest) sum() []byte {
 	return d.h.Sum(nil)
 }
 
-// checkNodeIndex compares, for each node, the entries of the replayed
-// range that the node index lists under it (what journal --node and
-// statements read) with those the journal says concern it.
+// checkNodeIndex compares, for each node (and kind), the entries of the
+// replayed range that the index lists under it (what journal --node and
+// statements read) with those the journal says concern it; and, in a full
+// audit, what it lists under every job with the journal's jobs.
 func (a *auditor) checkNodeIndex() error {
+	if a.full {
+		listed := a.jobIndex.empty()
+		err := a.tx.TermSeqs(jobTermPrefix, func(term string, seq uint64) (bool, error) {
+			listed.add(term, seq)
+			return true, nil
+		})
+		if err != nil && !errors.Is(err, ErrCorrupt) {
+			return err
+		}
+		if err != nil || listed != a.jobIndex {
+			a.problem("journal index: the entries listed under jobs (%d) are not those of the journal's jobs (%d)", listed.n, a.jobIndex.n)
+		}
+	}
 	names := slices.Sorted(maps.Keys(a.nodes))
 	for name := range a.indexed {
 		if _, ok := a.nodes[name]; !ok {

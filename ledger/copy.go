@@ -83,7 +83,7 @@ func copyJournal(ctx context.Context, src, dst Tx, rep *CopyReport, progress fun
 		if err != nil {
 			return false, err
 		}
-		se.Nodes = IndexTerms(e)
+		se.Terms = IndexTerms(e)
 		if err := dst.AppendEntry(se); err != nil {
 			return false, err
 		}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -110,13 +111,14 @@ func SealEntry(e Entry) (StoredEntry, error) {
 	if err != nil {
 		return StoredEntry{}, err
 	}
-	return StoredEntry{Seq: e.Seq, Time: e.Time, Hash: sha256.Sum256(body), Body: body, Nodes: IndexTerms(e)}, nil
+	return StoredEntry{Seq: e.Seq, Time: e.Time, Hash: sha256.Sum256(body), Body: body, Terms: IndexTerms(e)}, nil
 }
 
-// IndexTerms are the nodes an entry concerns, each with its ancestors, in
-// no particular order and each once: the node it names, the destination
-// of a transfer, the accounts whose allocations it changes. A query about
-// a node and its subtree finds the entry by the node's name.
+// IndexTerms are what the journal's index finds an entry by, in no
+// particular order and each once: the nodes it concerns, each with its
+// ancestors (the node it names, the destination of a transfer, the
+// accounts whose allocations it changes), so that a query about a node
+// and its subtree finds it by the node's name; then its SearchTerms.
 func IndexTerms(e Entry) []string {
 	var terms []string
 	add := func(node string) {
@@ -134,8 +136,46 @@ func IndexTerms(e Entry) []string {
 	for _, d := range e.Deltas {
 		add(d.Account)
 	}
+	return append(terms, SearchTerms(e)...)
+}
+
+// SearchTerms are the terms beside the nodes under which the index lists
+// an entry: its job's (JobTerm), if it is about a job, and its kind's
+// (KindTerm), if its kind is one of the few a day (KindIndexed). A term
+// holds a space, which no node name does, so the two never meet.
+func SearchTerms(e Entry) []string {
+	var terms []string
+	if job := e.Job(); job != nil {
+		terms = append(terms, JobTerm(job.JobID))
+	}
+	if KindIndexed(e.Kind) {
+		terms = append(terms, KindTerm(e.Kind))
+	}
 	return terms
 }
+
+// JobTerm is the index term of the entries of a job's liens, charges and
+// refunds, on any machine.
+func JobTerm(jobID string) string { return jobTermPrefix + jobID }
+
+// jobTermPrefix begins every JobTerm.
+const jobTermPrefix = "job "
+
+// IsJobTerm says whether an index term is a job's.
+func IsJobTerm(term string) bool { return strings.HasPrefix(term, jobTermPrefix) }
+
+// KindTerm is the index term of the entries of kind k (KindIndexed).
+func KindTerm(k Kind) string { return "kind " + string(k) }
+
+// jobKinds are the kinds of the entries about jobs: most of a busy bank's
+// journal. Listing them by kind would cost every lien and charge another
+// index row to answer a question whose answer is most of the journal
+// anyway; every other kind is a few entries a day, indexed by kind.
+var jobKinds = []Kind{KindLienPlace, KindLienExtend, KindLienRelease, KindLienExpire, KindLienModify, KindCharge, KindRefund}
+
+// KindIndexed says whether the index lists the entries of kind k under
+// KindTerm(k).
+func KindIndexed(k Kind) bool { return !slices.Contains(jobKinds, k) }
 
 // DecodeEntry decodes a stored entry. It checks that the body is the one
 // its number says and sets Hash to the stored hash; it does not check the

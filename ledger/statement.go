@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -293,14 +294,9 @@ func (l *Ledger) Journal(ctx context.Context, f JournalFilter) ([]Entry, error) 
 			}
 			last = s
 		}
-		keep := func(e Entry) (bool, error) {
-			if f.matches(e) {
-				out = append(out, e)
-			}
-			return f.Limit == 0 || len(out) < f.Limit, nil
-		}
-		if f.Node == "" {
-			if f.Limit > 0 && len(f.Kinds) == 0 && f.Job == "" {
+		terms := f.indexTerms()
+		if terms == nil {
+			if f.Limit > 0 && len(f.Kinds) == 0 {
 				head, err := tx.Head()
 				if err != nil {
 					return err
@@ -308,7 +304,6 @@ func (l *Ledger) Journal(ctx context.Context, f JournalFilter) ([]Entry, error) 
 				last = min(last, head.Seq)
 				first = max(first, last-min(last, uint64(f.Limit))+1)
 			}
-			out = nil
 			err := f.scan(tx, first, last, func(e Entry) {
 				if f.matches(e) {
 					out = append(out, e)
@@ -319,17 +314,49 @@ func (l *Ledger) Journal(ctx context.Context, f JournalFilter) ([]Entry, error) 
 			}
 			return err
 		}
-		// Newest first when only the last few are asked for, so that they
-		// cost the same however long the node's history.
-		if err := eachNodeEntry(tx, f.Node, first, last, f.Limit > 0, keep); err != nil {
-			return err
+		// Each term's entries, newest first when only the last few are
+		// asked for, so that they cost the same however long its history.
+		for _, term := range terms {
+			var found []Entry
+			err := eachNodeEntry(tx, term, first, last, f.Limit > 0, func(e Entry) (bool, error) {
+				if f.matches(e) {
+					found = append(found, e)
+				}
+				return f.Limit == 0 || len(found) < f.Limit, nil
+			})
+			if err != nil {
+				return err
+			}
+			out = append(out, found...)
 		}
-		if f.Limit > 0 {
-			slices.Reverse(out)
+		slices.SortFunc(out, func(a, b Entry) int { return cmp.Compare(a.Seq, b.Seq) })
+		if f.Limit > 0 && len(out) > f.Limit {
+			out = out[len(out)-f.Limit:]
 		}
 		return nil
 	})
 	return out, err
+}
+
+// indexTerms are the terms of the index that list every entry f may
+// select, nil if none does (f is then answered by reading the journal):
+// the job's term, else the node's, else each kind's when every kind asked
+// for is listed by kind (KindIndexed).
+func (f JournalFilter) indexTerms() []string {
+	switch {
+	case f.Job != "":
+		return []string{JobTerm(f.Job)}
+	case f.Node != "":
+		return []string{f.Node}
+	case len(f.Kinds) > 0 && !slices.ContainsFunc(f.Kinds, func(k Kind) bool { return !KindIndexed(k) }):
+		terms := make([]string, len(f.Kinds))
+		for i, k := range f.Kinds {
+			terms[i] = KindTerm(k)
+		}
+		slices.Sort(terms)
+		return slices.Compact(terms)
+	}
+	return nil
 }
 
 // eachNodeEntry is EachEntry over the entries that concern node.
@@ -345,16 +372,12 @@ func eachNodeEntry(tx Tx, node string, from, to uint64, reverse bool, fn func(En
 
 // scan calls fn with the entries from..to that may match f, decoded on
 // the machine's other cores (package ahead). An entry whose bytes lack
-// what f asks of them (its kind, its job's id: as they are in a binary
-// body, in JSON with their keys in a JSON one) is not decoded: a filter by
-// job or kind reads the whole journal, but decodes only what it may show.
+// the kinds f asks for (as they are in a binary body, in JSON with their
+// key in a JSON one) is not decoded: a filter by the kinds of jobs' entries
+// (which the index does not list: KindIndexed) reads the whole journal,
+// but decodes only what it may show.
 func (f JournalFilter) scan(tx Tx, from, to uint64, fn func(Entry)) error {
-	var jobs [2][]byte // in a binary body, in a JSON one
-	if f.Job != "" {
-		job, _ := json.Marshal(f.Job)
-		jobs = [2][]byte{[]byte(f.Job), append([]byte(`"job_id":`), job...)}
-	}
-	var kinds [2][][]byte
+	var kinds [2][][]byte // in a binary body, in a JSON one
 	for _, k := range f.Kinds {
 		kind, _ := json.Marshal(k)
 		kinds[0] = append(kinds[0], []byte(k))
@@ -364,9 +387,6 @@ func (f JournalFilter) scan(tx Tx, from, to uint64, fn func(Entry)) error {
 		layout := 1
 		if binaryBody(body) {
 			layout = 0
-		}
-		if jobs[layout] != nil && !bytes.Contains(body, jobs[layout]) {
-			return false
 		}
 		return kinds[layout] == nil || slices.ContainsFunc(kinds[layout], func(k []byte) bool { return bytes.Contains(body, k) })
 	}

@@ -41,10 +41,11 @@ type StoredEntry struct {
 	Time time.Time
 	Hash [sha256.Size]byte
 	Body []byte
-	// Nodes are the nodes the entry concerns, each with its ancestors
-	// (IndexTerms): what Tx.NodeEntries finds it by. Set when it is
+	// Terms are what the journal's index lists the entry under
+	// (IndexTerms): the nodes it concerns, each with its ancestors, its
+	// job and its kind, as Tx.NodeEntries finds it. Set when it is
 	// appended; not read back.
-	Nodes []string
+	Terms []string
 }
 
 // JournalHead is what a new entry needs of the one before it.
@@ -132,13 +133,18 @@ type Tx interface {
 	// Entries calls fn for the stored entries from..to (inclusive) in order
 	// until fn returns false or an error. e.Body is valid only during fn.
 	Entries(from, to uint64, fn func(e StoredEntry) (bool, error)) error
-	// NodeEntries is Entries for the entries whose Nodes hold node, newest
-	// first if reverse: an index, so that a query about one node reads
-	// only its entries.
+	// NodeEntries is Entries for the entries whose Terms hold node (a
+	// node's name, a JobTerm or a KindTerm), newest first if reverse: an
+	// index, so that a query about one node or job reads only its entries.
 	NodeEntries(node string, from, to uint64, reverse bool, fn func(e StoredEntry) (bool, error)) error
 	// NodeSeqs is NodeEntries in order with the entries' numbers only,
 	// read from the index alone.
 	NodeSeqs(node string, from, to uint64, fn func(seq uint64) (bool, error)) error
+	// TermSeqs calls fn for every term of the index that begins with
+	// prefix and every entry it lists under it, in the order of the terms'
+	// bytes and then of the numbers: the full audit's one pass over the
+	// jobs' terms. The prefix is not empty and its last byte is not 0xff.
+	TermSeqs(prefix string, fn func(term string, seq uint64) (bool, error)) error
 
 	NextLienID() (uint64, error)
 	Lien(id uint64) (l Lien, ok bool, err error)

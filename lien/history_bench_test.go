@@ -30,7 +30,8 @@ import (
 // a cycle once the answers kept for retries are dropped, a full audit's
 // time and peak heap, an incremental audit's time after newCycles more
 // cycles, the last five journal entries of a project and a month's
-// statement (the median of queryRuns runs each), and opening the file
+// statement, a job's entries and the deposits (journal --job, --kind;
+// the median of queryRuns runs each), and opening the file
 // cold and warm. The cycles are made a
 // month at a time (cyclesPerMonth), the clock moved a month after each,
 // and the answers older than the retention dropped as `ingot serve` drops
@@ -107,6 +108,20 @@ func history(b *testing.B, cycles int) {
 		}
 	})
 	b.ReportMetric(float64(last5.Microseconds())/1000, "journal_last5_ms")
+	// A job from the middle of the history (journal --job): its lien and
+	// its charge, through the index.
+	byJob := medianOf(queryRuns, func() {
+		if es, err := s.Journal(ctx, ledger.JournalFilter{Job: fmt.Sprint("h", cycles/2)}); err != nil || len(es) != 2 {
+			b.Fatalf("journal of a job: %d entries, %v; want its lien and charge", len(es), err)
+		}
+	})
+	b.ReportMetric(float64(byJob.Microseconds())/1000, "journal_job_ms")
+	byKind := medianOf(queryRuns, func() {
+		if es, err := s.Journal(ctx, ledger.JournalFilter{Kinds: []ledger.Kind{ledger.KindDeposit}}); err != nil || len(es) != 1 {
+			b.Fatalf("journal of deposits: %d entries, %v; want the one", len(es), err)
+		}
+	})
+	b.ReportMetric(float64(byKind.Microseconds())/1000, "journal_deposits_ms")
 	now := s.Clock.Now()
 	statement := medianOf(queryRuns, func() {
 		if st, err := s.Statement(ctx, "chem", now.AddDate(0, -1, 0), now.Add(time.Second), false); err != nil || len(st.DebitLines) != cyclesPerMonth {

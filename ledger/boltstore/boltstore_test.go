@@ -403,3 +403,47 @@ func TestSettingsLost(t *testing.T) {
 		t.Errorf("open: %v, want ErrCorrupt saying the settings are missing", err)
 	}
 }
+
+// TestAuditChecksJobIndex: a full audit finds a job's entry missing from
+// the journal's index, or listed under another job.
+func TestAuditChecksJobIndex(t *testing.T) {
+	path := unpack(t, t.TempDir(), "schema13-clean.db") // job-1: lien 9, charge 10, refund 16
+	if problems := auditBank(t, path, boltstore.Options{}, true).Problems; len(problems) > 0 {
+		t.Fatalf("audit of the upgraded bank: %v", problems)
+	}
+	key := func(term string, seq uint64) []byte { return binary.BigEndian.AppendUint64([]byte(term+"\x00"), seq) }
+	changeIndex := func(change func(b *bolt.Bucket) error) {
+		t.Helper()
+		bolttest.Edit(t, path, func(tx *bolt.Tx) error { return change(tx.Bucket([]byte("journal_by_node"))) })
+	}
+	var seqs []uint64
+	changeIndex(func(b *bolt.Bucket) error {
+		c := b.Cursor()
+		for k, _ := c.Seek([]byte("job job-1\x00")); k != nil && bytes.HasPrefix(k, []byte("job job-1\x00")); k, _ = c.Next() {
+			seqs = append(seqs, binary.BigEndian.Uint64(k[len(k)-8:]))
+		}
+		return nil
+	})
+	if len(seqs) != 3 {
+		t.Fatalf("job-1's entries in the index: %v, want its lien, charge and refund", seqs)
+	}
+	want := "journal index: the entries listed under jobs"
+	for _, damage := range []func(b *bolt.Bucket) error{
+		func(b *bolt.Bucket) error { return b.Delete(key("job job-1", seqs[1])) },
+		func(b *bolt.Bucket) error { return b.Put(key("job job-9", seqs[1]), nil) },
+	} {
+		changeIndex(damage)
+		if problems := auditBank(t, path, boltstore.Options{}, true).Problems; len(problems) != 1 || !strings.HasPrefix(problems[0], want) {
+			t.Errorf("audit of the damaged index: %v", problems)
+		}
+		changeIndex(func(b *bolt.Bucket) error {
+			if err := b.Delete(key("job job-9", seqs[1])); err != nil {
+				return err
+			}
+			return b.Put(key("job job-1", seqs[1]), nil)
+		})
+	}
+	if problems := auditBank(t, path, boltstore.Options{}, true).Problems; len(problems) > 0 {
+		t.Fatalf("audit with the index mended: %v", problems)
+	}
+}

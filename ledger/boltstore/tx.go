@@ -546,7 +546,7 @@ func (t *tx) AppendEntry(e ledger.StoredEntry) error {
 	if err := t.putRaw(bucketJournal, encodeUint(e.Seq), packEntry(e)); err != nil {
 		return err
 	}
-	if err := t.indexEntry(e.Seq, e.Nodes); err != nil {
+	if err := t.indexEntry(e.Seq, e.Terms); err != nil {
 		return err
 	}
 	h := binary.BigEndian.AppendUint64(encodeUint(e.Seq), encodeTime(e.Time))
@@ -626,6 +626,19 @@ func (t *tx) NodeEntries(node string, from, to uint64, reverse bool, fn func(led
 
 func (t *tx) NodeSeqs(node string, from, to uint64, fn func(uint64) (bool, error)) error {
 	return t.nodeSeqs(node, from, to, false, fn)
+}
+
+func (t *tx) TermSeqs(prefix string, fn func(string, uint64) (bool, error)) error {
+	c := t.bucket(bucketByNode).Cursor()
+	for k, _ := c.Seek([]byte(prefix)); k != nil && bytes.HasPrefix(k, []byte(prefix)); k, _ = c.Next() {
+		if len(k) < 9 || k[len(k)-9] != 0 {
+			return fmt.Errorf("%w: the journal's index holds a key %q that is not a term and an entry's number", ledger.ErrCorrupt, k)
+		}
+		if more, err := fn(string(k[:len(k)-9]), decodeUint(k[len(k)-8:])); err != nil || !more {
+			return err
+		}
+	}
+	return nil
 }
 
 // nodeSeqs calls fn with the numbers the node index lists under node

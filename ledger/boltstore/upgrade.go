@@ -155,11 +155,11 @@ func syncDir(dir string) error {
 }
 
 // upgrade brings a file of schema from (0 for a new file) to this one in
-// one transaction: the steps for its schema, then the node index (schema
-// 9's) for a file without one, the index of allocations by end (schema
-// 13's) for a file without it, then the schema version. Schemas 10 to 12
-// changed how new values are stored, not the old ones: nothing is
-// rewritten.
+// one transaction: the steps for its schema, then the journal's index
+// (schema 9's by node, with schema 14's terms of jobs and kinds) for a
+// file without it, the index of allocations by end (schema 13's) for a
+// file without it, then the schema version. Schemas 10 to 12 changed how
+// new values are stored, not the old ones: nothing is rewritten.
 func (s *Store) upgrade(from uint64, report func(step string, done, total int64)) error {
 	return s.update(func(btx *bolt.Tx) error {
 		for _, step := range steps {
@@ -174,8 +174,14 @@ func (s *Store) upgrade(from uint64, report func(step string, done, total int64)
 				return fmt.Errorf("upgrade: bucket %s: %w", name, err)
 			}
 		}
-		if from != 0 && from < 9 {
-			if err := indexJournal(&tx{btx: btx}, report); err != nil {
+		if from != 0 && from < 14 {
+			// Schema 9 made the node index; schema 14 added the jobs' and
+			// kinds' terms to it.
+			terms := ledger.SearchTerms
+			if from < 9 {
+				terms = ledger.IndexTerms
+			}
+			if err := indexJournal(&tx{btx: btx}, terms, report); err != nil {
 				return err
 			}
 		}
@@ -188,8 +194,8 @@ func (s *Store) upgrade(from uint64, report func(step string, done, total int64)
 	})
 }
 
-// indexJournal lists every entry in the node index.
-func indexJournal(t *tx, report func(step string, done, total int64)) error {
+// indexJournal lists every entry in the index under its terms.
+func indexJournal(t *tx, terms func(ledger.Entry) []string, report func(step string, done, total int64)) error {
 	head, err := t.Head()
 	if err != nil {
 		return err
@@ -202,7 +208,7 @@ func indexJournal(t *tx, report func(step string, done, total int64)) error {
 		if e.Seq%10000 == 0 || e.Seq == head.Seq {
 			report(UpgradeStepIndex, int64(e.Seq), int64(head.Seq))
 		}
-		return true, t.indexEntry(e.Seq, ledger.IndexTerms(e))
+		return true, t.indexEntry(e.Seq, terms(e))
 	})
 }
 

@@ -47,6 +47,7 @@ var upgrades = []struct {
 	{file: "schema10-clean.db", schema: 10, answered: true},
 	{file: "schema11-clean.db", schema: 11, answered: true},
 	{file: "schema12-clean.db", schema: 12, answered: true},
+	{file: "schema13-clean.db", schema: 13, answered: true},
 }
 
 // wantBalances are those of every upgradable bank while job-2 ran, from
@@ -158,7 +159,7 @@ func checkUpgrade(t *testing.T, path string, before []byte, from uint64, answere
 	if rep, err := l.Audit(ctx, ledger.AuditOptions{Full: true}); err != nil || len(rep.Problems) > 0 {
 		t.Fatalf("audit after the upgrade: %v %v", rep.Problems, err)
 	}
-	checkNodeIndex(t, l, all, "chem.lab1")
+	checkIndex(t, l, all)
 	// A retry of the deposit of 7 made before the upgrade.
 	r, err := l.Deposit(ctx, ledger.Request{Actor: "local:root", ID: "legacy-req-1"}, ledger.DepositSpec{Account: "bio", Amount: decimal.NewFromInt(7)})
 	switch {
@@ -203,25 +204,31 @@ func checkUpgrade(t *testing.T, path string, before []byte, from uint64, answere
 	auditFile(t, path, boltstore.Options{})
 }
 
-// checkNodeIndex checks that node's journal, read through the node index,
-// is the entries of the whole journal that concern it.
-func checkNodeIndex(t *testing.T, l *ledger.Ledger, all []ledger.Entry, node string) {
+// checkIndex checks that the journals of a node, a job and a kind, read
+// through the journal's index, are the entries of the whole journal that
+// concern them.
+func checkIndex(t *testing.T, l *ledger.Ledger, all []ledger.Entry) {
 	t.Helper()
-	var want, got []uint64
-	for _, e := range all {
-		if slices.Contains(ledger.IndexTerms(e), node) {
-			want = append(want, e.Seq)
+	for _, f := range []ledger.JournalFilter{{Node: "chem.lab1"}, {Job: "job-1"}, {Kinds: []ledger.Kind{ledger.KindDeposit}}} {
+		var want, got []uint64
+		for _, e := range all {
+			job := e.Job()
+			if f.Node != "" && slices.Contains(ledger.IndexTerms(e), f.Node) ||
+				f.Job != "" && job != nil && job.JobID == f.Job ||
+				f.Kinds != nil && e.Kind == f.Kinds[0] {
+				want = append(want, e.Seq)
+			}
 		}
-	}
-	indexed, err := l.Journal(context.Background(), ledger.JournalFilter{Node: node})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range indexed {
-		got = append(got, e.Seq)
-	}
-	if len(want) < 3 || !slices.Equal(got, want) {
-		t.Errorf("%s's journal after the upgrade: entries %v, want %v", node, got, want)
+		indexed, err := l.Journal(context.Background(), f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range indexed {
+			got = append(got, e.Seq)
+		}
+		if len(want) < 3 || !slices.Equal(got, want) {
+			t.Errorf("the journal of %+v after the upgrade: entries %v, want %v", f, got, want)
+		}
 	}
 }
 

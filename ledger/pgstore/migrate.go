@@ -165,6 +165,11 @@ func migrate(ctx context.Context, conn *pgx.Conn, ms []migration, where string) 
 		if _, err := tx.Exec(ctx, m.sql); err != nil {
 			return 0, fmt.Errorf("pgstore: migration %s: %w", m.name, err)
 		}
+		if step := migrationSteps[m.version]; step != nil {
+			if err := step(ctx, tx); err != nil {
+				return 0, fmt.Errorf("pgstore: migration %s: %w", m.name, err)
+			}
+		}
 		if _, err := tx.Exec(ctx, `INSERT INTO schema_version (version) VALUES ($1)`, m.version); err != nil {
 			return 0, fmt.Errorf("pgstore: migration %s: %w", m.name, err)
 		}
@@ -173,6 +178,45 @@ func migrate(ctx context.Context, conn *pgx.Conn, ms []migration, where string) 
 		return 0, err
 	}
 	return st.version, nil
+}
+
+// migrationSteps are what a migration needs done in Go after its SQL,
+// in the same transaction: what SQL cannot compute from the rows there.
+var migrationSteps = map[uint64]func(context.Context, pgx.Tx) error{
+	5: indexSearchTerms,
+}
+
+// indexSearchTerms lists every entry of the journal under its
+// ledger.SearchTerms (schema 5), a page of entries at a time.
+func indexSearchTerms(ctx context.Context, tx pgx.Tx) error {
+	for after := int64(0); ; {
+		rows, err := tx.Query(ctx, `SELECT seq, time, hash, body FROM journal WHERE seq > $1 ORDER BY seq LIMIT $2`, after, page)
+		if err != nil {
+			return err
+		}
+		entries, err := pgx.CollectRows(rows, scanEntry)
+		if err != nil {
+			return err
+		}
+		var terms []string
+		var seqs []int64
+		for _, se := range entries {
+			e, err := ledger.DecodeEntry(se)
+			if err != nil {
+				return err
+			}
+			for _, term := range ledger.SearchTerms(e) {
+				terms, seqs = append(terms, term), append(seqs, int64(e.Seq))
+			}
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO journal_nodes (node, seq) SELECT * FROM unnest($1::text[], $2::bigint[])`, terms, seqs); err != nil {
+			return err
+		}
+		if len(entries) < page {
+			return nil
+		}
+		after = int64(entries[len(entries)-1].Seq)
+	}
 }
 
 // errAs is errors.As for a target type.

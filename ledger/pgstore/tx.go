@@ -632,7 +632,7 @@ func (t *tx) AppendEntry(e ledger.StoredEntry) error {
 	if err := t.put(what, journalTable, cacheKey("journal", e.Seq), []any{bigint(e.Seq), e.Time, e.Hash[:], e.Body}); err != nil {
 		return err
 	}
-	for _, node := range e.Nodes {
+	for _, node := range e.Terms {
 		if err := t.put(what, journalNodesTable, cacheKey("journal node", node, e.Seq), []any{node, bigint(e.Seq)}); err != nil {
 			return err
 		}
@@ -701,6 +701,36 @@ func (t *tx) NodeSeqs(node string, from, to uint64, fn func(uint64) (bool, error
 		lo = uint64(seqs[len(seqs)-1]) + 1
 	}
 	return nil
+}
+
+func (t *tx) TermSeqs(prefix string, fn func(string, uint64) (bool, error)) error {
+	type row struct {
+		Node string
+		Seq  int64
+	}
+	// Keyset pages in the primary key's order. Under the "C" collation
+	// text compares as bytes, so the terms with the prefix are those from
+	// the prefix up to the prefix with its last byte one more.
+	end := []byte(prefix)
+	end[len(end)-1]++
+	last := row{Node: prefix, Seq: -1}
+	for {
+		rows, err := query(t, "", "the journal index under "+prefix, pgx.RowToStructByPos[row],
+			`SELECT node, seq FROM journal_nodes WHERE (node, seq) > ($1, $2) AND node < $3 ORDER BY node, seq LIMIT $4`,
+			last.Node, last.Seq, string(end), page)
+		if err != nil {
+			return err
+		}
+		for _, r := range rows {
+			if more, err := fn(r.Node, uint64(r.Seq)); err != nil || !more {
+				return err
+			}
+		}
+		if len(rows) < page {
+			return nil
+		}
+		last = rows[len(rows)-1]
+	}
 }
 
 // rowCount is how many rows a table holds.
