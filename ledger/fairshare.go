@@ -106,7 +106,7 @@ func shareWeights(tx Tx, account string, now time.Time, precision int32) (map[st
 	if err != nil {
 		return nil, err
 	}
-	s, err := loadShares(tx, st, account, now, nil)
+	s, err := loadShares(tx, st, account, now, nil, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -358,7 +358,7 @@ func checkNonShared(w *Writer, n Node, precision int32) error {
 	if err != nil {
 		return err
 	}
-	s, err := loadShares(w.tx, st, n.Account(), w.now, nil)
+	s, err := loadShares(w.tx, st, n.Account(), w.now, nil, nil)
 	if err != nil {
 		return err
 	}

@@ -32,25 +32,47 @@ import (
 // Writers keep entries current: after a lien, charge or refund entry they
 // move the demands it changed (Plan.SetDemand) and the entry's version;
 // any other change to the account drops its entry, to be rebuilt on the
-// next check. The liens an entry kept for preemptions (jobs) outlive it
-// while no lien changes (carriedJobs): a deposit changes the pool, not
-// the liens, and reading and decoding every active lien again is most of
-// what the first preemption answer after it would cost.
+// next check. What an entry read that such a change leaves as it was
+// outlives it (carriedPlan): the liens it kept for preemptions (jobs)
+// while no lien changes, and the account's nodes while no node changes.
+// A deposit changes the pool, not the liens or the tree, and reading and
+// decoding them again is most of what the first preemption answer after
+// it would cost.
 type planCache struct {
 	mu      sync.Mutex
 	entries map[string]*cachedPlan
-	carried map[string]*carriedJobs
+	carried map[string]*carriedPlan
 }
 
-// carriedJobs are the jobs of an account's dropped entry, valid at version
-// and before until (the entry's validUntil: the first lien expiry or
-// allocation edge ahead), for the entry that replaces it. An allocation
-// that an entry made active since holds nothing of these liens; one that
-// time makes active or ended is an edge, past until.
-type carriedJobs struct {
+// carriedPlan is what an account's dropped entry read that is still
+// valid, at version and before until (the entry's validUntil: the first
+// lien expiry or allocation edge ahead), for the entry that replaces it:
+// its jobs (nil once a lien changed) and its nodes (nil once a node
+// changed). An allocation that an entry made active since holds nothing
+// of the liens; one that time makes active or ended is an edge, past
+// until.
+type carriedPlan struct {
 	version string
 	until   time.Time
 	jobs    *accountJobs
+	nodes   []Node
+}
+
+// empty says whether nothing carried is left.
+func (cp *carriedPlan) empty() bool { return cp.jobs == nil && cp.nodes == nil }
+
+// moveTo brings cp from the version before entry e to version, which e
+// gave the account, dropping what e changed; false if nothing is left.
+// oldLien is the lien e replaced (nil if new).
+func (cp *carriedPlan) moveTo(version string, e Entry, oldLien *Lien) bool {
+	if e.Lien != nil || oldLien != nil {
+		cp.jobs = nil
+	}
+	if e.NodeState != nil {
+		cp.nodes = nil
+	}
+	cp.version = version
+	return !cp.empty()
 }
 
 // maxCachedAccounts bounds the cache; beyond it an arbitrary entry goes.
@@ -70,6 +92,8 @@ type cachedPlan struct {
 	owners bool
 	jobs   *accountJobs
 	pool   decimal.Decimal
+	// nodes are the account's, which the plan was made from.
+	nodes []Node
 }
 
 // free is what the account's liens leave of its active allocations: the
@@ -83,7 +107,7 @@ func (e *cachedPlan) free() decimal.Decimal {
 }
 
 func newPlanCache() *planCache {
-	return &planCache{entries: map[string]*cachedPlan{}, carried: map[string]*carriedJobs{}}
+	return &planCache{entries: map[string]*cachedPlan{}, carried: map[string]*carriedPlan{}}
 }
 
 // versionPrefix and versionCount make the versions of accounts
@@ -129,7 +153,7 @@ func (c *planCache) available(account, version, node string, now time.Time) (a d
 
 // store keeps a plan built from s at version.
 func (c *planCache) store(tx Tx, account, version string, s *shareState, now time.Time, precision int32) error {
-	e := &cachedPlan{version: version, hfsOn: s.hfsOn, demand: map[string]decimal.Decimal{}, active: map[uint64]bool{}, precision: precision}
+	e := &cachedPlan{version: version, hfsOn: s.hfsOn, demand: map[string]decimal.Decimal{}, active: map[uint64]bool{}, precision: precision, nodes: s.nodes}
 	until, err := s.validUntil(tx, account, now)
 	if err != nil {
 		return err
@@ -155,9 +179,11 @@ func (c *planCache) store(tx Tx, account, version string, s *shareState, now tim
 			break
 		}
 	}
-	if e.owners {
-		e.jobs = c.takeJobsLocked(account, version, now)
+	// The entry takes over what was carried for it.
+	if cp := c.carriedLocked(account, version, now); cp != nil && e.owners {
+		e.jobs = cp.jobs
 	}
+	delete(c.carried, account)
 	c.entries[account] = e
 	return nil
 }
@@ -168,26 +194,48 @@ func (c *planCache) store(tx Tx, account, version string, s *shareState, now tim
 func (c *planCache) takeJobs(account, version string, now time.Time) *accountJobs {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.takeJobsLocked(account, version, now)
+	cp := c.carriedLocked(account, version, now)
+	if cp == nil {
+		return nil
+	}
+	jobs := cp.jobs
+	if cp.jobs = nil; cp.empty() {
+		delete(c.carried, account)
+	}
+	return jobs
 }
 
-func (c *planCache) takeJobsLocked(account, version string, now time.Time) *accountJobs {
-	cj := c.carried[account]
+// nodes are the nodes carried for account at version and time now (nil
+// if none), for loadShares; they stay, for the entry made from them
+// (store).
+func (c *planCache) nodes(account, version string, now time.Time) []Node {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if cp := c.carriedLocked(account, version, now); cp != nil {
+		return cp.nodes
+	}
+	return nil
+}
+
+// carriedLocked is what is carried for account at version and time now,
+// nil if nothing (a carried plan past its time goes).
+func (c *planCache) carriedLocked(account, version string, now time.Time) *carriedPlan {
+	cp := c.carried[account]
 	switch {
-	case cj == nil || cj.version != version:
+	case cp == nil || cp.version != version:
 		return nil // none, or for a state this reader does not see
-	case !now.Before(cj.until):
+	case !now.Before(cp.until):
 		delete(c.carried, account)
 		return nil
 	}
-	delete(c.carried, account)
-	return cj.jobs
+	return cp
 }
 
-// carry keeps the jobs of account's entry ce, dropped by entry e (which
-// gave the account version), when e changed no lien.
+// carry keeps what account's entry ce read that entry e, which dropped it
+// and gave the account version, left as it was.
 func (c *planCache) carry(account, version string, ce *cachedPlan, e Entry, oldLien *Lien, now time.Time) {
-	if ce.jobs == nil || e.Lien != nil || oldLien != nil || !now.Before(ce.validUntil) {
+	cp := &carriedPlan{until: ce.validUntil, jobs: ce.jobs, nodes: ce.nodes}
+	if !now.Before(ce.validUntil) || !cp.moveTo(version, e, oldLien) {
 		return
 	}
 	if len(c.carried) >= maxCachedAccounts {
@@ -196,7 +244,7 @@ func (c *planCache) carry(account, version string, ce *cachedPlan, e Entry, oldL
 			break
 		}
 	}
-	c.carried[account] = &carriedJobs{version: version, until: ce.validUntil, jobs: ce.jobs}
+	c.carried[account] = cp
 }
 
 // preempt runs answer on account's entry at version and time now, under
@@ -261,13 +309,10 @@ func (c *planCache) afterAppend(account, prev, version string, e Entry, oldLien 
 	defer c.mu.Unlock()
 	ce := c.entries[account]
 	if ce == nil {
-		// Jobs carried go on to the next version while no lien changes.
-		if cj := c.carried[account]; cj != nil {
-			if cj.version == prev && e.Lien == nil && oldLien == nil && now.Before(cj.until) {
-				cj.version = version
-			} else {
-				delete(c.carried, account)
-			}
+		// What is carried goes on to the next version while e leaves it
+		// as it was.
+		if cp := c.carried[account]; cp != nil && (cp.version != prev || !now.Before(cp.until) || !cp.moveTo(version, e, oldLien)) {
+			delete(c.carried, account)
 		}
 		return
 	}

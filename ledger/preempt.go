@@ -195,7 +195,11 @@ func (w *Writer) Preempt(project, machine string, amount decimal.Decimal, own *L
 	}
 	f.Allocations = slices.DeleteFunc(slices.Clone(q.active), func(a Allocation) bool { return !q.usable(a, machine) })
 	q.setFree(f.Available())
-	s, err := loadShares(w.tx, st, account, w.now, own)
+	var nodes []Node
+	if own == nil && w.plans != nil {
+		nodes = w.plans.nodes(account, st.Version, w.now)
+	}
+	s, err := loadShares(w.tx, st, account, w.now, own, nodes)
 	if err != nil {
 		return q.out, err
 	}

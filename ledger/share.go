@@ -109,11 +109,15 @@ type shareState struct {
 }
 
 // loadShares reads an account's state at time t; own's holds (a lien being
-// placed again or extended) do not count.
-func loadShares(tx Tx, st *accountState, account string, t time.Time, own *Lien) (*shareState, error) {
-	nodes, err := tx.Subtree(account)
-	if err != nil {
-		return nil, err
+// placed again or extended) do not count. nodes are the account's if the
+// caller has them (the plan cache carries them across changes that leave
+// them as they were), nil to read them.
+func loadShares(tx Tx, st *accountState, account string, t time.Time, own *Lien, nodes []Node) (*shareState, error) {
+	if nodes == nil {
+		var err error
+		if nodes, err = tx.Subtree(account); err != nil {
+			return nil, err
+		}
 	}
 	if len(nodes) == 0 {
 		return nil, fmt.Errorf("%w: no node named %s", ErrNotFound, Excerpt(account))
@@ -160,6 +164,15 @@ func loadShares(tx Tx, st *accountState, account string, t time.Time, own *Lien)
 
 func rat(d decimal.Decimal) *big.Rat { return d.Rat() }
 
+// ratOrNil is rat, or nil for zero: what hfs.Node's optional amounts take
+// for none, without a big.Rat made for each of a large tree's nodes.
+func ratOrNil(d decimal.Decimal) *big.Rat {
+	if d.IsZero() {
+		return nil
+	}
+	return d.Rat()
+}
+
 // plan builds (once) the HFS plan for the current demands.
 func (s *shareState) plan(precision int32) (*hfs.Plan, error) {
 	if s.cached != nil {
@@ -169,18 +182,18 @@ func (s *shareState) plan(precision int32) (*hfs.Plan, error) {
 	var root *hfs.Node
 	for _, n := range s.nodes {
 		hn := &hfs.Node{Name: n.Name, Demand: rat(s.used[n.Name].Add(s.reserved[n.Name])), AcceptSurplus: n.Policy.AcceptSurplus,
-			NonShared: rat(n.Policy.NonShared), Ownership: rat(n.Policy.Ownership), GroupNonShared: rat(n.Policy.GroupNonShared),
+			NonShared: ratOrNil(n.Policy.NonShared), Ownership: ratOrNil(n.Policy.Ownership), GroupNonShared: ratOrNil(n.Policy.GroupNonShared),
 			Priority: n.Policy.Priority}
 		if n.Policy.Limit != nil {
 			hn.Limit = rat(*n.Policy.Limit)
 		}
 		switch n.Policy.QuotaKind {
 		case QuotaStatic:
-			hn.Quota = hfs.Quota{Kind: hfs.Static, Value: rat(n.Policy.Quota)}
+			hn.Quota = hfs.Quota{Kind: hfs.Static, Value: ratOrNil(n.Policy.Quota)}
 		case QuotaShares:
-			hn.Quota = hfs.Quota{Kind: hfs.Shares, Value: rat(n.Policy.Quota)}
+			hn.Quota = hfs.Quota{Kind: hfs.Shares, Value: ratOrNil(n.Policy.Quota)}
 		case QuotaDynamic:
-			hn.Quota = hfs.Quota{Kind: hfs.Dynamic, Value: rat(n.Policy.Quota)}
+			hn.Quota = hfs.Quota{Kind: hfs.Dynamic, Value: ratOrNil(n.Policy.Quota)}
 		}
 		byName[n.Name] = hn
 		if parent := byName[ParentOf(n.Name)]; parent != nil {
@@ -240,7 +253,11 @@ func shareAvailable(tx Tx, plans *planCache, st *accountState, project string, o
 			return a, on, err
 		}
 	}
-	s, err := loadShares(tx, st, account, now, own)
+	var nodes []Node
+	if cacheable {
+		nodes = plans.nodes(account, version, now)
+	}
+	s, err := loadShares(tx, st, account, now, own, nodes)
 	if err != nil {
 		return decimal.Zero, false, err
 	}
@@ -299,7 +316,7 @@ func (l *Ledger) Shares(ctx context.Context, account string) (AccountShares, err
 		if err != nil {
 			return err
 		}
-		s, err := loadShares(tx, st, account, now, nil)
+		s, err := loadShares(tx, st, account, now, nil, nil)
 		if err != nil {
 			return err
 		}

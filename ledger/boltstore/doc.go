@@ -72,7 +72,9 @@
 //	charges                id -> a reference to the entry that made it, or last refunded it
 //	charges_by_job         machine NUL job id NUL id -> (empty)
 //	records                kind NUL key -> the record's value (the ledger's running sums, audit checkpoint and archive boundary among them)
-//	journal_by_node        node NUL seq -> (empty), for each node an entry concerns (ledger.IndexTerms)
+//	journal_by_node        term NUL seq -> (empty), for each node an entry concerns, and (since schema 14) its job
+//	                       ("job " ‖ job id) and, for the kinds of a few entries a day, its kind ("kind " ‖ kind):
+//	                       ledger.IndexTerms
 //
 // # Upgrades
 //

@@ -114,7 +114,8 @@
 //	                 account and end: the allocations that have not ended (LiveAllocations)
 //	balance_history  allocation, seq -> the allocation after entry seq
 //	journal          seq -> time, SHA-256, the entry's bytes as hashed
-//	journal_nodes    node, seq: the entries that concern each node (ledger.IndexTerms)
+//	journal_nodes    node, seq: the entries that concern each node, and (since schema 5) each job and
+//	                 each kind of the few a day, under their terms (ledger.IndexTerms)
 //	requests         client, request id -> content hash, seq, time, the answer's JSON
 //	liens            id, account, machine, job, active, expiry (Unix ns) -> ledger.Lien while it is
 //	                 active, then the journal entry that finished it (carrier: it carries the lien
