@@ -2,7 +2,9 @@ package ledger
 
 import (
 	"encoding/json"
+	"maps"
 	"testing"
+	"time"
 )
 
 // TestPolicyRecordsOfOlderBanks: a node record written before ownership,
@@ -38,5 +40,19 @@ func TestPolicyRecordsOfOlderBanks(t *testing.T) {
 				t.Errorf("encoded again:\n%s\nwant\n%s", again, c.record)
 			}
 		})
+	}
+}
+
+// TestNumberAccounts: accounts are numbered in the order they were made,
+// the name breaking a tie; projects have no number.
+func TestNumberAccounts(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	got := NumberAccounts([]Node{
+		{Name: "zoo", Created: t0}, {Name: "chem", Created: t0.Add(time.Hour)}, {Name: "chem.lab1", Created: t0.Add(2 * time.Hour)},
+		{Name: "bio", Created: t0.Add(time.Hour)}, {Name: "art", Created: t0.Add(3 * time.Hour)},
+	})
+	want := map[string]uint64{"zoo": 1, "bio": 2, "chem": 3, "art": 4}
+	if !maps.Equal(got, want) {
+		t.Errorf("numbers %v, want %v", got, want)
 	}
 }

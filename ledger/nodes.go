@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -399,4 +400,34 @@ func (s *shareState) quotaOf(name string, precision int32) (decimal.Decimal, err
 		return decimal.Zero, err
 	}
 	return decimal.NewFromBigRat(plan.Allocate().Quota(name), precision), nil
+}
+
+// AccountNumbers are the accounts' numbers, as Gold's clients name
+// accounts (gdeposit -a 1): NumberAccounts of all the nodes.
+func (l *Ledger) AccountNumbers(ctx context.Context) (map[string]uint64, error) {
+	nodes, err := l.Nodes(ctx, "")
+	if err != nil {
+		return nil, err
+	}
+	return NumberAccounts(nodes), nil
+}
+
+// NumberAccounts numbers the accounts among nodes 1, 2, ... in the order
+// they were made: by creation time, then name. Nothing deletes an account
+// and a new one is made after the others, so an account keeps its number
+// without one being stored (unless the bank's clock is set back between
+// the making of two accounts).
+func NumberAccounts(nodes []Node) map[string]uint64 {
+	var accounts []Node
+	for _, n := range nodes {
+		if n.IsAccount() {
+			accounts = append(accounts, n)
+		}
+	}
+	slices.SortFunc(accounts, func(a, b Node) int { return cmp.Or(a.Created.Compare(b.Created), strings.Compare(a.Name, b.Name)) })
+	numbers := make(map[string]uint64, len(accounts))
+	for i, n := range accounts {
+		numbers[n.Name] = uint64(i + 1)
+	}
+	return numbers
 }

@@ -276,7 +276,15 @@ func (k nodeKind) show(c *cli.Context) error {
 		if err != nil {
 			return err
 		}
-		return showNode(c, n)
+		t := nodeTable(n)
+		if n.IsAccount() {
+			numbers, err := b.AccountNumbers(c.Context)
+			if err != nil {
+				return err
+			}
+			t.add("GoldId", strconv.FormatUint(numbers[n.Name], 10))
+		}
+		return show(c, t)
 	})
 }
 

@@ -102,7 +102,7 @@ func TestGoldClientsReplay(t *testing.T) {
 	staff.addr = srv.line(t, "gold listening on ")
 	shift := time.Now().Unix() - recorded
 
-	var lastAllocations, lastReservations goldReply
+	var lastAccounts, lastAllocations, lastReservations goldReply
 	for i, x := range exchanges {
 		got, err := staff.send(shiftTimes(x.request, recorded, shift))
 		if err != nil {
@@ -132,6 +132,9 @@ func TestGoldClientsReplay(t *testing.T) {
 				t.Errorf("%s\nrow %d: got fields %v, want %v", where, r, got.Rows[r], row)
 			}
 		}
+		if x.command == "gbalance" && strings.Contains(x.request, "<Object>Account</Object>") {
+			lastAccounts = got
+		}
 		if x.command == "gbalance" && strings.Contains(x.request, "<Object>Allocation</Object>") {
 			lastAllocations = got
 		}
@@ -148,7 +151,8 @@ func TestGoldClientsReplay(t *testing.T) {
 
 	// gbalance's figures (its last run): each account's active
 	// allocations' amounts and what reservations hold on it, against
-	// ingot balance.
+	// ingot balance; the accounts are named by their Gold ids, which
+	// gbalance's query of the accounts gives the names of.
 	if len(lastAllocations.Rows) == 0 {
 		t.Fatal("the session has no gbalance")
 	}
@@ -156,8 +160,12 @@ func TestGoldClientsReplay(t *testing.T) {
 	for _, r := range lastReservations.Rows {
 		reserved[r["Account"]] = r["Amount"]
 	}
+	names := map[string]string{}
+	for _, r := range lastAccounts.Rows {
+		names[r["Id"]] = r["Name"]
+	}
 	for _, r := range lastAllocations.Rows {
-		nb := balanceOf(b, r["Account"])
+		nb := balanceOf(b, names[r["Account"]])
 		held := decimal.RequireFromString(orZero(reserved[r["Account"]]))
 		amount := decimal.RequireFromString(r["Amount"])
 		if !nb.Amount.Equal(amount) || !nb.Reserved.Equal(held) || !nb.Balance.Balance.Equal(amount.Sub(held)) {

@@ -77,6 +77,10 @@ func (r remoteBank) Nodes(ctx context.Context, prefix string) ([]ledger.Node, er
 	return r.client.Nodes(ctx, prefix)
 }
 
+func (r remoteBank) AccountNumbers(ctx context.Context) (map[string]uint64, error) {
+	return r.client.AccountNumbers(ctx)
+}
+
 func (r remoteBank) Node(ctx context.Context, name string) (ledger.Node, error) {
 	return r.client.Node(ctx, name)
 }

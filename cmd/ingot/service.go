@@ -33,6 +33,8 @@ type bankService interface {
 
 	Nodes(ctx context.Context, prefix string) ([]ledger.Node, error)
 	Node(ctx context.Context, name string) (ledger.Node, error)
+	// AccountNumbers are the accounts' numbers, Gold's account ids.
+	AccountNumbers(ctx context.Context) (map[string]uint64, error)
 	CreateNode(ctx context.Context, req ledger.Request, spec ledger.NodeSpec) (ledger.Node, error)
 	ModifyNode(ctx context.Context, req ledger.Request, name string, change ledger.NodeChange) (ledger.Node, error)
 	DeactivateNode(ctx context.Context, req ledger.Request, name string) (ledger.Node, error)

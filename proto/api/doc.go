@@ -30,6 +30,7 @@
 //		GET    /v1/backup             -                  a copy of the bank      admin (application/octet-stream, not JSON)
 //		GET    /v1/nodes              NodesQuery         List of ledger.Node     all⁴
 //		GET    /v1/node               NameQuery          ledger.Node             all¹²
+//		GET    /v1/accounts/numbers   NoQuery            AccountNumbersResponse  all⁴
 //		POST   /v1/nodes              NodeRequest        ledger.Node             admin, manager⁵
 //		POST   /v1/nodes/modify       Modify[NodeChange] ledger.Node             admin, manager⁵
 //		POST   /v1/nodes/deactivate   NameRequest        ledger.Node             admin, manager⁵

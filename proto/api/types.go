@@ -29,6 +29,7 @@ const (
 	PathBackup           = "/v1/backup"
 	PathNodes            = "/v1/nodes"
 	PathNode             = "/v1/node"
+	PathAccountNumbers   = "/v1/accounts/numbers"
 	PathNodeModify       = "/v1/nodes/modify"
 	PathNodeDeactivate   = "/v1/nodes/deactivate"
 	PathNodeReactivate   = "/v1/nodes/reactivate"
@@ -293,6 +294,12 @@ func ListOf[T any](items []T) List[T] {
 
 // BalancesResponse answers GET /v1/balances: the balances the client may
 // read (see the package documentation).
+// AccountNumbersResponse answers GET /v1/accounts/numbers: the numbers
+// of the accounts the client reads (ledger.NumberAccounts), by name.
+type AccountNumbersResponse struct {
+	Numbers map[string]uint64 `json:"numbers"`
+}
+
 type BalancesResponse struct {
 	Balances []ledger.NodeBalance `json:"balances"`
 }

@@ -102,6 +102,12 @@ func (c *Client) Nodes(ctx context.Context, under string) ([]ledger.Node, error)
 	return items(get[api.List[ledger.Node]](ctx, c, api.PathNodes, api.NodesQuery{Under: under}))
 }
 
+// AccountNumbers are the numbers of the accounts the client reads.
+func (c *Client) AccountNumbers(ctx context.Context) (map[string]uint64, error) {
+	r, err := get[api.AccountNumbersResponse](ctx, c, api.PathAccountNumbers, api.NoQuery{})
+	return r.Numbers, err
+}
+
 // Node is one node.
 func (c *Client) Node(ctx context.Context, name string) (ledger.Node, error) {
 	return get[ledger.Node](ctx, c, api.PathNode, api.NameQuery{Name: name})

@@ -9,8 +9,8 @@ import (
 )
 
 // Object Account: Gold's container of credits is an ingot account. Gold
-// names it by Id, Name or Account; a Project names its account. Ids are
-// names here: ingot's accounts have no numbers.
+// names it by Id (its number, or here its name too), Name or Account; a
+// Project names its account.
 
 // account is the account a request names, with prefix "From" or "To" for
 // a transfer's ends.
@@ -23,7 +23,11 @@ func (c *call) account(prefix string) (string, error) {
 	if err == nil && v == "" {
 		err = Errorf(CodeBadData, "%s %s needs one of %v", c.Object, c.Action, names)
 	}
-	return ledger.AccountOf(v), err
+	if err != nil {
+		return "", err
+	}
+	name, err := c.accountName(v)
+	return ledger.AccountOf(name), err
 }
 
 // deposit adds credits: a new allocation (StartTime and EndTime, Gold's

@@ -36,7 +36,7 @@ func queryAccounts(c *call) (Response, error) {
 	if err != nil {
 		return Response{}, err
 	}
-	return c.rows(accountFields, rows), nil
+	return c.rows(accountFields, rows)
 }
 
 // balance answers as Query does, with Count the total Balance of the
@@ -46,7 +46,10 @@ func balance(c *call) (Response, error) {
 	if err != nil {
 		return Response{}, err
 	}
-	resp := c.rows(balanceFields, rows)
+	resp, err := c.rows(balanceFields, rows)
+	if err != nil {
+		return Response{}, err
+	}
 	total := decimal.Zero
 	for _, r := range rows {
 		if c.meets(r) {
@@ -82,7 +85,11 @@ func (c *call) accountRows() ([]row, error) {
 	case project != "":
 		accounts = []string{ledger.AccountOf(project)}
 	case c.equal("Name") != "" || c.equal("Id") != "":
-		accounts = []string{cmp.Or(c.equal("Name"), c.equal("Id"))}
+		name, err := c.accountName(cmp.Or(c.equal("Name"), c.equal("Id")))
+		if err != nil {
+			return nil, err
+		}
+		accounts = []string{name}
 	default:
 		all, err := read[api.BalancesResponse](c, http.MethodGet, api.PathBalances, api.BalancesQuery{})
 		if err != nil {
@@ -164,7 +171,7 @@ func queryAllocations(c *call) (Response, error) {
 			return Response{}, Errorf(CodeBadData, "Time %s is not a time in epoch seconds", ledger.Excerpt(v))
 		}
 		if n <= 0 {
-			return c.rows(allocationFields, nil), nil
+			return c.rows(allocationFields, nil)
 		}
 		q.At = time.Unix(n, 0).UTC()
 	}
@@ -180,5 +187,5 @@ func queryAllocations(c *call) (Response, error) {
 				"CallType": "Normal", "Machine": a.Machine})
 		}
 	}
-	return c.rows(allocationFields, rows), nil
+	return c.rows(allocationFields, rows)
 }

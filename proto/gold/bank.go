@@ -171,6 +171,8 @@ type call struct {
 	// id is the request id of a change: the digest of the Body, so that
 	// the same request sent again (a retry, or a copy) is applied once.
 	id string
+	// numbers are the accounts' numbers, once asked (accountNumbers).
+	numbers map[string]uint64
 }
 
 // read asks an endpoint that changes nothing.

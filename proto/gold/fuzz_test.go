@@ -4,7 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
-	"slices"
+	"maps"
 	"strconv"
 	"testing"
 )
@@ -103,14 +103,17 @@ func FuzzQuery(f *testing.F) {
 		if err != nil {
 			return
 		}
-		c := &call{Request: r}
+		c := &call{Request: r, numbers: map[string]uint64{"a": 1, "b": 2}}
 		if err := c.checkQuery(fields); err != nil {
 			if _, ok := errors.AsType[*Error](err); !ok {
 				t.Fatalf("query error %v is not an *Error", err)
 			}
 			return
 		}
-		resp := c.rows(fields, slices.Clone(rows))
+		resp, err := c.rows(fields, cloneRows(rows))
+		if err != nil {
+			t.Fatalf("rows: %v", err)
+		}
 		if len(resp.Data) > len(rows) || resp.Count != strconv.Itoa(len(resp.Data)) {
 			t.Fatalf("%d rows, count %s, of %d", len(resp.Data), resp.Count, len(rows))
 		}
@@ -120,4 +123,12 @@ func FuzzQuery(f *testing.F) {
 			}
 		}
 	})
+}
+
+func cloneRows(rows []row) []row {
+	out := make([]row, len(rows))
+	for i, r := range rows {
+		out[i] = maps.Clone(r)
+	}
+	return out
 }

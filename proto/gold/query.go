@@ -79,7 +79,24 @@ var getOps = map[string]bool{"": false, "sort": false, "tally": false, "groupby"
 // the fields by place, a field asked twice twice), or their groups'
 // aggregates; Count is the number of
 // rows answered.
-func (c *call) rows(fields []string, all []row) Response {
+func (c *call) rows(fields []string, all []row) (Response, error) {
+	if f, ok := accountIDFields[c.Object]; ok {
+		var err error
+		for _, r := range all {
+			if r[f], err = c.accountID(r[f]); err != nil {
+				return Response{}, err
+			}
+		}
+		// A condition may name the account by name: it is compared as
+		// its number.
+		for i, w := range c.Wheres {
+			if w.Name == f {
+				if c.Wheres[i].Value, err = c.accountID(w.Value); err != nil {
+					return Response{}, err
+				}
+			}
+		}
+	}
 	gets := c.Gets
 	if len(gets) == 0 {
 		gets = make([]Param, len(fields))
@@ -110,7 +127,7 @@ func (c *call) rows(fields []string, all []row) Response {
 		data[i] = e
 	}
 	return Response{Code: CodeSuccess, Message: "Successfully queried " + strconv.Itoa(len(data)) + " " + strings.ToLower(c.Object) + "s",
-		Count: strconv.Itoa(len(data)), Data: data}
+		Count: strconv.Itoa(len(data)), Data: data}, nil
 }
 
 // shownName is the name a Get's field is answered under: its alias, if

@@ -203,7 +203,11 @@ func createAccount(c *call) (Response, error) {
 			return Response{}, err
 		}
 	}
-	resp := created(c, record("Account", field("Id", n.Name), field("Name", n.Name), field("Description", n.Description)))
+	id, err := c.accountID(n.Name)
+	if err != nil {
+		return Response{}, err
+	}
+	resp := created(c, record("Account", field("Id", id), field("Name", n.Name), field("Description", n.Description)))
 	resp.Message = fmt.Sprintf("Successfully created 1 account: %s, the account of project %s", n.Name, project)
 	return resp, nil
 }
@@ -268,7 +272,7 @@ func queryUsers(c *call) (Response, error) {
 	for i, u := range users.Items {
 		rows[i] = toRow(userRow(u))
 	}
-	return c.rows(userFields, rows), nil
+	return c.rows(userFields, rows)
 }
 
 func queryMachines(c *call) (Response, error) {
@@ -283,7 +287,7 @@ func queryMachines(c *call) (Response, error) {
 	for i, m := range ms.Items {
 		rows[i] = toRow(machineRow(m))
 	}
-	return c.rows(machineFields, rows), nil
+	return c.rows(machineFields, rows)
 }
 
 // queryProjects answers the nodes the client reads, each with its members
@@ -313,7 +317,7 @@ func queryProjects(c *call) (Response, error) {
 		rows[i] = toRow(projectRow(n))
 		rows[i]["Users"] = strings.Join(members[n.Name], ",")
 	}
-	return c.rows(projectFields, rows), nil
+	return c.rows(projectFields, rows)
 }
 
 var projectUserFields = []string{"Project", "Name", "Active", "Admin"}
@@ -333,7 +337,7 @@ func queryProjectUsers(c *call) (Response, error) {
 			rows = append(rows, row{"Project": m.Node, "Name": u.Name, "Active": gbool(u.Active), "Admin": gbool(m.Role == ledger.RoleManager)})
 		}
 	}
-	return c.rows(projectUserFields, rows), nil
+	return c.rows(projectUserFields, rows)
 }
 
 // The members of an account, as glsaccount and gbalance list them: its
@@ -400,7 +404,7 @@ func (c *call) accountMembers(members func(ledger.Node, []ledger.User) []string)
 			}
 		}
 	}
-	return c.rows(accountMemberFields, rows), nil
+	return c.rows(accountMemberFields, rows)
 }
 
 // queryProjectMachines answers no rows: an ingot project runs on every
@@ -409,5 +413,5 @@ func queryProjectMachines(c *call) (Response, error) {
 	if err := c.checkQuery(projectMachineFields); err != nil {
 		return Response{}, err
 	}
-	return c.rows(projectMachineFields, nil), nil
+	return c.rows(projectMachineFields, nil)
 }

@@ -30,7 +30,7 @@ func queryReservations(c *call) (Response, error) {
 			"Machine": l.Machine, "Amount": l.Amount.String(), "Charged": l.Charged.String(), "StartTime": epoch(l.Created),
 			"EndTime": epoch(l.Expires), "State": string(l.State)}
 	}
-	return c.rows(reservationFields, rows), nil
+	return c.rows(reservationFields, rows)
 }
 
 // reservationAllocationFields are what a lien holds on one allocation,
@@ -54,5 +54,5 @@ func queryReservationAllocations(c *call) (Response, error) {
 				"StartTime": epoch(l.Created), "EndTime": epoch(l.Expires)})
 		}
 	}
-	return c.rows(reservationAllocationFields, rows), nil
+	return c.rows(reservationAllocationFields, rows)
 }

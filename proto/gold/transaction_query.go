@@ -57,7 +57,10 @@ func queryTransactions(c *call) (Response, error) {
 	if err := c.checkQuery(transactionFields); err != nil {
 		return Response{}, err
 	}
-	account := c.equal("Account")
+	account, err := c.accountName(c.equal("Account"))
+	if err != nil {
+		return Response{}, err
+	}
 	q := api.JournalQuery{Node: cmp.Or(c.equal("Project"), account), Job: c.equal("JobId")}
 	if q.Job != "" {
 		q.Machine = c.equal("Machine")
@@ -90,7 +93,7 @@ func queryTransactions(c *call) (Response, error) {
 	for i, e := range entries.Items {
 		rows[i] = transactionRow(e, account)
 	}
-	return c.rows(transactionFields, rows), nil
+	return c.rows(transactionFields, rows)
 }
 
 // transactionRow is an entry's row, as account sees it when a query names

@@ -8,6 +8,7 @@ import (
 	"github.com/ingot-hpc/ingot/proto/api"
 	"github.com/ingot-hpc/ingot/proto/auth"
 	"github.com/ingot-hpc/ingot/proto/clients"
+	"maps"
 )
 
 // Handlers of the bank's records: nodes, users, machines, the rate table
@@ -18,6 +19,19 @@ import (
 func (s *Server) nodes(c *call, q api.NodesQuery) (api.List[ledger.Node], error) {
 	return readable(c.r.Context(), s, c, func(ctx context.Context) ([]ledger.Node, error) { return s.ledger.Nodes(c.r.Context(), q.Under) },
 		func(r reach, n ledger.Node) bool { return r.node(n.Name) })
+}
+
+// accountNumbers are the numbers of the accounts the client reads, each
+// counted among all the bank's accounts so that every client sees the
+// same number.
+func (s *Server) accountNumbers(c *call, _ api.NoQuery) (api.AccountNumbersResponse, error) {
+	r, err := s.reachOf(c.r.Context(), c.client)
+	if err != nil {
+		return api.AccountNumbersResponse{}, err
+	}
+	numbers, err := s.ledger.AccountNumbers(c.r.Context())
+	maps.DeleteFunc(numbers, func(name string, _ uint64) bool { return !r.node(name) })
+	return api.AccountNumbersResponse{Numbers: numbers}, err
 }
 
 func (s *Server) node(c *call, q api.NameQuery) (ledger.Node, error) {

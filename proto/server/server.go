@@ -153,6 +153,7 @@ func (s *Server) table() []route {
 		read(get, api.PathBackup, adminOnly, endpoint(s.backup)),
 		read(get, api.PathNodes, anyRole, endpoint(s.nodes)),
 		read(get, api.PathNode, anyRole, endpoint(s.node)),
+		read(get, api.PathAccountNumbers, anyRole, endpoint(s.accountNumbers)),
 		change(api.PathNodes, managers, endpoint(s.createNode)),
 		change(api.PathNodeModify, managers, endpoint(s.modifyNode)),
 		change(api.PathNodeDeactivate, managers, endpoint(s.deactivateNode)),
