@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -11,6 +12,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/ingot-hpc/ingot/internal/report"
+	"github.com/ingot-hpc/ingot/internal/warning"
 	"github.com/ingot-hpc/ingot/ledger"
 	"github.com/ingot-hpc/ingot/lien"
 )
@@ -120,7 +122,13 @@ func balance(c *cli.Context) error {
 		if split {
 			headers = append(headers, "AccountAvailable")
 		}
-		t := table{headers: headers, data: withShares(nbs, shares)}
+		var warnings []warning.Warning
+		if !c.IsSet("at") {
+			for _, nb := range nbs {
+				warnings = append(warnings, warning.Of(nb, cmp.Or(nb.At, time.Now()), p)...)
+			}
+		}
+		t := table{headers: headers, data: withShares(nbs, shares, warnings)}
 		for _, nb := range nbs {
 			row := []string{nb.Node, amount(nb.Amount, p), amount(nb.Reserved, p), amount(nb.Balance.Balance, p), amount(nb.CreditLimit, p), amount(nb.Available, p)}
 			if split {
@@ -135,15 +143,20 @@ func balance(c *cli.Context) error {
 		if err := show(c, t); err != nil {
 			return err
 		}
-		return writeBalanceShares(c, shares, p)
+		if err := writeBalanceShares(c, shares, p); err != nil {
+			return err
+		}
+		return writeWarnings(c, warnings)
 	})
 }
 
 // balanceWithShares is one element of `balance --json`: the node's balance
-// as before, and for an account named with projects, its HFS split now.
+// as before, for an account named with projects its HFS split now, and
+// what the balance warns of now (package warning; not with --at).
 type balanceWithShares struct {
 	ledger.NodeBalance
-	Shares *ledger.AccountShares `json:"shares,omitempty"`
+	Shares   *ledger.AccountShares `json:"shares,omitempty"`
+	Warnings []warning.Warning     `json:"warnings,omitempty"`
 }
 
 // projectShares is the HFS split of each account named that has projects.
@@ -164,10 +177,15 @@ func projectShares(ctx context.Context, b bank, names []string) ([]ledger.Accoun
 	return out, nil
 }
 
-func withShares(nbs []ledger.NodeBalance, shares []ledger.AccountShares) []balanceWithShares {
+func withShares(nbs []ledger.NodeBalance, shares []ledger.AccountShares, warnings []warning.Warning) []balanceWithShares {
 	out := make([]balanceWithShares, len(nbs))
 	for i, nb := range nbs {
 		out[i].NodeBalance = nb
+		for _, w := range warnings {
+			if w.Node == nb.Node {
+				out[i].Warnings = append(out[i].Warnings, w)
+			}
+		}
 		for j := range shares {
 			if shares[j].Account == nb.Node {
 				out[i].Shares = &shares[j]
@@ -191,6 +209,19 @@ func writeBalanceShares(c *cli.Context, shares []ledger.AccountShares, p int32) 
 		if err := writeShares(c, f, s, p, false); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// writeWarnings prints what the balances warn of on standard error, after
+// the table, so that the table stays what a script reads (--json carries
+// them in the balances).
+func writeWarnings(c *cli.Context, warnings []warning.Warning) error {
+	if f, err := outputFormat(c); err != nil || f == formatJSON {
+		return err
+	}
+	for _, w := range warnings {
+		fmt.Fprintf(c.App.ErrWriter, "warning: %s: %s\n", w.Node, w.Message)
 	}
 	return nil
 }
