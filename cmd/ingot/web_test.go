@@ -139,7 +139,7 @@ func TestWebLogin(t *testing.T) {
 	resp.Body.Close()
 	var balances []ledger.NodeBalance
 	w.as("amy").json(&balances, "balance")
-	if len(balances) != 1 || !strings.Contains(string(home), `<td class="num" data-field="available">`+balances[0].Available.StringFixed(2)+`</td>`) {
+	if len(balances) != 1 || !strings.Contains(string(home), `<td class="num" data-field="available">`+report.Grouped(balances[0].Available, 2)+`</td>`) {
 		t.Errorf("amy's home does not show %+v:\n%s", balances, home)
 	}
 	// Forms: JSON and -P carry the link and its expiry.
@@ -246,8 +246,8 @@ func TestWebInBrowser(t *testing.T) {
 		t.Fatalf("amy's balance: %+v", balances)
 	}
 	nb := balances[0]
-	for field, want := range map[string]string{"available": nb.Available.StringFixed(2), "account_available": nb.AccountAvailable.StringFixed(2),
-		"reserved": nb.Reserved.StringFixed(2)} {
+	for field, want := range map[string]string{"available": report.Grouped(nb.Available, 2), "account_available": report.Grouped(*nb.AccountAvailable, 2),
+		"reserved": report.Grouped(nb.Reserved, 2)} {
 		if got := text(`tr[data-node="chem.lab1"] [data-field="` + field + `"]`); got != want {
 			t.Errorf("amy's home: %s %s, ingot balance %s", field, got, want)
 		}
@@ -255,8 +255,8 @@ func TestWebInBrowser(t *testing.T) {
 
 	// Her project's page: the usage table is ingot usage's, per day and user.
 	do("chem.lab1's page", chromedp.Navigate(w.url+"/node?name=chem.lab1&by=user"), chromedp.WaitVisible(chromedp.CSS(`#usage`)))
-	if got := text(`#balance [data-field="available"]`); got != nb.Available.StringFixed(2) {
-		t.Errorf("chem.lab1's page: available %s, ingot balance %s", got, nb.Available.StringFixed(2))
+	if got := text(`#balance [data-field="available"]`); got != report.Grouped(nb.Available, 2) {
+		t.Errorf("chem.lab1's page: available %s, ingot balance %s", got, report.Grouped(nb.Available, 2))
 	}
 	cells, err := chromedp.Run(ctx, chromedp.Evaluate[[][]string](`Array.from(document.querySelectorAll('#usage tbody tr'), tr => Array.from(tr.cells, c => c.textContent))`))
 	if err != nil {
@@ -312,14 +312,27 @@ func TestWebInBrowser(t *testing.T) {
 	var shares ledger.AccountShares
 	w.as("chemmgr").json(&shares, "hfs", "show", "chem")
 	for _, n := range shares.Nodes {
-		for field, want := range map[string]string{"quota": n.Quota.StringFixed(2), "allocated": n.Allocated.StringFixed(2), "used": n.Used.StringFixed(2),
-			"available": n.LienAvailable.StringFixed(2), "unused": n.Available.StringFixed(2)} {
+		for field, want := range map[string]string{"quota": report.Grouped(n.Quota, 2), "allocated": report.Grouped(n.Allocated, 2), "used": report.Grouped(n.Used, 2),
+			"available": report.Grouped(n.LienAvailable, 2), "unused": report.Grouped(n.Available, 2)} {
 			if got := text(`#tree tr[data-node="` + n.Name + `"] [data-field="` + field + `"]`); got != want {
 				t.Errorf("the tree: %s's %s is %s, ingot hfs show %s", n.Name, field, got, want)
 			}
 		}
 	}
 	screenshot(t, ctx, "manager", viewportWidth, viewportHeight)
+
+	// A project's page has the project's own figures: those of hfs show.
+	do("the manager's chem.lab1", chromedp.Navigate(w.url+"/node?name=chem.lab1"), chromedp.WaitVisible(chromedp.CSS(`#balance`)))
+	for _, n := range shares.Nodes {
+		if n.Name != "chem.lab1" {
+			continue
+		}
+		for field, want := range map[string]string{"own_reserved": report.Grouped(n.Reserved, 2), "own_quota": report.Grouped(n.Quota, 2)} {
+			if got := text(`#balance [data-field="` + field + `"]`); got != want {
+				t.Errorf("chem.lab1's page: %s is %s, ingot hfs show %s", field, got, want)
+			}
+		}
+	}
 }
 
 // equalRows compares table cells.

@@ -122,6 +122,30 @@ func inertCell(s string) string {
 // Amount shows an amount with the bank's precision (decimal places).
 func Amount(d decimal.Decimal, precision int32) string { return d.StringFixedBank(precision) }
 
+// Grouped shows an amount as Amount does, with its whole part in groups
+// of three digits ("83,547,714.00"): for people, where Amount is for
+// scripts and spreadsheets.
+func Grouped(d decimal.Decimal, precision int32) string {
+	s := Amount(d, precision)
+	sign := ""
+	if strings.HasPrefix(s, "-") {
+		sign, s = "-", s[1:]
+	}
+	whole, frac, _ := strings.Cut(s, ".")
+	var b strings.Builder
+	b.WriteString(sign)
+	for i, r := range whole {
+		if i > 0 && (len(whole)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(r)
+	}
+	if frac != "" {
+		b.WriteString("." + frac)
+	}
+	return b.String()
+}
+
 // LocalTime shows a stored (UTC) time in the local zone; zero is "-".
 func LocalTime(t time.Time) string {
 	if t.IsZero() {

@@ -88,3 +88,15 @@ func TestUsageTable(t *testing.T) {
 		t.Errorf("usage table %+v", got)
 	}
 }
+
+func TestGrouped(t *testing.T) {
+	for in, want := range map[string]string{"83547714": "83,547,714.00", "-1234.5": "-1,234.50", "999": "999.00", "0": "0.00",
+		"1000": "1,000.00", "-100": "-100.00", "123456.789": "123,456.79"} {
+		if got := report.Grouped(decimal.RequireFromString(in), 2); got != want {
+			t.Errorf("Grouped(%s) = %s, want %s", in, got, want)
+		}
+	}
+	if got := report.Grouped(decimal.NewFromInt(1234567), 0); got != "1,234,567" {
+		t.Errorf("precision 0: %s", got)
+	}
+}

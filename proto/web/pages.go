@@ -11,6 +11,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/ingot-hpc/ingot/internal/report"
+	"github.com/ingot-hpc/ingot/internal/warning"
 	"github.com/ingot-hpc/ingot/ledger"
 	"github.com/ingot-hpc/ingot/lien"
 	"github.com/ingot-hpc/ingot/proto/api"
@@ -34,14 +35,25 @@ type page struct {
 	precision int32
 }
 
-// Amount shows an amount with the bank's precision, as the command line does.
-func (pg page) Amount(d decimal.Decimal) string { return report.Amount(d, pg.precision) }
+// Amount shows an amount with the bank's precision, as the command line
+// does, with its digits grouped in thousands for people.
+func (pg page) Amount(d decimal.Decimal) string { return report.Grouped(d, pg.precision) }
 
-// Time shows a stored (UTC) time in the server's zone.
-func (pg page) Time(t time.Time) string { return report.LocalTime(t) }
+// Time shows a stored (UTC) time in the server's zone, which it names.
+func (pg page) Time(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.Local().Format(timeLayout)
+}
 
 // End shows an allocation's end ("never" for none).
-func (pg page) End(t time.Time) string { return report.EndTime(t) }
+func (pg page) End(t time.Time) string {
+	if t.IsZero() {
+		return "never"
+	}
+	return pg.Time(t)
+}
 
 // pageOf is the page of a request, titled title.
 func (p *Pages) pageOf(req *request, title string) page {
@@ -105,7 +117,11 @@ type nodePage struct {
 	Account   string
 	IsAccount bool
 	Balance   ledger.NodeBalance
-	Liens     []ledger.Lien
+	// Own are a project's own figures (nil on an account's page, whose
+	// Balance is its own).
+	Own      *ownFigures
+	Warnings []warning.Warning
+	Liens    []ledger.Lien
 	// Usage is the node's usage in the chart's periods, charted and as the
 	// table `ingot usage` prints.
 	Charts     []chart
@@ -125,6 +141,18 @@ type nodePage struct {
 	// StatementFrom and StatementTo are the statement form's first and
 	// last days: this month so far.
 	StatementFrom, StatementTo string
+}
+
+// ownFigures are a project's own: what its open liens hold, what its
+// jobs used since its account's active allocations began, and its HFS
+// share where the session reads the account's split. Its Available is
+// the balance's (what a lien on it would get); the account's Amount,
+// Reserved and credit limit are the account's, shown on its page only.
+type ownFigures struct {
+	Reserved  decimal.Decimal
+	Used      decimal.Decimal
+	UsedSince time.Time // zero: no active allocation
+	Share     *ledger.NodeShare
 }
 
 // choice is a link to the same page with another parameter.
@@ -154,6 +182,12 @@ func (p *Pages) node(req *request) error {
 		return err
 	}
 	data.Liens = liens.Items
+	data.Warnings = warning.Of(nb, settings.Now, settings.Precision)
+	if !data.IsAccount {
+		if data.Own, err = own(req, nb, liens.Items, settings.ArchivedBefore); err != nil {
+			return err
+		}
+	}
 	starts, since := keptPeriods(periodStarts(settings.Now, q.Period), settings.ArchivedBefore)
 	rows, err := usage(req, q, since)
 	if err != nil {
@@ -172,6 +206,13 @@ func (p *Pages) node(req *request) error {
 	switch {
 	case err == nil:
 		data.Tree = &shares
+		if data.Own != nil {
+			for i := range shares.Nodes {
+				if shares.Nodes[i].Name == q.Name {
+					data.Own.Share = &shares.Nodes[i]
+				}
+			}
+		}
 	case api.FromError(err).Code != api.CodeForbidden:
 		return err
 	default:
@@ -188,6 +229,36 @@ func (p *Pages) node(req *request) error {
 	data.StatementTo = today.Format(dateLayout)
 	p.render(req, http.StatusOK, "node", data)
 	return nil
+}
+
+// own are project nb's own figures: its open liens' holds, and the net
+// usage of its subtree since the earliest start of its account's active
+// allocations, or since archivedBefore when that is later (the server
+// reads no archive).
+func own(req *request, nb ledger.NodeBalance, liens []ledger.Lien, archivedBefore time.Time) (*ownFigures, error) {
+	o := &ownFigures{Reserved: decimal.Zero, Used: decimal.Zero}
+	for _, l := range liens {
+		for _, h := range l.Holds {
+			o.Reserved = o.Reserved.Add(h.Amount)
+		}
+	}
+	for _, a := range nb.Allocations {
+		if a.Active && (o.UsedSince.IsZero() || a.Start.Before(o.UsedSince)) {
+			o.UsedSince = a.Start
+		}
+	}
+	if o.UsedSince.IsZero() {
+		return o, nil
+	}
+	if o.UsedSince.Before(archivedBefore) {
+		o.UsedSince = archivedBefore
+	}
+	rows, err := call[api.List[lien.UsageRow]](req, api.PathUsage,
+		api.UsageQuery{Node: nb.Node, By: "project", Period: "month", Since: o.UsedSince, TZ: "Local"})
+	for _, r := range rows.Items {
+		o.Used = o.Used.Add(r.Net)
+	}
+	return o, err
 }
 
 // usage is the node's usage since the chart's first period, in the

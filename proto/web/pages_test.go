@@ -30,8 +30,8 @@ func TestPageNumbers(t *testing.T) {
 	if nb.AccountAvailable == nil || nb.AccountAvailable.Equal(nb.Available) {
 		t.Fatalf("the seeded bank should split chem: %+v", nb)
 	}
-	for field, want := range map[string]string{"available": nb.Available.StringFixed(2), "account_available": nb.AccountAvailable.StringFixed(2),
-		"reserved": nb.Reserved.StringFixed(2), "amount": nb.Amount.StringFixed(2)} {
+	for field, want := range map[string]string{"available": report.Grouped(nb.Available, 2), "account_available": report.Grouped(*nb.AccountAvailable, 2),
+		"reserved": report.Grouped(nb.Reserved, 2), "amount": report.Grouped(nb.Amount, 2)} {
 		if got := cell(t, home.body, "chem.lab1", field); got != want {
 			t.Errorf("home: chem.lab1's %s is %s, want %s", field, got, want)
 		}
@@ -46,8 +46,8 @@ func TestPageNumbers(t *testing.T) {
 			if page.status != http.StatusOK {
 				t.Fatalf("chem.lab1 by %s per %s: %d\n%s", by, period, page.status, page.body)
 			}
-			if got := cell(t, page.body, "", "available"); got != nb.Available.StringFixed(2) {
-				t.Errorf("chem.lab1's page: available %s, want %s", got, nb.Available.StringFixed(2))
+			if got := cell(t, page.body, "", "available"); got != report.Grouped(nb.Available, 2) {
+				t.Errorf("chem.lab1's page: available %s, want %s", got, report.Grouped(nb.Available, 2))
 			}
 			// The usage table is lien.Usage's of the project's charges since
 			// the chart's first period.
@@ -87,8 +87,8 @@ func TestPageNumbers(t *testing.T) {
 		t.Fatalf("the manager's chem: %d\n%s", page.status, page.body)
 	}
 	for _, n := range shares.Nodes {
-		for field, want := range map[string]string{"quota": n.Quota.StringFixed(2), "allocated": n.Allocated.StringFixed(2), "used": n.Used.StringFixed(2),
-			"available": n.LienAvailable.StringFixed(2), "unused": n.Available.StringFixed(2)} {
+		for field, want := range map[string]string{"quota": report.Grouped(n.Quota, 2), "allocated": report.Grouped(n.Allocated, 2), "used": report.Grouped(n.Used, 2),
+			"available": report.Grouped(n.LienAvailable, 2), "unused": report.Grouped(n.Available, 2)} {
 			if got := cell(t, page.body, n.Name, field); got != want {
 				t.Errorf("tree: %s's %s is %s, want %s", n.Name, field, got, want)
 			}

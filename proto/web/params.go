@@ -104,6 +104,9 @@ type statementPeriod struct {
 // dateLayout is the form of the date fields (<input type="date">).
 const dateLayout = "2006-01-02"
 
+// timeLayout shows a time to the minute with its zone's name.
+const timeLayout = "2006-01-02 15:04 MST"
+
 // earliest is the first day a statement may start: the bank refuses times
 // before 1970 as typos, and so does the page.
 var earliest = time.Date(1970, 1, 1, 0, 0, 0, 0, time.UTC)

@@ -1,0 +1,90 @@
+package web_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shopspring/decimal"
+
+	"github.com/ingot-hpc/ingot/internal/report"
+	"github.com/ingot-hpc/ingot/ledger"
+)
+
+// TestProjectOwnFigures: a project's page shows the project's own figures
+// (what its liens hold, what its jobs used, its HFS quota and allocation:
+// those of `ingot hfs show`), not the account's Amount and Reserved, which
+// its account's page shows, labelled as the account's.
+func TestProjectOwnFigures(t *testing.T) {
+	s := newSite(t)
+	s.seed(5)
+	shares, err := s.Shares(context.Background(), "chem")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lab1 ledger.NodeShare
+	for _, n := range shares.Nodes {
+		if n.Name == "chem.lab1" {
+			lab1 = n
+		}
+	}
+	account := s.MustBalance("chem")
+	for _, who := range []string{"amy", "chemmgr"} {
+		page := s.signedIn(who).get("/node?name=chem.lab1")
+		if page.status != http.StatusOK {
+			t.Fatalf("%s: %d", who, page.status)
+		}
+		for field, want := range map[string]decimal.Decimal{"own_reserved": lab1.Reserved, "own_used": lab1.Used} {
+			if got := cell(t, page.body, "", field); got != report.Grouped(want, 2) {
+				t.Errorf("%s: chem.lab1's %s is %s, want %s (hfs show's)", who, field, got, report.Grouped(want, 2))
+			}
+		}
+		if strings.Contains(page.body, report.Grouped(account.Amount, 2)) || strings.Contains(page.body, "Amount left in active allocations") {
+			t.Errorf("%s: chem.lab1's page shows the account's amount", who)
+		}
+		if !strings.Contains(page.body, "Balance of the project chem.lab1") {
+			t.Errorf("%s: the project's figures are not labelled as its own", who)
+		}
+	}
+	mgr := s.signedIn("chemmgr")
+	page := mgr.get("/node?name=chem.lab1")
+	if got := cell(t, page.body, "", "own_quota"); got != report.Grouped(lab1.Quota, 2) {
+		t.Errorf("the manager's chem.lab1: quota %s, want %s", got, report.Grouped(lab1.Quota, 2))
+	}
+	if strings.Contains(s.signedIn("amy").get("/node?name=chem.lab1").body, `data-field="own_quota"`) {
+		t.Errorf("amy, who does not read chem's split, is shown a quota")
+	}
+	page = mgr.get("/node?name=chem")
+	if !strings.Contains(page.body, "Balance of the account chem") || cell(t, page.body, "", "amount") != report.Grouped(account.Amount, 2) ||
+		cell(t, page.body, "", "reserved") != report.Grouped(account.Reserved, 2) {
+		t.Errorf("chem's page does not show the account's figures, labelled")
+	}
+}
+
+// TestPageWarnings: a node's page warns of an allocation ending within 30
+// days and of credits used up, and of nothing on a healthy bank.
+func TestPageWarnings(t *testing.T) {
+	s := newSite(t)
+	s.seed(2)
+	if strings.Contains(s.signedIn("amy").get("/node?name=chem.lab1").body, `id="warnings"`) {
+		t.Errorf("a healthy project is warned of")
+	}
+	ctx := context.Background()
+	if _, err := s.Deposit(ctx, s.Req(), ledger.DepositSpec{Account: "chem", Amount: decimal.NewFromInt(100), End: s.Clock.Now().Add(20*24*time.Hour + time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	bio := s.MustBalance("bio")
+	if _, err := s.Withdraw(ctx, s.Req(), ledger.WithdrawSpec{Account: "bio", Amount: bio.Available}); err != nil {
+		t.Fatal(err)
+	}
+	amy := s.signedIn("amy").get("/node?name=chem.lab1")
+	if !strings.Contains(amy.body, `<li data-kind="ending">allocation 3 of chem ends in 20 days`) {
+		t.Errorf("chem.lab1 does not warn of its ending allocation:\n%s", amy.body)
+	}
+	bob := s.signedIn("bob").get("/node?name=bio.lab1")
+	if !strings.Contains(bob.body, `<li data-kind="exhausted">bio.lab1 is exhausted`) {
+		t.Errorf("bio.lab1 does not warn that it is exhausted:\n%s", bob.body)
+	}
+}
