@@ -119,18 +119,11 @@ func (r *strictReader) value(t *strictType, where string) error {
 			et = t.elem
 		}
 		r.i++
-		r.space()
-		for r.b[r.i] != ']' {
+		for r.more(']') {
 			if err := r.value(et, where); err != nil {
 				return err
 			}
-			r.space()
-			if r.b[r.i] == ',' {
-				r.i++
-			}
-			r.space()
 		}
-		r.i++
 		return nil
 	}
 	r.literal()
@@ -147,8 +140,7 @@ func (r *strictReader) object(t *strictType, where string) error {
 	var seenFew [smallObject]string
 	seen, seenMany := seenFew[:0], map[string]bool(nil)
 	r.i++
-	r.space()
-	for r.b[r.i] != '}' {
+	for r.more('}') {
 		key, err := r.string()
 		if err != nil {
 			return err
@@ -188,14 +180,24 @@ func (r *strictReader) object(t *strictType, where string) error {
 		if err := r.value(ft, key); err != nil {
 			return err
 		}
-		r.space()
-		if r.b[r.i] == ',' {
-			r.i++
-		}
+	}
+	return nil
+}
+
+// more passes white space and the comma after a member of an object or a
+// list, and says whether another member follows; if not, it passes the
+// closing delimiter, close.
+func (r *strictReader) more(close byte) bool {
+	r.space()
+	if r.b[r.i] == ',' {
+		r.i++
 		r.space()
 	}
-	r.i++
-	return nil
+	if r.b[r.i] == close {
+		r.i++
+		return false
+	}
+	return true
 }
 
 // string reads a string. One without escapes is its bytes (the body is
