@@ -55,11 +55,23 @@ type ChargeResult struct {
 
 // ExplanationOf is how charge c, made by this package, was priced.
 func ExplanationOf(c ledger.Charge) (charge.Explanation, error) {
+	d, err := detailOf(c)
+	return d.Explanation, err
+}
+
+// UsageOf is what the job of charge c, made by this package, used, as its
+// charge reported it.
+func UsageOf(c ledger.Charge) (charge.Usage, error) {
+	d, err := detailOf(c)
+	return d.Usage, err
+}
+
+func detailOf(c ledger.Charge) (chargeDetail, error) {
 	var d chargeDetail
 	if err := json.Unmarshal(c.Detail, &d); err != nil {
-		return charge.Explanation{}, fmt.Errorf("%w: charge %d detail: %v", ledger.ErrCorrupt, c.ID, err)
+		return chargeDetail{}, fmt.Errorf("%w: charge %d detail: %v", ledger.ErrCorrupt, c.ID, err)
 	}
-	return d.Explanation, nil
+	return d, nil
 }
 
 // Charge charges a job. It never fails for lack of funds (see the package

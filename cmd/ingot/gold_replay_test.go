@@ -72,13 +72,13 @@ func shiftTimes(request string, recorded, shift int64) string {
 	})
 }
 
-// sameTime reports whether a time answered now is the one recorded,
-// moved by shift: within tolerance seconds, or both not times (empty,
-// infinity).
+// sameTime reports whether a time answered now is the one recorded: the
+// same (a time the request gave, far from the session's day), or moved by
+// shift within tolerance seconds (a time the bank took from its clock).
 func sameTime(got, want string, shift int64) bool {
 	g, errG := strconv.ParseInt(got, 10, 64)
 	w, errW := strconv.ParseInt(want, 10, 64)
-	if errG != nil || errW != nil || w >= 1<<31-1 {
+	if errG != nil || errW != nil || g == w {
 		return got == want
 	}
 	const tolerance = 600

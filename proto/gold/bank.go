@@ -46,7 +46,10 @@ var actions = map[string]map[string]action{
 		"Charge":  chargeJob,
 		"Quote":   quote,
 		"Refund":  refund,
+		"Query":   queryJobs,
 	},
+	"Quotation":           {"Query": queryQuotations},
+	"QuotationChargeRate": {"Query": queryQuotationChargeRates},
 	"Account": {
 		"Deposit":  deposit,
 		"Withdraw": withdraw,
@@ -55,7 +58,7 @@ var actions = map[string]map[string]action{
 		"Query":    queryAccounts,
 		"Create":   createAccount,
 	},
-	"Allocation":     {"Query": queryAllocations},
+	"Allocation":     {"Query": queryAllocations, "Modify": modifyAllocation},
 	"User":           {"Create": createUser, "Query": queryUsers},
 	"Machine":        {"Create": createMachine, "Query": queryMachines},
 	"Project":        {"Create": createProject, "Query": queryProjects},
@@ -65,7 +68,7 @@ var actions = map[string]map[string]action{
 	"AccountProject": {"Query": queryAccountProjects},
 	"AccountUser":    {"Query": queryAccountUsers},
 	"AccountMachine": {"Query": queryAccountMachines},
-	"Reservation":    {"Query": queryReservations},
+	"Reservation":    {"Query": queryReservations, "Modify": modifyReservation, "Delete": deleteReservation},
 	"Transaction":    {"Query": queryTransactions},
 }
 

@@ -101,8 +101,13 @@ func (c *call) count(name string) (int64, error) {
 	if err != nil || !ok || v == "" {
 		return 0, err
 	}
+	return wholeNumber(name, v)
+}
+
+// wholeNumber reads v, the value of name, as a whole number.
+func wholeNumber(name, v string) (int64, error) {
 	n, err := strconv.ParseInt(v, 10, 64)
-	if err != nil || n < 0 || v[0] == '+' {
+	if err != nil || n < 0 || v == "" || v[0] == '+' {
 		return 0, Errorf(CodeBadData, "%s %s is not a whole number", name, ledger.Excerpt(v))
 	}
 	return n, nil
