@@ -142,3 +142,175 @@ func epochTime(name, v string) (time.Time, error) {
 	n, err := wholeNumber(name, v)
 	return time.Unix(n, 0).UTC(), err
 }
+
+// activeSet reads a Set Active: nil when not set.
+func activeSet(v map[string]string) (*bool, error) {
+	a, ok := v["Active"]
+	if !ok {
+		return nil, nil
+	}
+	switch strings.ToLower(a) {
+	case "true":
+		return new(true), nil
+	case "false":
+		return new(false), nil
+	}
+	return nil, Errorf(CodeBadData, "Active %s is not True or False", ledger.Excerpt(a))
+}
+
+// textSet is a Set of text: nil when not set.
+func textSet(v map[string]string, name string) *string {
+	if t, ok := v[name]; ok {
+		return &t
+	}
+	return nil
+}
+
+// modifyUser changes a user (gchuser): Active, DefaultProject,
+// Description; what ingot does not keep is refused.
+func modifyUser(c *call) (Response, error) {
+	_, name, err := c.selected("Name")
+	if err != nil {
+		return Response{}, err
+	}
+	v, err := c.sets("Active", "DefaultProject", "Description")
+	if err != nil {
+		return Response{}, err
+	}
+	ch := ledger.UserChange{Description: textSet(v, "Description"), DefaultProject: textSet(v, "DefaultProject")}
+	if ch.Active, err = activeSet(v); err != nil {
+		return Response{}, err
+	}
+	u, err := change[ledger.User](c, api.PathUserModify, api.Modify[ledger.UserChange]{Name: name, Change: ch})
+	if err != nil {
+		return Response{}, err
+	}
+	return modified(c, userRow(u)), nil
+}
+
+// deleteUser deactivates a user (grmuser): ingot deletes nothing, so that
+// its journal keeps naming what it names.
+func deleteUser(c *call) (Response, error) {
+	_, name, err := c.selected("Name")
+	if err != nil {
+		return Response{}, err
+	}
+	u, err := change[ledger.User](c, api.PathUserModify, api.Modify[ledger.UserChange]{Name: name, Change: ledger.UserChange{Active: new(false)}})
+	if err != nil {
+		return Response{}, err
+	}
+	return deleted(c, userRow(u)), nil
+}
+
+// modifyMachine changes a machine (gchmachine): Active, Description.
+func modifyMachine(c *call) (Response, error) {
+	_, name, err := c.selected("Name")
+	if err != nil {
+		return Response{}, err
+	}
+	v, err := c.sets("Active", "Description")
+	if err != nil {
+		return Response{}, err
+	}
+	ch := ledger.MachineChange{Description: textSet(v, "Description")}
+	if ch.Active, err = activeSet(v); err != nil {
+		return Response{}, err
+	}
+	m, err := change[ledger.Machine](c, api.PathMachineModify, api.Modify[ledger.MachineChange]{Name: name, Change: ch})
+	if err != nil {
+		return Response{}, err
+	}
+	return modified(c, machineRow(m)), nil
+}
+
+// deleteMachine deactivates a machine (grmmachine).
+func deleteMachine(c *call) (Response, error) {
+	_, name, err := c.selected("Name")
+	if err != nil {
+		return Response{}, err
+	}
+	m, err := change[ledger.Machine](c, api.PathMachineModify, api.Modify[ledger.MachineChange]{Name: name, Change: ledger.MachineChange{Active: new(false)}})
+	if err != nil {
+		return Response{}, err
+	}
+	return deleted(c, machineRow(m)), nil
+}
+
+// modifyNode changes a project (gchproject, selected by Name) or an
+// account (gchaccount, by Id): its Description, and Active, which
+// deactivates or reactivates it with its subtree.
+func modifyNode(c *call) (Response, error) {
+	name, err := c.nodeSelected()
+	if err != nil {
+		return Response{}, err
+	}
+	v, err := c.sets("Active", "Description")
+	if err != nil {
+		return Response{}, err
+	}
+	active, err := activeSet(v)
+	if err != nil {
+		return Response{}, err
+	}
+	if len(v) == 0 {
+		return Response{}, Errorf(CodeBadData, "%s Modify changes nothing: set Active or Description", c.Object)
+	}
+	var n ledger.Node
+	if d := textSet(v, "Description"); d != nil {
+		if n, err = change[ledger.Node](c, api.PathNodeModify, api.Modify[ledger.NodeChange]{Name: name, Change: ledger.NodeChange{Description: d}}); err != nil {
+			return Response{}, err
+		}
+	}
+	if active != nil {
+		path := map[bool]string{true: api.PathNodeReactivate, false: api.PathNodeDeactivate}[*active]
+		if n, err = change[ledger.Node](c, path, api.NameRequest{Name: name}); err != nil {
+			return Response{}, err
+		}
+	}
+	return modified(c, projectRow(n)), nil
+}
+
+// deleteNode deactivates a project or an account with its subtree
+// (grmproject, grmaccount).
+func deleteNode(c *call) (Response, error) {
+	name, err := c.nodeSelected()
+	if err != nil {
+		return Response{}, err
+	}
+	if len(c.Sets) > 0 {
+		return Response{}, Errorf(CodeBadData, "a Delete takes no Set")
+	}
+	n, err := change[ledger.Node](c, api.PathNodeDeactivate, api.NameRequest{Name: name})
+	if err != nil {
+		return Response{}, err
+	}
+	return deleted(c, projectRow(n)), nil
+}
+
+// nodeSelected is the node a Project (by Name) or an Account (by Id, a
+// number or a name) request selects.
+func (c *call) nodeSelected() (string, error) {
+	if c.Object == "Account" {
+		_, id, err := c.selected("Id")
+		if err != nil {
+			return "", err
+		}
+		return c.accountName(id)
+	}
+	_, name, err := c.selected("Name")
+	return name, err
+}
+
+// modified and deleted answer a Modify and a Delete with the record as it
+// is now.
+func modified(c *call, r Element) Response {
+	resp := created(c, r)
+	resp.Message = "Successfully modified 1 " + strings.ToLower(c.Object)
+	return resp
+}
+
+func deleted(c *call, r Element) Response {
+	resp := created(c, r)
+	resp.Message = "Successfully deleted 1 " + strings.ToLower(c.Object) + " (deactivated: ingot deletes nothing)"
+	return resp
+}
