@@ -273,11 +273,30 @@ func TestWebInBrowser(t *testing.T) {
 	if want := report.UsageTable(rows, []string{"user"}, true, ledger.DefaultPrecision).Rows; !equalRows(cells, want) {
 		t.Errorf("the page's usage table:\n%v\ningot usage:\n%v", cells, want)
 	}
-	bars, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('svg rect.bar').length`))
-	if err != nil || bars != 31 {
-		t.Errorf("the chart has %d bars (%v), want 31 days", bars, err)
+	// The chart is fitted to the bank's days, one column each.
+	columns, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('svg.wide rect.hit').length`))
+	if err != nil || columns != daysOfHistory+1 {
+		t.Errorf("the chart has %d columns (%v), want %d days", columns, err, daysOfHistory+1)
 	}
 	screenshot(t, ctx, "desktop", viewportWidth, viewportHeight)
+
+	// The date range: three days typed into the form's fields, ISO dates,
+	// give the table of ingot usage --since FIRST --until DAY-AFTER-LAST.
+	first := time.Now().AddDate(0, 0, -daysOfHistory+1)
+	last := first.AddDate(0, 0, 2)
+	do("a date range", chromedp.SetValue(chromedp.CSS(`#range-from`), first.Format(time.DateOnly)), chromedp.SetValue(chromedp.CSS(`#range-to`), last.Format(time.DateOnly)),
+		chromedp.Submit(chromedp.CSS(`#range-from`)), chromedp.WaitVisible(chromedp.CSS(`a[href="/node?name=chem.lab1"]`)))
+	if cells, err = chromedp.Run(ctx, chromedp.Evaluate[[][]string](`Array.from(document.querySelectorAll('#usage tbody tr'), tr => Array.from(tr.cells, c => c.textContent))`)); err != nil {
+		t.Fatal(err)
+	}
+	rows = nil
+	w.as("amy").json(&rows, "usage", "--project", "chem.lab1", "--by", "user", "--period", "day", "--since", first.Format(time.DateOnly), "--until", last.AddDate(0, 0, 1).Format(time.DateOnly))
+	for i := range rows {
+		rows[i].Period = rows[i].Period.Local()
+	}
+	if want := report.UsageTable(rows, []string{"user"}, true, ledger.DefaultPrecision).Rows; len(rows) != 3 || !equalRows(cells, want) {
+		t.Errorf("the range's usage table:\n%v\ningot usage:\n%v", cells, want)
+	}
 
 	// On a phone, nothing is wider than the screen but the tables, which
 	// scroll in their own boxes.

@@ -1,8 +1,10 @@
 package web_test
 
 import (
+	"bytes"
 	"context"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +13,7 @@ import (
 
 	"github.com/ingot-hpc/ingot/internal/report"
 	"github.com/ingot-hpc/ingot/ledger"
+	"github.com/ingot-hpc/ingot/lien"
 )
 
 // TestProjectOwnFigures: a project's page shows the project's own figures
@@ -86,5 +89,51 @@ func TestPageWarnings(t *testing.T) {
 	bob := s.signedIn("bob").get("/node?name=bio.lab1")
 	if !strings.Contains(bob.body, `<li data-kind="exhausted">bio.lab1 is exhausted`) {
 		t.Errorf("bio.lab1 does not warn that it is exhausted:\n%s", bob.body)
+	}
+}
+
+// TestDateRange: from and to choose the usage's days, on the page and in
+// its download: the table is lien.Usage's of the charges from the first
+// day's midnight to the end of the last, and the chart has those periods,
+// by project, user or machine; the choices keep the range.
+func TestDateRange(t *testing.T) {
+	s := newSite(t)
+	s.seed(40)
+	ctx := context.Background()
+	from := lien.PeriodStart(s.Clock.Now(), "day", time.Local).AddDate(0, 0, -30)
+	to := from.AddDate(0, 0, 9) // ten days
+	amy := s.signedIn("amy")
+	for _, by := range []string{"project", "user", "machine"} {
+		q := "name=chem.lab1&by=" + by + "&from=" + from.Format("2006-01-02") + "&to=" + to.Format("2006-01-02")
+		page := amy.get("/node?" + q)
+		if page.status != http.StatusOK {
+			t.Fatalf("%s: %d\n%s", q, page.status, page.body)
+		}
+		charges, err := s.lb.FindCharges(ctx, lien.ChargeFilter{Node: "chem.lab1", Since: from, Until: to.AddDate(0, 0, 1)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows, err := lien.Usage(charges, []string{by}, "day", time.Local)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := report.UsageTable(rows, []string{by}, true, 2)
+		if got := tableRows(t, page.body, "usage"); len(rows) != 10 || !slices.EqualFunc(got, want.Rows, slices.Equal) {
+			t.Errorf("by %s: usage\n got %v\nwant %v", by, got, want.Rows)
+		}
+		if n := strings.Count(page.body, `<rect class="hit"`); n != 2*10 {
+			t.Errorf("by %s: %d columns, want 10 in each drawing", by, n)
+		}
+		if !strings.Contains(page.body, `value="`+from.Format("2006-01-02")+`"`) || !strings.Contains(page.body, "&amp;from="+from.Format("2006-01-02")) {
+			t.Errorf("by %s: the range is not in the date fields and the links", by)
+		}
+		csv := amy.get("/usage.csv?" + q + "&period=day")
+		var b bytes.Buffer
+		if err := report.Write(&b, report.CSV, want); err != nil {
+			t.Fatal(err)
+		}
+		if csv.status != http.StatusOK || csv.body != b.String() {
+			t.Errorf("by %s: usage.csv\n%s\nwant\n%s", by, csv.body, b.String())
+		}
 	}
 }

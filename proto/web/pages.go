@@ -126,7 +126,11 @@ type nodePage struct {
 	// table `ingot usage` prints.
 	Charts     []chart
 	UsageTable report.Table
-	Since      time.Time
+	// Since and Until (zero: now) bound the charges of the usage;
+	// RangeFrom and RangeTo are the range's first and last days, for the
+	// date fields.
+	Since, Until       time.Time
+	RangeFrom, RangeTo string
 	// ArchivedBefore is the date before which the bank's history is in an
 	// archive, which the page does not show (zero: none).
 	ArchivedBefore time.Time
@@ -188,19 +192,23 @@ func (p *Pages) node(req *request) error {
 			return err
 		}
 	}
-	starts, since := keptPeriods(periodStarts(settings.Now, q.Period), settings.ArchivedBefore)
-	rows, err := usage(req, q, since)
+	u, err := usage(req, q, settings)
 	if err != nil {
 		return err
 	}
-	data.Since, data.ArchivedBefore = since, settings.ArchivedBefore
-	data.Charts = usageCharts(rows, q.By, q.Period, starts, settings.Precision)
-	data.UsageTable = report.UsageTable(rows, []string{q.By}, true, settings.Precision)
+	data.Since, data.Until, data.ArchivedBefore = u.since, u.until, settings.ArchivedBefore
+	data.RangeFrom, data.RangeTo = u.starts[0].Format(dateLayout), u.lastDay.Format(dateLayout)
+	data.Charts = usageCharts(u.rows, q.By, q.Period, u.starts, settings.Precision)
+	data.UsageTable = report.UsageTable(u.rows, []string{q.By}, true, settings.Precision)
 	for _, period := range lien.UsagePeriods {
-		data.Periods = append(data.Periods, choice{Label: "By " + period, URL: nodeURL(nodeQuery{Name: q.Name, Period: period, By: q.By}), Current: period == q.Period})
+		c := q
+		c.Period = period
+		data.Periods = append(data.Periods, choice{Label: "By " + period, URL: nodeURL(c), Current: period == q.Period})
 	}
 	for _, by := range usageBys {
-		data.Bys = append(data.Bys, choice{Label: "Per " + by, URL: nodeURL(nodeQuery{Name: q.Name, Period: q.Period, By: by}), Current: by == q.By})
+		c := q
+		c.By = by
+		data.Bys = append(data.Bys, choice{Label: "Per " + by, URL: nodeURL(c), Current: by == q.By})
 	}
 	shares, err := call[ledger.AccountShares](req, api.PathShares, api.AccountQuery{Account: data.Account})
 	switch {
@@ -261,12 +269,37 @@ func own(req *request, nb ledger.NodeBalance, liens []ledger.Lien, archivedBefor
 	return o, err
 }
 
-// usage is the node's usage since the chart's first period, in the
-// server's zone, as GET /v1/usage reports it.
-func usage(req *request, q nodeQuery, since time.Time) ([]lien.UsageRow, error) {
+// usageRange is a node's usage over the chart's periods.
+type usageRange struct {
+	// starts are the chart's periods; since and until (zero: now) bound
+	// the charges asked for, lastDay is the range's last day.
+	starts       []time.Time
+	since, until time.Time
+	lastDay      time.Time
+	rows         []lien.UsageRow
+}
+
+// usage is the node's usage in the chart's periods, in the server's zone,
+// as GET /v1/usage reports it (`ingot usage --project NODE --by BY
+// --period PERIOD --since SINCE [--until UNTIL]`): in the range q chooses,
+// or else in the default periods up to now from the first with charges.
+func usage(req *request, q nodeQuery, settings api.Settings) (usageRange, error) {
+	starts, err := periodStarts(settings.Now, q.Period, q.FromDay, q.ToDay)
+	if err != nil {
+		return usageRange{}, err
+	}
+	u := usageRange{until: q.ToDay, lastDay: settings.Now.In(time.Local)}
+	if !q.ToDay.IsZero() {
+		u.lastDay = q.ToDay.AddDate(0, 0, -1)
+	}
+	u.starts, u.since = keptPeriods(starts, settings.ArchivedBefore)
 	rows, err := call[api.List[lien.UsageRow]](req, api.PathUsage,
-		api.UsageQuery{Node: q.Name, By: q.By, Period: q.Period, Since: since, TZ: "Local"})
-	return rows.Items, err
+		api.UsageQuery{Node: q.Name, By: q.By, Period: q.Period, Since: u.since, Until: u.until, TZ: "Local"})
+	u.rows = rows.Items
+	if q.From == "" {
+		u.starts = fitted(u.starts, u.rows)
+	}
+	return u, err
 }
 
 // usageCSV downloads the usage table of a node's page, as `ingot usage
@@ -285,16 +318,15 @@ func (p *Pages) usageCSV(req *request) error {
 	if _, err := call[ledger.Node](req, api.PathNode, api.NameQuery{Name: q.Name}); err != nil {
 		return err
 	}
-	starts, since := keptPeriods(periodStarts(settings.Now, q.Period), settings.ArchivedBefore)
-	rows, err := usage(req, q, since)
+	u, err := usage(req, q, settings)
 	if err != nil {
 		return err
 	}
 	var b bytes.Buffer
-	if err := report.Write(&b, report.CSV, report.UsageTable(rows, []string{q.By}, true, settings.Precision)); err != nil {
+	if err := report.Write(&b, report.CSV, report.UsageTable(u.rows, []string{q.By}, true, settings.Precision)); err != nil {
 		return err
 	}
-	sendCSV(req, fmt.Sprintf("%s-usage-by-%s-from-%s.csv", q.Name, q.Period, starts[0].Format(dateLayout)), b.Bytes())
+	sendCSV(req, fmt.Sprintf("%s-usage-by-%s-from-%s.csv", q.Name, q.Period, u.since.In(time.Local).Format(dateLayout)), b.Bytes())
 	return nil
 }
 
@@ -331,8 +363,8 @@ func sendCSV(req *request, name string, body []byte) {
 	req.w.Write(body)
 }
 
-// nodeURL is the page of a node, with the usage's period and grouping
-// when they are not the defaults.
+// nodeURL is the page of a node, with the usage's period, grouping and
+// range when they are not the defaults.
 func nodeURL(q nodeQuery) string {
 	v := url.Values{"name": {q.Name}}
 	if q.Period != "" && q.Period != "day" {
@@ -341,12 +373,25 @@ func nodeURL(q nodeQuery) string {
 	if q.By != "" && q.By != "project" {
 		v.Set("by", q.By)
 	}
+	setRange(v, q)
 	return pathNode + "?" + v.Encode()
 }
 
 // usageURL is the download of a node page's usage table.
 func usageURL(q nodeQuery) string {
-	return pathUsage + "?" + url.Values{"name": {q.Name}, "period": {q.Period}, "by": {q.By}}.Encode()
+	v := url.Values{"name": {q.Name}, "period": {q.Period}, "by": {q.By}}
+	setRange(v, q)
+	return pathUsage + "?" + v.Encode()
+}
+
+// setRange adds q's date range, where chosen, to a link's parameters.
+func setRange(v url.Values, q nodeQuery) {
+	if q.From != "" {
+		v.Set("from", q.From)
+	}
+	if q.To != "" {
+		v.Set("to", q.To)
+	}
 }
 
 // depth is a node's depth in its tree: 0 for an account.

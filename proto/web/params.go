@@ -54,15 +54,22 @@ func decodeFormBody(path, body string, f any) error {
 }
 
 // usageBys are the ways the page groups usage: by project (a node's
-// subtree has several) or by user.
-var usageBys = []string{"project", "user"}
+// subtree has several), by user or by machine (lien.UsageKeys).
+var usageBys = lien.UsageKeys
 
 // nodeQuery is the query of a node's page and of its usage download: the
-// node, the usage's period (default day) and grouping (default project).
+// node, the usage's period (default day) and grouping (default project),
+// and the first and last days of its range (default: the chart's periods
+// up to now, from the first with charges). FromDay and ToDay are the
+// range's midnights (see dateRange), zero where not given.
 type nodeQuery struct {
 	Name   string `query:"name,required"`
 	Period string `query:"period"`
 	By     string `query:"by"`
+	From   string `query:"from"`
+	To     string `query:"to"`
+
+	FromDay, ToDay time.Time
 }
 
 func decodeNodeQuery(path string, v url.Values) (nodeQuery, error) {
@@ -80,9 +87,16 @@ func decodeNodeQuery(path string, v url.Values) (nodeQuery, error) {
 		return nodeQuery{}, api.Errorf(api.CodeInvalid, "%s: period %q: want day, week or month", path, q.Period)
 	}
 	if !slices.Contains(usageBys, q.By) {
-		return nodeQuery{}, api.Errorf(api.CodeInvalid, "%s: by %q: want project or user", path, q.By)
+		return nodeQuery{}, api.Errorf(api.CodeInvalid, "%s: by %q: want project, user or machine", path, q.By)
 	}
-	return q, nil
+	var err error
+	q.FromDay, q.ToDay, err = dateRange(path, q.From, q.To)
+	return q, err
+}
+
+// errRange refuses a date range of more than maxSlots periods.
+func errRange(period string) error {
+	return api.Errorf(api.CodeInvalid, "%s: the range has more than %d %ss: choose a shorter range or a longer period", pathNode, maxSlots, period)
 }
 
 // statementQuery is the query of a statement download: the account and
@@ -101,7 +115,8 @@ type statementPeriod struct {
 	From, To time.Time
 }
 
-// dateLayout is the form of the date fields (<input type="date">).
+// dateLayout is the form of the date fields (ISO 8601, whatever the
+// browser's locale).
 const dateLayout = "2006-01-02"
 
 // timeLayout shows a time to the minute with its zone's name.
@@ -116,19 +131,32 @@ func decodeStatementQuery(v url.Values) (statementPeriod, error) {
 	if err := api.DecodeQuery(pathStatement, v, &q); err != nil {
 		return statementPeriod{}, err
 	}
-	from, err := time.ParseInLocation(dateLayout, q.From, time.Local)
-	if err != nil {
-		return statementPeriod{}, api.Errorf(api.CodeInvalid, "%s: from %q is not a date such as 2026-11-01", pathStatement, q.From)
+	from, to, err := dateRange(pathStatement, q.From, q.To)
+	return statementPeriod{Account: q.Account, From: from, To: to}, err
+}
+
+// dateRange reads the first and last days of a range (either may be "":
+// open on that side, a zero time) as the date fields send them, and
+// returns the first day's midnight and the midnight after the last day,
+// in the server's zone (the command line reads dates so too).
+func dateRange(path, first, last string) (from, to time.Time, err error) {
+	if first != "" {
+		if from, err = time.ParseInLocation(dateLayout, first, time.Local); err != nil {
+			return from, to, api.Errorf(api.CodeInvalid, "%s: from %q is not a date such as 2026-11-01", path, first)
+		}
+		if from.Before(earliest) {
+			return from, to, api.Errorf(api.CodeInvalid, "%s: from %s is before 1970", path, first)
+		}
 	}
-	last, err := time.ParseInLocation(dateLayout, q.To, time.Local)
-	if err != nil {
-		return statementPeriod{}, api.Errorf(api.CodeInvalid, "%s: to %q is not a date such as 2026-11-30", pathStatement, q.To)
+	if last != "" {
+		day, err := time.ParseInLocation(dateLayout, last, time.Local)
+		if err != nil {
+			return from, to, api.Errorf(api.CodeInvalid, "%s: to %q is not a date such as 2026-11-30", path, last)
+		}
+		if day.Before(from) {
+			return from, to, api.Errorf(api.CodeInvalid, "%s: the last day %s is before the first %s", path, last, first)
+		}
+		to = day.AddDate(0, 0, 1)
 	}
-	if from.Before(earliest) {
-		return statementPeriod{}, api.Errorf(api.CodeInvalid, "%s: from %s is before 1970", pathStatement, q.From)
-	}
-	if last.Before(from) {
-		return statementPeriod{}, api.Errorf(api.CodeInvalid, "%s: the last day %s is before the first %s", pathStatement, q.To, q.From)
-	}
-	return statementPeriod{Account: q.Account, From: from, To: last.AddDate(0, 0, 1)}, nil
+	return from, to, nil
 }

@@ -291,7 +291,7 @@ func TestSignInRequired(t *testing.T) {
 	if a.status != http.StatusOK || !strings.Contains(a.body, "ingot web-login") || strings.Contains(a.body, "<form") {
 		t.Errorf("the sign-in page: %d\n%s", a.status, a.body)
 	}
-	if a := b.get("/style.css"); a.status != http.StatusOK || a.header.Get("Content-Type") != "text/css; charset=utf-8" || !strings.Contains(a.body, ".bar") {
+	if a := b.get("/style.css"); a.status != http.StatusOK || a.header.Get("Content-Type") != "text/css; charset=utf-8" || !strings.Contains(a.body, ".grid") {
 		t.Errorf("the style sheet: %d %q", a.status, a.header.Get("Content-Type"))
 	}
 	// The API beside the page is the API's: JSON, signed.
