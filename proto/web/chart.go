@@ -34,8 +34,8 @@ const maxSeries = 8
 // layout is the geometry of one drawing of a chart, in the SVG's own
 // units (its viewBox; CSS scales it to the page's width).
 type layout struct {
-	Class                                   string // "wide" or "narrow", which the style sheet shows by the screen's width
-	Width, Height                           int
+	Class                                    string // "wide" or "narrow", which the style sheet shows by the screen's width
+	Width, Height                            int
 	PlotLeft, PlotRight, PlotTop, PlotBottom int
 	// labels is how many period labels fit under the plot.
 	labels int
