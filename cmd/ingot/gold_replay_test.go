@@ -2,7 +2,9 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -85,32 +87,23 @@ func sameTime(got, want string, shift int64) bool {
 	return max(g-(w+shift), (w+shift)-g) <= tolerance
 }
 
-// TestGoldClientsReplay replays the requests Gold 2.2.0.5's own clients
-// sent (testdata/gold-clients.txt: a bank built only through gmkuser,
-// gmkproject, gmkmachine, gmkaccount and gdeposit, a job reserved,
-// charged and refunded, a transfer and a withdrawal, then every listing
-// client, gbalance, gstatement and gusage) to a new bank, in order, and
-// compares each reply with the recorded one field by field: status,
+// goldReplay sends a recorded session's requests, in order, as client g,
+// and compares each reply with the recorded one field by field: status,
 // message, count and every field of every row, times moved with the day.
-// Then the bank passes the full audit, and ingot's balances are what
-// gbalance's last requests answered.
-func TestGoldClientsReplay(t *testing.T) {
-	recorded, exchanges := goldSession(t, "testdata/gold-clients.txt")
-	b := newCLIBank(t)
-	staff := goldClient{key: goldKey(t, b, "staff", "--role", "admin"), actor: "root"}
-	srv := startServe(t, "--db", b.db, "serve", "--listen", "127.0.0.1:0", "--gold-listen", "127.0.0.1:0")
-	staff.addr = srv.line(t, "gold listening on ")
+// It returns the last replies of gbalance to its three queries (the
+// accounts, their allocations, what reservations hold).
+func goldReplay(t *testing.T, g goldClient, path string) (accounts, allocations, reservations goldReply) {
+	t.Helper()
+	recorded, exchanges := goldSession(t, path)
 	shift := time.Now().Unix() - recorded
-
-	var lastAccounts, lastAllocations, lastReservations goldReply
 	for i, x := range exchanges {
-		got, err := staff.send(shiftTimes(x.request, recorded, shift))
+		got, err := g.send(shiftTimes(x.request, recorded, shift))
 		if err != nil {
-			t.Fatalf("%s: request %d: %v", x.command, i, err)
+			t.Fatalf("%s: %s: request %d: %v", path, x.command, i, err)
 		}
 		want, err := decodeGoldReply([]byte(x.reply))
 		if err != nil {
-			t.Fatalf("%s: recorded reply %d: %v", x.command, i, err)
+			t.Fatalf("%s: %s: recorded reply %d: %v", path, x.command, i, err)
 		}
 		where := x.command + ": " + x.request
 		if got.Value != want.Value || got.Code != want.Code || got.Message != want.Message || got.Count != want.Count {
@@ -132,16 +125,53 @@ func TestGoldClientsReplay(t *testing.T) {
 				t.Errorf("%s\nrow %d: got fields %v, want %v", where, r, got.Rows[r], row)
 			}
 		}
-		if x.command == "gbalance" && strings.Contains(x.request, "<Object>Account</Object>") {
-			lastAccounts = got
+		if x.command != "gbalance" {
+			continue
 		}
-		if x.command == "gbalance" && strings.Contains(x.request, "<Object>Allocation</Object>") {
-			lastAllocations = got
-		}
-		if x.command == "gbalance" && strings.Contains(x.request, "<Object>ReservationAllocation</Object>") {
-			lastReservations = got
+		switch {
+		case strings.Contains(x.request, "<Object>Account</Object>"):
+			accounts = got
+		case strings.Contains(x.request, "<Object>Allocation</Object>"):
+			allocations = got
+		case strings.Contains(x.request, "<Object>ReservationAllocation</Object>"):
+			reservations = got
 		}
 	}
+	return accounts, allocations, reservations
+}
+
+// TestGoldClientsReplay replays the requests Gold 2.2.0.5's own clients
+// sent (testdata/gold-clients.txt: a bank built only through gmkuser,
+// gmkproject, gmkmachine, gmkaccount and gdeposit, jobs reserved, charged
+// and refunded, transfers and withdrawals by project and by account id,
+// reservations and an allocation changed, records changed and deleted,
+// then every listing client, gbalance, gstatement and gusage) to a new
+// bank with a Gold admin client. Then the user client of amy replays what
+// her clients got (testdata/gold-clients-user.txt): only what ingot shows
+// her, and 444 for the rest. Then the bank passes the full audit, and
+// ingot's balances are what gbalance's last requests answered.
+func TestGoldClientsReplay(t *testing.T) {
+	b := newCLIBank(t)
+	out := b.ok("client", "add", "staff", "--role", "admin", "--gold")
+	staff := goldClient{key: goldKeyOf(t, out), actor: "root"}
+	srv := startServe(t, "--db", b.db, "serve", "--listen", "127.0.0.1:0", "--gold-listen", "127.0.0.1:0")
+	staff.addr = srv.line(t, "gold listening on ")
+	accounts, allocations, reservations := goldReplay(t, staff, "testdata/gold-clients.txt")
+
+	// amy's key, made through the server by the staff's ingot key.
+	_, after, _ := strings.Cut(out, "# ingot's key file (INGOT_KEY_FILE):\n")
+	keyFile := filepath.Join(t.TempDir(), "staff.key")
+	if err := os.WriteFile(keyFile, []byte(strings.SplitN(after, "\n", 2)[0]+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var added bytes.Buffer
+	if code := run([]string{"ingot", "--server", "http://" + srv.line(t, "listening on http://"), "--key-file", keyFile,
+		"client", "add", "amy-gold", "--role", "user", "--scope", "amy", "--gold"}, &added, &added); code != exitOK {
+		t.Fatalf("client add amy-gold: %d\n%s", code, added.String())
+	}
+	amy := goldClient{key: goldKeyOf(t, added.String()), actor: "root", addr: staff.addr}
+	goldReplay(t, amy, "testdata/gold-clients-user.txt")
+
 	if err := srv.shutdown(t); err != nil {
 		t.Fatalf("serve: %v", err)
 	}
@@ -153,30 +183,23 @@ func TestGoldClientsReplay(t *testing.T) {
 	// allocations' amounts and what reservations hold on it, against
 	// ingot balance; the accounts are named by their Gold ids, which
 	// gbalance's query of the accounts gives the names of.
-	if len(lastAllocations.Rows) == 0 {
+	if len(allocations.Rows) == 0 {
 		t.Fatal("the session has no gbalance")
 	}
-	reserved := map[string]string{}
-	for _, r := range lastReservations.Rows {
-		reserved[r["Account"]] = r["Amount"]
-	}
 	names := map[string]string{}
-	for _, r := range lastAccounts.Rows {
+	for _, r := range accounts.Rows {
 		names[r["Id"]] = r["Name"]
 	}
-	for _, r := range lastAllocations.Rows {
+	held := map[string]decimal.Decimal{}
+	for _, r := range reservations.Rows {
+		held[r["Account"]] = decimal.RequireFromString(r["Amount"])
+	}
+	for _, r := range allocations.Rows {
 		nb := balanceOf(b, names[r["Account"]])
-		held := decimal.RequireFromString(orZero(reserved[r["Account"]]))
 		amount := decimal.RequireFromString(r["Amount"])
-		if !nb.Amount.Equal(amount) || !nb.Reserved.Equal(held) || !nb.Balance.Balance.Equal(amount.Sub(held)) {
-			t.Errorf("account %s: ingot balance %s reserved %s balance %s; gbalance %s reserved %s", r["Account"], nb.Amount, nb.Reserved, nb.Balance.Balance, amount, held)
+		reserved := held[r["Account"]]
+		if !nb.Amount.Equal(amount) || !nb.Reserved.Equal(reserved) || !nb.Balance.Balance.Equal(amount.Sub(reserved)) {
+			t.Errorf("account %s: ingot balance %s reserved %s balance %s; gbalance %s reserved %s", r["Account"], nb.Amount, nb.Reserved, nb.Balance.Balance, amount, reserved)
 		}
 	}
-}
-
-func orZero(s string) string {
-	if s == "" {
-		return "0"
-	}
-	return s
 }

@@ -134,7 +134,13 @@ func TestGoldEndToEnd(t *testing.T) {
 // auth_key file holds it.
 func goldKey(t testing.TB, b *cliBank, name string, flags ...string) string {
 	t.Helper()
-	out := b.ok(append([]string{"client", "add", name, "--gold"}, flags...)...)
+	return goldKeyOf(t, b.ok(append([]string{"client", "add", name, "--gold"}, flags...)...))
+}
+
+// goldKeyOf is the key in Gold's auth_key form that client add --gold
+// printed.
+func goldKeyOf(t testing.TB, out string) string {
+	t.Helper()
 	_, after, ok := strings.Cut(out, "# Gold's auth_key file")
 	lines := strings.Split(after, "\n")
 	if !ok || len(lines) < 2 || lines[1] == "" {

@@ -2,6 +2,7 @@ package gold
 
 import (
 	"cmp"
+	"maps"
 	"net/http"
 	"slices"
 	"strconv"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/ingot-hpc/ingot/ledger"
 	"github.com/ingot-hpc/ingot/proto/api"
+	"github.com/ingot-hpc/ingot/proto/clients"
 )
 
 // transactionFields are a journal entry's row, as glstxn and gstatement
@@ -85,7 +87,7 @@ func queryTransactions(c *call) (Response, error) {
 			q.Until = t.Add(time.Second)
 		}
 	}
-	entries, err := read[api.List[ledger.Entry]](c, http.MethodGet, api.PathJournal, q)
+	entries, err := c.journal(q)
 	if err != nil {
 		return Response{}, err
 	}
@@ -94,6 +96,31 @@ func queryTransactions(c *call) (Response, error) {
 		rows[i] = transactionRow(e, account)
 	}
 	return c.rows(transactionFields, rows)
+}
+
+// journal are the entries q selects. A client other than an admin reads
+// the journal of a node only, so a query naming none (glstxn -J JOBID)
+// is asked of each account it reads, and the answers merged in the
+// journal's order.
+func (c *call) journal(q api.JournalQuery) (api.List[ledger.Entry], error) {
+	if q.Node != "" || c.client.Role == clients.RoleAdmin {
+		return read[api.List[ledger.Entry]](c, http.MethodGet, api.PathJournal, q)
+	}
+	numbers, err := c.accountNumbers()
+	if err != nil {
+		return api.List[ledger.Entry]{}, err
+	}
+	var all []ledger.Entry
+	for _, account := range slices.Sorted(maps.Keys(numbers)) {
+		q.Node = account
+		entries, err := read[api.List[ledger.Entry]](c, http.MethodGet, api.PathJournal, q)
+		if err != nil {
+			return api.List[ledger.Entry]{}, err
+		}
+		all = append(all, entries.Items...)
+	}
+	slices.SortFunc(all, func(a, b ledger.Entry) int { return cmp.Compare(a.Seq, b.Seq) })
+	return api.ListOf(slices.CompactFunc(all, func(a, b ledger.Entry) bool { return a.Seq == b.Seq })), nil
 }
 
 // transactionRow is an entry's row, as account sees it when a query names
