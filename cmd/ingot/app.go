@@ -171,6 +171,7 @@ func appWithoutCommonFlags(stdout, stderr io.Writer) *cli.App {
 			adminCommands(),
 			rateCommands(), policyCommands(), quoteCommands(), lienCommands(), chargeCommands(), reservationCommands(), hfsCommands(),
 			clientCommands(),
+			peerCommands(),
 			serveCommands(), healthcheckCommands(), webCommands(),
 			migrateCommands(),
 			slurmCommands(),

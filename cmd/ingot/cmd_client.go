@@ -147,10 +147,11 @@ func printGoldKey(c *cli.Context, cl clients.Client, key auth.Key) error {
 // never over another file) before newKey makes the key, so that a path that
 // cannot be written fails before anything is made; the file is removed if
 // newKey fails.
-func makeKeyFile(path string, newKey func() (clients.Client, auth.Key, error)) (clients.Client, auth.Key, error) {
+func makeKeyFile[T any](path string, newKey func() (T, auth.Key, error)) (T, auth.Key, error) {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
-		return clients.Client{}, auth.Key{}, fmt.Errorf("key file: %w", err)
+		var zero T
+		return zero, auth.Key{}, fmt.Errorf("key file: %w", err)
 	}
 	cl, key, err := newKey()
 	if err != nil {

@@ -70,6 +70,8 @@ func TestEveryCommandHonoursJSON(t *testing.T) {
 		"hfs show chem", "preempt chem.lab1 1 --machine hpc1", "fairshare chem",
 		"client add sched --role scheduler --scope hpc1 --key-out " + filepath.Join(dir, "s.key"),
 		"client list", "client rotate sched --key-out " + filepath.Join(dir, "s2.key"), "client revoke sched KEYID",
+		"peer add central --url http://127.0.0.1:1 --project chem.lab1 --key-out " + filepath.Join(dir, "p.key"),
+		"peer key central " + filepath.Join(dir, "s.key"), "peer list", "peer show central", "peer remove central",
 		"version", "upgrade",
 		"archive --before 2000-01-01 " + filepath.Join(dir, "archive.db"),
 		"migrate --from " + b.db + " --to " + filepath.Join(dir, "migrated.db"),

@@ -19,6 +19,7 @@ import (
 	"github.com/ingot-hpc/ingot/proto/auth"
 	"github.com/ingot-hpc/ingot/proto/client"
 	"github.com/ingot-hpc/ingot/proto/clients"
+	"github.com/ingot-hpc/ingot/proto/peer"
 )
 
 // errNoKey is returned when --server is given without a usable key file.
@@ -268,6 +269,25 @@ func (r remoteBank) FlushDryRun(ctx context.Context, name string, running int64,
 }
 
 func (r remoteBank) Registry(bool) (clientRegistry, error) { return remoteRegistry(r), nil }
+
+func (r remoteBank) Peers(bool) (peerRegistry, error) { return remotePeers(r), nil }
+
+// remotePeers is the server's peers (admins only).
+type remotePeers remoteBank
+
+func (r remotePeers) Add(ctx context.Context, req ledger.Request, spec peer.Spec, theirs *auth.Key) (peer.Peer, auth.Key, error) {
+	return r.client.AddPeer(ctx, req.ID, spec, theirs)
+}
+
+func (r remotePeers) SetKey(ctx context.Context, req ledger.Request, name string, k auth.Key) (peer.Peer, error) {
+	return r.client.SetPeerKey(ctx, req.ID, name, k)
+}
+
+func (r remotePeers) Remove(ctx context.Context, req ledger.Request, name string) (peer.Peer, error) {
+	return r.client.RemovePeer(ctx, req.ID, name)
+}
+
+func (r remotePeers) List(ctx context.Context) ([]peer.Peer, error) { return r.client.Peers(ctx) }
 
 // Close has nothing to close: each call is one HTTP request.
 func (r remoteBank) Close() error { return nil }

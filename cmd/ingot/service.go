@@ -17,6 +17,7 @@ import (
 	"github.com/ingot-hpc/ingot/proto/api"
 	"github.com/ingot-hpc/ingot/proto/auth"
 	"github.com/ingot-hpc/ingot/proto/clients"
+	"github.com/ingot-hpc/ingot/proto/peer"
 )
 
 // bankService is every operation the commands ask of the bank, named and
@@ -95,7 +96,18 @@ type bankService interface {
 	// Registry is the bank's API clients; makesKeys lets a local bank make
 	// its server key if it has none.
 	Registry(makesKeys bool) (clientRegistry, error)
+	// Peers is the bank's peer banks; makesKeys is Registry's.
+	Peers(makesKeys bool) (peerRegistry, error)
 	Close() error
+}
+
+// peerRegistry is the peer banks: *peer.Registry locally, the server's
+// /v1/peers remotely.
+type peerRegistry interface {
+	Add(ctx context.Context, req ledger.Request, spec peer.Spec, theirs *auth.Key) (peer.Peer, auth.Key, error)
+	SetKey(ctx context.Context, req ledger.Request, name string, k auth.Key) (peer.Peer, error)
+	Remove(ctx context.Context, req ledger.Request, name string) (peer.Peer, error)
+	List(ctx context.Context) ([]peer.Peer, error)
 }
 
 // clientRegistry is the API clients and their keys: *clients.Registry
@@ -129,6 +141,14 @@ func (b localBank) Registry(makesKeys bool) (clientRegistry, error) {
 		return nil, err
 	}
 	return reg, nil
+}
+
+func (b localBank) Peers(makesKeys bool) (peerRegistry, error) {
+	reg, err := openClients(b.cli, b.Ledger, makesKeys)
+	if err != nil {
+		return nil, err
+	}
+	return peer.New(b.Ledger, reg), nil
 }
 
 // bank is what a command works on: the bank's operations, local or

@@ -73,6 +73,10 @@
 //		POST   /v1/clients            ClientRequest      NewKeyResponse          admin
 //		POST   /v1/clients/rotate     NameRequest        NewKeyResponse          admin
 //		POST   /v1/clients/revoke     RevokeRequest      clients.Client          admin
+//		GET    /v1/peers              -                  List of peer.Peer       admin (no sealed secrets)
+//		POST   /v1/peers              PeerRequest        NewPeerResponse         admin
+//		POST   /v1/peers/key          PeerKeyRequest     peer.Peer               admin
+//		POST   /v1/peers/remove       NameRequest        peer.Peer               admin
 //		POST   /v1/web/links          WebLinkRequest ({}) WebLinkResponse        admin, manager, user⁷
 //
 //	  - ¹ a manager only on the nodes of its scope and their subtrees.

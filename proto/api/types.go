@@ -10,6 +10,7 @@ import (
 	"github.com/ingot-hpc/ingot/lien"
 	"github.com/ingot-hpc/ingot/proto/auth"
 	"github.com/ingot-hpc/ingot/proto/clients"
+	"github.com/ingot-hpc/ingot/proto/peer"
 )
 
 // Paths of the endpoints (see the package documentation). A path that
@@ -62,6 +63,9 @@ const (
 	PathClientRotate     = "/v1/clients/rotate"
 	PathClientRevoke     = "/v1/clients/revoke"
 	PathWebLinks         = "/v1/web/links"
+	PathPeers            = "/v1/peers"
+	PathPeerKey          = "/v1/peers/key"
+	PathPeerRemove       = "/v1/peers/remove"
 )
 
 // HeaderRequestID carries the request id of a change (see Retries).
@@ -160,6 +164,28 @@ type ClientRequest = clients.Spec
 type RevokeRequest struct {
 	Name  string `json:"name"`
 	KeyID string `json:"key_id"`
+}
+
+// PeerRequest adds a peer bank: the agreement, and the key file its bank
+// made for this one to sign with, if it is known yet (its one line without
+// the newline, as in PeerKeyRequest).
+type PeerRequest struct {
+	peer.Spec
+	KeyFile string `json:"key_file,omitempty"`
+}
+
+// PeerKeyRequest gives the key file a peer's bank made for this one to
+// sign its requests with.
+type PeerKeyRequest struct {
+	Name    string `json:"name"`
+	KeyFile string `json:"key_file"`
+}
+
+// NewPeerResponse answers POST /v1/peers: the peer, and the key file line
+// of the key its bank signs with, the only time the secret is seen.
+type NewPeerResponse struct {
+	Peer    peer.Peer `json:"peer"`
+	KeyFile string    `json:"key_file"`
 }
 
 // Queries of the GETs (see EncodeQuery for the tags).

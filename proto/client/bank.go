@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -16,6 +17,7 @@ import (
 	"github.com/ingot-hpc/ingot/proto/api"
 	"github.com/ingot-hpc/ingot/proto/auth"
 	"github.com/ingot-hpc/ingot/proto/clients"
+	"github.com/ingot-hpc/ingot/proto/peer"
 )
 
 // The methods of the endpoints, one each, named and typed as the bank's
@@ -337,6 +339,44 @@ func newKey(r api.NewKeyResponse, err error) (clients.Client, auth.Key, error) {
 		return clients.Client{}, auth.Key{}, fmt.Errorf("client: the server's new key: %w", err)
 	}
 	return r.Client, key, nil
+}
+
+// Peers lists the bank's peers.
+func (c *Client) Peers(ctx context.Context) ([]peer.Peer, error) {
+	return items(get[api.List[peer.Peer]](ctx, c, api.PathPeers, api.NoQuery{}))
+}
+
+// AddPeer adds a peer bank, with the key its bank made for this one if
+// theirs is not nil, and returns the key its bank signs with, whose secret
+// is seen only now.
+func (c *Client) AddPeer(ctx context.Context, requestID string, spec peer.Spec, theirs *auth.Key) (peer.Peer, auth.Key, error) {
+	pr := api.PeerRequest{Spec: spec}
+	if theirs != nil {
+		pr.KeyFile = keyLine(*theirs)
+	}
+	r, err := post[api.NewPeerResponse](ctx, c, api.PathPeers, requestID, pr)
+	if err != nil {
+		return peer.Peer{}, auth.Key{}, err
+	}
+	key, err := auth.ParseKeyFile([]byte(r.KeyFile))
+	if err != nil {
+		return peer.Peer{}, auth.Key{}, fmt.Errorf("client: the server's new key: %w", err)
+	}
+	return r.Peer, key, nil
+}
+
+// SetPeerKey gives the key a peer's bank made for this one to sign with.
+func (c *Client) SetPeerKey(ctx context.Context, requestID, name string, k auth.Key) (peer.Peer, error) {
+	return post[peer.Peer](ctx, c, api.PathPeerKey, requestID, api.PeerKeyRequest{Name: name, KeyFile: keyLine(k)})
+}
+
+// keyLine is a key file's line without its newline, which a body's
+// strings may not hold.
+func keyLine(k auth.Key) string { return strings.TrimSuffix(string(k.KeyFile()), "\n") }
+
+// RemovePeer ends the agreement with a peer.
+func (c *Client) RemovePeer(ctx context.Context, requestID, name string) (peer.Peer, error) {
+	return post[peer.Peer](ctx, c, api.PathPeerRemove, requestID, api.NameRequest{Name: name})
 }
 
 // RevokeKey ends a key of a client at once.

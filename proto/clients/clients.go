@@ -36,6 +36,10 @@ const (
 	RoleManager   Role = "manager"   // of the nodes in Scope and their subtrees
 	RoleScheduler Role = "scheduler" // of the machines in Scope
 	RoleUser      Role = "user"      // acting as the one bank user in Scope
+	// RolePeer is another bank (package peer): it may act only on the
+	// projects in Scope, which its agreement names, and only through the
+	// exchange's endpoints, so every other route refuses it.
+	RolePeer Role = "peer"
 )
 
 // Key is a client's key as stored: the secret only sealed.
@@ -157,6 +161,14 @@ func LoadServerKey(path string, create bool) (key [32]byte, created bool, err er
 	return key, false, nil
 }
 
+// Seal seals a key's secret under the server key, bound to owner and the
+// key's id, as a client's keys are stored; package peer seals the keys
+// this bank signs its requests to other banks with.
+func (r *Registry) Seal(owner string, k auth.Key) ([]byte, error) { return r.seal(owner, k) }
+
+// Unseal opens what Seal sealed for owner.
+func (r *Registry) Unseal(owner string, k Key) ([32]byte, error) { return r.unseal(owner, k) }
+
 func (r *Registry) seal(client string, k auth.Key) ([]byte, error) {
 	nonce := make([]byte, r.aead.NonceSize(), r.aead.NonceSize()+len(k.Secret)+r.aead.Overhead())
 	if _, err := rand.Read(nonce); err != nil {
@@ -183,10 +195,10 @@ func (r *Registry) unseal(client string, k Key) ([32]byte, error) {
 // sealed value cannot be moved to another key.
 func additional(client, keyID string) []byte { return []byte(client + "\x00" + keyID) }
 
-// newSealedKey makes a key for client, with an id of the client's name and
+// NewSealedKey makes a key for client, with an id of the client's name and
 // 8 random hex digits, and seals its secret. It runs before the ledger
 // change, which may be retried, so that every run stores the same key.
-func (r *Registry) newSealedKey(client string) (auth.Key, []byte, error) {
+func (r *Registry) NewSealedKey(client string) (auth.Key, []byte, error) {
 	suffix := make([]byte, 4)
 	if _, err := rand.Read(suffix); err != nil {
 		return auth.Key{}, nil, fmt.Errorf("clients: key id: %w", err)
@@ -199,6 +211,14 @@ func (r *Registry) newSealedKey(client string) (auth.Key, []byte, error) {
 	return key, sealed, err
 }
 
+// CheckName refuses a name that is not a client's.
+func CheckName(name string) error {
+	if err := ledger.CheckUserName(name); err != nil || len(name) > 40 {
+		return fmt.Errorf("%w: client name %q must be a user-like name of at most 40 characters", ledger.ErrInvalid, name)
+	}
+	return nil
+}
+
 // checkRole refuses a role with the wrong kind of scope.
 func checkRole(tx ledger.Tx, role Role, scope []string) error {
 	switch role {
@@ -206,8 +226,8 @@ func checkRole(tx ledger.Tx, role Role, scope []string) error {
 		if len(scope) > 0 {
 			return fmt.Errorf("%w: an admin has no scope", ErrRole)
 		}
-	case RoleManager:
-		if len(scope) == 0 {
+	case RoleManager, RolePeer:
+		if len(scope) == 0 && role == RoleManager {
 			return fmt.Errorf("%w: a manager needs the nodes it manages (--scope NODE)", ErrRole)
 		}
 		for _, n := range scope {
@@ -236,7 +256,7 @@ func checkRole(tx ledger.Tx, role Role, scope []string) error {
 			return fmt.Errorf("%w: user scope: no user named %q", ledger.ErrNotFound, scope[0])
 		}
 	default:
-		return fmt.Errorf("%w: unknown role %q (admin, manager, scheduler or user)", ErrRole, role)
+		return fmt.Errorf("%w: unknown role %q (admin, manager, scheduler or user; peers are made by `ingot peer add`)", ErrRole, role)
 	}
 	return nil
 }
@@ -247,10 +267,13 @@ func checkRole(tx ledger.Tx, role Role, scope []string) error {
 // gets the first answer, with the key it made.
 func (r *Registry) Add(ctx context.Context, req ledger.Request, spec Spec) (Client, auth.Key, error) {
 	name, role, scope := spec.Name, spec.Role, spec.Scope
-	if err := ledger.CheckUserName(name); err != nil || len(name) > 40 {
-		return Client{}, auth.Key{}, fmt.Errorf("%w: client name %q must be a user-like name of at most 40 characters", ledger.ErrInvalid, name)
+	if err := CheckName(name); err != nil {
+		return Client{}, auth.Key{}, err
 	}
-	key, sealed, err := r.newSealedKey(name)
+	if role == RolePeer {
+		return Client{}, auth.Key{}, fmt.Errorf("%w: a peer client is made with its agreement by `ingot peer add`", ErrRole)
+	}
+	key, sealed, err := r.NewSealedKey(name)
 	if err != nil {
 		return Client{}, auth.Key{}, err
 	}
@@ -263,28 +286,63 @@ func (r *Registry) Add(ctx context.Context, req ledger.Request, spec Spec) (Clie
 		Gold  bool     `json:"gold,omitempty"`
 	}{name, role, scope, spec.Gold}
 	c, err := ledger.Mutate(ctx, r.l, req, ledger.KindRecord, content, func(w *ledger.Writer) (Client, error) {
-		if _, ok, err := w.Tx().Record(recordClient, name); err != nil {
-			return Client{}, err
-		} else if ok {
-			return Client{}, fmt.Errorf("%w: client %q", ledger.ErrExists, name)
-		}
-		if err := checkRole(w.Tx(), role, scope); err != nil {
-			return Client{}, err
-		}
-		c := Client{Name: name, Role: role, Scope: scope, Gold: spec.Gold, Created: w.Now(), Keys: []Key{{ID: key.ID, Created: w.Now(), Sealed: sealed}}}
-		return c, r.put(w, c, key.ID, "client added")
+		return r.AddWithin(w, spec, key.ID, sealed)
 	})
 	r.forgetLookups()
 	if err != nil {
 		return c, auth.Key{}, err
 	}
-	return r.madeKey(c, key)
+	return r.MadeKey(c, key)
 }
+
+// AddWithin adds a client inside a ledger change that another package
+// makes (a peer's agreement is its client and its record, in one change),
+// with a key NewSealedKey made before the change. The caller calls
+// Changed once the change is over.
+func (r *Registry) AddWithin(w *ledger.Writer, spec Spec, keyID string, sealed []byte) (Client, error) {
+	name, role, scope := spec.Name, spec.Role, spec.Scope
+	if err := CheckName(name); err != nil {
+		return Client{}, err
+	}
+	if _, ok, err := w.Tx().Record(recordClient, name); err != nil {
+		return Client{}, err
+	} else if ok {
+		return Client{}, fmt.Errorf("%w: client %q", ledger.ErrExists, name)
+	}
+	if err := checkRole(w.Tx(), role, scope); err != nil {
+		return Client{}, err
+	}
+	c := Client{Name: name, Role: role, Scope: scope, Gold: spec.Gold, Created: w.Now(), Keys: []Key{{ID: keyID, Created: w.Now(), Sealed: sealed}}}
+	return c, r.put(w, c, keyID, "client added")
+}
+
+// RevokeAllWithin revokes every key of a client that is still valid,
+// inside another package's ledger change (removing a peer); the caller
+// calls Changed after it.
+func (r *Registry) RevokeAllWithin(w *ledger.Writer, name string) (Client, error) {
+	c, err := getClient(w.Tx(), name)
+	if err != nil {
+		return Client{}, err
+	}
+	for i := range c.Keys {
+		if c.Keys[i].Revoked.IsZero() {
+			c.Keys[i].Revoked = w.Now()
+		}
+	}
+	return c, r.put(w, c, "", "every key revoked")
+}
+
+// Changed forgets what the registry cached, after a change made with
+// AddWithin or RevokeAllWithin.
+func (r *Registry) Changed() { r.forgetLookups() }
+
+// Get is the client of that name, keys sealed.
+func (r *Registry) Get(tx ledger.Tx, name string) (Client, error) { return getClient(tx, name) }
 
 // Rotate adds a new key to a client; its other keys stay valid until
 // revoked. A retry of the request gets the first answer, as Add's does.
 func (r *Registry) Rotate(ctx context.Context, req ledger.Request, name string) (Client, auth.Key, error) {
-	key, sealed, err := r.newSealedKey(name)
+	key, sealed, err := r.NewSealedKey(name)
 	if err != nil {
 		return Client{}, auth.Key{}, err
 	}
@@ -303,13 +361,13 @@ func (r *Registry) Rotate(ctx context.Context, req ledger.Request, name string) 
 	if err != nil {
 		return c, auth.Key{}, err
 	}
-	return r.madeKey(c, key)
+	return r.MadeKey(c, key)
 }
 
-// madeKey is the key a request for a new key made: the one it has just
+// MadeKey is the key a request for a new key made: the one it has just
 // made, or, when the answer is a retry's first answer, the key made then
 // (the newest key of the client as it was), unsealed again.
-func (r *Registry) madeKey(c Client, made auth.Key) (Client, auth.Key, error) {
+func (r *Registry) MadeKey(c Client, made auth.Key) (Client, auth.Key, error) {
 	if len(c.Keys) == 0 {
 		return c, auth.Key{}, fmt.Errorf("%w: client %s has no key", ledger.ErrCorrupt, c.Name)
 	}

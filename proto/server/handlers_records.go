@@ -8,6 +8,7 @@ import (
 	"github.com/ingot-hpc/ingot/proto/api"
 	"github.com/ingot-hpc/ingot/proto/auth"
 	"github.com/ingot-hpc/ingot/proto/clients"
+	"github.com/ingot-hpc/ingot/proto/peer"
 	"maps"
 )
 
@@ -145,4 +146,37 @@ func newKey(cl clients.Client, key auth.Key, err error) (api.NewKeyResponse, err
 func (s *Server) revokeKey(c *call, rr api.RevokeRequest) (clients.Client, error) {
 	cl, err := s.clients.Revoke(c.r.Context(), c.req, rr.Name, rr.KeyID)
 	return cl.Public(), err
+}
+
+func (s *Server) peerList(c *call, _ api.NoQuery) (api.List[peer.Peer], error) {
+	list, err := s.peers.List(c.r.Context())
+	return api.ListOf(list), err
+}
+
+func (s *Server) addPeer(c *call, pr api.PeerRequest) (api.NewPeerResponse, error) {
+	var theirs *auth.Key
+	if pr.KeyFile != "" {
+		k, err := auth.ParseKeyFile([]byte(pr.KeyFile))
+		if err != nil {
+			return api.NewPeerResponse{}, api.Errorf(api.CodeInvalid, "peer %s: %v", pr.Name, err)
+		}
+		theirs = &k
+	}
+	p, key, err := s.peers.Add(c.r.Context(), c.req, pr.Spec, theirs)
+	if err != nil {
+		return api.NewPeerResponse{}, err
+	}
+	return api.NewPeerResponse{Peer: p, KeyFile: string(key.KeyFile())}, nil
+}
+
+func (s *Server) setPeerKey(c *call, pr api.PeerKeyRequest) (peer.Peer, error) {
+	k, err := auth.ParseKeyFile([]byte(pr.KeyFile))
+	if err != nil {
+		return peer.Peer{}, api.Errorf(api.CodeInvalid, "peer %s: %v", pr.Name, err)
+	}
+	return s.peers.SetKey(c.r.Context(), c.req, pr.Name, k)
+}
+
+func (s *Server) removePeer(c *call, n api.NameRequest) (peer.Peer, error) {
+	return s.peers.Remove(c.r.Context(), c.req, n.Name)
 }

@@ -39,7 +39,7 @@ import (
 // the socket with an Authorization header is checked like any other, so a
 // scheduler's key works there too.
 func (s *Server) identify(ctx context.Context, r *http.Request, body []byte) (clients.Client, error) {
-	if p, onSocket := r.Context().Value(peerKey{}).(peer); onSocket && len(r.Header.Values("Authorization")) == 0 {
+	if p, onSocket := r.Context().Value(peerKey{}).(socketPeer); onSocket && len(r.Header.Values("Authorization")) == 0 {
 		return s.peerClient(ctx, p)
 	}
 	if munge.Uses(r) {
@@ -63,7 +63,7 @@ func (s *Server) mungeClient(ctx context.Context, r *http.Request, body []byte) 
 
 // peerClient returns the client of a socket peer: admin for root and the
 // server's own uid, else its uid's user client.
-func (s *Server) peerClient(ctx context.Context, p peer) (clients.Client, error) {
+func (s *Server) peerClient(ctx context.Context, p socketPeer) (clients.Client, error) {
 	if p.err != nil {
 		return clients.Client{}, fmt.Errorf("reading the credentials of the socket's peer: %w", p.err)
 	}
@@ -116,9 +116,9 @@ func (s *Server) bankUser(ctx context.Context, name string) (u ledger.User, foun
 // peerKey is the context key of a Unix-socket connection's peer.
 type peerKey struct{}
 
-// peer is the process at the other end of a Unix-socket connection, as it
+// socketPeer is the process at the other end of a Unix-socket connection, as it
 // was when it connected.
-type peer struct {
+type socketPeer struct {
 	uid uint32
 	err error // the credentials could not be read
 }
@@ -134,5 +134,5 @@ func ConnContext(ctx context.Context, c net.Conn) context.Context {
 		return ctx
 	}
 	uid, err := peerUID(uc)
-	return context.WithValue(ctx, peerKey{}, peer{uid: uid, err: err})
+	return context.WithValue(ctx, peerKey{}, socketPeer{uid: uid, err: err})
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/ingot-hpc/ingot/proto/auth"
 	"github.com/ingot-hpc/ingot/proto/clients"
 	"github.com/ingot-hpc/ingot/proto/munge"
+	"github.com/ingot-hpc/ingot/proto/peer"
 )
 
 // Server is the HTTP API of one bank. It is an http.Handler.
@@ -20,6 +21,7 @@ type Server struct {
 	ledger   *ledger.Ledger
 	bank     *lien.Bank
 	clients  *clients.Registry
+	peers    *peer.Registry
 	verifier *auth.Verifier
 	munge    *munge.Verifier // nil: MUNGE credentials are refused
 	page     Page            // nil: no web page, no POST /v1/web/links
@@ -85,7 +87,7 @@ func WithObserver(observe Observer) Option { return func(s *Server) { s.observe 
 // New returns the API of a bank. The verifier's Lookup should be
 // KeyLookup(reg), so that keys are the registry's.
 func New(l *ledger.Ledger, bank *lien.Bank, reg *clients.Registry, v *auth.Verifier, log *slog.Logger, opts ...Option) *Server {
-	s := &Server{ledger: l, bank: bank, clients: reg, verifier: v, log: log, routes: map[string][]route{}}
+	s := &Server{ledger: l, bank: bank, clients: reg, peers: peer.New(l, reg), verifier: v, log: log, routes: map[string][]route{}}
 	for _, o := range opts {
 		o(s)
 	}
@@ -196,6 +198,10 @@ func (s *Server) table() []route {
 		change(api.PathClients, adminOnly, endpoint(s.addClient)),
 		change(api.PathClientRotate, adminOnly, endpoint(s.rotateKey)),
 		change(api.PathClientRevoke, adminOnly, endpoint(s.revokeKey)),
+		read(get, api.PathPeers, adminOnly, endpoint(s.peerList)),
+		change(api.PathPeers, adminOnly, endpoint(s.addPeer)),
+		change(api.PathPeerKey, adminOnly, endpoint(s.setPeerKey)),
+		change(api.PathPeerRemove, adminOnly, endpoint(s.removePeer)),
 	}
 	if s.page != nil {
 		// A link changes nothing in the bank, so it needs no request id;

@@ -1,0 +1,177 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/ingot-hpc/ingot/ledger"
+	"github.com/ingot-hpc/ingot/proto/auth"
+	"github.com/ingot-hpc/ingot/proto/peer"
+)
+
+func peerCommands() []*cli.Command {
+	serverKey := serverKeyFlag()
+	peerKey := &cli.StringFlag{Name: "peer-key", Usage: "the key file `FILE` the peer's bank wrote for this one (its own `ingot peer add --key-out`): this bank signs its requests to the peer with it"}
+	return []*cli.Command{{
+		Name:  "peer",
+		Usage: "other banks this one exchanges allocations and charges with (docs/multi-site.md)",
+		Subcommands: []*cli.Command{
+			{Name: "add", ArgsUsage: "NAME", Usage: "add a peer bank: its URL, the projects it may act on, and the key it signs with", Action: peerAdd, Flags: []cli.Flag{
+				&cli.StringFlag{Name: "url", Usage: "the peer's API, `URL` https://HOST:PORT (http only on loopback) (required)"},
+				&cli.StringFlag{Name: "key-out", Usage: "write the key the peer's bank signs its requests here with to `FILE` (mode 0600), to hand to its operator (required)"},
+				&cli.StringFlag{Name: "peer-ca-file", Usage: "check the peer's certificate against the authorities in PEM `FILE` rather than the system's"},
+				&cli.StringSliceFlag{Name: "project", Usage: "a `PROJECT` of this bank the peer may act on (repeatable)"},
+				peerKey, serverKey}},
+			{Name: "key", ArgsUsage: "NAME FILE", Usage: "give the key file the peer's bank wrote for this one, once it has (replaces the one given before)", Action: peerSetKey, Flags: []cli.Flag{serverKey}},
+			{Name: "list", Usage: "list the peers", Action: peerList, Flags: []cli.Flag{serverKey}},
+			{Name: "show", ArgsUsage: "NAME", Usage: "show one peer", Action: peerShow, Flags: []cli.Flag{serverKey}},
+			{Name: "remove", ArgsUsage: "NAME", Usage: "end the agreement: the peer's keys stop working here at once (asks on a terminal)", Action: peerRemove, Flags: []cli.Flag{serverKey, yesFlag()}},
+		},
+	}}
+}
+
+// withPeers runs fn on the bank's peers: the database file's, or the
+// server's (for an admin client).
+func withPeers(c *cli.Context, makesKeys bool, fn func(peerRegistry) error) error {
+	return withBank(c, func(b bank) error {
+		reg, err := b.Peers(makesKeys)
+		if err != nil {
+			return err
+		}
+		return fn(reg)
+	})
+}
+
+// readPeerKey reads a key file a peer's bank wrote, refusing one others
+// may read as every key file is.
+func readPeerKey(path string) (auth.Key, error) {
+	raw, err := auth.ReadSecretFile(path)
+	if err != nil {
+		return auth.Key{}, fmt.Errorf("peer key: %w", err)
+	}
+	k, err := auth.ParseKeyFile(raw)
+	if err != nil {
+		return auth.Key{}, fmt.Errorf("peer key %s: %w", path, err)
+	}
+	return k, nil
+}
+
+func peerAdd(c *cli.Context) error {
+	a, err := args(c, "NAME")
+	if err != nil {
+		return err
+	}
+	if c.String("url") == "" || c.String("key-out") == "" {
+		return usageError{"ingot peer add needs --url (the peer's API) and --key-out (the file for the key its bank signs with)"}
+	}
+	var theirs *auth.Key
+	if path := c.String("peer-key"); path != "" {
+		k, err := readPeerKey(path)
+		if err != nil {
+			return err
+		}
+		theirs = &k
+	}
+	spec := peer.Spec{Name: a[0], URL: c.String("url"), CAFile: c.String("peer-ca-file"), Projects: c.StringSlice("project")}
+	if err := peer.CheckURL(spec.URL); err != nil {
+		return err
+	}
+	return withPeers(c, true, func(reg peerRegistry) error {
+		path := c.String("key-out")
+		p, key, err := makeKeyFile(path, func() (peer.Peer, auth.Key, error) { return reg.Add(c.Context, request(c), spec, theirs) })
+		if err != nil {
+			return err
+		}
+		if flagBool(c, "json") {
+			return writeJSON(c.App.Writer, struct {
+				Peer    peer.Peer `json:"peer"`
+				KeyID   string    `json:"key_id"`
+				KeyFile string    `json:"key_file"`
+			}{p, key.ID, path})
+		}
+		fmt.Fprintf(c.App.Writer, "peer %s: key %s written to %s: hand it to %s's operator, for `ingot peer add ... --peer-key FILE` or `ingot peer key NAME FILE` there\n", p.Name, key.ID, path, p.Name)
+		return nil
+	})
+}
+
+func peerSetKey(c *cli.Context) error {
+	a, err := args(c, "NAME", "FILE")
+	if err != nil {
+		return err
+	}
+	k, err := readPeerKey(a[1])
+	if err != nil {
+		return err
+	}
+	return withPeers(c, false, func(reg peerRegistry) error {
+		p, err := reg.SetKey(c.Context, request(c), a[0], k)
+		if err != nil {
+			return err
+		}
+		return showPeers(c, []peer.Peer{p})
+	})
+}
+
+func peerList(c *cli.Context) error {
+	return withPeers(c, false, func(reg peerRegistry) error {
+		list, err := reg.List(c.Context)
+		if err != nil {
+			return err
+		}
+		return showPeers(c, list)
+	})
+}
+
+func peerShow(c *cli.Context) error {
+	a, err := args(c, "NAME")
+	if err != nil {
+		return err
+	}
+	return withPeers(c, false, func(reg peerRegistry) error {
+		list, err := reg.List(c.Context)
+		if err != nil {
+			return err
+		}
+		for _, p := range list {
+			if p.Name == a[0] {
+				return showPeers(c, []peer.Peer{p})
+			}
+		}
+		return fmt.Errorf("%w: no peer named %q", ledger.ErrNotFound, a[0])
+	})
+}
+
+func peerRemove(c *cli.Context) error {
+	a, err := args(c, "NAME")
+	if err != nil {
+		return err
+	}
+	question := fmt.Sprintf("remove peer %s? Its keys stop working here at once, for good.", a[0])
+	if err := confirm(c, question); err != nil {
+		return err
+	}
+	return withPeers(c, false, func(reg peerRegistry) error {
+		p, err := reg.Remove(c.Context, request(c), a[0])
+		if err != nil {
+			return err
+		}
+		return showPeers(c, []peer.Peer{p})
+	})
+}
+
+func showPeers(c *cli.Context, list []peer.Peer) error {
+	t := table{headers: []string{"Peer", "URL", "Projects", "Signs with", "Created", "Removed"}, data: list}
+	for _, p := range list {
+		key, removed := "-", "-"
+		if p.Key != nil {
+			key = p.Key.ID
+		}
+		if !p.Revoked.IsZero() {
+			removed = localTime(p.Revoked)
+		}
+		t.add(p.Name, p.URL, strings.Join(p.Projects, ","), key, localTime(p.Created), removed)
+	}
+	return show(c, t)
+}

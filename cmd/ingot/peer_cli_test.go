@@ -1,0 +1,56 @@
+package main
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/ingot-hpc/ingot/proto/peer"
+)
+
+// TestPeerAgreement: a central bank (served) and a site (on its file) make
+// an agreement, each writing the key the other signs with and taking the
+// other's; the key a bank made for its peer can do nothing else there;
+// removing the peer ends its key at once.
+func TestPeerAgreement(t *testing.T) {
+	central := newRemoteSite(t)
+	site := newCLIBank(t)
+	site.ok("account", "create", "chem")
+	site.ok("project", "create", "chem.visit")
+	keys := t.TempDir()
+	siteForCentral := filepath.Join(keys, "site-for-central.key")
+	centralForSite := filepath.Join(keys, "central-for-site.key")
+
+	site.ok("peer", "add", "central", "--url", "http://127.0.0.1:8080", "--key-out", siteForCentral, "--project", "chem.visit")
+	central.ok("peer", "add", "siteb", "--url", "http://localhost:8081", "--key-out", centralForSite, "--peer-key", siteForCentral)
+	site.ok("peer", "key", "central", centralForSite)
+
+	var list []peer.Peer
+	site.json(&list, "peer", "list")
+	if len(list) != 1 || list[0].Name != "central" || list[0].Key == nil || len(list[0].Projects) != 1 || list[0].Projects[0] != "chem.visit" {
+		t.Fatalf("site's peers: %+v", list)
+	}
+	list = nil
+	central.json(&list, "peer", "show", "siteb")
+	if len(list) != 1 || list[0].Key == nil || list[0].URL != "http://localhost:8081" || len(list[0].Projects) != 0 {
+		t.Fatalf("central's peer: %+v", list)
+	}
+
+	// The site's key at the central bank is a peer's: every other command
+	// is refused, and writes nothing.
+	asSite := &cliBank{t: t, global: []string{"--server", central.url, "--key-file", centralForSite}}
+	central.refused(t, asSite, exitRefused, "role peer", "balance")
+	central.refused(t, asSite, exitRefused, "role peer", "peer", "list")
+	central.refused(t, asSite, exitRefused, "role peer", "account", "create", "evil")
+
+	central.refused(t, central.cliBank, exitUsage, "plain http only to a loopback", "peer", "add", "x", "--url", "http://bank.example.org", "--key-out", filepath.Join(keys, "x.key"))
+	central.refused(t, central.cliBank, exitRefused, "already exists", "peer", "add", "siteb", "--url", "https://bank.example.org", "--key-out", filepath.Join(keys, "y.key"))
+	central.refused(t, central.cliBank, exitNotFound, "no peer", "peer", "show", "nope")
+
+	central.ok("peer", "remove", "siteb", "--yes")
+	list = nil
+	central.json(&list, "peer", "list")
+	if len(list) != 0 {
+		t.Fatalf("after remove: %+v", list)
+	}
+	central.refused(t, asSite, exitAuth, "", "balance")
+}

@@ -1,0 +1,13 @@
+package peer
+
+import (
+	"fmt"
+
+	"github.com/ingot-hpc/ingot/ledger"
+)
+
+// Errors of this package.
+var (
+	// ErrURL marks a peer URL that is not https (or http on loopback).
+	ErrURL = fmt.Errorf("%w: peer: bad URL", ledger.ErrInvalid)
+)

@@ -1,0 +1,33 @@
+package server_test
+
+import (
+	"fmt"
+	"net/http"
+	"testing"
+
+	"github.com/ingot-hpc/ingot/proto/api"
+	"github.com/ingot-hpc/ingot/proto/peer"
+)
+
+// TestPeerActsOnNothingElse: the key of a peer bank, whatever projects its
+// agreement names, is refused by every endpoint but the exchange's.
+func TestPeerActsOnNothingElse(t *testing.T) {
+	s := newSite(t)
+	_, key, err := peer.New(s.Ledger, s.reg).Add(t.Context(), s.Req(), peer.Spec{Name: "siteb", URL: "https://siteb.example", Projects: []string{"chem.lab1"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := s.JournalLen()
+	for i, rt := range s.srv.Routes() {
+		if rt[1] == api.PathHealth {
+			continue
+		}
+		w := s.do(exchange{key: key, method: rt[0], target: rt[1], body: []byte(`{}`), requestID: fmt.Sprintf("peer-%d", i)})
+		if w.Code != http.StatusForbidden {
+			t.Errorf("%s %s: a peer got %d, want 403: %s", rt[0], rt[1], w.Code, w.Body)
+		}
+	}
+	if s.JournalLen() != before {
+		t.Error("a peer's refused requests changed the bank")
+	}
+}
