@@ -331,14 +331,21 @@ func (c *Client) RotateKey(ctx context.Context, requestID, name string) (clients
 
 // newKey reads the key handed over in an answer.
 func newKey(r api.NewKeyResponse, err error) (clients.Client, auth.Key, error) {
+	return handedOver(r.Client, r.KeyFile, err)
+}
+
+// handedOver is what an answer that hands a new key over holds: the
+// record made with it, and the key read from its key file.
+func handedOver[T any](made T, keyFile string, err error) (T, auth.Key, error) {
+	var zero T
 	if err != nil {
-		return clients.Client{}, auth.Key{}, err
+		return zero, auth.Key{}, err
 	}
-	key, err := auth.ParseKeyFile([]byte(r.KeyFile))
+	key, err := auth.ParseKeyFile([]byte(keyFile))
 	if err != nil {
-		return clients.Client{}, auth.Key{}, fmt.Errorf("client: the server's new key: %w", err)
+		return zero, auth.Key{}, fmt.Errorf("client: the server's new key: %w", err)
 	}
-	return r.Client, key, nil
+	return made, key, nil
 }
 
 // Peers lists the bank's peers.
@@ -355,14 +362,7 @@ func (c *Client) AddPeer(ctx context.Context, requestID string, spec peer.Spec, 
 		pr.KeyFile = keyLine(*theirs)
 	}
 	r, err := post[api.NewPeerResponse](ctx, c, api.PathPeers, requestID, pr)
-	if err != nil {
-		return peer.Peer{}, auth.Key{}, err
-	}
-	key, err := auth.ParseKeyFile([]byte(r.KeyFile))
-	if err != nil {
-		return peer.Peer{}, auth.Key{}, fmt.Errorf("client: the server's new key: %w", err)
-	}
-	return r.Peer, key, nil
+	return handedOver(r.Peer, r.KeyFile, err)
 }
 
 // SetPeerKey gives the key a peer's bank made for this one to sign with.
