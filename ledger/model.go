@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"fmt"
 	"strings"
 	"time"
 
@@ -56,6 +57,15 @@ type Policy struct {
 	Priority int `json:"priority,omitzero"`
 	// Preemption is an account's preemption order (projects have none).
 	Preemption PreemptionOrder `json:"preemption,omitzero"`
+}
+
+// QuotaText writes the policy's quota as the command line takes it
+// ("dynamic:0.6", "fixed:1000"), or "none".
+func (p Policy) QuotaText() string {
+	if p.QuotaKind == QuotaNone {
+		return "none"
+	}
+	return fmt.Sprintf("%s:%s", p.QuotaKind, p.Quota)
 }
 
 // MaxPriority is the highest priority a project may have; 0, the

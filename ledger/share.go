@@ -62,6 +62,14 @@ type NodeShare struct {
 	// and nothing used too).
 	InUse decimal.Decimal `json:"in_use"`
 	Fed   string          `json:"fed,omitempty"`
+	// The subtree's figures, the node's and its descendants' rolled up,
+	// so that a group whose own are zero shows what its projects have:
+	// SubtreeUsed and SubtreeReserved are sums, SubtreeQuota the node's
+	// quota or, where its sub-projects' together are more (a group
+	// without a quota of its own), theirs.
+	SubtreeQuota    decimal.Decimal `json:"subtree_quota"`
+	SubtreeUsed     decimal.Decimal `json:"subtree_used"`
+	SubtreeReserved decimal.Decimal `json:"subtree_reserved"`
 }
 
 // AccountShares is an account's HFS split at one time.
@@ -352,6 +360,7 @@ func (l *Ledger) Shares(ctx context.Context, account string) (AccountShares, err
 			out.Owners = out.Owners || !n.Policy.Ownership.IsZero() || !n.Policy.GroupNonShared.IsZero() || n.Policy.Priority != 0
 			out.Nodes = append(out.Nodes, ns)
 		}
+		out.rollUp()
 		if out.Owners && result != nil {
 			out.describeOwners(s, plan.Rank())
 		}
@@ -361,6 +370,40 @@ func (l *Ledger) Shares(ctx context.Context, account string) (AccountShares, err
 		return nil
 	})
 	return out, err
+}
+
+// Groups reports whether a project of the account has sub-projects: then
+// the subtree figures say more than the nodes' own, and are shown.
+func (s AccountShares) Groups() bool {
+	for _, n := range s.Nodes {
+		if depth := strings.Count(n.Name, "."); depth > 1 {
+			return true
+		}
+	}
+	return false
+}
+
+// rollUp sets each node's subtree figures. Nodes are in name order, so a
+// node's descendants follow it, and in reverse a node's children come
+// before it.
+func (s *AccountShares) rollUp() {
+	index := make(map[string]int, len(s.Nodes))
+	for i, n := range s.Nodes {
+		index[n.Name] = i
+	}
+	children := make([]decimal.Decimal, len(s.Nodes))
+	for i := len(s.Nodes) - 1; i >= 0; i-- {
+		n := &s.Nodes[i]
+		n.SubtreeUsed = n.SubtreeUsed.Add(n.Used)
+		n.SubtreeReserved = n.SubtreeReserved.Add(n.Reserved)
+		n.SubtreeQuota = decimal.Max(n.Quota, children[i])
+		if j, ok := index[ParentOf(n.Name)]; ok {
+			p := &s.Nodes[j]
+			p.SubtreeUsed = p.SubtreeUsed.Add(n.SubtreeUsed)
+			p.SubtreeReserved = p.SubtreeReserved.Add(n.SubtreeReserved)
+			children[j] = children[j].Add(n.SubtreeQuota)
+		}
+	}
 }
 
 // inUse is each node's subtree demand: its own and its descendants'

@@ -118,6 +118,10 @@ func hfsShow(c *cli.Context) error {
 // of others that borrowed its surplus).
 var shareHeaders = []string{"Quota", "Allocated", "Used", "Reserved", "Available", "Unused"}
 
+// subtreeHeaders are a node's subtree's figures, rolled up (NodeShare's
+// Subtree fields), which `hfs show` adds where projects have sub-projects.
+var subtreeHeaders = []string{"SubtreeQuota", "SubtreeUsed", "SubtreeReserved"}
+
 // ownerHeaders are the figures of ownership, in ownerFigures' order, that
 // `hfs show` adds where the account has owners: what the node owns of the
 // pool (its projects' together for a group), what its subtree uses
@@ -150,10 +154,16 @@ func writeShares(c *cli.Context, f format, s ledger.AccountShares, p int32, with
 	if owners {
 		t.headers = slices.Concat(t.headers[:5], []string{"Ownership", "GroupNonShared", "Priority"}, t.headers[5:], ownerHeaders)
 	}
+	// Where projects have sub-projects, a group's own figures say little:
+	// its subtree's, rolled up, follow.
+	groups := s.Groups()
+	if groups {
+		t.headers = append(t.headers, subtreeHeaders...)
+	}
 	for _, n := range s.Nodes {
 		cells := []string{treeLabel(n.Name, f)}
 		if withPolicy {
-			cells = append(cells, quotaText(n.Policy), yesNo(n.Policy.AcceptSurplus), limitText(n.Policy.Limit), n.Policy.NonShared.String())
+			cells = append(cells, n.Policy.QuotaText(), yesNo(n.Policy.AcceptSurplus), limitText(n.Policy.Limit), n.Policy.NonShared.String())
 		}
 		if owners {
 			cells = append(cells, n.Policy.Ownership.String(), n.Policy.GroupNonShared.String(), strconv.Itoa(n.Policy.Priority))
@@ -161,6 +171,13 @@ func writeShares(c *cli.Context, f format, s ledger.AccountShares, p int32, with
 		cells = append(cells, shareFigures(n, s.HFS, p)...)
 		if owners {
 			cells = append(cells, amount(n.Owned, p), amount(n.InUse, p), fedText(n, p))
+		}
+		if groups {
+			quota := "-"
+			if s.HFS {
+				quota = amount(n.SubtreeQuota, p)
+			}
+			cells = append(cells, quota, amount(n.SubtreeUsed, p), amount(n.SubtreeReserved, p))
 		}
 		t.add(cells...)
 	}

@@ -304,7 +304,7 @@ func (k nodeKind) list(c *cli.Context) error {
 				continue
 			}
 			shown = append(shown, n)
-			t.add(n.Name, yesNo(n.Active), yesNo(n.AnyUser), quotaText(n.Policy), yesNo(n.Policy.AcceptSurplus), limitText(n.Policy.Limit), n.Policy.NonShared.String(), n.Description)
+			t.add(n.Name, yesNo(n.Active), yesNo(n.AnyUser), n.Policy.QuotaText(), yesNo(n.Policy.AcceptSurplus), limitText(n.Policy.Limit), n.Policy.NonShared.String(), n.Description)
 		}
 		t.data = orEmpty(shown)
 		return show(c, t)
@@ -320,7 +320,7 @@ func nodeTable(n ledger.Node) table {
 	t.add("Kind", map[bool]string{true: "account", false: "project of " + n.Account()}[n.IsAccount()])
 	t.add("Active", yesNo(n.Active))
 	t.add("AnyUser", yesNo(n.AnyUser))
-	t.add("Quota", quotaText(n.Policy))
+	t.add("Quota", n.Policy.QuotaText())
 	t.add("AcceptSurplus", yesNo(n.Policy.AcceptSurplus))
 	t.add("Limit", limitText(n.Policy.Limit))
 	t.add("NonShared", n.Policy.NonShared.String())
@@ -343,12 +343,6 @@ func nodeTable(n ledger.Node) table {
 	return t
 }
 
-func quotaText(p ledger.Policy) string {
-	if p.QuotaKind == ledger.QuotaNone {
-		return "none"
-	}
-	return fmt.Sprintf("%s:%s", p.QuotaKind, p.Quota)
-}
 
 func limitText(l *decimal.Decimal) string {
 	if l == nil {

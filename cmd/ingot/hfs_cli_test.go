@@ -481,3 +481,33 @@ func TestFairShareCLI(t *testing.T) {
 		t.Errorf("usage decayed over a few milliseconds with a week's half-life: %g", d)
 	}
 }
+
+// TestHFSShowRollUp: where a project has sub-projects, `hfs show` adds its
+// subtree's quota, usage and liens rolled up, as the page does; a tree
+// without groups keeps its columns.
+func TestHFSShowRollUp(t *testing.T) {
+	b := newCLIBank(t)
+	for _, args := range [][]string{
+		{"account", "create", "chem"}, {"project", "create", "chem.lab1", "--quota", "dynamic:0.6"}, {"project", "create", "chem.lab2", "--quota", "dynamic:0.4"},
+		{"deposit", "chem", "1000"},
+	} {
+		b.ok(args...)
+	}
+	if out := b.ok("hfs", "show", "chem", "-P"); strings.Contains(out, "Subtree") {
+		t.Errorf("hfs show without groups:\n%s", out)
+	}
+	b.ok("project", "create", "chem.lab1.x", "--quota", "dynamic:0.5")
+	b.ok("project", "create", "chem.lab1.y", "--quota", "dynamic:0.5")
+	out := b.ok("hfs", "show", "chem", "-P")
+	var shares ledger.AccountShares
+	b.json(&shares, "hfs", "show", "chem")
+	for _, n := range shares.Nodes {
+		row := n.Name + "|" + n.Policy.QuotaText()
+		if !strings.Contains(out, row) || !strings.Contains(out, "|"+n.SubtreeQuota.StringFixed(2)+"|"+n.SubtreeUsed.StringFixed(2)+"|"+n.SubtreeReserved.StringFixed(2)+"\n") {
+			t.Errorf("hfs show has no row %s with its subtree's figures:\n%s", row, out)
+		}
+	}
+	if !strings.Contains(out, "|SubtreeQuota|SubtreeUsed|SubtreeReserved\n") {
+		t.Errorf("hfs show's headers:\n%s", out)
+	}
+}

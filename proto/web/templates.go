@@ -1,7 +1,10 @@
 package web
 
 import (
+	"strconv"
+
 	"embed"
+	"github.com/ingot-hpc/ingot/ledger"
 	"html/template"
 	"strings"
 )
@@ -22,8 +25,34 @@ func parseTemplates() *template.Template {
 		"join":     strings.Join,
 		"nodeLink": func(name string) string { return nodeURL(nodeQuery{Name: name}) },
 		"depth":    depth,
+		"policy":   policyText,
 	}
 	return template.Must(template.New("").Funcs(funcs).ParseFS(templateFiles, "templates/*.html"))
+}
+
+// policyText is a node's HFS policy in words, its settings as `ingot
+// hfs show` names them: "dynamic:0.6, accepts surplus, limit 500".
+func policyText(p ledger.Policy) string {
+	parts := []string{p.QuotaText()}
+	if p.AcceptSurplus {
+		parts = append(parts, "accepts surplus")
+	}
+	if p.Limit != nil {
+		parts = append(parts, "limit "+p.Limit.String())
+	}
+	if !p.NonShared.IsZero() {
+		parts = append(parts, "non-shared "+p.NonShared.String())
+	}
+	if !p.Ownership.IsZero() {
+		parts = append(parts, "ownership "+p.Ownership.String())
+	}
+	if !p.GroupNonShared.IsZero() {
+		parts = append(parts, "group non-shared "+p.GroupNonShared.String())
+	}
+	if p.Priority != 0 {
+		parts = append(parts, "priority "+strconv.Itoa(p.Priority))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // serveStyle sends the style sheet.
