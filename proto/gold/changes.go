@@ -99,8 +99,8 @@ func deleteReservation(c *call) (Response, error) {
 	if err != nil {
 		return Response{}, err
 	}
-	if len(c.Sets) > 0 {
-		return Response{}, Errorf(CodeBadData, "a Delete takes no Set")
+	if err := c.noSets(); err != nil {
+		return Response{}, err
 	}
 	released, err := change[ledger.Lien](c, api.PathRelease, api.ReleaseRequest{Machine: l.Machine, ID: l.JobID})
 	if err != nil {
@@ -169,10 +169,6 @@ func textSet(v map[string]string, name string) *string {
 // modifyUser changes a user (gchuser): Active, DefaultProject,
 // Description; what ingot does not keep is refused.
 func modifyUser(c *call) (Response, error) {
-	_, name, err := c.selected("Name")
-	if err != nil {
-		return Response{}, err
-	}
 	v, err := c.sets("Active", "DefaultProject", "Description")
 	if err != nil {
 		return Response{}, err
@@ -181,33 +177,20 @@ func modifyUser(c *call) (Response, error) {
 	if ch.Active, err = activeSet(v); err != nil {
 		return Response{}, err
 	}
-	u, err := change[ledger.User](c, api.PathUserModify, api.Modify[ledger.UserChange]{Name: name, Change: ch})
-	if err != nil {
-		return Response{}, err
-	}
-	return modified(c, userRow(u)), nil
+	return changeNamed(c, api.PathUserModify, ch, userRow, modified)
 }
 
 // deleteUser deactivates a user (grmuser): ingot deletes nothing, so that
 // its journal keeps naming what it names.
 func deleteUser(c *call) (Response, error) {
-	_, name, err := c.selected("Name")
-	if err != nil {
+	if err := c.noSets(); err != nil {
 		return Response{}, err
 	}
-	u, err := change[ledger.User](c, api.PathUserModify, api.Modify[ledger.UserChange]{Name: name, Change: ledger.UserChange{Active: new(false)}})
-	if err != nil {
-		return Response{}, err
-	}
-	return deleted(c, userRow(u)), nil
+	return changeNamed(c, api.PathUserModify, ledger.UserChange{Active: new(false)}, userRow, deleted)
 }
 
 // modifyMachine changes a machine (gchmachine): Active, Description.
 func modifyMachine(c *call) (Response, error) {
-	_, name, err := c.selected("Name")
-	if err != nil {
-		return Response{}, err
-	}
 	v, err := c.sets("Active", "Description")
 	if err != nil {
 		return Response{}, err
@@ -216,24 +199,37 @@ func modifyMachine(c *call) (Response, error) {
 	if ch.Active, err = activeSet(v); err != nil {
 		return Response{}, err
 	}
-	m, err := change[ledger.Machine](c, api.PathMachineModify, api.Modify[ledger.MachineChange]{Name: name, Change: ch})
-	if err != nil {
-		return Response{}, err
-	}
-	return modified(c, machineRow(m)), nil
+	return changeNamed(c, api.PathMachineModify, ch, machineRow, modified)
 }
 
 // deleteMachine deactivates a machine (grmmachine).
 func deleteMachine(c *call) (Response, error) {
+	if err := c.noSets(); err != nil {
+		return Response{}, err
+	}
+	return changeNamed(c, api.PathMachineModify, ledger.MachineChange{Active: new(false)}, machineRow, deleted)
+}
+
+// changeNamed makes change ch to the record a request selects by Name,
+// at the API's path, and answers the record as it is then.
+func changeNamed[C, T any](c *call, path string, ch C, rowOf func(T) Element, answer func(*call, Element) Response) (Response, error) {
 	_, name, err := c.selected("Name")
 	if err != nil {
 		return Response{}, err
 	}
-	m, err := change[ledger.Machine](c, api.PathMachineModify, api.Modify[ledger.MachineChange]{Name: name, Change: ledger.MachineChange{Active: new(false)}})
+	x, err := change[T](c, path, api.Modify[C]{Name: name, Change: ch})
 	if err != nil {
 		return Response{}, err
 	}
-	return deleted(c, machineRow(m)), nil
+	return answer(c, rowOf(x)), nil
+}
+
+// noSets refuses a Set in a Delete.
+func (c *call) noSets() error {
+	if len(c.Sets) > 0 {
+		return Errorf(CodeBadData, "a Delete takes no Set")
+	}
+	return nil
 }
 
 // modifyNode changes a project (gchproject, selected by Name) or an
@@ -277,8 +273,8 @@ func deleteNode(c *call) (Response, error) {
 	if err != nil {
 		return Response{}, err
 	}
-	if len(c.Sets) > 0 {
-		return Response{}, Errorf(CodeBadData, "a Delete takes no Set")
+	if err := c.noSets(); err != nil {
+		return Response{}, err
 	}
 	n, err := change[ledger.Node](c, api.PathNodeDeactivate, api.NameRequest{Name: name})
 	if err != nil {

@@ -38,6 +38,28 @@ func (c *call) assigned(names ...string) (map[string]string, error) {
 	return v, nil
 }
 
+// creation reads a Create's assignments, each one of sets, and its
+// options, each one of options; an inactive record is refused.
+func (c *call) creation(sets []string, options ...string) (map[string]string, error) {
+	v, err := c.assigned(sets...)
+	if err == nil {
+		err = c.noOptions(options...)
+	}
+	if err == nil {
+		err = active(v)
+	}
+	return v, err
+}
+
+// createRecord posts spec to the API's path and answers the record made.
+func createRecord[T any](c *call, path string, spec any, rowOf func(T) Element) (Response, error) {
+	x, err := change[T](c, path, spec)
+	if err != nil {
+		return Response{}, err
+	}
+	return created(c, rowOf(x)), nil
+}
+
 // noOptions refuses every option but those named.
 func (c *call) noOptions(names ...string) error {
 	for _, o := range c.Options {
@@ -57,39 +79,19 @@ func active(v map[string]string) error {
 }
 
 func createUser(c *call) (Response, error) {
-	v, err := c.assigned("Name", "Description", "DefaultProject", "Active")
-	if err == nil {
-		err = c.noOptions()
-	}
-	if err == nil {
-		err = active(v)
-	}
+	v, err := c.creation([]string{"Name", "Description", "DefaultProject", "Active"})
 	if err != nil {
 		return Response{}, err
 	}
-	u, err := change[ledger.User](c, api.PathUsers, api.UserRequest{Name: v["Name"], Description: v["Description"], DefaultProject: v["DefaultProject"]})
-	if err != nil {
-		return Response{}, err
-	}
-	return created(c, userRow(u)), nil
+	return createRecord(c, api.PathUsers, api.UserRequest{Name: v["Name"], Description: v["Description"], DefaultProject: v["DefaultProject"]}, userRow)
 }
 
 func createMachine(c *call) (Response, error) {
-	v, err := c.assigned("Name", "Description", "Active")
-	if err == nil {
-		err = c.noOptions()
-	}
-	if err == nil {
-		err = active(v)
-	}
+	v, err := c.creation([]string{"Name", "Description", "Active"})
 	if err != nil {
 		return Response{}, err
 	}
-	m, err := change[ledger.Machine](c, api.PathMachines, api.MachineRequest{Name: v["Name"], Description: v["Description"]})
-	if err != nil {
-		return Response{}, err
-	}
-	return created(c, machineRow(m)), nil
+	return createRecord(c, api.PathMachines, api.MachineRequest{Name: v["Name"], Description: v["Description"]}, machineRow)
 }
 
 // createProject makes the node: a top-level name is an account (Gold's
@@ -98,33 +100,17 @@ func createMachine(c *call) (Response, error) {
 // nothing: ingot's members are the project's own (ProjectUser Create),
 // and its account is always there.
 func createProject(c *call) (Response, error) {
-	v, err := c.assigned("Name", "Description", "Active")
-	if err == nil {
-		err = c.noOptions("AccountUsers", "CreateAccount")
-	}
-	if err == nil {
-		err = active(v)
-	}
+	v, err := c.creation([]string{"Name", "Description", "Active"}, "AccountUsers", "CreateAccount")
 	if err != nil {
 		return Response{}, err
 	}
-	n, err := change[ledger.Node](c, api.PathNodes, api.NodeRequest{Name: v["Name"], Description: v["Description"]})
-	if err != nil {
-		return Response{}, err
-	}
-	return created(c, projectRow(n)), nil
+	return createRecord(c, api.PathNodes, api.NodeRequest{Name: v["Name"], Description: v["Description"]}, projectRow)
 }
 
 // createProjectUser makes a user a member of a project (Active False is
 // not a membership ingot has).
 func createProjectUser(c *call) (Response, error) {
-	v, err := c.assigned("Project", "Name", "Active", "Admin")
-	if err == nil {
-		err = c.noOptions()
-	}
-	if err == nil {
-		err = active(v)
-	}
+	v, err := c.creation([]string{"Project", "Name", "Active", "Admin"})
 	if err != nil {
 		return Response{}, err
 	}
@@ -144,13 +130,7 @@ func createProjectUser(c *call) (Response, error) {
 // runs on every machine (an allocation may be limited to one), so the
 // association is what it already is.
 func createProjectMachine(c *call) (Response, error) {
-	v, err := c.assigned("Project", "Name", "Active")
-	if err == nil {
-		err = c.noOptions()
-	}
-	if err == nil {
-		err = active(v)
-	}
+	v, err := c.creation([]string{"Project", "Name", "Active"})
 	if err != nil {
 		return Response{}, err
 	}
@@ -261,33 +241,28 @@ func toRow(e Element) row {
 }
 
 func queryUsers(c *call) (Response, error) {
-	if err := c.checkQuery(userFields); err != nil {
-		return Response{}, err
-	}
-	users, err := read[api.List[ledger.User]](c, http.MethodGet, api.PathUsers, api.NoQuery{})
-	if err != nil {
-		return Response{}, err
-	}
-	rows := make([]row, len(users.Items))
-	for i, u := range users.Items {
-		rows[i] = toRow(userRow(u))
-	}
-	return c.rows(userFields, rows)
+	return queryRecords(c, userFields, api.PathUsers, userRow)
 }
 
 func queryMachines(c *call) (Response, error) {
-	if err := c.checkQuery(machineFields); err != nil {
+	return queryRecords(c, machineFields, api.PathMachines, machineRow)
+}
+
+// queryRecords answers the records the API lists at path, each made a
+// row by rowOf.
+func queryRecords[T any](c *call, fields []string, path string, rowOf func(T) Element) (Response, error) {
+	if err := c.checkQuery(fields); err != nil {
 		return Response{}, err
 	}
-	ms, err := read[api.List[ledger.Machine]](c, http.MethodGet, api.PathMachines, api.NoQuery{})
+	list, err := read[api.List[T]](c, http.MethodGet, path, api.NoQuery{})
 	if err != nil {
 		return Response{}, err
 	}
-	rows := make([]row, len(ms.Items))
-	for i, m := range ms.Items {
-		rows[i] = toRow(machineRow(m))
+	rows := make([]row, len(list.Items))
+	for i, x := range list.Items {
+		rows[i] = toRow(rowOf(x))
 	}
-	return c.rows(machineFields, rows)
+	return c.rows(fields, rows)
 }
 
 // queryProjects answers the nodes the client reads, each with its members
