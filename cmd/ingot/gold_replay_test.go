@@ -6,12 +6,15 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/shopspring/decimal"
+
+	"github.com/ingot-hpc/ingot/internal/pgtest"
 )
 
 // goldExchange is one request a Gold client sent, with the command that
@@ -150,11 +153,27 @@ func goldReplay(t *testing.T, g goldClient, path string) (accounts, allocations,
 // her clients got (testdata/gold-clients-user.txt): only what ingot shows
 // her, and 444 for the rest. Then the bank passes the full audit, and
 // ingot's balances are what gbalance's last requests answered.
+// It runs on a bank file and on a bank in PostgreSQL.
 func TestGoldClientsReplay(t *testing.T) {
-	b := newCLIBank(t)
-	out := b.ok("client", "add", "staff", "--role", "admin", "--gold")
+	t.Run("bbolt", func(t *testing.T) {
+		b := newCLIBank(t)
+		goldClientsReplay(t, b, nil, []string{"--db", b.db})
+	})
+	t.Run("postgres", func(t *testing.T) {
+		url := pgtest.Start(t).NewDB(t)
+		b := onStore(t, url)
+		b.ok("init")
+		serverKey := []string{"--server-key", filepath.Join(t.TempDir(), "server.key")}
+		goldClientsReplay(t, b, serverKey, []string{"--store", url})
+	})
+}
+
+// goldClientsReplay is TestGoldClientsReplay on bank b, named to serve by
+// store; client add and serve take keyFlags.
+func goldClientsReplay(t *testing.T, b *cliBank, keyFlags, store []string) {
+	out := b.ok(append([]string{"client", "add", "staff", "--role", "admin", "--gold"}, keyFlags...)...)
 	staff := goldClient{key: goldKeyOf(t, out), actor: "root"}
-	srv := startServe(t, "--db", b.db, "serve", "--listen", "127.0.0.1:0", "--gold-listen", "127.0.0.1:0")
+	srv := startServe(t, slices.Concat(store, []string{"serve", "--listen", "127.0.0.1:0", "--gold-listen", "127.0.0.1:0"}, keyFlags)...)
 	staff.addr = srv.line(t, "gold listening on ")
 	accounts, allocations, reservations := goldReplay(t, staff, "testdata/gold-clients.txt")
 
