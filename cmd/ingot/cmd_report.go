@@ -11,6 +11,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/ingot-hpc/ingot/forecast"
 	"github.com/ingot-hpc/ingot/internal/report"
 	"github.com/ingot-hpc/ingot/internal/warning"
 	"github.com/ingot-hpc/ingot/ledger"
@@ -35,6 +36,7 @@ func reportCommands() []*cli.Command {
 			Flags: []cli.Flag{
 				&cli.StringFlag{Name: "at", Usage: "as of `TIME` (now-2h, 2026-11-01, \"2026-11-01 14:30\", RFC 3339); only Gold's line: HFS shares are known only now"},
 				&cli.BoolFlag{Name: "allocations", Usage: "list the allocations behind each balance"},
+				&cli.BoolFlag{Name: "forecast", Usage: "the burn rate over the last 7 and 30 days (charges less their refunds) and when the available credits run out at it, beside the allocations' end; of the nodes named, else of every node you read"},
 			},
 			Action: balance,
 		},
@@ -79,6 +81,12 @@ func balance(c *cli.Context) error {
 	at, err := parseTimeFlag(c, "at")
 	if err != nil {
 		return err
+	}
+	if c.Bool("forecast") {
+		if c.IsSet("at") || c.Bool("allocations") {
+			return usageError{"--forecast is of now and of balances only: not with --at or --allocations"}
+		}
+		return balanceForecast(c)
 	}
 	return withBank(c, func(b bank) error {
 		var nbs []ledger.NodeBalance
@@ -148,6 +156,46 @@ func balance(c *cli.Context) error {
 		}
 		return writeWarnings(c, warnings)
 	})
+}
+
+// balanceForecast shows the forecast of the nodes named, or of every node
+// read: one line per node with each window's rate and run-out.
+func balanceForecast(c *cli.Context) error {
+	var nodes []string
+	if c.NArg() > 0 {
+		nodes = c.Args().Slice()
+	}
+	return withBank(c, func(b bank) error {
+		fs, err := b.Forecast(c.Context, nodes)
+		if err != nil {
+			return err
+		}
+		p, err := b.precision()
+		if err != nil {
+			return err
+		}
+		t := table{headers: []string{"Node", "Available", "PerDay7", "RunsOut7", "PerDay30", "RunsOut30", "AllocationsEnd", "DaysBeforeEnd30"}, data: orEmpty(fs)}
+		for _, f := range fs {
+			week, month := f.Rate(forecast.ShortWindow), f.Rate(forecast.LongWindow)
+			end, before := "never", "-"
+			if f.AllocationsEnd != nil {
+				end = localTime(*f.AllocationsEnd)
+			}
+			if month.DaysBeforeEnd != nil {
+				before = strconv.FormatInt(*month.DaysBeforeEnd, 10)
+			}
+			t.add(f.Node, amount(f.Available, p), week.PerDay.StringFixed(p+2), runsOut(week), month.PerDay.StringFixed(p+2), runsOut(month), end, before)
+		}
+		return show(c, t)
+	})
+}
+
+// runsOut shows a rate's run-out time, "-" without one (no use).
+func runsOut(r forecast.Rate) string {
+	if r.RunsOut == nil {
+		return "-"
+	}
+	return localTime(*r.RunsOut)
 }
 
 // balanceWithShares is one element of `balance --json`: the node's balance

@@ -13,6 +13,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/ingot-hpc/ingot/charge"
+	"github.com/ingot-hpc/ingot/forecast"
 	"github.com/ingot-hpc/ingot/ledger"
 	"github.com/ingot-hpc/ingot/lien"
 	"github.com/ingot-hpc/ingot/proto/api"
@@ -158,6 +159,21 @@ func (r remoteBank) Preempt(ctx context.Context, project, machine string, amount
 
 func (r remoteBank) FairShare(ctx context.Context, account string, halfLife time.Duration, compensation float64) ([]ledger.FairShareNode, error) {
 	return r.client.FairShare(ctx, account, halfLife, compensation)
+}
+
+func (r remoteBank) Forecast(ctx context.Context, nodes []string) ([]forecast.Forecast, error) {
+	if nodes == nil {
+		return r.client.Forecast(ctx, "")
+	}
+	var out []forecast.Forecast
+	for _, n := range nodes {
+		fs, err := r.client.Forecast(ctx, n)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, fs...)
+	}
+	return out, nil
 }
 
 func (r remoteBank) Statement(ctx context.Context, account string, from, to time.Time, summarize bool) (ledger.Statement, error) {

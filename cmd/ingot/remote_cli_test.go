@@ -15,6 +15,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ingot-hpc/ingot/forecast"
 	"github.com/ingot-hpc/ingot/ledger"
 	"github.com/ingot-hpc/ingot/ledger/boltstore"
 	"github.com/ingot-hpc/ingot/lien"
@@ -294,6 +295,8 @@ func TestRemoteOutputIsLocalOutput(t *testing.T) {
 	tw.read("balance", "chem")
 	tw.read("balance", "chem", "bio", "--allocations")
 	tw.read("balance", "bio", "--at", "2099-01-01")
+	tw.read("balance", "--forecast")
+	tw.read("balance", "chem", "chem.lab1", "--forecast")
 	tw.read("statement", "chem")
 	tw.read("statement", "bio", "--summarize", "--start", "2020-01-01")
 	tw.read("journal")
@@ -396,6 +399,11 @@ func TestRemoteUserReadsOnlyItsProjects(t *testing.T) {
 	if out := amy.ok("balance"); strings.Contains(out, "bio") {
 		t.Errorf("amy's balance table shows bio:\n%s", out)
 	}
+	var forecasts []forecast.Forecast
+	amy.json(&forecasts, "balance", "--forecast")
+	if len(forecasts) != 1 || forecasts[0].Node != "chem.lab1" {
+		t.Errorf("amy's forecasts: %+v", forecasts)
+	}
 	wantList(t, "amy's liens", jobsIn(amy, "lien", "list"), "ja", "jc")
 	wantList(t, "amy's view of bob's charges", jobsIn(amy, "charge", "list", "jb", "--machine", "hpc1"))
 	wantList(t, "amy's charges of her own job", jobsIn(amy, "charge", "list", "ja", "--machine", "hpc1"))
@@ -417,6 +425,7 @@ func TestRemoteUserReadsOnlyItsProjects(t *testing.T) {
 	}{
 		{"client amy (user of amy) may not read bio.lab1: user amy is not a member or manager of it", []string{"balance", "bio.lab1"}},
 		{"may not read chem: user amy is not a member", []string{"balance", "chem"}},
+		{"may not read bio.lab1", []string{"balance", "bio.lab1", "--forecast"}},
 		{"may not read bio", []string{"lien", "list", "bio"}},
 		{"may not read bio.lab1", []string{"journal", "--node", "bio.lab1"}},
 		{"may not read the whole journal", []string{"journal"}},

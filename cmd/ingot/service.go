@@ -11,6 +11,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/ingot-hpc/ingot/charge"
+	"github.com/ingot-hpc/ingot/forecast"
 	"github.com/ingot-hpc/ingot/ledger"
 	"github.com/ingot-hpc/ingot/ledger/boltstore"
 	"github.com/ingot-hpc/ingot/lien"
@@ -61,6 +62,8 @@ type bankService interface {
 	// Preempt is what to preempt so that a lien of amount on project fits.
 	Preempt(ctx context.Context, project, machine string, amount decimal.Decimal) (ledger.Preemption, error)
 	FairShare(ctx context.Context, account string, halfLife time.Duration, compensation float64) ([]ledger.FairShareNode, error)
+	// Forecast is the forecast of each node named, nil: of every node read.
+	Forecast(ctx context.Context, nodes []string) ([]forecast.Forecast, error)
 	Statement(ctx context.Context, account string, from, to time.Time, summarize bool) (ledger.Statement, error)
 	Journal(ctx context.Context, f ledger.JournalFilter) ([]ledger.Entry, error)
 	Audit(ctx context.Context, opts ledger.AuditOptions) (ledger.AuditReport, error)
@@ -131,6 +134,10 @@ type localBank struct {
 func (b localBank) Settings() (api.Settings, error) {
 	archived, err := b.ArchivedBefore(b.cli.Context)
 	return api.Settings{Settings: b.Ledger.Settings(), Created: b.Created(), Now: b.Now(), ArchivedBefore: archived}, err
+}
+
+func (b localBank) Forecast(ctx context.Context, nodes []string) ([]forecast.Forecast, error) {
+	return forecast.Of(ctx, b.Ledger, nodes)
 }
 
 func (b localBank) Precision() (int32, bool) { return b.Ledger.Settings().Precision, true }

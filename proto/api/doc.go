@@ -24,6 +24,7 @@
 //		GET    /v1/shares             AccountQuery       ledger.AccountShares    all¹²
 //		GET    /v1/preempt            PreemptQuery       ledger.Preemption       all¹²⁸
 //		GET    /v1/fairshare          FairShareQuery     List of FairShareNode   all¹²
+//		GET    /v1/forecast           ForecastQuery      List of forecast.Forecast all¹² (a node), all⁴ (none: every node read)
 //		GET    /v1/statement          StatementQuery     ledger.Statement        admin, manager¹, user²
 //		GET    /v1/journal            JournalQuery       List of ledger.Entry    admin, manager¹, user² (node required)
 //		GET    /v1/audit              full               ledger.AuditReport      admin

@@ -24,6 +24,7 @@ const (
 	PathShares           = "/v1/shares"
 	PathPreempt          = "/v1/preempt"
 	PathFairShare        = "/v1/fairshare"
+	PathForecast         = "/v1/forecast"
 	PathStatement        = "/v1/statement"
 	PathJournal          = "/v1/journal"
 	PathAudit            = "/v1/audit"
@@ -219,6 +220,10 @@ type (
 		Account      string        `query:"account,required"`
 		HalfLife     time.Duration `query:"half_life"`
 		Compensation float64       `query:"compensation"`
+	}
+	// ForecastQuery names a node, or none for every node the client reads.
+	ForecastQuery struct {
+		Node string `query:"node"`
 	}
 	// StatementQuery: the period [from, to).
 	StatementQuery struct {

@@ -11,6 +11,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/ingot-hpc/ingot/charge"
+	"github.com/ingot-hpc/ingot/forecast"
 	"github.com/ingot-hpc/ingot/internal/progress"
 	"github.com/ingot-hpc/ingot/ledger"
 	"github.com/ingot-hpc/ingot/lien"
@@ -67,6 +68,12 @@ func (c *Client) Shares(ctx context.Context, account string) (ledger.AccountShar
 func (c *Client) FairShare(ctx context.Context, account string, halfLife time.Duration, compensation float64) ([]ledger.FairShareNode, error) {
 	return items(get[api.List[ledger.FairShareNode]](ctx, c, api.PathFairShare,
 		api.FairShareQuery{Account: account, HalfLife: halfLife, Compensation: compensation}))
+}
+
+// Forecast is the forecast of node now, or with node "" of every node
+// the client reads.
+func (c *Client) Forecast(ctx context.Context, node string) ([]forecast.Forecast, error) {
+	return items(get[api.List[forecast.Forecast]](ctx, c, api.PathForecast, api.ForecastQuery{Node: node}))
 }
 
 // Statement is an account's statement for [from, to).

@@ -5,6 +5,7 @@ import (
 	"io"
 	"slices"
 
+	"github.com/ingot-hpc/ingot/forecast"
 	"github.com/ingot-hpc/ingot/ledger"
 	"github.com/ingot-hpc/ingot/proto/api"
 	"github.com/ingot-hpc/ingot/proto/clients"
@@ -98,6 +99,35 @@ func (s *Server) fairShare(c *call, q api.FairShareQuery) (api.List[ledger.FairS
 	}
 	nodes, err := s.ledger.FairShare(c.r.Context(), q.Account, q.HalfLife, q.Compensation)
 	return api.ListOf(nodes), err
+}
+
+// forecast is the forecast of the node asked for, or of every node the
+// client reads.
+func (s *Server) forecast(c *call, q api.ForecastQuery) (api.List[forecast.Forecast], error) {
+	ctx := c.r.Context()
+	r, err := s.reachOf(ctx, c.client)
+	if err != nil {
+		return api.List[forecast.Forecast]{}, err
+	}
+	names := []string{q.Node}
+	if q.Node != "" {
+		if err := r.require(q.Node); err != nil {
+			return api.List[forecast.Forecast]{}, err
+		}
+	} else {
+		nodes, err := s.ledger.Nodes(ctx, "")
+		if err != nil {
+			return api.List[forecast.Forecast]{}, err
+		}
+		names = []string{}
+		for _, n := range nodes {
+			if r.node(n.Name) {
+				names = append(names, n.Name)
+			}
+		}
+	}
+	fs, err := forecast.Of(ctx, s.ledger, names)
+	return api.ListOf(fs), err
 }
 
 func (s *Server) statement(c *call, q api.StatementQuery) (ledger.Statement, error) {

@@ -149,6 +149,7 @@ func (s *Server) table() []route {
 		read(get, api.PathShares, anyRole, endpoint(s.shares)),
 		read(get, api.PathPreempt, anyRole, endpoint(s.preempt)),
 		read(get, api.PathFairShare, anyRole, endpoint(s.fairShare)),
+		read(get, api.PathForecast, anyRole, endpoint(s.forecast)),
 		read(get, api.PathStatement, readers, endpoint(s.statement)),
 		read(get, api.PathJournal, readers, endpoint(s.journal)),
 		read(get, api.PathAudit, adminOnly, endpoint(s.audit)),

@@ -16,6 +16,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/ingot-hpc/ingot/charge"
+	"github.com/ingot-hpc/ingot/forecast"
 	"github.com/ingot-hpc/ingot/ledger"
 	"github.com/ingot-hpc/ingot/ledger/boltstore/bolttest"
 	"github.com/ingot-hpc/ingot/ledger/ledgertest"
@@ -584,4 +585,37 @@ func TestSchedulerAnswersAreTheLedgers(t *testing.T) {
 			t.Errorf("%s retried answered\n%s\nfirst\n%s", tc.e.target, retry.Body, first.Body)
 		}
 	}
+}
+
+// TestForecastFollowsReach: GET /v1/forecast answers every node to an
+// admin, a manager's subtree and a user's projects only, and refuses a
+// node the client does not read, as /v1/balance does.
+func TestForecastFollowsReach(t *testing.T) {
+	s := newSite(t)
+	for _, c := range []struct {
+		client, target string
+		want           []string
+	}{
+		{"root", "/v1/forecast", []string{"bio", "bio.lab1", "chem", "chem.lab1"}},
+		{"chemmgr", "/v1/forecast", []string{"chem", "chem.lab1"}},
+		{"amy", "/v1/forecast", []string{"chem.lab1"}},
+		{"amy", "/v1/forecast?node=chem.lab1", []string{"chem.lab1"}},
+	} {
+		var fs api.List[forecast.Forecast]
+		s.ok(exchange{key: s.keys[c.client], method: "GET", target: c.target}, &fs)
+		var got []string
+		for _, f := range fs.Items {
+			got = append(got, f.Node)
+			wantAmount(t, f.Node+" available", f.Available, "1000")
+			if r := f.Rate(forecast.LongWindow); r.RunsOut != nil || !r.Charged.IsZero() {
+				t.Errorf("%s without use: %+v", f.Node, r)
+			}
+		}
+		if !slices.Equal(got, c.want) {
+			t.Errorf("%s %s: %v, want %v", c.client, c.target, got, c.want)
+		}
+	}
+	wantError(t, s.do(exchange{key: s.keys["amy"], method: "GET", target: "/v1/forecast?node=bio"}), 403, api.CodeForbidden, "may not read bio")
+	wantError(t, s.do(exchange{key: s.keys["chemmgr"], method: "GET", target: "/v1/forecast?node=bio.lab1"}), 403, api.CodeForbidden, "may not read bio.lab1")
+	wantError(t, s.do(exchange{key: s.keys["root"], method: "GET", target: "/v1/forecast?node=physics"}), 404, api.CodeNotFound, "physics")
 }
