@@ -23,11 +23,13 @@ var (
 	accountFields = slices.Concat(balanceFields, []string{"Description", "Active"})
 )
 
-// accountOptions are the options gbalance sends. Project and User select
-// the accounts that a project or a user can charge; ingot applies its
-// membership rules always (UseRules) and its accounts have no accounts
-// above them (IncludeAncestors), so those two change nothing.
-var accountOptions = []string{"Project", "User", "UseRules", "IncludeAncestors"}
+// accountOptions are the options gbalance and gdeposit send. Project and
+// User select the accounts that a project or a user can charge; ingot
+// applies its membership rules always (UseRules), its accounts have no
+// accounts above them (IncludeAncestors) and are charged on every machine
+// (Machine, which must be one the bank has), so those three change
+// nothing.
+var accountOptions = []string{"Project", "User", "Machine", "UseRules", "IncludeAncestors"}
 
 // queryAccounts answers the balances of the accounts selected, as
 // gbalance asks.
@@ -70,6 +72,11 @@ func (c *call) accountRows() ([]row, error) {
 	}
 	project, _ := c.Option("Project")
 	user, _ := c.Option("User")
+	if machine, ok := c.Option("Machine"); ok {
+		if err := c.knownMachine(machine); err != nil {
+			return nil, err
+		}
+	}
 	var accounts []string
 	switch {
 	case user != "":

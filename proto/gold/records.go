@@ -137,14 +137,22 @@ func createProjectMachine(c *call) (Response, error) {
 	if _, err := read[ledger.Node](c, http.MethodGet, api.PathNode, api.NameQuery{Name: v["Project"]}); err != nil {
 		return Response{}, err
 	}
-	ms, err := read[api.List[ledger.Machine]](c, http.MethodGet, api.PathMachines, api.NoQuery{})
-	if err != nil {
+	if err := c.knownMachine(v["Name"]); err != nil {
 		return Response{}, err
 	}
-	if !slices.ContainsFunc(ms.Items, func(m ledger.Machine) bool { return m.Name == v["Name"] }) {
-		return Response{}, Errorf(CodeState, "Machine %s does not exist", ledger.Excerpt(v["Name"]))
-	}
 	return created(c, record(c.Object, field("Project", v["Project"]), field("Name", v["Name"]), field("Active", "True"))), nil
+}
+
+// knownMachine refuses a machine the bank does not have.
+func (c *call) knownMachine(name string) error {
+	ms, err := read[api.List[ledger.Machine]](c, http.MethodGet, api.PathMachines, api.NoQuery{})
+	if err != nil {
+		return err
+	}
+	if !slices.ContainsFunc(ms.Items, func(m ledger.Machine) bool { return m.Name == name }) {
+		return Errorf(CodeState, "Machine %s does not exist", ledger.Excerpt(name))
+	}
+	return nil
 }
 
 // createAccount answers gmkaccount: an ingot project charges one account,
