@@ -36,6 +36,8 @@
 // pace. DaysBeforeEnd is how many whole days the run-out comes before it
 // (negative: the credits outlast the allocations, which end first).
 //
-// Charges are read from the bank's charge records, all of them, once per
-// call; the figures are the bank's at the time of the call.
+// Charges are read from the journal entries of the last 30 days (each
+// account's, from its index), so a forecast costs the same in a bank's
+// tenth year as in its first; the figures are the bank's at the time of
+// the call.
 package forecast

@@ -3,6 +3,7 @@ package forecast
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -103,17 +104,37 @@ func Of(ctx context.Context, l *ledger.Ledger, names []string) ([]Forecast, erro
 }
 
 // charged is, for each node named and each window, the use net of
-// refunds of the charges in the window ending at now.
+// refunds of the charges in the window ending at now. It reads the
+// journal's charges and refunds of the last window only (from the
+// accounts' index), not every charge the bank holds: a refund's entry
+// carries its charge's new state, so the last entry of a charge has what
+// is left of it.
 func charged(ctx context.Context, l *ledger.Ledger, names []string, now time.Time) ([][]decimal.Decimal, error) {
 	used := make([][]decimal.Decimal, len(names))
 	for i := range used {
 		used[i] = make([]decimal.Decimal, len(windows))
 	}
 	oldest := now.Add(-time.Duration(windows[len(windows)-1]) * day)
-	err := l.View(ctx, func(tx ledger.Tx) error {
-		return tx.Charges(func(c ledger.Charge) (bool, error) {
+	for _, account := range accountsOf(names) {
+		entries, err := l.Journal(ctx, ledger.JournalFilter{Node: account, Kinds: []ledger.Kind{ledger.KindCharge, ledger.KindRefund}, From: oldest})
+		if err != nil {
+			return nil, fmt.Errorf("forecast: charges of %s: %w", account, err)
+		}
+		last := map[uint64]*ledger.Charge{}
+		var order []uint64
+		for _, e := range entries {
+			if e.Charge == nil {
+				continue
+			}
+			if _, seen := last[e.Charge.ID]; !seen {
+				order = append(order, e.Charge.ID)
+			}
+			last[e.Charge.ID] = e.Charge
+		}
+		for _, id := range order {
+			c := last[id]
 			if c.Time.Before(oldest) || c.Time.After(now) {
-				return true, nil
+				continue
 			}
 			net := c.Amount.Sub(c.Refunded)
 			for i, name := range names {
@@ -126,13 +147,20 @@ func charged(ctx context.Context, l *ledger.Ledger, names []string, now time.Tim
 					}
 				}
 			}
-			return true, nil
-		})
-	})
-	if err != nil {
-		return nil, fmt.Errorf("forecast: read charges: %w", err)
+		}
 	}
 	return used, nil
+}
+
+// accountsOf are the accounts of the nodes named, each once.
+func accountsOf(names []string) []string {
+	var out []string
+	for _, n := range names {
+		if a := ledger.AccountOf(n); !slices.Contains(out, a) {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 // Compute is the forecast of a node whose balance now is nb, given its
