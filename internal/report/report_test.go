@@ -47,7 +47,8 @@ func TestWriteFormats(t *testing.T) {
 }
 
 // TestStatementCSV: the sections are a column of each detail line, as in
-// -P, and the summary comes first.
+// -P, under one header line, and the summary comes first; an empty section
+// leaves no line.
 func TestStatementCSV(t *testing.T) {
 	at := time.Date(2026, 11, 2, 10, 0, 0, 0, time.UTC)
 	st := ledger.Statement{Account: "chem", From: at, To: at.Add(time.Hour), Beginning: decimal.Zero,
@@ -71,11 +72,19 @@ func TestStatementCSV(t *testing.T) {
 		"Ending balance,60.00",
 		"Section,Entry,Time,Kind,Count,Amount,Allocations,Ref,Actor,Description",
 		"credit,3," + local + ",deposit,1,100.00,1,,client:admin,",
-		"Section,Entry,Time,Kind,Count,Amount,Allocations,Ref,Actor,Description",
 		"debit,4," + local + ",withdraw,1,40.00,\"1,2\",,client:admin,back",
 	}
 	if got := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n"); strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	st.CreditLines = nil
+	out.Reset()
+	if err := report.WriteStatement(&out, report.CSV, st, 2, false); err != nil {
+		t.Fatal(err)
+	}
+	want = append(want[:9], want[10])
+	if got := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n"); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("no credits: got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
 

@@ -11,8 +11,8 @@ import (
 
 // WriteStatement writes a statement as Gold's gstatement shows it: the
 // summary, then the credit detail and the debit detail. Aligned, each
-// detail is a table under its title; -P and CSV have no titles, and each
-// detail line starts with its section, credit or debit, instead.
+// detail is a table under its title; -P and CSV have no titles, and one
+// table of details whose lines start with their section, credit or debit.
 func WriteStatement(w io.Writer, f Format, st ledger.Statement, p int32, summarized bool) error {
 	summary := Table{Headers: []string{"Field", "Value"}}
 	summary.Add("Account", st.Account)
@@ -25,19 +25,22 @@ func WriteStatement(w io.Writer, f Format, st ledger.Statement, p int32, summari
 	if err := Write(w, f, summary); err != nil {
 		return err
 	}
+	// Aligned, each detail is a table of its own under its title; -P and
+	// CSV have one table with the header once, the section a column, so
+	// that the header does not repeat as a line of the data (an empty
+	// credit section used to leave two header lines in a row).
+	headers := []string{"Section", "Entry", "Time", "Kind", "Count", "Amount", "Allocations", "Ref", "Actor", "Description"}
+	if summarized {
+		headers = []string{"Section", "Kind", "Count", "Amount"}
+	}
+	details := Table{Headers: headers}
 	for _, part := range []struct {
 		title string
 		lines []ledger.StatementLine
 	}{{"Credit detail", st.CreditLines}, {"Debit detail", st.DebitLines}} {
 		if f == Aligned {
 			fmt.Fprintf(w, "\n%s\n", part.title)
-		}
-		t := Table{Headers: []string{"Section", "Entry", "Time", "Kind", "Count", "Amount", "Allocations", "Ref", "Actor", "Description"}}
-		if summarized {
-			t.Headers = []string{"Section", "Kind", "Count", "Amount"}
-		}
-		if f == Aligned {
-			t.Headers = t.Headers[1:]
+			details = Table{Headers: headers[1:]}
 		}
 		for _, line := range part.lines {
 			ids := make([]string, len(line.Allocations))
@@ -51,11 +54,16 @@ func WriteStatement(w io.Writer, f Format, st ledger.Statement, p int32, summari
 			if f != Aligned {
 				cells = append([]string{strings.ToLower(strings.Fields(part.title)[0])}, cells...)
 			}
-			t.Add(cells...)
+			details.Add(cells...)
 		}
-		if err := Write(w, f, t); err != nil {
-			return err
+		if f == Aligned {
+			if err := Write(w, f, details); err != nil {
+				return err
+			}
 		}
+	}
+	if f != Aligned {
+		return Write(w, f, details)
 	}
 	return nil
 }

@@ -44,7 +44,7 @@ func FuzzStatementQuery(f *testing.F) {
 		if err != nil {
 			return
 		}
-		sp, err := decodeStatementQuery(v)
+		sp, err := decodeStatementQuery(pathStatement, v)
 		if err != nil {
 			return
 		}

@@ -20,6 +20,7 @@ const (
 	pathHome      = "/"
 	pathNode      = "/node"
 	pathStatement = "/statement.csv"
+	pathStmtPage  = "/statement"
 	pathUsage     = "/usage.csv"
 	pathSignIn    = "/signin"
 	pathSignOut   = "/signout"
@@ -77,6 +78,7 @@ func New(sessions *Sessions, log *slog.Logger) *Pages {
 		pathHome:      {method: http.MethodGet, serve: p.home},
 		pathNode:      {method: http.MethodGet, serve: p.node},
 		pathStatement: {method: http.MethodGet, serve: p.statementCSV},
+		pathStmtPage:  {method: http.MethodGet, serve: p.statementPage},
 		pathUsage:     {method: http.MethodGet, serve: p.usageCSV},
 		pathSignOut:   {method: http.MethodPost, serve: p.signOut},
 		pathStyle:     {method: http.MethodGet, public: true, serve: serveStyle},

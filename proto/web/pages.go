@@ -333,7 +333,7 @@ func (p *Pages) usageCSV(req *request) error {
 // statementCSV downloads an account's statement for a period, as `ingot
 // statement ACCOUNT --start FIRST --end DAY-AFTER-LAST --csv` prints it.
 func (p *Pages) statementCSV(req *request) error {
-	sp, err := decodeStatementQuery(req.r.URL.Query())
+	sp, err := decodeStatementQuery(pathStatement, req.r.URL.Query())
 	if err != nil {
 		return err
 	}
@@ -351,6 +351,37 @@ func (p *Pages) statementCSV(req *request) error {
 	}
 	last := sp.To.AddDate(0, 0, -1)
 	sendCSV(req, fmt.Sprintf("%s-statement-%s-to-%s.csv", sp.Account, sp.From.Format(dateLayout), last.Format(dateLayout)), b.Bytes())
+	return nil
+}
+
+// statementView is an account's statement as a page: the summary, the
+// credits and the debits, as `ingot statement` prints them, and its CSV.
+type statementView struct {
+	page
+	Statement ledger.Statement
+	// First and Last are the period's first and last days; CSV its
+	// download.
+	First, Last, CSV string
+}
+
+// statementPage shows an account's statement for a period, as `ingot
+// statement ACCOUNT --start FIRST --end DAY-AFTER-LAST` prints it.
+func (p *Pages) statementPage(req *request) error {
+	sp, err := decodeStatementQuery(pathStmtPage, req.r.URL.Query())
+	if err != nil {
+		return err
+	}
+	pg, _, err := p.dataPage(req, "Statement of "+sp.Account)
+	if err != nil {
+		return err
+	}
+	st, err := call[ledger.Statement](req, api.PathStatement, api.StatementQuery{Account: sp.Account, From: sp.From, To: sp.To})
+	if err != nil {
+		return err
+	}
+	v := statementView{page: pg, Statement: st, First: req.r.URL.Query().Get("from"), Last: req.r.URL.Query().Get("to")}
+	v.CSV = pathStatement + "?" + url.Values{"account": {sp.Account}, "from": {v.First}, "to": {v.Last}}.Encode()
+	p.render(req, http.StatusOK, "statement", v)
 	return nil
 }
 

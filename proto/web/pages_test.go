@@ -242,7 +242,7 @@ func TestAccountPageOfAUser(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := s.signedIn("amy").get("/node?name=chem")
-	if a.status != http.StatusOK || !strings.Contains(a.body, `id="tree"`) || !strings.Contains(a.body, `action="/statement.csv"`) {
+	if a.status != http.StatusOK || !strings.Contains(a.body, `id="tree"`) || !strings.Contains(a.body, `action="/statement"`) {
 		t.Errorf("amy, manager of chem, on chem's page: %d\n%s", a.status, a.body)
 	}
 }

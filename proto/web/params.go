@@ -126,12 +126,12 @@ const timeLayout = "2006-01-02 15:04 MST"
 // before 1970 as typos, and so does the page.
 var earliest = time.Date(1970, 1, 1, 0, 0, 0, 0, time.UTC)
 
-func decodeStatementQuery(v url.Values) (statementPeriod, error) {
+func decodeStatementQuery(path string, v url.Values) (statementPeriod, error) {
 	var q statementQuery
-	if err := api.DecodeQuery(pathStatement, v, &q); err != nil {
+	if err := api.DecodeQuery(path, v, &q); err != nil {
 		return statementPeriod{}, err
 	}
-	from, to, err := dateRange(pathStatement, q.From, q.To)
+	from, to, err := dateRange(path, q.From, q.To)
 	return statementPeriod{Account: q.Account, From: from, To: to}, err
 }
 

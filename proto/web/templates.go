@@ -26,6 +26,9 @@ func parseTemplates() *template.Template {
 		"nodeLink": func(name string) string { return nodeURL(nodeQuery{Name: name}) },
 		"depth":    depth,
 		"policy":   policyText,
+		"lines": func(v statementView, id, title string, lines []ledger.StatementLine) statementLines {
+			return statementLines{View: v, ID: id, Title: title, Lines: lines}
+		},
 	}
 	return template.Must(template.New("").Funcs(funcs).ParseFS(templateFiles, "templates/*.html"))
 }
@@ -60,6 +63,14 @@ func serveStyle(req *request) error {
 	req.w.Header().Set("Content-Type", "text/css; charset=utf-8")
 	req.w.Write(style)
 	return nil
+}
+
+// statementLines are a section of a statement's page, its credits or its
+// debits.
+type statementLines struct {
+	View      statementView
+	ID, Title string
+	Lines     []ledger.StatementLine
 }
 
 // errorPage answers a request the page refuses.

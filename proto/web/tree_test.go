@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/shopspring/decimal"
 
@@ -81,5 +82,41 @@ func TestTreeRollUp(t *testing.T) {
 	// Without sub-projects, no subtree columns.
 	if s := newSite(t); strings.Contains(s.signedIn("chemmgr").get("/node?name=chem").body, "subtree_used") {
 		t.Errorf("a tree without groups shows subtree figures")
+	}
+}
+
+// TestStatementPage: an account's statement as a page has the figures of
+// the ledger's statement (ingot statement's), its lines, and the CSV's
+// link; a user who does not read the account is refused it as a node she
+// does not read.
+func TestStatementPage(t *testing.T) {
+	s := newSite(t)
+	s.seed(5)
+	first := s.Clock.Now().AddDate(0, 0, -10).In(time.Local)
+	from := time.Date(first.Year(), first.Month(), first.Day(), 0, 0, 0, 0, time.Local)
+	to := from.AddDate(0, 0, 11)
+	q := "account=chem&from=" + from.Format(time.DateOnly) + "&to=" + to.AddDate(0, 0, -1).Format(time.DateOnly)
+	page := s.signedIn("chemmgr").get("/statement?" + q)
+	if page.status != http.StatusOK {
+		t.Fatalf("the statement: %d\n%s", page.status, page.body)
+	}
+	st, err := s.Statement(context.Background(), "chem", from, to, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for field, want := range map[string]decimal.Decimal{"beginning": st.Beginning, "credits": st.Credits, "debits": st.Debits.Neg(), "ending": st.Ending} {
+		if got := cell(t, page.body, "", field); got != report.Grouped(want, 2) {
+			t.Errorf("%s: %s, want %s", field, got, report.Grouped(want, 2))
+		}
+	}
+	if got := len(tableRows(t, page.body, "debits")); got != len(st.DebitLines) || got == 0 {
+		t.Errorf("%d debit lines, want %d", got, len(st.DebitLines))
+	}
+	if !strings.Contains(page.body, `href="/statement.csv?`+strings.ReplaceAll(q, "&", "&amp;")+`"`) {
+		t.Errorf("no link to the CSV:\n%s", page.body)
+	}
+	amy := s.signedIn("amy")
+	if a := amy.get("/statement?" + q); a.status != http.StatusNotFound || a.body != amy.get("/node?name=nothing").body {
+		t.Errorf("amy on chem's statement: %d", a.status)
 	}
 }
