@@ -56,7 +56,7 @@ MAINTAINER ?= Seed 7f34db34 maintainers <maintainers@users.noreply.a-seed-7f34db
 # /usr/sbin: Debian's munged and Slurm daemons, which tests start.
 export PATH := $(PATH):/usr/local/go/bin:/usr/sbin
 
-.PHONY: build run test e2e-slurm bench bench-history fuzz clean install package
+.PHONY: build run test axe e2e-slurm bench bench-history fuzz clean install package
 
 build:
 	$(GO) build $(GOBUILDFLAGS) -ldflags "$(LDFLAGS)" -o $(BUILDDIR)/ingot ./cmd/ingot
@@ -83,9 +83,30 @@ run: build
 	@bin/ingot --db $(DB) serve --listen $(LISTEN) --socket $(dir $(DB))ingot.sock \
 	  --first-admin-key $(dir $(DB))admin.key $(if $(shell command -v unmunge),--munge) 2>>$(dir $(DB))serve.log
 
-test:
+# Tests keep what they make to be looked at (the browser test's screenshots
+# and axe-core's reports) under var/test-output/_artifacts/.
+test: $(AXE)
 	$(GO) vet ./...
-	$(GO) test -count=1 ./...
+	@mkdir -p var/test-output
+	$(GO) test -count=1 -artifacts -outputdir $(abspath var/test-output) ./...
+
+# axe-core checks the web page's accessibility inside Chromium
+# (TestWebInBrowser). It is fetched here, with npm, at a pinned version
+# whose file's SHA-256 is checked, rather than kept in the repository: the
+# project takes in no code from elsewhere, and a test tool is no part of
+# the product. The test looks for it here (or at $$INGOT_AXE); under
+# INGOT_E2E=1 its absence fails the test.
+AXE_VERSION = 4.14.1
+AXE_SHA256 = 29348999450cdf2849a8e70b7912fc2da85a849da39c0d0d5394f51d4a9ed95c
+AXE = testdata/axe-core/axe.min.js
+$(AXE):
+	@mkdir -p $(dir $(AXE))
+	@tmp=$$(mktemp -d) && trap 'rm -rf $$tmp' EXIT && \
+	  (cd $$tmp && npm pack --silent axe-core@$(AXE_VERSION) >/dev/null && tar xzf axe-core-$(AXE_VERSION).tgz package/axe.min.js) && \
+	  echo "$(AXE_SHA256)  $$tmp/package/axe.min.js" | sha256sum -c --quiet && \
+	  cp $$tmp/package/axe.min.js $@
+
+axe: $(AXE)
 
 # e2e-slurm runs only the tests that start a real Slurm cluster (see
 # docs/slurm-testing.md): internal/slurmtest's own, and every TestSlurm*

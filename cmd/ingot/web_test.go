@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"cmp"
+	"encoding/json"
 	"context"
 	"html"
 	"image"
@@ -221,6 +222,7 @@ func TestWebInBrowser(t *testing.T) {
 	}
 	w := newWebBank(t)
 	ctx := newBrowser(t)
+	axe := axeSource(t)
 	do := func(what string, steps ...chromedp.Action[chromedp.Void]) {
 		t.Helper()
 		if err := chromedp.Do(ctx, steps...); err != nil {
@@ -246,6 +248,7 @@ func TestWebInBrowser(t *testing.T) {
 		t.Fatalf("amy's balance: %+v", balances)
 	}
 	nb := balances[0]
+	checkAxe(t, ctx, axe, "home")
 	for field, want := range map[string]string{"available": report.Grouped(nb.Available, 2), "account_available": report.Grouped(*nb.AccountAvailable, 2),
 		"reserved": report.Grouped(nb.Reserved, 2)} {
 		if got := text(`tr[data-node="chem.lab1"] [data-field="` + field + `"]`); got != want {
@@ -279,6 +282,7 @@ func TestWebInBrowser(t *testing.T) {
 		t.Errorf("the chart has %d columns (%v), want %d days", columns, err, daysOfHistory+1)
 	}
 	screenshot(t, ctx, "desktop", viewportWidth, viewportHeight)
+	checkAxe(t, ctx, axe, "project")
 
 	// The date range: three days typed into the form's fields, ISO dates,
 	// give the table of ingot usage --since FIRST --until DAY-AFTER-LAST.
@@ -306,6 +310,17 @@ func TestWebInBrowser(t *testing.T) {
 		t.Errorf("the page is %d pixels wide on a %d-pixel phone (%v)", wide, phoneWidth, err)
 	}
 	screenshot(t, ctx, "phone", phoneWidth, phoneHeight)
+	checkAxe(t, ctx, axe, "project-phone")
+
+	// Keyboard only: the first Tab reaches "Skip to the content", Enter
+	// follows it; Tabs then reach the choices, and Enter on one opens it.
+	do("the keyboard", chromedp.EmulateViewport(viewportWidth, viewportHeight), chromedp.Navigate(w.url+"/node?name=chem.lab1"),
+		chromedp.WaitVisible(chromedp.CSS(`#usage`)), chromedp.KeyEvent("\t"))
+	if focused, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.activeElement.textContent`)); err != nil || focused != "Skip to the content" {
+		t.Errorf("the first Tab reaches %q (%v)", focused, err)
+	}
+	do("Tab to By week", chromedp.Focus(chromedp.CSS(`a[href="/node?name=chem.lab1&period=week"]`)), chromedp.KeyEvent("\r"),
+		chromedp.WaitVisible(chromedp.CSS(`a[aria-current="page"][href="/node?name=chem.lab1&period=week"]`)))
 
 	// Another user's project, by URL: the same page as a node that does
 	// not exist.
@@ -339,6 +354,17 @@ func TestWebInBrowser(t *testing.T) {
 		}
 	}
 	screenshot(t, ctx, "manager", viewportWidth, viewportHeight)
+	checkAxe(t, ctx, axe, "account")
+
+	// The statement as a page.
+	do("chem's statement", chromedp.Click(chromedp.CSS(`form.statement button`)), chromedp.WaitVisible(chromedp.CSS(`#summary`)))
+	var st ledger.Statement
+	today := time.Now().Format(time.DateOnly)
+	w.as("chemmgr").json(&st, "statement", "chem", "--start", time.Now().AddDate(0, 0, -time.Now().Day()+1).Format(time.DateOnly), "--end", time.Now().AddDate(0, 0, 1).Format(time.DateOnly))
+	if got := text(`#summary [data-field="ending"]`); got != report.Grouped(st.Ending, 2) {
+		t.Errorf("the statement page's ending balance %s, ingot statement's %s (to %s)", got, report.Grouped(st.Ending, 2), today)
+	}
+	checkAxe(t, ctx, axe, "statement")
 
 	// A project's page has the project's own figures: those of hfs show.
 	do("the manager's chem.lab1", chromedp.Navigate(w.url+"/node?name=chem.lab1"), chromedp.WaitVisible(chromedp.CSS(`#balance`)))
@@ -352,6 +378,68 @@ func TestWebInBrowser(t *testing.T) {
 			}
 		}
 	}
+}
+
+// axeViolation is one rule axe-core finds broken on a page: its impact
+// (minor, moderate, serious, critical) and where.
+type axeViolation struct {
+	ID      string   `json:"id"`
+	Impact  string   `json:"impact"`
+	Help    string   `json:"help"`
+	Targets []string `json:"targets"`
+}
+
+// axeSource is axe-core's script, which make test fetches (see the
+// Makefile): at $INGOT_AXE, or the repository's testdata/axe-core. Without
+// it the check is skipped, and under INGOT_E2E=1 fails.
+func axeSource(t *testing.T) string {
+	t.Helper()
+	path := cmp.Or(os.Getenv("INGOT_AXE"), filepath.Join("..", "..", "testdata", "axe-core", "axe.min.js"))
+	src, err := os.ReadFile(path)
+	if err != nil {
+		if os.Getenv("INGOT_E2E") == "1" {
+			t.Fatalf("axe-core is needed under INGOT_E2E=1 (make axe fetches it): %v", err)
+		}
+		t.Logf("no axe-core (%v): the accessibility check is skipped (make axe fetches it)", err)
+		return ""
+	}
+	return string(src)
+}
+
+// checkAxe runs axe-core in the page the browser shows, with WCAG 2.1 A
+// and AA's rules and the best practices, keeps its report beside the
+// screenshots as axe-NAME.json, and fails on a serious or critical
+// violation.
+func checkAxe(t *testing.T, ctx context.Context, src, name string) {
+	t.Helper()
+	if src == "" {
+		return
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](src+";true")); err != nil {
+		t.Fatalf("loading axe-core in %s: %v", name, err)
+	}
+	vs, err := chromedp.Run(ctx, chromedp.Evaluate[[]axeViolation](`axe.run(document, {runOnly: {type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'best-practice']}, resultTypes: ['violations']})
+		.then(r => r.violations.map(v => ({id: v.id, impact: v.impact || '', help: v.help, targets: v.nodes.map(n => n.target.join(' '))})))`, chromedp.EvalAwaitPromise))
+	if err != nil {
+		t.Fatalf("axe-core on %s: %v", name, err)
+	}
+	report, _ := json.MarshalIndent(vs, "", "  ")
+	if err := os.WriteFile(filepath.Join(artifacts(t), "axe-"+name+".json"), report, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range vs {
+		if v.Impact == "serious" || v.Impact == "critical" {
+			t.Errorf("axe-core on %s: %s (%s): %s at %v", name, v.ID, v.Impact, v.Help, v.Targets)
+		}
+	}
+}
+
+// artifacts is where the browser test keeps its screenshots and axe-core's
+// reports: $INGOT_SCREENSHOTS, or the test's artifact directory (kept
+// under the output directory with go test -artifacts -outputdir DIR, as
+// make test runs it; a temporary one otherwise).
+func artifacts(t *testing.T) string {
+	return cmp.Or(os.Getenv("INGOT_SCREENSHOTS"), t.ArtifactDir())
 }
 
 // equalRows compares table cells.
@@ -409,7 +497,7 @@ func newBrowser(t *testing.T) context.Context {
 // temporary directory, or in $INGOT_SCREENSHOTS when that names one.
 func screenshot(t *testing.T, ctx context.Context, name string, width, height int) {
 	t.Helper()
-	dir := cmp.Or(os.Getenv("INGOT_SCREENSHOTS"), t.TempDir())
+	dir := artifacts(t)
 	for _, shot := range []struct {
 		kind   string
 		action chromedp.Action[[]byte]
