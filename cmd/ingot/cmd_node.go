@@ -343,7 +343,6 @@ func nodeTable(n ledger.Node) table {
 	return t
 }
 
-
 func limitText(l *decimal.Decimal) string {
 	if l == nil {
 		return "none"

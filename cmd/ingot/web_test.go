@@ -3,8 +3,8 @@ package main
 import (
 	"bytes"
 	"cmp"
-	"encoding/json"
 	"context"
+	"encoding/json"
 	"html"
 	"image"
 	"image/color"
