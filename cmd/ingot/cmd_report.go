@@ -132,8 +132,8 @@ func balance(c *cli.Context) error {
 		}
 		var warnings []warning.Warning
 		if !c.IsSet("at") {
-			for _, nb := range nbs {
-				warnings = append(warnings, warning.Of(nb, cmp.Or(nb.At, time.Now()), p)...)
+			if warnings, err = balanceWarnings(c.Context, b, nbs, p); err != nil {
+				return err
 			}
 		}
 		t := table{headers: headers, data: withShares(nbs, shares, warnings)}
@@ -156,6 +156,32 @@ func balance(c *cli.Context) error {
 		}
 		return writeWarnings(c, warnings)
 	})
+}
+
+// balanceWarnings are what the balances nbs warn of now: their own, and
+// their forecasts' (package warning).
+func balanceWarnings(ctx context.Context, b bank, nbs []ledger.NodeBalance, p int32) ([]warning.Warning, error) {
+	if len(nbs) == 0 {
+		return nil, nil
+	}
+	names := make([]string, len(nbs))
+	for i, nb := range nbs {
+		names[i] = nb.Node
+	}
+	fs, err := b.Forecast(ctx, names)
+	if err != nil {
+		return nil, fmt.Errorf("forecast: %w", err)
+	}
+	var out []warning.Warning
+	for i, nb := range nbs {
+		out = append(out, warning.Of(nb, cmp.Or(nb.At, time.Now()), p)...)
+		for _, f := range fs {
+			if f.Node == names[i] {
+				out = append(out, warning.OfForecast(f)...)
+			}
+		}
+	}
+	return out, nil
 }
 
 // balanceForecast shows the forecast of the nodes named, or of every node

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/ingot-hpc/ingot/forecast"
 	"github.com/ingot-hpc/ingot/internal/report"
 	"github.com/ingot-hpc/ingot/ledger"
 )
@@ -22,6 +23,9 @@ const (
 	// allocation has nothing left (its amount and credit limit are
 	// taken by charges and liens).
 	Exhausted Kind = "exhausted"
+	// Runway: at a recent pace (package forecast) the credits available
+	// run out before the active allocations end.
+	Runway Kind = "runway"
 )
 
 // Warning is one thing to warn of on a node.
@@ -66,6 +70,24 @@ func Of(nb ledger.NodeBalance, now time.Time, precision int32) []Warning {
 			Message: fmt.Sprintf("allocation %d of %s ends %s, on %s", a.ID, ledger.AccountOf(nb.Node), in(a.End.Sub(now)), report.LocalTime(a.End))})
 	}
 	return out
+}
+
+// OfForecast is what f, a node's forecast, warns of: that at the pace of
+// one of its windows the node's credits run out before its allocations
+// end (the window whose run-out comes first).
+func OfForecast(f forecast.Forecast) []Warning {
+	var first *forecast.Rate
+	for i, r := range f.Rates {
+		if r.RunsOut != nil && r.DaysBeforeEnd != nil && *r.DaysBeforeEnd > 0 && (first == nil || r.RunsOut.Before(*first.RunsOut)) {
+			first = &f.Rates[i]
+		}
+	}
+	if first == nil {
+		return nil
+	}
+	return []Warning{{Node: f.Node, Kind: Runway, Ends: *f.AllocationsEnd,
+		Message: fmt.Sprintf("at the pace of the last %d days, %s's credits run out on %s, %d days before its allocations end on %s",
+			first.Days, f.Node, report.LocalTime(*first.RunsOut), *first.DaysBeforeEnd, report.LocalTime(*f.AllocationsEnd))}}
 }
 
 // in says how long until an end, in whole days (rounded down), or hours

@@ -7,6 +7,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"github.com/ingot-hpc/ingot/forecast"
 	"github.com/ingot-hpc/ingot/ledger"
 )
 
@@ -57,6 +58,34 @@ func TestOf(t *testing.T) {
 		}
 		if c.contains != "" && !strings.Contains(strings.Join(text, "\n"), c.contains) {
 			t.Errorf("%s: %q does not say %q", c.name, text, c.contains)
+		}
+	}
+}
+
+func TestOfForecast(t *testing.T) {
+	now := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+	end := now.AddDate(0, 0, 60)
+	rate := func(days int, runsOut time.Time, before int64) forecast.Rate {
+		return forecast.Rate{Days: days, RunsOut: &runsOut, DaysBeforeEnd: &before}
+	}
+	for _, c := range []struct {
+		name  string
+		rates []forecast.Rate
+		end   *time.Time
+		want  string
+	}{
+		{"lasts", []forecast.Rate{rate(7, end.AddDate(0, 0, 5), -5), rate(30, end.AddDate(0, 0, 10), -10)}, &end, ""},
+		{"the week's pace runs out", []forecast.Rate{rate(7, now.AddDate(0, 0, 20), 40), rate(30, end.AddDate(0, 0, 10), -10)}, &end, "last 7 days, chem's credits run out on "},
+		{"both: the first", []forecast.Rate{rate(7, now.AddDate(0, 0, 40), 20), rate(30, now.AddDate(0, 0, 30), 30)}, &end, "last 30 days"},
+		{"no use", []forecast.Rate{{Days: 7}, {Days: 30}}, &end, ""},
+		{"never ends", []forecast.Rate{{Days: 7, RunsOut: &now}}, nil, ""},
+	} {
+		got := OfForecast(forecast.Forecast{Node: "chem", AllocationsEnd: c.end, Rates: c.rates})
+		switch {
+		case c.want == "" && len(got) != 0:
+			t.Errorf("%s: %+v", c.name, got)
+		case c.want != "" && (len(got) != 1 || got[0].Kind != Runway || !strings.Contains(got[0].Message, c.want)):
+			t.Errorf("%s: %+v, want %q", c.name, got, c.want)
 		}
 	}
 }

@@ -5,12 +5,14 @@ import (
 	"context"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/shopspring/decimal"
 
+	"github.com/ingot-hpc/ingot/forecast"
 	"github.com/ingot-hpc/ingot/internal/report"
 	"github.com/ingot-hpc/ingot/ledger"
 	"github.com/ingot-hpc/ingot/lien"
@@ -134,6 +136,37 @@ func TestDateRange(t *testing.T) {
 		}
 		if csv.status != http.StatusOK || csv.body != b.String() {
 			t.Errorf("by %s: usage.csv\n%s\nwant\n%s", by, csv.body, b.String())
+		}
+	}
+}
+
+// TestForecastOnPage: a node's page has its forecast (package forecast's,
+// as ingot balance --forecast gives it), and warns when at a recent pace
+// the credits run out before the allocations end.
+func TestForecastOnPage(t *testing.T) {
+	s := newSite(t)
+	s.seed(10)
+	amy := s.signedIn("amy")
+	if page := amy.get("/node?name=chem.lab1"); !strings.Contains(page.body, `id="forecast"`) || strings.Contains(page.body, `data-kind="runway"`) {
+		t.Fatalf("a project with years of credits: no forecast, or a runway warning:\n%s", page.body)
+	}
+	ctx := context.Background()
+	chem := s.MustBalance("chem")
+	if _, err := s.Withdraw(ctx, s.Req(), ledger.WithdrawSpec{Account: "chem", Amount: chem.Available.Sub(decimal.NewFromInt(20_000))}); err != nil {
+		t.Fatal(err)
+	}
+	fs, err := forecast.Of(ctx, s.Ledger, []string{"chem.lab1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := amy.get("/node?name=chem.lab1")
+	if !strings.Contains(page.body, `<li data-kind="runway">at the pace of the last`) {
+		t.Errorf("no runway warning (forecast %+v):\n%s", fs[0], page.body)
+	}
+	for _, r := range fs[0].Rates {
+		want := `<li data-days="` + strconv.Itoa(r.Days) + `">At the pace of the last ` + strconv.Itoa(r.Days) + ` days, <span data-field="per_day">` + report.Grouped(r.PerDay, 2)
+		if !strings.Contains(page.body, want) {
+			t.Errorf("no %q in the forecast", want)
 		}
 	}
 }

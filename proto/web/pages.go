@@ -10,6 +10,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"github.com/ingot-hpc/ingot/forecast"
 	"github.com/ingot-hpc/ingot/internal/report"
 	"github.com/ingot-hpc/ingot/internal/warning"
 	"github.com/ingot-hpc/ingot/ledger"
@@ -121,6 +122,10 @@ type nodePage struct {
 	// Balance is its own).
 	Own      *ownFigures
 	Warnings []warning.Warning
+	// Forecast is the node's pace of spending and where it leads;
+	// NoForecast says that the bank's archive holds what it needs.
+	Forecast   *forecast.Forecast
+	NoForecast bool
 	Liens    []ledger.Lien
 	// Usage is the node's usage in the chart's periods, charted and as the
 	// table `ingot usage` prints.
@@ -187,6 +192,19 @@ func (p *Pages) node(req *request) error {
 	}
 	data.Liens = liens.Items
 	data.Warnings = warning.Of(nb, settings.Now, settings.Precision)
+	fs, err := call[api.List[forecast.Forecast]](req, api.PathForecast, api.ForecastQuery{Node: q.Name})
+	switch {
+	case err != nil && !settings.ArchivedBefore.IsZero() && api.FromError(err).Code == api.CodeNotFound:
+		// The forecast reads the last 30 days' charges, which the bank's
+		// archive may hold; the server reads no archive.
+		data.NoForecast = true
+	case err != nil:
+		return err
+	}
+	for _, f := range fs.Items {
+		data.Forecast = &f
+		data.Warnings = append(data.Warnings, warning.OfForecast(f)...)
+	}
 	if !data.IsAccount {
 		if data.Own, err = own(req, nb, liens.Items, settings.ArchivedBefore); err != nil {
 			return err

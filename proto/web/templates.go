@@ -1,6 +1,9 @@
 package web
 
 import (
+	"fmt"
+
+	"github.com/ingot-hpc/ingot/forecast"
 	"strconv"
 
 	"embed"
@@ -22,10 +25,11 @@ var (
 // binary, so a failure is a bug that every test shows.
 func parseTemplates() *template.Template {
 	funcs := template.FuncMap{
-		"join":     strings.Join,
-		"nodeLink": func(name string) string { return nodeURL(nodeQuery{Name: name}) },
-		"depth":    depth,
-		"policy":   policyText,
+		"join":      strings.Join,
+		"nodeLink":  func(name string) string { return nodeURL(nodeQuery{Name: name}) },
+		"depth":     depth,
+		"policy":    policyText,
+		"beforeEnd": beforeEnd,
 		"lines": func(v statementView, id, title string, lines []ledger.StatementLine) statementLines {
 			return statementLines{View: v, ID: id, Title: title, Lines: lines}
 		},
@@ -56,6 +60,20 @@ func policyText(p ledger.Policy) string {
 		parts = append(parts, "priority "+strconv.Itoa(p.Priority))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// beforeEnd says how a rate's run-out stands to the allocations' end:
+// "12 days before the allocations end"; "" without both.
+func beforeEnd(r forecast.Rate) string {
+	switch d := r.DaysBeforeEnd; {
+	case d == nil:
+		return ""
+	case *d > 0:
+		return fmt.Sprintf("%d days before the allocations end", *d)
+	case *d < 0:
+		return fmt.Sprintf("%d days after the allocations end", -*d)
+	}
+	return "the day the allocations end"
 }
 
 // serveStyle sends the style sheet.
