@@ -126,7 +126,7 @@ type nodePage struct {
 	// NoForecast says that the bank's archive holds what it needs.
 	Forecast   *forecast.Forecast
 	NoForecast bool
-	Liens    []ledger.Lien
+	Liens      []ledger.Lien
 	// Usage is the node's usage in the chart's periods, charted and as the
 	// table `ingot usage` prints.
 	Charts     []chart
