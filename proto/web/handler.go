@@ -21,6 +21,8 @@ const (
 	pathNode      = "/node"
 	pathStatement = "/statement.csv"
 	pathStmtPage  = "/statement"
+	pathMembers   = "/members"
+	pathTransfer  = "/transfer"
 	pathUsage     = "/usage.csv"
 	pathSignIn    = "/signin"
 	pathSignOut   = "/signout"
@@ -79,6 +81,8 @@ func New(sessions *Sessions, log *slog.Logger) *Pages {
 		pathNode:      {method: http.MethodGet, serve: p.node},
 		pathStatement: {method: http.MethodGet, serve: p.statementCSV},
 		pathStmtPage:  {method: http.MethodGet, serve: p.statementPage},
+		pathMembers:   {method: http.MethodPost, serve: p.members},
+		pathTransfer:  {method: http.MethodPost, serve: p.transfer},
 		pathUsage:     {method: http.MethodGet, serve: p.usageCSV},
 		pathSignOut:   {method: http.MethodPost, serve: p.signOut},
 		pathStyle:     {method: http.MethodGet, public: true, serve: serveStyle},
@@ -163,6 +167,8 @@ func (p *Pages) fail(req *request, err error) {
 	switch {
 	case errors.Is(err, ErrCSRF):
 		status, title, message = http.StatusForbidden, "Refused", ErrCSRF.Error()
+	case errors.As(err, new(refusal)) && status < http.StatusInternalServerError:
+		title = "Refused"
 	case e.Code == api.CodeNotFound || e.Code == api.CodeForbidden:
 		status, title, message = http.StatusNotFound, "Not found", "There is no such page, or it shows what this session may not read."
 	case status >= 500:

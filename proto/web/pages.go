@@ -147,6 +147,10 @@ type nodePage struct {
 	// projects under the node.
 	Tree  *ledger.AccountShares
 	Below []string
+	// Manages says that the session's client may use the manager's forms,
+	// each made with a request id of its own.
+	Manages                         bool
+	MembersRequest, TransferRequest string
 	// StatementFrom and StatementTo are the statement form's first and
 	// last days: this month so far.
 	StatementFrom, StatementTo string
@@ -250,6 +254,7 @@ func (p *Pages) node(req *request) error {
 			data.Below = append(data.Below, n.Name)
 		}
 	}
+	data.Manages, data.MembersRequest, data.TransferRequest = manages(pg.Client), newRequestID(), newRequestID()
 	today := settings.Now.In(time.Local)
 	data.StatementFrom = lien.PeriodStart(today, "month", time.Local).Format(dateLayout)
 	data.StatementTo = today.Format(dateLayout)
