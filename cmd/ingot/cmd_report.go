@@ -132,8 +132,8 @@ func balance(c *cli.Context) error {
 		}
 		var warnings []warning.Warning
 		if !c.IsSet("at") {
-			if warnings, err = balanceWarnings(c.Context, b, nbs, p); err != nil {
-				return err
+			for _, nb := range nbs {
+				warnings = append(warnings, warning.Of(nb, cmp.Or(nb.At, time.Now()), p)...)
 			}
 		}
 		t := table{headers: headers, data: withShares(nbs, shares, warnings)}
@@ -158,34 +158,10 @@ func balance(c *cli.Context) error {
 	})
 }
 
-// balanceWarnings are what the balances nbs warn of now: their own, and
-// their forecasts' (package warning).
-func balanceWarnings(ctx context.Context, b bank, nbs []ledger.NodeBalance, p int32) ([]warning.Warning, error) {
-	if len(nbs) == 0 {
-		return nil, nil
-	}
-	names := make([]string, len(nbs))
-	for i, nb := range nbs {
-		names[i] = nb.Node
-	}
-	fs, err := b.Forecast(ctx, names)
-	if err != nil {
-		return nil, fmt.Errorf("forecast: %w", err)
-	}
-	var out []warning.Warning
-	for i, nb := range nbs {
-		out = append(out, warning.Of(nb, cmp.Or(nb.At, time.Now()), p)...)
-		for _, f := range fs {
-			if f.Node == names[i] {
-				out = append(out, warning.OfForecast(f)...)
-			}
-		}
-	}
-	return out, nil
-}
-
 // balanceForecast shows the forecast of the nodes named, or of every node
-// read: one line per node with each window's rate and run-out.
+// read: one line per node with each window's rate and run-out, then on
+// standard error the runway warnings (package warning). Plain balance
+// warns only of what the balance itself says: one request a command.
 func balanceForecast(c *cli.Context) error {
 	var nodes []string
 	if c.NArg() > 0 {
@@ -212,7 +188,14 @@ func balanceForecast(c *cli.Context) error {
 			}
 			t.add(f.Node, amount(f.Available, p), week.PerDay.StringFixed(p+2), runsOut(week), month.PerDay.StringFixed(p+2), runsOut(month), end, before)
 		}
-		return show(c, t)
+		if err := show(c, t); err != nil {
+			return err
+		}
+		var warnings []warning.Warning
+		for _, f := range fs {
+			warnings = append(warnings, warning.OfForecast(f)...)
+		}
+		return writeWarnings(c, warnings)
 	})
 }
 

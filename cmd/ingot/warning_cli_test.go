@@ -46,3 +46,24 @@ func TestBalanceWarnings(t *testing.T) {
 		t.Errorf("balance --at warns: %s", errOut)
 	}
 }
+
+// TestBalanceForecastWarns: `ingot balance --forecast` warns on standard
+// error when at a recent pace the credits run out before the allocations
+// end; plain balance, one request, does not read the forecast.
+func TestBalanceForecastWarns(t *testing.T) {
+	b := newCLIBank(t)
+	for _, args := range [][]string{
+		{"account", "create", "chem"}, {"project", "create", "chem.lab1"}, {"user", "add", "amy", "--member", "chem.lab1", "--default-project", "chem.lab1"},
+		{"machine", "add", "hpc1", "--cores", "32"}, {"deposit", "chem", "100000", "--end", time.Now().AddDate(0, 0, 300).Format("2006-01-02")},
+		{"charge", "J1", "--user", "amy", "--procs", "8", "--wallclock-used", "1h"},
+	} {
+		b.ok(args...)
+	}
+	out, errOut, code := b.runSplit("balance", "chem.lab1", "--forecast")
+	if code != exitOK || !strings.Contains(errOut, "warning: chem.lab1: at the pace of the last 7 days, chem.lab1's credits run out on ") || strings.Contains(out, "warning") {
+		t.Errorf("balance --forecast: %d\n%s\n%s", code, out, errOut)
+	}
+	if _, errOut, _ := b.runSplit("balance", "chem.lab1"); errOut != "" {
+		t.Errorf("plain balance warns: %s", errOut)
+	}
+}
