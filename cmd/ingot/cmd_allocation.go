@@ -19,7 +19,7 @@ func allocationCommands() []*cli.Command {
 			ArgsUsage: "ALLOCATION_ID",
 			Flags:     []cli.Flag{&cli.StringFlag{Name: "credit-limit", Usage: "how far below zero it may go (required; 0 takes its credit away)"}},
 			Action:    allocationModify,
-		}},
+		}, scheduleCommand()},
 	}}
 }
 

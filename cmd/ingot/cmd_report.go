@@ -36,6 +36,7 @@ func reportCommands() []*cli.Command {
 			Flags: []cli.Flag{
 				&cli.StringFlag{Name: "at", Usage: "as of `TIME` (now-2h, 2026-11-01, \"2026-11-01 14:30\", RFC 3339); only Gold's line: HFS shares are known only now"},
 				&cli.BoolFlag{Name: "allocations", Usage: "list the allocations behind each balance"},
+				&cli.BoolFlag{Name: "upcoming", Usage: "the periods of the allocation schedules that start within a year (allocation schedule): of the nodes' accounts, else of every account you read"},
 				&cli.BoolFlag{Name: "forecast", Usage: "the burn rate over the last 7 and 30 days (charges less their refunds) and when the available credits run out at it, beside the allocations' end; of the nodes named, else of every node you read"},
 			},
 			Action: balance,
@@ -81,6 +82,12 @@ func balance(c *cli.Context) error {
 	at, err := parseTimeFlag(c, "at")
 	if err != nil {
 		return err
+	}
+	if c.Bool("upcoming") {
+		if c.IsSet("at") || c.Bool("allocations") || c.Bool("forecast") {
+			return usageError{"--upcoming is of the schedules' periods to come: not with --at, --allocations or --forecast"}
+		}
+		return balanceUpcoming(c)
 	}
 	if c.Bool("forecast") {
 		if c.IsSet("at") || c.Bool("allocations") {

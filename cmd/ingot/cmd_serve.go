@@ -29,6 +29,7 @@ import (
 	"github.com/ingot-hpc/ingot/proto/munge"
 	"github.com/ingot-hpc/ingot/proto/server"
 	"github.com/ingot-hpc/ingot/proto/web"
+	"github.com/ingot-hpc/ingot/schedule"
 )
 
 // httpTimeouts are the HTTP server's: a client that is slow to send its
@@ -160,11 +161,13 @@ func serve(c *cli.Context, fileKeys []string) error {
 		}
 		fmt.Fprintf(c.App.Writer, "web page at %s/ (ingot web-login prints a link that signs in)\n", webURL)
 		log.Info("serving the web page", "url", webURL)
-		// The pruner ends before the store closes (when this returns), so
-		// that it never works on, or logs about, a closed store.
+		// The pruner and the schedules' runner end before the store closes
+		// (when this returns), so that they never work on, or log about, a
+		// closed store.
 		pruneCtx, stopPruning := context.WithCancel(ctx)
 		var pruning sync.WaitGroup
 		pruning.Go(func() { pruneRequests(pruneCtx, l, log, c.Duration("request-retention")) })
+		pruning.Go(func() { runSchedules(pruneCtx, schedule.New(l), log) })
 		defer func() {
 			stopPruning()
 			pruning.Wait()
@@ -419,6 +422,27 @@ func listenUnix(path string) (net.Listener, error) {
 		return nil, err
 	}
 	return ln, nil
+}
+
+// runSchedules makes the allocation schedules' periods that are due, at
+// start and every minute, until ctx ends: a server that was stopped at a
+// boundary makes what it missed when it starts, and every server of a bank
+// may run it (each period is made once; package schedule).
+func runSchedules(ctx context.Context, s *schedule.Bank, log *slog.Logger) {
+	for {
+		made, err := s.Run(ctx)
+		for _, p := range made {
+			log.Info("allocation schedule: period made", "schedule", p.Schedule, "account", p.Account, "period", p.Index, "allocation", p.Allocation)
+		}
+		if err != nil && ctx.Err() == nil {
+			log.Error("allocation schedules", "error", err.Error())
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Minute):
+		}
+	}
 }
 
 // pruneRequests drops the answers kept for retries once older than

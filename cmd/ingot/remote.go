@@ -21,6 +21,7 @@ import (
 	"github.com/ingot-hpc/ingot/proto/client"
 	"github.com/ingot-hpc/ingot/proto/clients"
 	"github.com/ingot-hpc/ingot/proto/peer"
+	"github.com/ingot-hpc/ingot/schedule"
 )
 
 // errNoKey is returned when --server is given without a usable key file.
@@ -159,6 +160,26 @@ func (r remoteBank) Preempt(ctx context.Context, project, machine string, amount
 
 func (r remoteBank) FairShare(ctx context.Context, account string, halfLife time.Duration, compensation float64) ([]ledger.FairShareNode, error) {
 	return r.client.FairShare(ctx, account, halfLife, compensation)
+}
+
+func (r remoteBank) Schedules(ctx context.Context) ([]schedule.Schedule, error) {
+	return r.client.Schedules(ctx)
+}
+
+func (r remoteBank) AddSchedule(ctx context.Context, req ledger.Request, spec schedule.Spec) (schedule.Schedule, error) {
+	return r.client.AddSchedule(ctx, req.ID, spec)
+}
+
+func (r remoteBank) ModifySchedule(ctx context.Context, req ledger.Request, id uint64, change schedule.Change) (schedule.Schedule, error) {
+	return r.client.ModifySchedule(ctx, req.ID, id, change)
+}
+
+func (r remoteBank) CancelSchedule(ctx context.Context, req ledger.Request, id uint64) (schedule.Schedule, error) {
+	return r.client.CancelSchedule(ctx, req.ID, id)
+}
+
+func (r remoteBank) Upcoming(ctx context.Context, account string, until time.Time) ([]schedule.Period, error) {
+	return r.client.Upcoming(ctx, account, until)
 }
 
 func (r remoteBank) Forecast(ctx context.Context, nodes []string) ([]forecast.Forecast, error) {

@@ -19,6 +19,7 @@ import (
 	"github.com/ingot-hpc/ingot/proto/auth"
 	"github.com/ingot-hpc/ingot/proto/clients"
 	"github.com/ingot-hpc/ingot/proto/peer"
+	"github.com/ingot-hpc/ingot/schedule"
 )
 
 // bankService is every operation the commands ask of the bank, named and
@@ -62,6 +63,13 @@ type bankService interface {
 	// Preempt is what to preempt so that a lien of amount on project fits.
 	Preempt(ctx context.Context, project, machine string, amount decimal.Decimal) (ledger.Preemption, error)
 	FairShare(ctx context.Context, account string, halfLife time.Duration, compensation float64) ([]ledger.FairShareNode, error)
+	Schedules(ctx context.Context) ([]schedule.Schedule, error)
+	AddSchedule(ctx context.Context, req ledger.Request, spec schedule.Spec) (schedule.Schedule, error)
+	ModifySchedule(ctx context.Context, req ledger.Request, id uint64, change schedule.Change) (schedule.Schedule, error)
+	CancelSchedule(ctx context.Context, req ledger.Request, id uint64) (schedule.Schedule, error)
+	// Upcoming are the periods to come before until of account's
+	// schedules ("": every account read).
+	Upcoming(ctx context.Context, account string, until time.Time) ([]schedule.Period, error)
 	// Forecast is the forecast of each node named, nil: of every node read.
 	Forecast(ctx context.Context, nodes []string) ([]forecast.Forecast, error)
 	Statement(ctx context.Context, account string, from, to time.Time, summarize bool) (ledger.Statement, error)
@@ -138,6 +146,26 @@ func (b localBank) Settings() (api.Settings, error) {
 
 func (b localBank) Forecast(ctx context.Context, nodes []string) ([]forecast.Forecast, error) {
 	return forecast.Of(ctx, b.Ledger, nodes)
+}
+
+func (b localBank) Schedules(ctx context.Context) ([]schedule.Schedule, error) {
+	return schedule.New(b.Ledger).List(ctx)
+}
+
+func (b localBank) AddSchedule(ctx context.Context, req ledger.Request, spec schedule.Spec) (schedule.Schedule, error) {
+	return schedule.New(b.Ledger).Add(ctx, req, spec)
+}
+
+func (b localBank) ModifySchedule(ctx context.Context, req ledger.Request, id uint64, change schedule.Change) (schedule.Schedule, error) {
+	return schedule.New(b.Ledger).Modify(ctx, req, id, change)
+}
+
+func (b localBank) CancelSchedule(ctx context.Context, req ledger.Request, id uint64) (schedule.Schedule, error) {
+	return schedule.New(b.Ledger).Cancel(ctx, req, id)
+}
+
+func (b localBank) Upcoming(ctx context.Context, account string, until time.Time) ([]schedule.Period, error) {
+	return schedule.New(b.Ledger).Upcoming(ctx, account, until)
 }
 
 func (b localBank) Precision() (int32, bool) { return b.Ledger.Settings().Precision, true }
@@ -230,6 +258,6 @@ func openService(c *cli.Context) (bankService, error) {
 var readingCommands = []string{
 	"balance", "statement", "journal", "usage", "audit", "backup",
 	"account list", "account show", "project list", "project show", "user list", "machine list",
-	"rate list", "policy show", "quote list", "lien list", "lien show", "charge list", "reservation list",
+	"allocation schedule list", "allocation schedule show", "rate list", "policy show", "quote list", "lien list", "lien show", "charge list", "reservation list",
 	"hfs show", "preempt", "fairshare",
 }

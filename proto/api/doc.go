@@ -45,6 +45,11 @@
 //		POST   /v1/deposits           DepositRequest     ledger.Receipt          admin, manager¹
 //		POST   /v1/withdrawals        WithdrawRequest    ledger.Receipt          admin, manager¹
 //		POST   /v1/transfers          TransferRequest    ledger.Receipt          admin, manager¹ (both ends)
+//		GET    /v1/schedules          -                  List of schedule.Schedule all⁴ (by account)
+//		POST   /v1/schedules          ScheduleRequest    schedule.Schedule       admin, manager¹
+//		POST   /v1/schedules/modify   ScheduleModifyRequest schedule.Schedule    admin, manager¹ (its account)
+//		POST   /v1/schedules/cancel   ScheduleCancelRequest schedule.Schedule    admin, manager¹ (its account)
+//		GET    /v1/schedules/upcoming UpcomingQuery      List of schedule.Period all⁴ (by account)
 //		POST   /v1/allocations/modify AllocationModifyRequest ledger.Allocation admin, manager¹ (its account)
 //		GET    /v1/rates              -                  charge.RateTable        all
 //		POST   /v1/rates              RatesRequest       charge.RateTable        admin

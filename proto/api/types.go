@@ -11,6 +11,7 @@ import (
 	"github.com/ingot-hpc/ingot/proto/auth"
 	"github.com/ingot-hpc/ingot/proto/clients"
 	"github.com/ingot-hpc/ingot/proto/peer"
+	"github.com/ingot-hpc/ingot/schedule"
 )
 
 // Paths of the endpoints (see the package documentation). A path that
@@ -25,6 +26,10 @@ const (
 	PathPreempt          = "/v1/preempt"
 	PathFairShare        = "/v1/fairshare"
 	PathForecast         = "/v1/forecast"
+	PathSchedules        = "/v1/schedules"
+	PathScheduleModify   = "/v1/schedules/modify"
+	PathScheduleCancel   = "/v1/schedules/cancel"
+	PathUpcoming         = "/v1/schedules/upcoming"
 	PathStatement        = "/v1/statement"
 	PathJournal          = "/v1/journal"
 	PathAudit            = "/v1/audit"
@@ -108,6 +113,21 @@ type (
 type Modify[C any] struct {
 	Name   string `json:"name"`
 	Change C      `json:"change"`
+}
+
+// ScheduleRequest is a new allocation schedule (schedule.Spec).
+type ScheduleRequest = schedule.Spec
+
+// ScheduleModifyRequest changes the periods of a schedule not yet made:
+// {"schedule": 1, "change": {"amount": "5000"}}.
+type ScheduleModifyRequest struct {
+	Schedule uint64          `json:"schedule"`
+	Change   schedule.Change `json:"change"`
+}
+
+// ScheduleCancelRequest cancels a schedule: {"schedule": 1}.
+type ScheduleCancelRequest struct {
+	Schedule uint64 `json:"schedule"`
 }
 
 // AllocationModifyRequest changes an allocation's terms:
@@ -224,6 +244,12 @@ type (
 	// ForecastQuery names a node, or none for every node the client reads.
 	ForecastQuery struct {
 		Node string `query:"node"`
+	}
+	// UpcomingQuery: the periods of the schedules (of Account, or every
+	// one the client reads) that start before Until.
+	UpcomingQuery struct {
+		Account string    `query:"account"`
+		Until   time.Time `query:"until,required"`
 	}
 	// StatementQuery: the period [from, to).
 	StatementQuery struct {

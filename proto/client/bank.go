@@ -19,6 +19,7 @@ import (
 	"github.com/ingot-hpc/ingot/proto/auth"
 	"github.com/ingot-hpc/ingot/proto/clients"
 	"github.com/ingot-hpc/ingot/proto/peer"
+	"github.com/ingot-hpc/ingot/schedule"
 )
 
 // The methods of the endpoints, one each, named and typed as the bank's
@@ -284,6 +285,32 @@ func (c *Client) Refund(ctx context.Context, requestID string, r api.RefundReque
 // ModifyAllocation changes an allocation's terms.
 func (c *Client) ModifyAllocation(ctx context.Context, requestID string, id uint64, change ledger.AllocationChange) (ledger.Allocation, error) {
 	return post[ledger.Allocation](ctx, c, api.PathAllocationModify, requestID, api.AllocationModifyRequest{Allocation: id, Change: change})
+}
+
+// Schedules are the allocation schedules of the accounts the client reads.
+func (c *Client) Schedules(ctx context.Context) ([]schedule.Schedule, error) {
+	return items(get[api.List[schedule.Schedule]](ctx, c, api.PathSchedules, api.NoQuery{}))
+}
+
+// AddSchedule makes a new allocation schedule.
+func (c *Client) AddSchedule(ctx context.Context, requestID string, spec schedule.Spec) (schedule.Schedule, error) {
+	return post[schedule.Schedule](ctx, c, api.PathSchedules, requestID, spec)
+}
+
+// ModifySchedule changes the periods of a schedule not yet made.
+func (c *Client) ModifySchedule(ctx context.Context, requestID string, id uint64, change schedule.Change) (schedule.Schedule, error) {
+	return post[schedule.Schedule](ctx, c, api.PathScheduleModify, requestID, api.ScheduleModifyRequest{Schedule: id, Change: change})
+}
+
+// CancelSchedule stops a schedule.
+func (c *Client) CancelSchedule(ctx context.Context, requestID string, id uint64) (schedule.Schedule, error) {
+	return post[schedule.Schedule](ctx, c, api.PathScheduleCancel, requestID, api.ScheduleCancelRequest{Schedule: id})
+}
+
+// Upcoming are the periods to come before until of the schedules of
+// account ("": of every account the client reads).
+func (c *Client) Upcoming(ctx context.Context, account string, until time.Time) ([]schedule.Period, error) {
+	return items(get[api.List[schedule.Period]](ctx, c, api.PathUpcoming, api.UpcomingQuery{Account: account, Until: until}))
 }
 
 // MoveLienEnd moves the end of a job's lien.

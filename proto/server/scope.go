@@ -147,6 +147,13 @@ func (r reach) node(name string) bool {
 	return r.roots == nil || slices.ContainsFunc(r.roots, func(root string) bool { return ledger.InSubtree(name, root) })
 }
 
+// readsBelow reports whether the client reads a node of account's
+// subtree: a project drawing on the account's allocations, which the
+// account's schedules then concern.
+func (r reach) readsBelow(account string) bool {
+	return r.roots == nil || slices.ContainsFunc(r.roots, func(root string) bool { return ledger.InSubtree(root, account) })
+}
+
 // job reports whether the client reads a job's records.
 func (r reach) job(project, machine string) bool {
 	if r.client.Role == clients.RoleScheduler {

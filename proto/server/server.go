@@ -14,19 +14,21 @@ import (
 	"github.com/ingot-hpc/ingot/proto/clients"
 	"github.com/ingot-hpc/ingot/proto/munge"
 	"github.com/ingot-hpc/ingot/proto/peer"
+	"github.com/ingot-hpc/ingot/schedule"
 )
 
 // Server is the HTTP API of one bank. It is an http.Handler.
 type Server struct {
-	ledger   *ledger.Ledger
-	bank     *lien.Bank
-	clients  *clients.Registry
-	peers    *peer.Registry
-	verifier *auth.Verifier
-	munge    *munge.Verifier // nil: MUNGE credentials are refused
-	page     Page            // nil: no web page, no POST /v1/web/links
-	log      *slog.Logger
-	observe  Observer // nil: no one is told
+	ledger    *ledger.Ledger
+	bank      *lien.Bank
+	schedules *schedule.Bank
+	clients   *clients.Registry
+	peers     *peer.Registry
+	verifier  *auth.Verifier
+	munge     *munge.Verifier // nil: MUNGE credentials are refused
+	page      Page            // nil: no web page, no POST /v1/web/links
+	log       *slog.Logger
+	observe   Observer // nil: no one is told
 	// routes are the endpoints of each path, one per method.
 	routes map[string][]route
 	audits audits
@@ -87,7 +89,7 @@ func WithObserver(observe Observer) Option { return func(s *Server) { s.observe 
 // New returns the API of a bank. The verifier's Lookup should be
 // KeyLookup(reg), so that keys are the registry's.
 func New(l *ledger.Ledger, bank *lien.Bank, reg *clients.Registry, v *auth.Verifier, log *slog.Logger, opts ...Option) *Server {
-	s := &Server{ledger: l, bank: bank, clients: reg, peers: peer.New(l, reg), verifier: v, log: log, routes: map[string][]route{}}
+	s := &Server{ledger: l, bank: bank, schedules: schedule.New(l), clients: reg, peers: peer.New(l, reg), verifier: v, log: log, routes: map[string][]route{}}
 	for _, o := range opts {
 		o(s)
 	}
@@ -171,6 +173,11 @@ func (s *Server) table() []route {
 		change(api.PathWithdrawals, managers, endpoint(s.withdraw)),
 		change(api.PathTransfers, managers, endpoint(s.transfer)),
 		change(api.PathAllocationModify, managers, endpoint(s.modifyAllocation)),
+		read(get, api.PathSchedules, anyRole, endpoint(s.scheduleList)),
+		change(api.PathSchedules, managers, endpoint(s.addSchedule)),
+		change(api.PathScheduleModify, managers, endpoint(s.modifySchedule)),
+		change(api.PathScheduleCancel, managers, endpoint(s.cancelSchedule)),
+		read(get, api.PathUpcoming, anyRole, endpoint(s.upcoming)),
 		read(get, api.PathRates, anyRole, endpoint(s.rates)),
 		change(api.PathRates, adminOnly, endpoint(s.setRates)),
 		read(get, api.PathConfig, schedulers, endpoint(s.config)),

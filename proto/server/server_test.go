@@ -25,6 +25,7 @@ import (
 	"github.com/ingot-hpc/ingot/proto/auth"
 	"github.com/ingot-hpc/ingot/proto/clients"
 	"github.com/ingot-hpc/ingot/proto/server"
+	"github.com/ingot-hpc/ingot/schedule"
 )
 
 // site is a bank with accounts chem (project chem.lab1, user amy) and bio
@@ -618,4 +619,32 @@ func TestForecastFollowsReach(t *testing.T) {
 	wantError(t, s.do(exchange{key: s.keys["amy"], method: "GET", target: "/v1/forecast?node=bio"}), 403, api.CodeForbidden, "may not read bio")
 	wantError(t, s.do(exchange{key: s.keys["chemmgr"], method: "GET", target: "/v1/forecast?node=bio.lab1"}), 403, api.CodeForbidden, "may not read bio.lab1")
 	wantError(t, s.do(exchange{key: s.keys["root"], method: "GET", target: "/v1/forecast?node=physics"}), 404, api.CodeNotFound, "physics")
+}
+
+// TestSchedulesFollowReach: a manager schedules allocations of its
+// account only; a user sees the schedules and periods of its projects'
+// accounts, not others', and makes none.
+func TestSchedulesFollowReach(t *testing.T) {
+	s := newSite(t)
+	spec := func(account string) schedule.Spec {
+		return schedule.Spec{Account: account, Amount: decimal.NewFromInt(100), Every: schedule.Quarter, Start: s.Clock.Now().AddDate(0, 1, 0), Count: 4}
+	}
+	var sc schedule.Schedule
+	s.ok(exchange{key: s.keys["chemmgr"], method: "POST", target: "/v1/schedules", body: spec("chem"), requestID: "s1"}, &sc)
+	s.ok(exchange{key: s.keys["root"], method: "POST", target: "/v1/schedules", body: spec("bio"), requestID: "s2"}, &sc)
+	wantError(t, s.do(exchange{key: s.keys["chemmgr"], method: "POST", target: "/v1/schedules", body: spec("bio"), requestID: "s3"}), 403, api.CodeForbidden, "bio")
+	wantError(t, s.do(exchange{key: s.keys["chemmgr"], method: "POST", target: "/v1/schedules/cancel", body: api.ScheduleCancelRequest{Schedule: 2}, requestID: "s4"}), 403, api.CodeForbidden, "bio")
+	wantError(t, s.do(exchange{key: s.keys["amy"], method: "POST", target: "/v1/schedules", body: spec("chem"), requestID: "s5"}), 403, api.CodeForbidden, "may not POST /v1/schedules")
+	var list api.List[schedule.Schedule]
+	s.ok(exchange{key: s.keys["amy"], method: "GET", target: "/v1/schedules"}, &list)
+	if len(list.Items) != 1 || list.Items[0].Account != "chem" {
+		t.Errorf("amy's schedules: %+v", list.Items)
+	}
+	var periods api.List[schedule.Period]
+	until := s.Clock.Now().AddDate(2, 0, 0).Format(time.RFC3339)
+	s.ok(exchange{key: s.keys["amy"], method: "GET", target: "/v1/schedules/upcoming?until=" + until}, &periods)
+	if len(periods.Items) != 4 || periods.Items[0].Account != "chem" {
+		t.Errorf("amy's upcoming periods: %+v", periods.Items)
+	}
+	wantError(t, s.do(exchange{key: s.keys["amy"], method: "GET", target: "/v1/schedules/upcoming?account=bio&until=" + until}), 403, api.CodeForbidden, "bio")
 }
