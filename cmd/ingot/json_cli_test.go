@@ -54,6 +54,8 @@ func TestEveryCommandHonoursJSON(t *testing.T) {
 		"user add bob", "user modify bob -d z", "user list",
 		"machine add hpc2", "machine modify hpc2 --cores 8", "machine list",
 		"deposit chem 5", "withdraw chem 1", "transfer chem bio 1", "allocation modify 1 --credit-limit 5",
+		"allocation schedule chem 10 --every month --start 2020-01-01 --count 2", "allocation schedule run", "allocation schedule list",
+		"allocation schedule show 1", "allocation schedule chem 10 --every year", "allocation schedule modify 2 --amount 20", "allocation schedule cancel 2",
 		"usage", "balance", "statement chem", "journal --node chem", "audit",
 		"backup " + filepath.Join(dir, "copy.db"),
 		"rate list", "rate add VBR GPUs 2", "rate delete VBR GPUs", "rate zone UTC",
