@@ -3,6 +3,7 @@ package schedule
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -161,7 +162,7 @@ func (b *Bank) Add(ctx context.Context, req ledger.Request, spec Spec) (Schedule
 		return Schedule{}, err
 	}
 	return ledger.Mutate(ctx, b.l, req, ledger.KindRecord, spec, func(w *ledger.Writer) (Schedule, error) {
-		n, err := ledger.GetNode(w.Tx(), spec.Account)
+		n, err := ledger.ActiveNode(w.Tx(), spec.Account)
 		if err != nil {
 			return Schedule{}, err
 		}
@@ -296,7 +297,9 @@ func (b *Bank) Upcoming(ctx context.Context, account string, until time.Time) ([
 // Run makes every period due by now of every schedule, and returns those
 // it made. A period another server made at the same moment may be
 // returned by both (the second change is answered with the first's
-// answer), but it is made once.
+// answer), but it is made once. A schedule whose period cannot be made
+// (its account deactivated) waits, with an error for each, and the
+// others go on: its periods are made, in order, once it can.
 func (b *Bank) Run(ctx context.Context) ([]Period, error) {
 	all, err := b.List(ctx)
 	if err != nil {
@@ -304,18 +307,20 @@ func (b *Bank) Run(ctx context.Context) ([]Period, error) {
 	}
 	now := b.l.Now()
 	var made []Period
+	var errs []error
 	for _, s := range all {
 		for k := s.Made; !s.Cancelled && (s.Periods() < 0 || k < s.Periods()) && !s.PeriodStart(k).After(now); k++ {
 			p, err := b.make(ctx, s.ID, k)
 			if err != nil {
-				return made, fmt.Errorf("schedule %d period %d: %w", s.ID, k+1, err)
+				errs = append(errs, fmt.Errorf("schedule %d period %d: %w", s.ID, k+1, err))
+				break
 			}
 			if p != nil {
 				made = append(made, *p)
 			}
 		}
 	}
-	return made, nil
+	return made, errors.Join(errs...)
 }
 
 // make makes period k of schedule id, if it is still to be made, in one
@@ -333,6 +338,9 @@ func (b *Bank) make(ctx context.Context, id uint64, k int) (*Period, error) {
 		}
 		if s.Made != k || s.Cancelled {
 			return nil, nil // made by another, or cancelled meanwhile
+		}
+		if _, err := ledger.ActiveNode(w.Tx(), s.Account); err != nil {
+			return nil, err
 		}
 		p := Period{Schedule: id, Account: s.Account, Index: k + 1, Start: s.PeriodStart(k), End: s.PeriodStart(k + 1), Amount: s.Amount}
 		aid, err := w.Tx().NextAllocationID()

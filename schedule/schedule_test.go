@@ -171,6 +171,38 @@ func TestYearOfMonthsTwoServers(t *testing.T) {
 	year(t, b, []*schedule.Bank{schedule.New(b.Ledger), schedule.New(other)})
 }
 
+// TestDeactivatedAccountWaits: the periods of a deactivated account's
+// schedule wait (an error each run) while the others' are made; once the
+// account is active again its periods are made, in order.
+func TestDeactivatedAccountWaits(t *testing.T) {
+	ctx := context.Background()
+	b := ledgertest.NewBank(t, bolttest.Open)
+	b.MustNode("chem", "bio")
+	sb := schedule.New(b.Ledger)
+	for _, a := range []string{"chem", "bio"} {
+		if _, err := sb.Add(ctx, b.Req(), schedule.Spec{Account: a, Amount: dec("10"), Every: schedule.Month, Count: 3, CarryOver: schedule.CarryOver{All: true}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := b.DeactivateNode(ctx, b.Req(), "chem"); err != nil {
+		t.Fatal(err)
+	}
+	b.Clock.Advance(40 * 24 * time.Hour)
+	made, err := sb.Run(ctx)
+	if err == nil || len(made) != 2 || made[0].Account != "bio" {
+		t.Fatalf("run with chem deactivated: %+v, %v", made, err)
+	}
+	if _, err := b.ReactivateNode(ctx, b.Req(), "chem"); err != nil {
+		t.Fatal(err)
+	}
+	if made, err = sb.Run(ctx); err != nil || len(made) != 2 || made[0].Account != "chem" || made[1].Index != 2 {
+		t.Fatalf("run with chem active again: %+v, %v", made, err)
+	}
+	if nb := b.MustBalance("chem"); !nb.Amount.Equal(dec("20")) {
+		t.Errorf("chem has %s, want 20 (both periods, the first carried)", nb.Amount)
+	}
+}
+
 func TestCarryOverRules(t *testing.T) {
 	for _, c := range []struct{ rule, left, want string }{
 		{"none", "500", "0"}, {"all", "500.55", "500.55"}, {"all", "-3", "0"},
