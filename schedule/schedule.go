@@ -53,6 +53,27 @@ type Change struct {
 	CarryOver   *CarryOver       `json:"carry_over,omitempty"`
 }
 
+// Apply is the spec with the fields ch sets changed (a count drops an
+// end date, and the other way round).
+func (s Spec) Apply(ch Change) Spec {
+	if ch.Amount != nil {
+		s.Amount = *ch.Amount
+	}
+	if ch.Count != nil {
+		s.Count, s.Until = *ch.Count, time.Time{}
+	}
+	if ch.Until != nil {
+		s.Until, s.Count = ch.Until.UTC(), 0
+	}
+	if ch.CreditLimit != nil {
+		s.CreditLimit = *ch.CreditLimit
+	}
+	if ch.CarryOver != nil {
+		s.CarryOver = *ch.CarryOver
+	}
+	return s
+}
+
 // Period is one period of a schedule, made or to come.
 type Period struct {
 	Schedule   uint64          `json:"schedule"`
@@ -232,21 +253,7 @@ func (b *Bank) Modify(ctx context.Context, req ledger.Request, id uint64, ch Cha
 		if s.Cancelled {
 			return Schedule{}, fmt.Errorf("%w: schedule %d is cancelled", ErrInvalid, id)
 		}
-		if ch.Amount != nil {
-			s.Amount = *ch.Amount
-		}
-		if ch.Count != nil {
-			s.Count, s.Until = *ch.Count, time.Time{}
-		}
-		if ch.Until != nil {
-			s.Until, s.Count = ch.Until.UTC(), 0
-		}
-		if ch.CreditLimit != nil {
-			s.CreditLimit = *ch.CreditLimit
-		}
-		if ch.CarryOver != nil {
-			s.CarryOver = *ch.CarryOver
-		}
+		s.Spec = s.Apply(ch)
 		if err := b.check(s.Spec); err != nil {
 			return Schedule{}, err
 		}

@@ -63,33 +63,31 @@ func scheduleAdd(c *cli.Context) error {
 		if err != nil {
 			return err
 		}
-		amt, err := ledger.ParseAmount(a[1], p)
+		ch, err := readChange(c, p, a[1])
 		if err != nil {
 			return err
 		}
-		spec := schedule.Spec{Account: a[0], Amount: amt, Every: schedule.Every(every), Start: start, Machine: c.String("machine"), CreditLimit: decimal.Zero}
-		var ch schedule.Change
-		if err := periodFlags(c, p, &ch); err != nil {
-			return err
-		}
-		if ch.Count != nil {
-			spec.Count = *ch.Count
-		}
-		if ch.Until != nil {
-			spec.Until = *ch.Until
-		}
-		if ch.CreditLimit != nil {
-			spec.CreditLimit = *ch.CreditLimit
-		}
-		if ch.CarryOver != nil {
-			spec.CarryOver = *ch.CarryOver
-		}
+		spec := schedule.Spec{Account: a[0], Every: schedule.Every(every), Start: start, Machine: c.String("machine"), CreditLimit: decimal.Zero}.Apply(ch)
 		s, err := b.AddSchedule(c.Context, request(c), spec)
 		if err != nil {
 			return err
 		}
 		return showSchedules(c, s, []schedule.Schedule{s}, p)
 	})
+}
+
+// readChange reads the amount (if given) and the flags a new schedule and
+// a change share.
+func readChange(c *cli.Context, p int32, amountText string) (schedule.Change, error) {
+	var ch schedule.Change
+	if amountText != "" {
+		amt, err := ledger.ParseAmount(amountText, p)
+		if err != nil {
+			return ch, err
+		}
+		ch.Amount = &amt
+	}
+	return ch, periodFlags(c, p, &ch)
 }
 
 // periodFlags reads the flags a new schedule and a change share into ch.
@@ -187,15 +185,8 @@ func scheduleModify(c *cli.Context) error {
 		if err != nil {
 			return err
 		}
-		var ch schedule.Change
-		if s := c.String("amount"); s != "" {
-			amt, err := ledger.ParseAmount(s, p)
-			if err != nil {
-				return fmt.Errorf("--amount: %w", err)
-			}
-			ch.Amount = &amt
-		}
-		if err := periodFlags(c, p, &ch); err != nil {
+		ch, err := readChange(c, p, c.String("amount"))
+		if err != nil {
 			return err
 		}
 		s, err := b.ModifySchedule(c.Context, request(c), id, ch)
