@@ -23,7 +23,8 @@
 // # Carry-over
 //
 // What is left of a period is its allocation's remaining amount when the
-// next period is made (nothing if negative). The rule moves none of it,
+// next period is made, less what the liens of jobs still running hold on
+// it (theirs to be charged; nothing if that leaves nothing). The rule moves none of it,
 // all of it, or PERCENT of it (rounded down to the bank's precision), at
 // most CAP when a cap is given. The last period's leftover stays where it
 // is.

@@ -383,7 +383,24 @@ func (b *Bank) carry(w *ledger.Writer, s Schedule, k int, next ledger.Allocation
 	if !ok {
 		return fmt.Errorf("%w: allocation %d of schedule %d is missing", ledger.ErrCorrupt, s.Allocations[k-1], s.ID)
 	}
-	moved := s.CarryOver.Of(prev.Amount, b.l.Settings().Precision)
+	// What running jobs' liens hold on it is theirs to be charged, not
+	// leftover.
+	liens, err := w.Tx().ActiveLiens(s.Account)
+	if err != nil {
+		return err
+	}
+	left := prev.Amount
+	for _, li := range liens {
+		if !li.HoldsAt(w.Now()) {
+			continue
+		}
+		for _, h := range li.Holds {
+			if h.Allocation == prev.ID {
+				left = left.Sub(h.Amount)
+			}
+		}
+	}
+	moved := s.CarryOver.Of(left, b.l.Settings().Precision)
 	if moved.IsZero() {
 		return nil
 	}

@@ -9,11 +9,13 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"github.com/ingot-hpc/ingot/charge"
 	"github.com/ingot-hpc/ingot/internal/pgtest"
 	"github.com/ingot-hpc/ingot/ledger"
 	"github.com/ingot-hpc/ingot/ledger/boltstore/bolttest"
 	"github.com/ingot-hpc/ingot/ledger/ledgertest"
 	"github.com/ingot-hpc/ingot/ledger/pgstore/pgstoretest"
+	"github.com/ingot-hpc/ingot/lien"
 	"github.com/ingot-hpc/ingot/schedule"
 )
 
@@ -220,5 +222,54 @@ func TestCarryOverRules(t *testing.T) {
 		if _, err := schedule.ParseCarryOver(bad); err == nil {
 			t.Errorf("carry-over %q accepted", bad)
 		}
+	}
+}
+
+// TestCarryOverLeavesWhatLiensHold: a job running across the boundary
+// keeps what its lien holds on the old period's allocation: only the rest
+// is carried, and the job's charge then takes the held credits from where
+// they were, leaving the old allocation at zero, not overdrawn.
+func TestCarryOverLeavesWhatLiensHold(t *testing.T) {
+	ctx := context.Background()
+	b := ledgertest.NewBank(t, bolttest.Open)
+	b.MustNode("chem", "chem.lab1")
+	if _, err := b.AddMachine(ctx, b.Req(), ledger.MachineSpec{Name: "hpc1", Shape: ledger.Shape{Cores: 32}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.AddUser(ctx, b.Req(), ledger.UserSpec{Name: "amy", DefaultProject: "chem.lab1", Memberships: []ledger.Membership{{Node: "chem.lab1", Role: ledger.RoleMember}}}); err != nil {
+		t.Fatal(err)
+	}
+	sb := schedule.New(b.Ledger)
+	start := b.Clock.Now()
+	if _, err := sb.Add(ctx, b.Req(), schedule.Spec{Account: "chem", Amount: dec("10000"), Every: schedule.Month, Start: start, Count: 2, CarryOver: schedule.CarryOver{All: true}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sb.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	b.Clock.Advance(start.AddDate(0, 1, 0).Add(-time.Hour).Sub(b.Clock.Now()))
+	lb := lien.New(b.Ledger)
+	job := lien.Job{Machine: "hpc1", ID: "across"}
+	if _, err := lb.Place(ctx, b.Req(), lien.PlaceSpec{Job: job, User: "amy", Request: charge.Request{Resources: charge.Resources{Processors: 1}, WallclockLimitSeconds: 7200}}); err != nil {
+		t.Fatal(err)
+	}
+	b.Clock.Advance(61 * time.Minute)
+	made, err := sb.Run(ctx)
+	if err != nil || len(made) != 1 {
+		t.Fatalf("second period: %+v %v", made, err)
+	}
+	first, _ := b.Allocation(ctx, made[0].Allocation-1)
+	second, _ := b.Allocation(ctx, made[0].Allocation)
+	if !second.Amount.Equal(dec("12800")) || !first.Amount.Equal(dec("7200")) {
+		t.Fatalf("after the carry-over: first %s, second %s; want 7200 (held) and 12800", first.Amount, second.Amount)
+	}
+	u := charge.Usage{Resources: charge.Resources{Processors: 1}, WallclockSeconds: 7200, WallclockLimitSeconds: 7200,
+		Start: b.Clock.Now().Add(-61 * time.Minute), End: b.Clock.Now().Add(59 * time.Minute), State: charge.Completed}
+	if _, err := lb.Charge(ctx, b.Req(), lien.ChargeSpec{Job: job, Usage: u}); err != nil {
+		t.Fatal(err)
+	}
+	first, _ = b.Allocation(ctx, first.ID)
+	if !first.Amount.IsZero() {
+		t.Errorf("the old allocation after the job's charge: %s, want 0", first.Amount)
 	}
 }
