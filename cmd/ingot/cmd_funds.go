@@ -23,6 +23,7 @@ func fundsCommands() []*cli.Command {
 				&cli.StringFlag{Name: "end", Usage: "when it expires (default never)"},
 				&cli.StringFlag{Name: "credit-limit", Usage: "how far below zero it may go (default 0); with AMOUNT 0, an allocation of credit alone (allocation modify changes it)"},
 				&cli.StringFlag{Name: "machine", Usage: "usable only on `MACHINE` (default any)"},
+				&cli.StringFlag{Name: "at", Usage: "deposit at the peer bank `PEER`, into an account its agreement with this bank names: a transaction the server's outbox sends until the peer answers (peer transactions shows it)"},
 			},
 			Action: deposit,
 		},
@@ -75,8 +76,12 @@ func deposit(c *cli.Context) error {
 				return fmt.Errorf("--credit-limit: %w", err)
 			}
 		}
-		r, err := b.Deposit(c.Context, request(c), ledger.DepositSpec{Account: a[0], Amount: amt, Allocation: c.Uint64("allocation"),
-			CreditLimit: credit, Start: start, End: end, Machine: c.String("machine"), Description: c.String("description")})
+		spec := ledger.DepositSpec{Account: a[0], Amount: amt, Allocation: c.Uint64("allocation"),
+			CreditLimit: credit, Start: start, End: end, Machine: c.String("machine"), Description: c.String("description")}
+		if at := c.String("at"); at != "" {
+			return depositAt(c, b, at, spec)
+		}
+		r, err := b.Deposit(c.Context, request(c), spec)
 		if err != nil {
 			return err
 		}

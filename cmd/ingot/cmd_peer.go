@@ -27,6 +27,8 @@ func peerCommands() []*cli.Command {
 			{Name: "key", ArgsUsage: "NAME FILE", Usage: "give the key file the peer's bank wrote for this one, once it has (replaces the one given before)", Action: peerSetKey, Flags: []cli.Flag{serverKey}},
 			{Name: "list", Usage: "list the peers", Action: peerList, Flags: []cli.Flag{serverKey}},
 			{Name: "show", ArgsUsage: "NAME", Usage: "show one peer", Action: peerShow, Flags: []cli.Flag{serverKey}},
+			{Name: "transactions", Usage: "the transactions begun with peers (deposit --at): pending until the peer answers, then done or refused", Action: peerTransactions, Flags: []cli.Flag{
+				&cli.BoolFlag{Name: "pending", Usage: "only those the peer has not answered yet"}, serverKey}},
 			{Name: "remove", ArgsUsage: "NAME", Usage: "end the agreement: the peer's keys stop working here at once (asks on a terminal)", Action: peerRemove, Flags: []cli.Flag{serverKey, yesFlag()}},
 		},
 	}}
@@ -172,6 +174,44 @@ func showPeers(c *cli.Context, list []peer.Peer) error {
 			removed = localTime(p.Revoked)
 		}
 		t.add(p.Name, p.URL, strings.Join(p.Projects, ","), key, localTime(p.Created), removed)
+	}
+	return show(c, t)
+}
+
+// depositAt begins a deposit at a peer.
+func depositAt(c *cli.Context, b bank, at string, spec ledger.DepositSpec) error {
+	reg, err := b.Peers(false)
+	if err != nil {
+		return err
+	}
+	t, err := reg.Deposit(c.Context, request(c), at, spec)
+	if err != nil {
+		return err
+	}
+	return showTransactions(c, []peer.Transaction{t})
+}
+
+func peerTransactions(c *cli.Context) error {
+	if _, err := args(c); err != nil {
+		return err
+	}
+	return withPeers(c, false, func(reg peerRegistry) error {
+		list, err := reg.Transactions(c.Context, c.Bool("pending"))
+		if err != nil {
+			return err
+		}
+		return showTransactions(c, list)
+	})
+}
+
+func showTransactions(c *cli.Context, list []peer.Transaction) error {
+	t := table{headers: []string{"Transaction", "Peer", "Op", "State", "Created", "Answered", "Answer"}, data: list}
+	for _, x := range list {
+		answered := "-"
+		if !x.Answered.IsZero() {
+			answered = localTime(x.Answered)
+		}
+		t.add(x.ID, x.Peer, string(x.Op), string(x.State), localTime(x.Created), answered, string(x.Answer))
 	}
 	return show(c, t)
 }

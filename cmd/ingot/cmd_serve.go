@@ -27,6 +27,8 @@ import (
 	"github.com/ingot-hpc/ingot/proto/gold"
 	"github.com/ingot-hpc/ingot/proto/metrics"
 	"github.com/ingot-hpc/ingot/proto/munge"
+	"github.com/ingot-hpc/ingot/proto/peer"
+	"github.com/ingot-hpc/ingot/proto/peer/outbox"
 	"github.com/ingot-hpc/ingot/proto/server"
 	"github.com/ingot-hpc/ingot/proto/web"
 	"github.com/ingot-hpc/ingot/schedule"
@@ -161,13 +163,14 @@ func serve(c *cli.Context, fileKeys []string) error {
 		}
 		fmt.Fprintf(c.App.Writer, "web page at %s/ (ingot web-login prints a link that signs in)\n", webURL)
 		log.Info("serving the web page", "url", webURL)
-		// The pruner and the schedules' runner end before the store closes
-		// (when this returns), so that they never work on, or log about, a
-		// closed store.
+		// The pruner, the schedules' runner and the peers' outbox end
+		// before the store closes (when this returns), so that they never
+		// work on, or log about, a closed store.
 		pruneCtx, stopPruning := context.WithCancel(ctx)
 		var pruning sync.WaitGroup
 		pruning.Go(func() { pruneRequests(pruneCtx, l, log, c.Duration("request-retention")) })
 		pruning.Go(func() { runSchedules(pruneCtx, schedule.New(l), log) })
+		pruning.Go(func() { (&outbox.Outbox{Peers: peer.New(l, reg), Log: log}).Run(pruneCtx) })
 		defer func() {
 			stopPruning()
 			pruning.Wait()

@@ -326,6 +326,14 @@ func (r remotePeers) Remove(ctx context.Context, req ledger.Request, name string
 
 func (r remotePeers) List(ctx context.Context) ([]peer.Peer, error) { return r.client.Peers(ctx) }
 
+func (r remotePeers) Deposit(ctx context.Context, req ledger.Request, name string, spec ledger.DepositSpec) (peer.Transaction, error) {
+	return r.client.PeerDeposit(ctx, req.ID, name, spec)
+}
+
+func (r remotePeers) Transactions(ctx context.Context, pending bool) ([]peer.Transaction, error) {
+	return r.client.PeerTransactions(ctx, pending)
+}
+
 // Close has nothing to close: each call is one HTTP request.
 func (r remoteBank) Close() error { return nil }
 

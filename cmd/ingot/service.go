@@ -119,6 +119,8 @@ type peerRegistry interface {
 	SetKey(ctx context.Context, req ledger.Request, name string, k auth.Key) (peer.Peer, error)
 	Remove(ctx context.Context, req ledger.Request, name string) (peer.Peer, error)
 	List(ctx context.Context) ([]peer.Peer, error)
+	Deposit(ctx context.Context, req ledger.Request, name string, spec ledger.DepositSpec) (peer.Transaction, error)
+	Transactions(ctx context.Context, pending bool) ([]peer.Transaction, error)
 }
 
 // clientRegistry is the API clients and their keys: *clients.Registry

@@ -83,6 +83,9 @@
 //		POST   /v1/peers              PeerRequest        NewPeerResponse         admin
 //		POST   /v1/peers/key          PeerKeyRequest     peer.Peer               admin
 //		POST   /v1/peers/remove       NameRequest        peer.Peer               admin
+//		POST   /v1/peers/deposits     PeerDepositRequest peer.Transaction        admin (begins it; the outbox sends it)
+//		GET    /v1/peers/transactions PeerTransactionsQuery List of peer.Transaction admin
+//		POST   /v1/exchange/deposits  DepositRequest     ledger.Receipt          peer⁹
 //		POST   /v1/web/links          WebLinkRequest ({}) WebLinkResponse        admin, manager, user⁷
 //
 //	  - ¹ a manager only on the nodes of its scope and their subtrees.
@@ -111,6 +114,9 @@
 //	    session then reads what the client that asked reads (package web);
 //	    it changes nothing in the bank, and needs no request id. Only a
 //	    server that serves the page has the endpoint.
+//	  - ⁹ another bank (a client of role peer, package peer), into an
+//	    account its agreement names; the request id is the id of the
+//	    transaction its bank began. The peer role may call nothing else.
 //	  - ⁸ the jobs to preempt are named in full to an admin and a scheduler
 //	    (the scheduler does the preempting, on any machine whose jobs hold
 //	    credits the lien can use); a manager or a user sees in full those of

@@ -72,6 +72,9 @@ const (
 	PathPeers            = "/v1/peers"
 	PathPeerKey          = "/v1/peers/key"
 	PathPeerRemove       = "/v1/peers/remove"
+	PathPeerDeposits     = "/v1/peers/deposits"
+	PathPeerTransactions = "/v1/peers/transactions"
+	PathExchangeDeposits = "/v1/exchange/deposits"
 )
 
 // HeaderRequestID carries the request id of a change (see Retries).
@@ -209,10 +212,22 @@ type NewPeerResponse struct {
 	KeyFile string    `json:"key_file"`
 }
 
+// PeerDepositRequest deposits at a peer bank (POST /v1/peers/deposits):
+// a transaction begun here, which the outbox sends.
+type PeerDepositRequest struct {
+	Peer    string             `json:"peer"`
+	Deposit ledger.DepositSpec `json:"deposit"`
+}
+
 // Queries of the GETs (see EncodeQuery for the tags).
 type (
 	// NoQuery is the query of a GET that takes no parameters.
-	NoQuery       struct{}
+	NoQuery struct{}
+	// PeerTransactionsQuery lists the transactions with peers; Pending
+	// only those not answered yet.
+	PeerTransactionsQuery struct {
+		Pending bool `query:"pending"`
+	}
 	BalancesQuery struct {
 		At time.Time `query:"at"`
 	}

@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -397,6 +398,25 @@ func (c *Client) AddPeer(ctx context.Context, requestID string, spec peer.Spec, 
 	}
 	r, err := post[api.NewPeerResponse](ctx, c, api.PathPeers, requestID, pr)
 	return handedOver(r.Peer, r.KeyFile, err)
+}
+
+// Exchange sends a peer bank's transaction to path, its body as the peer
+// journaled it, under the transaction's id as request id: sent again, it
+// gets the first answer and is applied once.
+func (c *Client) Exchange(ctx context.Context, txID, path string, body json.RawMessage) (json.RawMessage, error) {
+	return post[json.RawMessage](ctx, c, path, txID, body)
+}
+
+// PeerDeposit begins a deposit at a peer bank: a transaction the server's
+// outbox sends.
+func (c *Client) PeerDeposit(ctx context.Context, requestID, name string, spec ledger.DepositSpec) (peer.Transaction, error) {
+	return post[peer.Transaction](ctx, c, api.PathPeerDeposits, requestID, api.PeerDepositRequest{Peer: name, Deposit: spec})
+}
+
+// PeerTransactions lists the transactions begun with peers, or the
+// pending ones.
+func (c *Client) PeerTransactions(ctx context.Context, pending bool) ([]peer.Transaction, error) {
+	return items(get[api.List[peer.Transaction]](ctx, c, api.PathPeerTransactions, api.PeerTransactionsQuery{Pending: pending}))
 }
 
 // SetPeerKey gives the key a peer's bank made for this one to sign with.

@@ -29,6 +29,9 @@ type Options struct {
 	Server string
 	// KeyFile is a key file (auth.ParseKeyFile) to sign requests with.
 	KeyFile string
+	// Key, if not nil, is the key to sign requests with, given rather
+	// than read from a file (a bank signing its requests to a peer).
+	Key *auth.Key
 	// Munge authenticates each request with a fresh MUNGE credential made
 	// by the munge program (on PATH) instead of a key: the server acts as
 	// the bank user of the caller's account.
@@ -47,6 +50,9 @@ type Options struct {
 func Open(o Options, opts ...Option) (*Client, error) {
 	var sign signer
 	switch {
+	case o.Key != nil:
+		key := *o.Key
+		sign = func(r *http.Request, body []byte, now time.Time) error { return auth.Sign(r, body, key, now) }
 	case o.KeyFile != "" && o.Munge:
 		return nil, errors.New("client: a key file or MUNGE, not both")
 	case o.KeyFile != "":

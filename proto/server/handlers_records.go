@@ -10,6 +10,7 @@ import (
 	"github.com/ingot-hpc/ingot/proto/clients"
 	"github.com/ingot-hpc/ingot/proto/peer"
 	"maps"
+	"slices"
 )
 
 // Handlers of the bank's records: nodes, users, machines, the rate table
@@ -179,4 +180,22 @@ func (s *Server) setPeerKey(c *call, pr api.PeerKeyRequest) (peer.Peer, error) {
 
 func (s *Server) removePeer(c *call, n api.NameRequest) (peer.Peer, error) {
 	return s.peers.Remove(c.r.Context(), c.req, n.Name)
+}
+
+func (s *Server) peerDeposit(c *call, pd api.PeerDepositRequest) (peer.Transaction, error) {
+	return s.peers.Deposit(c.r.Context(), c.req, pd.Peer, pd.Deposit)
+}
+
+func (s *Server) peerTransactions(c *call, q api.PeerTransactionsQuery) (api.List[peer.Transaction], error) {
+	list, err := s.peers.Transactions(c.r.Context(), q.Pending)
+	return api.ListOf(list), err
+}
+
+// exchangeDeposit applies a peer bank's deposit, under the id of its
+// transaction (the request id): into an account its agreement names only.
+func (s *Server) exchangeDeposit(c *call, spec api.DepositRequest) (ledger.Receipt, error) {
+	if !slices.Contains(c.client.Scope, spec.Account) {
+		return ledger.Receipt{}, forbidden(c.client, "deposit into %s: its agreement does not name it", spec.Account)
+	}
+	return s.ledger.Deposit(c.r.Context(), c.req, spec)
 }

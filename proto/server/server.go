@@ -121,6 +121,8 @@ var (
 	// readers read the bank's records of nodes; a scheduler has no use for
 	// them and is kept out.
 	readers = []clients.Role{admin, manager, user}
+	// peers are other banks: the exchange's endpoints are theirs alone.
+	peers = []clients.Role{clients.RolePeer}
 )
 
 // read is an endpoint that changes nothing; change one that does, which
@@ -210,6 +212,9 @@ func (s *Server) table() []route {
 		change(api.PathPeers, adminOnly, endpoint(s.addPeer)),
 		change(api.PathPeerKey, adminOnly, endpoint(s.setPeerKey)),
 		change(api.PathPeerRemove, adminOnly, endpoint(s.removePeer)),
+		change(api.PathPeerDeposits, adminOnly, endpoint(s.peerDeposit)),
+		read(get, api.PathPeerTransactions, adminOnly, endpoint(s.peerTransactions)),
+		change(api.PathExchangeDeposits, peers, endpoint(s.exchangeDeposit)),
 	}
 	if s.page != nil {
 		// A link changes nothing in the bank, so it needs no request id;

@@ -1,0 +1,91 @@
+package main
+
+import (
+	"fmt"
+	"net"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/ingot-hpc/ingot/ledger"
+	"github.com/ingot-hpc/ingot/proto/peer"
+)
+
+// freePort is a loopback address no one listens on now, so that a server
+// restarted there is found where its peer knows it.
+func freePort(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// TestServeSendsPeerTransactions: a central bank's `ingot serve` sends its
+// deposits at a site from its outbox while the site is killed, the
+// central bank killed (SIGKILL) with deposits pending, and both started
+// again: once drained, the site holds every deposit exactly once, nothing
+// is pending, and both banks audit clean.
+func TestServeSendsPeerTransactions(t *testing.T) {
+	keys := t.TempDir()
+	site := newCLIBank(t)
+	site.ok("account", "create", "chem")
+	site.ok("peer", "add", "central", "--url", "http://127.0.0.1:1", "--key-out", filepath.Join(keys, "site-for-central.key"), "--project", "chem")
+	siteArgs := []string{"--db", site.db, "serve", "--listen", freePort(t)}
+	siteSrv := startServerWith(t, filepath.Dir(site.db), siteArgs...)
+
+	central := newCLIBank(t)
+	rootKey := filepath.Join(keys, "root.key")
+	central.ok("client", "add", "root", "--role", "admin", "--key-out", rootKey)
+	centralArgs := []string{"--db", central.db, "serve", "--listen", freePort(t)}
+	centralSrv := startServerWith(t, filepath.Dir(central.db), centralArgs...)
+	admin := &cliBank{t: t, global: []string{"--server", centralSrv.url, "--key-file", rootKey}}
+	admin.ok("peer", "add", "siteb", "--url", siteSrv.url, "--key-out", filepath.Join(keys, "central-for-site.key"),
+		"--peer-key", filepath.Join(keys, "site-for-central.key"))
+
+	const n = 12
+	for i := range n {
+		switch i {
+		case 4:
+			siteSrv.kill()
+		case 8:
+			centralSrv.kill()
+			centralSrv = startServerWith(t, filepath.Dir(central.db), centralArgs...)
+			siteSrv = startServerWith(t, filepath.Dir(site.db), siteArgs...)
+		}
+		admin.ok("deposit", "chem", "10", "--at", "siteb", "-d", fmt.Sprintf("grant %d", i))
+	}
+	start := time.Now()
+	for {
+		var pending []peer.Transaction
+		admin.json(&pending, "peer", "transactions", "--pending")
+		if len(pending) == 0 {
+			break
+		}
+		if time.Since(start) > 30*time.Second {
+			t.Fatalf("%d transactions still pending after 30 s:\n%s", len(pending), centralSrv.logTail())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Logf("drained in %s", time.Since(start))
+	siteSrv.stop()
+	centralSrv.stop()
+	var bal []ledger.NodeBalance
+	site.json(&bal, "balance", "chem")
+	if len(bal) != 1 || bal[0].Amount.String() != fmt.Sprint(10*n) {
+		t.Fatalf("the site's chem: %+v, want %d deposited once each", bal, 10*n)
+	}
+	var txs []peer.Transaction
+	central.json(&txs, "peer", "transactions")
+	for _, x := range txs {
+		if x.State != peer.StateDone {
+			t.Errorf("transaction %s: %s %s", x.ID, x.State, x.Answer)
+		}
+	}
+	if len(txs) != n {
+		t.Errorf("%d transactions, want %d", len(txs), n)
+	}
+	site.ok("audit", "--full")
+	central.ok("audit", "--full")
+}

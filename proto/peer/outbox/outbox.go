@@ -1,0 +1,165 @@
+package outbox
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/ingot-hpc/ingot/proto/api"
+	"github.com/ingot-hpc/ingot/proto/client"
+	"github.com/ingot-hpc/ingot/proto/peer"
+)
+
+// paths are the peer's endpoints of each operation.
+var paths = map[peer.Op]string{
+	peer.OpDeposit: api.PathExchangeDeposits,
+}
+
+// Outbox sends the pending transactions of a bank's peers.
+type Outbox struct {
+	Peers *peer.Registry
+	Log   *slog.Logger
+	// Interval is the pause between two readings of the pending
+	// transactions when there is nothing to send (default 200 ms);
+	// Timeout bounds one sending (default 10 s).
+	Interval, Timeout time.Duration
+	// Pause is the first pause before a peer is tried again after a
+	// failure (default 1 s), doubled at each failure up to a minute.
+	Pause time.Duration
+
+	// next is when each peer may be tried again after a failure, and
+	// pause the pause after its next failure.
+	next  map[string]time.Time
+	pause map[string]time.Duration
+}
+
+// maxPause is the longest pause between two tries of an unreachable peer.
+const maxPause = time.Minute
+
+// Run sends until ctx ends.
+func (o *Outbox) Run(ctx context.Context) {
+	interval := o.Interval
+	if interval == 0 {
+		interval = 200 * time.Millisecond
+	}
+	o.next, o.pause = map[string]time.Time{}, map[string]time.Duration{}
+	for {
+		if _, err := o.Drain(ctx); err != nil && ctx.Err() == nil {
+			o.Log.Warn("peer outbox", "error", err.Error())
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(interval):
+		}
+	}
+}
+
+// Drain sends each pending transaction whose peer is not in a pause, once,
+// and says how many are still pending.
+func (o *Outbox) Drain(ctx context.Context) (pending int, err error) {
+	if o.next == nil {
+		o.next, o.pause = map[string]time.Time{}, map[string]time.Duration{}
+	}
+	txs, err := o.Peers.Transactions(ctx, true)
+	if err != nil {
+		return 0, err
+	}
+	clients := map[string]*client.Client{}
+	for _, t := range txs {
+		if time.Now().Before(o.next[t.Peer]) {
+			pending++
+			continue
+		}
+		c, ok := clients[t.Peer]
+		if !ok {
+			if c, err = o.client(ctx, t.Peer); err != nil {
+				o.failed(t.Peer, err)
+				pending++
+				continue
+			}
+			clients[t.Peer] = c
+		}
+		if settled, err := o.send(ctx, c, t); err != nil {
+			o.failed(t.Peer, err)
+			pending++
+		} else if !settled {
+			pending++
+		} else {
+			delete(o.next, t.Peer)
+			delete(o.pause, t.Peer)
+		}
+	}
+	return pending, nil
+}
+
+// client is a client of the peer's API, signing with this bank's key for
+// it; one try per sending, as the outbox itself tries again.
+func (o *Outbox) client(ctx context.Context, name string) (*client.Client, error) {
+	p, err := o.Peers.Get(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	key, err := o.Peers.SigningKey(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	return client.Open(client.Options{Server: p.URL, Key: &key, CAFile: p.CAFile}, client.WithRetries(1, 0))
+}
+
+// send sends one transaction and records the peer's answer; settled says
+// whether it did.
+func (o *Outbox) send(ctx context.Context, c *client.Client, t peer.Transaction) (settled bool, err error) {
+	path, ok := paths[t.Op]
+	if !ok {
+		return false, fmt.Errorf("transaction %s: unknown operation %q", t.ID, t.Op)
+	}
+	timeout := o.Timeout
+	if timeout == 0 {
+		timeout = 10 * time.Second
+	}
+	sendCtx, cancel := context.WithTimeout(ctx, timeout)
+	answer, err := c.Exchange(sendCtx, t.ID, path, t.Body)
+	cancel()
+	state := peer.StateDone
+	if err != nil {
+		apiErr, isAPI := errors.AsType[*api.Error](err)
+		if !isAPI || !final(apiErr.Code) {
+			return false, fmt.Errorf("transaction %s to %s: %w", t.ID, t.Peer, err)
+		}
+		state = peer.StateRefused
+		if answer, err = json.Marshal(apiErr); err != nil {
+			return false, err
+		}
+	}
+	if _, err := o.Peers.Settle(ctx, t.ID, state, answer); err != nil {
+		return false, fmt.Errorf("transaction %s: record the answer: %w", t.ID, err)
+	}
+	o.Log.Info("peer transaction", "id", t.ID, "peer", t.Peer, "op", string(t.Op), "state", string(state))
+	return true, nil
+}
+
+// final says whether a refusal is the peer's last word: not when the peer
+// is busy, failing inside, or does not know this bank's key yet (its
+// operator may still give it), which may change.
+func final(code api.Code) bool {
+	switch code {
+	case api.CodeUnavailable, api.CodeTooManyRequests, api.CodeInternal, api.CodeCorrupt, api.CodeUnauthenticated:
+		return false
+	}
+	return true
+}
+
+// failed pauses a peer after a failure, twice as long as the last time.
+func (o *Outbox) failed(name string, err error) {
+	first := o.Pause
+	if first == 0 {
+		first = time.Second
+	}
+	p := min(max(2*o.pause[name], first), maxPause)
+	o.pause[name], o.next[name] = p, time.Now().Add(p)
+	o.Log.Warn("peer unreachable", "peer", name, "retry_in", p.String(), "error", err.Error())
+}

@@ -1,0 +1,182 @@
+package outbox_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+
+	"github.com/shopspring/decimal"
+
+	"github.com/ingot-hpc/ingot/ledger"
+	"github.com/ingot-hpc/ingot/ledger/boltstore"
+	"github.com/ingot-hpc/ingot/ledger/ledgertest"
+	"github.com/ingot-hpc/ingot/lien"
+	"github.com/ingot-hpc/ingot/proto/api"
+	"github.com/ingot-hpc/ingot/proto/auth"
+	"github.com/ingot-hpc/ingot/proto/client"
+	"github.com/ingot-hpc/ingot/proto/clients"
+	"github.com/ingot-hpc/ingot/proto/peer"
+	"github.com/ingot-hpc/ingot/proto/peer/outbox"
+	"github.com/ingot-hpc/ingot/proto/server"
+)
+
+type bank struct {
+	*ledgertest.Bank
+	clients *clients.Registry
+	peers   *peer.Registry
+}
+
+func newBank(t *testing.T, nodes ...string) *bank {
+	dir := t.TempDir()
+	b := ledgertest.NewBank(t, func(t testing.TB) ledger.Store {
+		s, err := boltstore.Open(filepath.Join(dir, "bank.db"), boltstore.Options{Create: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	})
+	if len(nodes) > 0 {
+		b.MustNode(nodes...)
+	}
+	reg, err := clients.New(b.Ledger, [32]byte{byte(len(dir))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &bank{Bank: b, clients: reg, peers: peer.New(b.Ledger, reg)}
+}
+
+// link is the way from the central bank to the site: up, down (the
+// connection dropped before the request is read), or losing (the request
+// applied, then the connection dropped before the answer).
+type link struct {
+	h    http.Handler
+	mode atomic.Value
+}
+
+func (l *link) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	mode, _ := l.mode.Load().(string)
+	if mode == "losing" {
+		l.h.ServeHTTP(httptest.NewRecorder(), r)
+	}
+	if mode == "down" || mode == "losing" {
+		conn, _, err := w.(http.Hijacker).Hijack()
+		if err == nil {
+			conn.Close()
+		}
+		return
+	}
+	l.h.ServeHTTP(w, r)
+}
+
+// TestExactlyOnceAcrossLostAnswers: a central bank deposits at a site
+// through a link that loses answers and goes down; the outbox keeps
+// sending until the site answers, and the site applies each deposit once.
+// A deposit into an account the agreement does not name is refused for
+// good, with the site's reason; a replayed transaction gets its first
+// answer, and another peer cannot use it.
+func TestExactlyOnceAcrossLostAnswers(t *testing.T) {
+	ctx := context.Background()
+	site := newBank(t, "chem", "bio")
+	central := newBank(t)
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	srv := server.New(site.Ledger, lien.New(site.Ledger), site.clients, &auth.Verifier{Lookup: server.KeyLookup(site.clients)}, log)
+	l := &link{h: srv}
+	ts := httptest.NewServer(l)
+	defer ts.Close()
+
+	_, centralKey, err := site.peers.Add(ctx, site.Req(), peer.Spec{Name: "central", URL: "http://127.0.0.1:1", Projects: []string{"chem"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := central.peers.Add(ctx, central.Req(), peer.Spec{Name: "siteb", URL: ts.URL}, &centralKey); err != nil {
+		t.Fatal(err)
+	}
+	deposit := func(account, amount string) peer.Transaction {
+		t.Helper()
+		tx, err := central.peers.Deposit(ctx, central.Req(), "siteb", ledger.DepositSpec{Account: account, Amount: ledgertest.Dec(t, amount)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tx
+	}
+	chem, bio := deposit("chem", "100"), deposit("bio", "5")
+
+	o := &outbox.Outbox{Peers: central.peers, Log: log, Pause: 1}
+	for _, mode := range []string{"losing", "down", "losing", "up"} {
+		l.mode.Store(mode)
+		pending, err := o.Drain(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := map[bool]int{true: 0, false: 2}[mode == "up"]; pending != want {
+			t.Fatalf("link %s: %d pending, want %d", mode, pending, want)
+		}
+	}
+	if got := site.MustBalance("chem").Amount; !got.Equal(decimal.NewFromInt(100)) {
+		t.Fatalf("site's chem holds %s after the deposit was sent four times, want 100 (once)", got)
+	}
+	if got := site.MustBalance("bio").Amount; !got.IsZero() {
+		t.Fatalf("site's bio holds %s: a deposit beyond the agreement was applied", got)
+	}
+	txs, err := central.peers.Transactions(ctx, false)
+	if err != nil || len(txs) != 2 {
+		t.Fatalf("transactions %v %v", txs, err)
+	}
+	for _, x := range txs {
+		var e api.Error
+		switch x.ID {
+		case chem.ID:
+			if x.State != peer.StateDone {
+				t.Errorf("chem's deposit %s", x.State)
+			}
+		case bio.ID:
+			if x.State != peer.StateRefused || json.Unmarshal(x.Answer, &e) != nil || e.Code != api.CodeForbidden {
+				t.Errorf("bio's deposit %s: %s", x.State, x.Answer)
+			}
+		}
+	}
+	if pending, _ := central.peers.Transactions(ctx, true); len(pending) != 0 {
+		t.Fatalf("still pending: %v", pending)
+	}
+
+	// The same transaction sent again, as a captured one would be: its
+	// first answer, nothing applied; with another body, a conflict.
+	c, err := client.Open(client.Options{Server: ts.URL, Key: &centralKey}, client.WithRetries(1, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Exchange(ctx, chem.ID, api.PathExchangeDeposits, chem.Body); err != nil {
+		t.Fatalf("replay: %v", err)
+	}
+	forged := json.RawMessage(`{"account":"chem","amount":"1000","credit_limit":"0"}`)
+	if _, err := c.Exchange(ctx, chem.ID, api.PathExchangeDeposits, forged); !isCode(err, api.CodeRequestConflict) {
+		t.Fatalf("a forged body under the transaction's id: %v", err)
+	}
+	if got := site.MustBalance("chem").Amount; !got.Equal(decimal.NewFromInt(100)) {
+		t.Fatalf("chem holds %s after the replays", got)
+	}
+	// Another peer, whose agreement names other projects, cannot apply it.
+	_, otherKey, err := site.peers.Add(ctx, site.Req(), peer.Spec{Name: "sitec", URL: "http://127.0.0.1:2", Projects: []string{"bio"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := client.Open(client.Options{Server: ts.URL, Key: &otherKey}, client.WithRetries(1, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := other.Exchange(ctx, chem.ID, api.PathExchangeDeposits, chem.Body); !isCode(err, api.CodeForbidden) {
+		t.Fatalf("another peer sending central's transaction: %v", err)
+	}
+}
+
+func isCode(err error, code api.Code) bool {
+	e, ok := errors.AsType[*api.Error](err)
+	return ok && e.Code == code
+}

@@ -1,0 +1,170 @@
+package peer
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/ingot-hpc/ingot/ledger"
+)
+
+// Record kinds of the exchange: every transaction by id, and the pending
+// ones again, so that the outbox reads only what it has to send.
+const (
+	recordTx      = "peer.tx"
+	recordPending = "peer.pending"
+)
+
+// Op is what a transaction asks of the peer.
+type Op string
+
+// The operations.
+const (
+	// OpDeposit deposits into an account of the peer's that its agreement
+	// names (a ledger.DepositSpec): a central bank granting an allocation
+	// at a site.
+	OpDeposit Op = "deposit"
+)
+
+// State is where a transaction is.
+type State string
+
+// The states: pending until the peer answers, then done (applied there)
+// or refused (the peer's answer says why; nothing was applied there).
+const (
+	StatePending State = "pending"
+	StateDone    State = "done"
+	StateRefused State = "refused"
+)
+
+// Transaction is one cross-bank operation started here: its id, chosen
+// here, is the request id the peer applies it under, so that however
+// often it is sent, the peer applies it once.
+type Transaction struct {
+	ID      string          `json:"id"`
+	Peer    string          `json:"peer"`
+	Op      Op              `json:"op"`
+	Body    json.RawMessage `json:"body"`
+	State   State           `json:"state"`
+	Created time.Time       `json:"created"`
+	// Answered is when the peer's answer was recorded; Answer is that
+	// answer (for a refusal, its API error).
+	Answered time.Time       `json:"answered,omitzero"`
+	Answer   json.RawMessage `json:"answer,omitempty"`
+}
+
+// newTxID is a transaction id: the time in nanoseconds then random bytes,
+// in hex, as the API's request ids are (ids that grow with time are the
+// cheapest for the peer to keep).
+func newTxID() string {
+	b := binary.BigEndian.AppendUint64(make([]byte, 0, 16), uint64(time.Now().UnixNano()))
+	b = b[:16]
+	rand.Read(b[8:])
+	return "tx-" + hex.EncodeToString(b)
+}
+
+// Begin journals a transaction with the peer, pending, before anything is
+// sent: the outbox sends it from here until the peer answers. A retry of
+// the request gets the first answer: the same transaction.
+func (r *Registry) Begin(ctx context.Context, req ledger.Request, peerName string, op Op, body any) (Transaction, error) {
+	raw, err := json.Marshal(body)
+	if err != nil {
+		return Transaction{}, fmt.Errorf("peer: encode %s: %w", op, err)
+	}
+	id := newTxID()
+	content := struct {
+		Peer string          `json:"peer"`
+		Op   Op              `json:"op"`
+		Body json.RawMessage `json:"body"`
+	}{peerName, op, raw}
+	return ledger.Mutate(ctx, r.l, req, ledger.KindRecord, content, func(w *ledger.Writer) (Transaction, error) {
+		if _, err := get(w.Tx(), peerName); err != nil {
+			return Transaction{}, err
+		}
+		t := Transaction{ID: id, Peer: peerName, Op: op, Body: raw, State: StatePending, Created: w.Now()}
+		return t, putTx(w, t, fmt.Sprintf("%s at %s begun", op, peerName))
+	})
+}
+
+// Deposit begins a deposit at the peer (OpDeposit).
+func (r *Registry) Deposit(ctx context.Context, req ledger.Request, name string, spec ledger.DepositSpec) (Transaction, error) {
+	return r.Begin(ctx, req, name, OpDeposit, spec)
+}
+
+// Settle records the peer's answer to a pending transaction: done or
+// refused. A transaction already settled is left as it is (an answer
+// that arrives twice is recorded once).
+func (r *Registry) Settle(ctx context.Context, id string, state State, answer json.RawMessage) (Transaction, error) {
+	// No request id: the change is its own guard against a second answer.
+	req := ledger.Request{Actor: "peer-outbox"}
+	return ledger.Mutate(ctx, r.l, req, ledger.KindRecord, nil, func(w *ledger.Writer) (Transaction, error) {
+		t, err := getTx(w.Tx(), id)
+		if err != nil || t.State != StatePending {
+			return t, err
+		}
+		t.State, t.Answered, t.Answer = state, w.Now(), answer
+		return t, putTx(w, t, fmt.Sprintf("%s at %s %s", t.Op, t.Peer, state))
+	})
+}
+
+// Transactions lists the transactions started here, in id order (the
+// order they began in), or only those still pending.
+func (r *Registry) Transactions(ctx context.Context, pending bool) ([]Transaction, error) {
+	kind := recordTx
+	if pending {
+		kind = recordPending
+	}
+	var out []Transaction
+	err := r.l.View(ctx, func(tx ledger.Tx) error {
+		recs, err := tx.Records(kind)
+		if err != nil {
+			return err
+		}
+		for _, rec := range recs {
+			t, err := getTx(tx, rec.Key)
+			if err != nil {
+				return err
+			}
+			out = append(out, t)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// putTx journals a transaction's state, and keeps the pending list.
+func putTx(w *ledger.Writer, t Transaction, what string) error {
+	raw, err := json.Marshal(t)
+	if err != nil {
+		return fmt.Errorf("peer: encode transaction %s: %w", t.ID, err)
+	}
+	if _, err := w.Append(ledger.Entry{Kind: ledger.KindRecord, Ref: t.Peer, Description: what,
+		Record: &ledger.Record{Kind: recordTx, Key: t.ID, Value: raw}}); err != nil {
+		return err
+	}
+	pending := &ledger.Record{Kind: recordPending, Key: t.ID, Value: json.RawMessage(`true`)}
+	if t.State != StatePending {
+		pending = &ledger.Record{Kind: recordPending, Key: t.ID, Deleted: true}
+	}
+	_, err = w.Append(ledger.Entry{Kind: ledger.KindRecord, Ref: t.Peer, Description: what, Record: pending})
+	return err
+}
+
+func getTx(tx ledger.Tx, id string) (Transaction, error) {
+	rec, ok, err := tx.Record(recordTx, id)
+	if err != nil {
+		return Transaction{}, err
+	}
+	if !ok {
+		return Transaction{}, fmt.Errorf("%w: no peer transaction %q", ledger.ErrNotFound, id)
+	}
+	var t Transaction
+	if err := json.Unmarshal(rec.Value, &t); err != nil {
+		return Transaction{}, fmt.Errorf("%w: peer transaction %s: %v", ledger.ErrCorrupt, id, err)
+	}
+	return t, nil
+}
