@@ -8,15 +8,18 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"sync/atomic"
 	"testing"
 
 	"github.com/shopspring/decimal"
 
+	"github.com/ingot-hpc/ingot/internal/pgtest"
 	"github.com/ingot-hpc/ingot/ledger"
 	"github.com/ingot-hpc/ingot/ledger/boltstore"
 	"github.com/ingot-hpc/ingot/ledger/ledgertest"
+	"github.com/ingot-hpc/ingot/ledger/pgstore/pgstoretest"
 	"github.com/ingot-hpc/ingot/lien"
 	"github.com/ingot-hpc/ingot/proto/api"
 	"github.com/ingot-hpc/ingot/proto/auth"
@@ -33,15 +36,20 @@ type bank struct {
 	peers   *peer.Registry
 }
 
-func newBank(t *testing.T, nodes ...string) *bank {
+func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+
+// onFile opens a bank's store on a new bbolt file.
+func onFile(t testing.TB) ledger.Store {
+	s, err := boltstore.Open(filepath.Join(t.TempDir(), "bank.db"), boltstore.Options{Create: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func newBank(t *testing.T, open ledgertest.OpenStore, nodes ...string) *bank {
 	dir := t.TempDir()
-	b := ledgertest.NewBank(t, func(t testing.TB) ledger.Store {
-		s, err := boltstore.Open(filepath.Join(dir, "bank.db"), boltstore.Options{Create: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	})
+	b := ledgertest.NewBank(t, open)
 	if len(nodes) > 0 {
 		b.MustNode(nodes...)
 	}
@@ -81,10 +89,17 @@ func (l *link) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // A deposit into an account the agreement does not name is refused for
 // good, with the site's reason; a replayed transaction gets its first
 // answer, and another peer cannot use it.
+// The site's bank is on each engine in turn.
 func TestExactlyOnceAcrossLostAnswers(t *testing.T) {
+	for engine, open := range map[string]ledgertest.OpenStore{"bbolt": onFile, "postgres": pgstoretest.Open} {
+		t.Run(engine, func(t *testing.T) { exactlyOnce(t, open) })
+	}
+}
+
+func exactlyOnce(t *testing.T, open ledgertest.OpenStore) {
 	ctx := context.Background()
-	site := newBank(t, "chem", "bio")
-	central := newBank(t)
+	site := newBank(t, open, "chem", "bio")
+	central := newBank(t, onFile)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	srv := server.New(site.Ledger, lien.New(site.Ledger), site.clients, &auth.Verifier{Lookup: server.KeyLookup(site.clients)}, log)
 	l := &link{h: srv}
