@@ -48,16 +48,24 @@ func onFile(t testing.TB) ledger.Store {
 }
 
 func newBank(t *testing.T, open ledgertest.OpenStore, nodes ...string) *bank {
-	dir := t.TempDir()
 	b := ledgertest.NewBank(t, open)
 	if len(nodes) > 0 {
 		b.MustNode(nodes...)
 	}
-	reg, err := clients.New(b.Ledger, [32]byte{byte(len(dir))})
+	reg, err := clients.New(b.Ledger, [32]byte{1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return &bank{Bank: b, clients: reg, peers: peer.New(b.Ledger, reg)}
+}
+
+// newRegistry is the peers of a bank, sealed under a test server key.
+func newRegistry(tb testing.TB, b *ledgertest.Bank) *peer.Registry {
+	reg, err := clients.New(b.Ledger, [32]byte{1})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return peer.New(b.Ledger, reg)
 }
 
 // link is the way from the central bank to the site: up, down (the
