@@ -4,6 +4,7 @@ import (
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"fmt"
 	"net/http"
@@ -67,4 +68,16 @@ func signature(secret [32]byte, stringToSign string) []byte {
 	mac := hmac.New(sha256.New, secret[:])
 	mac.Write([]byte(stringToSign))
 	return mac.Sum(nil)
+}
+
+// NewRequestID is a new request id: the time in nanoseconds, then 8
+// random bytes, in hex. The bank keeps a record per request id for retries,
+// in a B-tree ordered by client and id: ids that grow with time go at the
+// end of the client's range, where purely random ids would land each on a
+// page of its own, and every commit would rewrite a page per request.
+func NewRequestID() string {
+	b := binary.BigEndian.AppendUint64(make([]byte, 0, 16), uint64(time.Now().UnixNano()))
+	b = b[:16]
+	rand.Read(b[8:])
+	return hex.EncodeToString(b)
 }

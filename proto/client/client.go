@@ -3,11 +3,8 @@ package client
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/binary"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -104,17 +101,8 @@ func newTransport() *http.Transport {
 	return t
 }
 
-// NewRequestID is a new request id: the time in nanoseconds, then 8
-// random bytes, in hex. The bank keeps a record per request id for retries,
-// in a B-tree ordered by client and id: ids that grow with time go at the
-// end of the client's range, where purely random ids would land each on a
-// page of its own, and every commit would rewrite a page per request.
-func NewRequestID() string {
-	b := binary.BigEndian.AppendUint64(make([]byte, 0, 16), uint64(time.Now().UnixNano()))
-	b = b[:16]
-	rand.Read(b[8:])
-	return hex.EncodeToString(b)
-}
+// NewRequestID is a new request id (auth.NewRequestID).
+func NewRequestID() string { return auth.NewRequestID() }
 
 // do sends one call, retrying when the answer is lost, and decodes the
 // answer into out. requestID is set for changes ("" for reads).

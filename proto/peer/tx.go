@@ -2,14 +2,12 @@ package peer
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/binary"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"time"
 
 	"github.com/ingot-hpc/ingot/ledger"
+	"github.com/ingot-hpc/ingot/proto/auth"
 )
 
 // Record kinds of the exchange: every transaction by id, and the pending
@@ -57,15 +55,9 @@ type Transaction struct {
 	Answer   json.RawMessage `json:"answer,omitempty"`
 }
 
-// newTxID is a transaction id: the time in nanoseconds then random bytes,
-// in hex, as the API's request ids are (ids that grow with time are the
-// cheapest for the peer to keep).
-func newTxID() string {
-	b := binary.BigEndian.AppendUint64(make([]byte, 0, 16), uint64(time.Now().UnixNano()))
-	b = b[:16]
-	rand.Read(b[8:])
-	return "tx-" + hex.EncodeToString(b)
-}
+// newTxID is a transaction id: a request id (auth.NewRequestID: ids that
+// grow with time are the cheapest for the peer to keep), marked as one.
+func newTxID() string { return "tx-" + auth.NewRequestID() }
 
 // Begin journals a transaction with the peer, pending, before anything is
 // sent: the outbox sends it from here until the peer answers. A retry of
