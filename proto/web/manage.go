@@ -52,12 +52,9 @@ func manages(c *clients.Client) bool {
 
 // members adds the user to the node as a member, or removes them.
 func (p *Pages) members(req *request) error {
-	f, err := decodeForm(req, decodeFormOf[membersForm](pathMembers))
+	f, err := postedForm[membersForm](req, pathMembers)
 	if err != nil {
 		return err
-	}
-	if !sameToken(f.CSRF, req.sess.CSRF) {
-		return ErrCSRF
 	}
 	var change ledger.UserChange
 	switch f.Op {
@@ -77,12 +74,9 @@ func (p *Pages) members(req *request) error {
 
 // transfer moves credits from one account to another.
 func (p *Pages) transfer(req *request) error {
-	f, err := decodeForm(req, decodeFormOf[transferForm](pathTransfer))
+	f, err := postedForm[transferForm](req, pathTransfer)
 	if err != nil {
 		return err
-	}
-	if !sameToken(f.CSRF, req.sess.CSRF) {
-		return ErrCSRF
 	}
 	amount, err := ledger.ParseDecimal("amount", f.Amount)
 	if err != nil {
@@ -115,13 +109,21 @@ func makeChange[Out any](req *request, id, path string, in any) (Out, error) {
 // requestID is the form of client.NewRequestID's ids.
 var requestID = regexp.MustCompile(`^[0-9a-f]{32}$`)
 
-// decodeFormOf reads a form of type F posted to path.
-func decodeFormOf[F any](path string) func(body string) (F, error) {
-	return func(body string) (F, error) {
+// postedForm reads a manager's form of type F posted to path, and checks
+// that it carries the session's CSRF token.
+func postedForm[F interface{ token() string }](req *request, path string) (F, error) {
+	f, err := decodeForm(req, func(body string) (F, error) {
 		var f F
 		return f, decodeFormBody(path, body, &f)
+	})
+	if err == nil && !sameToken(f.token(), req.sess.CSRF) {
+		err = ErrCSRF
 	}
+	return f, err
 }
+
+func (f membersForm) token() string  { return f.CSRF }
+func (f transferForm) token() string { return f.CSRF }
 
 // newRequestID is the request id a form is made with.
 func newRequestID() string { return client.NewRequestID() }
