@@ -3,6 +3,8 @@ package web
 import (
 	"fmt"
 
+	"github.com/shopspring/decimal"
+
 	"github.com/ingot-hpc/ingot/forecast"
 	"strconv"
 
@@ -30,6 +32,7 @@ func parseTemplates() *template.Template {
 		"depth":     depth,
 		"policy":    policyText,
 		"beforeEnd": beforeEnd,
+		"usedShare": usedShare,
 		"lines": func(v statementView, id, title string, lines []ledger.StatementLine) statementLines {
 			return statementLines{View: v, ID: id, Title: title, Lines: lines}
 		},
@@ -74,6 +77,16 @@ func beforeEnd(r forecast.Rate) string {
 		return fmt.Sprintf("%d days after the allocations end", -*d)
 	}
 	return "the day the allocations end"
+}
+
+// usedShare is how much of what was deposited in an allocation is used
+// (charged, withdrawn or moved out), as a percentage: "37.5%"; "-" for an
+// allocation of credit alone.
+func usedShare(a ledger.AllocationStatus) string {
+	if !a.Deposited.IsPositive() {
+		return "-"
+	}
+	return a.Deposited.Sub(a.Amount).Mul(decimal.NewFromInt(100)).Div(a.Deposited).StringFixed(1) + "%"
 }
 
 // serveStyle sends the style sheet.

@@ -120,3 +120,16 @@ func TestStatementPage(t *testing.T) {
 		t.Errorf("amy on chem's statement: %d", a.status)
 	}
 }
+
+// TestAllocationUsedShare: an account's page says how much of each
+// allocation is used, of what was deposited in it.
+func TestAllocationUsedShare(t *testing.T) {
+	s := newSite(t)
+	if _, err := s.Withdraw(context.Background(), s.Req(), ledger.WithdrawSpec{Account: "bio", Amount: decimal.NewFromInt(1_250_000)}); err != nil {
+		t.Fatal(err)
+	}
+	page := s.signedIn("root").get("/node?name=bio")
+	if got := cell(t, page.body, "", "used_share"); got != "25.0%" {
+		t.Errorf("bio's allocation is %s used, want 25.0%% (1,250,000 of 5,000,000)", got)
+	}
+}
