@@ -84,6 +84,7 @@ type cachedPlan struct {
 	hfsOn      bool
 	plan       *hfs.Plan
 	demand     map[string]decimal.Decimal
+	demandSum  decimal.Decimal // of demand, so that free costs the same however many projects
 	active     map[uint64]bool // the allocations counted in the pool
 	precision  int32
 	// owners says whether a project of the account owns credits; jobs,
@@ -98,13 +99,7 @@ type cachedPlan struct {
 
 // free is what the account's liens leave of its active allocations: the
 // pool less the demands (the charges, which the pool counts, cancel out).
-func (e *cachedPlan) free() decimal.Decimal {
-	free := e.pool
-	for _, d := range e.demand {
-		free = free.Sub(d)
-	}
-	return free
-}
+func (e *cachedPlan) free() decimal.Decimal { return e.pool.Sub(e.demandSum) }
 
 func newPlanCache() *planCache {
 	return &planCache{entries: map[string]*cachedPlan{}, carried: map[string]*carriedPlan{}}
@@ -165,6 +160,7 @@ func (c *planCache) store(tx Tx, account, version string, s *shareState, now tim
 		}
 		for _, n := range s.nodes {
 			e.demand[n.Name] = s.used[n.Name].Add(s.reserved[n.Name])
+			e.demandSum = e.demandSum.Add(e.demand[n.Name])
 		}
 		for _, a := range s.funds.Allocations {
 			e.active[a.ID] = true
@@ -361,6 +357,7 @@ func (c *planCache) afterAppend(account, prev, version string, e Entry, oldLien 
 			continue
 		}
 		ce.demand[project] = ce.demand[project].Add(d)
+		ce.demandSum = ce.demandSum.Add(d)
 		if err := ce.plan.SetDemand(project, ce.demand[project].Rat()); err != nil {
 			delete(c.entries, account) // a project the plan does not know: rebuild
 			return
