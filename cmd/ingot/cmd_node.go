@@ -283,6 +283,10 @@ func (k nodeKind) show(c *cli.Context) error {
 				return err
 			}
 			t.add("GoldId", strconv.FormatUint(numbers[n.Name], 10))
+			t.data = struct {
+				ledger.Node
+				GoldID uint64 `json:"gold_id"`
+			}{n, numbers[n.Name]}
 		}
 		return show(c, t)
 	})

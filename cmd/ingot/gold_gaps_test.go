@@ -1,6 +1,7 @@
 package main
 
 import (
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -131,4 +132,23 @@ func TestRefundByJob(t *testing.T) {
 	wantCredits(t, "the rest refunded", r.Refunded, "2200")
 	wantBalance(t, b, "chem", "200000", "0", "200000")
 	b.refused(t, exitRefused, "cannot be refunded", "refund", "--job", "R1", "1")
+}
+
+// TestAccountShowGoldID: account show gives the number Gold's clients name
+// the account by (gdeposit -a N), as a column and in --json.
+func TestAccountShowGoldID(t *testing.T) {
+	b := newCLIBank(t)
+	b.ok("account", "create", "chem")
+	b.ok("account", "create", "bio")
+	var shown struct {
+		Name   string `json:"name"`
+		GoldID uint64 `json:"gold_id"`
+	}
+	b.json(&shown, "account", "show", "bio")
+	if shown.Name != "bio" || shown.GoldID != 2 {
+		t.Errorf("account show bio --json: %+v, want bio numbered 2", shown)
+	}
+	if out := b.ok("account", "show", "chem"); !regexp.MustCompile(`(?m)^GoldId\s+1$`).MatchString(out) {
+		t.Errorf("account show chem:\n%s\nwant its GoldId 1", out)
+	}
 }
