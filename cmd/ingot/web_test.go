@@ -16,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -368,6 +369,19 @@ func TestWebInBrowser(t *testing.T) {
 		t.Errorf("the statement page's ending balance %s, ingot statement's %s (to %s)", got, report.Grouped(st.Ending, 2), stmtTo)
 	}
 	checkAxe(t, ctx, axe, "statement")
+
+	// The manager adds bob to chem.lab2 with the page's form: ingot user
+	// list has the membership (TestManagerForms checks the journal's actor
+	// and the refusals).
+	do("add bob to chem.lab2", chromedp.Navigate(w.url+"/node?name=chem.lab2"), chromedp.WaitVisible(chromedp.CSS(`#members-form`)),
+		chromedp.SetValue(chromedp.CSS(`#member-user`), "bob"), chromedp.Submit(chromedp.CSS(`#member-user`)),
+		chromedp.WaitVisible(chromedp.CSS(`#balance`)))
+	var users []ledger.User
+	w.as("chemmgr").json(&users, "user", "list")
+	if i := slices.IndexFunc(users, func(u ledger.User) bool { return u.Name == "bob" }); i < 0 ||
+		!slices.ContainsFunc(users[i].Memberships, func(m ledger.Membership) bool { return m.Node == "chem.lab2" }) {
+		t.Errorf("bob is not a member of chem.lab2 after the form: %+v", users)
+	}
 
 	// A project's page has the project's own figures: those of hfs show.
 	do("the manager's chem.lab1", chromedp.Navigate(w.url+"/node?name=chem.lab1"), chromedp.WaitVisible(chromedp.CSS(`#balance`)))
