@@ -37,9 +37,9 @@ import (
 //     commands are not run, its export is.
 //   - the README's directory is a new one: bin/ingot is the binary `make
 //     build` made, proto/ is the repository's (sign.sh), var/ starts empty.
-//   - the ports the README names, 8080 (make run's) and 8443 (its TLS
-//     server), are rewritten to free ones in the commands, and back in
-//     what they print.
+//   - the ports the README names, 8080 (make run's), 8443 (its TLS
+//     server), 8090 and 8091 (its two banks), are rewritten to free ones
+//     in the commands, and back in what they print.
 //   - the environment is the test's without INGOT_*, with TZ=UTC.
 //
 // A command is what bash reads as one (a line, lines joined by a trailing
@@ -93,8 +93,11 @@ func TestReadme(t *testing.T) {
 	base := makeRun(t, bash, dir, env)
 	port := strings.TrimPrefix(base, "http://127.0.0.1:")
 	tlsPort := freePort(t)
-	rewrite := strings.NewReplacer("127.0.0.1:8080", "127.0.0.1:"+port, "localhost:8080", "localhost:"+port, "127.0.0.1:8443", "127.0.0.1:"+tlsPort)
-	back := strings.NewReplacer("127.0.0.1:"+port, "127.0.0.1:8080", "localhost:"+port, "localhost:8080", "127.0.0.1:"+tlsPort, "127.0.0.1:8443")
+	centralPort, sitePort := freePort(t), freePort(t)
+	rewrite := strings.NewReplacer("127.0.0.1:8080", "127.0.0.1:"+port, "localhost:8080", "localhost:"+port, "127.0.0.1:8443", "127.0.0.1:"+tlsPort,
+		"127.0.0.1:8090", "127.0.0.1:"+centralPort, "127.0.0.1:8091", "127.0.0.1:"+sitePort)
+	back := strings.NewReplacer("127.0.0.1:"+port, "127.0.0.1:8080", "localhost:"+port, "localhost:8080", "127.0.0.1:"+tlsPort, "127.0.0.1:8443",
+		"127.0.0.1:"+centralPort, "127.0.0.1:8090", "127.0.0.1:"+sitePort, "127.0.0.1:8091")
 
 	var script strings.Builder
 	script.WriteString("exec 2>&1\n")
