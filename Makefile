@@ -83,13 +83,6 @@ run: build
 	@bin/ingot --db $(DB) serve --listen $(LISTEN) --socket $(dir $(DB))ingot.sock \
 	  --first-admin-key $(dir $(DB))admin.key $(if $(shell command -v unmunge),--munge) 2>>$(dir $(DB))serve.log
 
-# Tests keep what they make to be looked at (the browser test's screenshots
-# and axe-core's reports) under var/test-output/_artifacts/.
-test: $(AXE)
-	$(GO) vet ./...
-	@mkdir -p var/test-output
-	$(GO) test -count=1 -artifacts -outputdir $(abspath var/test-output) ./...
-
 # axe-core checks the web page's accessibility inside Chromium
 # (TestWebInBrowser). It is fetched here, with npm, at a pinned version
 # whose file's SHA-256 is checked, rather than kept in the repository: the
@@ -99,6 +92,14 @@ test: $(AXE)
 AXE_VERSION = 4.14.1
 AXE_SHA256 = 29348999450cdf2849a8e70b7912fc2da85a849da39c0d0d5394f51d4a9ed95c
 AXE = testdata/axe-core/axe.min.js
+
+# Tests keep what they make to be looked at (the browser test's screenshots
+# and axe-core's reports) under var/test-output/_artifacts/.
+test: $(AXE)
+	$(GO) vet ./...
+	@mkdir -p var/test-output
+	$(GO) test -count=1 -artifacts -outputdir $(abspath var/test-output) ./...
+
 $(AXE):
 	@mkdir -p $(dir $(AXE))
 	@tmp=$$(mktemp -d) && trap 'rm -rf $$tmp' EXIT && \
