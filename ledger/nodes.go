@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/shopspring/decimal"
 )
@@ -57,6 +58,12 @@ func (l *Ledger) CreateNode(ctx context.Context, req Request, spec NodeSpec) (No
 			}
 		}
 		n := Node{Name: spec.Name, Description: spec.Description, Active: true, AnyUser: spec.AnyUser, Policy: spec.Policy, Created: w.now}
+		if n.IsAccount() {
+			var err error
+			if n.Created, err = newAccountTime(w.tx, w.now); err != nil {
+				return Node{}, err
+			}
+		}
 		if err := checkOwnership(w.tx, n); err != nil {
 			return Node{}, err
 		}
@@ -65,6 +72,24 @@ func (l *Ledger) CreateNode(ctx context.Context, req Request, spec NodeSpec) (No
 		}
 		return n, putNode(w, KindNodeCreate, n)
 	})
+}
+
+// newAccountTime is when an account made now is recorded as made: now, or
+// just after the newest account if the clock has gone back to or before
+// it (a clock stepped back). Accounts are then made in the order of their
+// times, which is what numbers them for Gold's clients (NumberAccounts): a
+// new account never takes an older one's number.
+func newAccountTime(tx Tx, now time.Time) (time.Time, error) {
+	nodes, err := tx.Nodes()
+	if err != nil {
+		return time.Time{}, err
+	}
+	for _, n := range nodes {
+		if n.IsAccount() && !n.Created.Before(now) {
+			now = n.Created.Add(time.Microsecond)
+		}
+	}
+	return now, nil
 }
 
 // checkNewQuota refuses a new project without a quota in an account that

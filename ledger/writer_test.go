@@ -205,3 +205,21 @@ func openBoltLedger(t *testing.T, path string, opts ...ledger.Option) *ledger.Le
 	}
 	return l
 }
+
+// TestAccountNumbersAfterClockGoesBack: an account made after the clock
+// stepped back is numbered after the accounts made before it (Gold's
+// clients name accounts by number: gdeposit -a 1 must stay chem's).
+func TestAccountNumbersAfterClockGoesBack(t *testing.T) {
+	b := ledgertest.NewBank(t, bolttest.Open)
+	b.MustNode("zoo")
+	b.Clock.Advance(-time.Hour)
+	b.MustNode("abc")
+	b.MustNode("mid")
+	numbers, err := b.AccountNumbers(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if numbers["zoo"] != 1 || numbers["abc"] != 2 || numbers["mid"] != 3 {
+		t.Errorf("numbers after the clock went back: %v, want zoo 1, abc 2, mid 3", numbers)
+	}
+}
