@@ -6,6 +6,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/ingot-hpc/ingot/digest"
 	"github.com/ingot-hpc/ingot/ledger"
 )
 
@@ -31,9 +32,13 @@ func peopleCommands() []*cli.Command {
 				{Name: "modify", ArgsUsage: "NAME", Usage: "change a user", Action: userModify, Flags: append(userFlags,
 					&cli.StringSliceFlag{Name: "remove", Usage: "end the membership in `NODE` (repeatable)"},
 					&cli.BoolFlag{Name: "active", Usage: "--active=false deactivates the user (asks on a terminal), --active reactivates"},
+					&cli.StringFlag{Name: "email", Usage: "send the user's digests (ingot notify) to `ADDRESS` (\"\" clears it)"},
+					&cli.StringFlag{Name: "webhook", Usage: "also post the user's digests to `URL` (a Slack or Mattermost incoming webhook; \"\" clears it)"},
+					&cli.StringFlag{Name: "notify", Usage: "on or off: whether the user gets digests at all (`off` opts out)"},
 					yesFlag(),
 				)},
 				{Name: "list", Usage: "list users", Action: userList},
+				{Name: "contacts", Usage: "where the users' digests go (ingot notify; set with user modify --email, --webhook, --notify)", Action: contactList},
 			},
 		},
 		{
@@ -95,13 +100,85 @@ func userModify(c *cli.Context) error {
 	if err := confirmDeactivation(c, "user", a[0], "Their jobs are refused"); err != nil {
 		return err
 	}
+	contact, err := contactChange(c)
+	if err != nil {
+		return err
+	}
 	return withBank(c, func(b bank) error {
+		if contact != nil {
+			req := request(c)
+			if userChanged(c) {
+				req.ID += "/contact" // the user's change is the command's request id
+			}
+			ct, err := b.SetContact(c.Context, req, a[0], *contact)
+			if err != nil {
+				return err
+			}
+			if !userChanged(c) {
+				return showContacts(c, []digest.Contact{ct})
+			}
+		}
 		u, err := b.ModifyUser(c.Context, request(c), a[0], change)
 		if err != nil {
 			return err
 		}
 		return showUsers(c, []ledger.User{u})
 	})
+}
+
+// userChanged reports whether user modify changes the user itself, not
+// only where its digests go.
+func userChanged(c *cli.Context) bool {
+	for _, f := range []string{"description", "default-project", "member", "manager", "remove", "active"} {
+		if c.IsSet(f) {
+			return true
+		}
+	}
+	return false
+}
+
+// contactChange is the change of user modify's --email, --webhook and
+// --notify, nil without them.
+func contactChange(c *cli.Context) (*digest.ContactChange, error) {
+	var ch digest.ContactChange
+	if c.IsSet("email") {
+		ch.Email = ptr(c.String("email"))
+	}
+	if c.IsSet("webhook") {
+		ch.Webhook = ptr(c.String("webhook"))
+	}
+	if c.IsSet("notify") {
+		switch c.String("notify") {
+		case "on":
+			ch.Off = ptr(false)
+		case "off":
+			ch.Off = ptr(true)
+		default:
+			return nil, usageError{fmt.Sprintf("--notify %q: on or off", c.String("notify"))}
+		}
+	}
+	if ch == (digest.ContactChange{}) {
+		return nil, nil
+	}
+	return &ch, nil
+}
+
+func contactList(c *cli.Context) error {
+	return withBank(c, func(b bank) error {
+		cs, err := b.Contacts(c.Context)
+		if err != nil {
+			return err
+		}
+		return showContacts(c, cs)
+	})
+}
+
+func showContacts(c *cli.Context, cs []digest.Contact) error {
+	t := table{headers: []string{"User", "Notify", "Email", "Webhook"}, data: orEmpty(cs)}
+	for _, ct := range cs {
+		t.add(ct.User, map[bool]string{false: "on", true: "off"}[ct.Off], ct.Email, ct.Webhook)
+	}
+	return show(c, t)
 }
 
 func userList(c *cli.Context) error {

@@ -13,6 +13,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/ingot-hpc/ingot/charge"
+	"github.com/ingot-hpc/ingot/digest"
 	"github.com/ingot-hpc/ingot/forecast"
 	"github.com/ingot-hpc/ingot/ledger"
 	"github.com/ingot-hpc/ingot/lien"
@@ -116,6 +117,14 @@ func (r remoteBank) AddUser(ctx context.Context, req ledger.Request, spec ledger
 
 func (r remoteBank) ModifyUser(ctx context.Context, req ledger.Request, name string, change ledger.UserChange) (ledger.User, error) {
 	return r.client.ModifyUser(ctx, req.ID, name, change)
+}
+
+func (r remoteBank) Contacts(ctx context.Context) ([]digest.Contact, error) {
+	return r.client.Contacts(ctx)
+}
+
+func (r remoteBank) SetContact(ctx context.Context, req ledger.Request, user string, change digest.ContactChange) (digest.Contact, error) {
+	return r.client.SetContact(ctx, req.ID, user, change)
 }
 
 func (r remoteBank) Machines(ctx context.Context) ([]ledger.Machine, error) {

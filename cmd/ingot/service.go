@@ -11,6 +11,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/ingot-hpc/ingot/charge"
+	"github.com/ingot-hpc/ingot/digest"
 	"github.com/ingot-hpc/ingot/forecast"
 	"github.com/ingot-hpc/ingot/ledger"
 	"github.com/ingot-hpc/ingot/ledger/boltstore"
@@ -46,6 +47,10 @@ type bankService interface {
 	Users(ctx context.Context) ([]ledger.User, error)
 	AddUser(ctx context.Context, req ledger.Request, spec ledger.UserSpec) (ledger.User, error)
 	ModifyUser(ctx context.Context, req ledger.Request, name string, change ledger.UserChange) (ledger.User, error)
+	// Contacts are where digests go (package digest), SetContact changes
+	// a user's.
+	Contacts(ctx context.Context) ([]digest.Contact, error)
+	SetContact(ctx context.Context, req ledger.Request, user string, change digest.ContactChange) (digest.Contact, error)
 	Machines(ctx context.Context) ([]ledger.Machine, error)
 	AddMachine(ctx context.Context, req ledger.Request, spec ledger.MachineSpec) (ledger.Machine, error)
 	ModifyMachine(ctx context.Context, req ledger.Request, name string, change ledger.MachineChange) (ledger.Machine, error)
@@ -148,6 +153,14 @@ func (b localBank) Settings() (api.Settings, error) {
 
 func (b localBank) Forecast(ctx context.Context, nodes []string) ([]forecast.Forecast, error) {
 	return forecast.Of(ctx, b.Ledger, nodes)
+}
+
+func (b localBank) Contacts(ctx context.Context) ([]digest.Contact, error) {
+	return digest.NewContacts(b.Ledger).List(ctx)
+}
+
+func (b localBank) SetContact(ctx context.Context, req ledger.Request, user string, change digest.ContactChange) (digest.Contact, error) {
+	return digest.NewContacts(b.Ledger).Set(ctx, req, user, change)
 }
 
 func (b localBank) Schedules(ctx context.Context) ([]schedule.Schedule, error) {
@@ -259,7 +272,7 @@ func openService(c *cli.Context) (bankService, error) {
 // with a newer ingot never upgrades it in place.
 var readingCommands = []string{
 	"balance", "statement", "journal", "usage", "audit", "backup",
-	"account list", "account show", "project list", "project show", "user list", "machine list",
+	"account list", "account show", "project list", "project show", "user list", "user contacts", "machine list",
 	"allocation schedule list", "allocation schedule show", "rate list", "policy show", "quote list", "lien list", "lien show", "charge list", "reservation list",
 	"hfs show", "preempt", "fairshare",
 }

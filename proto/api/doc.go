@@ -39,6 +39,8 @@
 //		GET    /v1/users              -                  List of ledger.User     admin, manager⁴, user (itself)
 //		POST   /v1/users              UserRequest        ledger.User             admin
 //		POST   /v1/users/modify       Modify[UserChange] ledger.User             admin, manager⁶
+//		GET    /v1/contacts           -                  List of digest.Contact  admin, user (itself)
+//		POST   /v1/contacts           Modify[ContactChange] digest.Contact       admin, user¹⁰
 //		GET    /v1/machines           -                  List of ledger.Machine  all
 //		POST   /v1/machines           MachineRequest     ledger.Machine          admin
 //		POST   /v1/machines/modify    Modify[...Change]  ledger.Machine          admin
@@ -123,6 +125,9 @@
 //	    the projects it reads, and of the others only what each holds
 //	    (hidden: the job, machine, project and user left out), since those
 //	    jobs are not its to read.
+//	  - ¹⁰ a user client its own bank user's email address and opt-out
+//	    (package digest); a webhook URL, which the server posts to, is the
+//	    admin's to set.
 //
 // Users (but their memberships, ⁶), machines, rates, charge policies,
 // refunds, the sweep and clients are the bank manager's (admin): they are

@@ -6,6 +6,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/ingot-hpc/ingot/charge"
+	"github.com/ingot-hpc/ingot/digest"
 	"github.com/ingot-hpc/ingot/ledger"
 	"github.com/ingot-hpc/ingot/lien"
 	"github.com/ingot-hpc/ingot/proto/auth"
@@ -42,6 +43,7 @@ const (
 	PathNodeReactivate   = "/v1/nodes/reactivate"
 	PathUsers            = "/v1/users"
 	PathUserModify       = "/v1/users/modify"
+	PathContacts         = "/v1/contacts"
 	PathMachines         = "/v1/machines"
 	PathMachineModify    = "/v1/machines/modify"
 	PathDeposits         = "/v1/deposits"
@@ -117,6 +119,10 @@ type Modify[C any] struct {
 	Name   string `json:"name"`
 	Change C      `json:"change"`
 }
+
+// ContactRequest changes a bank user's contact: {"name": "amy", "change":
+// {"email": "amy@example.org", "off": false}}.
+type ContactRequest = Modify[digest.ContactChange]
 
 // ScheduleRequest is a new allocation schedule (schedule.Spec).
 type ScheduleRequest = schedule.Spec

@@ -12,6 +12,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/ingot-hpc/ingot/charge"
+	"github.com/ingot-hpc/ingot/digest"
 	"github.com/ingot-hpc/ingot/forecast"
 	"github.com/ingot-hpc/ingot/internal/progress"
 	"github.com/ingot-hpc/ingot/ledger"
@@ -286,6 +287,17 @@ func (c *Client) Refund(ctx context.Context, requestID string, r api.RefundReque
 // ModifyAllocation changes an allocation's terms.
 func (c *Client) ModifyAllocation(ctx context.Context, requestID string, id uint64, change ledger.AllocationChange) (ledger.Allocation, error) {
 	return post[ledger.Allocation](ctx, c, api.PathAllocationModify, requestID, api.AllocationModifyRequest{Allocation: id, Change: change})
+}
+
+// Contacts are the contacts the client reads (its own, or every one for
+// an admin).
+func (c *Client) Contacts(ctx context.Context) ([]digest.Contact, error) {
+	return items(get[api.List[digest.Contact]](ctx, c, api.PathContacts, api.NoQuery{}))
+}
+
+// SetContact changes a bank user's contact.
+func (c *Client) SetContact(ctx context.Context, requestID, user string, change digest.ContactChange) (digest.Contact, error) {
+	return post[digest.Contact](ctx, c, api.PathContacts, requestID, api.ContactRequest{Name: user, Change: change})
 }
 
 // Schedules are the allocation schedules of the accounts the client reads.

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ingot-hpc/ingot/digest"
 	"github.com/ingot-hpc/ingot/ledger"
 	"github.com/ingot-hpc/ingot/lien"
 	"github.com/ingot-hpc/ingot/proto/api"
@@ -22,6 +23,7 @@ type Server struct {
 	ledger    *ledger.Ledger
 	bank      *lien.Bank
 	schedules *schedule.Bank
+	contacts  *digest.Contacts
 	clients   *clients.Registry
 	peers     *peer.Registry
 	verifier  *auth.Verifier
@@ -89,7 +91,7 @@ func WithObserver(observe Observer) Option { return func(s *Server) { s.observe 
 // New returns the API of a bank. The verifier's Lookup should be
 // KeyLookup(reg), so that keys are the registry's.
 func New(l *ledger.Ledger, bank *lien.Bank, reg *clients.Registry, v *auth.Verifier, log *slog.Logger, opts ...Option) *Server {
-	s := &Server{ledger: l, bank: bank, schedules: schedule.New(l), clients: reg, peers: peer.New(l, reg), verifier: v, log: log, routes: map[string][]route{}}
+	s := &Server{ledger: l, bank: bank, schedules: schedule.New(l), contacts: digest.NewContacts(l), clients: reg, peers: peer.New(l, reg), verifier: v, log: log, routes: map[string][]route{}}
 	for _, o := range opts {
 		o(s)
 	}
@@ -168,6 +170,8 @@ func (s *Server) table() []route {
 		read(get, api.PathUsers, readers, endpoint(s.users)),
 		change(api.PathUsers, adminOnly, endpoint(s.addUser)),
 		change(api.PathUserModify, managers, endpoint(s.modifyUser)),
+		read(get, api.PathContacts, []clients.Role{admin, user}, endpoint(s.contactList)),
+		change(api.PathContacts, []clients.Role{admin, user}, endpoint(s.setContact)),
 		read(get, api.PathMachines, anyRole, endpoint(s.machines)),
 		change(api.PathMachines, adminOnly, endpoint(s.addMachine)),
 		change(api.PathMachineModify, adminOnly, endpoint(s.modifyMachine)),
