@@ -11,6 +11,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"github.com/ingot-hpc/ingot/internal/ingotproc"
 	"github.com/ingot-hpc/ingot/internal/pgtest"
 	"github.com/ingot-hpc/ingot/proto/auth"
 )
@@ -41,30 +42,30 @@ const initialDeposit = "1000000000000"
 // setUp makes the bank with the command line, on the file or database
 // cli names, and the API clients' keys in dir. It returns the keys by
 // client name.
-func setUp(tb testing.TB, cli command, dir, serverKey string, clients []clientSpec) map[string]auth.Key {
+func setUp(tb testing.TB, cli ingotproc.Command, dir, serverKey string, clients []clientSpec) map[string]auth.Key {
 	tb.Helper()
-	cli.must(tb, "init")
-	cli.must(tb, "machine", "add", "hpc1", "--cores", "128")
-	cli.must(tb, "machine", "add", "hpc2", "--cores", "64")
+	cli.Must(tb, "init")
+	cli.Must(tb, "machine", "add", "hpc1", "--cores", "128")
+	cli.Must(tb, "machine", "add", "hpc2", "--cores", "64")
 	for _, n := range []string{"chem", "phys", "bio"} {
-		cli.must(tb, "account", "create", n)
+		cli.Must(tb, "account", "create", n)
 	}
 	for _, n := range []string{"chem.lab1", "chem.lab2", "phys.lab1"} {
-		cli.must(tb, "project", "create", n)
+		cli.Must(tb, "project", "create", n)
 	}
 	for _, u := range users {
 		args := []string{"user", "add", u.name, "--default-project", u.projects[0]}
 		for _, p := range u.projects {
 			args = append(args, "--member", p)
 		}
-		cli.must(tb, args...)
+		cli.Must(tb, args...)
 	}
 	// One window for every allocation, so that transfers between the
 	// accounts top up the allocation of the same window rather than make
 	// new ones.
 	start := time.Now().UTC().Add(-24 * time.Hour).Truncate(time.Hour).Format(time.RFC3339)
 	for _, a := range accounts {
-		cli.must(tb, "deposit", a, initialDeposit, "--start", start)
+		cli.Must(tb, "deposit", a, initialDeposit, "--start", start)
 	}
 	keys := map[string]auth.Key{}
 	for _, c := range clients {
@@ -73,7 +74,7 @@ func setUp(tb testing.TB, cli command, dir, serverKey string, clients []clientSp
 		for _, s := range c.scopes {
 			args = append(args, "--scope", s)
 		}
-		cli.must(tb, args...)
+		cli.Must(tb, args...)
 		raw, err := os.ReadFile(file)
 		if err != nil {
 			tb.Fatal(err)

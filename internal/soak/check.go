@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ingot-hpc/ingot/internal/ingotproc"
 	"github.com/ingot-hpc/ingot/ledger"
 	"github.com/ingot-hpc/ingot/lien"
 )
@@ -171,9 +172,9 @@ func (rec ackRec) matches(e ledger.Entry) error {
 func (r *run) check(when string) {
 	before := r.failed
 	for _, s := range r.servers {
-		if !s.running() {
-			r.failf("%s: %s is not running: %v\n%s", when, s.name, s.exitErr(), s.logTail())
-			s.mustStart(r.t)
+		if !s.Running() {
+			r.failf("%s: %s is not running: %v\n%s", when, s.Name, s.ExitErr(), s.LogTail())
+			s.MustStart(r.t)
 		}
 	}
 	r.checkJournal(when)
@@ -345,8 +346,8 @@ func (r *run) checkLiens(when string) {
 
 // audit runs `ingot audit --full` through the first server.
 func (r *run) audit(when string) {
-	cli := command{r.bin, []string{"--server", r.servers[0].url, "--key-file", r.adminKey}}
-	out, err := cli.run(30*time.Minute, "audit", "--full")
+	cli := ingotproc.Command{Bin: r.bin, Global: []string{"--server", r.servers[0].URL, "--key-file", r.adminKey}}
+	out, err := cli.Run(30*time.Minute, "audit", "--full")
 	if err != nil || !strings.Contains(out, "audit: OK") {
 		r.failf("%s: ingot audit --full: %v\n%s", when, err, out)
 		return

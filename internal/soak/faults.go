@@ -42,10 +42,10 @@ func (r *run) kill() {
 	r.kills++
 	r.faultsOn.Add(1)
 	defer r.faultsOn.Add(-1)
-	s.kill(r.t)
+	s.Kill(r.t)
 	r.stats.fault(faultKill)
 	time.Sleep(200*time.Millisecond + rand.N(800*time.Millisecond))
-	s.mustStart(r.t)
+	s.MustStart(r.t)
 }
 
 // jumpClocks moves every client's clock (the one its requests are signed
@@ -114,7 +114,7 @@ func (r *run) fillDisk() func() {
 	r.allow.open(api.CodeInternal)
 	r.faultsOn.Add(1)
 	const full = "no space left on device"
-	mark := r.servers[0].logSize()
+	mark := r.servers[0].LogSize()
 	filler := filepath.Join(mnt, "filler")
 	fill(filler)
 	r.stats.fault(faultDisk)
@@ -184,7 +184,7 @@ func (r *run) failFsync() func() {
 	r.allow.open(api.CodeInternal)
 	r.faultsOn.Add(1)
 	const stopped = "refuses every change until the bank is opened again"
-	mark := r.servers[0].logSize()
+	mark := r.servers[0].LogSize()
 	fsys.FailSyncs(syscall.EIO)
 	r.stats.fault(faultFsync)
 	if !r.waitForLog(stopped, mark, 15*time.Second) {
@@ -198,10 +198,10 @@ func (r *run) failFsync() func() {
 	time.Sleep(3 * time.Second)
 	r.stopped.Store(nil)
 	s := r.servers[0]
-	if err := s.stop(); err != nil {
+	if err := s.Stop(); err != nil {
 		t.Logf("soak: the server with the stopped store ended with %v", err)
 	}
-	s.mustStart(t)
+	s.MustStart(t)
 	r.expectChanges("fsync failure: after the restart", 15*time.Second)
 	r.faultsOn.Add(-1)
 	r.allow.close(api.CodeInternal, 5*time.Second)
@@ -224,13 +224,13 @@ func (r *run) failover() {
 	r.stats.fault(faultFailover)
 	r.expectChanges("failover: after the promotion", time.Minute)
 	for _, s := range r.servers {
-		if err := s.stop(); err != nil {
-			r.failf("stopping %s after the failover: %v", s.name, err)
+		if err := s.Stop(); err != nil {
+			r.failf("stopping %s after the failover: %v", s.Name, err)
 		}
-		s.global = []string{"--store", r.pg.both()}
-		s.mustStart(r.t)
+		s.Global = []string{"--store", r.pg.both()}
+		s.MustStart(r.t)
 	}
-	r.cli.global = []string{"--store", r.pg.current()}
+	r.cli.Global = []string{"--store", r.pg.current()}
 }
 
 // whilePaused runs fn with the workers stopped between requests; the
@@ -253,16 +253,16 @@ func (r *run) whilePaused(fn func()) {
 func (r *run) moveBank(path string) {
 	t := r.t
 	s := r.servers[0]
-	if err := s.stop(); err != nil {
-		r.failf("stopping the server to move the bank: %v\n%s", err, s.logTail())
+	if err := s.Stop(); err != nil {
+		r.failf("stopping the server to move the bank: %v\n%s", err, s.LogTail())
 	}
 	if err := copyFile(r.db, path); err != nil {
 		t.Fatalf("soak: move the bank: %v", err)
 	}
 	r.db = path
-	r.cli.global = []string{"--db", path}
-	s.global = r.cli.global
-	s.mustStart(t)
+	r.cli.Global = []string{"--db", path}
+	s.Global = r.cli.Global
+	s.MustStart(t)
 }
 
 // copyFile copies src to dst through a temporary file beside dst, synced
@@ -332,7 +332,7 @@ func fileSize(path string) (int64, error) {
 func (r *run) waitForLog(text string, mark int64, timeout time.Duration) bool {
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
-		if r.servers[0].loggedSince(text, mark) {
+		if r.servers[0].LoggedSince(text, mark) {
 			return true
 		}
 		time.Sleep(100 * time.Millisecond)

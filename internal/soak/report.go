@@ -119,7 +119,7 @@ func (r *run) keepLogs(p func(string, ...any)) {
 		}
 	}
 	for _, s := range r.servers {
-		log, err := os.ReadFile(s.log)
+		log, err := os.ReadFile(s.Log)
 		if err != nil {
 			continue
 		}
@@ -141,15 +141,15 @@ func (r *run) keepLogs(p func(string, ...any)) {
 			}
 		}
 		if len(errs) > 0 {
-			p("%s logged errors (the first of each kind, at most 10):", s.name)
+			p("%s logged errors (the first of each kind, at most 10):", s.Name)
 			for _, e := range errs {
 				p("  %.600s", e)
 			}
 		}
 		if keep != "" {
-			dst := filepath.Join(keep, filepath.Base(s.log))
+			dst := filepath.Join(keep, filepath.Base(s.Log))
 			if os.WriteFile(dst, log, 0o600) == nil {
-				p("%s's log is kept as %s", s.name, dst)
+				p("%s's log is kept as %s", s.Name, dst)
 			}
 		}
 	}

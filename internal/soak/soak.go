@@ -16,6 +16,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"github.com/ingot-hpc/ingot/internal/ingotproc"
 	"github.com/ingot-hpc/ingot/internal/lazyfs"
 	"github.com/ingot-hpc/ingot/proto/auth"
 	"github.com/ingot-hpc/ingot/proto/client"
@@ -88,12 +89,12 @@ type run struct {
 	version string // the first line of `ingot version`
 	dir     string
 
-	cli       command // the command line on the bank, for set-up and the final audit
-	home      string  // bbolt: the bank's file on the ordinary disk
-	db        string  // bbolt: where the bank's file is now
+	cli       ingotproc.Command // the command line on the bank, for set-up and the final audit
+	home      string            // bbolt: the bank's file on the ordinary disk
+	db        string            // bbolt: where the bank's file is now
 	serverKey string
 	pg        *postgres
-	servers   []*server
+	servers   []*ingotproc.Server
 	keys      map[string]auth.Key
 	adminKey  string // its file, for `ingot audit` through a server
 	admin     *client.Client
@@ -136,7 +137,7 @@ type run struct {
 func (r *run) noteServers() {
 	r.goroutines, r.heap = r.goroutines[:0], r.heap[:0]
 	for _, s := range r.servers {
-		g, h := s.metrics()
+		g, h := s.Metrics()
 		r.goroutines, r.heap = append(r.goroutines, g), append(r.heap, h)
 		r.maxGoroutines, r.maxHeap = max(r.maxGoroutines, g), max(r.maxHeap, h)
 	}
@@ -182,9 +183,9 @@ func Run(tb testing.TB, cfg Config) *Report {
 		tb.Fatal(err)
 	}
 	if r.bin == "" {
-		r.bin = buildIngot(tb, tb.TempDir())
+		r.bin = ingotproc.Build(tb, tb.TempDir())
 	}
-	if out, err := (command{bin: r.bin}).run(time.Minute, "version"); err == nil {
+	if out, err := (ingotproc.Command{Bin: r.bin}).Run(time.Minute, "version"); err == nil {
 		r.version, _, _ = strings.Cut(out, "\n")
 	}
 	kinds, left := r.faultKinds()
@@ -289,11 +290,11 @@ func (r *run) setUp() {
 		if _, err := os.Stat(r.home); err == nil {
 			t.Fatalf("soak: %s exists: give an empty directory", r.home)
 		}
-		r.cli = command{r.bin, []string{"--db", r.db}}
-		global = r.cli.global
+		r.cli = ingotproc.Command{Bin: r.bin, Global: []string{"--db", r.db}}
+		global = r.cli.Global
 	case "postgres":
 		r.pg = startPostgres(t)
-		r.cli = command{r.bin, []string{"--store", r.pg.current()}}
+		r.cli = ingotproc.Command{Bin: r.bin, Global: []string{"--store", r.pg.current()}}
 		global = []string{"--store", r.pg.both()}
 		servers = 2
 	default:
@@ -302,18 +303,18 @@ func (r *run) setUp() {
 	r.keys = setUp(t, r.cli, keys, r.serverKey, r.clientSpecs())
 	r.adminKey = filepath.Join(keys, "soak-check.key")
 	for i := range servers {
-		s := &server{name: fmt.Sprintf("ingot serve #%d", i+1), bin: r.bin, global: global,
-			flags: []string{"--server-key", r.serverKey}, log: filepath.Join(r.dir, fmt.Sprintf("serve%d.log", i+1))}
-		s.mustStart(t)
+		s := &ingotproc.Server{Name: fmt.Sprintf("ingot serve #%d", i+1), Bin: r.bin, Global: global,
+			Flags: []string{"--server-key", r.serverKey}, Log: filepath.Join(r.dir, fmt.Sprintf("serve%d.log", i+1))}
+		s.MustStart(t)
 		t.Cleanup(func() {
-			if s.running() {
-				s.kill(t)
+			if s.Running() {
+				s.Kill(t)
 			}
 		})
 		r.servers = append(r.servers, s)
 	}
 	var err error
-	r.admin, err = client.New(r.servers[0].url, r.keys["soak-check"], client.WithRetries(10, 100*time.Millisecond))
+	r.admin, err = client.New(r.servers[0].URL, r.keys["soak-check"], client.WithRetries(10, 100*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -450,11 +451,11 @@ func (r *run) finish() {
 	r.check("at the end")
 	r.recount()
 	for _, s := range r.servers {
-		if err := s.stop(); err != nil {
-			r.failf("stopping %s: %v\n%s", s.name, err, s.logTail())
+		if err := s.Stop(); err != nil {
+			r.failf("stopping %s: %v\n%s", s.Name, err, s.LogTail())
 		}
 	}
-	out, err := r.cli.run(30*time.Minute, "audit", "--full")
+	out, err := r.cli.Run(30*time.Minute, "audit", "--full")
 	if err != nil || !strings.Contains(out, "audit: OK") {
 		r.failf("ingot audit --full on the stopped bank: %v\n%s", err, out)
 	} else {
@@ -478,9 +479,7 @@ func (r *run) failf(format string, args ...any) {
 func (r *run) starts() int {
 	n := 0
 	for _, s := range r.servers {
-		s.mu.Lock()
-		n += s.starts
-		s.mu.Unlock()
+		n += s.Starts()
 	}
 	return n
 }

@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ingot-hpc/ingot/internal/ingotproc"
 )
 
 // TestSoak runs the soak on each engine: by default a short one of each
@@ -77,7 +79,7 @@ func TestSoak(t *testing.T) {
 	})
 	defer watchdog.Stop()
 	if cfg.Binary == "" {
-		cfg.Binary = buildIngot(t, t.TempDir())
+		cfg.Binary = ingotproc.Build(t, t.TempDir())
 	}
 	dir := cfg.Dir
 	for _, e := range engines {

@@ -93,7 +93,7 @@ func (r *run) newWorker(n int, role, name string, key auth.Key) *worker {
 	// the others, for the resends that go through another server.
 	for i := range r.servers {
 		s := r.servers[(n+i)%len(r.servers)]
-		c, err := client.New(s.url, key, client.WithHTTPClient(hc), client.WithClock(w.now), client.WithRetries(5, 20*time.Millisecond))
+		c, err := client.New(s.URL, key, client.WithHTTPClient(hc), client.WithClock(w.now), client.WithRetries(5, 20*time.Millisecond))
 		if err != nil {
 			r.t.Fatal(err)
 		}

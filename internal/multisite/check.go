@@ -1,0 +1,166 @@
+package multisite
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/shopspring/decimal"
+
+	"github.com/ingot-hpc/ingot/ledger"
+	"github.com/ingot-hpc/ingot/proto/peer"
+)
+
+// maxDrain bounds the wait for the outbox to drain once everything is
+// healed: beyond the outbox's longest pause before it tries a peer again
+// (a minute).
+const maxDrain = 3 * time.Minute
+
+// heal removes every link's fault, starts any bank that is not running,
+// and waits until the central bank has no transaction pending; it returns
+// how long that took.
+func (r *run) heal() time.Duration {
+	t := r.t
+	for _, l := range r.links {
+		if err := l.proxy.Heal(); err != nil {
+			t.Fatalf("link %s: %v", l, err)
+		}
+	}
+	for _, b := range r.banks {
+		if !b.srv.Running() {
+			b.srv.MustStart(t)
+		}
+	}
+	start := time.Now()
+	for {
+		var pending []peer.Transaction
+		_, err := r.untilAcked(func(ctx context.Context) (string, error) {
+			var err error
+			pending, err = r.banks[central].admin.PeerTransactions(ctx, true)
+			return "", err
+		})
+		if err != nil {
+			t.Fatalf("multisite: the central bank's pending transactions: %v", err)
+		}
+		if len(pending) == 0 {
+			return time.Since(start)
+		}
+		if time.Since(start) > maxDrain {
+			t.Fatalf("multisite: %d transactions still pending %s after healing, the first %s to %s\n%s",
+				len(pending), maxDrain, pending[0].ID, pending[0].Peer, r.banks[central].srv.LogTail())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// check checks the banks once drained (see the package's doc), stops
+// their servers and audits each bank itself.
+func (r *run) check(rep *Report) {
+	t := r.t
+	ctx := context.Background()
+	rep.Operations, rep.PerSite = len(r.acked), map[string]int{}
+	want := map[string]decimal.Decimal{}
+	byTx := map[string]deposit{}
+	for _, d := range r.acked {
+		rep.PerSite[d.site]++
+		want[d.site] = want[d.site].Add(d.amount)
+		if first, ok := byTx[d.tx]; ok {
+			rep.Doubled++
+			t.Errorf("deposits %s and %s got one transaction %s", first.requestID, d.requestID, d.tx)
+		}
+		byTx[d.tx] = d
+	}
+
+	// The central bank: one transaction per acknowledged deposit, done.
+	txs, err := r.banks[central].admin.PeerTransactions(ctx, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := map[string]peer.Transaction{}
+	for _, x := range txs {
+		d, ok := byTx[x.ID]
+		switch {
+		case !ok:
+			rep.Doubled++
+			t.Errorf("central: transaction %s (%s at %s) began by no acknowledged deposit", x.ID, x.Op, x.Peer)
+		case x.Peer != d.site:
+			t.Errorf("central: transaction %s is at %s, deposit %s was at %s", x.ID, x.Peer, d.requestID, d.site)
+		case x.State != peer.StateDone:
+			t.Errorf("central: transaction %s (deposit %s) is %s: %s", x.ID, d.requestID, x.State, x.Answer)
+		default:
+			done[x.ID] = x
+		}
+	}
+	for id, d := range byTx {
+		if _, ok := done[id]; !ok {
+			if !containsTx(txs, id) {
+				rep.Lost++
+				t.Errorf("central: deposit %s at %s acknowledged as transaction %s, which it does not hold", d.requestID, d.site, id)
+			}
+		}
+	}
+
+	// Each site: each done transaction applied once, under its id; the
+	// account holds what was granted there.
+	for _, site := range []string{siteA, siteB} {
+		b := r.banks[site]
+		entries, err := b.admin.Journal(ctx, ledger.JournalFilter{Node: account, Kinds: []ledger.Kind{ledger.KindDeposit}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		applied := map[string]int{}
+		for _, e := range entries {
+			// The peer's client is named after the central bank.
+			if e.Actor == "client:"+central {
+				applied[e.RequestID]++
+			}
+		}
+		for id, x := range done {
+			if x.Peer != site {
+				continue
+			}
+			switch n := applied[id]; {
+			case n == 0:
+				rep.Lost++
+				t.Errorf("%s: transaction %s done at the central bank, not in the site's journal", site, id)
+			case n > 1:
+				rep.Doubled += n - 1
+				t.Errorf("%s: transaction %s applied %d times", site, id, n)
+			}
+		}
+		for id, n := range applied {
+			if x, ok := done[id]; !ok || x.Peer != site {
+				rep.Doubled += n
+				t.Errorf("%s: the central bank's deposit %s is no transaction of it done here", site, id)
+			}
+		}
+		nb, err := b.admin.Balance(ctx, account)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !nb.Amount.Equal(want[site]) {
+			t.Errorf("%s: %s holds %s, the deposits acknowledged for it sum to %s", site, account, nb.Amount, want[site])
+		}
+	}
+
+	for _, b := range r.banks {
+		if err := b.srv.Stop(); err != nil {
+			t.Errorf("stopping %s: %v\n%s", b.name, err, b.srv.LogTail())
+		}
+		out, err := b.cli.Run(10*time.Minute, "audit", "--full")
+		if err != nil || !strings.Contains(out, "audit: OK") {
+			t.Errorf("%s: ingot audit --full: %v\n%s", b.name, err, out)
+			continue
+		}
+		rep.Audits++
+	}
+}
+
+func containsTx(txs []peer.Transaction, id string) bool {
+	for _, x := range txs {
+		if x.ID == id {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,49 @@
+// Package multisite runs make e2e-multisite: three banks, a central bank
+// and two sites, each a real `ingot serve` process on loopback with a
+// bank of its own (a site's on PostgreSQL in the postgres run), linked as
+// peers with the README's commands, every link between two banks through
+// a fault-injecting proxy (internal/faultproxy). TestMultisite is its
+// entry; make test runs a short one of each run.
+//
+// # The load
+//
+// The central bank's operators deposit at the sites (`deposit --at`,
+// POST /v1/peers/deposits through proto/client), each deposit an
+// operation with a request id of its own, sent until the central bank
+// acknowledges it, as `ingot` retries. Each acknowledged deposit is a
+// transaction the central bank's outbox sends to the site through the
+// link's proxy. The load is bounded in time and in count.
+//
+// # The faults
+//
+// While the load runs, two loops inject faults at random points: one
+// gives a random link's proxy a random fault (drop, reset, delay or
+// black hole) in a random direction for up to a few seconds, then heals
+// it; the other kills a random bank with SIGKILL and starts it again on
+// its port a moment later.
+//
+// # The checks
+//
+// Once the load has stopped, every link is healed and every bank is
+// running; the time until the central bank has no transaction pending is
+// the time to drain. Then:
+//
+//   - every acknowledged deposit is one transaction of the central bank,
+//     done (a transaction the central bank holds that no acknowledged
+//     deposit began, or two deposits that got one transaction, is
+//     doubled);
+//   - each site's journal holds each of its done transactions as one
+//     deposit, under the transaction's id (none: lost; two: doubled),
+//     and no deposit of the central bank's that no transaction explains;
+//   - credits are conserved: each site's account holds exactly the sum
+//     of the deposits acknowledged for it;
+//   - no transaction is pending;
+//   - every bank's `ingot audit --full` passes, on the bank itself once
+//     its server has stopped.
+//
+// It prints the operations, the faults injected by kind, lost (0),
+// doubled (0) and the time to drain. Anything lost or doubled, an
+// acknowledged deposit refused, or a failed audit fails the test.
+//
+// The package is test support: the product never imports it.
+package multisite

@@ -1,0 +1,264 @@
+package multisite
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ingot-hpc/ingot/internal/faultproxy"
+	"github.com/ingot-hpc/ingot/internal/ingotproc"
+	"github.com/ingot-hpc/ingot/internal/pgtest"
+	"github.com/ingot-hpc/ingot/proto/auth"
+	"github.com/ingot-hpc/ingot/proto/client"
+)
+
+// Config says what a run does.
+type Config struct {
+	// Engine is "bbolt" (every bank a file) or "postgres" (the second
+	// site's bank on a PostgreSQL server of its own, internal/pgtest).
+	Engine string
+	// Duration is how long the load and the faults run.
+	Duration time.Duration
+	// Binary is the ingot to run; "" builds ./cmd/ingot.
+	Binary string
+	// Depositors is how many of the central bank's operators deposit at
+	// the sites at once (default 4).
+	Depositors int
+	// Seed seeds the choices of amounts, faults and when they strike.
+	Seed uint64
+	// Out receives the report.
+	Out io.Writer
+}
+
+func (c *Config) defaults() {
+	if c.Engine == "" {
+		c.Engine = "bbolt"
+	}
+	if c.Duration <= 0 {
+		c.Duration = 30 * time.Second
+	}
+	if c.Depositors == 0 {
+		c.Depositors = 4
+	}
+	if c.Seed == 0 {
+		c.Seed = uint64(time.Now().UnixNano())
+	}
+	if c.Out == nil {
+		c.Out = os.Stdout
+	}
+}
+
+// The banks: the central bank grants allocations at the two sites.
+const (
+	central = "central"
+	siteA   = "sitea"
+	siteB   = "siteb"
+)
+
+// account is the account at each site the central bank may deposit into.
+const account = "chem"
+
+// bank is one of the three banks: its command line on its own file or
+// database, its server, and an admin client of it.
+type bank struct {
+	name      string
+	cli       ingotproc.Command
+	serverKey string
+	srv       *ingotproc.Server
+	admin     *client.Client
+	adminKey  string
+}
+
+// link is the way one bank calls another: through a proxy of its own,
+// whose address is the callee's URL in the caller's peer record.
+type link struct {
+	from, to string
+	proxy    *faultproxy.Proxy
+}
+
+func (l *link) String() string { return l.from + "→" + l.to }
+
+// run is one run of the e2e test.
+type run struct {
+	t     testing.TB
+	cfg   Config
+	dir   string
+	banks map[string]*bank
+	links []*link
+
+	faults faultCount
+	mu     sync.Mutex
+	acked  []deposit // the deposits the central bank acknowledged
+}
+
+// Report is what a run did and found.
+type Report struct {
+	Engine     string
+	Load       time.Duration
+	Operations int
+	PerSite    map[string]int
+	Faults     map[string]int
+	// Struck is how many times a link's fault acted on a connection (a
+	// connection closed or reset, bytes delayed or held).
+	Struck  int
+	Lost    int
+	Doubled int
+	Drain   time.Duration
+	Audits  int
+}
+
+// Run runs the three banks under load and faults, heals everything, and
+// checks them; a deposit lost or doubled, credits not conserved, a
+// transaction left pending or a failed audit fails tb. It prints the
+// report on cfg.Out.
+func Run(tb testing.TB, cfg Config) *Report {
+	tb.Helper()
+	cfg.defaults()
+	r := &run{t: tb, cfg: cfg, dir: tb.TempDir(), banks: map[string]*bank{}}
+	if cfg.Binary == "" {
+		r.cfg.Binary = ingotproc.Build(tb, tb.TempDir())
+	}
+	r.setUp()
+	rep := &Report{Engine: cfg.Engine}
+	loadStart := time.Now()
+	r.load()
+	rep.Load = time.Since(loadStart)
+	rep.Drain = r.heal()
+	r.check(rep)
+	rep.Faults = r.faults.snapshot()
+	for _, l := range r.links {
+		_, struck := l.proxy.Stats()
+		rep.Struck += struck
+	}
+	r.report(rep)
+	return rep
+}
+
+// freeAddr is a loopback address no one listens on now, so that a bank's
+// server can be given its port before it starts and keep it across
+// restarts: the proxies in front of it and its peers' records name it.
+func freeAddr(tb testing.TB) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// setUp makes the three banks, their peers and the proxies between them,
+// and starts their servers.
+func (r *run) setUp() {
+	t := r.t
+	keys := filepath.Join(r.dir, "keys")
+	if err := os.MkdirAll(keys, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{central, siteA, siteB} {
+		b := &bank{name: name, serverKey: filepath.Join(keys, name+"-server.key"), adminKey: filepath.Join(keys, name+"-admin.key")}
+		global := []string{"--db", filepath.Join(r.dir, name+".db")}
+		switch {
+		case r.cfg.Engine == "postgres" && name == siteB:
+			global = []string{"--store", pgtest.Start(t).NewDB(t)}
+		case r.cfg.Engine != "bbolt" && r.cfg.Engine != "postgres":
+			t.Fatalf("multisite: engine %q: bbolt or postgres", r.cfg.Engine)
+		}
+		b.cli = ingotproc.Command{Bin: r.cfg.Binary, Global: global}
+		b.srv = &ingotproc.Server{Name: name, Bin: r.cfg.Binary, Global: global, Addr: freeAddr(t),
+			Flags: []string{"--server-key", b.serverKey}, Log: filepath.Join(r.dir, name+".log")}
+		b.cli.Must(t, "init")
+		b.cli.Must(t, "client", "add", "e2e", "--role", "admin", "--key-out", b.adminKey, "--server-key", b.serverKey)
+		r.banks[name] = b
+	}
+	// The links that carry transactions: the central bank's to each site.
+	for _, site := range []string{siteA, siteB} {
+		r.banks[site].cli.Must(t, "account", "create", account)
+		r.addLink(central, site)
+		r.addLink(site, central)
+		r.agree(keys, central, site, account)
+	}
+	for _, b := range r.banks {
+		b.srv.MustStart(t)
+		t.Cleanup(func() {
+			if b.srv.Running() {
+				b.srv.Kill(t)
+			}
+		})
+		key, err := auth.ReadSecretFile(b.adminKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		k, err := auth.ParseKeyFile(key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.admin, err = client.New(b.srv.URL, k, client.WithHTTPClient(&http.Client{Timeout: 15 * time.Second}), client.WithRetries(1, 0))
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("multisite: %s banks set up in %s; seed %d", r.cfg.Engine, r.dir, r.cfg.Seed)
+}
+
+// addLink puts a proxy in front of to's server for from's calls.
+func (r *run) addLink(from, to string) {
+	p, err := faultproxy.New(r.banks[to].srv.Addr)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	r.t.Cleanup(func() { p.Close() })
+	r.links = append(r.links, &link{from: from, to: to, proxy: p})
+}
+
+// url is the URL from's peer record gives to: its proxy's.
+func (r *run) url(from, to string) string {
+	for _, l := range r.links {
+		if l.from == from && l.to == to {
+			return "http://" + l.proxy.Addr()
+		}
+	}
+	r.t.Fatalf("multisite: no link %s→%s", from, to)
+	return ""
+}
+
+// agree makes two banks peers with the README's commands, on their
+// files before their servers start: b's agreement names its projects
+// (the projects of b that a may act on), each makes the key the other
+// signs with and takes the other's.
+func (r *run) agree(keys, a, b string, projects ...string) {
+	t := r.t
+	ba, ab := filepath.Join(keys, b+"-for-"+a+".key"), filepath.Join(keys, a+"-for-"+b+".key")
+	args := []string{"peer", "add", a, "--url", r.url(b, a), "--key-out", ba, "--server-key", r.banks[b].serverKey}
+	for _, p := range projects {
+		args = append(args, "--project", p)
+	}
+	r.banks[b].cli.Must(t, args...)
+	r.banks[a].cli.Must(t, "peer", "add", b, "--url", r.url(a, b), "--key-out", ab, "--peer-key", ba, "--server-key", r.banks[a].serverKey)
+	r.banks[b].cli.Must(t, "peer", "key", a, ab, "--server-key", r.banks[b].serverKey)
+}
+
+// report prints what the run did and found.
+func (r *run) report(rep *Report) {
+	p := func(format string, args ...any) { fmt.Fprintf(r.cfg.Out, format+"\n", args...) }
+	engines := "central, sitea and siteb on bank files"
+	if rep.Engine == "postgres" {
+		engines = "central and sitea on bank files, siteb on PostgreSQL"
+	}
+	total := 0
+	for _, n := range rep.Faults {
+		total += n
+	}
+	p("multisite e2e (%s), seed %d: %s of load and faults", engines, r.cfg.Seed, rep.Load.Round(time.Second))
+	p("  operations:      %d deposits at the sites acknowledged (sitea %d, siteb %d)", rep.Operations, rep.PerSite[siteA], rep.PerSite[siteB])
+	p("  faults injected: %d: %s; the links' faults struck %d times", total, formatCounts(rep.Faults), rep.Struck)
+	p("  lost:            %d", rep.Lost)
+	p("  doubled:         %d", rep.Doubled)
+	p("  time to drain:   %s", rep.Drain.Round(time.Millisecond))
+	p("  audit --full:    %d of %d banks clean", rep.Audits, len(r.banks))
+}
