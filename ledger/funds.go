@@ -59,47 +59,60 @@ func (l *Ledger) Deposit(ctx context.Context, req Request, spec DepositSpec) (Re
 	if err := l.checkDeposit(&spec); err != nil {
 		return Receipt{}, err
 	}
-	return Mutate(ctx, l, req, KindDeposit, spec, func(w *Writer) (Receipt, error) {
-		if _, err := activeAccount(w.tx, spec.Account, "deposit"); err != nil {
+	return Mutate(ctx, l, req, KindDeposit, spec, func(w *Writer) (Receipt, error) { return deposit(w, spec) })
+}
+
+// DepositWithin is Deposit inside another package's change, so that what
+// it records beside the deposit (a peer's transaction applied here) is
+// journaled with it, all or nothing.
+func (l *Ledger) DepositWithin(w *Writer, spec DepositSpec) (Receipt, error) {
+	if err := l.checkDeposit(&spec); err != nil {
+		return Receipt{}, err
+	}
+	return deposit(w, spec)
+}
+
+// deposit is a checked deposit's change.
+func deposit(w *Writer, spec DepositSpec) (Receipt, error) {
+	if _, err := activeAccount(w.tx, spec.Account, "deposit"); err != nil {
+		return Receipt{}, err
+	}
+	var a Allocation
+	var terms []AllocationTerms
+	if spec.Allocation != 0 {
+		var err error
+		if a, err = accountAllocation(w.tx, spec.Account, spec.Allocation); err != nil {
 			return Receipt{}, err
 		}
-		var a Allocation
-		var terms []AllocationTerms
-		if spec.Allocation != 0 {
-			var err error
-			if a, err = accountAllocation(w.tx, spec.Account, spec.Allocation); err != nil {
-				return Receipt{}, err
-			}
-			if err := checkNotEnded(a.AllocationTerms, true, w.now); err != nil {
-				return Receipt{}, err
-			}
-		} else {
-			if spec.Machine != "" {
-				if err := activeMachine(w.tx, spec.Machine); err != nil {
-					return Receipt{}, err
-				}
-			}
-			id, err := w.tx.NextAllocationID()
-			if err != nil {
-				return Receipt{}, err
-			}
-			start := spec.Start
-			if start.IsZero() {
-				start = w.now
-			}
-			a.AllocationTerms = AllocationTerms{ID: id, Account: spec.Account, CreditLimit: spec.CreditLimit,
-				Start: start, End: spec.End, Machine: spec.Machine, Description: spec.Description, Created: w.now}
-			if err := checkNotEnded(a.AllocationTerms, false, w.now); err != nil {
-				return Receipt{}, err
-			}
-			if !a.End.IsZero() && !a.End.After(a.Start) {
-				return Receipt{}, fmt.Errorf("%w: deposit: end %s is not after start %s", ErrInvalid, a.End.Format(time.RFC3339), a.Start.Format(time.RFC3339))
-			}
-			terms = []AllocationTerms{a.AllocationTerms}
+		if err := checkNotEnded(a.AllocationTerms, true, w.now); err != nil {
+			return Receipt{}, err
 		}
-		d := Delta{Allocation: a.ID, Account: a.Account, Amount: spec.Amount, Deposited: spec.Amount}
-		return w.Move(Entry{Kind: KindDeposit, Node: spec.Account, Description: spec.Description, Terms: terms}, []Allocation{a}, []Delta{d})
-	})
+	} else {
+		if spec.Machine != "" {
+			if err := activeMachine(w.tx, spec.Machine); err != nil {
+				return Receipt{}, err
+			}
+		}
+		id, err := w.tx.NextAllocationID()
+		if err != nil {
+			return Receipt{}, err
+		}
+		start := spec.Start
+		if start.IsZero() {
+			start = w.now
+		}
+		a.AllocationTerms = AllocationTerms{ID: id, Account: spec.Account, CreditLimit: spec.CreditLimit,
+			Start: start, End: spec.End, Machine: spec.Machine, Description: spec.Description, Created: w.now}
+		if err := checkNotEnded(a.AllocationTerms, false, w.now); err != nil {
+			return Receipt{}, err
+		}
+		if !a.End.IsZero() && !a.End.After(a.Start) {
+			return Receipt{}, fmt.Errorf("%w: deposit: end %s is not after start %s", ErrInvalid, a.End.Format(time.RFC3339), a.Start.Format(time.RFC3339))
+		}
+		terms = []AllocationTerms{a.AllocationTerms}
+	}
+	d := Delta{Allocation: a.ID, Account: a.Account, Amount: spec.Amount, Deposited: spec.Amount}
+	return w.Move(Entry{Kind: KindDeposit, Node: spec.Account, Description: spec.Description, Terms: terms}, []Allocation{a}, []Delta{d})
 }
 
 func (l *Ledger) checkDeposit(spec *DepositSpec) error {

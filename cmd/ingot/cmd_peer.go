@@ -29,6 +29,8 @@ func peerCommands() []*cli.Command {
 			{Name: "show", ArgsUsage: "NAME", Usage: "show one peer", Action: peerShow, Flags: []cli.Flag{serverKey}},
 			{Name: "transactions", Usage: "the transactions begun with peers (deposit --at): pending until the peer answers, then done or refused", Action: peerTransactions, Flags: []cli.Flag{
 				&cli.BoolFlag{Name: "pending", Usage: "only those the peer has not answered yet"}, serverKey}},
+			{Name: "reconcile", ArgsUsage: "NAME", Usage: "compare this bank's records of the transactions with a peer with the peer's own, asked of it now: every difference is printed, and the command exits 5 if there is one", Action: peerReconcile, Flags: []cli.Flag{
+				periodFlag("only the transactions begun in `PERIOD`: a day (2026-11-28) or a month (2026-11), UTC (default: all)"), serverKey}},
 			{Name: "remove", ArgsUsage: "NAME", Usage: "end the agreement: the peer's keys stop working here at once (asks on a terminal)", Action: peerRemove, Flags: []cli.Flag{serverKey, yesFlag()}},
 		},
 	}}
@@ -202,6 +204,73 @@ func peerTransactions(c *cli.Context) error {
 		}
 		return showTransactions(c, list)
 	})
+}
+
+// periodFlag is --period, a day or a month in UTC (peer.ParsePeriod).
+func periodFlag(usage string) cli.Flag {
+	return &cli.StringFlag{Name: "period", Usage: usage}
+}
+
+// peerPeriod is --period's span, zero bounds if none is given.
+func peerPeriod(c *cli.Context) (peer.Period, error) {
+	if c.String("period") == "" {
+		return peer.Period{}, nil
+	}
+	return peer.ParsePeriod(c.String("period"))
+}
+
+func peerReconcile(c *cli.Context) error {
+	a, err := args(c, "NAME")
+	if err != nil {
+		return err
+	}
+	period, err := peerPeriod(c)
+	if err != nil {
+		return err
+	}
+	return withPeers(c, false, func(reg peerRegistry) error {
+		rec, err := reg.Reconcile(c.Context, a[0], period.From, period.To)
+		if err != nil {
+			return err
+		}
+		f, err := outputFormat(c)
+		if err != nil {
+			return err
+		}
+		if f == formatJSON {
+			err = writeJSON(c.App.Writer, rec)
+		} else {
+			err = showDifferences(c, rec)
+		}
+		if err != nil {
+			return err
+		}
+		if n := len(rec.Differences); n > 0 {
+			return fmt.Errorf("%w: %d transactions with %s differ (%d agree)", errDifferences, n, rec.Peer, rec.Matched)
+		}
+		return nil
+	})
+}
+
+// showDifferences prints a reconciliation's differences, then what agrees.
+func showDifferences(c *cli.Context, rec peer.Reconciliation) error {
+	side := func(x *peer.Exchanged) string {
+		if x == nil {
+			return "-"
+		}
+		return fmt.Sprintf("%s %s %s", x.Direction, x.State, x.Amount)
+	}
+	if len(rec.Differences) > 0 {
+		t := table{headers: []string{"Transaction", "Op", "Began", "Here", "At peer", "Difference"}, data: rec.Differences}
+		for _, d := range rec.Differences {
+			t.add(d.ID, string(d.Op), localTime(d.Began), side(d.Here), side(d.There), d.Problem)
+		}
+		if err := show(c, t); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(c.App.Writer, "reconcile with %s: %d transactions agree, %d differ\n", rec.Peer, rec.Matched, len(rec.Differences))
+	return nil
 }
 
 func showTransactions(c *cli.Context, list []peer.Transaction) error {

@@ -22,7 +22,7 @@ const (
 	exitUsage       = 2 // bad command line or invalid input
 	exitNotFound    = 3 // unknown node, user, machine, allocation, rate, charge; no lien for the job
 	exitRefused     = 4 // valid but refused: insufficient funds, inactive, exists, request conflict, not a member, already charged, refund beyond the charge, unusable quote or reservation
-	exitAudit       = 5 // the audit found problems
+	exitAudit       = 5 // the audit found problems, or peer reconcile differences
 	exitUnavailable = 6 // the database cannot be opened (missing, locked, unreachable, the login refused, not a bank, a schema this ingot does not open), or the server key; the server cannot be reached or is busy, or the client holds as many sign-in links as it may
 	exitCorrupt     = 7 // stored data is damaged
 	exitAuth        = 8 // with --server: no usable key file, or the server refused the key (401)
@@ -44,7 +44,7 @@ var exitCodes = []struct {
 	{exitUsage, "bad command line or invalid input: unknown command or flag, wrong number of arguments, a bad amount, name, time or option, an unknown `help` topic"},
 	{exitNotFound, "not found: unknown node, user, machine, allocation, lien or charge"},
 	{exitRefused, "refused: insufficient funds, inactive node, name taken, request id reused, user not a member, job already charged, refund beyond the charge, quote used up, reservation unknown or ended; a destructive command not confirmed on a terminal"},
-	{exitAudit, "the audit found problems (they are printed)"},
+	{exitAudit, "the audit found problems, or `peer reconcile` found differences (they are printed)"},
 	{exitUnavailable, "the database cannot be used: no `--db` or `--store`, missing file, not a bank, PostgreSQL unreachable or refusing the login, locked by another process for 10 s, a schema this ingot does not open (a newer ingot's, or schema 1), a bank of an earlier ingot left with its write-ahead log, one of an earlier schema for a command that only reads, a change to a bank file this process may not write; or the server cannot be reached or is busy; MUNGE cannot be run (`--use-munge` without munged)"},
 	{exitCorrupt, "stored data is damaged"},
 	{exitAuth, "with `--server`: no usable key file, or the server refused the key (unknown, revoked, wrong secret, clock more than 5 minutes off)"},
@@ -58,6 +58,10 @@ func (e usageError) Error() string { return e.msg }
 
 // auditFailed is returned when an audit ran and found problems.
 var errAuditFailed = errors.New("audit failed")
+
+// errDifferences is returned when peer reconcile found differences: an
+// audit of the two banks' records that found problems.
+var errDifferences = errors.New("peer reconcile found differences")
 
 // serverExitCodes are the exit codes of the server's error codes: the same
 // as the local command's for the same refusal. A client that its role or
@@ -126,7 +130,7 @@ func exitCode(err error) int {
 		errors.Is(err, lien.ErrNoProject), errors.Is(err, lien.ErrNotMember), errors.Is(err, lien.ErrAlreadyCharged),
 		errors.Is(err, lien.ErrRefund), errors.Is(err, lien.ErrQuote), errors.Is(err, lien.ErrReservation), errors.Is(err, errNotConfirmed):
 		return exitRefused
-	case errors.Is(err, errAuditFailed):
+	case errors.Is(err, errAuditFailed), errors.Is(err, errDifferences):
 		return exitAudit
 	case errors.Is(err, boltstore.ErrLocked), errors.Is(err, ledger.ErrNotInitialized), errors.Is(err, errNoDatabase), errors.Is(err, clients.ErrServerKey),
 		errors.Is(err, boltstore.ErrNewerSchema), errors.Is(err, boltstore.ErrOldSchema), errors.Is(err, boltstore.ErrLogLeft),

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -69,8 +70,31 @@ func TestServeSendsPeerTransactions(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	t.Logf("drained in %s", time.Since(start))
-	siteSrv.stop()
+	// Both banks agree on every transaction, through the central bank's
+	// server; today's period holds them all, tomorrow's none.
+	var rec peer.Reconciliation
+	admin.json(&rec, "peer", "reconcile", "siteb")
+	if rec.Matched != n || len(rec.Differences) != 0 {
+		t.Fatalf("reconcile: %+v", rec)
+	}
+	today := peer.Day(time.Now())
+	if out := admin.ok("peer", "reconcile", "siteb", "--period", today.Name); !strings.Contains(out, fmt.Sprintf("%d transactions agree, 0 differ", n)) {
+		t.Fatalf("reconcile of today: %s", out)
+	}
+	admin.json(&rec, "peer", "reconcile", "siteb", "--period", today.To.Format("2006-01-02"))
+	if rec.Matched != 0 {
+		t.Fatalf("reconcile of tomorrow: %+v", rec)
+	}
+	// A deposit begun on the central bank's file while its server is down
+	// is pending there and unknown at the site: reconcile on the file
+	// finds it, and exits 5.
 	centralSrv.stop()
+	central.ok("deposit", "chem", "1", "--at", "siteb")
+	out, code := central.run("peer", "reconcile", "siteb")
+	if code != exitAudit || !strings.Contains(out, "pending: not applied at the peer yet") || !strings.Contains(out, fmt.Sprintf("%d transactions agree, 1 differ", n)) {
+		t.Fatalf("reconcile with a pending deposit exited %d:\n%s", code, out)
+	}
+	siteSrv.stop()
 	var bal []ledger.NodeBalance
 	site.json(&bal, "balance", "chem")
 	if len(bal) != 1 || bal[0].Amount.String() != fmt.Sprint(10*n) {
@@ -78,12 +102,12 @@ func TestServeSendsPeerTransactions(t *testing.T) {
 	}
 	var txs []peer.Transaction
 	central.json(&txs, "peer", "transactions")
-	for _, x := range txs {
+	for _, x := range txs[:n] {
 		if x.State != peer.StateDone {
 			t.Errorf("transaction %s: %s %s", x.ID, x.State, x.Answer)
 		}
 	}
-	if len(txs) != n {
+	if len(txs) != n+1 {
 		t.Errorf("%d transactions, want %d", len(txs), n)
 	}
 	site.ok("audit", "--full")

@@ -343,6 +343,10 @@ func (r remotePeers) Transactions(ctx context.Context, pending bool) ([]peer.Tra
 	return r.client.PeerTransactions(ctx, pending)
 }
 
+func (r remotePeers) Reconcile(ctx context.Context, name string, from, to time.Time) (peer.Reconciliation, error) {
+	return r.client.PeerReconcile(ctx, name, from, to)
+}
+
 // Close has nothing to close: each call is one HTTP request.
 func (r remoteBank) Close() error { return nil }
 

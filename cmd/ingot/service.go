@@ -20,6 +20,7 @@ import (
 	"github.com/ingot-hpc/ingot/proto/auth"
 	"github.com/ingot-hpc/ingot/proto/clients"
 	"github.com/ingot-hpc/ingot/proto/peer"
+	"github.com/ingot-hpc/ingot/proto/peer/link"
 	"github.com/ingot-hpc/ingot/schedule"
 )
 
@@ -126,6 +127,17 @@ type peerRegistry interface {
 	List(ctx context.Context) ([]peer.Peer, error)
 	Deposit(ctx context.Context, req ledger.Request, name string, spec ledger.DepositSpec) (peer.Transaction, error)
 	Transactions(ctx context.Context, pending bool) ([]peer.Transaction, error)
+	// Reconcile compares the bank's records of the transactions with a
+	// peer that began in [from, to) with the peer's.
+	Reconcile(ctx context.Context, name string, from, to time.Time) (peer.Reconciliation, error)
+}
+
+// localPeers is the peers of the bank on the file: it asks the peers
+// itself, with the keys the file holds sealed.
+type localPeers struct{ *peer.Registry }
+
+func (p localPeers) Reconcile(ctx context.Context, name string, from, to time.Time) (peer.Reconciliation, error) {
+	return link.Reconcile(ctx, p.Registry, name, from, to)
 }
 
 // clientRegistry is the API clients and their keys: *clients.Registry
@@ -198,7 +210,7 @@ func (b localBank) Peers(makesKeys bool) (peerRegistry, error) {
 	if err != nil {
 		return nil, err
 	}
-	return peer.New(b.Ledger, reg), nil
+	return localPeers{peer.New(b.Ledger, reg)}, nil
 }
 
 // bank is what a command works on: the bank's operations, local or

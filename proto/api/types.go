@@ -76,7 +76,9 @@ const (
 	PathPeerRemove       = "/v1/peers/remove"
 	PathPeerDeposits     = "/v1/peers/deposits"
 	PathPeerTransactions = "/v1/peers/transactions"
+	PathPeerReconcile    = "/v1/peers/reconcile"
 	PathExchangeDeposits = "/v1/exchange/deposits"
+	PathExchangeTxs      = "/v1/exchange/transactions"
 )
 
 // HeaderRequestID carries the request id of a change (see Retries).
@@ -233,6 +235,20 @@ type (
 	// only those not answered yet.
 	PeerTransactionsQuery struct {
 		Pending bool `query:"pending"`
+	}
+	// PeerReconcileQuery compares this bank's records of the transactions
+	// with a peer that began in [from, to) with the peer's (zero bounds:
+	// open).
+	PeerReconcileQuery struct {
+		Peer string    `query:"peer,required"`
+		From time.Time `query:"from"`
+		To   time.Time `query:"to"`
+	}
+	// ExchangeQuery is a peer bank's question: the transactions between
+	// it and this bank that began in [from, to).
+	ExchangeQuery struct {
+		From time.Time `query:"from"`
+		To   time.Time `query:"to"`
 	}
 	BalancesQuery struct {
 		At time.Time `query:"at"`

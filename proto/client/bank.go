@@ -419,6 +419,18 @@ func (c *Client) Exchange(ctx context.Context, txID, path string, body json.RawM
 	return post[json.RawMessage](ctx, c, path, txID, body)
 }
 
+// ExchangeTransactions asks a peer bank, as its peer, for its records of
+// the transactions between the two banks that began in [from, to).
+func (c *Client) ExchangeTransactions(ctx context.Context, from, to time.Time) ([]peer.Exchanged, error) {
+	return items(get[api.List[peer.Exchanged]](ctx, c, api.PathExchangeTxs, api.ExchangeQuery{From: from, To: to}))
+}
+
+// PeerReconcile compares the server's records of the transactions with a
+// peer with the peer's.
+func (c *Client) PeerReconcile(ctx context.Context, name string, from, to time.Time) (peer.Reconciliation, error) {
+	return get[peer.Reconciliation](ctx, c, api.PathPeerReconcile, api.PeerReconcileQuery{Peer: name, From: from, To: to})
+}
+
 // PeerDeposit begins a deposit at a peer bank: a transaction the server's
 // outbox sends.
 func (c *Client) PeerDeposit(ctx context.Context, requestID, name string, spec ledger.DepositSpec) (peer.Transaction, error) {

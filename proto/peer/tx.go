@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/shopspring/decimal"
+
 	"github.com/ingot-hpc/ingot/ledger"
 	"github.com/ingot-hpc/ingot/proto/auth"
 )
@@ -43,10 +45,14 @@ const (
 // here, is the request id the peer applies it under, so that however
 // often it is sent, the peer applies it once.
 type Transaction struct {
-	ID      string          `json:"id"`
-	Peer    string          `json:"peer"`
-	Op      Op              `json:"op"`
-	Body    json.RawMessage `json:"body"`
+	ID   string          `json:"id"`
+	Peer string          `json:"peer"`
+	Op   Op              `json:"op"`
+	Body json.RawMessage `json:"body"`
+	// Amount is what the transaction moves, in this bank's credits as the
+	// body states it (a deposit's amount): what reconcile compares with
+	// what the peer applied, and statements add up.
+	Amount  decimal.Decimal `json:"amount"`
 	State   State           `json:"state"`
 	Created time.Time       `json:"created"`
 	// Answered is when the peer's answer was recorded; Answer is that
@@ -60,9 +66,10 @@ type Transaction struct {
 func newTxID() string { return "tx-" + auth.NewRequestID() }
 
 // Begin journals a transaction with the peer, pending, before anything is
-// sent: the outbox sends it from here until the peer answers. A retry of
-// the request gets the first answer: the same transaction.
-func (r *Registry) Begin(ctx context.Context, req ledger.Request, peerName string, op Op, body any) (Transaction, error) {
+// sent: the outbox sends it from here until the peer answers. amount is
+// what it moves (Transaction.Amount). A retry of the request gets the
+// first answer: the same transaction.
+func (r *Registry) Begin(ctx context.Context, req ledger.Request, peerName string, op Op, body any, amount decimal.Decimal) (Transaction, error) {
 	raw, err := json.Marshal(body)
 	if err != nil {
 		return Transaction{}, fmt.Errorf("peer: encode %s: %w", op, err)
@@ -77,14 +84,14 @@ func (r *Registry) Begin(ctx context.Context, req ledger.Request, peerName strin
 		if _, err := get(w.Tx(), peerName); err != nil {
 			return Transaction{}, err
 		}
-		t := Transaction{ID: id, Peer: peerName, Op: op, Body: raw, State: StatePending, Created: w.Now()}
+		t := Transaction{ID: id, Peer: peerName, Op: op, Body: raw, Amount: amount, State: StatePending, Created: w.Now()}
 		return t, putTx(w, t, fmt.Sprintf("%s at %s begun", op, peerName))
 	})
 }
 
 // Deposit begins a deposit at the peer (OpDeposit).
 func (r *Registry) Deposit(ctx context.Context, req ledger.Request, name string, spec ledger.DepositSpec) (Transaction, error) {
-	return r.Begin(ctx, req, name, OpDeposit, spec)
+	return r.Begin(ctx, req, name, OpDeposit, spec, spec.Amount)
 }
 
 // Settle records the peer's answer to a pending transaction: done or
@@ -154,9 +161,13 @@ func getTx(tx ledger.Tx, id string) (Transaction, error) {
 	if !ok {
 		return Transaction{}, fmt.Errorf("%w: no peer transaction %q", ledger.ErrNotFound, id)
 	}
+	return decodeTx(rec)
+}
+
+func decodeTx(rec ledger.Record) (Transaction, error) {
 	var t Transaction
 	if err := json.Unmarshal(rec.Value, &t); err != nil {
-		return Transaction{}, fmt.Errorf("%w: peer transaction %s: %v", ledger.ErrCorrupt, id, err)
+		return Transaction{}, fmt.Errorf("%w: peer transaction %s: %v", ledger.ErrCorrupt, rec.Key, err)
 	}
 	return t, nil
 }

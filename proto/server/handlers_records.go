@@ -9,6 +9,8 @@ import (
 	"github.com/ingot-hpc/ingot/proto/auth"
 	"github.com/ingot-hpc/ingot/proto/clients"
 	"github.com/ingot-hpc/ingot/proto/peer"
+	"github.com/ingot-hpc/ingot/proto/peer/link"
+	"github.com/shopspring/decimal"
 	"maps"
 	"slices"
 )
@@ -197,5 +199,22 @@ func (s *Server) exchangeDeposit(c *call, spec api.DepositRequest) (ledger.Recei
 	if !slices.Contains(c.client.Scope, spec.Account) {
 		return ledger.Receipt{}, forbidden(c.client, "deposit into %s: its agreement does not name it", spec.Account)
 	}
-	return s.ledger.Deposit(c.r.Context(), c.req, spec)
+	return peer.Receive(c.r.Context(), s.ledger, c.req, c.client.Name, peer.OpDeposit, c.body, func(w *ledger.Writer) (ledger.Receipt, decimal.Decimal, error) {
+		r, err := s.ledger.DepositWithin(w, spec)
+		return r, spec.Amount, err
+	})
+}
+
+// exchangeTransactions answers a peer bank's question: this bank's
+// records of the transactions between the two, and only those, whatever
+// the peer asks.
+func (s *Server) exchangeTransactions(c *call, q api.ExchangeQuery) (api.List[peer.Exchanged], error) {
+	list, err := s.peers.Exchanged(c.r.Context(), c.client.Name, q.From, q.To)
+	return api.ListOf(list), err
+}
+
+// peerReconcile compares this bank's records of the transactions with a
+// peer with the peer's, asked of it.
+func (s *Server) peerReconcile(c *call, q api.PeerReconcileQuery) (peer.Reconciliation, error) {
+	return link.Reconcile(c.r.Context(), s.peers, q.Peer, q.From, q.To)
 }

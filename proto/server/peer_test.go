@@ -33,3 +33,22 @@ func TestPeerActsOnNothingElse(t *testing.T) {
 		t.Error("a peer's refused requests changed the bank")
 	}
 }
+
+// TestPeerReadsOnlyItsOwnTransactions: a peer asking for the exchange's
+// transactions is answered with those between it and this bank, and may
+// not name another peer.
+func TestPeerReadsOnlyItsOwnTransactions(t *testing.T) {
+	s := newSite(t)
+	_, key, err := peer.New(s.Ledger, s.reg).Add(t.Context(), s.Req(), peer.Spec{Name: "siteb", URL: "https://siteb.example"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := s.do(exchange{key: key, method: "GET", target: api.PathExchangeTxs + "?peer=central"})
+	if w.Code != http.StatusBadRequest || !strings.Contains(w.Body.String(), `unknown query parameter \"peer\"`) {
+		t.Errorf("a peer naming another: %d %s", w.Code, w.Body)
+	}
+	w = s.do(exchange{key: key, method: "GET", target: api.PathExchangeTxs})
+	if w.Code != http.StatusOK || strings.TrimSpace(w.Body.String()) != `{"items":[]}` {
+		t.Errorf("a peer's own: %d %s", w.Code, w.Body)
+	}
+}

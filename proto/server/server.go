@@ -218,7 +218,9 @@ func (s *Server) table() []route {
 		change(api.PathPeerRemove, adminOnly, endpoint(s.removePeer)),
 		change(api.PathPeerDeposits, adminOnly, endpoint(s.peerDeposit)),
 		read(get, api.PathPeerTransactions, adminOnly, endpoint(s.peerTransactions)),
+		read(get, api.PathPeerReconcile, adminOnly, endpoint(s.peerReconcile)),
 		change(api.PathExchangeDeposits, peers, endpoint(s.exchangeDeposit)),
+		read(get, api.PathExchangeTxs, peers, endpoint(s.exchangeTransactions)),
 	}
 	if s.page != nil {
 		// A link changes nothing in the bank, so it needs no request id;

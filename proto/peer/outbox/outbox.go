@@ -11,6 +11,7 @@ import (
 	"github.com/ingot-hpc/ingot/proto/api"
 	"github.com/ingot-hpc/ingot/proto/client"
 	"github.com/ingot-hpc/ingot/proto/peer"
+	"github.com/ingot-hpc/ingot/proto/peer/link"
 )
 
 // paths are the peer's endpoints of each operation.
@@ -76,7 +77,7 @@ func (o *Outbox) Drain(ctx context.Context) (pending int, err error) {
 		}
 		c, ok := clients[t.Peer]
 		if !ok {
-			if c, err = o.client(ctx, t.Peer); err != nil {
+			if c, err = link.Open(ctx, o.Peers, t.Peer); err != nil {
 				o.failed(t.Peer, err)
 				pending++
 				continue
@@ -94,20 +95,6 @@ func (o *Outbox) Drain(ctx context.Context) (pending int, err error) {
 		}
 	}
 	return pending, nil
-}
-
-// client is a client of the peer's API, signing with this bank's key for
-// it; one try per sending, as the outbox itself tries again.
-func (o *Outbox) client(ctx context.Context, name string) (*client.Client, error) {
-	p, err := o.Peers.Get(ctx, name)
-	if err != nil {
-		return nil, err
-	}
-	key, err := o.Peers.SigningKey(ctx, name)
-	if err != nil {
-		return nil, err
-	}
-	return client.Open(client.Options{Server: p.URL, Key: &key, CAFile: p.CAFile}, client.WithRetries(1, 0))
 }
 
 // send sends one transaction and records the peer's answer; settled says

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/shopspring/decimal"
 
@@ -26,6 +27,7 @@ import (
 	"github.com/ingot-hpc/ingot/proto/client"
 	"github.com/ingot-hpc/ingot/proto/clients"
 	"github.com/ingot-hpc/ingot/proto/peer"
+	"github.com/ingot-hpc/ingot/proto/peer/link"
 	"github.com/ingot-hpc/ingot/proto/peer/outbox"
 	"github.com/ingot-hpc/ingot/proto/server"
 )
@@ -68,15 +70,15 @@ func newRegistry(tb testing.TB, b *ledgertest.Bank) *peer.Registry {
 	return peer.New(b.Ledger, reg)
 }
 
-// link is the way from the central bank to the site: up, down (the
+// wire is the way from the central bank to the site: up, down (the
 // connection dropped before the request is read), or losing (the request
 // applied, then the connection dropped before the answer).
-type link struct {
+type wire struct {
 	h    http.Handler
 	mode atomic.Value
 }
 
-func (l *link) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (l *wire) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	mode, _ := l.mode.Load().(string)
 	if mode == "losing" {
 		l.h.ServeHTTP(httptest.NewRecorder(), r)
@@ -110,7 +112,7 @@ func exactlyOnce(t *testing.T, open ledgertest.OpenStore) {
 	central := newBank(t, onFile)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	srv := server.New(site.Ledger, lien.New(site.Ledger), site.clients, &auth.Verifier{Lookup: server.KeyLookup(site.clients)}, log)
-	l := &link{h: srv}
+	l := &wire{h: srv}
 	ts := httptest.NewServer(l)
 	defer ts.Close()
 
@@ -196,6 +198,64 @@ func exactlyOnce(t *testing.T, open ledgertest.OpenStore) {
 	}
 	if _, err := other.Exchange(ctx, chem.ID, api.PathExchangeDeposits, chem.Body); !isCode(err, api.CodeForbidden) {
 		t.Fatalf("another peer sending central's transaction: %v", err)
+	}
+	reconcileTwoBanks(t, site, central, other, chem)
+}
+
+// reconcileTwoBanks: the central bank and the site agree on their
+// transactions (the refused one recorded only where it was refused);
+// another peer of the site reads none of them; a difference injected on
+// each side is found.
+func reconcileTwoBanks(t *testing.T, site, central *bank, other *client.Client, chem peer.Transaction) {
+	ctx := context.Background()
+	rec, err := link.Reconcile(ctx, central.peers, "siteb", time.Time{}, time.Time{})
+	if err != nil || rec.Matched != 2 || len(rec.Differences) != 0 {
+		t.Fatalf("reconcile after the drain: %+v %v", rec, err)
+	}
+	day := peer.Day(chem.Created)
+	if rec, err := link.Reconcile(ctx, central.peers, "siteb", day.To, day.To.AddDate(0, 0, 1)); err != nil || rec.Matched != 0 {
+		t.Fatalf("reconcile of the next day: %+v %v", rec, err)
+	}
+	theirs, err := other.ExchangeTransactions(ctx, time.Time{}, time.Time{})
+	if err != nil || len(theirs) != 0 {
+		t.Fatalf("another peer read %v (%v), want none of central's", theirs, err)
+	}
+
+	// The site's record of the deposit says 99 where 100 were sent, and
+	// the central bank records a deposit done that the site never saw.
+	_, err = ledger.Mutate(ctx, site.Ledger, site.Req(), ledger.KindRecord, nil, func(w *ledger.Writer) (struct{}, error) {
+		r, _, err := w.Tx().Record("peer.received", "central/"+chem.ID)
+		if err != nil {
+			return struct{}{}, err
+		}
+		var x peer.Exchanged
+		if err := json.Unmarshal(r.Value, &x); err != nil {
+			return struct{}{}, err
+		}
+		x.Amount = decimal.NewFromInt(99)
+		r.Value, _ = json.Marshal(x)
+		_, err = w.Append(ledger.Entry{Kind: ledger.KindRecord, Description: "tampered", Record: &r})
+		return struct{}{}, err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ghost, err := central.peers.Deposit(ctx, central.Req(), "siteb", ledger.DepositSpec{Account: "chem", Amount: decimal.NewFromInt(7)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := central.peers.Settle(ctx, ghost.ID, peer.StateDone, json.RawMessage(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	rec, err = link.Reconcile(ctx, central.peers, "siteb", time.Time{}, time.Time{})
+	if err != nil || rec.Matched != 1 || len(rec.Differences) != 2 {
+		t.Fatalf("reconcile after the injected differences: %+v %v", rec, err)
+	}
+	want := map[string]string{chem.ID: "amount 100 sent, 99 applied", ghost.ID: "done here; the peer has no record of applying it"}
+	for _, d := range rec.Differences {
+		if want[d.ID] != d.Problem {
+			t.Errorf("%s: %q, want %q", d.ID, d.Problem, want[d.ID])
+		}
 	}
 }
 
