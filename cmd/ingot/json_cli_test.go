@@ -74,7 +74,7 @@ func TestEveryCommandHonoursJSON(t *testing.T) {
 		"client list", "client rotate sched --key-out " + filepath.Join(dir, "s2.key"), "client revoke sched KEYID",
 		"peer add central --url http://127.0.0.1:1 --project chem.lab1 --key-out " + filepath.Join(dir, "p.key"),
 		"peer key central " + filepath.Join(dir, "s.key"), "peer list", "peer show central",
-		"deposit chem 1 --at central", "peer transactions --pending", "peer remove central",
+		"deposit chem 1 --at central", "peer transactions --pending", "peer reconcile central", "peer remove central",
 		"version", "upgrade",
 		"archive --before 2000-01-01 " + filepath.Join(dir, "archive.db"),
 		"migrate --from " + b.db + " --to " + filepath.Join(dir, "migrated.db"),
@@ -98,9 +98,10 @@ func TestEveryCommandHonoursJSON(t *testing.T) {
 	}
 	// Commands the cases cannot run here, whose error is JSON all the same.
 	refusedHere := []string{
-		"archive",     // nothing in the bank was made before 2000
-		"web-login",   // a server's: refused on a file
-		"healthcheck", // no server listens on port 1
+		"archive",        // nothing in the bank was made before 2000
+		"web-login",      // a server's: refused on a file
+		"healthcheck",    // no server listens on port 1
+		"peer reconcile", // nor the peer it asks
 	}
 	paths := commandPaths("", newApp(&bytes.Buffer{}, &bytes.Buffer{}).Commands)
 	covered := map[string]bool{}
