@@ -238,7 +238,7 @@ SUBST_PATHS = sed -e 's|/usr/bin/ingot|$(BINDIR)/ingot|g' -e 's|/usr/libexec/ing
   -e 's|/etc/ingot/|$(SYSCONFDIR)/ingot/|g'
 
 # install puts the binary, its man page and completions, the systemd units
-# (the service and the daily backup), the sysusers.d and tmpfiles.d files
+# (the service, the daily backup and digests), the sysusers.d and tmpfiles.d files
 # that make the user ingot and /var/lib/ingot, and the example config as
 # /etc/ingot/ingot.toml, unless there is one already: an operator's
 # settings are never overwritten. It makes no user and starts nothing
@@ -256,10 +256,10 @@ install: build
 	install -m 0644 $(BUILDDIR)/install/ingot.bash $(DESTDIR)$(BASHCOMPDIR)/ingot
 	install -m 0644 $(BUILDDIR)/install/_ingot $(DESTDIR)$(ZSHCOMPDIR)/_ingot
 	install -m 0644 $(BUILDDIR)/install/ingot.fish $(DESTDIR)$(FISHCOMPDIR)/ingot.fish
-	for f in ingot.service ingot-backup.service ingot-backup.timer ingot-backup; do \
+	for f in ingot.service ingot-backup.service ingot-backup.timer ingot-notify.service ingot-notify.timer ingot-backup; do \
 	  $(SUBST_PATHS) contrib/systemd/$$f >$(BUILDDIR)/install/$$f || exit 1; \
 	done
-	install -m 0644 $(addprefix $(BUILDDIR)/install/,ingot.service ingot-backup.service ingot-backup.timer) $(DESTDIR)$(UNITDIR)
+	install -m 0644 $(addprefix $(BUILDDIR)/install/,ingot.service ingot-backup.service ingot-backup.timer ingot-notify.service ingot-notify.timer) $(DESTDIR)$(UNITDIR)
 	install -m 0755 $(BUILDDIR)/install/ingot-backup $(DESTDIR)$(LIBEXECDIR)/ingot/ingot-backup
 	install -m 0644 contrib/systemd/ingot.sysusers $(DESTDIR)$(SYSUSERSDIR)/ingot.conf
 	install -m 0644 contrib/systemd/ingot.tmpfiles $(DESTDIR)$(TMPFILESDIR)/ingot.conf

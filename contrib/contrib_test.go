@@ -213,8 +213,8 @@ type process struct {
 	err  error
 }
 
-// systemctl does what systemctl does to ingot.service; the timer, which
-// the tests do not run, is let be.
+// systemctl does what systemctl does to ingot.service; the timers, which
+// the tests do not run, are let be.
 func (s *service) systemctl(args []string) {
 	s.t.Helper()
 	if len(args) == 0 {
@@ -226,7 +226,7 @@ func (s *service) systemctl(args []string) {
 	}
 	for _, unit := range units {
 		switch {
-		case unit == "ingot-backup.timer" && (action == "start" || action == "stop"):
+		case (unit == "ingot-backup.timer" || unit == "ingot-notify.timer") && (action == "start" || action == "stop"):
 		case unit == "ingot.service" && action == "start":
 			s.start()
 		case unit == "ingot.service" && action == "stop":

@@ -22,6 +22,8 @@ var installed = map[string]fs.FileMode{
 	"/usr/lib/systemd/system/ingot.service":           0o644,
 	"/usr/lib/systemd/system/ingot-backup.service":    0o644,
 	"/usr/lib/systemd/system/ingot-backup.timer":      0o644,
+	"/usr/lib/systemd/system/ingot-notify.service":    0o644,
+	"/usr/lib/systemd/system/ingot-notify.timer":      0o644,
 	"/usr/libexec/ingot/ingot-backup":                 0o755,
 	"/usr/lib/sysusers.d/ingot.conf":                  0o644,
 	"/usr/lib/tmpfiles.d/ingot.conf":                  0o644,
@@ -149,6 +151,7 @@ func TestInstall(t *testing.T) {
 	for file, want := range map[string]string{
 		"opt/ingot/lib/systemd/system/ingot.service":        "\nExecStart=/opt/ingot/bin/ingot serve --config /etc/ingot/ingot.toml\n",
 		"opt/ingot/lib/systemd/system/ingot-backup.service": "\nExecStart=/opt/ingot/libexec/ingot/ingot-backup\n",
+		"opt/ingot/lib/systemd/system/ingot-notify.service": "\nExecStart=/opt/ingot/bin/ingot notify\n",
 		"opt/ingot/libexec/ingot/ingot-backup":              "\n/opt/ingot/bin/ingot backup ",
 	} {
 		if b, err := os.ReadFile(filepath.Join(elsewhere, file)); err != nil || !strings.Contains(string(b), want) {
@@ -174,7 +177,7 @@ func verifyUnits(t *testing.T, unitDir, manPath string) {
 	t.Helper()
 	analyze := needTool(t, "systemd-analyze", "systemd")
 	needTool(t, "man", "man-db") // verify looks up the units' man: documentation with it
-	cmd := exec.Command(analyze, "verify", "ingot.service", "ingot-backup.service", "ingot-backup.timer")
+	cmd := exec.Command(analyze, "verify", "ingot.service", "ingot-backup.service", "ingot-backup.timer", "ingot-notify.service", "ingot-notify.timer")
 	cmd.Dir = unitDir
 	cmd.Env = append(os.Environ(), "MANPATH="+manPath+":")
 	if out, err := cmd.CombinedOutput(); err != nil || len(out) > 0 {
@@ -213,6 +216,9 @@ func TestServiceHardening(t *testing.T) {
 			"ProcSubset":                            "the process metrics read the boot time in /proc/stat",
 		},
 		"ingot-backup.service": {
+			"PrivateUsers": "user namespaces are off on some hosts, and the unit would not start there",
+		},
+		"ingot-notify.service": {
 			"PrivateUsers": "user namespaces are off on some hosts, and the unit would not start there",
 		},
 	}

@@ -10,4 +10,16 @@
 // so no new schema version. A user sets its own email address and
 // opt-out; a webhook URL, which the server posts to, is the admin's to
 // set.
+//
+// # Digests
+//
+// Notifier.Run makes, for each recipient (a user's email or webhook, an
+// admin's address or webhook), one digest at most a Rules.Period, holding
+// the conditions it may read (Recipient.sees: never another's project)
+// that it was not told: new, worse (Condition.Level, in halvings of what
+// is left), or told Rules.Repeat ago; and the liens that expired since its
+// last. After a delivery succeeds, what it was told is a record of kind
+// "digest" under its key, journaled, so a restart sends nothing the rule
+// does not; a delivery that fails every attempt is logged, not recorded,
+// and tried at the next run. docs/notifications.md has the rule in full.
 package digest

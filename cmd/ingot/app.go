@@ -172,7 +172,7 @@ func appWithoutCommonFlags(stdout, stderr io.Writer) *cli.App {
 			rateCommands(), policyCommands(), quoteCommands(), lienCommands(), chargeCommands(), reservationCommands(), hfsCommands(),
 			clientCommands(),
 			peerCommands(),
-			serveCommands(), healthcheckCommands(), webCommands(),
+			serveCommands(), notifyCommands(), healthcheckCommands(), webCommands(),
 			migrateCommands(),
 			slurmCommands(),
 			versionCommands(),

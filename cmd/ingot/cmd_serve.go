@@ -50,7 +50,8 @@ var timeouts = httpTimeouts{readHeader: 5 * time.Second, read: 30 * time.Second,
 // shutdownTimeout is how long a shutdown waits for requests in flight.
 const shutdownTimeout = 30 * time.Second
 
-func serveCommands() []*cli.Command {
+// serveFlags are serve's own flags, which its config file may set too.
+func serveFlags() []cli.Flag {
 	own := []cli.Flag{
 		&cli.StringFlag{Name: "listen", Value: "127.0.0.1:8080", EnvVars: []string{"INGOT_LISTEN"}, Usage: "`ADDRESS` to listen on (host:port; port 0 picks a free one)"},
 		&cli.StringFlag{Name: "metrics-listen", EnvVars: []string{"INGOT_METRICS_LISTEN"},
@@ -69,13 +70,24 @@ func serveCommands() []*cli.Command {
 			Usage: "the `URL` browsers reach the web page at (https://bank.example.org), which ingot web-login's links start with; default: --listen's address (this host's name where it listens on every address)"},
 		&cli.GenericFlag{Name: "log-level", Value: &logLevel{slog.LevelInfo}, EnvVars: []string{"INGOT_LOG_LEVEL"}, Usage: "least `LEVEL` logged: debug, info, warn or error"},
 		serverKeyFlag(),
+		&cli.StringFlag{Name: "notify-at", EnvVars: []string{"INGOT_NOTIFY_AT"},
+			Usage: "send the digests (ingot notify) when the server starts and every day at `HH:MM`, local time (docs/notifications.md)"},
 	}
-	// A config file may set serve's own flags, the bank's --db or --store
-	// and munged's socket.
-	fileKeys := []string{"db", "store", "munge-socket"}
-	for _, f := range own {
-		fileKeys = append(fileKeys, f.Names()[0])
+	return append(own, notifyFlags()...)
+}
+
+// serveFileKeys are the keys of serve's config file: its own flags, the
+// bank's --db or --store and munged's socket.
+func serveFileKeys() []string {
+	keys := []string{"db", "store", "munge-socket"}
+	for _, f := range serveFlags() {
+		keys = append(keys, f.Names()[0])
 	}
+	return keys
+}
+
+func serveCommands() []*cli.Command {
+	own, fileKeys := serveFlags(), serveFileKeys()
 	return []*cli.Command{{
 		Name:  "serve",
 		Usage: "serve the HTTP API (endpoints: see package proto/api) and the web page until SIGINT or SIGTERM",
@@ -97,7 +109,7 @@ func serve(c *cli.Context, fileKeys []string) error {
 	if _, err := args(c); err != nil {
 		return err
 	}
-	if err := applyConfig(c, fileKeys); err != nil {
+	if err := applyConfig(c, fileKeys, nil); err != nil {
 		return err
 	}
 	if r := c.Duration("request-retention"); r < ledger.MinRequestRetention {
@@ -156,6 +168,27 @@ func serve(c *cli.Context, fileKeys []string) error {
 			return err
 		}
 		opts = append(opts, server.WithPage(web.New(sessions, log)))
+		n, err := notifier(c, l, log)
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		var at *clock
+		if s := c.String("notify-at"); s != "" {
+			if n == nil {
+				ln.Close()
+				return fmt.Errorf("serve: --notify-at: %w", errNoNotifier)
+			}
+			t, err := parseClock(s)
+			if err != nil {
+				ln.Close()
+				return err
+			}
+			at = &t
+		}
+		if n != nil {
+			opts = append(opts, server.WithNotifier(n))
+		}
 		bank := server.New(l, lien.New(l), reg, verifier, log, opts...)
 		servers, err := listen(c, log, ln, scheme, bank, m.Handler(log))
 		if err != nil {
@@ -163,14 +196,17 @@ func serve(c *cli.Context, fileKeys []string) error {
 		}
 		fmt.Fprintf(c.App.Writer, "web page at %s/ (ingot web-login prints a link that signs in)\n", webURL)
 		log.Info("serving the web page", "url", webURL)
-		// The pruner, the schedules' runner and the peers' outbox end
-		// before the store closes (when this returns), so that they never
-		// work on, or log about, a closed store.
+		// The pruner, the schedules' runner, the peers' outbox and the
+		// digests end before the store closes (when this returns), so that
+		// they never work on, or log about, a closed store.
 		pruneCtx, stopPruning := context.WithCancel(ctx)
 		var pruning sync.WaitGroup
 		pruning.Go(func() { pruneRequests(pruneCtx, l, log, c.Duration("request-retention")) })
 		pruning.Go(func() { runSchedules(pruneCtx, schedule.New(l), log) })
 		pruning.Go(func() { (&outbox.Outbox{Peers: peer.New(l, reg), Log: log}).Run(pruneCtx) })
+		if at != nil {
+			pruning.Go(func() { runNotify(pruneCtx, n, *at, log) })
+		}
 		defer func() {
 			stopPruning()
 			pruning.Wait()

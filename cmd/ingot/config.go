@@ -19,13 +19,15 @@ import (
 // its INGOT_* variable, which beats the file, which beats the default. The
 // file's keys are the flags' names and must be among keys; their values are
 // strings, as on the command line. Keys and types are checked even where a
-// flag overrides them, so that a mistake in the file shows at once.
+// flag overrides them, so that a mistake in the file shows at once. The
+// keys of others are allowed too, and left alone: they are another
+// command's (notify reads serve's file).
 //
 // It is not urfave/cli's altsrc: altsrc ignores unknown keys (a misspelt
 // key would be lost without a word), looks only at the command's own flags
 // (so a file's db would beat `ingot --db X serve`), and its errors name
 // neither the file nor, for a bad value, the key.
-func applyConfig(c *cli.Context, keys []string) error {
+func applyConfig(c *cli.Context, keys, others []string) error {
 	path := c.String("config")
 	if path == "" {
 		return nil
@@ -38,14 +40,14 @@ func applyConfig(c *cli.Context, keys []string) error {
 		return usageError{fmt.Sprintf("config file %s: %v", path, err)}
 	}
 	for _, key := range slices.Sorted(maps.Keys(file)) {
-		if !slices.Contains(keys, key) {
+		if !slices.Contains(keys, key) && !slices.Contains(others, key) {
 			return usageError{fmt.Sprintf("config file %s: unknown key %q; the keys are %s", path, key, strings.Join(keys, ", "))}
 		}
 		value, ok := file[key].(string)
 		if !ok {
 			return usageError{fmt.Sprintf("config file %s: key %s: want a string in quotes, as on the command line; got %v", path, key, file[key])}
 		}
-		if setBefore(c, key) {
+		if !slices.Contains(keys, key) || setBefore(c, key) {
 			continue
 		}
 		if err := c.Set(key, value); err != nil {

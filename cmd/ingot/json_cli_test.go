@@ -52,6 +52,7 @@ func TestEveryCommandHonoursJSON(t *testing.T) {
 		"project create chem.lab2", "project policy chem.lab2 --quota shares:1", "project list", "project show chem.lab1", "project modify chem.lab2 -d y",
 		"project deactivate chem.lab2", "project reactivate chem.lab2",
 		"user add bob", "user modify bob -d z", "user list", "user modify bob --email bob@example.org", "user contacts",
+		"notify --dry-run --smtp-server 127.0.0.1:1 --notify-admin ops@example.org",
 		"machine add hpc2", "machine modify hpc2 --cores 8", "machine list",
 		"deposit chem 5", "withdraw chem 1", "transfer chem bio 1", "allocation modify 1 --credit-limit 5",
 		"allocation schedule chem 10 --every month --start 2020-01-01 --count 2", "allocation schedule run", "allocation schedule list",

@@ -127,6 +127,10 @@ func (r remoteBank) SetContact(ctx context.Context, req ledger.Request, user str
 	return r.client.SetContact(ctx, req.ID, user, change)
 }
 
+func (r remoteBank) Notify(ctx context.Context, dryRun bool) ([]digest.Digest, error) {
+	return r.client.Notify(ctx, dryRun)
+}
+
 func (r remoteBank) Machines(ctx context.Context) ([]ledger.Machine, error) {
 	return r.client.Machines(ctx)
 }

@@ -52,6 +52,10 @@ type bankService interface {
 	// a user's.
 	Contacts(ctx context.Context) ([]digest.Contact, error)
 	SetContact(ctx context.Context, req ledger.Request, user string, change digest.ContactChange) (digest.Contact, error)
+	// Notify sends the digests due now (dryRun: says what they would be):
+	// on the file with the command's settings, through a server with the
+	// server's.
+	Notify(ctx context.Context, dryRun bool) ([]digest.Digest, error)
 	Machines(ctx context.Context) ([]ledger.Machine, error)
 	AddMachine(ctx context.Context, req ledger.Request, spec ledger.MachineSpec) (ledger.Machine, error)
 	ModifyMachine(ctx context.Context, req ledger.Request, name string, change ledger.MachineChange) (ledger.Machine, error)

@@ -41,6 +41,7 @@
 //		POST   /v1/users/modify       Modify[UserChange] ledger.User             admin, manager⁶
 //		GET    /v1/contacts           -                  List of digest.Contact  admin, user (itself)
 //		POST   /v1/contacts           Modify[ContactChange] digest.Contact       admin, user¹⁰
+//		POST   /v1/notify             NotifyRequest      List of digest.Digest   admin (no request id; each digest's record has its own)
 //		GET    /v1/machines           -                  List of ledger.Machine  all
 //		POST   /v1/machines           MachineRequest     ledger.Machine          admin
 //		POST   /v1/machines/modify    Modify[...Change]  ledger.Machine          admin

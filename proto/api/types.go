@@ -44,6 +44,7 @@ const (
 	PathUsers            = "/v1/users"
 	PathUserModify       = "/v1/users/modify"
 	PathContacts         = "/v1/contacts"
+	PathNotify           = "/v1/notify"
 	PathMachines         = "/v1/machines"
 	PathMachineModify    = "/v1/machines/modify"
 	PathDeposits         = "/v1/deposits"
@@ -125,6 +126,12 @@ type Modify[C any] struct {
 // ContactRequest changes a bank user's contact: {"name": "amy", "change":
 // {"email": "amy@example.org", "off": false}}.
 type ContactRequest = Modify[digest.ContactChange]
+
+// NotifyRequest asks the server to send the digests due now, or with
+// DryRun to say what they would be.
+type NotifyRequest struct {
+	DryRun bool `json:"dry_run,omitempty"`
+}
 
 // ScheduleRequest is a new allocation schedule (schedule.Spec).
 type ScheduleRequest = schedule.Spec

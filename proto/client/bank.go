@@ -300,6 +300,14 @@ func (c *Client) SetContact(ctx context.Context, requestID, user string, change 
 	return post[digest.Contact](ctx, c, api.PathContacts, requestID, api.ContactRequest{Name: user, Change: change})
 }
 
+// Notify has the server send the digests due now (dryRun: say what they
+// would be).
+func (c *Client) Notify(ctx context.Context, dryRun bool) ([]digest.Digest, error) {
+	var l api.List[digest.Digest]
+	err := c.do(ctx, http.MethodPost, api.PathNotify, nil, "", api.NotifyRequest{DryRun: dryRun}, &l)
+	return l.Items, err
+}
+
 // Schedules are the allocation schedules of the accounts the client reads.
 func (c *Client) Schedules(ctx context.Context) ([]schedule.Schedule, error) {
 	return items(get[api.List[schedule.Schedule]](ctx, c, api.PathSchedules, api.NoQuery{}))

@@ -32,6 +32,15 @@ func (s *Server) contactList(c *call, _ api.NoQuery) (api.List[digest.Contact], 
 	return api.ListOf(out), nil
 }
 
+// notify sends the digests due now, or says what they would be.
+func (s *Server) notify(c *call, r api.NotifyRequest) (api.List[digest.Digest], error) {
+	if s.notifier == nil {
+		return api.List[digest.Digest]{}, api.Errorf(api.CodeInvalid, "this server sends no digests: it was started without smtp-server or webhook-secret-file")
+	}
+	ds, err := s.notifier.Run(c.r.Context(), r.DryRun)
+	return api.ListOf(ds), err
+}
+
 func (s *Server) setContact(c *call, m api.ContactRequest) (digest.Contact, error) {
 	if c.client.Role != clients.RoleAdmin {
 		if own := ownUser(c.client); own == "" || own != m.Name {

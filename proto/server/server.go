@@ -24,6 +24,7 @@ type Server struct {
 	bank      *lien.Bank
 	schedules *schedule.Bank
 	contacts  *digest.Contacts
+	notifier  *digest.Notifier
 	clients   *clients.Registry
 	peers     *peer.Registry
 	verifier  *auth.Verifier
@@ -76,6 +77,10 @@ type Page interface {
 // WithPage serves the web page p, and POST /v1/web/links, which asks p for
 // a link signing in as the client that sent the request.
 func WithPage(p Page) Option { return func(s *Server) { s.page = p } }
+
+// WithNotifier sends the digests an admin asks for (POST /v1/notify) with
+// n; without it, the server sends none.
+func WithNotifier(n *digest.Notifier) Option { return func(s *Server) { s.notifier = n } }
 
 // Observer is told of every request answered (but a stream cut short):
 // its endpoint (see Server.Endpoint), its method as sent, the status
@@ -172,6 +177,7 @@ func (s *Server) table() []route {
 		change(api.PathUserModify, managers, endpoint(s.modifyUser)),
 		read(get, api.PathContacts, []clients.Role{admin, user}, endpoint(s.contactList)),
 		change(api.PathContacts, []clients.Role{admin, user}, endpoint(s.setContact)),
+		read(http.MethodPost, api.PathNotify, adminOnly, endpoint(s.notify)),
 		read(get, api.PathMachines, anyRole, endpoint(s.machines)),
 		change(api.PathMachines, adminOnly, endpoint(s.addMachine)),
 		change(api.PathMachineModify, adminOnly, endpoint(s.modifyMachine)),
