@@ -1,7 +1,9 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -31,6 +33,8 @@ func peerCommands() []*cli.Command {
 				&cli.BoolFlag{Name: "pending", Usage: "only those the peer has not answered yet"}, serverKey}},
 			{Name: "reconcile", ArgsUsage: "NAME", Usage: "compare this bank's records of the transactions with a peer with the peer's own, asked of it now: every difference is printed, and the command exits 5 if there is one", Action: peerReconcile, Flags: []cli.Flag{
 				periodFlag("only the transactions begun in `PERIOD`: a day (2026-11-28) or a month (2026-11), UTC (default: all)"), serverKey}},
+			{Name: "statement", ArgsUsage: "NAME", Usage: "what this bank and the peer did for each other in a period (deposits, usage reported), with totals, from this bank's records", Action: peerStatement, Flags: []cli.Flag{
+				periodFlag("the transactions begun in `PERIOD`: a day (2026-11-28) or a month (2026-11), UTC (required)"), serverKey}},
 			{Name: "remove", ArgsUsage: "NAME", Usage: "end the agreement: the peer's keys stop working here at once (asks on a terminal)", Action: peerRemove, Flags: []cli.Flag{serverKey, yesFlag()}},
 		},
 	}}
@@ -247,6 +251,49 @@ func peerReconcile(c *cli.Context) error {
 		}
 		if n := len(rec.Differences); n > 0 {
 			return fmt.Errorf("%w: %d transactions with %s differ (%d agree)", errDifferences, n, rec.Peer, rec.Matched)
+		}
+		return nil
+	})
+}
+
+func peerStatement(c *cli.Context) error {
+	a, err := args(c, "NAME")
+	if err != nil {
+		return err
+	}
+	if c.String("period") == "" {
+		return usageError{"ingot peer statement needs --period: a day (2026-11-28) or a month (2026-11), UTC"}
+	}
+	period, err := peerPeriod(c)
+	if err != nil {
+		return err
+	}
+	return withBank(c, func(b bank) error {
+		reg, err := b.Peers(false)
+		if err != nil {
+			return err
+		}
+		st, err := reg.Statement(c.Context, a[0], period)
+		if err != nil {
+			return err
+		}
+		f, err := outputFormat(c)
+		if err != nil || f == formatJSON {
+			return cmp.Or(err, writeJSON(c.App.Writer, st))
+		}
+		p, err := b.precision()
+		if err != nil {
+			return err
+		}
+		t := table{headers: []string{"Direction", "Op", "Done", "Amount", "Pending", "Pending amount", "Refused"}, data: st.Lines}
+		for _, l := range st.Lines {
+			t.add(string(l.Direction), string(l.Op), strconv.Itoa(l.Count), amount(l.Amount, p), strconv.Itoa(l.Pending), amount(l.PendingAmount, p), strconv.Itoa(l.Refused))
+		}
+		if err := show(c, t); err != nil {
+			return err
+		}
+		if f == formatTable {
+			fmt.Fprintf(c.App.Writer, "%s with %s: sent %s (applied there), received %s (applied here)\n", st.Period.Name, st.Peer, amount(st.Sent, p), amount(st.Received, p))
 		}
 		return nil
 	})

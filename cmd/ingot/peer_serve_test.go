@@ -85,6 +85,12 @@ func TestServeSendsPeerTransactions(t *testing.T) {
 	if rec.Matched != 0 {
 		t.Fatalf("reconcile of tomorrow: %+v", rec)
 	}
+	// The statement of the day: what the central bank granted the site.
+	var st peer.Statement
+	admin.json(&st, "peer", "statement", "siteb", "--period", today.Name)
+	if len(st.Lines) != 1 || st.Lines[0].Op != peer.OpDeposit || st.Lines[0].Count != n || st.Sent.String() != fmt.Sprint(10*n) || !st.Received.IsZero() {
+		t.Fatalf("statement: %+v", st)
+	}
 	// A deposit begun on the central bank's file while its server is down
 	// is pending there and unknown at the site: reconcile on the file
 	// finds it, and exits 5.

@@ -351,6 +351,10 @@ func (r remotePeers) Reconcile(ctx context.Context, name string, from, to time.T
 	return r.client.PeerReconcile(ctx, name, from, to)
 }
 
+func (r remotePeers) Statement(ctx context.Context, name string, p peer.Period) (peer.Statement, error) {
+	return r.client.PeerStatement(ctx, name, p.Name)
+}
+
 // Close has nothing to close: each call is one HTTP request.
 func (r remoteBank) Close() error { return nil }
 

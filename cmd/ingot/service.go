@@ -134,6 +134,8 @@ type peerRegistry interface {
 	// Reconcile compares the bank's records of the transactions with a
 	// peer that began in [from, to) with the peer's.
 	Reconcile(ctx context.Context, name string, from, to time.Time) (peer.Reconciliation, error)
+	// Statement is what the bank and a peer did for each other in p.
+	Statement(ctx context.Context, name string, p peer.Period) (peer.Statement, error)
 }
 
 // localPeers is the peers of the bank on the file: it asks the peers

@@ -89,8 +89,10 @@
 //		POST   /v1/peers/deposits     PeerDepositRequest peer.Transaction        admin (begins it; the outbox sends it)
 //		GET    /v1/peers/transactions PeerTransactionsQuery List of peer.Transaction admin
 //		GET    /v1/peers/reconcile    PeerReconcileQuery peer.Reconciliation     admin (asks the peer: GET /v1/exchange/transactions)
+//		GET    /v1/peers/statement    PeerStatementQuery peer.Statement          admin
 //		POST   /v1/exchange/deposits  DepositRequest     ledger.Receipt          peer⁹
 //		GET    /v1/exchange/transactions ExchangeQuery   List of peer.Exchanged  peer (its own with this bank, and no other's)
+//		POST   /v1/exchange/usage     peer.UsageReport   peer.ReceivedUsage      peer (a day's usage of the allocations this bank granted it)
 //		POST   /v1/web/links          WebLinkRequest ({}) WebLinkResponse        admin, manager, user⁷
 //
 //	  - ¹ a manager only on the nodes of its scope and their subtrees.

@@ -78,8 +78,10 @@ const (
 	PathPeerDeposits     = "/v1/peers/deposits"
 	PathPeerTransactions = "/v1/peers/transactions"
 	PathPeerReconcile    = "/v1/peers/reconcile"
+	PathPeerStatement    = "/v1/peers/statement"
 	PathExchangeDeposits = "/v1/exchange/deposits"
 	PathExchangeTxs      = "/v1/exchange/transactions"
+	PathExchangeUsage    = "/v1/exchange/usage"
 )
 
 // HeaderRequestID carries the request id of a change (see Retries).
@@ -250,6 +252,12 @@ type (
 		Peer string    `query:"peer,required"`
 		From time.Time `query:"from"`
 		To   time.Time `query:"to"`
+	}
+	// PeerStatementQuery is what this bank and a peer did for each other
+	// in a period (peer.ParsePeriod).
+	PeerStatementQuery struct {
+		Peer   string `query:"peer,required"`
+		Period string `query:"period,required"`
 	}
 	// ExchangeQuery is a peer bank's question: the transactions between
 	// it and this bank that began in [from, to).

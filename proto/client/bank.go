@@ -439,6 +439,12 @@ func (c *Client) PeerReconcile(ctx context.Context, name string, from, to time.T
 	return get[peer.Reconciliation](ctx, c, api.PathPeerReconcile, api.PeerReconcileQuery{Peer: name, From: from, To: to})
 }
 
+// PeerStatement is what the server's bank and a peer did for each other
+// in a period (a day or a month, peer.ParsePeriod).
+func (c *Client) PeerStatement(ctx context.Context, name, period string) (peer.Statement, error) {
+	return get[peer.Statement](ctx, c, api.PathPeerStatement, api.PeerStatementQuery{Peer: name, Period: period})
+}
+
 // PeerDeposit begins a deposit at a peer bank: a transaction the server's
 // outbox sends.
 func (c *Client) PeerDeposit(ctx context.Context, requestID, name string, spec ledger.DepositSpec) (peer.Transaction, error) {

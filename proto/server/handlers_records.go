@@ -10,7 +10,6 @@ import (
 	"github.com/ingot-hpc/ingot/proto/clients"
 	"github.com/ingot-hpc/ingot/proto/peer"
 	"github.com/ingot-hpc/ingot/proto/peer/link"
-	"github.com/shopspring/decimal"
 	"maps"
 	"slices"
 )
@@ -199,10 +198,13 @@ func (s *Server) exchangeDeposit(c *call, spec api.DepositRequest) (ledger.Recei
 	if !slices.Contains(c.client.Scope, spec.Account) {
 		return ledger.Receipt{}, forbidden(c.client, "deposit into %s: its agreement does not name it", spec.Account)
 	}
-	return peer.Receive(c.r.Context(), s.ledger, c.req, c.client.Name, peer.OpDeposit, c.body, func(w *ledger.Writer) (ledger.Receipt, decimal.Decimal, error) {
-		r, err := s.ledger.DepositWithin(w, spec)
-		return r, spec.Amount, err
-	})
+	return peer.ReceiveDeposit(c.r.Context(), s.ledger, c.req, c.client.Name, c.body, spec)
+}
+
+// exchangeUsage records a site's report of the usage of the allocations
+// this bank granted there, under the id of its transaction.
+func (s *Server) exchangeUsage(c *call, u peer.UsageReport) (peer.ReceivedUsage, error) {
+	return peer.ReceiveUsage(c.r.Context(), s.ledger, c.req, c.client.Name, c.body, u)
 }
 
 // exchangeTransactions answers a peer bank's question: this bank's
@@ -217,4 +219,14 @@ func (s *Server) exchangeTransactions(c *call, q api.ExchangeQuery) (api.List[pe
 // peer with the peer's, asked of it.
 func (s *Server) peerReconcile(c *call, q api.PeerReconcileQuery) (peer.Reconciliation, error) {
 	return link.Reconcile(c.r.Context(), s.peers, q.Peer, q.From, q.To)
+}
+
+// peerStatement is what this bank and a peer did for each other in a
+// period, from this bank's records.
+func (s *Server) peerStatement(c *call, q api.PeerStatementQuery) (peer.Statement, error) {
+	p, err := peer.ParsePeriod(q.Period)
+	if err != nil {
+		return peer.Statement{}, err
+	}
+	return s.peers.Statement(c.r.Context(), q.Peer, p)
 }

@@ -225,8 +225,10 @@ func (s *Server) table() []route {
 		change(api.PathPeerDeposits, adminOnly, endpoint(s.peerDeposit)),
 		read(get, api.PathPeerTransactions, adminOnly, endpoint(s.peerTransactions)),
 		read(get, api.PathPeerReconcile, adminOnly, endpoint(s.peerReconcile)),
+		read(get, api.PathPeerStatement, adminOnly, endpoint(s.peerStatement)),
 		change(api.PathExchangeDeposits, peers, endpoint(s.exchangeDeposit)),
 		read(get, api.PathExchangeTxs, peers, endpoint(s.exchangeTransactions)),
+		change(api.PathExchangeUsage, peers, endpoint(s.exchangeUsage)),
 	}
 	if s.page != nil {
 		// A link changes nothing in the bank, so it needs no request id;

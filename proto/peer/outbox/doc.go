@@ -14,6 +14,10 @@
 // or does not know the key yet is tried again after a pause that doubles
 // up to a minute; nothing is ever given up.
 //
+// The outbox also begins, once a minute, the usage reports that are due
+// (peer.ReportDue): one a day to each peer that granted allocations here,
+// sent as any transaction is.
+//
 // The outbox never holds a lock the bank's requests need: it reads the
 // pending transactions in a read transaction and records each answer in
 // a change of its own, so local requests go on while a peer is away.

@@ -17,6 +17,7 @@ import (
 // paths are the peer's endpoints of each operation.
 var paths = map[peer.Op]string{
 	peer.OpDeposit: api.PathExchangeDeposits,
+	peer.OpUsage:   api.PathExchangeUsage,
 }
 
 // Outbox sends the pending transactions of a bank's peers.
@@ -47,7 +48,12 @@ func (o *Outbox) Run(ctx context.Context) {
 		interval = 200 * time.Millisecond
 	}
 	o.next, o.pause = map[string]time.Time{}, map[string]time.Duration{}
+	var reported time.Time
 	for {
+		if time.Since(reported) >= reportEvery {
+			o.report(ctx)
+			reported = time.Now()
+		}
 		if _, err := o.Drain(ctx); err != nil && ctx.Err() == nil {
 			o.Log.Warn("peer outbox", "error", err.Error())
 		}
@@ -56,6 +62,21 @@ func (o *Outbox) Run(ctx context.Context) {
 			return
 		case <-time.After(interval):
 		}
+	}
+}
+
+// reportEvery is how often the outbox begins the usage reports due
+// (peer.ReportDue): a day's is due a minute after it ends.
+const reportEvery = time.Minute
+
+// report begins the usage reports due, which Drain then sends.
+func (o *Outbox) report(ctx context.Context) {
+	begun, err := o.Peers.ReportDue(ctx)
+	if err != nil && ctx.Err() == nil {
+		o.Log.Warn("peer usage report", "error", err.Error())
+	}
+	for _, t := range begun {
+		o.Log.Info("peer usage report begun", "id", t.ID, "peer", t.Peer, "net", t.Amount.String())
 	}
 }
 
