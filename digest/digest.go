@@ -209,15 +209,23 @@ func (n *Notifier) states(ctx context.Context) (map[string]state, error) {
 			return err
 		}
 		for _, r := range recs {
-			var s state
-			if err := json.Unmarshal(r.Value, &s); err != nil {
-				return fmt.Errorf("%w: digest record %s: %v", ledger.ErrCorrupt, r.Key, err)
+			s, err := decodeState(r)
+			if err != nil {
+				return err
 			}
 			out[r.Key] = s
 		}
 		return nil
 	})
 	return out, err
+}
+
+func decodeState(r ledger.Record) (state, error) {
+	var s state
+	if err := json.Unmarshal(r.Value, &s); err != nil {
+		return state{}, fmt.Errorf("%w: digest record %s: %v", ledger.ErrCorrupt, r.Key, err)
+	}
+	return s, nil
 }
 
 // Plan is the digests due now, one a recipient at most, each with only

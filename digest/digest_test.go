@@ -16,6 +16,7 @@ import (
 	"github.com/ingot-hpc/ingot/ledger"
 	"github.com/ingot-hpc/ingot/ledger/boltstore/bolttest"
 	"github.com/ingot-hpc/ingot/ledger/ledgertest"
+	"github.com/ingot-hpc/ingot/ledger/pgstore/pgstoretest"
 	"github.com/ingot-hpc/ingot/lien"
 )
 
@@ -62,8 +63,10 @@ type bank struct {
 	log  *bytes.Buffer
 }
 
-func newBank(t *testing.T) *bank {
-	b := &bank{Bank: ledgertest.NewBank(t, bolttest.Open), mail: &outbox{}, hook: &outbox{}, log: &bytes.Buffer{}}
+func newBank(t *testing.T) *bank { return newBankOn(t, bolttest.Open) }
+
+func newBankOn(t *testing.T, open ledgertest.OpenStore) *bank {
+	b := &bank{Bank: ledgertest.NewBank(t, open), mail: &outbox{}, hook: &outbox{}, log: &bytes.Buffer{}}
 	b.lb = lien.New(b.Ledger)
 	ctx := context.Background()
 	b.MustNode("chem", "chem.lab1", "chem.lab2", "bio", "bio.lab1")
@@ -149,8 +152,12 @@ func wantKeys(t *testing.T, got map[string]digest.Digest, want map[string][]stri
 // TestDigests: each recipient is told what it may read, once; what lasts
 // is not told again the next day, but is when it worsens and after a
 // week; an expired lien is told once; a dry run records nothing.
-func TestDigests(t *testing.T) {
-	b := newBank(t)
+func TestDigests(t *testing.T) { testDigests(t, newBank(t)) }
+
+// TestDigestsOnPostgres: the same on a PostgreSQL bank.
+func TestDigestsOnPostgres(t *testing.T) { testDigests(t, newBankOn(t, pgstoretest.Open)) }
+
+func testDigests(t *testing.T, b *bank) {
 	if ds := b.run(t); len(ds) != 0 {
 		t.Fatalf("a bank with nothing to tell sent %d digests: %+v", len(ds), ds)
 	}

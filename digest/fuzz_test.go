@@ -37,3 +37,25 @@ func FuzzContact(f *testing.F) {
 		}
 	})
 }
+
+// FuzzState: any record value is refused as corrupt or read as what a
+// recipient was told, which encodes and reads back the same.
+func FuzzState(f *testing.F) {
+	f.Add([]byte(`{"last":"2026-11-29T07:00:00Z","told":{"low/chem":{"level":2,"at":"2026-11-29T07:00:00Z"}}}`))
+	f.Add([]byte(`{"told":null}`))
+	f.Add([]byte(`{"last":"not a time"}`))
+	f.Fuzz(func(t *testing.T, value []byte) {
+		s, err := decodeState(ledger.Record{Kind: stateKind, Key: "k", Value: value})
+		if err != nil {
+			return
+		}
+		b, err := json.Marshal(s)
+		if err != nil {
+			return // a time json cannot write (a year past 9999): never one the bank wrote
+		}
+		again, err := decodeState(ledger.Record{Kind: stateKind, Key: "k", Value: b})
+		if err != nil || !again.Last.Equal(s.Last) || len(again.Told) != len(s.Told) {
+			t.Fatalf("%+v reads back as %+v (%v)", s, again, err)
+		}
+	})
+}

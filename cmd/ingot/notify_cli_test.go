@@ -26,3 +26,25 @@ func TestUserContact(t *testing.T) {
 	}
 	b.ok("audit")
 }
+
+// TestNotifyReadsServeConfig: ingot notify --config reads the digests'
+// settings from serve's file, leaving serve's other keys alone, and
+// refuses a key that is no one's; --dry-run prints the digests and
+// records nothing.
+func TestNotifyReadsServeConfig(t *testing.T) {
+	b := newCLIBank(t)
+	b.ok("account", "create", "chem")
+	b.ok("deposit", "chem", "100", "--end", "now+5d")
+	file := writeConfig(t, "listen = \"127.0.0.1:1\"\nsocket = \"/nonexistent/ingot.sock\"\n"+
+		"smtp-server = \"127.0.0.1:1\"\nnotify-admin = \"ops@example.org,boss@example.org\"\nnotify-ending-days = \"7\"\n")
+	entries := b.entries()
+	out := b.ok("notify", "--dry-run", "--config", file)
+	if strings.Count(out, "allocation 1 of chem (100.00 left of 100.00) ends on") != 2 || !strings.Contains(out, "To: boss@example.org") {
+		t.Errorf("notify --dry-run with serve's config:\n%s", out)
+	}
+	if b.entries() != entries {
+		t.Errorf("a dry run journaled %d entries", b.entries()-entries)
+	}
+	b.refused(t, exitUsage, `unknown key "lisen"`, "notify", "--dry-run", "--config", writeConfig(t, "lisen = \"x\"\n"))
+	b.refused(t, exitUsage, "--smtp-server", "notify", "--dry-run")
+}
