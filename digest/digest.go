@@ -2,6 +2,7 @@ package digest
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -123,7 +124,11 @@ type Digest struct {
 	// Error why not.
 	Sent  bool   `json:"sent"`
 	Error string `json:"error,omitempty"`
-	state state
+	// prev is the recipient's record as this run read it; state what it
+	// becomes once the digest is delivered. run names the run that sends
+	// it, in the request ids of its records.
+	prev, state state
+	run         string
 }
 
 // state is a recipient's record: when it was last sent a digest, and the
@@ -131,7 +136,17 @@ type Digest struct {
 type state struct {
 	Last time.Time       `json:"last,omitzero"`
 	Told map[string]told `json:"told,omitempty"`
+	// Claimed is when a run began to deliver a digest to the recipient:
+	// another run (another server of the bank) leaves the recipient alone
+	// for claimLease after it.
+	Claimed time.Time `json:"claimed,omitzero"`
 }
+
+// claimLease is how long a run's claim on a recipient holds: longer than
+// any delivery with its attempts takes. A run that died delivering (its
+// digest perhaps sent, not recorded) is replaced by the first run after
+// it: at least once.
+const claimLease = time.Hour
 
 type told struct {
 	Level int       `json:"level"`
@@ -255,11 +270,14 @@ func (n *Notifier) Plan(ctx context.Context) ([]Digest, error) {
 		if !st.Last.IsZero() && now.Before(st.Last.Add(n.Rules.Period-n.Rules.slack())) {
 			continue // told within the period
 		}
+		if !st.Claimed.IsZero() && now.Before(st.Claimed.Add(claimLease)) {
+			continue // another run is delivering
+		}
 		since := st.Last
 		if since.IsZero() {
 			since = now.Add(-n.Rules.Period)
 		}
-		d := Digest{To: r, Since: st.Last, state: state{Last: now, Told: map[string]told{}}}
+		d := Digest{To: r, Since: st.Last, prev: st, state: state{Last: now, Told: map[string]told{}}}
 		for _, c := range conds {
 			if !r.sees(c) {
 				continue
@@ -287,31 +305,59 @@ func (n *Notifier) Plan(ctx context.Context) ([]Digest, error) {
 
 // Run makes the digests due now and, unless dryRun, delivers each and
 // records it as sent (a restart then sends it again only if the record
-// was not made: at least once). A digest not delivered after its attempts
-// is logged, not recorded, and tried again at the next run; the others go
-// on. The digests are returned, with what became of each.
+// was not made: at least once). Each is claimed first, in the recipient's
+// record, so that two runs at once (two servers of one bank) send it
+// once: the one that finds it claimed, or already sent, leaves it. A
+// digest not delivered after its attempts is logged, not recorded (its
+// claim is let go), and tried again at the next run; the others go on.
+// The digests this run handled are returned, with what became of each.
 func (n *Notifier) Run(ctx context.Context, dryRun bool) ([]Digest, error) {
 	ds, err := n.Plan(ctx)
 	if err != nil || dryRun {
 		return ds, err
 	}
+	out, run := ds[:0], rand.Text()
 	var errs []error
-	for i := range ds {
-		d := &ds[i]
-		if err := n.deliver(ctx, *d); err != nil {
-			d.Error = err.Error()
+	for _, d := range ds {
+		d.run = run
+		claimed := d.prev
+		claimed.Claimed = d.state.Last
+		ok, err := n.write(ctx, d, d.prev, claimed, "claimed")
+		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		if err := n.record(ctx, *d); err != nil {
-			d.Error = err.Error()
-			errs = append(errs, err)
+		if !ok {
+			n.log().Info("digest left to another run", "to", d.To.Key())
 			continue
 		}
-		d.Sent = true
-		n.log().Info("digest sent", "to", d.To.Key(), "address", d.To.Address, "conditions", len(d.Conditions))
+		if d.Sent, err = n.send(ctx, d, claimed); err != nil {
+			d.Error = err.Error()
+			errs = append(errs, err)
+		}
+		out = append(out, d)
 	}
-	return ds, errors.Join(errs...)
+	return out, errors.Join(errs...)
+}
+
+// send delivers d, claimed, and records it as sent; or lets the claim go
+// if it cannot be delivered.
+func (n *Notifier) send(ctx context.Context, d Digest, claimed state) (bool, error) {
+	if err := n.deliver(ctx, d); err != nil {
+		if _, rerr := n.write(context.WithoutCancel(ctx), d, claimed, d.prev, "released"); rerr != nil {
+			err = errors.Join(err, rerr)
+		}
+		return false, err
+	}
+	ok, err := n.write(context.WithoutCancel(ctx), d, claimed, d.state, "sent")
+	if err != nil {
+		return false, err
+	}
+	if !ok {
+		n.log().Warn("digest sent, but another run took the recipient over meanwhile (the claim outlived)", "to", d.To.Key())
+	}
+	n.log().Info("digest sent", "to", d.To.Key(), "address", d.To.Address, "conditions", len(d.Conditions))
+	return true, nil
 }
 
 func (n *Notifier) log() *slog.Logger {
@@ -343,31 +389,48 @@ func (n *Notifier) deliver(ctx context.Context, d Digest) error {
 	return fmt.Errorf("%w to %s (%s) after %d attempts: %w", ErrDelivery, d.To.Key(), d.To.Address, max(1, n.Attempts), err)
 }
 
-// record stores what the recipient was told, journaled. Its request id
-// names the recipient and the time, so a retried record is made once.
-func (n *Notifier) record(ctx context.Context, d Digest) error {
+// write makes the recipient's record to, in one change, if it is still
+// from (as this run read or left it); ok false when another run changed
+// it meanwhile. The journal entry says what: the digest claimed, sent
+// (with the conditions told), or released.
+func (n *Notifier) write(ctx context.Context, d Digest, from, to state, what string) (ok bool, err error) {
 	key := d.To.Key()
-	b, err := json.Marshal(d.state)
+	b, err := json.Marshal(to)
 	if err != nil {
-		return fmt.Errorf("digest: encode the record of %s: %w", key, err)
+		return false, fmt.Errorf("digest: encode the record of %s: %w", key, err)
 	}
-	req := ledger.Request{Actor: Actor, ID: "digest/" + key + "/" + d.state.Last.Format(time.RFC3339Nano)}
-	_, err = ledger.Mutate(ctx, n.Ledger, req, ledger.KindRecord, struct {
-		Key  string          `json:"key"`
-		Sent json.RawMessage `json:"sent"`
-	}{key, b}, func(w *ledger.Writer) (struct{}, error) {
-		var kinds []string
-		for _, c := range d.Conditions {
-			kinds = append(kinds, c.Key())
+	req := ledger.Request{Actor: Actor, ID: "digest/" + key + "/" + d.run + "/" + what}
+	ok, err = ledger.Mutate(ctx, n.Ledger, req, ledger.KindRecord, struct {
+		Key   string          `json:"key"`
+		State json.RawMessage `json:"state"`
+	}{key, b}, func(w *ledger.Writer) (bool, error) {
+		var cur state
+		if r, found, err := w.Tx().Record(stateKind, key); err != nil {
+			return false, err
+		} else if found {
+			if cur, err = decodeState(r); err != nil {
+				return false, err
+			}
 		}
-		_, err := w.Append(ledger.Entry{Kind: ledger.KindRecord, Ref: key, Description: "digest sent: " + strings.Join(kinds, ", "),
+		if !cur.Last.Equal(from.Last) || !cur.Claimed.Equal(from.Claimed) {
+			return false, nil
+		}
+		desc := "digest " + what
+		if what == "sent" {
+			var told []string
+			for _, c := range d.Conditions {
+				told = append(told, c.Key())
+			}
+			desc += ": " + strings.Join(told, ", ")
+		}
+		_, err := w.Append(ledger.Entry{Kind: ledger.KindRecord, Ref: key, Description: desc,
 			Record: &ledger.Record{Kind: stateKind, Key: key, Value: b}})
-		return struct{}{}, err
+		return true, err
 	})
 	if err != nil {
-		return fmt.Errorf("digest: record what %s was sent: %w", key, err)
+		return false, fmt.Errorf("digest: record that %s's digest was %s: %w", key, what, err)
 	}
-	return nil
+	return ok, nil
 }
 
 // compose is a digest's subject and text.

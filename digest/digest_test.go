@@ -26,9 +26,11 @@ type outbox struct {
 	mu   sync.Mutex
 	got  []digest.Digest
 	fail error
+	slow time.Duration // each delivery takes this long
 }
 
 func (o *outbox) Send(_ context.Context, d digest.Digest) error {
+	time.Sleep(o.slow)
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.fail != nil {
@@ -235,6 +237,37 @@ func TestUndeliveredIsRetried(t *testing.T) {
 	}
 	b.mail.fail = nil
 	b.run(t)
+	wantKeys(t, b.mail.take(), map[string][]string{"user/amy/email": {"ending/chem/1"}, "user/carl/email": {"ending/chem/1"},
+		"user/cara/email": {"ending/chem/1"}, "admin/email/ops@example.org": {"ending/chem/1"}})
+	if got := b.hook.take(); len(got) != 1 {
+		t.Errorf("webhooks: %d sent, want cara's once", len(got))
+	}
+	b.MustAudit()
+}
+
+// TestTwoRunsSendOnce: two runs at once (two servers of one bank) each
+// plan every digest, and each recipient is sent one: the run that finds a
+// recipient claimed leaves it.
+func TestTwoRunsSendOnce(t *testing.T) {
+	b := newBank(t)
+	b.Clock.Advance(10 * 24 * time.Hour)
+	b.mail.slow, b.hook.slow = 20*time.Millisecond, 20*time.Millisecond
+	other := *b.n
+	var handled [2][]digest.Digest
+	var wg sync.WaitGroup
+	for i, n := range []*digest.Notifier{b.n, &other} {
+		wg.Go(func() {
+			ds, err := n.Run(context.Background(), false)
+			if err != nil {
+				t.Error(err)
+			}
+			handled[i] = ds
+		})
+	}
+	wg.Wait()
+	if n := len(handled[0]) + len(handled[1]); n != 5 {
+		t.Errorf("the two runs handled %d digests, want 5 in all", n)
+	}
 	wantKeys(t, b.mail.take(), map[string][]string{"user/amy/email": {"ending/chem/1"}, "user/carl/email": {"ending/chem/1"},
 		"user/cara/email": {"ending/chem/1"}, "admin/email/ops@example.org": {"ending/chem/1"}})
 	if got := b.hook.take(); len(got) != 1 {

@@ -18,8 +18,10 @@
 // the conditions it may read (Recipient.sees: never another's project)
 // that it was not told: new, worse (Condition.Level, in halvings of what
 // is left), or told Rules.Repeat ago; and the liens that expired since its
-// last. After a delivery succeeds, what it was told is a record of kind
-// "digest" under its key, journaled, so a restart sends nothing the rule
-// does not; a delivery that fails every attempt is logged, not recorded,
-// and tried at the next run. docs/notifications.md has the rule in full.
+// last. A run claims each recipient in its record (kind "digest", under
+// its key, journaled) before it delivers, so two runs at once send once;
+// after a delivery succeeds, the record says what was told, so a restart
+// sends nothing the rule does not; a delivery that fails every attempt is
+// logged, not recorded, and tried at the next run. docs/notifications.md
+// has the rule in full.
 package digest
