@@ -143,6 +143,8 @@ func (r *run) check(rep *Report) {
 		}
 	}
 
+	r.reconcile(rep, want)
+
 	for _, b := range r.banks {
 		if err := b.srv.Stop(); err != nil {
 			t.Errorf("stopping %s: %v\n%s", b.name, err, b.srv.LogTail())

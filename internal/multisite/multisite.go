@@ -91,6 +91,7 @@ type run struct {
 	dir   string
 	banks map[string]*bank
 	links []*link
+	began time.Time // when the load began
 
 	faults faultCount
 	mu     sync.Mutex
@@ -110,7 +111,12 @@ type Report struct {
 	Lost    int
 	Doubled int
 	Drain   time.Duration
-	Audits  int
+	// Reconciled is how many `ingot peer reconcile` runs found no
+	// difference (both banks of each link), Agreed the transactions they
+	// matched; Statements, the sites whose `ingot peer statement` at both
+	// ends said what was acknowledged.
+	Reconciled, Agreed, Statements int
+	Audits                         int
 }
 
 // Run runs the three banks under load and faults, heals everything, and
@@ -126,9 +132,9 @@ func Run(tb testing.TB, cfg Config) *Report {
 	}
 	r.setUp()
 	rep := &Report{Engine: cfg.Engine}
-	loadStart := time.Now()
+	r.began = time.Now()
 	r.load()
-	rep.Load = time.Since(loadStart)
+	rep.Load = time.Since(r.began)
 	rep.Drain = r.heal()
 	r.check(rep)
 	rep.Faults = r.faults.snapshot()
@@ -260,5 +266,6 @@ func (r *run) report(rep *Report) {
 	p("  lost:            %d", rep.Lost)
 	p("  doubled:         %d", rep.Doubled)
 	p("  time to drain:   %s", rep.Drain.Round(time.Millisecond))
+	p("  peer reconcile:  %d of 4 without a difference (%d transactions agree); peer statement: %d of 2 sites as acknowledged", rep.Reconciled, rep.Agreed, rep.Statements)
 	p("  audit --full:    %d of %d banks clean", rep.Audits, len(r.banks))
 }

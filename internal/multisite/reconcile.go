@@ -1,0 +1,87 @@
+package multisite
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/shopspring/decimal"
+
+	"github.com/ingot-hpc/ingot/internal/ingotproc"
+	"github.com/ingot-hpc/ingot/proto/peer"
+)
+
+// remote is the command line of bank b through its server, as its
+// admin: the README's way of running peer reconcile and peer statement.
+func (r *run) remote(b *bank) ingotproc.Command {
+	return ingotproc.Command{Bin: r.cfg.Binary, Global: []string{"--server", b.srv.URL, "--key-file", b.adminKey}}
+}
+
+// months are the UTC months the run's transactions began in, as peer
+// statement's --period names them.
+func (r *run) months() []string {
+	var out []string
+	began, now := r.began.UTC(), time.Now().UTC()
+	for m := time.Date(began.Year(), began.Month(), 1, 0, 0, 0, 0, time.UTC); !m.After(now); m = m.AddDate(0, 1, 0) {
+		out = append(out, m.Format("2006-01"))
+	}
+	return out
+}
+
+// reconcile runs `ingot peer reconcile` on both banks of each link that
+// carries transactions, which must find no difference, and `ingot peer
+// statement` on both for every month of the run: the central bank's
+// deposits sent to each site, the site's received from it, and what was
+// acknowledged for the site must be one sum, with nothing pending or
+// refused.
+func (r *run) reconcile(rep *Report, granted map[string]decimal.Decimal) {
+	t := r.t
+	for _, site := range []string{siteA, siteB} {
+		for _, side := range [][2]string{{central, site}, {site, central}} {
+			b, other := r.banks[side[0]], side[1]
+			out, err := r.remote(b).Run(5*time.Minute, "peer", "reconcile", other, "--json")
+			var rec peer.Reconciliation
+			if jerr := json.Unmarshal([]byte(out), &rec); err != nil || jerr != nil {
+				t.Errorf("%s: ingot peer reconcile %s: %v\n%s", b.name, other, err, out)
+				continue
+			}
+			if len(rec.Differences) > 0 || rec.Matched < rep.PerSite[site] {
+				t.Errorf("%s: ingot peer reconcile %s: %d agree, %d differ (%+v); %d deposits acknowledged",
+					b.name, other, rec.Matched, len(rec.Differences), rec.Differences[:min(3, len(rec.Differences))], rep.PerSite[site])
+				continue
+			}
+			rep.Reconciled++
+			rep.Agreed += rec.Matched
+		}
+		sent, received := decimal.Zero, decimal.Zero
+		for _, m := range r.months() {
+			var here, there peer.Statement
+			r.statement(r.banks[central], site, m, &here)
+			r.statement(r.banks[site], central, m, &there)
+			sent, received = sent.Add(here.Sent), received.Add(there.Received)
+		}
+		if !sent.Equal(granted[site]) || !received.Equal(granted[site]) {
+			t.Errorf("peer statement: central sent %s to %s, %s received %s from central; the deposits acknowledged sum to %s",
+				sent, site, site, received, granted[site])
+			continue
+		}
+		rep.Statements++
+	}
+}
+
+// statement reads b's `ingot peer statement` with other for month, which
+// must have nothing pending or refused.
+func (r *run) statement(b *bank, other, month string, st *peer.Statement) {
+	out, err := r.remote(b).Run(5*time.Minute, "peer", "statement", other, "--period", month, "--json")
+	if err == nil {
+		err = json.Unmarshal([]byte(out), st)
+	}
+	if err != nil {
+		r.t.Errorf("%s: ingot peer statement %s --period %s: %v\n%s", b.name, other, month, err, out)
+		return
+	}
+	for _, l := range st.Lines {
+		if l.Pending > 0 || l.Refused > 0 {
+			r.t.Errorf("%s: ingot peer statement %s --period %s: %s %s: %d pending, %d refused", b.name, other, month, l.Direction, l.Op, l.Pending, l.Refused)
+		}
+	}
+}
