@@ -18,11 +18,12 @@ type Kind string
 
 // The kinds of conditions a digest tells.
 const (
-	// Low: a node's available credits are below Rules.LowPercent of what
-	// its account's active allocations were given.
+	// Low: a node's available credits (a project's account's, where an
+	// HFS share gives it less) are below Rules.LowPercent of what its
+	// account's active allocations were given.
 	Low Kind = "low"
 	// Runway: at the last 30 days' rate (package forecast) a node's
-	// credits run out within Rules.RunwayDays.
+	// credits run out within Rules.RunwayDays, or are gone.
 	Runway Kind = "runway"
 	// Ending: an account's allocation ends within Rules.EndingDays.
 	Ending Kind = "ending"
@@ -98,7 +99,7 @@ func conditions(ctx context.Context, l *ledger.Ledger, r Rules, from time.Time) 
 	p := l.Settings().Precision
 	var out []Condition
 	for _, f := range fs {
-		nb, err := l.BalanceAt(ctx, f.Node, f.At)
+		nb, err := l.BalanceAt(ctx, f.Node, time.Time{}) // now: with the HFS share (AccountAvailable)
 		if err != nil {
 			return nil, fmt.Errorf("digest: balance of %s: %w", f.Node, err)
 		}
@@ -109,20 +110,30 @@ func conditions(ctx context.Context, l *ledger.Ledger, r Rules, from time.Time) 
 				given = given.Add(a.Deposited)
 			}
 		}
-		if given.IsPositive() {
-			pct := f.Available.Mul(hundred).Div(given)
-			if pct.LessThan(r.LowPercent) {
-				out = append(out, Condition{Kind: Low, Node: f.Node, Level: level(pct, r.LowPercent),
-					Text: fmt.Sprintf("%s has %s left, %s%% of the %s its allocations gave (below %s%%)",
-						f.Node, f.Available.StringFixed(p), pct.Truncate(1), given.StringFixed(p), r.LowPercent)})
-			}
+		if !given.IsPositive() {
+			continue // no active allocation: nothing to run low on, nor out of
 		}
-		if rate := f.Rate(forecast.LongWindow); rate.RunsOut != nil && f.Available.IsPositive() {
+		// Low compares the account's credits with what its allocations
+		// gave: a project of an HFS share has less than its account by
+		// design, which its runway tells.
+		avail := f.Available
+		if nb.AccountAvailable != nil {
+			avail = *nb.AccountAvailable
+		}
+		if pct := avail.Mul(hundred).Div(given); pct.LessThan(r.LowPercent) {
+			out = append(out, Condition{Kind: Low, Node: f.Node, Level: level(pct, r.LowPercent),
+				Text: fmt.Sprintf("%s has %s left, %s%% of the %s its allocations gave (below %s%%)",
+					f.Node, avail.StringFixed(p), pct.Truncate(1), given.StringFixed(p), r.LowPercent)})
+		}
+		if rate := f.Rate(forecast.LongWindow); rate.RunsOut != nil {
 			left := days(rate.RunsOut.Sub(now))
+			text := fmt.Sprintf("at the last %d days' rate (%s a day) %s runs out on %s, in %s days",
+				rate.Days, rate.PerDay.StringFixed(p), f.Node, local(*rate.RunsOut), left.Truncate(1))
+			if !f.Available.IsPositive() {
+				text = fmt.Sprintf("%s has nothing left to spend (%s available)", f.Node, f.Available.StringFixed(p))
+			}
 			if window := decimal.NewFromInt(int64(r.RunwayDays)); left.LessThan(window) {
-				out = append(out, Condition{Kind: Runway, Node: f.Node, Level: level(left, window),
-					Text: fmt.Sprintf("at the last %d days' rate (%s a day) %s runs out on %s, in %s days",
-						rate.Days, rate.PerDay.StringFixed(p), f.Node, local(*rate.RunsOut), left.Truncate(1))})
+				out = append(out, Condition{Kind: Runway, Node: f.Node, Level: level(left, window), Text: text})
 			}
 		}
 		if ledger.AccountOf(f.Node) != f.Node {

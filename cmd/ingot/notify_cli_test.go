@@ -48,3 +48,29 @@ func TestNotifyReadsServeConfig(t *testing.T) {
 	b.refused(t, exitUsage, `unknown key "lisen"`, "notify", "--dry-run", "--config", writeConfig(t, "lisen = \"x\"\n"))
 	b.refused(t, exitUsage, "--smtp-server", "notify", "--dry-run")
 }
+
+// TestDigestOfAShare: a project whose HFS share is a small part of its
+// account is not low for that: low compares the account's credits with
+// its allocations.
+func TestDigestOfAShare(t *testing.T) {
+	b := newCLIBank(t)
+	b.ok("account", "create", "chem")
+	b.ok("project", "create", "chem.lab1")
+	b.ok("project", "create", "chem.lab2")
+	b.ok("project", "policy", "chem.lab1", "--quota", "shares:1")
+	b.ok("project", "policy", "chem.lab2", "--quota", "shares:19")
+	b.ok("deposit", "chem", "1000")
+	b.ok("machine", "add", "hpc1")
+	if out := b.ok("balance", "chem.lab1", "-P"); !strings.Contains(out, "|50.00|") {
+		t.Fatalf("chem.lab1's share is not 5%%:\n%s", out)
+	}
+	b.ok("user", "add", "amy", "--member", "chem.lab1")
+	b.ok("user", "modify", "amy", "--email", "amy@example.org")
+	if out := b.ok("notify", "--dry-run", "--smtp-server", "127.0.0.1:1"); !strings.Contains(out, "no digest is due") {
+		t.Errorf("a project's small share is told as low:\n%s", out)
+	}
+	b.ok("charge", "j1", "--machine", "hpc1", "--user", "amy", "--project", "chem.lab1", "--procs", "1", "--wallclock-used", "960")
+	if out := b.ok("notify", "--dry-run", "--smtp-server", "127.0.0.1:1"); !strings.Contains(out, "chem.lab1 has 40.00 left, 4%") {
+		t.Errorf("the account at 4%%:\n%s", out)
+	}
+}
