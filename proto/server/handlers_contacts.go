@@ -1,6 +1,8 @@
 package server
 
 import (
+	"context"
+
 	"github.com/ingot-hpc/ingot/digest"
 	"github.com/ingot-hpc/ingot/proto/api"
 	"github.com/ingot-hpc/ingot/proto/clients"
@@ -32,12 +34,14 @@ func (s *Server) contactList(c *call, _ api.NoQuery) (api.List[digest.Contact], 
 	return api.ListOf(out), nil
 }
 
-// notify sends the digests due now, or says what they would be.
+// notify sends the digests due now, or says what they would be. A run
+// begun goes to its end even if the client leaves (or the answer's
+// deadline passes while a mail server is slow): the log says what it did.
 func (s *Server) notify(c *call, r api.NotifyRequest) (api.List[digest.Digest], error) {
 	if s.notifier == nil {
 		return api.List[digest.Digest]{}, api.Errorf(api.CodeInvalid, "this server sends no digests: it was started without smtp-server or webhook-secret-file")
 	}
-	ds, err := s.notifier.Run(c.r.Context(), r.DryRun)
+	ds, err := s.notifier.Run(context.WithoutCancel(c.r.Context()), r.DryRun)
 	return api.ListOf(ds), err
 }
 
