@@ -33,11 +33,8 @@ func (r *run) heal() time.Duration {
 	}
 	start := time.Now()
 	for {
-		var pending []peer.Transaction
-		_, err := r.untilAcked(func(ctx context.Context) (string, error) {
-			var err error
-			pending, err = r.banks[central].admin.PeerTransactions(ctx, true)
-			return "", err
+		pending, err := untilAcked(func(ctx context.Context) ([]peer.Transaction, error) {
+			return r.banks[central].admin.PeerTransactions(ctx, true)
 		})
 		if err != nil {
 			t.Fatalf("multisite: the central bank's pending transactions: %v", err)
@@ -134,12 +131,14 @@ func (r *run) check(rep *Report) {
 				t.Errorf("%s: the central bank's deposit %s is no transaction of it done here", site, id)
 			}
 		}
+		spent := r.checkCharges(rep, site)
 		nb, err := b.admin.Balance(ctx, account)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !nb.Amount.Equal(want[site]) {
-			t.Errorf("%s: %s holds %s, the deposits acknowledged for it sum to %s", site, account, nb.Amount, want[site])
+		if left := want[site].Sub(spent); !nb.Amount.Equal(left) {
+			t.Errorf("%s: %s holds %s; the deposits acknowledged for it sum to %s, the charges acknowledged to %s",
+				site, account, nb.Amount, want[site], spent)
 		}
 	}
 

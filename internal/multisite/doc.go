@@ -12,7 +12,10 @@
 // operation with a request id of its own, sent until the central bank
 // acknowledges it, as `ingot` retries. Each acknowledged deposit is a
 // transaction the central bank's outbox sends to the site through the
-// link's proxy. The load is bounded in time and in count.
+// link's proxy. At each site meanwhile, a scheduler runs jobs on the
+// account the grants feed: a lien, then a final charge, each sent until
+// acknowledged (a lien refused for want of credits, before the grants
+// arrive, is a job not run). The load is bounded in time and in count.
 //
 // # The faults
 //
@@ -35,8 +38,15 @@
 //   - each site's journal holds each of its done transactions as one
 //     deposit, under the transaction's id (none: lost; two: doubled),
 //     and no deposit of the central bank's that no transaction explains;
+//   - each site's journal holds each acknowledged charge once, under its
+//     request id, and no other charge of its scheduler's; no lien is left
+//     active;
 //   - credits are conserved: each site's account holds exactly the sum
-//     of the deposits acknowledged for it;
+//     of the deposits acknowledged for it less the charges acknowledged
+//     there;
+//   - `ingot peer reconcile` on both banks of each link finds no
+//     difference, and `ingot peer statement` at both ends says the sum
+//     of the deposits acknowledged, with nothing pending or refused;
 //   - no transaction is pending;
 //   - every bank's `ingot audit --full` passes, on the bank itself once
 //     its server has stopped.

@@ -52,12 +52,18 @@ func pause(d time.Duration, stop <-chan struct{}) bool {
 	}
 }
 
-// linkFaults gives a random link a random fault in a random direction,
+// linkFaults gives a random busy link a random fault in a random direction,
 // at random points, for up to three seconds each (a black hole beyond
 // the outbox's 10 s timeout one time in four), until stop.
 func (r *run) linkFaults(rng *rand.Rand, stop <-chan struct{}) {
+	var busy []*link
+	for _, l := range r.links {
+		if l.busy {
+			busy = append(busy, l)
+		}
+	}
 	for pause(time.Duration(rng.Int64N(int64(1500*time.Millisecond))), stop) {
-		l := r.links[rng.IntN(len(r.links))]
+		l := busy[rng.IntN(len(busy))]
 		d := faultproxy.Direction(rng.IntN(2))
 		f := faultproxy.Faults[rng.IntN(len(faultproxy.Faults))]
 		delay := time.Duration(0)

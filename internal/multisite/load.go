@@ -12,7 +12,8 @@ import (
 
 	"github.com/ingot-hpc/ingot/ledger"
 	"github.com/ingot-hpc/ingot/proto/api"
-	"github.com/ingot-hpc/ingot/proto/auth"
+	"github.com/ingot-hpc/ingot/proto/client"
+	"github.com/ingot-hpc/ingot/proto/peer"
 )
 
 // deposit is a deposit at a site that the central bank acknowledged:
@@ -31,9 +32,9 @@ const maxOps = 100_000
 // again, before the run fails: longer than any fault lasts.
 const maxUnacked = 2 * time.Minute
 
-// load runs the depositors and the fault loops for the configured time,
-// and returns once every depositor has had its last deposit acknowledged
-// and the faults have stopped.
+// load runs the depositors, the sites' jobs and the fault loops for the
+// configured time, and returns once the faults have stopped and every
+// depositor and site has had its last change acknowledged.
 func (r *run) load() {
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
@@ -45,6 +46,10 @@ func (r *run) load() {
 	faultStop := make(chan struct{})
 	faults.Go(func() { r.linkFaults(rand.New(rand.NewPCG(r.cfg.Seed, 1000)), faultStop) })
 	faults.Go(func() { r.kills(rand.New(rand.NewPCG(r.cfg.Seed, 1001)), faultStop) })
+	for i, site := range []string{siteA, siteB} {
+		rng := rand.New(rand.NewPCG(r.cfg.Seed, 2000+uint64(i)))
+		wg.Go(func() { r.runJobs(site, rng, stop) })
+	}
 	time.Sleep(r.cfg.Duration)
 	close(faultStop)
 	faults.Wait()
@@ -62,18 +67,17 @@ func (r *run) depositor(n int, rng *rand.Rand, stop <-chan struct{}) {
 			return
 		default:
 		}
-		d := deposit{requestID: auth.NewRequestID(), site: sites[rng.IntN(len(sites))],
+		d := deposit{requestID: client.NewRequestID(), site: sites[rng.IntN(len(sites))],
 			amount: decimal.New(1+rng.Int64N(100_000), -2)}
 		spec := ledger.DepositSpec{Account: account, Amount: d.amount, Description: fmt.Sprintf("grant %d.%d", n, i)}
-		tx, err := r.untilAcked(func(ctx context.Context) (string, error) {
-			t, err := r.banks[central].admin.PeerDeposit(ctx, d.requestID, d.site, spec)
-			return t.ID, err
+		tx, err := untilAcked(func(ctx context.Context) (peer.Transaction, error) {
+			return r.banks[central].admin.PeerDeposit(ctx, d.requestID, d.site, spec)
 		})
 		if err != nil {
 			r.t.Errorf("deposit %s at %s (request %s): %v", d.amount, d.site, d.requestID, err)
 			return
 		}
-		d.tx = tx
+		d.tx = tx.ID
 		r.mu.Lock()
 		r.acked = append(r.acked, d)
 		r.mu.Unlock()
@@ -86,7 +90,7 @@ func (r *run) depositor(n int, rng *rand.Rand, stop <-chan struct{}) {
 // retries do: a change that got no answer, or an answer that the faults
 // explain (the bank busy, starting again), is sent again under the same
 // request id. Any other refusal is returned.
-func (r *run) untilAcked(send func(context.Context) (string, error)) (string, error) {
+func untilAcked[T any](send func(context.Context) (T, error)) (T, error) {
 	deadline := time.Now().Add(maxUnacked)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
@@ -96,10 +100,10 @@ func (r *run) untilAcked(send func(context.Context) (string, error)) (string, er
 			return v, nil
 		}
 		if e, ok := errors.AsType[*api.Error](err); ok && !retried(e.Code) {
-			return "", err
+			return v, err
 		}
 		if time.Now().After(deadline) {
-			return "", fmt.Errorf("unacknowledged for %s: %w", maxUnacked, err)
+			return v, fmt.Errorf("unacknowledged for %s: %w", maxUnacked, err)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

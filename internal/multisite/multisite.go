@@ -8,13 +8,13 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/ingot-hpc/ingot/internal/faultproxy"
 	"github.com/ingot-hpc/ingot/internal/ingotproc"
 	"github.com/ingot-hpc/ingot/internal/pgtest"
-	"github.com/ingot-hpc/ingot/proto/auth"
 	"github.com/ingot-hpc/ingot/proto/client"
 )
 
@@ -73,6 +73,7 @@ type bank struct {
 	srv       *ingotproc.Server
 	admin     *client.Client
 	adminKey  string
+	schedKey  string // a site's scheduler client's key file
 }
 
 // link is the way one bank calls another: through a proxy of its own,
@@ -80,6 +81,11 @@ type bank struct {
 type link struct {
 	from, to string
 	proxy    *faultproxy.Proxy
+	// busy says the link carries transactions while the load runs, so
+	// that its faults strike: the sites' links to the central bank carry
+	// only reconcile's questions, asked once all is healed (their daily
+	// usage reports are due only once a UTC day has ended).
+	busy bool
 }
 
 func (l *link) String() string { return l.from + "→" + l.to }
@@ -93,9 +99,11 @@ type run struct {
 	links []*link
 	began time.Time // when the load began
 
-	faults faultCount
-	mu     sync.Mutex
-	acked  []deposit // the deposits the central bank acknowledged
+	faults       faultCount
+	liensRefused atomic.Int64 // jobs a site refused for want of credits
+	mu           sync.Mutex
+	acked        []deposit // the deposits the central bank acknowledged
+	charges      []charged // the jobs' final charges the sites acknowledged
 }
 
 // Report is what a run did and found.
@@ -104,7 +112,10 @@ type Report struct {
 	Load       time.Duration
 	Operations int
 	PerSite    map[string]int
-	Faults     map[string]int
+	// Charges are the jobs' final charges the sites acknowledged;
+	// LiensRefused, the jobs a site refused for want of credits.
+	Charges, LiensRefused int
+	Faults                map[string]int
 	// Struck is how many times a link's fault acted on a connection (a
 	// connection closed or reset, bytes delayed or held).
 	Struck  int
@@ -138,6 +149,7 @@ func Run(tb testing.TB, cfg Config) *Report {
 	rep.Drain = r.heal()
 	r.check(rep)
 	rep.Faults = r.faults.snapshot()
+	rep.LiensRefused = int(r.liensRefused.Load())
 	for _, l := range r.links {
 		_, struck := l.proxy.Stats()
 		rep.Struck += struck
@@ -185,8 +197,9 @@ func (r *run) setUp() {
 	// The links that carry transactions: the central bank's to each site.
 	for _, site := range []string{siteA, siteB} {
 		r.banks[site].cli.Must(t, "account", "create", account)
-		r.addLink(central, site)
-		r.addLink(site, central)
+		r.banks[site].schedKey = r.setUpJobs(r.banks[site], keys)
+		r.addLink(central, site, true)
+		r.addLink(site, central, false)
 		r.agree(keys, central, site, account)
 	}
 	for _, b := range r.banks {
@@ -196,11 +209,7 @@ func (r *run) setUp() {
 				b.srv.Kill(t)
 			}
 		})
-		key, err := auth.ReadSecretFile(b.adminKey)
-		if err != nil {
-			t.Fatal(err)
-		}
-		k, err := auth.ParseKeyFile(key)
+		k, err := readKey(b.adminKey)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -213,13 +222,13 @@ func (r *run) setUp() {
 }
 
 // addLink puts a proxy in front of to's server for from's calls.
-func (r *run) addLink(from, to string) {
+func (r *run) addLink(from, to string, busy bool) {
 	p, err := faultproxy.New(r.banks[to].srv.Addr)
 	if err != nil {
 		r.t.Fatal(err)
 	}
 	r.t.Cleanup(func() { p.Close() })
-	r.links = append(r.links, &link{from: from, to: to, proxy: p})
+	r.links = append(r.links, &link{from: from, to: to, proxy: p, busy: busy})
 }
 
 // url is the URL from's peer record gives to: its proxy's.
@@ -261,7 +270,8 @@ func (r *run) report(rep *Report) {
 		total += n
 	}
 	p("multisite e2e (%s), seed %d: %s of load and faults", engines, r.cfg.Seed, rep.Load.Round(time.Second))
-	p("  operations:      %d deposits at the sites acknowledged (sitea %d, siteb %d)", rep.Operations, rep.PerSite[siteA], rep.PerSite[siteB])
+	p("  operations:      %d deposits at the sites acknowledged (sitea %d, siteb %d); %d jobs' liens and charges at the sites (%d liens refused for want of credits)",
+		rep.Operations, rep.PerSite[siteA], rep.PerSite[siteB], rep.Charges, rep.LiensRefused)
 	p("  faults injected: %d: %s; the links' faults struck %d times", total, formatCounts(rep.Faults), rep.Struck)
 	p("  lost:            %d", rep.Lost)
 	p("  doubled:         %d", rep.Doubled)

@@ -1,0 +1,163 @@
+package multisite
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"path/filepath"
+	"time"
+
+	"github.com/shopspring/decimal"
+
+	"github.com/ingot-hpc/ingot/charge"
+	"github.com/ingot-hpc/ingot/ledger"
+	"github.com/ingot-hpc/ingot/lien"
+	"github.com/ingot-hpc/ingot/proto/api"
+	"github.com/ingot-hpc/ingot/proto/auth"
+	"github.com/ingot-hpc/ingot/proto/client"
+)
+
+// At each site, jobs run on machine on the account the central bank
+// grants, as user, through the site's scheduler client.
+const (
+	machine   = "hpc"
+	user      = "amy"
+	scheduler = "sched"
+)
+
+// charged is a job's final charge that a site acknowledged.
+type charged struct {
+	requestID string
+	site      string
+	amount    decimal.Decimal
+}
+
+// setUpJobs gives a site what its jobs need: a machine, a user of the
+// account, and a scheduler client; it returns the client's key file.
+func (r *run) setUpJobs(b *bank, keys string) string {
+	t := r.t
+	file := filepath.Join(keys, b.name+"-"+scheduler+".key")
+	b.cli.Must(t, "machine", "add", machine, "--cores", "64")
+	b.cli.Must(t, "user", "add", user, "--member", account, "--default-project", account)
+	b.cli.Must(t, "client", "add", scheduler, "--role", "scheduler", "--scope", machine, "--key-out", file, "--server-key", b.serverKey)
+	return file
+}
+
+// runJobs runs jobs at a site, one at a time, until stop: a lien, then
+// a final charge, each sent until the site acknowledges it. A lien the
+// site refuses for want of credits (the grants not there yet) is a job
+// not run.
+func (r *run) runJobs(site string, rng *rand.Rand, stop <-chan struct{}) {
+	b := r.banks[site]
+	key, err := readKey(b.schedKey)
+	if err != nil {
+		r.t.Error(err)
+		return
+	}
+	c, err := client.New(b.srv.URL, key, client.WithHTTPClient(&http.Client{Timeout: 15 * time.Second}), client.WithRetries(1, 0))
+	if err != nil {
+		r.t.Error(err)
+		return
+	}
+	for i := range maxOps {
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		procs, used := 1+rng.Int64N(4), 1+rng.Int64N(120)
+		job := lien.Job{Machine: machine, ID: fmt.Sprintf("%s-%d", site, i)}
+		place := api.LienRequest{Job: job, User: user,
+			Request: charge.Request{Resources: charge.Resources{Processors: procs}, WallclockLimitSeconds: 120}}
+		lienID := client.NewRequestID()
+		_, err := untilAcked(func(ctx context.Context) (lien.LienResult, error) {
+			return c.PlaceLien(ctx, lienID, place)
+		})
+		if e, ok := errors.AsType[*api.Error](err); ok && e.Code == api.CodeInsufficientFunds {
+			r.liensRefused.Add(1)
+			time.Sleep(50 * time.Millisecond)
+			continue
+		}
+		if err != nil {
+			r.t.Errorf("%s: lien of job %s (request %s): %v", site, job.ID, lienID, err)
+			return
+		}
+		final := api.ChargeRequest{Job: job, Usage: charge.Usage{Resources: charge.Resources{Processors: procs},
+			WallclockSeconds: used, WallclockLimitSeconds: 120, State: charge.Completed}}
+		ch := charged{requestID: client.NewRequestID(), site: site}
+		res, err := untilAcked(func(ctx context.Context) (lien.ChargeResult, error) {
+			return c.Charge(ctx, ch.requestID, final)
+		})
+		if err != nil {
+			r.t.Errorf("%s: charge of job %s (request %s): %v", site, job.ID, ch.requestID, err)
+			return
+		}
+		ch.amount = res.Charge.Amount
+		r.mu.Lock()
+		r.charges = append(r.charges, ch)
+		r.mu.Unlock()
+		time.Sleep(10*time.Millisecond + time.Duration(rng.Int64N(int64(40*time.Millisecond))))
+	}
+}
+
+// checkCharges checks a site's charges: each acknowledged one in the
+// journal once, under its request id, and no other charge of the
+// scheduler's; no lien left active. It returns what they took.
+func (r *run) checkCharges(rep *Report, site string) decimal.Decimal {
+	t := r.t
+	ctx := context.Background()
+	b := r.banks[site]
+	entries, err := b.admin.Journal(ctx, ledger.JournalFilter{Node: account, Kinds: []ledger.Kind{ledger.KindCharge}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	applied := map[string]int{}
+	for _, e := range entries {
+		if e.Actor == "client:"+scheduler {
+			applied[e.RequestID]++
+		}
+	}
+	total := decimal.Zero
+	acked := map[string]bool{}
+	for _, ch := range r.charges {
+		if ch.site != site {
+			continue
+		}
+		rep.Charges++
+		acked[ch.requestID] = true
+		total = total.Add(ch.amount)
+		switch n := applied[ch.requestID]; {
+		case n == 0:
+			rep.Lost++
+			t.Errorf("%s: charge %s acknowledged, not in the journal", site, ch.requestID)
+		case n > 1:
+			rep.Doubled += n - 1
+			t.Errorf("%s: charge %s applied %d times", site, ch.requestID, n)
+		}
+	}
+	for id, n := range applied {
+		if !acked[id] {
+			rep.Doubled += n
+			t.Errorf("%s: charge %s in the journal, acknowledged to no job", site, id)
+		}
+	}
+	liens, err := b.admin.Liens(ctx, account, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(liens) > 0 {
+		t.Errorf("%s: %d liens left active, the first of job %s", site, len(liens), liens[0].JobID)
+	}
+	return total
+}
+
+// readKey reads an API client's key file.
+func readKey(path string) (auth.Key, error) {
+	raw, err := auth.ReadSecretFile(path)
+	if err != nil {
+		return auth.Key{}, err
+	}
+	return auth.ParseKeyFile(raw)
+}
