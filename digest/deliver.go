@@ -26,6 +26,8 @@ type Mailer struct {
 	// Addr is the mail server, host:port.
 	Addr string
 	From string
+	// Hello is the name this host gives in EHLO ("": localhost).
+	Hello string
 	// Username and Password authenticate, when Username is set.
 	Username, Password string
 	// TLS is the STARTTLS configuration (nil: the host's roots, the
@@ -58,6 +60,11 @@ func (m *Mailer) Send(ctx context.Context, d Digest) error {
 		return fmt.Errorf("smtp %s: %w", m.Addr, err)
 	}
 	defer c.Close()
+	if m.Hello != "" {
+		if err := c.Hello(m.Hello); err != nil {
+			return fmt.Errorf("smtp %s: EHLO %s: %w", m.Addr, m.Hello, err)
+		}
+	}
 	if ok, _ := c.Extension("STARTTLS"); ok {
 		cfg := m.TLS
 		if cfg == nil {

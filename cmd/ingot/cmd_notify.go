@@ -151,12 +151,12 @@ func notifier(c *cli.Context, l *ledger.Ledger, log *slog.Logger) (*digest.Notif
 
 // mailer is the SMTP settings of c.
 func mailer(c *cli.Context, addr string) (*digest.Mailer, error) {
-	m := &digest.Mailer{Addr: addr, From: c.String("smtp-from"), Username: c.String("smtp-user"), Timeout: c.Duration("smtp-timeout")}
+	host, err := os.Hostname()
+	if err != nil {
+		return nil, fmt.Errorf("smtp: this host's name, for EHLO: %w", err)
+	}
+	m := &digest.Mailer{Addr: addr, From: c.String("smtp-from"), Hello: host, Username: c.String("smtp-user"), Timeout: c.Duration("smtp-timeout")}
 	if m.From == "" {
-		host, err := os.Hostname()
-		if err != nil {
-			return nil, fmt.Errorf("--smtp-from: this host's name: %w (give --smtp-from)", err)
-		}
 		m.From = "ingot@" + host
 	}
 	if path := c.String("smtp-password-file"); path != "" {

@@ -63,7 +63,7 @@ func waitLog(t *testing.T, p *serverProcess, what string) {
 
 // TestDigestsEndToEnd: ingot serve --notify-at mails each person the
 // digest of what they may read through a real mail server (Exim, over
-// STARTTLS) and posts a signed webhook, once; a restart sends nothing
+// STARTTLS, with AUTH PLAIN) and posts a signed webhook, once; a restart sends nothing
 // again; a mail server that never answers is retried and logged while the
 // bank answers, and what it did not take is sent at the next run.
 func TestDigestsEndToEnd(t *testing.T) {
@@ -96,7 +96,12 @@ func TestDigestsEndToEnd(t *testing.T) {
 	if err := os.WriteFile(secret, hooks.secret, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	password := filepath.Join(t.TempDir(), "smtp.password")
+	if err := os.WriteFile(password, []byte(mailtest.Password+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	settings := []string{"--notify-at", "03:00", "--smtp-from", "bank@example.org", "--smtp-ca-file", mail.CAFile,
+		"--smtp-user", mailtest.User, "--smtp-password-file", password,
 		"--webhook-secret-file", secret, "--notify-admin", "ops@example.org"}
 
 	p := startServer(t, b.db, append(settings, "--smtp-server", mail.Addr)...)
@@ -104,8 +109,8 @@ func TestDigestsEndToEnd(t *testing.T) {
 	byTo := map[string]mailtest.Message{}
 	for _, m := range ms {
 		byTo[m.To] = m
-		if !strings.Contains(m.Header.Get("Received"), "esmtps") {
-			t.Errorf("the message to %s did not come over TLS: %s", m.To, m.Header.Get("Received"))
+		if host, _ := os.Hostname(); !strings.Contains(m.Header.Get("Received"), "esmtpsa ") || !strings.Contains(m.Header.Get("Received"), "helo="+host) {
+			t.Errorf("the message to %s did not come over TLS, authenticated: %s", m.To, m.Header.Get("Received"))
 		}
 	}
 	for to, want := range map[string]struct{ has, hasNot []string }{

@@ -25,6 +25,15 @@ import (
 	"time"
 )
 
+// User and Password are the credentials the server accepts with AUTH
+// PLAIN (over TLS only); a message sent with them is received with
+// protocol esmtpsa (utf8esmtpsa where the client asked for SMTPUTF8) in
+// its Received header, without them esmtps.
+const (
+	User     = "ingot"
+	Password = "a test's password"
+)
+
 // Server is a running Exim.
 type Server struct {
 	// Addr is where it listens for SMTP, 127.0.0.1:PORT.
@@ -131,8 +140,9 @@ func Start(t testing.TB) *Server {
 }
 
 // config is Exim's configuration: listen on port of 127.0.0.1 only, no
-// DNS, ident or verification, STARTTLS with the test's certificate, and
-// every recipient delivered to the maildir (as user owner, if set).
+// DNS, ident or verification, STARTTLS with the test's certificate, AUTH
+// PLAIN with User and Password once in TLS (optional), and every
+// recipient delivered to the maildir (as user owner, if set).
 func (s *Server) config(port int, owner string) string {
 	as := ""
 	if owner != "" {
@@ -150,6 +160,14 @@ tls_advertise_hosts = *
 tls_certificate = %[1]s/cert.pem
 tls_privatekey = %[1]s/key.pem
 acl_smtp_rcpt = accept
+begin authenticators
+plain:
+  driver = plaintext
+  public_name = PLAIN
+  server_prompts = :
+  server_condition = ${if and {{eq{$auth2}{%[4]s}}{eq{$auth3}{%[5]s}}}}
+  server_set_id = $auth2
+  server_advertise_condition = ${if def:tls_in_cipher}
 begin routers
 all:
   driver = accept
@@ -163,7 +181,7 @@ maildir:
   envelope_to_add
 %[3]sbegin retry
 * * F,1m,1m
-`, s.dir, port, as)
+`, s.dir, port, as, User, Password)
 }
 
 // Messages are the messages delivered so far, in no order.
