@@ -73,6 +73,9 @@ func notifyRun(c *cli.Context) error {
 	}
 	return withBank(c, func(b bank) error {
 		ds, err := b.Notify(c.Context, c.Bool("dry-run"))
+		if err != nil && len(ds) == 0 {
+			return err // nothing was run: no "no digest is due" before the reason
+		}
 		if ds == nil {
 			ds = []digest.Digest{}
 		}

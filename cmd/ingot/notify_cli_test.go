@@ -27,6 +27,16 @@ func TestUserContact(t *testing.T) {
 	b.ok("audit")
 }
 
+// TestNotifyWithoutChannel: a dry run with no channel set says why it
+// cannot run, and not also that no digest is due.
+func TestNotifyWithoutChannel(t *testing.T) {
+	b := newCLIBank(t)
+	b.refused(t, exitUsage, "--smtp-server", "notify", "--dry-run")
+	if out, _ := b.run("notify", "--dry-run"); strings.Contains(out, "no digest is due") {
+		t.Errorf("a dry run that could not run says no digest is due:\n%s", out)
+	}
+}
+
 // TestNotifyReadsServeConfig: ingot notify --config reads the digests'
 // settings from serve's file, leaving serve's other keys alone, and
 // refuses a key that is no one's; --dry-run prints the digests and
