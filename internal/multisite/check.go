@@ -11,15 +11,18 @@ import (
 	"github.com/ingot-hpc/ingot/proto/peer"
 )
 
-// maxDrain bounds the wait for the outbox to drain once everything is
-// healed: beyond the outbox's longest pause before it tries a peer again
-// (a minute).
-const maxDrain = 3 * time.Minute
+// A drain fails if the central bank's pending transactions stop going
+// down for maxStall: an outbox that is stuck, not one that is slow. Its
+// whole is bounded by maxDrain.
+const (
+	maxStall = 2 * time.Minute
+	maxDrain = 30 * time.Minute
+)
 
 // heal removes every link's fault, starts any bank that is not running,
-// and waits until the central bank has no transaction pending; it returns
-// how long that took.
-func (r *run) heal() time.Duration {
+// and waits until the central bank has no transaction pending; it notes
+// how many were pending then and how long the drain took.
+func (r *run) heal(rep *Report) {
 	t := r.t
 	for _, l := range r.links {
 		if err := l.proxy.Heal(); err != nil {
@@ -31,7 +34,7 @@ func (r *run) heal() time.Duration {
 			b.srv.MustStart(t)
 		}
 	}
-	start := time.Now()
+	start, progress, least := time.Now(), time.Now(), -1
 	for {
 		pending, err := untilAcked(func(ctx context.Context) ([]peer.Transaction, error) {
 			return r.banks[central].admin.PeerTransactions(ctx, true)
@@ -39,12 +42,20 @@ func (r *run) heal() time.Duration {
 		if err != nil {
 			t.Fatalf("multisite: the central bank's pending transactions: %v", err)
 		}
-		if len(pending) == 0 {
-			return time.Since(start)
+		if least < 0 {
+			rep.PendingHealed = len(pending)
 		}
-		if time.Since(start) > maxDrain {
-			t.Fatalf("multisite: %d transactions still pending %s after healing, the first %s to %s\n%s",
-				len(pending), maxDrain, pending[0].ID, pending[0].Peer, r.banks[central].srv.LogTail())
+		if len(pending) == 0 {
+			rep.Drain = time.Since(start)
+			return
+		}
+		if least < 0 || len(pending) < least {
+			least, progress = len(pending), time.Now()
+		}
+		if time.Since(progress) > maxStall || time.Since(start) > maxDrain {
+			t.Fatalf("multisite: %d transactions still pending %s after healing (%d then), none sent for %s; the first %s to %s\n%s",
+				len(pending), time.Since(start).Round(time.Second), rep.PendingHealed, time.Since(progress).Round(time.Second),
+				pending[0].ID, pending[0].Peer, r.banks[central].srv.LogTail())
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

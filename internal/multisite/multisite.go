@@ -28,7 +28,7 @@ type Config struct {
 	// Binary is the ingot to run; "" builds ./cmd/ingot.
 	Binary string
 	// Depositors is how many of the central bank's operators deposit at
-	// the sites at once (default 4).
+	// the sites at once (default 2).
 	Depositors int
 	// Seed seeds the choices of amounts, faults and when they strike.
 	Seed uint64
@@ -44,7 +44,7 @@ func (c *Config) defaults() {
 		c.Duration = 30 * time.Second
 	}
 	if c.Depositors == 0 {
-		c.Depositors = 4
+		c.Depositors = 2
 	}
 	if c.Seed == 0 {
 		c.Seed = uint64(time.Now().UnixNano())
@@ -121,7 +121,10 @@ type Report struct {
 	Struck  int
 	Lost    int
 	Doubled int
-	Drain   time.Duration
+	// PendingHealed is how many transactions the central bank had
+	// pending once everything was healed, Drain how long they took to go.
+	PendingHealed int
+	Drain         time.Duration
 	// Reconciled is how many `ingot peer reconcile` runs found no
 	// difference (both banks of each link), Agreed the transactions they
 	// matched; Statements, the sites whose `ingot peer statement` at both
@@ -146,7 +149,7 @@ func Run(tb testing.TB, cfg Config) *Report {
 	r.began = time.Now()
 	r.load()
 	rep.Load = time.Since(r.began)
-	rep.Drain = r.heal()
+	r.heal(rep)
 	r.check(rep)
 	rep.Faults = r.faults.snapshot()
 	rep.LiensRefused = int(r.liensRefused.Load())
@@ -275,7 +278,7 @@ func (r *run) report(rep *Report) {
 	p("  faults injected: %d: %s; the links' faults struck %d times", total, formatCounts(rep.Faults), rep.Struck)
 	p("  lost:            %d", rep.Lost)
 	p("  doubled:         %d", rep.Doubled)
-	p("  time to drain:   %s", rep.Drain.Round(time.Millisecond))
+	p("  time to drain:   %s (%d transactions pending once healed)", rep.Drain.Round(time.Millisecond), rep.PendingHealed)
 	p("  peer reconcile:  %d of 4 without a difference (%d transactions agree); peer statement: %d of 2 sites as acknowledged", rep.Reconciled, rep.Agreed, rep.Statements)
 	p("  audit --full:    %d of %d banks clean", rep.Audits, len(r.banks))
 }
