@@ -377,14 +377,28 @@ func checkOwnership(tx Tx, n Node) error {
 // owned or reserved in the account; it then holds at most its own quota,
 // and the account's split warns of it by name.
 func checkNonShared(w *Writer, n Node, precision int32) error {
-	if !n.Policy.NonShared.IsPositive() || n.Policy.QuotaKind == QuotaStatic {
+	if !n.Policy.nonSharedOnTree() {
 		return nil
 	}
 	st, err := w.account(n.Account())
 	if err != nil {
 		return err
 	}
-	s, err := loadShares(w.tx, st, n.Account(), w.now, nil, nil)
+	return nonSharedFits(w.tx, st, w.now, n, precision)
+}
+
+// nonSharedOnTree reports whether the policy's non_shared part is checked
+// against the tree: it is set, and the quota is not static (checkPolicy
+// checks it against a static one).
+func (p Policy) nonSharedOnTree() bool { return p.NonShared.IsPositive() && p.QuotaKind != QuotaStatic }
+
+// nonSharedFits is checkNonShared's check on the account's state st at
+// time now (Shares' dry run makes it too, outside a change).
+func nonSharedFits(tx Tx, st *accountState, now time.Time, n Node, precision int32) error {
+	if !n.Policy.nonSharedOnTree() {
+		return nil
+	}
+	s, err := loadShares(tx, st, n.Account(), now, nil, nil)
 	if err != nil {
 		return err
 	}

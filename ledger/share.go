@@ -315,8 +315,12 @@ func (l *Ledger) Available(ctx context.Context, project string) (decimal.Decimal
 	return a, err
 }
 
-// Shares reports an account's HFS split now.
-func (l *Ledger) Shares(ctx context.Context, account string) (AccountShares, error) {
+// Shares reports an account's HFS split now, or with the quotas proposed
+// in with: a dry run of the split, which changes and journals nothing, so
+// that a manager sees what a new quota does before setting it. Each
+// proposal is checked as ModifyNode checks a quota set alone, and refused
+// in its words.
+func (l *Ledger) Shares(ctx context.Context, account string, with ...QuotaChange) (AccountShares, error) {
 	var out AccountShares
 	err := l.store.View(ctx, func(tx Tx) error {
 		now := l.Now()
@@ -324,7 +328,11 @@ func (l *Ledger) Shares(ctx context.Context, account string) (AccountShares, err
 		if err != nil {
 			return err
 		}
-		s, err := loadShares(tx, st, account, now, nil, nil)
+		nodes, err := proposedTree(tx, st, account, now, with, l.settings.Precision)
+		if err != nil {
+			return err
+		}
+		s, err := loadShares(tx, st, account, now, nil, nodes)
 		if err != nil {
 			return err
 		}
@@ -370,6 +378,38 @@ func (l *Ledger) Shares(ctx context.Context, account string) (AccountShares, err
 		return nil
 	})
 	return out, err
+}
+
+// proposedTree is the account's nodes with the quotas proposed set (nil
+// for none proposed: loadShares reads them).
+func proposedTree(tx Tx, st *accountState, account string, now time.Time, with []QuotaChange, precision int32) ([]Node, error) {
+	if len(with) == 0 {
+		return nil, nil
+	}
+	nodes, err := tx.Subtree(account)
+	if err != nil {
+		return nil, err
+	}
+	nodes = slices.Clone(nodes) // the store's may be shared
+	for _, c := range with {
+		i := slices.IndexFunc(nodes, func(n Node) bool { return n.Name == c.Node })
+		if i < 0 {
+			return nil, fmt.Errorf("%w: no node named %s in %s's tree", ErrNotFound, Excerpt(c.Node), account)
+		}
+		n := nodes[i]
+		n.Policy.QuotaKind, n.Policy.Quota = c.Kind, c.Quota
+		if err := checkPolicy(n.Name, n.Policy); err != nil {
+			return nil, err
+		}
+		if err := checkOwnership(tx, n); err != nil {
+			return nil, err
+		}
+		if err := nonSharedFits(tx, st, now, n, precision); err != nil {
+			return nil, err
+		}
+		nodes[i] = n
+	}
+	return nodes, nil
 }
 
 // Groups reports whether a project of the account has sub-projects: then

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"math/big"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -154,4 +156,72 @@ func TestFairShare(t *testing.T) {
 	if _, err := s.FairShare(context.Background(), "phys.lab1", 0, 0); !errors.Is(err, ledger.ErrNotFound) {
 		t.Errorf("fair share of a project: %v", err)
 	}
+}
+
+// TestSharesWithProposedQuota: the split with a proposed quota (the web
+// page's preview, `ingot hfs show --with`) changes and journals nothing,
+// is the split that setting the quota then gives, and a quota ModifyNode
+// refuses is refused in its words.
+func TestSharesWithProposedQuota(t *testing.T) {
+	s := physicsSite(t)
+	ctx := context.Background()
+	if _, err := s.placeOn("phys.lab1", "a", 2000); err != nil {
+		t.Fatal(err)
+	}
+	before, err := s.Shares(ctx, "phys")
+	if err != nil {
+		t.Fatal(err)
+	}
+	journal := s.JournalLen()
+	change, err := ledger.ParseQuotaChange("phys.lab1=dynamic:0.8")
+	if err != nil {
+		t.Fatal(err)
+	}
+	preview, err := s.Shares(ctx, "phys", change)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.JournalLen() != journal {
+		t.Fatal("the preview wrote to the journal")
+	}
+	if now, err := s.Shares(ctx, "phys"); err != nil || !sameSplit(now, before) {
+		t.Fatalf("the preview changed the split: %+v, %v", now, err)
+	}
+	wantAmount(t, "lab1's quota in the preview", preview.Nodes[1].Quota, "6153.85") // 0.8 of 0.8 + 0.5
+	wantAmount(t, "lab2's quota in the preview", preview.Nodes[2].Quota, "3846.15")
+	policy := before.Nodes[1].Policy
+	policy.QuotaKind, policy.Quota = change.Kind, change.Quota
+	if _, err := s.ModifyNode(ctx, s.Req(), "phys.lab1", ledger.NodeChange{Policy: &policy}); err != nil {
+		t.Fatal(err)
+	}
+	after, err := s.Shares(ctx, "phys")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sameSplit(preview, after) {
+		t.Errorf("the preview\n%+v\nis not the split after the change\n%+v", preview, after)
+	}
+
+	for _, text := range []string{"phys.lab1=dynamic:1.5", "phys.lab1=weight:2", "phys=static:5"} {
+		bad, err := ledger.ParseQuotaChange(text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, previewErr := s.Shares(ctx, "phys", bad)
+		p := after.Nodes[slices.IndexFunc(after.Nodes, func(n ledger.NodeShare) bool { return n.Name == bad.Node })].Policy
+		p.QuotaKind, p.Quota = bad.Kind, bad.Quota
+		_, modifyErr := s.ModifyNode(ctx, s.Req(), bad.Node, ledger.NodeChange{Policy: &p})
+		if previewErr == nil || modifyErr == nil || previewErr.Error() != modifyErr.Error() {
+			t.Errorf("%s: the preview says %v, the change %v", text, previewErr, modifyErr)
+		}
+	}
+	if _, err := s.Shares(ctx, "phys", ledger.QuotaChange{Node: "chem.lab1", Kind: ledger.QuotaShares, Quota: dec("1")}); !errors.Is(err, ledger.ErrNotFound) {
+		t.Errorf("a quota proposed outside the account's tree: %v", err)
+	}
+}
+
+// sameSplit compares two splits but for their times.
+func sameSplit(a, b ledger.AccountShares) bool {
+	a.At, b.At = time.Time{}, time.Time{}
+	return reflect.DeepEqual(a, b)
 }

@@ -40,7 +40,9 @@ func hfsCommands() []*cli.Command {
 					Name:      "show",
 					Usage:     "an account's tree now: each node's policy, quota, allocation, usage, liens and what a new lien may take",
 					ArgsUsage: "ACCOUNT",
-					Action:    hfsShow,
+					Flags: []cli.Flag{&cli.StringSliceFlag{Name: "with",
+						Usage: "show the split as it would be with the project's quota `NODE=QUOTA` (chem.lab1=dynamic:0.6; QUOTA as --quota takes it), changing nothing; repeatable"}},
+					Action: hfsShow,
 				},
 			},
 		},
@@ -96,10 +98,21 @@ func hfsShow(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	var with []ledger.QuotaChange
+	for _, w := range c.StringSlice("with") {
+		q, err := ledger.ParseQuotaChange(w)
+		if err != nil {
+			return fmt.Errorf("--with: %w", err)
+		}
+		with = append(with, q)
+	}
 	return withBank(c, func(b bank) error {
-		s, err := b.Shares(c.Context, a[0])
+		s, err := b.Shares(c.Context, a[0], with...)
 		if err != nil {
 			return err
+		}
+		if len(with) > 0 && f == formatTable {
+			fmt.Fprintf(c.App.Writer, "as it would be with %s (nothing is changed)\n", strings.Join(ledger.QuotaTexts(with), ", "))
 		}
 		if f == formatJSON {
 			return writeJSON(c.App.Writer, s)

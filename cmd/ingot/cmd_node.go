@@ -364,19 +364,9 @@ func parseNumber(flag, s string) (decimal.Decimal, error) {
 // applyPolicyFlags sets the policy fields whose flags were given.
 func applyPolicyFlags(c *cli.Context, p *ledger.Policy) error {
 	if c.IsSet("quota") {
-		q := c.String("quota")
-		if q == none {
-			p.QuotaKind, p.Quota = ledger.QuotaNone, decimal.Zero
-		} else {
-			kind, value, ok := strings.Cut(q, ":")
-			if !ok {
-				return usageError{fmt.Sprintf("--quota %s: want static:CREDITS, dynamic:FRACTION, shares:WEIGHT or none", ledger.Excerpt(q))}
-			}
-			v, err := parseNumber("quota", value)
-			if err != nil {
-				return err
-			}
-			p.QuotaKind, p.Quota = ledger.QuotaKind(kind), v
+		var err error
+		if p.QuotaKind, p.Quota, err = ledger.ParseQuota("--quota", c.String("quota")); err != nil {
+			return err
 		}
 	}
 	if c.IsSet("accept-surplus") {

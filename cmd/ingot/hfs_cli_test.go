@@ -5,9 +5,11 @@ import (
 	"math/big"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/shopspring/decimal"
 
@@ -439,6 +441,9 @@ func TestHFSRefusals(t *testing.T) {
 		{"fairshare of a project", []string{"fairshare", "phys.lab1"}, exitNotFound, `"phys.lab1" is not an account`},
 		{"negative compensation", []string{"fairshare", "phys", "--compensation", "-1"}, exitUsage, "must not be negative"},
 		{"bad half-life", []string{"fairshare", "phys", "--half-life", "7d"}, exitUsage, "half-life"},
+		{"hfs show with a quota refused", []string{"hfs", "show", "chem", "--with", "chem.b=dynamic:1.5"}, exitUsage, "policy of chem.b: dynamic quota 1.5 is not a fraction between 0 and 1"},
+		{"hfs show with a malformed change", []string{"hfs", "show", "chem", "--with", "chem.b"}, exitUsage, "want NODE=QUOTA"},
+		{"hfs show with a node of another account", []string{"hfs", "show", "chem", "--with", "phys.lab1=none"}, exitNotFound, `no node named "phys.lab1" in chem's tree`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b.refused(t, tc.code, tc.says, tc.args...)
@@ -509,5 +514,30 @@ func TestHFSShowRollUp(t *testing.T) {
 	}
 	if !strings.Contains(out, "|SubtreeQuota|SubtreeUsed|SubtreeReserved\n") {
 		t.Errorf("hfs show's headers:\n%s", out)
+	}
+}
+
+// TestHFSShowWith: `hfs show --with` is the split that setting the quota
+// then gives (`hfs show` after `project policy --quota`), and writes
+// nothing.
+func TestHFSShowWith(t *testing.T) {
+	b := newHFSSite(t)
+	before := b.entries()
+	var preview ledger.AccountShares
+	b.json(&preview, "hfs", "show", "phys", "--with", "phys.lab1=dynamic:0.8", "--with", "phys.lab2=shares:3")
+	if out := b.ok("hfs", "show", "phys", "--with", "phys.lab1=dynamic:0.8", "--with", "phys.lab2=shares:3"); !strings.Contains(out,
+		"as it would be with phys.lab1=dynamic:0.8, phys.lab2=shares:3 (nothing is changed)") {
+		t.Errorf("hfs show --with:\n%s", out)
+	}
+	if b.entries() != before {
+		t.Fatal("hfs show --with wrote to the journal")
+	}
+	b.ok("project", "policy", "phys.lab1", "--quota", "dynamic:0.8")
+	b.ok("project", "policy", "phys.lab2", "--quota", "shares:3")
+	var after ledger.AccountShares
+	b.json(&after, "hfs", "show", "phys")
+	preview.At, after.At = time.Time{}, time.Time{}
+	if !reflect.DeepEqual(preview, after) {
+		t.Errorf("hfs show --with\n%+v\nis not hfs show after the change\n%+v", preview, after)
 	}
 }

@@ -163,8 +163,8 @@ func (r remoteBank) BalanceAt(ctx context.Context, node string, at time.Time) (l
 	return r.client.BalanceAt(ctx, node, at)
 }
 
-func (r remoteBank) Shares(ctx context.Context, account string) (ledger.AccountShares, error) {
-	return r.client.Shares(ctx, account)
+func (r remoteBank) Shares(ctx context.Context, account string, with ...ledger.QuotaChange) (ledger.AccountShares, error) {
+	return r.client.Shares(ctx, account, with...)
 }
 
 func (r remoteBank) Preempt(ctx context.Context, project, machine string, amount decimal.Decimal) (ledger.Preemption, error) {

@@ -67,7 +67,7 @@ type bankService interface {
 
 	Balances(ctx context.Context, at time.Time) ([]ledger.NodeBalance, error)
 	BalanceAt(ctx context.Context, node string, at time.Time) (ledger.NodeBalance, error)
-	Shares(ctx context.Context, account string) (ledger.AccountShares, error)
+	Shares(ctx context.Context, account string, with ...ledger.QuotaChange) (ledger.AccountShares, error)
 	// Available is what a new lien on project may take now (its HFS share).
 	Available(ctx context.Context, project string) (decimal.Decimal, error)
 	// Preempt is what to preempt so that a lien of amount on project fits.

@@ -21,7 +21,7 @@
 //		GET    /v1/balances           BalancesQuery      BalancesResponse        all⁴
 //		GET    /v1/balance            BalanceQuery       ledger.NodeBalance      all¹²
 //		GET    /v1/available          AvailableQuery     AvailableResponse       all¹²
-//		GET    /v1/shares             AccountQuery       ledger.AccountShares    all¹²
+//		GET    /v1/shares             SharesQuery        ledger.AccountShares    all¹² (with: a dry run, changing nothing)
 //		GET    /v1/preempt            PreemptQuery       ledger.Preemption       all¹²⁸
 //		GET    /v1/fairshare          FairShareQuery     List of FairShareNode   all¹²
 //		GET    /v1/forecast           ForecastQuery      List of forecast.Forecast all¹² (a node), all⁴ (none: every node read)

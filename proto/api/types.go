@@ -283,9 +283,12 @@ type (
 		Amount  string `query:"amount,required"`
 		Machine string `query:"machine"`
 	}
-	// AccountQuery names an account (shares).
-	AccountQuery struct {
-		Account string `query:"account,required"`
+	// SharesQuery names an account; each with ("chem.lab1=dynamic:0.6",
+	// ledger.QuotaChange's text) proposes a quota, and the split is worked
+	// out as it would be with them, changing nothing.
+	SharesQuery struct {
+		Account string   `query:"account,required"`
+		With    []string `query:"with"`
 	}
 	// FairShareQuery: without half_life, usage does not decay.
 	FairShareQuery struct {

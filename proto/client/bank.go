@@ -62,9 +62,10 @@ func (c *Client) Preempt(ctx context.Context, project, machine string, amount de
 	return get[ledger.Preemption](ctx, c, api.PathPreempt, api.PreemptQuery{Project: project, Machine: machine, Amount: amount.String()})
 }
 
-// Shares is an account's HFS split now.
-func (c *Client) Shares(ctx context.Context, account string) (ledger.AccountShares, error) {
-	return get[ledger.AccountShares](ctx, c, api.PathShares, api.AccountQuery{Account: account})
+// Shares is an account's HFS split now, or as it would be with the
+// quotas proposed (a dry run: nothing changes).
+func (c *Client) Shares(ctx context.Context, account string, with ...ledger.QuotaChange) (ledger.AccountShares, error) {
+	return get[ledger.AccountShares](ctx, c, api.PathShares, api.SharesQuery{Account: account, With: ledger.QuotaTexts(with)})
 }
 
 // FairShare is an account's share tree now.

@@ -63,11 +63,18 @@ func (s *Server) available(c *call, q api.AvailableQuery) (api.AvailableResponse
 	return api.AvailableResponse{Project: q.Project, Available: amount}, err
 }
 
-func (s *Server) shares(c *call, q api.AccountQuery) (ledger.AccountShares, error) {
+func (s *Server) shares(c *call, q api.SharesQuery) (ledger.AccountShares, error) {
 	if err := s.requireReads(c.r.Context(), c.client, q.Account); err != nil {
 		return ledger.AccountShares{}, err
 	}
-	return s.ledger.Shares(c.r.Context(), q.Account)
+	with := make([]ledger.QuotaChange, len(q.With))
+	for i, w := range q.With {
+		var err error
+		if with[i], err = ledger.ParseQuotaChange(w); err != nil {
+			return ledger.AccountShares{}, err
+		}
+	}
+	return s.ledger.Shares(c.r.Context(), q.Account, with...)
 }
 
 // preempt answers what to preempt for a lien on a project the client

@@ -232,7 +232,7 @@ func (p *Pages) node(req *request) error {
 		c.By = by
 		data.Bys = append(data.Bys, choice{Label: "Per " + by, URL: nodeURL(c), Current: by == q.By})
 	}
-	shares, err := call[ledger.AccountShares](req, api.PathShares, api.AccountQuery{Account: data.Account})
+	shares, err := call[ledger.AccountShares](req, api.PathShares, api.SharesQuery{Account: data.Account})
 	switch {
 	case err == nil:
 		data.Tree = &shares
