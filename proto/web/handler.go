@@ -23,6 +23,7 @@ const (
 	pathStmtPage  = "/statement"
 	pathMembers   = "/members"
 	pathTransfer  = "/transfer"
+	pathPolicy    = "/policy"
 	pathUsage     = "/usage.csv"
 	pathSignIn    = "/signin"
 	pathSignOut   = "/signout"
@@ -83,6 +84,8 @@ func New(sessions *Sessions, log *slog.Logger) *Pages {
 		pathStmtPage:  {method: http.MethodGet, serve: p.statementPage},
 		pathMembers:   {method: http.MethodPost, serve: p.members},
 		pathTransfer:  {method: http.MethodPost, serve: p.transfer},
+		// GET previews a project's new quota, POST (its confirm) sets it.
+		pathPolicy: {serve: p.policy},
 		pathUsage:     {method: http.MethodGet, serve: p.usageCSV},
 		pathSignOut:   {method: http.MethodPost, serve: p.signOut},
 		pathStyle:     {method: http.MethodGet, public: true, serve: serveStyle},

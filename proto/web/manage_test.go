@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ingot-hpc/ingot/internal/report"
 	"github.com/ingot-hpc/ingot/ledger"
 )
 
@@ -127,4 +128,95 @@ func isMember(t *testing.T, s *site, user, node string) bool {
 	}
 	i := slices.IndexFunc(users, func(u ledger.User) bool { return u.Name == user })
 	return i >= 0 && slices.ContainsFunc(users[i].Memberships, func(m ledger.Membership) bool { return m.Node == node })
+}
+
+// TestQuotaForm: a manager previews a project's new quota, the split
+// before and after as `hfs show` and its dry run have them, nothing
+// changed; the confirm sets it, journaled with the manager as the actor,
+// and the split is then the preview's; a quota the API refuses is refused
+// with its words at the preview and at the confirm, and a user's session
+// is refused both, changing nothing.
+func TestQuotaForm(t *testing.T) {
+	s := newSite(t)
+	s.seed(3)
+	ctx := context.Background()
+	mgr := s.signedIn("chemmgr")
+	page := mgr.get("/node?name=chem.lab1")
+	if !strings.Contains(page.body, `id="quota-form"`) || !strings.Contains(page.body, `value="dynamic:0.6"`) {
+		t.Fatalf("the manager's chem.lab1 has no quota form with its quota:\n%s", page.body)
+	}
+	before := len(journal(t, s))
+	preview := mgr.get("/policy?" + url.Values{"node": {"chem.lab1"}, "quota": {"dynamic:0.9"}}.Encode())
+	if preview.status != http.StatusOK {
+		t.Fatalf("preview: %d\n%s", preview.status, preview.body)
+	}
+	now, err := s.Shares(ctx, "chem")
+	if err != nil {
+		t.Fatal(err)
+	}
+	with, err := s.Shares(ctx, "chem", ledger.QuotaChange{Node: "chem.lab1", Kind: ledger.QuotaDynamic, Quota: decimal.RequireFromString("0.9")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(journal(t, s)) != before {
+		t.Fatal("the preview wrote to the journal")
+	}
+	for i, n := range with.Nodes {
+		for field, want := range map[string]decimal.Decimal{"quota-before": now.Nodes[i].Quota, "quota": n.Quota, "allocated": n.Allocated,
+			"available": n.LienAvailable, "unused": n.Available} {
+			if got := cell(t, preview.body, n.Name, field); got != report.Grouped(want, 2) {
+				t.Errorf("preview of %s: %s %q, want %q", n.Name, field, got, report.Grouped(want, 2))
+			}
+		}
+	}
+	form := url.Values{"csrf": {hidden(t, preview.body, "csrf")}, "request": {requestOf(t, preview.body, "policy-form")}, "node": {"chem.lab1"}, "quota": {"dynamic:0.9"}}
+	for range 2 { // the second is a retry
+		if a := mgr.post("/policy", form); a.status != http.StatusSeeOther {
+			t.Fatalf("save: %d\n%s", a.status, a.body)
+		}
+	}
+	entries := journal(t, s)
+	if len(entries) != before+1 || entries[len(entries)-1].Kind != ledger.KindNodeModify || entries[len(entries)-1].Actor != "client:chemmgr" {
+		t.Errorf("saving: %d entries, the last %s by %s", len(entries)-before, entries[len(entries)-1].Kind, entries[len(entries)-1].Actor)
+	}
+	after, err := s.Shares(ctx, "chem")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, n := range after.Nodes {
+		if !n.Quota.Equal(with.Nodes[i].Quota) || !n.Allocated.Equal(with.Nodes[i].Allocated) || n.Policy.QuotaText() != with.Nodes[i].Policy.QuotaText() {
+			t.Errorf("%s after saving: %s %s %s; the preview had %s %s %s", n.Name, n.Policy.QuotaText(), n.Quota, n.Allocated,
+				with.Nodes[i].Policy.QuotaText(), with.Nodes[i].Quota, with.Nodes[i].Allocated)
+		}
+	}
+
+	// Refused: a quota the API refuses, a user's session.
+	before = len(journal(t, s))
+	if a := mgr.get("/policy?node=chem.lab1&quota=dynamic:1.5"); a.status != http.StatusBadRequest || !strings.Contains(a.body, "dynamic quota 1.5 is not a fraction between 0 and 1") {
+		t.Errorf("preview of dynamic:1.5: %d\n%s", a.status, a.body)
+	}
+	form.Set("quota", "dynamic:1.5")
+	form.Set("request", "0123456789abcdef0123456789abcdef")
+	if a := mgr.post("/policy", form); a.status != http.StatusBadRequest || !strings.Contains(a.body, "dynamic quota 1.5 is not a fraction between 0 and 1") {
+		t.Errorf("save of dynamic:1.5: %d\n%s", a.status, a.body)
+	}
+	amy := s.signedIn("amy")
+	home := amy.get("/node?name=chem.lab1")
+	if strings.Contains(home.body, `id="quota-form"`) {
+		t.Error("amy is shown the quota form")
+	}
+	if a := amy.get("/policy?node=chem.lab1&quota=dynamic:0.5"); a.status != http.StatusForbidden {
+		t.Errorf("amy's preview: %d\n%s", a.status, a.body)
+	}
+	userForm := url.Values{"csrf": {hidden(t, home.body, "csrf")}, "request": {"0123456789abcdef0123456789abcdee"}, "node": {"chem.lab1"}, "quota": {"dynamic:0.5"}}
+	if a := amy.post("/policy", userForm); a.status != http.StatusForbidden || !strings.Contains(a.body, "client amy (role user) may not POST /v1/nodes/modify") {
+		t.Errorf("amy's quota change: %d\n%s", a.status, a.body)
+	}
+	userForm.Set("csrf", strings.Repeat("A", 43))
+	if a := mgr.post("/policy", userForm); a.status != http.StatusForbidden {
+		t.Errorf("a quota change without the session's token: %d", a.status)
+	}
+	if got := len(journal(t, s)); got != before {
+		t.Errorf("refused quota forms wrote %d entries", got-before)
+	}
 }

@@ -151,6 +151,9 @@ type nodePage struct {
 	// each made with a request id of its own.
 	Manages                         bool
 	MembersRequest, TransferRequest string
+	// QuotaForm previews a project's new quota, where the session reads
+	// the account's split.
+	QuotaForm *quotaForm
 	// StatementFrom and StatementTo are the statement form's first and
 	// last days: this month so far.
 	StatementFrom, StatementTo string
@@ -255,6 +258,12 @@ func (p *Pages) node(req *request) error {
 		}
 	}
 	data.Manages, data.MembersRequest, data.TransferRequest = manages(pg.Client), newRequestID(), newRequestID()
+	if data.Manages && data.Tree != nil {
+		data.QuotaForm = &quotaForm{Projects: projectsOf(data.Tree)}
+		if data.Own != nil && data.Own.Share != nil {
+			data.QuotaForm.Node, data.QuotaForm.Quota = q.Name, data.Own.Share.Policy.QuotaText()
+		}
+	}
 	today := settings.Now.In(time.Local)
 	data.StatementFrom = lien.PeriodStart(today, "month", time.Local).Format(dateLayout)
 	data.StatementTo = today.Format(dateLayout)
