@@ -85,10 +85,10 @@ func New(sessions *Sessions, log *slog.Logger) *Pages {
 		pathMembers:   {method: http.MethodPost, serve: p.members},
 		pathTransfer:  {method: http.MethodPost, serve: p.transfer},
 		// GET previews a project's new quota, POST (its confirm) sets it.
-		pathPolicy: {serve: p.policy},
-		pathUsage:     {method: http.MethodGet, serve: p.usageCSV},
-		pathSignOut:   {method: http.MethodPost, serve: p.signOut},
-		pathStyle:     {method: http.MethodGet, public: true, serve: serveStyle},
+		pathPolicy:  {serve: p.policy},
+		pathUsage:   {method: http.MethodGet, serve: p.usageCSV},
+		pathSignOut: {method: http.MethodPost, serve: p.signOut},
+		pathStyle:   {method: http.MethodGet, public: true, serve: serveStyle},
 		// The sign-in path has two methods: GET shows the link's page,
 		// POST (its button) signs in.
 		pathSignIn: {public: true, serve: p.signIn},
