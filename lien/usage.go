@@ -60,10 +60,14 @@ var (
 // the start of the group's period (zero when not grouped by period); the
 // keys not grouped by are empty.
 type UsageRow struct {
-	Period   time.Time       `json:"period,omitzero"`
-	Project  string          `json:"project,omitempty"`
-	User     string          `json:"user,omitempty"`
-	Machine  string          `json:"machine,omitempty"`
+	Period  time.Time `json:"period,omitzero"`
+	Project string    `json:"project,omitempty"`
+	User    string    `json:"user,omitempty"`
+	Machine string    `json:"machine,omitempty"`
+	// Peer is the bank that reported the row: a site where allocations
+	// this bank granted were spent (package peer); empty for this bank's
+	// own charges.
+	Peer     string          `json:"peer,omitempty"`
 	Jobs     int             `json:"jobs"`
 	Charges  int             `json:"charges"`
 	Charged  decimal.Decimal `json:"charged"`

@@ -316,12 +316,12 @@ func showDifferences(c *cli.Context, rec peer.Reconciliation) error {
 			return err
 		}
 	}
-	fmt.Fprintf(c.App.Writer, "reconcile with %s: %d transactions agree, %d differ\n", rec.Peer, rec.Matched, len(rec.Differences))
+	fmt.Fprintf(c.App.Writer, "reconcile with %s: %d agree, %d differ\n", rec.Peer, rec.Matched, len(rec.Differences))
 	return nil
 }
 
 func showTransactions(c *cli.Context, list []peer.Transaction) error {
-	t := table{headers: []string{"Transaction", "Peer", "Op", "State", "Created", "Answered", "Answer"}, data: list}
+	t := table{headers: []string{"Transaction", "Peer", "Op", "State", "Created", "Answered", "Answer"}, data: orEmpty(list)}
 	for _, x := range list {
 		answered := "-"
 		if !x.Answered.IsZero() {

@@ -16,6 +16,7 @@ import (
 	"github.com/ingot-hpc/ingot/internal/warning"
 	"github.com/ingot-hpc/ingot/ledger"
 	"github.com/ingot-hpc/ingot/lien"
+	"github.com/ingot-hpc/ingot/proto/peer"
 )
 
 func reportCommands() []*cli.Command {
@@ -320,18 +321,36 @@ func statement(c *cli.Context) error {
 		if err != nil {
 			return err
 		}
+		// What peers reported spending of the grants into the account
+		// there: the days that begin in the period.
+		reports, err := b.PeerUsage(c.Context, lien.ChargeFilter{Node: a[0], Since: from, Until: to})
+		if err != nil {
+			return err
+		}
+		spent := peer.SpentOf(reports, a[0])
 		f, err := outputFormat(c)
 		if err != nil {
 			return err
 		}
 		if f == formatJSON {
-			return writeJSON(c.App.Writer, st)
+			return writeJSON(c.App.Writer, struct {
+				ledger.Statement
+				SpentAtPeers []peer.Spent `json:"spent_at_peers"`
+			}{st, spent})
 		}
 		p, err := b.precision()
 		if err != nil {
 			return err
 		}
-		return report.WriteStatement(c.App.Writer, f.text(), st, p, c.Bool("summarize"))
+		if err := report.WriteStatement(c.App.Writer, f.text(), st, p, c.Bool("summarize")); err != nil || len(spent) == 0 || f != formatTable {
+			return err
+		}
+		fmt.Fprintf(c.App.Writer, "\nSpent at peers (their daily reports of the allocations this bank granted into %s there)\n", a[0])
+		t := table{headers: []string{"Peer", "Days", "Charges", "Charged", "Refunded", "Net"}}
+		for _, s := range spent {
+			t.add(s.Peer, strconv.Itoa(s.Days), strconv.Itoa(s.Charges), amount(s.Charged, p), amount(s.Refunded, p), amount(s.Net, p))
+		}
+		return show(c, t)
 	})
 }
 
@@ -417,6 +436,12 @@ func usage(c *cli.Context) error {
 		if err != nil {
 			return err
 		}
+		// Then what peers reported spending of this bank's grants.
+		reports, err := b.PeerUsage(c.Context, f)
+		if err != nil {
+			return err
+		}
+		rows = append(rows, peer.UsageRows(reports, f, by, c.String("period"), time.Local)...)
 		p, err := b.precision()
 		if err != nil {
 			return err

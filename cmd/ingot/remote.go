@@ -286,6 +286,10 @@ func (r remoteBank) FindCharges(ctx context.Context, f lien.ChargeFilter) ([]led
 	return r.client.FindCharges(ctx, f)
 }
 
+func (r remoteBank) PeerUsage(ctx context.Context, f lien.ChargeFilter) ([]peer.ReceivedUsage, error) {
+	return r.client.UsagePeers(ctx, api.UsagePeersQuery{Node: f.Node, Since: f.Since, Until: f.Until})
+}
+
 func (r remoteBank) Refund(ctx context.Context, req ledger.Request, spec lien.RefundSpec) (ledger.Charge, error) {
 	return r.client.Refund(ctx, req.ID, spec)
 }

@@ -114,6 +114,12 @@ type bankService interface {
 	// FlushDryRun is what Flush would do now, changing nothing.
 	FlushDryRun(ctx context.Context, name string, running int64, end bool) (lien.FlushResult, error)
 
+	// PeerUsage are the usage reports peers sent of the allocations the
+	// bank granted them (their lines of accounts in f.Node, of the days
+	// that begin in [f.Since, f.Until)): through a server, the lines the
+	// client reads.
+	PeerUsage(ctx context.Context, f lien.ChargeFilter) ([]peer.ReceivedUsage, error)
+
 	// Registry is the bank's API clients; makesKeys lets a local bank make
 	// its server key if it has none.
 	Registry(makesKeys bool) (clientRegistry, error)
@@ -136,6 +142,11 @@ type peerRegistry interface {
 	Reconcile(ctx context.Context, name string, from, to time.Time) (peer.Reconciliation, error)
 	// Statement is what the bank and a peer did for each other in p.
 	Statement(ctx context.Context, name string, p peer.Period) (peer.Statement, error)
+}
+
+func (b localBank) PeerUsage(ctx context.Context, f lien.ChargeFilter) ([]peer.ReceivedUsage, error) {
+	reports, err := peer.Reported(ctx, b.Ledger, "", f.Since, f.Until)
+	return peer.Keep(reports, func(l peer.UsageLine) bool { return f.Node == "" || ledger.InSubtree(l.Account, f.Node) }), err
 }
 
 // localPeers is the peers of the bank on the file: it asks the peers

@@ -1,6 +1,8 @@
 package report
 
 import (
+	"cmp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -18,6 +20,12 @@ func UsageTable(rows []lien.UsageRow, by []string, byPeriod bool, p int32) Table
 	for _, k := range by {
 		t.Headers = append(t.Headers, strings.ToUpper(k[:1])+k[1:])
 	}
+	// Rows a peer reported (where grants of this bank were spent) say
+	// where; this bank's own are "here".
+	atPeers := slices.ContainsFunc(rows, func(r lien.UsageRow) bool { return r.Peer != "" })
+	if atPeers {
+		t.Headers = append(t.Headers, "At")
+	}
 	t.Headers = append(t.Headers, "Jobs", "Charges", "Charged", "Refunded", "Net")
 	for _, r := range rows {
 		var cells []string
@@ -26,6 +34,9 @@ func UsageTable(rows []lien.UsageRow, by []string, byPeriod bool, p int32) Table
 		}
 		for _, k := range by {
 			cells = append(cells, map[string]string{"project": r.Project, "user": r.User, "machine": r.Machine}[k])
+		}
+		if atPeers {
+			cells = append(cells, cmp.Or(r.Peer, "here"))
 		}
 		t.Add(append(cells, strconv.Itoa(r.Jobs), strconv.Itoa(r.Charges), Amount(r.Charged, p), Amount(r.Refunded, p), Amount(r.Net, p))...)
 	}

@@ -82,6 +82,7 @@ const (
 	PathExchangeDeposits = "/v1/exchange/deposits"
 	PathExchangeTxs      = "/v1/exchange/transactions"
 	PathExchangeUsage    = "/v1/exchange/usage"
+	PathUsagePeers       = "/v1/usage/peers"
 )
 
 // HeaderRequestID carries the request id of a change (see Retries).
@@ -252,6 +253,14 @@ type (
 		Peer string    `query:"peer,required"`
 		From time.Time `query:"from"`
 		To   time.Time `query:"to"`
+	}
+	// UsagePeersQuery selects the usage peers reported of the allocations
+	// this bank granted them: of the days that begin in [since, until), of
+	// the accounts in node's subtree.
+	UsagePeersQuery struct {
+		Node  string    `query:"node"`
+		Since time.Time `query:"since"`
+		Until time.Time `query:"until"`
 	}
 	// PeerStatementQuery is what this bank and a peer did for each other
 	// in a period (peer.ParsePeriod).

@@ -446,6 +446,12 @@ func (c *Client) PeerStatement(ctx context.Context, name, period string) (peer.S
 	return get[peer.Statement](ctx, c, api.PathPeerStatement, api.PeerStatementQuery{Peer: name, Period: period})
 }
 
+// UsagePeers are the usage reports peers sent of the allocations the
+// server's bank granted them: the lines the client reads.
+func (c *Client) UsagePeers(ctx context.Context, q api.UsagePeersQuery) ([]peer.ReceivedUsage, error) {
+	return items(get[api.List[peer.ReceivedUsage]](ctx, c, api.PathUsagePeers, q))
+}
+
 // PeerDeposit begins a deposit at a peer bank: a transaction the server's
 // outbox sends.
 func (c *Client) PeerDeposit(ctx context.Context, requestID, name string, spec ledger.DepositSpec) (peer.Transaction, error) {

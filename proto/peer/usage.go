@@ -13,6 +13,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/ingot-hpc/ingot/ledger"
+	"github.com/ingot-hpc/ingot/lien"
 )
 
 // Record kinds of usage reporting: at a site, the allocations peers
@@ -344,11 +345,12 @@ func checkGrant(tx ledger.Tx, peerName string, line UsageLine) error {
 	return nil
 }
 
-// ReportedUsage are the usage reports peers sent this bank for the days
-// that begin in [from, to) (zero bounds: open), of every peer or of one.
-func (r *Registry) ReportedUsage(ctx context.Context, peerName string, from, to time.Time) ([]ReceivedUsage, error) {
+// Reported are the usage reports peers sent this bank for the days that
+// begin in [from, to) (zero bounds: open), of every peer ("") or of one.
+// They need no key: a bank's reports are read like its other records.
+func Reported(ctx context.Context, l *ledger.Ledger, peerName string, from, to time.Time) ([]ReceivedUsage, error) {
 	var out []ReceivedUsage
-	err := r.l.View(ctx, func(tx ledger.Tx) error {
+	err := l.View(ctx, func(tx ledger.Tx) error {
 		recs, err := tx.Records(recordUsage)
 		if err != nil {
 			return err
@@ -368,4 +370,97 @@ func (r *Registry) ReportedUsage(ctx context.Context, peerName string, from, to 
 		return nil
 	})
 	return out, err
+}
+
+// Keep is reports with only the lines keep says yes to, and without
+// those left with none (a day of no usage included).
+func Keep(reports []ReceivedUsage, keep func(UsageLine) bool) []ReceivedUsage {
+	var out []ReceivedUsage
+	for _, u := range reports {
+		u.Lines = slices.DeleteFunc(slices.Clone(u.Lines), func(l UsageLine) bool { return !keep(l) })
+		if len(u.Lines) > 0 {
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
+// UsageRows are the reports' lines as rows of `ingot usage` (lien.Usage),
+// each marked with the peer that reported it: those of accounts in f's
+// node, in its period, grouped as lien.Usage groups charges. A site
+// reports no users, machines or jobs: a filter by user or machine keeps
+// none, and those keys, and the count of jobs, are left empty.
+func UsageRows(reports []ReceivedUsage, f lien.ChargeFilter, by []string, period string, loc *time.Location) []lien.UsageRow {
+	if f.User != "" || f.Machine != "" {
+		return nil
+	}
+	rows := map[lien.UsageRow]*lien.UsageRow{}
+	var order []lien.UsageRow
+	for _, u := range reports {
+		if !f.Since.IsZero() && u.From.Before(f.Since) || !f.Until.IsZero() && !u.From.Before(f.Until) {
+			continue
+		}
+		for _, l := range u.Lines {
+			if f.Node != "" && !ledger.InSubtree(l.Account, f.Node) {
+				continue
+			}
+			key := lien.UsageRow{Period: lien.PeriodStart(u.From, period, loc), Peer: u.Peer}
+			if slices.Contains(by, "project") {
+				key.Project = l.Account
+			}
+			r := rows[key]
+			if r == nil {
+				r = &lien.UsageRow{Period: key.Period, Project: key.Project, Peer: key.Peer, Charged: decimal.Zero, Refunded: decimal.Zero, Net: decimal.Zero}
+				rows[key] = r
+				order = append(order, key)
+			}
+			r.Charges += l.Charges
+			r.Charged = r.Charged.Add(l.Charged)
+			r.Refunded = r.Refunded.Add(l.Refunded)
+			r.Net = r.Net.Add(l.Net)
+		}
+	}
+	out := make([]lien.UsageRow, len(order))
+	for i, k := range order {
+		out[i] = *rows[k]
+	}
+	return out
+}
+
+// Spent is what a peer reported spending of the grants into one account
+// over some days.
+type Spent struct {
+	Peer     string          `json:"peer"`
+	Account  string          `json:"account"`
+	Days     int             `json:"days"`
+	Charges  int             `json:"charges"`
+	Charged  decimal.Decimal `json:"charged"`
+	Refunded decimal.Decimal `json:"refunded"`
+	Net      decimal.Decimal `json:"net"`
+}
+
+// SpentOf sums the reports' lines of account, per peer, in peer order.
+func SpentOf(reports []ReceivedUsage, account string) []Spent {
+	out := []Spent{}
+	for _, u := range reports {
+		counted := false
+		for _, l := range u.Lines {
+			if l.Account != account {
+				continue
+			}
+			i := slices.IndexFunc(out, func(s Spent) bool { return s.Peer == u.Peer })
+			if i < 0 {
+				out = append(out, Spent{Peer: u.Peer, Account: account, Charged: decimal.Zero, Refunded: decimal.Zero, Net: decimal.Zero})
+				i = len(out) - 1
+			}
+			s := &out[i]
+			if !counted {
+				s.Days, counted = s.Days+1, true
+			}
+			s.Charges += l.Charges
+			s.Charged, s.Refunded, s.Net = s.Charged.Add(l.Charged), s.Refunded.Add(l.Refunded), s.Net.Add(l.Net)
+		}
+	}
+	slices.SortFunc(out, func(a, b Spent) int { return cmp.Compare(a.Peer, b.Peer) })
+	return out
 }

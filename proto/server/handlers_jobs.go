@@ -11,6 +11,7 @@ import (
 	"github.com/ingot-hpc/ingot/lien"
 	"github.com/ingot-hpc/ingot/proto/api"
 	"github.com/ingot-hpc/ingot/proto/clients"
+	"github.com/ingot-hpc/ingot/proto/peer"
 )
 
 // Handlers of jobs: quotes, liens, charges, refunds and reservations. A
@@ -193,4 +194,17 @@ func (s *Server) mayFlush(c *call, name string) error {
 		return requireSchedules(c.client, "flush a reservation on", rs[i].Machine)
 	}
 	return nil
+}
+
+// usagePeers are the usage reports peers sent of the allocations this
+// bank granted them, with the lines of the accounts the client reads.
+func (s *Server) usagePeers(c *call, q api.UsagePeersQuery) (api.List[peer.ReceivedUsage], error) {
+	r, err := s.reachOf(c.r.Context(), c.client)
+	if err != nil {
+		return api.List[peer.ReceivedUsage]{}, err
+	}
+	reports, err := peer.Reported(c.r.Context(), s.ledger, "", q.Since, q.Until)
+	return api.ListOf(peer.Keep(reports, func(l peer.UsageLine) bool {
+		return r.node(l.Account) && (q.Node == "" || ledger.InSubtree(l.Account, q.Node))
+	})), err
 }

@@ -113,7 +113,7 @@ func usageReportedBack(t *testing.T, open ledgertest.OpenStore) {
 	}
 	drain(siteOut)
 
-	reports, err := central.peers.ReportedUsage(ctx, "siteb", time.Time{}, time.Time{})
+	reports, err := peer.Reported(ctx, central.Ledger, "siteb", time.Time{}, time.Time{})
 	if err != nil || len(reports) != 2 {
 		t.Fatalf("reports received: %+v %v", reports, err)
 	}
