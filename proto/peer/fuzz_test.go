@@ -1,10 +1,14 @@
 package peer_test
 
 import (
+	"context"
+	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/ingot-hpc/ingot/ledger"
 	"github.com/ingot-hpc/ingot/proto/peer"
 )
 
@@ -39,6 +43,42 @@ func FuzzBeganAt(f *testing.F) {
 		got := peer.BeganAt(id, recorded)
 		if !strings.HasPrefix(id, "tx-") && !got.Equal(recorded) {
 			t.Fatalf("%q: %s", id, got)
+		}
+	})
+}
+
+// FuzzReceiveUsage: any body a peer sends as a usage report is refused
+// with nothing written, or recorded once as it was sent.
+func FuzzReceiveUsage(f *testing.F) {
+	f.Add([]byte(`{"period":"2026-11-28","from":"2026-11-28T00:00:00Z","to":"2026-11-29T00:00:00Z","lines":[]}`))
+	f.Add([]byte(`{"period":"2026-11-28","from":"2026-11-28T00:00:00Z","to":"2026-11-29T00:00:00Z","lines":[{"account":"chem","allocation":1,"grant":"tx-1","charges":1,"charged":"5","refunded":"0","net":"5"}]}`))
+	f.Add([]byte(`{"period":"2026-11","from":"2026-11-01T00:00:00Z","to":"2026-12-01T00:00:00Z"}`))
+	fx := newFixture(f)
+	n := 0
+	length := func(t *testing.T) uint64 {
+		n, err := fx.JournalLength(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		var u peer.UsageReport
+		if json.Unmarshal(body, &u) != nil {
+			return
+		}
+		n++
+		before := length(t)
+		req := ledger.Request{Actor: "client:siteb", ID: fmt.Sprintf("tx-fuzz-%d", n)}
+		got, err := peer.ReceiveUsage(context.Background(), fx.Ledger, req, "siteb", body, u)
+		if err != nil {
+			if length(t) != before {
+				t.Fatalf("refused (%v), yet journaled", err)
+			}
+			return
+		}
+		if got.Period != u.Period || len(got.Lines) != 0 || length(t) == before {
+			t.Fatalf("recorded %+v of %s", got, body)
 		}
 	})
 }

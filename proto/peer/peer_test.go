@@ -22,7 +22,7 @@ type fixture struct {
 	key     [32]byte
 }
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t testing.TB) *fixture {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "bank.db")
 	b := ledgertest.NewBank(t, func(t testing.TB) ledger.Store {
