@@ -321,33 +321,25 @@ func statement(c *cli.Context) error {
 		if err != nil {
 			return err
 		}
-		// What peers reported spending of the grants into the account
-		// there: the days that begin in the period.
-		reports, err := b.PeerUsage(c.Context, lien.ChargeFilter{Node: a[0], Since: from, Until: to})
-		if err != nil {
-			return err
-		}
-		spent := peer.SpentOf(reports, a[0])
 		f, err := outputFormat(c)
 		if err != nil {
 			return err
 		}
 		if f == formatJSON {
-			return writeJSON(c.App.Writer, struct {
-				ledger.Statement
-				SpentAtPeers []peer.Spent `json:"spent_at_peers"`
-			}{st, spent})
+			return writeJSON(c.App.Writer, st)
 		}
 		p, err := b.precision()
 		if err != nil {
 			return err
 		}
-		if err := report.WriteStatement(c.App.Writer, f.text(), st, p, c.Bool("summarize")); err != nil || len(spent) == 0 || f != formatTable {
+		if err := report.WriteStatement(c.App.Writer, f.text(), st.Statement, p, c.Bool("summarize")); err != nil || len(st.SpentAtPeers) == 0 || f != formatTable {
 			return err
 		}
+		// What peers reported spending of the grants into the account
+		// there, in the days that begin in the period.
 		fmt.Fprintf(c.App.Writer, "\nSpent at peers (their daily reports of the allocations this bank granted into %s there)\n", a[0])
 		t := table{headers: []string{"Peer", "Days", "Charges", "Charged", "Refunded", "Net"}}
-		for _, s := range spent {
+		for _, s := range st.SpentAtPeers {
 			t.add(s.Peer, strconv.Itoa(s.Days), strconv.Itoa(s.Charges), amount(s.Charged, p), amount(s.Refunded, p), amount(s.Net, p))
 		}
 		return show(c, t)

@@ -210,7 +210,7 @@ func (r remoteBank) Forecast(ctx context.Context, nodes []string) ([]forecast.Fo
 	return out, nil
 }
 
-func (r remoteBank) Statement(ctx context.Context, account string, from, to time.Time, summarize bool) (ledger.Statement, error) {
+func (r remoteBank) Statement(ctx context.Context, account string, from, to time.Time, summarize bool) (api.Statement, error) {
 	return r.client.Statement(ctx, account, from, to, summarize)
 }
 

@@ -82,7 +82,9 @@ type bankService interface {
 	Upcoming(ctx context.Context, account string, until time.Time) ([]schedule.Period, error)
 	// Forecast is the forecast of each node named, nil: of every node read.
 	Forecast(ctx context.Context, nodes []string) ([]forecast.Forecast, error)
-	Statement(ctx context.Context, account string, from, to time.Time, summarize bool) (ledger.Statement, error)
+	// Statement is the account's, with what peers reported spending of
+	// the bank's grants into the account there.
+	Statement(ctx context.Context, account string, from, to time.Time, summarize bool) (api.Statement, error)
 	Journal(ctx context.Context, f ledger.JournalFilter) ([]ledger.Entry, error)
 	Audit(ctx context.Context, opts ledger.AuditOptions) (ledger.AuditReport, error)
 	// Backup writes a consistent copy of the database file to w.
@@ -142,6 +144,15 @@ type peerRegistry interface {
 	Reconcile(ctx context.Context, name string, from, to time.Time) (peer.Reconciliation, error)
 	// Statement is what the bank and a peer did for each other in p.
 	Statement(ctx context.Context, name string, p peer.Period) (peer.Statement, error)
+}
+
+func (b localBank) Statement(ctx context.Context, account string, from, to time.Time, summarize bool) (api.Statement, error) {
+	st, err := b.Ledger.Statement(ctx, account, from, to, summarize)
+	if err != nil {
+		return api.Statement{}, err
+	}
+	spent, err := peer.SpentAt(ctx, b.Ledger, account, from, to)
+	return api.Statement{Statement: st, SpentAtPeers: spent}, err
 }
 
 func (b localBank) PeerUsage(ctx context.Context, f lien.ChargeFilter) ([]peer.ReceivedUsage, error) {

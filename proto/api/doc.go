@@ -25,7 +25,7 @@
 //		GET    /v1/preempt            PreemptQuery       ledger.Preemption       all¹²⁸
 //		GET    /v1/fairshare          FairShareQuery     List of FairShareNode   all¹²
 //		GET    /v1/forecast           ForecastQuery      List of forecast.Forecast all¹² (a node), all⁴ (none: every node read)
-//		GET    /v1/statement          StatementQuery     ledger.Statement        admin, manager¹, user²
+//		GET    /v1/statement          StatementQuery     Statement               admin, manager¹, user²
 //		GET    /v1/journal            JournalQuery       List of ledger.Entry    admin, manager¹, user² (node required)
 //		GET    /v1/audit              full               ledger.AuditReport      admin
 //		GET    /v1/backup             -                  a copy of the bank      admin (application/octet-stream, not JSON)
@@ -72,7 +72,7 @@
 //		POST   /v1/batch              BatchRequest       BatchResponse           admin, scheduler³ (per item)
 //		GET    /v1/charges            ChargesQuery       List of ledger.Charge   all⁴
 //		GET    /v1/usage              UsageQuery         List of lien.UsageRow   admin, manager⁴, user⁴
-//		GET    /v1/usage/peers        UsagePeersQuery    List of peer.ReceivedUsage admin, manager⁴, user⁴ (the lines of the accounts it reads)
+//		GET    /v1/usage/peers        UsagePeersQuery    List of peer.ReceivedUsage all⁴ (the lines of the accounts it reads; none to a scheduler)
 //		POST   /v1/refunds            RefundRequest      ledger.Charge           admin
 //		POST   /v1/refunds/job        JobRefundRequest   lien.JobRefund          admin
 //		POST   /v1/reservations       ReservationRequest lien.Reservation        admin, scheduler³

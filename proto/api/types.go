@@ -230,6 +230,14 @@ type NewPeerResponse struct {
 	KeyFile string    `json:"key_file"`
 }
 
+// Statement answers GET /v1/statement: the account's statement, and what
+// peers reported spending of the allocations this bank granted them into
+// an account of that name there (package peer).
+type Statement struct {
+	ledger.Statement
+	SpentAtPeers []peer.Spent `json:"spent_at_peers"`
+}
+
 // PeerDepositRequest deposits at a peer bank (POST /v1/peers/deposits):
 // a transaction begun here, which the outbox sends.
 type PeerDepositRequest struct {

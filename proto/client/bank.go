@@ -81,8 +81,8 @@ func (c *Client) Forecast(ctx context.Context, node string) ([]forecast.Forecast
 }
 
 // Statement is an account's statement for [from, to).
-func (c *Client) Statement(ctx context.Context, account string, from, to time.Time, summarize bool) (ledger.Statement, error) {
-	return get[ledger.Statement](ctx, c, api.PathStatement, api.StatementQuery{Account: account, From: from, To: to, Summarize: summarize})
+func (c *Client) Statement(ctx context.Context, account string, from, to time.Time, summarize bool) (api.Statement, error) {
+	return get[api.Statement](ctx, c, api.PathStatement, api.StatementQuery{Account: account, From: from, To: to, Summarize: summarize})
 }
 
 // Journal lists the journal entries the filter selects.

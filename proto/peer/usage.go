@@ -439,6 +439,13 @@ type Spent struct {
 	Net      decimal.Decimal `json:"net"`
 }
 
+// SpentAt is what peers reported spending of the grants into account
+// there in the days that begin in [from, to), per peer (SpentOf).
+func SpentAt(ctx context.Context, l *ledger.Ledger, account string, from, to time.Time) ([]Spent, error) {
+	reports, err := Reported(ctx, l, "", from, to)
+	return SpentOf(reports, account), err
+}
+
 // SpentOf sums the reports' lines of account, per peer, in peer order.
 func SpentOf(reports []ReceivedUsage, account string) []Spent {
 	out := []Spent{}

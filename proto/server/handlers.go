@@ -9,6 +9,7 @@ import (
 	"github.com/ingot-hpc/ingot/ledger"
 	"github.com/ingot-hpc/ingot/proto/api"
 	"github.com/ingot-hpc/ingot/proto/clients"
+	"github.com/ingot-hpc/ingot/proto/peer"
 )
 
 // The handlers: check the scope of the decoded input, ask the bank. Each
@@ -137,11 +138,16 @@ func (s *Server) forecast(c *call, q api.ForecastQuery) (api.List[forecast.Forec
 	return api.ListOf(fs), err
 }
 
-func (s *Server) statement(c *call, q api.StatementQuery) (ledger.Statement, error) {
+func (s *Server) statement(c *call, q api.StatementQuery) (api.Statement, error) {
 	if err := s.requireReads(c.r.Context(), c.client, q.Account); err != nil {
-		return ledger.Statement{}, err
+		return api.Statement{}, err
 	}
-	return s.ledger.Statement(c.r.Context(), q.Account, q.From, q.To, q.Summarize)
+	st, err := s.ledger.Statement(c.r.Context(), q.Account, q.From, q.To, q.Summarize)
+	if err != nil {
+		return api.Statement{}, err
+	}
+	spent, err := peer.SpentAt(c.r.Context(), s.ledger, q.Account, q.From, q.To)
+	return api.Statement{Statement: st, SpentAtPeers: spent}, err
 }
 
 // journal is the whole journal for an admin. Another client names a node

@@ -204,7 +204,8 @@ func (s *Server) usagePeers(c *call, q api.UsagePeersQuery) (api.List[peer.Recei
 		return api.List[peer.ReceivedUsage]{}, err
 	}
 	reports, err := peer.Reported(c.r.Context(), s.ledger, "", q.Since, q.Until)
+	// A scheduler reads the charges of its machines: a site reports none.
 	return api.ListOf(peer.Keep(reports, func(l peer.UsageLine) bool {
-		return r.node(l.Account) && (q.Node == "" || ledger.InSubtree(l.Account, q.Node))
+		return c.client.Role != clients.RoleScheduler && r.node(l.Account) && (q.Node == "" || ledger.InSubtree(l.Account, q.Node))
 	})), err
 }

@@ -208,7 +208,7 @@ func (s *Server) table() []route {
 		change(api.PathBatch, schedulers, s.batch),
 		read(get, api.PathCharges, anyRole, endpoint(s.charges)),
 		read(get, api.PathUsage, readers, endpoint(s.usage)),
-		read(get, api.PathUsagePeers, readers, endpoint(s.usagePeers)),
+		read(get, api.PathUsagePeers, anyRole, endpoint(s.usagePeers)),
 		change(api.PathRefunds, adminOnly, endpoint(s.refund)),
 		change(api.PathJobRefunds, adminOnly, endpoint(s.refundJob)),
 		change(api.PathReservations, schedulers, endpoint(s.addReservation)),

@@ -373,12 +373,12 @@ func (p *Pages) statementCSV(req *request) error {
 	if err != nil {
 		return err
 	}
-	st, err := call[ledger.Statement](req, api.PathStatement, api.StatementQuery{Account: sp.Account, From: sp.From, To: sp.To})
+	st, err := call[api.Statement](req, api.PathStatement, api.StatementQuery{Account: sp.Account, From: sp.From, To: sp.To})
 	if err != nil {
 		return err
 	}
 	var b bytes.Buffer
-	if err := report.WriteStatement(&b, report.CSV, st, settings.Precision, false); err != nil {
+	if err := report.WriteStatement(&b, report.CSV, st.Statement, settings.Precision, false); err != nil {
 		return err
 	}
 	last := sp.To.AddDate(0, 0, -1)
@@ -407,11 +407,11 @@ func (p *Pages) statementPage(req *request) error {
 	if err != nil {
 		return err
 	}
-	st, err := call[ledger.Statement](req, api.PathStatement, api.StatementQuery{Account: sp.Account, From: sp.From, To: sp.To})
+	st, err := call[api.Statement](req, api.PathStatement, api.StatementQuery{Account: sp.Account, From: sp.From, To: sp.To})
 	if err != nil {
 		return err
 	}
-	v := statementView{page: pg, Statement: st, First: req.r.URL.Query().Get("from"), Last: req.r.URL.Query().Get("to")}
+	v := statementView{page: pg, Statement: st.Statement, First: req.r.URL.Query().Get("from"), Last: req.r.URL.Query().Get("to")}
 	v.CSV = pathStatement + "?" + url.Values{"account": {sp.Account}, "from": {v.First}, "to": {v.Last}}.Encode()
 	p.render(req, http.StatusOK, "statement", v)
 	return nil
