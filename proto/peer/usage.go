@@ -45,17 +45,31 @@ type Grant struct {
 	Received   time.Time `json:"received"`
 }
 
+// Sums are what charges came to: how many there were, what they took
+// (Charged), what refunds gave back (Refunded), and the difference (Net).
+type Sums struct {
+	Charges  int             `json:"charges"`
+	Charged  decimal.Decimal `json:"charged"`
+	Refunded decimal.Decimal `json:"refunded"`
+	Net      decimal.Decimal `json:"net"`
+}
+
+// zeroSums are sums of nothing, their amounts zero rather than unset.
+func zeroSums() Sums { return Sums{Charged: decimal.Zero, Refunded: decimal.Zero, Net: decimal.Zero} }
+
+// add adds o to s.
+func (s *Sums) add(o Sums) {
+	s.Charges += o.Charges
+	s.Charged, s.Refunded, s.Net = s.Charged.Add(o.Charged), s.Refunded.Add(o.Refunded), s.Net.Add(o.Net)
+}
+
 // UsageLine is what was charged and refunded in a period against one
-// allocation a peer granted: Charged is what charges took from it,
-// Refunded what refunds gave back, Net the difference.
+// allocation a peer granted (its deposit, Grant).
 type UsageLine struct {
-	Account    string          `json:"account"`
-	Allocation uint64          `json:"allocation"`
-	Grant      string          `json:"grant"`
-	Charges    int             `json:"charges"`
-	Charged    decimal.Decimal `json:"charged"`
-	Refunded   decimal.Decimal `json:"refunded"`
-	Net        decimal.Decimal `json:"net"`
+	Account    string `json:"account"`
+	Allocation uint64 `json:"allocation"`
+	Grant      string `json:"grant"`
+	Sums
 }
 
 // UsageReport is a site's report of a day's usage of the allocations a
@@ -159,16 +173,14 @@ func (r *Registry) Usage(ctx context.Context, grants []Grant, p Period) ([]Usage
 				}
 				l := lines[d.Allocation]
 				if l == nil {
-					l = &UsageLine{Account: g.Account, Allocation: g.Allocation, Grant: g.Tx, Charged: decimal.Zero, Refunded: decimal.Zero}
+					l = &UsageLine{Account: g.Account, Allocation: g.Allocation, Grant: g.Tx, Sums: zeroSums()}
 					lines[d.Allocation] = l
 				}
 				if e.Kind == ledger.KindCharge {
-					l.Charges++
-					l.Charged = l.Charged.Sub(d.Amount)
+					l.add(Sums{Charges: 1, Charged: d.Amount.Neg(), Refunded: decimal.Zero, Net: d.Amount.Neg()})
 				} else {
-					l.Refunded = l.Refunded.Add(d.Amount)
+					l.add(Sums{Charged: decimal.Zero, Refunded: d.Amount, Net: d.Amount.Neg()})
 				}
-				l.Net = l.Charged.Sub(l.Refunded)
 			}
 		}
 	}
@@ -430,13 +442,10 @@ func UsageRows(reports []ReceivedUsage, f lien.ChargeFilter, by []string, period
 // Spent is what a peer reported spending of the grants into one account
 // over some days.
 type Spent struct {
-	Peer     string          `json:"peer"`
-	Account  string          `json:"account"`
-	Days     int             `json:"days"`
-	Charges  int             `json:"charges"`
-	Charged  decimal.Decimal `json:"charged"`
-	Refunded decimal.Decimal `json:"refunded"`
-	Net      decimal.Decimal `json:"net"`
+	Peer    string `json:"peer"`
+	Account string `json:"account"`
+	Days    int    `json:"days"`
+	Sums
 }
 
 // SpentAt is what peers reported spending of the grants into account
@@ -457,15 +466,14 @@ func SpentOf(reports []ReceivedUsage, account string) []Spent {
 			}
 			i := slices.IndexFunc(out, func(s Spent) bool { return s.Peer == u.Peer })
 			if i < 0 {
-				out = append(out, Spent{Peer: u.Peer, Account: account, Charged: decimal.Zero, Refunded: decimal.Zero, Net: decimal.Zero})
+				out = append(out, Spent{Peer: u.Peer, Account: account, Sums: zeroSums()})
 				i = len(out) - 1
 			}
 			s := &out[i]
 			if !counted {
 				s.Days, counted = s.Days+1, true
 			}
-			s.Charges += l.Charges
-			s.Charged, s.Refunded, s.Net = s.Charged.Add(l.Charged), s.Refunded.Add(l.Refunded), s.Net.Add(l.Net)
+			s.add(l.Sums)
 		}
 	}
 	slices.SortFunc(out, func(a, b Spent) int { return cmp.Compare(a.Peer, b.Peer) })

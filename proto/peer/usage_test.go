@@ -18,8 +18,8 @@ func TestUsageRows(t *testing.T) {
 		p, _ := peer.ParsePeriod(name)
 		return peer.ReceivedUsage{UsageReport: peer.UsageReport{Period: name, From: p.From, To: p.To, Lines: lines}, Peer: who}
 	}
-	chem := peer.UsageLine{Account: "chem", Allocation: 1, Charges: 2, Charged: d(50), Refunded: d(10), Net: d(40)}
-	bio := peer.UsageLine{Account: "bio", Allocation: 2, Charges: 1, Charged: d(5), Refunded: d(0), Net: d(5)}
+	chem := peer.UsageLine{Account: "chem", Allocation: 1, Sums: peer.Sums{Charges: 2, Charged: d(50), Refunded: d(10), Net: d(40)}}
+	bio := peer.UsageLine{Account: "bio", Allocation: 2, Sums: peer.Sums{Charges: 1, Charged: d(5), Refunded: d(0), Net: d(5)}}
 	reports := []peer.ReceivedUsage{day("2026-11-01", "siteb", chem, bio), day("2026-11-02", "siteb", chem), day("2026-11-02", "sitec", chem), day("2026-11-03", "siteb")}
 
 	rows := peer.UsageRows(reports, lien.ChargeFilter{}, []string{"project"}, "", time.UTC)
