@@ -17,13 +17,17 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/shopspring/decimal"
 
+	"github.com/ingot-hpc/ingot/forecast"
 	"github.com/ingot-hpc/ingot/internal/report"
+	"github.com/ingot-hpc/ingot/internal/warning"
 	"github.com/ingot-hpc/ingot/ledger"
 	"github.com/ingot-hpc/ingot/ledger/boltstore"
 	"github.com/ingot-hpc/ingot/lien"
@@ -47,6 +51,13 @@ const daysOfHistory = 365
 
 func newWebBank(t *testing.T, flags ...string) *webBank {
 	t.Helper()
+	return newWebBankWith(t, nil, flags...)
+}
+
+// newWebBankWith is newWebBank, with prepare run on the bank's file after
+// its history and clients are made, before the server starts.
+func newWebBankWith(t *testing.T, prepare func(w *webBank, file *cliBank), flags ...string) *webBank {
+	t.Helper()
 	dir := t.TempDir()
 	db := filepath.Join(dir, "bank.db")
 	seedHistory(t, db)
@@ -61,6 +72,9 @@ func newWebBank(t *testing.T, flags ...string) *webBank {
 	w := &webBank{t: t, keys: t.TempDir()}
 	for _, c := range [][]string{{"amy", "user", "amy"}, {"bob", "user", "bob"}, {"chemmgr", "manager", "chem"}, {"sched", "scheduler", "hpc1"}} {
 		file.ok("client", "add", c[0], "--role", c[1], "--scope", c[2], "--key-out", w.keyFile(c[0]))
+	}
+	if prepare != nil {
+		prepare(w, file)
 	}
 	w.srv = startServer(t, db, flags...)
 	w.url = strings.TrimSuffix(w.srv.line("web page at "), "/ (ingot web-login prints a link that signs in)")
@@ -207,13 +221,22 @@ const (
 )
 
 // TestWebInBrowser signs in to the page in a real headless Chromium with a
-// link from ingot web-login, and checks what a person would see: amy's
-// figures are those ingot balance and ingot usage print for her, another
-// user's project is refused by URL, and a manager sees chem's HFS tree as
-// ingot hfs show prints it. The page is photographed whole, on a desktop
-// and on a phone, whose screen it must fit without scrolling sideways.
-// Without Chromium the test is skipped, except under INGOT_E2E=1
-// (Debian: apt-get install chromium).
+// link from ingot web-login, on a bank with a year of usage, and checks
+// what a person would see, each figure against the command line's --json:
+// amy's figures are those ingot balance and ingot usage print for her,
+// the date range's table is ingot usage's, another user's project is
+// refused by URL, and each manager's form posted from her session is
+// refused with the API's words; a manager sees chem's HFS tree as ingot
+// hfs show prints it, adds a member, transfers credits and changes a
+// quota, whose preview is what ingot hfs show prints once it is saved,
+// with the keyboard alone (the Tab order is the page's order, and each
+// stop has a visible outline); an admin's balances and account page are
+// ingot balance's, and each warning (an allocation ending within 30 days,
+// credits used up, credits that run out before the allocations end) is
+// the command line's. axe-core checks each kind of page. The page is
+// photographed whole, on a desktop and on a phone, whose screen it must
+// fit without scrolling sideways. Without Chromium the test is skipped,
+// except under INGOT_E2E=1 (Debian: apt-get install chromium).
 func TestWebInBrowser(t *testing.T) {
 	if _, err := os.Stat(chromium); err != nil {
 		if os.Getenv("INGOT_E2E") == "1" {
@@ -221,7 +244,7 @@ func TestWebInBrowser(t *testing.T) {
 		}
 		t.Skipf("%s is not installed: skipping the browser test (INGOT_E2E=1 makes this a failure)", chromium)
 	}
-	w := newWebBank(t)
+	w := newWebBankWith(t, prepareWarnings)
 	ctx := newBrowser(t)
 	axe := axeSource(t)
 	do := func(what string, steps ...chromedp.Action[chromedp.Void]) {
@@ -237,6 +260,25 @@ func TestWebInBrowser(t *testing.T) {
 			t.Fatalf("the text of %s: %v", sel, err)
 		}
 		return strings.TrimSpace(s)
+	}
+	eval := func(js string) {
+		t.Helper()
+		if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](js+";true")); err != nil {
+			t.Fatalf("%s: %v", js, err)
+		}
+	}
+	// submitted runs steps that send a form, and waits for the page the
+	// answer leads to.
+	submitted := func(what string, steps ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		eval(`document.body.append(Object.assign(document.createElement('i'), {id: 'sent-from'}))`)
+		do(what, append(steps, chromedp.WaitNotPresent(chromedp.CSS(`#sent-from`)), chromedp.WaitReady(chromedp.CSS(`footer`)))...)
+	}
+	lastEntry := func() ledger.Entry {
+		t.Helper()
+		var entries []ledger.Entry
+		w.as("root").json(&entries, "journal", "--last", "1")
+		return entries[len(entries)-1]
 	}
 
 	// amy signs in with her link, and sees her balance as ingot balance
@@ -337,6 +379,39 @@ func TestWebInBrowser(t *testing.T) {
 		t.Errorf("amy on chem's page sees %q", h1)
 	}
 
+	// amy is shown none of a manager's forms; each, made in her page with
+	// her session's token and sent, is refused with the API's words, and
+	// her preview of a quota too. Nothing is journaled.
+	do("amy's chem.lab1", chromedp.Navigate(w.url+"/node?name=chem.lab1"), chromedp.WaitVisible(chromedp.CSS(`#usage`)))
+	if n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('#members-form, #transfer-form, #quota-form').length`)); err != nil || n != 0 {
+		t.Errorf("amy is shown %d of a manager's forms (%v)", n, err)
+	}
+	before := lastEntry()
+	for i, f := range []struct {
+		path, fields, says string
+	}{
+		{"/members", `{node: 'chem.lab1', user: 'bob', op: 'add'}`, "client amy (role user) may not POST /v1/users/modify"},
+		{"/transfer", `{from: 'chem', to: 'bio', amount: '1'}`, "client amy (role user) may not POST /v1/transfers"},
+		{"/policy", `{node: 'chem.lab1', quota: 'dynamic:0.5'}`, "client amy (role user) may not POST /v1/nodes/modify"},
+	} {
+		submitted("amy's "+f.path, chromedp.Navigate(w.url+"/node?name=chem.lab1"), chromedp.WaitVisible(chromedp.CSS(`#usage`)))
+		submitted("amy posts "+f.path, discard(chromedp.Evaluate[bool](`(() => {
+			const f = Object.assign(document.createElement('form'), {method: 'post', action: '`+f.path+`'});
+			const fields = Object.assign(`+f.fields+`, {csrf: document.querySelector('form.signout input[name=csrf]').value, request: '`+strings.Repeat(strconv.Itoa(i+1), 32)+`'});
+			for (const [name, value] of Object.entries(fields)) f.append(Object.assign(document.createElement('input'), {type: 'hidden', name, value}));
+			document.body.append(f); f.submit(); return true })()`)))
+		if h1, p := text(`h1`), text(`main p`); h1 != "Refused" || !strings.Contains(p, f.says) {
+			t.Errorf("amy's %s: %q, %q; want Refused, %q", f.path, h1, p, f.says)
+		}
+	}
+	do("amy's preview", chromedp.Navigate(w.url+"/policy?node=chem.lab1&quota=dynamic:0.5"))
+	if h1 := text(`h1`); h1 != "Refused" {
+		t.Errorf("amy's preview of a quota: %q", h1)
+	}
+	if after := lastEntry(); after.Seq != before.Seq {
+		t.Errorf("amy's refused forms journaled %+v", after)
+	}
+
 	// Signed out, the page sends her to the sign-in page.
 	do("sign out", chromedp.Navigate(w.url+"/"), chromedp.Click(chromedp.CSS(`form.signout button`)), chromedp.WaitVisible(chromedp.CSS(`main pre`)),
 		chromedp.Navigate(w.url+"/node?name=chem.lab1"))
@@ -395,7 +470,157 @@ func TestWebInBrowser(t *testing.T) {
 			}
 		}
 	}
+
+	// root, an admin: each row of the balances is ingot balance's, and
+	// chem's page ingot balance chem's.
+	do("sign in as root", chromedp.Navigate(w.webLogin("root")), chromedp.Click(chromedp.CSS(`button[type=submit]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#balances`)))
+	rowsOf := func(sel string) map[string]map[string]string {
+		t.Helper()
+		m, err := chromedp.Run(ctx, chromedp.Evaluate[map[string]map[string]string](`Object.fromEntries(Array.from(document.querySelectorAll('`+sel+`'),
+			tr => [tr.dataset.node, Object.fromEntries(Array.from(tr.querySelectorAll('[data-field]'), e => [e.dataset.field, e.textContent]))]))`))
+		if err != nil {
+			t.Fatalf("the rows %s: %v", sel, err)
+		}
+		return m
+	}
+	var all []ledger.NodeBalance
+	w.as("root").json(&all, "balance")
+	home := rowsOf(`#balances tr[data-node]`)
+	if len(home) != len(all) {
+		t.Errorf("root's balances have %d rows, ingot balance %d", len(home), len(all))
+	}
+	for _, nb := range all {
+		want := balanceFigures(nb)
+		if nb.AccountAvailable != nil {
+			want["account_available"] = report.Grouped(*nb.AccountAvailable, 2)
+		}
+		for field, v := range want {
+			if got := home[nb.Node][field]; got != v {
+				t.Errorf("root's balances: %s's %s is %s, ingot balance %s", nb.Node, field, got, v)
+			}
+		}
+	}
+	checkAxe(t, ctx, axe, "admin-home")
+	screenshot(t, ctx, "admin", viewportWidth, viewportHeight)
+	do("root's chem", chromedp.Navigate(w.url+"/node?name=chem"), chromedp.WaitVisible(chromedp.CSS(`#balance`)))
+	var chemBalance []ledger.NodeBalance
+	w.as("root").json(&chemBalance, "balance", "chem")
+	for field, want := range balanceFigures(chemBalance[0]) {
+		if got := text(`#balance [data-field="` + field + `"]`); got != want {
+			t.Errorf("chem's page: %s is %s, ingot balance chem %s", field, got, want)
+		}
+	}
+
+	// Each warning case, as the command line gives it.
+	for node, kind := range map[string]warning.Kind{"bio": warning.Ending, "spent": warning.Exhausted, "chem": warning.Runway} {
+		var balances []struct {
+			Warnings []warning.Warning `json:"warnings"`
+		}
+		w.as("root").json(&balances, "balance", node)
+		var fs []forecast.Forecast
+		w.as("root").json(&fs, "balance", "--forecast", node)
+		want := balances[0].Warnings
+		for _, f := range fs {
+			want = append(want, warning.OfForecast(f)...)
+		}
+		do(node+"'s page", chromedp.Navigate(w.url+"/node?name="+node), chromedp.WaitVisible(chromedp.CSS(`#balance`)))
+		got, err := chromedp.Run(ctx, chromedp.Evaluate[[][]string](`Array.from(document.querySelectorAll('#warnings li'), li => [li.dataset.kind, li.textContent])`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.ContainsFunc(want, func(w warning.Warning) bool { return w.Kind == kind }) {
+			t.Errorf("the command line gives %s no %s warning: %+v", node, kind, want)
+		}
+		if len(got) != len(want) {
+			t.Errorf("%s's page warns %v; the command line %+v", node, got, want)
+			continue
+		}
+		for i := range want {
+			if got[i][0] != string(want[i].Kind) || got[i][1] != want[i].Message {
+				t.Errorf("%s's page warns %v; the command line %s: %s", node, got[i], want[i].Kind, want[i].Message)
+			}
+		}
+		if kind == warning.Ending {
+			checkAxe(t, ctx, axe, "warnings")
+		}
+	}
+
+	// labmgr, manager of chem and spent, with the keyboard alone. On
+	// chem.lab1's page the Tab key visits every link, field and button in
+	// the page's order, each with a visible outline.
+	do("sign in as labmgr", chromedp.Navigate(w.webLogin("labmgr")), chromedp.Click(chromedp.CSS(`button[type=submit]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#balances`)), chromedp.Navigate(w.url+"/node?name=chem.lab1"), chromedp.WaitVisible(chromedp.CSS(`#quota-form`)))
+	stops, err := chromedp.Run(ctx, chromedp.Evaluate[int](tabStops+`.length`))
+	if err != nil || stops < 20 {
+		t.Fatalf("chem.lab1's page has %d places to tab to (%v)", stops, err)
+	}
+	for i := range stops {
+		do("Tab", chromedp.KeyEvent("\t"))
+		stop, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[String(`+tabStops+`.indexOf(document.activeElement)), getComputedStyle(document.activeElement).outlineStyle, document.activeElement.outerHTML.slice(0, 80)]`))
+		if err != nil || stop[0] != strconv.Itoa(i) || stop[1] == "none" {
+			t.Fatalf("Tab %d reaches place %s of the page, outline %s: %s (%v)", i+1, stop[0], stop[1], stop[2], err)
+		}
+	}
+
+	// The quota: typed into the form and sent with Enter, its preview is
+	// ingot hfs show --with's; saved with Tab and Enter, it is ingot hfs
+	// show's, journaled with labmgr as the actor.
+	do("type a quota", chromedp.Focus(chromedp.CSS(`#quota-value`)))
+	eval(`document.querySelector('#quota-value').select()`)
+	submitted("preview the quota", chromedp.KeyEvent("dynamic:0.7"), chromedp.KeyEvent("\r"))
+	do("the preview", chromedp.WaitVisible(chromedp.CSS(`#split`)))
+	preview := rowsOf(`#split tbody tr`)
+	var dry, saved ledger.AccountShares
+	w.as("labmgr").json(&dry, "hfs", "show", "chem", "--with", "chem.lab1=dynamic:0.7")
+	checkAxe(t, ctx, axe, "policy")
+	screenshot(t, ctx, "policy", viewportWidth, viewportHeight)
+	before = lastEntry()
+	do("Tab to the save button", chromedp.Focus(chromedp.CSS(`#split-heading + p + div.scroll`)), chromedp.KeyEvent("\t"))
+	if focused, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.activeElement.textContent`)); err != nil || focused != "Set chem.lab1's quota to dynamic:0.7" {
+		t.Fatalf("Tab from the split reaches %q (%v)", focused, err)
+	}
+	submitted("save the quota", chromedp.KeyEvent("\r"))
+	do("after saving", chromedp.WaitVisible(chromedp.CSS(`#tree`)))
+	w.as("labmgr").json(&saved, "hfs", "show", "chem")
+	for _, split := range []ledger.AccountShares{dry, saved} {
+		if len(split.Nodes) != len(preview) {
+			t.Errorf("the preview has %d nodes, ingot hfs show %d", len(preview), len(split.Nodes))
+		}
+		for _, n := range split.Nodes {
+			for field, want := range map[string]string{"quota": report.Grouped(n.Quota, 2), "allocated": report.Grouped(n.Allocated, 2),
+				"available": report.Grouped(n.LienAvailable, 2), "unused": report.Grouped(n.Available, 2)} {
+				if got := preview[n.Name][field]; got != want {
+					t.Errorf("the preview's %s of %s is %s, ingot hfs show %s", field, n.Name, got, want)
+				}
+			}
+		}
+	}
+	if e := lastEntry(); e.Seq != before.Seq+1 || e.Kind != ledger.KindNodeModify || e.Actor != "client:labmgr" {
+		t.Errorf("saving the quota journaled %+v", e)
+	}
+
+	// A transfer from chem to spent, typed and sent with Enter.
+	var chemBefore, spentBefore, chemAfter, spentAfter []ledger.NodeBalance
+	w.as("labmgr").json(&chemBefore, "balance", "chem")
+	w.as("labmgr").json(&spentBefore, "balance", "spent")
+	do("chem's transfer form", chromedp.Navigate(w.url+"/node?name=chem"), chromedp.WaitVisible(chromedp.CSS(`#transfer-form`)),
+		chromedp.Focus(chromedp.CSS(`#transfer-to`)), chromedp.KeyEvent("spent\t50"))
+	submitted("transfer", chromedp.KeyEvent("\r"))
+	w.as("labmgr").json(&chemAfter, "balance", "chem")
+	w.as("labmgr").json(&spentAfter, "balance", "spent")
+	fifty := decimal.NewFromInt(50)
+	if !chemAfter[0].Amount.Equal(chemBefore[0].Amount.Sub(fifty)) || !spentAfter[0].Amount.Equal(spentBefore[0].Amount.Add(fifty)) {
+		t.Errorf("after the transfer of 50: chem %s (was %s), spent %s (was %s)", chemAfter[0].Amount, chemBefore[0].Amount, spentAfter[0].Amount, spentBefore[0].Amount)
+	}
+	if e := lastEntry(); e.Kind != ledger.KindTransfer || e.Actor != "client:labmgr" {
+		t.Errorf("the transfer journaled %+v", e)
+	}
+	if got := text(`#balance [data-field="amount"]`); got != report.Grouped(chemAfter[0].Amount, 2) {
+		t.Errorf("chem's page after the transfer: amount %s, ingot balance %s", got, report.Grouped(chemAfter[0].Amount, 2))
+	}
 }
+
 
 // axeViolation is one rule axe-core finds broken on a page: its impact
 // (minor, moderate, serious, critical) and where.
@@ -551,4 +776,40 @@ func colours(img image.Image) int {
 		}
 	}
 	return len(seen)
+}
+
+// balanceFigures are a balance's figures as the page shows them, by the
+// fields that name them.
+func balanceFigures(nb ledger.NodeBalance) map[string]string {
+	return map[string]string{"available": report.Grouped(nb.Available, 2), "reserved": report.Grouped(nb.Reserved, 2),
+		"amount": report.Grouped(nb.Amount, 2), "credit_limit": report.Grouped(nb.CreditLimit, 2)}
+}
+
+// prepareWarnings gives the browser test's bank a case of each warning:
+// bio an allocation that ends in 20 days, the account spent one used up,
+// chem 20,000 credits left, which at its pace run out before its
+// allocation ends; and the clients root (admin) and labmgr (manager of
+// chem and spent).
+func prepareWarnings(w *webBank, file *cliBank) {
+	file.ok("deposit", "bio", "100", "--end", time.Now().Add(20*24*time.Hour+12*time.Hour).Format(time.RFC3339))
+	file.ok("account", "create", "spent")
+	file.ok("deposit", "spent", "100")
+	file.ok("withdraw", "spent", "100")
+	var chem []ledger.NodeBalance
+	file.json(&chem, "balance", "chem")
+	file.ok("withdraw", "chem", chem[0].Available.Sub(decimal.NewFromInt(20_000)).String())
+	file.ok("client", "add", "root", "--role", "admin", "--key-out", w.keyFile("root"))
+	file.ok("client", "add", "labmgr", "--role", "manager", "--scope", "chem", "--scope", "spent", "--key-out", w.keyFile("labmgr"))
+}
+
+// tabStops are the places of a page the Tab key visits, in the page's
+// order: its links, buttons, fields and focusable regions that are shown.
+const tabStops = `Array.from(document.querySelectorAll('a[href], button, input:not([type=hidden]), select, [tabindex="0"]')).filter(e => e.getClientRects().length > 0)`
+
+// discard is action a with its value dropped, a step of chromedp.Do.
+func discard[T any](a chromedp.Action[T]) chromedp.Action[chromedp.Void] {
+	return func(ctx context.Context, t *chromedp.Target) (chromedp.Void, error) {
+		_, err := a(ctx, t)
+		return chromedp.Void{}, err
+	}
 }
