@@ -621,7 +621,6 @@ func TestWebInBrowser(t *testing.T) {
 	}
 }
 
-
 // axeViolation is one rule axe-core finds broken on a page: its impact
 // (minor, moderate, serious, critical) and where.
 type axeViolation struct {
