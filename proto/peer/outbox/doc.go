@@ -12,7 +12,9 @@
 // the peer's reason when the peer refuses it for good (an account its
 // agreement does not name, say). A peer that cannot be reached, is busy,
 // or does not know the key yet is tried again after a pause that doubles
-// up to a minute; nothing is ever given up.
+// up to a minute; nothing is ever given up. Each peer's transactions are
+// sent in order by a goroutine of their own, so a peer that does not
+// answer holds up no other peer's.
 //
 // The outbox also begins, once a minute, the usage reports that are due
 // (peer.ReportDue): one a day to each peer that granted allocations here,

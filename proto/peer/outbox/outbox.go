@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/ingot-hpc/ingot/proto/api"
@@ -33,7 +34,9 @@ type Outbox struct {
 	Pause time.Duration
 
 	// next is when each peer may be tried again after a failure, and
-	// pause the pause after its next failure.
+	// pause the pause after its next failure; mu guards them, as each
+	// peer's transactions are sent by a goroutine of their own.
+	mu    sync.Mutex
 	next  map[string]time.Time
 	pause map[string]time.Duration
 }
@@ -47,7 +50,6 @@ func (o *Outbox) Run(ctx context.Context) {
 	if interval == 0 {
 		interval = 200 * time.Millisecond
 	}
-	o.next, o.pause = map[string]time.Time{}, map[string]time.Duration{}
 	var reported time.Time
 	for {
 		if time.Since(reported) >= reportEvery {
@@ -81,41 +83,59 @@ func (o *Outbox) report(ctx context.Context) {
 }
 
 // Drain sends each pending transaction whose peer is not in a pause, once,
-// and says how many are still pending.
+// and says how many are still pending. Each peer's transactions are sent
+// in order, by a goroutine of their own, so that a peer that does not
+// answer (a send waits up to Timeout) holds up no other peer's.
 func (o *Outbox) Drain(ctx context.Context) (pending int, err error) {
-	if o.next == nil {
-		o.next, o.pause = map[string]time.Time{}, map[string]time.Duration{}
-	}
 	txs, err := o.Peers.Transactions(ctx, true)
 	if err != nil {
 		return 0, err
 	}
-	clients := map[string]*client.Client{}
+	byPeer := map[string][]peer.Transaction{}
 	for _, t := range txs {
-		if time.Now().Before(o.next[t.Peer]) {
+		byPeer[t.Peer] = append(byPeer[t.Peer], t)
+	}
+	var (
+		wg sync.WaitGroup
+		mu sync.Mutex
+	)
+	for name, list := range byPeer {
+		wg.Go(func() {
+			n := o.drainPeer(ctx, name, list)
+			mu.Lock()
+			pending += n
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	return pending, nil
+}
+
+// drainPeer sends one peer's pending transactions, in order, unless the
+// peer is in a pause; the first failure pauses it and leaves the rest for
+// later. It says how many are still pending.
+func (o *Outbox) drainPeer(ctx context.Context, name string, txs []peer.Transaction) (pending int) {
+	if o.paused(name) {
+		return len(txs)
+	}
+	c, err := link.Open(ctx, o.Peers, name)
+	if err != nil {
+		o.failed(name, err)
+		return len(txs)
+	}
+	for i, t := range txs {
+		settled, err := o.send(ctx, c, t)
+		switch {
+		case err != nil:
+			o.failed(name, err)
+			return pending + len(txs) - i
+		case !settled:
 			pending++
-			continue
-		}
-		c, ok := clients[t.Peer]
-		if !ok {
-			if c, err = link.Open(ctx, o.Peers, t.Peer); err != nil {
-				o.failed(t.Peer, err)
-				pending++
-				continue
-			}
-			clients[t.Peer] = c
-		}
-		if settled, err := o.send(ctx, c, t); err != nil {
-			o.failed(t.Peer, err)
-			pending++
-		} else if !settled {
-			pending++
-		} else {
-			delete(o.next, t.Peer)
-			delete(o.pause, t.Peer)
+		default:
+			o.answered(name)
 		}
 	}
-	return pending, nil
+	return pending
 }
 
 // send sends one transaction and records the peer's answer; settled says
@@ -161,13 +181,33 @@ func final(code api.Code) bool {
 	return true
 }
 
+// paused says whether a peer is in a pause after a failure.
+func (o *Outbox) paused(name string) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return time.Now().Before(o.next[name])
+}
+
+// answered ends a peer's pause: it answered.
+func (o *Outbox) answered(name string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	delete(o.next, name)
+	delete(o.pause, name)
+}
+
 // failed pauses a peer after a failure, twice as long as the last time.
 func (o *Outbox) failed(name string, err error) {
 	first := o.Pause
 	if first == 0 {
 		first = time.Second
 	}
+	o.mu.Lock()
+	if o.next == nil {
+		o.next, o.pause = map[string]time.Time{}, map[string]time.Duration{}
+	}
 	p := min(max(2*o.pause[name], first), maxPause)
 	o.pause[name], o.next[name] = p, time.Now().Add(p)
+	o.mu.Unlock()
 	o.Log.Warn("peer unreachable", "peer", name, "retry_in", p.String(), "error", err.Error())
 }
