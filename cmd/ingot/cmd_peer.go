@@ -321,13 +321,13 @@ func showDifferences(c *cli.Context, rec peer.Reconciliation) error {
 }
 
 func showTransactions(c *cli.Context, list []peer.Transaction) error {
-	t := table{headers: []string{"Transaction", "Peer", "Op", "State", "Created", "Answered", "Answer"}, data: orEmpty(list)}
+	t := table{headers: []string{"Transaction", "Peer", "Op", "Amount", "State", "Created", "Answered", "Answer"}, data: orEmpty(list)}
 	for _, x := range list {
 		answered := "-"
 		if !x.Answered.IsZero() {
 			answered = localTime(x.Answered)
 		}
-		t.add(x.ID, x.Peer, string(x.Op), string(x.State), localTime(x.Created), answered, string(x.Answer))
+		t.add(x.ID, x.Peer, string(x.Op), x.Amount.String(), string(x.State), localTime(x.Created), answered, string(x.Answer))
 	}
 	return show(c, t)
 }
