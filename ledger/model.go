@@ -110,6 +110,51 @@ type Node struct {
 	AnyUser bool      `json:"any_user,omitempty"`
 	Policy  Policy    `json:"policy"`
 	Created time.Time `json:"created"`
+	// Home, on a project homed at a peer bank, is where its liens and
+	// charges are forwarded (traceback); nil for a project of this bank.
+	Home *Home `json:"home,omitempty"`
+}
+
+// RecordPeer is the kind of the records of the peer banks (package peer
+// keeps them), by name: what a Home names.
+const RecordPeer = "peer"
+
+// Home is the project of a peer bank that a project of this bank is homed
+// at: its liens, charges and releases are forwarded there, each amount in
+// this bank's credits multiplied by RateRatio (the peer's credits for one
+// of this bank's). CreditLine is what this bank may accept while the peer
+// cannot be reached (zero: refuse then).
+type Home struct {
+	Peer       string          `json:"peer"`
+	Project    string          `json:"project"`
+	RateRatio  decimal.Decimal `json:"rate_ratio"`
+	CreditLine decimal.Decimal `json:"credit_line"`
+}
+
+// String is PEER:PROJECT.
+func (h Home) String() string { return h.Peer + ":" + h.Project }
+
+// checkHome refuses a home that is not a peer's project at a positive
+// ratio, or that names a peer this bank does not know.
+func checkHome(tx Tx, name string, h Home) error {
+	if !strings.Contains(name, ".") {
+		return fmt.Errorf("%w: %s: only a project may be homed at a peer, not an account", ErrInvalid, name)
+	}
+	if h.Peer == "" || h.Project == "" {
+		return fmt.Errorf("%w: %s: home %q: want PEER:PROJECT", ErrInvalid, name, h.String())
+	}
+	if !h.RateRatio.IsPositive() {
+		return fmt.Errorf("%w: %s: home at %s needs a rate ratio above 0, not %s", ErrInvalid, name, h, h.RateRatio)
+	}
+	if h.CreditLine.IsNegative() {
+		return fmt.Errorf("%w: %s: credit line %s is below 0", ErrInvalid, name, h.CreditLine)
+	}
+	if _, ok, err := tx.Record(RecordPeer, h.Peer); err != nil {
+		return err
+	} else if !ok {
+		return fmt.Errorf("%w: %s: home at %s: no peer named %q (ingot peer add)", ErrNotFound, name, h, h.Peer)
+	}
+	return nil
 }
 
 // IsAccount reports whether the node is top level, and so holds allocations.

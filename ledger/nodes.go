@@ -21,6 +21,8 @@ type NodeSpec struct {
 	// on purpose (it gets only the surplus it accepts); without it such a
 	// project is refused (see CreateNode).
 	NoQuota bool `json:"no_quota,omitempty"`
+	// Home homes the project at a peer bank (Node.Home).
+	Home *Home `json:"home,omitempty"`
 }
 
 // NodeChange lists what to modify in a node; nil fields stay as they are.
@@ -57,7 +59,12 @@ func (l *Ledger) CreateNode(ctx context.Context, req Request, spec NodeSpec) (No
 				return Node{}, err
 			}
 		}
-		n := Node{Name: spec.Name, Description: spec.Description, Active: true, AnyUser: spec.AnyUser, Policy: spec.Policy, Created: w.now}
+		if spec.Home != nil {
+			if err := checkHome(w.tx, spec.Name, *spec.Home); err != nil {
+				return Node{}, err
+			}
+		}
+		n := Node{Name: spec.Name, Description: spec.Description, Active: true, AnyUser: spec.AnyUser, Policy: spec.Policy, Created: w.now, Home: spec.Home}
 		if n.IsAccount() {
 			var err error
 			if n.Created, err = newAccountTime(w.tx, w.now); err != nil {

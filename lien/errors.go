@@ -23,6 +23,9 @@ var (
 	ErrRefund = errors.New("lien: refund exceeds what was charged")
 	// ErrQuote marks an unknown, expired or used-up guaranteed quote.
 	ErrQuote = errors.New("lien: quote not usable")
+	// ErrHomed marks a lien or charge of a project homed at a peer bank
+	// (HomedError): the home bank makes it, through the server.
+	ErrHomed = fmt.Errorf("%w: lien: project homed at a peer bank", ledger.ErrInvalid)
 	// ErrReservation marks an unknown or ended reservation.
 	ErrReservation = errors.New("lien: reservation not usable")
 )

@@ -135,6 +135,10 @@ func (b *Bank) Place(ctx context.Context, req ledger.Request, spec PlaceSpec) (L
 			return LienResult{}, fmt.Errorf("%w: lien for job %s: started %s with a limit of %ds, it would have expired at %s; charge it instead",
 				ledger.ErrInvalid, spec.ID, request.Start.Format(time.RFC3339), request.WallclockLimitSeconds, expires.Format(time.RFC3339))
 		}
+		if h := p.project.Home; h != nil {
+			ref := ledger.JobRef{JobID: spec.ID, Machine: spec.Machine, Project: p.project.Name, Account: p.project.Account(), User: p.user.Name}
+			return LienResult{}, &HomedError{Home: *h, Job: ref, Amount: amount, Expires: expires}
+		}
 		project, holds, err := b.cover(w, cfg, p.project.Name, spec.Machine, amount.Credits, own)
 		if err != nil {
 			return LienResult{}, fmt.Errorf("lien for job %s: %w", spec.ID, err)
@@ -361,14 +365,19 @@ func (b *Bank) Release(ctx context.Context, req ledger.Request, job Job) (ledger
 		return ledger.Lien{}, err
 	}
 	return ledger.Mutate(ctx, b.l, req, ledger.KindLienRelease, job, func(w *ledger.Writer) (ledger.Lien, error) {
-		l, _, err := activeLien(w, job)
-		if err != nil {
-			return ledger.Lien{}, err
-		}
-		l.State = ledger.LienReleased
-		_, err = w.Append(ledger.Entry{Kind: ledger.KindLienRelease, Node: l.Project, Ref: job.ID, Lien: &l})
-		return l, err
+		return release(w, job)
 	})
+}
+
+// release ends a job's active lien, within w.
+func release(w *ledger.Writer, job Job) (ledger.Lien, error) {
+	l, _, err := activeLien(w, job)
+	if err != nil {
+		return ledger.Lien{}, err
+	}
+	l.State = ledger.LienReleased
+	_, err = w.Append(ledger.Entry{Kind: ledger.KindLienRelease, Node: l.Project, Ref: job.ID, Lien: &l})
+	return l, err
 }
 
 // maxSweep bounds one sweep's transaction.

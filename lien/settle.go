@@ -101,6 +101,9 @@ func (b *Bank) Charge(ctx context.Context, req ledger.Request, spec ChargeSpec) 
 			return ChargeResult{}, fmt.Errorf("%w: charge for job %s: %v", ledger.ErrInvalid, spec.ID, err)
 		}
 		c.JobID, c.Machine, c.Final, c.Time = spec.ID, spec.Machine, !spec.Incremental, w.Now()
+		if terms.home != nil {
+			return ChargeResult{}, &HomedError{Home: *terms.home, Job: c.JobRef, Amount: priced.amount, Final: c.Final}
+		}
 		rec := terms.quoteUse
 		if spec.Reservation != "" {
 			if rec != nil {
@@ -125,6 +128,9 @@ type chargeTerms struct {
 	// quoteUse records the use of the guaranteed quote the charge named
 	// (nil when it uses none, or the job used it already).
 	quoteUse *ledger.Record
+	// home is the home of a job's project homed at a peer bank: the
+	// charge is the home bank's to make (HomedError).
+	home *ledger.Home
 }
 
 // chargeUsage is the usage a charge is priced for: an incremental charge
@@ -187,6 +193,7 @@ func (b *Bank) chargeTerms(w *ledger.Writer, spec ChargeSpec, charges []ledger.C
 		return t, fmt.Errorf("charge for job %s: %w", spec.ID, err)
 	}
 	t.charge = ledger.Charge{JobRef: ledger.JobRef{Project: p.project.Name, Account: p.project.Account(), User: p.user.Name}}
+	t.home = p.project.Home
 	return t, nil
 }
 

@@ -58,15 +58,17 @@ func nodeCommand(kind nodeKind) *cli.Command {
 		descriptionFlag(fmt.Sprintf("the %s (list and show print it)", kind)),
 		&cli.BoolFlag{Name: "any-user", Usage: "admit jobs of users who are not members (--any-user=false to stop)"},
 	}
+	create := append(common, policyFlags...)
 	list := "list accounts"
 	if kind == "project" {
+		create = append(create, homeFlags()...)
 		list = "list projects, all or of one account or project"
 	}
 	cmd := &cli.Command{
 		Name:  string(kind),
 		Usage: fmt.Sprintf("create, list, show, modify, deactivate and reactivate %ss", kind),
 		Subcommands: []*cli.Command{
-			{Name: "create", Usage: "create " + kind.withArticle(), ArgsUsage: "NAME", Flags: append(common, policyFlags...), Action: kind.create},
+			{Name: "create", Usage: "create " + kind.withArticle(), ArgsUsage: "NAME", Flags: create, Action: kind.create},
 			{Name: "list", Usage: list, ArgsUsage: "[NAME]", Action: kind.list},
 			{Name: "show", Usage: "show one " + string(kind), ArgsUsage: "NAME", Action: kind.show},
 			{Name: "modify", Usage: "change " + kind.withArticle(), ArgsUsage: "NAME", Flags: append(common, policyFlags...), Action: kind.modify},
@@ -98,6 +100,45 @@ func projectPolicyFlags() []cli.Flag {
 	}
 }
 
+// homeFlags home a new project at a peer bank (traceback).
+func homeFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "home", Usage: "PEER:PROJECT: the project of a peer bank its liens, charges and releases are forwarded to"},
+		&cli.StringFlag{Name: "rate-ratio", Usage: "with --home: the home bank's credits for one of this bank's"},
+		&cli.StringFlag{Name: "credit-line", Usage: "with --home: what may be pending with the home bank while it cannot be reached, in its credits (default 0: refuse then)"},
+	}
+}
+
+// homeOf is the home --home names, or nil.
+func homeOf(c *cli.Context) (*ledger.Home, error) {
+	if !c.IsSet("home") {
+		for _, f := range []string{"rate-ratio", "credit-line"} {
+			if c.IsSet(f) {
+				return nil, usageError{"--" + f + " needs --home"}
+			}
+		}
+		return nil, nil
+	}
+	peerName, project, ok := strings.Cut(c.String("home"), ":")
+	if !ok || peerName == "" || project == "" {
+		return nil, usageError{fmt.Sprintf("--home %q: want PEER:PROJECT", c.String("home"))}
+	}
+	if !c.IsSet("rate-ratio") {
+		return nil, usageError{"--home needs --rate-ratio"}
+	}
+	h := &ledger.Home{Peer: peerName, Project: project, CreditLine: decimal.Zero}
+	var err error
+	if h.RateRatio, err = decimal.NewFromString(c.String("rate-ratio")); err != nil {
+		return nil, usageError{fmt.Sprintf("--rate-ratio %q: not a decimal number", c.String("rate-ratio"))}
+	}
+	if c.IsSet("credit-line") {
+		if h.CreditLine, err = decimal.NewFromString(c.String("credit-line")); err != nil {
+			return nil, usageError{fmt.Sprintf("--credit-line %q: not a decimal number", c.String("credit-line"))}
+		}
+	}
+	return h, nil
+}
+
 // accountPolicyFlags set an account's own HFS settings.
 func accountPolicyFlags() []cli.Flag {
 	return []cli.Flag{
@@ -114,6 +155,9 @@ func (k nodeKind) create(c *cli.Context) error {
 	// meant to have no quota; the ledger refuses one that merely lacks it.
 	spec := ledger.NodeSpec{Name: name, Description: c.String("description"), AnyUser: c.Bool("any-user"), NoQuota: c.String("quota") == none}
 	if err := applyPolicyFlags(c, &spec.Policy); err != nil {
+		return err
+	}
+	if spec.Home, err = homeOf(c); err != nil {
 		return err
 	}
 	return withBank(c, func(b bank) error {
@@ -328,6 +372,9 @@ func nodeTable(n ledger.Node) table {
 	t.add("AcceptSurplus", yesNo(n.Policy.AcceptSurplus))
 	t.add("Limit", limitText(n.Policy.Limit))
 	t.add("NonShared", n.Policy.NonShared.String())
+	if h := n.Home; h != nil {
+		t.add("Home", fmt.Sprintf("%s (rate ratio %s, credit line %s)", h, h.RateRatio, h.CreditLine))
+	}
 	// The settings of owners and preemption only where set: most trees
 	// have none.
 	if !n.Policy.Ownership.IsZero() {

@@ -83,6 +83,9 @@ const (
 	PathExchangeTxs      = "/v1/exchange/transactions"
 	PathExchangeUsage    = "/v1/exchange/usage"
 	PathUsagePeers       = "/v1/usage/peers"
+	PathExchangeLiens    = "/v1/exchange/liens"
+	PathExchangeCharges  = "/v1/exchange/charges"
+	PathExchangeReleases = "/v1/exchange/releases"
 )
 
 // HeaderRequestID carries the request id of a change (see Retries).

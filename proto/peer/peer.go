@@ -15,7 +15,7 @@ import (
 )
 
 // recordPeer is the kind of the peers' records, by name.
-const recordPeer = "peer"
+const recordPeer = ledger.RecordPeer
 
 // Peer is another bank and this bank's agreement with it.
 type Peer struct {

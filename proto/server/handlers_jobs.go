@@ -3,6 +3,7 @@ package server
 import (
 	"cmp"
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"time"
@@ -39,7 +40,11 @@ func (s *Server) placeLien(c *call, spec api.LienRequest) (lien.LienResult, erro
 	if err := requireSchedules(c.client, "place a lien on", spec.Machine); err != nil {
 		return lien.LienResult{}, err
 	}
-	return s.bank.Place(c.r.Context(), c.req, spec)
+	r, err := s.bank.Place(c.r.Context(), c.req, spec)
+	if h, ok := errors.AsType[*lien.HomedError](err); ok {
+		return s.forwardLien(c, h)
+	}
+	return r, err
 }
 
 func (s *Server) extendLien(c *call, e api.ExtendRequest) (lien.LienResult, error) {
@@ -53,7 +58,11 @@ func (s *Server) releaseLien(c *call, job api.ReleaseRequest) (ledger.Lien, erro
 	if err := requireSchedules(c.client, "release a lien on", job.Machine); err != nil {
 		return ledger.Lien{}, err
 	}
-	return s.bank.Release(c.r.Context(), c.req, job)
+	l, err := s.bank.Release(c.r.Context(), c.req, job)
+	if errors.Is(err, lien.ErrNoLien) {
+		return s.forwardRelease(c, job, err)
+	}
+	return l, err
 }
 
 func (s *Server) modifyLien(c *call, m api.LienModifyRequest) (ledger.Lien, error) {
@@ -103,7 +112,11 @@ func (s *Server) charge(c *call, spec api.ChargeRequest) (lien.ChargeResult, err
 	if err := requireSchedules(c.client, "charge a job on", spec.Machine); err != nil {
 		return lien.ChargeResult{}, err
 	}
-	return s.bank.Charge(c.r.Context(), c.req, spec)
+	r, err := s.bank.Charge(c.r.Context(), c.req, spec)
+	if h, ok := errors.AsType[*lien.HomedError](err); ok {
+		return s.forwardCharge(c, h)
+	}
+	return r, err
 }
 
 // charges are a job's charges that the client reads.

@@ -230,6 +230,9 @@ func (s *Server) table() []route {
 		change(api.PathExchangeDeposits, peers, endpoint(s.exchangeDeposit)),
 		read(get, api.PathExchangeTxs, peers, endpoint(s.exchangeTransactions)),
 		change(api.PathExchangeUsage, peers, endpoint(s.exchangeUsage)),
+		change(api.PathExchangeLiens, peers, endpoint(s.exchangeLien)),
+		change(api.PathExchangeCharges, peers, endpoint(s.exchangeCharge)),
+		change(api.PathExchangeReleases, peers, endpoint(s.exchangeRelease)),
 	}
 	if s.page != nil {
 		// A link changes nothing in the bank, so it needs no request id;

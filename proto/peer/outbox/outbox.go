@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ingot-hpc/ingot/ledger"
 	"github.com/ingot-hpc/ingot/proto/api"
 	"github.com/ingot-hpc/ingot/proto/client"
 	"github.com/ingot-hpc/ingot/proto/peer"
@@ -19,6 +20,9 @@ import (
 var paths = map[peer.Op]string{
 	peer.OpDeposit: api.PathExchangeDeposits,
 	peer.OpUsage:   api.PathExchangeUsage,
+	peer.OpLien:    api.PathExchangeLiens,
+	peer.OpCharge:  api.PathExchangeCharges,
+	peer.OpRelease: api.PathExchangeReleases,
 }
 
 // Outbox sends the pending transactions of a bank's peers.
@@ -141,11 +145,24 @@ func (o *Outbox) drainPeer(ctx context.Context, name string, txs []peer.Transact
 // send sends one transaction and records the peer's answer; settled says
 // whether it did.
 func (o *Outbox) send(ctx context.Context, c *client.Client, t peer.Transaction) (settled bool, err error) {
+	t, err = Send(ctx, o.Peers, c, t, o.Timeout)
+	if err != nil || t.State == peer.StatePending {
+		return false, err
+	}
+	o.Log.Info("peer transaction", "id", t.ID, "peer", t.Peer, "op", string(t.Op), "state", string(t.State))
+	return true, nil
+}
+
+// Send sends a pending transaction to its peer once, waiting at most
+// timeout (0: 10 s), and records the peer's answer: the transaction done,
+// or refused when the refusal is final. An error (the peer unreachable,
+// or not answering for good) leaves it pending, for the outbox to send
+// again.
+func Send(ctx context.Context, peers *peer.Registry, c *client.Client, t peer.Transaction, timeout time.Duration) (peer.Transaction, error) {
 	path, ok := paths[t.Op]
 	if !ok {
-		return false, fmt.Errorf("transaction %s: unknown operation %q", t.ID, t.Op)
+		return t, fmt.Errorf("transaction %s: unknown operation %q", t.ID, t.Op)
 	}
-	timeout := o.Timeout
 	if timeout == 0 {
 		timeout = 10 * time.Second
 	}
@@ -156,18 +173,18 @@ func (o *Outbox) send(ctx context.Context, c *client.Client, t peer.Transaction)
 	if err != nil {
 		apiErr, isAPI := errors.AsType[*api.Error](err)
 		if !isAPI || !final(apiErr.Code) {
-			return false, fmt.Errorf("transaction %s to %s: %w", t.ID, t.Peer, err)
+			return t, fmt.Errorf("transaction %s to %s: %w", t.ID, t.Peer, err)
 		}
 		state = peer.StateRefused
 		if answer, err = json.Marshal(apiErr); err != nil {
-			return false, err
+			return t, err
 		}
 	}
-	if _, err := o.Peers.Settle(ctx, t.ID, state, answer); err != nil {
-		return false, fmt.Errorf("transaction %s: record the answer: %w", t.ID, err)
+	settled, err := peers.Settle(ctx, t.ID, state, answer)
+	if err != nil {
+		return t, fmt.Errorf("transaction %s: record the answer: %w", t.ID, err)
 	}
-	o.Log.Info("peer transaction", "id", t.ID, "peer", t.Peer, "op", string(t.Op), "state", string(state))
-	return true, nil
+	return settled, nil
 }
 
 // final says whether a refusal is the peer's last word: not when the peer
@@ -210,4 +227,22 @@ func (o *Outbox) failed(name string, err error) {
 	o.pause[name], o.next[name] = p, time.Now().Add(p)
 	o.mu.Unlock()
 	o.Log.Warn("peer unreachable", "peer", name, "retry_in", p.String(), "error", err.Error())
+}
+
+// Forward begins a forwarded operation of a job homed at a peer, once for
+// the scheduler's request (peer.Registry.BeginOnce), and sends it at
+// once, since the scheduler waits for the home bank's answer. A
+// transaction still pending after it (the peer unreachable, or its answer
+// lost) is the outbox's to send again, and a retry of the request sends
+// it again too: the peer applies it once, under its id.
+func Forward(ctx context.Context, peers *peer.Registry, req ledger.Request, peerName string, op peer.Op, body peer.JobOp, timeout time.Duration) (peer.Transaction, error) {
+	t, err := peers.BeginOnce(ctx, req, peerName, op, body, body.Amount)
+	if err != nil || t.State != peer.StatePending {
+		return t, err
+	}
+	c, err := link.Open(ctx, peers, peerName)
+	if err != nil {
+		return t, err
+	}
+	return Send(ctx, peers, c, t, timeout)
 }

@@ -1,0 +1,287 @@
+package outbox_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"strings"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/shopspring/decimal"
+
+	"github.com/ingot-hpc/ingot/charge"
+	"github.com/ingot-hpc/ingot/ledger"
+	"github.com/ingot-hpc/ingot/ledger/ledgertest"
+	"github.com/ingot-hpc/ingot/ledger/pgstore/pgstoretest"
+	"github.com/ingot-hpc/ingot/lien"
+	"github.com/ingot-hpc/ingot/proto/api"
+	"github.com/ingot-hpc/ingot/proto/auth"
+	"github.com/ingot-hpc/ingot/proto/client"
+	"github.com/ingot-hpc/ingot/proto/clients"
+	"github.com/ingot-hpc/ingot/proto/peer"
+	"github.com/ingot-hpc/ingot/proto/peer/link"
+	"github.com/ingot-hpc/ingot/proto/peer/outbox"
+	"github.com/ingot-hpc/ingot/proto/server"
+)
+
+// tracebackPair is a home bank (central: chem.lab with 1000 credits,
+// its agreement with the site naming chem.lab) and a site whose project
+// visit.chem is homed at central:chem.lab at a rate ratio of 2, each
+// behind its server; sched is the site's scheduler, link the way from the
+// site to the home bank, home a client signing as the site.
+type tracebackPair struct {
+	site, central *bank
+	link          *wire
+	sched, home   *client.Client
+	centralURL    string
+}
+
+func newTracebackPair(t *testing.T, open ledgertest.OpenStore, creditLine string) *tracebackPair {
+	ctx := context.Background()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	central := newBank(t, open, "chem", "chem.lab", "bio", "bio.lab")
+	central.MustDeposit("chem", "1000", ledgertest.Epoch.AddDate(1, 0, 0))
+	central.MustDeposit("bio", "1000", ledgertest.Epoch.AddDate(1, 0, 0))
+	site := newBank(t, onFile, "visit")
+	serve := func(b *bank) *httptest.Server {
+		ts := httptest.NewServer(server.New(b.Ledger, lien.New(b.Ledger), b.clients, &auth.Verifier{Lookup: server.KeyLookup(b.clients)}, log))
+		t.Cleanup(ts.Close)
+		return ts
+	}
+	centralSrv := serve(central)
+	l := &wire{h: centralSrv.Config.Handler}
+	toCentral := httptest.NewServer(l)
+	t.Cleanup(toCentral.Close)
+	siteSrv := serve(site)
+
+	_, siteKey, err := central.peers.Add(ctx, central.Req(), peer.Spec{Name: "siteb", URL: siteSrv.URL, Projects: []string{"chem.lab"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := site.peers.Add(ctx, site.Req(), peer.Spec{Name: "central", URL: toCentral.URL}, &siteKey); err != nil {
+		t.Fatal(err)
+	}
+	home := &ledger.Home{Peer: "central", Project: "chem.lab", RateRatio: decimal.NewFromInt(2), CreditLine: ledgertest.Dec(t, creditLine)}
+	if _, err := site.CreateNode(ctx, site.Req(), ledger.NodeSpec{Name: "visit.chem", Home: home}); err != nil {
+		t.Fatal(err)
+	}
+	site.MustNode("visit.local")
+	site.MustDeposit("visit", "1000", ledgertest.Epoch.AddDate(1, 0, 0))
+	if _, err := site.AddMachine(ctx, site.Req(), ledger.MachineSpec{Name: "hpc1", Shape: ledger.Shape{Cores: 32, MemoryMB: 128000}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := site.AddUser(ctx, site.Req(), ledger.UserSpec{Name: "amy", DefaultProject: "visit.chem",
+		Memberships: []ledger.Membership{{Node: "visit.chem", Role: ledger.RoleMember}, {Node: "visit.local", Role: ledger.RoleMember}}}); err != nil {
+		t.Fatal(err)
+	}
+	_, schedKey, err := site.clients.Add(ctx, site.Req(), clients.Spec{Name: "slurm", Role: clients.RoleAdmin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sched, err := client.Open(client.Options{Server: siteSrv.URL, Key: &schedKey}, client.WithRetries(1, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	asSite, err := client.Open(client.Options{Server: centralSrv.URL, Key: &siteKey}, client.WithRetries(1, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &tracebackPair{site: site, central: central, link: l, sched: sched, home: asSite, centralURL: centralSrv.URL}
+}
+
+func placeSpec(id, project string, procs int64) api.LienRequest {
+	return api.LienRequest{Job: lien.Job{Machine: "hpc1", ID: id}, User: "amy", Project: project,
+		Request: charge.Request{Resources: charge.Resources{Processors: procs}, WallclockLimitSeconds: 100}}
+}
+
+func finalCharge(id string, procs int64) api.ChargeRequest {
+	return api.ChargeRequest{Job: lien.Job{Machine: "hpc1", ID: id}, User: "amy", Project: "visit.chem",
+		Usage: charge.Usage{Resources: charge.Resources{Processors: procs}, WallclockSeconds: 50, State: charge.Completed}}
+}
+
+// TestTraceback: a lien and a charge on the site's homed project are made
+// at the home bank, in its credits (× 2), each once however often the
+// scheduler sends it or the answer is lost; the site holds nothing; a
+// refusal names the home bank and its reason; a release is forwarded.
+// The home bank is on each engine in turn.
+func TestTraceback(t *testing.T) {
+	for engine, open := range map[string]ledgertest.OpenStore{"bbolt": onFile, "postgres": pgstoretest.Open} {
+		t.Run(engine, func(t *testing.T) { traceback(t, open) })
+	}
+}
+
+func traceback(t *testing.T, open ledgertest.OpenStore) {
+	ctx := context.Background()
+	p := newTracebackPair(t, open, "0")
+	quote, err := lien.New(p.site.Ledger).Quote(ctx, lien.QuoteSpec{Machine: "hpc1", User: "amy", Request: placeSpec("", "", 2).Request})
+	if err != nil {
+		t.Fatal(err)
+	}
+	here := quote.Amount.Credits
+	// The answer lost: the scheduler sends the request again.
+	p.link.mode.Store("losing")
+	if _, err := p.sched.PlaceLien(ctx, "req-1", placeSpec("j1", "", 2)); err == nil {
+		t.Fatal("a lost answer answered")
+	}
+	p.link.mode.Store("up")
+	placed, err := p.sched.PlaceLien(ctx, "req-1", placeSpec("j1", "", 2))
+	if err != nil {
+		t.Fatalf("lien on the homed project, sent again: %v", err)
+	}
+	if placed.Project != "visit.chem" || !placed.Lien.Amount.Equal(here) {
+		t.Fatalf("lien answered %+v, want %s on visit.chem", placed, here)
+	}
+	held := p.central.MustBalance("chem").Reserved
+	if want := here.Mul(decimal.NewFromInt(2)); !held.Equal(want) {
+		t.Fatalf("home bank holds %s, want %s (once, × 2)", held, want)
+	}
+	if got := p.site.MustBalance("visit"); !got.Reserved.IsZero() || !got.Amount.Equal(decimal.NewFromInt(1000)) {
+		t.Fatalf("the site holds %+v for a homed job", got)
+	}
+	// A local project's lien stays local.
+	if _, err := p.sched.PlaceLien(ctx, "req-2", placeSpec("j2", "visit.local", 1)); err != nil {
+		t.Fatal(err)
+	}
+	if p.site.MustBalance("visit").Reserved.IsZero() {
+		t.Fatal("the local project's lien was not held here")
+	}
+
+	// The charge, sent twice, its first answer lost.
+	p.link.mode.Store("losing")
+	if _, err := p.sched.Charge(ctx, "req-3", finalCharge("j1", 2)); err == nil {
+		t.Fatal("a lost answer answered")
+	}
+	p.link.mode.Store("up")
+	charged, err := p.sched.Charge(ctx, "req-3", finalCharge("j1", 2))
+	if err != nil {
+		t.Fatalf("charge: %v", err)
+	}
+	central := p.central.MustBalance("chem")
+	if want := decimal.NewFromInt(1000).Sub(charged.Charge.Amount.Mul(decimal.NewFromInt(2))); !central.Amount.Equal(want) || !central.Reserved.IsZero() {
+		t.Fatalf("home bank after the charge: %+v, want %s and nothing held", central, want)
+	}
+
+	// Refused at home: more than chem.lab holds. The scheduler is told why,
+	// by the home bank, and nothing is held anywhere.
+	_, err = p.sched.PlaceLien(ctx, "req-4", placeSpec("j3", "", 32000))
+	if !isCode(err, api.CodeInsufficientFunds) || !strings.Contains(err.Error(), "home bank central refused") {
+		t.Fatalf("a lien beyond the home project: %v", err)
+	}
+	// A release of a forwarded lien goes home.
+	if _, err := p.sched.PlaceLien(ctx, "req-5", placeSpec("j4", "", 1)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.sched.ReleaseLien(ctx, "req-6", lien.Job{Machine: "hpc1", ID: "j4"}); err != nil {
+		t.Fatalf("release: %v", err)
+	}
+	if got := p.central.MustBalance("chem").Reserved; !got.IsZero() {
+		t.Fatalf("home bank still holds %s after the release", got)
+	}
+	txs, err := p.site.peers.Transactions(ctx, false)
+	if err != nil || len(txs) != 5 {
+		t.Fatalf("site's transactions: %d %v, want 5 (lien, charge, refused lien, lien, release)", len(txs), err)
+	}
+	agreeingBanks(t, p)
+}
+
+// agreeingBanks: reconcile finds both banks' records the same.
+func agreeingBanks(t *testing.T, p *tracebackPair) {
+	rec, err := link.Reconcile(context.Background(), p.site.peers, "central", time.Time{}, time.Time{})
+	if err != nil || len(rec.Differences) != 0 || rec.Matched != 5 {
+		t.Fatalf("reconcile: %+v %v", rec, err)
+	}
+}
+
+// TestTracebackAgreement: a peer acts only within its agreement: not on
+// another project, not on another peer's job, not with a forged body
+// under a transaction id it used; a replay gets the first answer.
+func TestTracebackAgreement(t *testing.T) {
+	ctx := context.Background()
+	p := newTracebackPair(t, onFile, "0")
+	body := func(project, id, amount string) json.RawMessage {
+		raw, _ := json.Marshal(peer.JobOp{Project: project, Machine: "hpc1", JobID: id, Amount: ledgertest.Dec(t, amount), Expires: ledgertest.Epoch.Add(time.Hour)})
+		return raw
+	}
+	if _, err := p.home.Exchange(ctx, "tx-a", api.PathExchangeLiens, body("bio.lab", "x1", "10")); !isCode(err, api.CodeForbidden) {
+		t.Fatalf("a lien on a project the agreement does not name: %v", err)
+	}
+	if _, err := p.home.Exchange(ctx, "tx-b", api.PathExchangeLiens, body("chem.lab", "x1", "10")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.home.Exchange(ctx, "tx-b", api.PathExchangeLiens, body("chem.lab", "x1", "10")); err != nil {
+		t.Fatalf("replay: %v", err)
+	}
+	if _, err := p.home.Exchange(ctx, "tx-b", api.PathExchangeLiens, body("chem.lab", "x1", "900")); !isCode(err, api.CodeRequestConflict) {
+		t.Fatalf("a forged body under a used id: %v", err)
+	}
+	if got := p.central.MustBalance("chem").Reserved; !got.Equal(decimal.NewFromInt(10)) {
+		t.Fatalf("home holds %s, want 10 (once)", got)
+	}
+	// Another peer, whose agreement names chem.lab too, cannot release or
+	// charge the site's job: its jobs are its own.
+	_, otherKey, err := p.central.peers.Add(ctx, p.central.Req(), peer.Spec{Name: "sitec", URL: "http://127.0.0.1:2", Projects: []string{"chem.lab"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := client.Open(client.Options{Server: p.centralURL, Key: &otherKey}, client.WithRetries(1, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := other.Exchange(ctx, "tx-c", api.PathExchangeReleases, body("chem.lab", "x1", "0")); !isCode(err, api.CodeNotFound) {
+		t.Fatalf("another peer releasing the site's job: %v", err)
+	}
+	if _, err := other.Exchange(ctx, "tx-b", api.PathExchangeLiens, body("chem.lab", "x1", "10")); err != nil {
+		t.Fatalf("another peer's own transaction under the same id: %v", err)
+	}
+	if got := p.central.MustBalance("chem").Reserved; !got.Equal(decimal.NewFromInt(20)) {
+		t.Fatalf("home holds %s, want 20: each peer's job its own", got)
+	}
+	bad := json.RawMessage(`{"project":"chem.lab","machine":"sitec:hpc1","job_id":"x1","amount":"1","expires":"2026-01-05T10:00:00Z"}`)
+	if _, err := p.home.Exchange(ctx, "tx-d", api.PathExchangeReleases, bad); !isCode(err, api.CodeInvalid) {
+		t.Fatalf("a machine naming another peer's: %v", err)
+	}
+}
+
+// TestTracebackHomeAway: with the home bank away, a project without a
+// credit line is refused with the home bank named, and one with a credit
+// line is accepted up to it; once the bank is back, the outbox applies
+// what was pending there, once.
+func TestTracebackHomeAway(t *testing.T) {
+	ctx := context.Background()
+	p := newTracebackPair(t, onFile, "0")
+	p.link.mode.Store("down")
+	if _, err := p.sched.PlaceLien(ctx, "r1", placeSpec("j1", "", 1)); !isCode(err, api.CodeUnavailable) || !strings.Contains(err.Error(), "home bank central cannot be reached") {
+		t.Fatalf("a lien with the home bank away and no credit line: %v", err)
+	}
+
+	q := newTracebackPair(t, onFile, "300")
+	q.link.mode.Store("down")
+	if _, err := q.sched.PlaceLien(ctx, "r1", placeSpec("j1", "", 1)); err != nil {
+		t.Fatalf("a lien within the credit line: %v", err)
+	}
+	if _, err := q.sched.Charge(ctx, "r2", finalCharge("j1", 1)); err != nil {
+		t.Fatalf("a charge within the credit line: %v", err)
+	}
+	if _, err := q.sched.PlaceLien(ctx, "r3", placeSpec("j2", "", 2)); !isCode(err, api.CodeUnavailable) {
+		t.Fatalf("a lien beyond the credit line: %v", err)
+	}
+	txs, err := q.site.peers.Transactions(ctx, true)
+	if err != nil || len(txs) != 3 {
+		t.Fatalf("pending: %d %v, want 3", len(txs), err)
+	}
+	q.link.mode.Store("up")
+	o := &outbox.Outbox{Peers: q.site.peers, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Pause: 1}
+	if pending, err := o.Drain(ctx); err != nil || pending != 0 {
+		t.Fatalf("drain: %d pending, %v", pending, err)
+	}
+	// j1 charged there (50 s of 1 processor, × 2: 100) and j2's lien (refused
+	// here, since the bank might have applied it, yet begun) held (400),
+	// each once.
+	central := q.central.MustBalance("chem")
+	if !central.Amount.Equal(decimal.NewFromInt(900)) || !central.Reserved.Equal(decimal.NewFromInt(400)) {
+		t.Fatalf("home bank after the drain: %+v, want 900 and 400 held", central)
+	}
+}

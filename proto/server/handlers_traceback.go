@@ -1,0 +1,146 @@
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"slices"
+
+	"github.com/shopspring/decimal"
+
+	"github.com/ingot-hpc/ingot/ledger"
+	"github.com/ingot-hpc/ingot/lien"
+	"github.com/ingot-hpc/ingot/proto/api"
+	"github.com/ingot-hpc/ingot/proto/peer"
+	"github.com/ingot-hpc/ingot/proto/peer/outbox"
+)
+
+// Traceback. At the bank a job runs at: the lien, charge or release of a
+// job whose project is homed at a peer is forwarded there (the lien
+// package answers lien.HomedError), and the scheduler gets the home
+// bank's answer. At the home bank: the exchange's endpoints make them on
+// the home project, for a peer whose agreement names it.
+
+// forwardLien forwards the lien the bank declined for its homed project.
+func (s *Server) forwardLien(c *call, h *lien.HomedError) (lien.LienResult, error) {
+	body := s.jobOp(h)
+	body.Expires = h.Expires
+	if _, err := s.forward(c, h.Home, peer.OpLien, body); err != nil {
+		return lien.LienResult{}, err
+	}
+	l := ledger.Lien{JobRef: h.Job, Amount: h.Amount.Credits, Holds: []ledger.Hold{}, Charged: decimal.Zero, Created: s.ledger.Now(), Expires: h.Expires, State: ledger.LienActive}
+	return lien.LienResult{Lien: l, Project: h.Job.Project, Requested: h.Job.Project, Quote: h.Amount}, nil
+}
+
+// forwardCharge forwards the charge the bank declined for its homed
+// project.
+func (s *Server) forwardCharge(c *call, h *lien.HomedError) (lien.ChargeResult, error) {
+	body := s.jobOp(h)
+	body.Final = h.Final
+	if _, err := s.forward(c, h.Home, peer.OpCharge, body); err != nil {
+		return lien.ChargeResult{}, err
+	}
+	ch := ledger.Charge{JobRef: h.Job, Amount: h.Amount.Credits, Debits: []ledger.Hold{}, Overdrawn: decimal.Zero, Refunded: decimal.Zero, Final: h.Final, Time: s.ledger.Now()}
+	return lien.ChargeResult{Charge: ch, Overran: decimal.Zero, Released: decimal.Zero}, nil
+}
+
+// forwardRelease forwards the release of a job whose lien was forwarded;
+// notHere is the bank's own answer, for a job that was not.
+func (s *Server) forwardRelease(c *call, job api.ReleaseRequest, notHere error) (ledger.Lien, error) {
+	home, ok, err := s.peers.HomedJob(c.r.Context(), job.Machine, job.ID)
+	if err != nil || !ok {
+		return ledger.Lien{}, errors.Join(notHere, err)
+	}
+	body := peer.JobOp{Project: home.Project, Machine: job.Machine, JobID: job.ID, Amount: decimal.Zero}
+	if _, err := s.forward(c, home, peer.OpRelease, body); err != nil {
+		return ledger.Lien{}, err
+	}
+	return ledger.Lien{JobRef: ledger.JobRef{JobID: job.ID, Machine: job.Machine}, Amount: decimal.Zero, Holds: []ledger.Hold{}, Charged: decimal.Zero, State: ledger.LienReleased}, nil
+}
+
+// jobOp is the body of a forwarded operation: the job, on the home
+// project, its amount converted into the home bank's credits.
+func (s *Server) jobOp(h *lien.HomedError) peer.JobOp {
+	return peer.JobOp{Project: h.Home.Project, Machine: h.Job.Machine, JobID: h.Job.JobID, User: h.Job.User,
+		Amount: peer.HomeAmount(h.Amount.Credits, h.Home, s.ledger.Settings().Precision)}
+}
+
+// forward sends a job's operation to its home bank and says how it
+// answered: done, or an error naming the home bank and its reason. While
+// the home bank cannot be reached, a lien or charge is accepted if the
+// project's credit line holds it with the others pending, and refused
+// otherwise, and a release is accepted; either way it stays pending, and
+// is sent when the bank is back.
+func (s *Server) forward(c *call, home ledger.Home, op peer.Op, body peer.JobOp) (peer.Transaction, error) {
+	t, err := outbox.Forward(c.r.Context(), s.peers, c.req, home.Peer, op, body, 0)
+	switch {
+	case t.State == peer.StateDone:
+		return t, nil
+	case t.State == peer.StateRefused:
+		var refusal api.Error
+		if jerr := json.Unmarshal(t.Answer, &refusal); jerr != nil {
+			refusal = api.Error{Code: api.CodeInternal, Message: string(t.Answer)}
+		}
+		return t, api.Errorf(refusal.Code, "home bank %s refused the %s of job %s (transaction %s): %s", home.Peer, op, body.JobID, t.ID, refusal.Message)
+	case t.ID == "":
+		return t, err
+	case op == peer.OpRelease:
+		// A release only frees credits: accepted, and sent when it can be.
+		return t, nil
+	}
+	if within, lerr := s.peers.WithinCreditLine(c.r.Context(), home); lerr != nil {
+		return t, lerr
+	} else if within {
+		return t, nil
+	}
+	return t, api.Errorf(api.CodeUnavailable, "home bank %s cannot be reached for the %s of job %s (transaction %s, pending: it is sent when the bank is back): %v",
+		home.Peer, op, body.JobID, t.ID, err)
+}
+
+// exchangeLien places the lien of a peer's job on a project homed here.
+func (s *Server) exchangeLien(c *call, op peer.JobOp) (ledger.Lien, error) {
+	if err := s.mayTrace(c, peer.OpLien, op); err != nil {
+		return ledger.Lien{}, err
+	}
+	return peer.Receive(c.r.Context(), s.ledger, c.req, c.client.Name, peer.OpLien, c.body, func(w *ledger.Writer) (ledger.Lien, decimal.Decimal, error) {
+		l, err := s.bank.HoldFor(w, op.JobRef(c.client.Name), op.Amount, op.Expires)
+		return l, op.Amount, err
+	})
+}
+
+// exchangeCharge charges a peer's job on a project homed here.
+func (s *Server) exchangeCharge(c *call, op peer.JobOp) (lien.ChargeResult, error) {
+	if err := s.mayTrace(c, peer.OpCharge, op); err != nil {
+		return lien.ChargeResult{}, err
+	}
+	return peer.Receive(c.r.Context(), s.ledger, c.req, c.client.Name, peer.OpCharge, c.body, func(w *ledger.Writer) (lien.ChargeResult, decimal.Decimal, error) {
+		r, err := s.bank.ChargeFor(w, op.JobRef(c.client.Name), op.Amount, op.Final)
+		return r, op.Amount, err
+	})
+}
+
+// exchangeRelease releases the lien of a peer's job.
+func (s *Server) exchangeRelease(c *call, op peer.JobOp) (ledger.Lien, error) {
+	if err := s.mayTrace(c, peer.OpRelease, op); err != nil {
+		return ledger.Lien{}, err
+	}
+	return peer.Receive(c.r.Context(), s.ledger, c.req, c.client.Name, peer.OpRelease, c.body, func(w *ledger.Writer) (ledger.Lien, decimal.Decimal, error) {
+		ref := op.JobRef(c.client.Name)
+		l, err := s.bank.ReleaseFor(w, lien.Job{Machine: ref.Machine, ID: ref.JobID})
+		if err == nil && l.Project != op.Project {
+			err = forbidden(c.client, "release job %s: its lien is on %s, not %s", op.JobID, l.Project, op.Project)
+		}
+		return l, decimal.Zero, err
+	})
+}
+
+// mayTrace refuses a peer a job's operation on a project its agreement
+// does not name, or a body it could not have meant.
+func (s *Server) mayTrace(c *call, op peer.Op, body peer.JobOp) error {
+	if err := body.Check(op); err != nil {
+		return err
+	}
+	if !slices.Contains(c.client.Scope, body.Project) {
+		return forbidden(c.client, "%s job %s on %s: its agreement does not name it", op, body.JobID, body.Project)
+	}
+	return nil
+}
