@@ -82,3 +82,27 @@ func FuzzReceiveUsage(f *testing.F) {
 		}
 	})
 }
+
+// FuzzJobOp: a forwarded job's body is refused or read as one whose
+// job, at the home bank, is on the sending peer's machine, its amount not
+// below 0.
+func FuzzJobOp(f *testing.F) {
+	for _, s := range []string{`{"project":"chem.lab","machine":"hpc1","job_id":"42","amount":"1.5","expires":"2026-11-28T10:00:00Z"}`,
+		`{"project":"chem.lab","machine":"sitec:hpc1","job_id":"1","amount":"1"}`, `{"amount":"-1"}`, `{}`, `[]`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		var j peer.JobOp
+		if json.Unmarshal([]byte(s), &j) != nil {
+			return
+		}
+		for _, op := range []peer.Op{peer.OpLien, peer.OpCharge, peer.OpRelease} {
+			if j.Check(op) != nil {
+				continue
+			}
+			if ref := j.JobRef("siteb"); !strings.HasPrefix(ref.Machine, "siteb:") || strings.Count(ref.Machine, ":") != 1 || j.Amount.IsNegative() {
+				t.Fatalf("%s %q: %+v", op, s, ref)
+			}
+		}
+	})
+}

@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
-	"strings"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
