@@ -1,6 +1,7 @@
 package charge
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -82,11 +83,11 @@ func (c *compiledTable) price(shown []ChargeRate, policy Policy, shape Shape, u 
 // A property the job leaves empty matches nothing and is not an error.
 func (c *compiledTable) checkValues(values *jobValues) error {
 	for property, name := range propertyNames {
-		if c.known[property] == nil || c.known[property][Wildcard] {
+		if c.named[property] == nil || c.named[property][Wildcard] != nil {
 			continue
 		}
 		for _, v := range values.of(property) {
-			if !c.known[property][v.lower] {
+			if c.named[property][v.lower] == nil {
 				return fmt.Errorf("%w: %s=%s (add a %s=%s rate to accept values the table does not list)",
 					ErrUnknownInstance, name, v.value, name, Wildcard)
 			}
@@ -139,34 +140,62 @@ type match struct {
 	quantity fraction
 }
 
-// matches appends to out what a rate applies to. A name-based rate applies
-// to the job values equal to its instance (case-insensitively), and a "*"
-// rate to those no rate of its type and name lists. A multiplier counts
-// once whatever the count (two matlab licenses do not square a multiplier).
-func (c *compiledTable) matches(out []match, cr *compiledRate, q *chargedQuantities, values *jobValues) []match {
-	if !cr.nameBased {
-		return append(out, match{cr.key.name, q.values[cr.quantity]})
+// applied is a rate that applies to a job: its position in the compiled
+// rates and, for a name-based rate, the index in values.of of the job
+// value it matches.
+type applied struct{ rate, value int }
+
+// applying appends to out the rates that apply to a job, in the order of
+// the rates and, for one rate, of the job's values: every value-based
+// rate, the name-based rates whose instance is one of the job's values
+// (case-insensitively), and a "*" rate for each value that no rate of its
+// type and name lists. It looks the job's values up rather than going
+// through the rates, so that it costs the same whatever the table lists.
+func (c *compiledTable) applying(out []applied, values *jobValues) []applied {
+	for _, i := range c.valueBased {
+		out = append(out, applied{i, -1})
 	}
-	for _, v := range values.of(cr.quantity) {
-		var what string
-		switch {
-		case cr.key.instance == v.lower:
-			what = cr.what
-			if v.value != cr.key.instance {
-				what = cr.key.name + "=" + v.value
-			}
-		case cr.key.instance == Wildcard && !cr.siblings[v.lower]:
-			what = cr.key.name + "=" + v.value + " (" + Wildcard + ")"
-		default:
+	for property, named := range c.named {
+		if named == nil {
 			continue
 		}
-		count := v.count
-		if cr.term == multiplierTerm {
-			count = 1
+		for vi, v := range values.of(property) {
+			listing := named[v.lower]
+			for _, i := range listing {
+				out = append(out, applied{i, vi})
+			}
+			for _, i := range c.wildcards[property] {
+				typ := c.rates[i].key.typ
+				if !slices.ContainsFunc(listing, func(j int) bool { return c.rates[j].key.typ == typ }) {
+					out = append(out, applied{i, vi})
+				}
+			}
 		}
-		out = append(out, match{what, integer(count)})
 	}
+	slices.SortFunc(out, func(a, b applied) int { return cmp.Or(a.rate-b.rate, a.value-b.value) })
 	return out
+}
+
+// match is what an applying rate applies to. A multiplier counts once
+// whatever the count (two matlab licenses do not square a multiplier).
+func (c *compiledTable) match(a applied, q *chargedQuantities, values *jobValues) match {
+	cr := &c.rates[a.rate]
+	if !cr.nameBased {
+		return match{cr.key.name, q.values[cr.quantity]}
+	}
+	v := values.of(cr.quantity)[a.value]
+	what := cr.what
+	switch {
+	case cr.key.instance != v.lower: // a "*" rate
+		what = cr.key.name + "=" + v.value + " (" + Wildcard + ")"
+	case v.value != cr.key.instance:
+		what = cr.key.name + "=" + v.value
+	}
+	count := v.count
+	if cr.term == multiplierTerm {
+		count = 1
+	}
+	return match{what, integer(count)}
 }
 
 // stretch is what a segment of the WallDuration gives every time-scaled
@@ -198,40 +227,38 @@ func (c *compiledTable) apply(e Explanation, shown []ChargeRate, q chargedQuanti
 	sums := [feeTerm + 1]fraction{integer(0), integer(0), integer(1), integer(0)}
 	var timeScaled []stretch
 	var items []LineItem
-	var ms []match
-	for i := range c.rates {
-		cr := &c.rates[i]
-		ms = c.matches(ms[:0], cr, &q, values)
-		for _, m := range ms {
-			// A zero quantity adds nothing; it is left out unless it is a
-			// multiplier, where it zeroes the charge and must be seen.
-			if m.quantity.sign() == 0 && cr.term != multiplierTerm {
-				continue
+	rates := c.applying(nil, values)
+	for _, a := range rates {
+		cr := &c.rates[a.rate]
+		m := c.match(a, &q, values)
+		// A zero quantity adds nothing; it is left out unless it is a
+		// multiplier, where it zeroes the charge and must be seen.
+		if m.quantity.sign() == 0 && cr.term != multiplierTerm {
+			continue
+		}
+		if items == nil {
+			items = make([]LineItem, 0, c.items(rates, len(segments)))
+		}
+		perSecond := m.quantity.mul(cr.rate)
+		item := LineItem{Type: cr.key.typ, What: m.what, Quantity: m.quantity.display(), Rate: shown[cr.index].Rate, Multiplier: one}
+		if cr.term == timeScaledTerm {
+			if timeScaled == nil {
+				timeScaled = stretches(segments, q.consumption)
 			}
-			if items == nil {
-				items = make([]LineItem, 0, c.items(len(segments)))
+			for _, s := range timeScaled {
+				subtotal := perSecond.mul(s.factor)
+				item.Seconds, item.Multiplier, item.Subtotal, item.Window = s.seconds, s.shown, subtotal.display(), s.window
+				items = append(items, item)
+				sums[cr.term] = sums[cr.term].add(subtotal)
 			}
-			perSecond := m.quantity.mul(cr.rate)
-			item := LineItem{Type: cr.key.typ, What: m.what, Quantity: m.quantity.display(), Rate: shown[cr.index].Rate, Multiplier: one}
-			if cr.term == timeScaledTerm {
-				if timeScaled == nil {
-					timeScaled = stretches(segments, q.consumption)
-				}
-				for _, s := range timeScaled {
-					subtotal := perSecond.mul(s.factor)
-					item.Seconds, item.Multiplier, item.Subtotal, item.Window = s.seconds, s.shown, subtotal.display(), s.window
-					items = append(items, item)
-					sums[cr.term] = sums[cr.term].add(subtotal)
-				}
-				continue
-			}
-			item.Subtotal = perSecond.display()
-			items = append(items, item)
-			if cr.term == multiplierTerm {
-				sums[cr.term] = sums[cr.term].mul(perSecond)
-			} else {
-				sums[cr.term] = sums[cr.term].add(perSecond)
-			}
+			continue
+		}
+		item.Subtotal = perSecond.display()
+		items = append(items, item)
+		if cr.term == multiplierTerm {
+			sums[cr.term] = sums[cr.term].mul(perSecond)
+		} else {
+			sums[cr.term] = sums[cr.term].add(perSecond)
 		}
 	}
 	exact := sums[timeScaledTerm].add(sums[usageTerm]).mul(sums[multiplierTerm]).add(sums[feeTerm])
@@ -242,15 +269,16 @@ func (c *compiledTable) apply(e Explanation, shown []ChargeRate, q chargedQuanti
 	return Amount{Credits: exact.roundHalfEven(c.precision), Explanation: e}
 }
 
-// items is how many items a job gives with one value of each property:
-// one a rate, and one a time-scaled rate and stretch. (The time-scaled
-// rates come first.)
-func (c *compiledTable) items(stretches int) int {
-	timeScaled := len(c.rates)
-	if i := slices.IndexFunc(c.rates, func(cr compiledRate) bool { return cr.term != timeScaledTerm }); i >= 0 {
-		timeScaled = i
+// items is how many items the rates that apply to a job give at most:
+// one a rate, and one a time-scaled rate and stretch.
+func (c *compiledTable) items(rates []applied, stretches int) int {
+	n := len(rates)
+	for _, a := range rates {
+		if c.rates[a.rate].term == timeScaledTerm {
+			n += stretches - 1
+		}
 	}
-	return len(c.rates) + timeScaled*(stretches-1)
+	return n
 }
 
 // Quote prices a request as if the job ran for its whole wallclock limit

@@ -144,9 +144,18 @@ type compiledTable struct {
 	// the table, the order of the explanation's items.
 	rates   []compiledRate
 	windows windows
-	// known are, per name-based property (propertyNames' order), the
-	// values (lower case) that some rate lists; nil if no rate matches it.
-	known [len(propertyNames)]map[string]bool
+	// valueBased are the positions in rates of the value-based rates,
+	// which apply to every job, in order.
+	valueBased []int
+	// named are, per name-based property (propertyNames' order), the
+	// positions in rates of the rates that list each value (lower case,
+	// "*" too), in order; nil if no rate matches the property. Pricing
+	// looks a job's values up here, so that its cost does not grow with
+	// the values the table lists.
+	named [len(propertyNames)]map[string][]int
+	// wildcards are, per name-based property, the positions in rates of
+	// its "*" rates, in order.
+	wildcards [len(propertyNames)][]int
 }
 
 type compiledRate struct {
@@ -162,9 +171,6 @@ type compiledRate struct {
 	// job value spelled as the rate's instance ("QualityOfService=premium"),
 	// made once; a value spelled otherwise is named as the job spells it.
 	what string
-	// siblings are, for a "*" rate, the instances that other rates of its
-	// type and name list: values the "*" rate does not apply to.
-	siblings map[string]bool
 }
 
 func (t RateTable) compile() (compiledTable, error) {
@@ -189,29 +195,27 @@ func (t RateTable) compile() (compiledTable, error) {
 		cr := compiledRate{key: key, index: i, term: info.term, nameBased: info.nameBased, rate: fractionOfDecimal(r.Rate)}
 		if info.nameBased {
 			cr.quantity = slices.Index(propertyNames[:], key.name)
-			if c.known[cr.quantity] == nil {
-				c.known[cr.quantity] = make(map[string]bool)
-			}
-			c.known[cr.quantity][key.instance] = true
+			cr.what = key.name + "=" + key.instance
 		} else {
 			cr.quantity = slices.Index(valueNames[:], key.name)
 		}
-		if info.nameBased {
-			cr.what = key.name + "=" + key.instance
-		}
 		c.rates = append(c.rates, cr)
 	}
-	for i := range c.rates {
-		if cr := &c.rates[i]; cr.key.instance == Wildcard {
-			cr.siblings = make(map[string]bool)
-			for _, other := range c.rates {
-				if other.key.typ == cr.key.typ && other.key.name == cr.key.name {
-					cr.siblings[other.key.instance] = true
-				}
+	slices.SortStableFunc(c.rates, func(a, b compiledRate) int { return int(a.term) - int(b.term) })
+	for i, cr := range c.rates {
+		switch {
+		case !cr.nameBased:
+			c.valueBased = append(c.valueBased, i)
+		default:
+			if c.named[cr.quantity] == nil {
+				c.named[cr.quantity] = make(map[string][]int)
+			}
+			c.named[cr.quantity][cr.key.instance] = append(c.named[cr.quantity][cr.key.instance], i)
+			if cr.key.instance == Wildcard {
+				c.wildcards[cr.quantity] = append(c.wildcards[cr.quantity], i)
 			}
 		}
 	}
-	slices.SortStableFunc(c.rates, func(a, b compiledRate) int { return int(a.term) - int(b.term) })
 	w, err := t.compileWindows()
 	if err != nil {
 		return compiledTable{}, err
