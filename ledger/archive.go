@@ -403,6 +403,9 @@ func putState(tx Tx, cp auditCheckpoint) error {
 		if err := tx.PutRecord(r); err != nil {
 			return err
 		}
+		if err := putRecordDigest(tx, r); err != nil {
+			return err
+		}
 	}
 	for _, l := range cp.Active {
 		if err := tx.PutLien(l, 0); err != nil {

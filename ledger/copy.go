@@ -98,6 +98,9 @@ func copyJournal(ctx context.Context, src, dst Tx, rep *CopyReport, progress fun
 		}
 		if e.Record != nil {
 			kinds[e.Record.Kind] = true
+			if err := putRecordDigest(dst, *e.Record); err != nil {
+				return false, err
+			}
 		}
 		if err := copyHistory(src, dst, e); err != nil {
 			return false, err

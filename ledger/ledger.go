@@ -390,6 +390,9 @@ func (w *Writer) Append(e Entry, changed ...Allocation) (Entry, error) {
 		if err := w.tx.PutRecord(*e.Record); err != nil {
 			return Entry{}, err
 		}
+		if err := putRecordDigest(w.tx, *e.Record); err != nil {
+			return Entry{}, err
+		}
 	}
 	for _, account := range touchedAccounts(e, oldLien) {
 		if err := w.moveAccount(account, e, oldLien, oldCharge); err != nil {

@@ -90,50 +90,75 @@ func loadRates(tx ledger.Tx, precision int32) (charge.RateTable, error) {
 	return t, nil
 }
 
-// decoded keeps a record's value as last decoded, with the record's bytes:
-// every lien and charge reads the rate table and the configuration, and
-// decoding and checking the table alone took an eighth of the writer's time
-// with a QOS multiplier and a night window. Keyed by the bytes, it is right
-// for any transaction, whatever snapshot it reads. The value is shared:
-// the pricing paths that use it only read it (a guaranteed quote copies the
-// table it keeps); the paths that change a record load their own copy.
+// decoded keeps a record's value as last decoded, with the record's
+// digest as the ledger keeps it: every lien and charge reads the rate
+// table and the configuration, and decoding and checking the table alone
+// took an eighth of the writer's time with a QOS multiplier and a night
+// window; reading a large table to compare it with the one decoded cost
+// more than pricing. Keyed by the digest, it is right for any
+// transaction, whatever snapshot it reads. A record written before the
+// ledger kept digests is compared byte for byte instead. The value is
+// shared: the pricing paths that use it only read it (a guaranteed quote
+// copies the table it keeps); the paths that change a record load their
+// own copy.
 type decoded[T any] struct {
-	mu    sync.Mutex
-	raw   []byte
-	value T
+	mu     sync.Mutex
+	digest string // of the record decoded, or "" if the ledger kept none
+	raw    []byte // the record decoded, when it has no digest
+	value  T
 	// absent is the value when there is no record (a default), once loaded.
 	absent    T
 	hasAbsent bool
 }
 
 // load is the record kind/key decoded by load, from the cache when the
-// record's bytes are those last decoded; without the record, the value
-// load gives then (a default), loaded once.
+// record is the one last decoded; without the record, the value load
+// gives then (a default), loaded once.
 func (d *decoded[T]) load(tx ledger.Tx, kind, key string, load func(ledger.Tx) (T, error)) (T, error) {
-	r, ok, err := tx.Record(kind, key)
+	digest, ok, err := ledger.RecordDigest(tx, kind, key)
 	if err != nil {
 		var zero T
 		return zero, err
 	}
+	var raw []byte
+	if !ok {
+		r, found, err := tx.Record(kind, key)
+		if err != nil {
+			var zero T
+			return zero, err
+		}
+		if !found {
+			return d.loadAbsent(tx, load)
+		}
+		raw = r.Value
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if !ok {
-		if !d.hasAbsent {
-			if d.absent, err = load(tx); err != nil {
-				return d.absent, err
-			}
-			d.hasAbsent = true
-		}
-		return d.absent, nil
-	}
-	if d.raw != nil && bytes.Equal(d.raw, r.Value) {
+	switch {
+	case digest != "" && d.digest == digest:
+		return d.value, nil
+	case raw != nil && d.raw != nil && bytes.Equal(d.raw, raw):
 		return d.value, nil
 	}
 	v, err := load(tx)
 	if err == nil {
-		d.raw, d.value = bytes.Clone(r.Value), v
+		d.digest, d.raw, d.value = digest, bytes.Clone(raw), v
 	}
 	return v, err
+}
+
+// loadAbsent is the value without the record, loaded once.
+func (d *decoded[T]) loadAbsent(tx ledger.Tx, load func(ledger.Tx) (T, error)) (T, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if !d.hasAbsent {
+		v, err := load(tx)
+		if err != nil {
+			return v, err
+		}
+		d.absent, d.hasAbsent = v, true
+	}
+	return d.absent, nil
 }
 
 // pricingRates and pricingConfig are loadRates (compiled, so that each

@@ -2,6 +2,7 @@ package lien_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -851,5 +852,41 @@ func TestQuoteSaysWhetherTheLienWouldBeGranted(t *testing.T) {
 				t.Error("a refused lien wrote to the journal")
 			}
 		})
+	}
+}
+
+// TestRatesWrittenBeforeDigests: a rate table written before the ledger
+// kept record digests is compared byte for byte with the one kept, so a
+// table changed without a digest still prices the next job.
+func TestRatesWrittenBeforeDigests(t *testing.T) {
+	s := newSite(t)
+	s.MustDeposit("chem", "1000000", time.Time{})
+	table := charge.DefaultRateTable()
+	table.Rates[0].Rate = dec("2")
+	if _, err := s.lb.SetRates(context.Background(), s.Req(), table); err != nil {
+		t.Fatal(err)
+	}
+	s.mustPlace("new", 1, 100)
+	// The digest dropped, and the table changed, as an earlier version
+	// of ingot left them (and back, as the journal has it).
+	for i, rate := range []string{"3", "2"} {
+		table.Rates[0].Rate = dec(rate)
+		raw, err := json.Marshal(table)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = s.Store.Update(context.Background(), func(tx ledger.Tx) error {
+			if err := tx.PutRecord(ledger.Record{Kind: "ledger.digest", Key: "config/rates", Deleted: true}); err != nil {
+				return err
+			}
+			return tx.PutRecord(ledger.Record{Kind: "config", Key: "rates", Value: raw})
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for j := range 2 { // the second job prices with the kept table
+			r := s.mustPlace(fmt.Sprintf("old%d-%d", i, j), 1, 100)
+			wantAmount(t, "lien at rate "+rate, r.Lien.Amount, dec(rate).Mul(dec("100")).String())
+		}
 	}
 }
