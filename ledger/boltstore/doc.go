@@ -71,7 +71,8 @@
 //	liens_active           account NUL expiry ‖ id -> (empty), while the lien is active
 //	charges                id -> a reference to the entry that made it, or last refunded it
 //	charges_by_job         machine NUL job id NUL id -> (empty)
-//	records                kind NUL key -> the record's value (the ledger's running sums, audit checkpoint and archive boundary among them)
+//	records                kind NUL key -> the record's value (the ledger's running sums, audit checkpoint and archive boundary among them,
+//	                       and, since schema 15, the digest of each journaled record: ledger.RecordDigest)
 //	journal_by_node        term NUL seq -> (empty), for each node an entry concerns, and (since schema 14) its job
 //	                       ("job " ‖ job id) and, for the kinds of a few entries a day, its kind ("kind " ‖ kind):
 //	                       ledger.IndexTerms

@@ -159,7 +159,11 @@ func syncDir(dir string) error {
 // (schema 9's by node, with schema 14's terms of jobs and kinds) for a
 // file without it, the index of allocations by end (schema 13's) for a
 // file without it, then the schema version. Schemas 10 to 12 changed how
-// new values are stored, not the old ones: nothing is rewritten.
+// new values are stored, not the old ones: nothing is rewritten. Nor does
+// schema 15, whose records have their digests kept beside them from then
+// on (ledger.RecordDigest; one written before is compared whole): it
+// marks the file so that an earlier ingot, which would change a record
+// without its digest, refuses it.
 func (s *Store) upgrade(from uint64, report func(step string, done, total int64)) error {
 	return s.update(func(btx *bolt.Tx) error {
 		for _, step := range steps {

@@ -28,7 +28,7 @@ func TestJobAndKindIndex(t *testing.T) {
 	}
 	l.Close()
 	// The bank as schema 4 left it: no jobs' or kinds' rows.
-	pgtest.Exec(t, url, `DELETE FROM journal_nodes WHERE node LIKE 'job %' OR node LIKE 'kind %'`, `DELETE FROM schema_version WHERE version = 5`)
+	pgtest.Exec(t, url, `DELETE FROM journal_nodes WHERE node LIKE 'job %' OR node LIKE 'kind %'`, `DELETE FROM schema_version WHERE version >= 5`)
 	s = pgstoretest.OpenURL(t, url)
 	l, err := ledger.Open(ctx, s)
 	if err != nil {
