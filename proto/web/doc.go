@@ -57,8 +57,9 @@
 //
 // # Forms and CSRF
 //
-// The page has two forms that POST: sign-in and sign-out. Each carries a
-// CSRF token: the sign-out form the session's own, kept with it on the
+// The page's forms that POST are sign-in, sign-out and a manager's
+// (members, a transfer, a project's quota). Each carries a CSRF token: the
+// sign-out form and a manager's the session's own, kept with it on the
 // server and checked against the session of the request's cookie; the
 // sign-in form the link's own, made with the link and kept with it, which
 // the link's page also sets in a cookie that only this site's pages send
@@ -71,7 +72,8 @@
 // from this very host over TLS: a sibling host (same-site, so SameSite
 // does not stop it) cannot set them for the whole domain, neither the
 // sign-in form's cookie nor a session of its own. The other forms (the
-// statement's period) are GETs that read.
+// statement's period, the usage's range, a quota's preview) are GETs that
+// read.
 //
 // # Headers
 //

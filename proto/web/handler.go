@@ -85,13 +85,13 @@ func New(sessions *Sessions, log *slog.Logger) *Pages {
 		pathMembers:   {method: http.MethodPost, serve: p.members},
 		pathTransfer:  {method: http.MethodPost, serve: p.transfer},
 		// GET previews a project's new quota, POST (its confirm) sets it.
-		pathPolicy:  {serve: p.policy},
+		pathPolicy:  {serve: byMethod(p.policyPreview, p.setQuota)},
 		pathUsage:   {method: http.MethodGet, serve: p.usageCSV},
 		pathSignOut: {method: http.MethodPost, serve: p.signOut},
 		pathStyle:   {method: http.MethodGet, public: true, serve: serveStyle},
 		// The sign-in path has two methods: GET shows the link's page,
 		// POST (its button) signs in.
-		pathSignIn: {public: true, serve: p.signIn},
+		pathSignIn: {public: true, serve: byMethod(p.signInPage, p.signInForm)},
 	}
 	return p
 }
@@ -195,17 +195,18 @@ func (p *Pages) render(req *request, status int, name string, data any) {
 	req.w.Write(b.Bytes())
 }
 
-// signIn is the sign-in path: GET shows a link's page with its button, or
-// says how to get a link; POST, the button, signs in.
-func (p *Pages) signIn(req *request) error {
-	switch req.r.Method {
-	case http.MethodGet:
-		return p.signInPage(req)
-	case http.MethodPost:
-		return p.signInForm(req)
+// byMethod serves a path of two methods: GET with get, POST with post.
+func byMethod(get, post func(*request) error) func(*request) error {
+	return func(req *request) error {
+		switch req.r.Method {
+		case http.MethodGet:
+			return get(req)
+		case http.MethodPost:
+			return post(req)
+		}
+		req.w.Header().Set("Allow", "GET, POST")
+		return api.Errorf(api.CodeMethodNotAllowed, "%s %s: use GET or POST", req.r.Method, req.r.URL.Path)
 	}
-	req.w.Header().Set("Allow", "GET, POST")
-	return api.Errorf(api.CodeMethodNotAllowed, "%s %s: use GET or POST", req.r.Method, req.r.URL.Path)
 }
 
 // signInPage shows the button that signs in with the link's token. It does

@@ -105,19 +105,6 @@ func (p *Pages) transfer(req *request) error {
 	return nil
 }
 
-// policy is the quota form's path: GET previews the split with the quota
-// proposed, POST sets it.
-func (p *Pages) policy(req *request) error {
-	switch req.r.Method {
-	case http.MethodGet:
-		return p.policyPreview(req)
-	case http.MethodPost:
-		return p.setQuota(req)
-	}
-	req.w.Header().Set("Allow", "GET, POST")
-	return api.Errorf(api.CodeMethodNotAllowed, "%s %s: use GET or POST", req.r.Method, req.r.URL.Path)
-}
-
 // policyView is the preview of a project's new quota: the account's split
 // now and as it would be with the quota (GET /v1/shares and its dry run
 // with=NODE=QUOTA, as `ingot hfs show ACCOUNT [--with NODE=QUOTA]` prints
