@@ -341,7 +341,8 @@ func ReceiveUsage(ctx context.Context, l *ledger.Ledger, req ledger.Request, pee
 
 // checkGrant refuses a usage line of an allocation this bank did not
 // grant to the peer: its grant must be a deposit this bank began with
-// that peer, done, into the line's account.
+// that peer, done, into the line's account, and the allocation the one
+// the peer's receipt for it named.
 func checkGrant(tx ledger.Tx, peerName string, line UsageLine) error {
 	t, err := getTx(tx, line.Grant)
 	if err != nil || t.Peer != peerName || t.Op != OpDeposit || t.State != StateDone {
@@ -353,6 +354,13 @@ func checkGrant(tx ledger.Tx, peerName string, line UsageLine) error {
 	}
 	if spec.Account != line.Account {
 		return fmt.Errorf("%w: usage of %s's allocation %d: grant %s was deposited into %s", ErrNotGranted, line.Account, line.Allocation, t.ID, spec.Account)
+	}
+	var receipt ledger.Receipt
+	if err := json.Unmarshal(t.Answer, &receipt); err != nil {
+		return fmt.Errorf("%w: the receipt of peer transaction %s: %v", ledger.ErrCorrupt, t.ID, err)
+	}
+	if !slices.ContainsFunc(receipt.Deltas, func(d ledger.Delta) bool { return d.Allocation == line.Allocation }) {
+		return fmt.Errorf("%w: usage of %s's allocation %d: grant %s was deposited into another allocation", ErrNotGranted, line.Account, line.Allocation, t.ID)
 	}
 	return nil
 }

@@ -154,8 +154,12 @@ func usageReportedBack(t *testing.T, open ledgertest.OpenStore) {
 	forged := day.UsageReport
 	forged.Period, forged.From, forged.To = "2026-02-01", time.Date(2026, 2, 1, 0, 0, 0, 0, time.UTC), time.Date(2026, 2, 2, 0, 0, 0, 0, time.UTC)
 	forged.Lines = []peer.UsageLine{day.Lines[0]}
+	forged.Lines[0].Allocation++ // the grant's, but another allocation
+	if _, err := c.Exchange(ctx, "tx-forged-1", api.PathExchangeUsage, mustJSON(t, forged)); !isCode(err, api.CodeInvalid) {
+		t.Fatalf("usage of another allocation under the grant: %v", err)
+	}
 	forged.Lines[0].Grant = begun[0].ID // the site's own transaction, not a grant
-	if _, err := c.Exchange(ctx, "tx-forged", api.PathExchangeUsage, mustJSON(t, forged)); !isCode(err, api.CodeInvalid) {
+	if _, err := c.Exchange(ctx, "tx-forged-2", api.PathExchangeUsage, mustJSON(t, forged)); !isCode(err, api.CodeInvalid) {
 		t.Fatalf("usage of an allocation not granted: %v", err)
 	}
 }
