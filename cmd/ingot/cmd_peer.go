@@ -287,7 +287,11 @@ func peerStatement(c *cli.Context) error {
 		}
 		t := table{headers: []string{"Direction", "Op", "Done", "Amount", "Pending", "Pending amount", "Refused"}, data: st.Lines}
 		for _, l := range st.Lines {
-			t.add(string(l.Direction), string(l.Op), strconv.Itoa(l.Count), amount(l.Amount, p), strconv.Itoa(l.Pending), amount(l.PendingAmount, p), strconv.Itoa(l.Refused))
+			op := string(l.Op)
+			if l.Hold {
+				op += " (hold: not in the totals)"
+			}
+			t.add(string(l.Direction), op, strconv.Itoa(l.Count), amount(l.Amount, p), strconv.Itoa(l.Pending), amount(l.PendingAmount, p), strconv.Itoa(l.Refused))
 		}
 		if err := show(c, t); err != nil {
 			return err

@@ -13,7 +13,9 @@ import (
 // (applied by the other bank) and what they came to, the pending ones,
 // and the refused. Totals are per direction: Sent what this bank asked of
 // the peer and the peer applied (credits granted there, usage reported
-// to it), Received what the peer asked of this bank and this bank applied.
+// to it, jobs charged to a home project there), Received what the peer
+// asked of this bank and this bank applied. Holds (Op.Holds) are listed
+// and left out of the totals: the charge that ends a hold counts.
 type Statement struct {
 	Peer     string          `json:"peer"`
 	Period   Period          `json:"period"`
@@ -24,15 +26,23 @@ type Statement struct {
 
 // StatementLine is one direction and operation of a statement.
 type StatementLine struct {
-	Direction Direction       `json:"direction"`
-	Op        Op              `json:"op"`
-	Count     int             `json:"count"`
-	Amount    decimal.Decimal `json:"amount"`
-	Pending   int             `json:"pending"`
+	Direction Direction `json:"direction"`
+	Op        Op        `json:"op"`
+	// Hold marks an operation that holds credits (Op.Holds): not in the
+	// totals.
+	Hold    bool            `json:"hold,omitempty"`
+	Count   int             `json:"count"`
+	Amount  decimal.Decimal `json:"amount"`
+	Pending int             `json:"pending"`
 	// PendingAmount is what the pending ones would come to.
 	PendingAmount decimal.Decimal `json:"pending_amount"`
 	Refused       int             `json:"refused"`
 }
+
+// Holds says whether an operation only holds credits or lets them go (a
+// traceback lien, its release), moving none: the charge that ends the
+// hold moves them.
+func (o Op) Holds() bool { return o == OpLien || o == OpRelease }
 
 // Statement is what this bank and the peer did for each other in the
 // transactions begun in p (BeganAt), from this bank's records: every
@@ -46,7 +56,7 @@ func (r *Registry) Statement(ctx context.Context, peerName string, p Period) (St
 	for _, x := range xs {
 		i := slices.IndexFunc(st.Lines, func(l StatementLine) bool { return l.Direction == x.Direction && l.Op == x.Op })
 		if i < 0 {
-			st.Lines = append(st.Lines, StatementLine{Direction: x.Direction, Op: x.Op, Amount: decimal.Zero, PendingAmount: decimal.Zero})
+			st.Lines = append(st.Lines, StatementLine{Direction: x.Direction, Op: x.Op, Hold: x.Op.Holds(), Amount: decimal.Zero, PendingAmount: decimal.Zero})
 			i = len(st.Lines) - 1
 		}
 		l := &st.Lines[i]
@@ -59,6 +69,9 @@ func (r *Registry) Statement(ctx context.Context, peerName string, p Period) (St
 		default:
 			l.Count++
 			l.Amount = l.Amount.Add(x.Amount)
+			if l.Hold {
+				break
+			}
 			if x.Direction == Sent {
 				st.Sent = st.Sent.Add(x.Amount)
 			} else {

@@ -193,6 +193,24 @@ func agreeingBanks(t *testing.T, p *tracebackPair) {
 	if err != nil || len(rec.Differences) != 0 || rec.Matched != 5 {
 		t.Fatalf("reconcile: %+v %v", rec, err)
 	}
+	// The statement counts the charge, lists the liens and the release
+	// as holds, out of its totals.
+	st, err := p.site.peers.Statement(context.Background(), "central", peer.Period{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	charged := decimal.Zero
+	for _, l := range st.Lines {
+		if l.Hold != (l.Op == peer.OpLien || l.Op == peer.OpRelease) || l.Direction != peer.Sent {
+			t.Errorf("statement line %+v", l)
+		}
+		if l.Op == peer.OpCharge {
+			charged = l.Amount
+		}
+	}
+	if len(st.Lines) != 3 || charged.IsZero() || !st.Sent.Equal(charged) || !st.Received.IsZero() {
+		t.Fatalf("statement: %+v", st)
+	}
 }
 
 // TestTracebackAgreement: a peer acts only within its agreement: not on
