@@ -72,7 +72,10 @@
 //	charges                id -> a reference to the entry that made it, or last refunded it
 //	charges_by_job         machine NUL job id NUL id -> (empty)
 //	records                kind NUL key -> the record's value (the ledger's running sums, audit checkpoint and archive boundary among them,
-//	                       and, since schema 15, the digest of each journaled record: ledger.RecordDigest)
+//	                       and, since schema 15, the digest of each journaled record: ledger.RecordDigest); since schema 16,
+//	                       0xE2 for a journaled record larger than 2 KiB, kept in records_large
+//	records_large          kind NUL key -> the value of a journaled record larger than 2 KiB (since schema 16), so that no
+//	                       record that changes with every change of an account shares its pages
 //	journal_by_node        term NUL seq -> (empty), for each node an entry concerns, and (since schema 14) its job
 //	                       ("job " ‖ job id) and, for the kinds of a few entries a day, its kind ("kind " ‖ kind):
 //	                       ledger.IndexTerms

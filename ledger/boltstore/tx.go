@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -37,11 +38,12 @@ var (
 	bucketCharges     = []byte("charges")
 	bucketChargesJob  = []byte("charges_by_job")
 	bucketRecords     = []byte("records")
+	bucketLarge       = []byte("records_large")
 	bucketByNode      = []byte("journal_by_node")
 
 	bucketNames = [][]byte{bucketMeta, bucketNodes, bucketUsers, bucketMachines, bucketAllocations,
 		bucketByAccount, bucketHistory, bucketJournal, bucketRequests, bucketLiens, bucketLiensByJob,
-		bucketLiensActive, bucketCharges, bucketChargesJob, bucketRecords, bucketByNode, bucketByEnd}
+		bucketLiensActive, bucketCharges, bucketChargesJob, bucketRecords, bucketByNode, bucketByEnd, bucketLarge}
 )
 
 var (
@@ -882,33 +884,72 @@ func (t *tx) Charges(fn func(ledger.Charge) (bool, error)) error {
 
 func (t *tx) ChargeCount() (uint64, error) { return t.count(bucketCharges), nil }
 
-// A record is stored as its value alone: its kind and key are the key.
+// A record is stored as its value alone: its kind and key are the key. A
+// journaled record larger than largeRecord is kept in records_large, and
+// records holds inLarge in its place: bbolt keeps at least two records on
+// a page, so a large record shared its pages with the next one, and a
+// change of that one (the running sums of an account, which every change
+// of the account writes) wrote the large one again, a rate table of
+// 10,000 entries at each deposit. In records_large its neighbours are
+// records that only the journal changes, as it does.
+const largeRecord = 2048
+
+// inLarge stands in records for a record kept in records_large (a value
+// that is not JSON).
+var inLarge = []byte{0xE2}
+
+// recordValue is the value of the record stored at k as raw.
+func (t *tx) recordValue(k, raw []byte) []byte {
+	if bytes.Equal(raw, inLarge) {
+		return t.get(bucketLarge, k)
+	}
+	return raw
+}
+
 func (t *tx) Record(kind, key string) (ledger.Record, bool, error) {
-	value, ok, err := cached(t, bucketRecords, pairKey(kind, key), func(raw []byte) ([]byte, error) { return bytes.Clone(raw), nil })
+	k := pairKey(kind, key)
+	value, ok, err := cached(t, bucketRecords, k, func(raw []byte) ([]byte, error) { return bytes.Clone(t.recordValue(k, raw)), nil })
 	return ledger.Record{Kind: kind, Key: key, Value: value}, ok, err
 }
 
 func (t *tx) PutRecord(r ledger.Record) error {
 	k := pairKey(r.Kind, r.Key)
 	if r.Deleted {
+		if err := t.delete(bucketLarge, k); err != nil {
+			return err
+		}
 		return t.delete(bucketRecords, k)
 	}
 	if len(r.Value) == 0 {
 		return fmt.Errorf("%w: record %s/%s has no value", ledger.ErrInvalid, r.Kind, r.Key)
 	}
-	if err := t.putRaw(bucketRecords, k, r.Value); err != nil {
+	stored := []byte(r.Value)
+	var err error
+	if len(r.Value) > largeRecord && !strings.HasPrefix(r.Kind, ledgerKinds) {
+		stored, err = inLarge, t.putRaw(bucketLarge, k, r.Value)
+	} else if t.bucket(bucketLarge).Get(k) != nil {
+		err = t.delete(bucketLarge, k)
+	}
+	if err != nil {
+		return err
+	}
+	if err := t.putRaw(bucketRecords, k, stored); err != nil {
 		return err
 	}
 	t.written(bucketRecords, k, bytes.Clone(r.Value))
 	return nil
 }
 
+// ledgerKinds begins the kinds of the ledger's own records, which are not
+// journaled: the running sums among them, which every change writes.
+const ledgerKinds = "ledger."
+
 func (t *tx) Records(kind string) ([]ledger.Record, error) {
 	prefix := pairKey(kind, "")
 	var out []ledger.Record
 	c := t.bucket(bucketRecords).Cursor()
 	for k, raw := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, raw = c.Next() {
-		out = append(out, ledger.Record{Kind: kind, Key: string(k[len(prefix):]), Value: bytes.Clone(raw)})
+		out = append(out, ledger.Record{Kind: kind, Key: string(k[len(prefix):]), Value: bytes.Clone(t.recordValue(k, raw))})
 	}
 	return out, nil
 }

@@ -163,9 +163,15 @@ func syncDir(dir string) error {
 // schema 15, whose records have their digests kept beside them from then
 // on (ledger.RecordDigest; one written before is compared whole): it
 // marks the file so that an earlier ingot, which would change a record
-// without its digest, refuses it.
+// without its digest, refuses it. Schema 16 keeps the large journaled
+// records in records_large: those there are moved.
 func (s *Store) upgrade(from uint64, report func(step string, done, total int64)) error {
 	return s.update(func(btx *bolt.Tx) error {
+		// The steps of the earliest schemas write records, which may go to
+		// records_large.
+		if _, err := btx.CreateBucketIfNotExists(bucketLarge); err != nil {
+			return fmt.Errorf("upgrade: bucket %s: %w", bucketLarge, err)
+		}
 		for _, step := range steps {
 			if from != 0 && from < step.before {
 				if err := step.apply(btx); err != nil {
@@ -194,8 +200,35 @@ func (s *Store) upgrade(from uint64, report func(step string, done, total int64)
 				return err
 			}
 		}
+		if from != 0 && from < 16 {
+			if err := moveLargeRecords(&tx{btx: btx}); err != nil {
+				return err
+			}
+		}
 		return btx.Bucket(bucketMeta).Put(keySchema, encodeUint(schemaVersion))
 	})
+}
+
+// moveLargeRecords writes every record again, so that PutRecord moves
+// those it keeps in records_large there (schema 16).
+func moveLargeRecords(t *tx) error {
+	var large []ledger.Record
+	err := t.bucket(bucketRecords).ForEach(func(k, v []byte) error {
+		if len(v) > largeRecord {
+			kind, key, _ := bytes.Cut(k, []byte{0})
+			large = append(large, ledger.Record{Kind: string(kind), Key: string(key), Value: bytes.Clone(v)})
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("upgrade: records: %w", err)
+	}
+	for _, r := range large {
+		if err := t.PutRecord(r); err != nil {
+			return fmt.Errorf("upgrade: %w", err)
+		}
+	}
+	return nil
 }
 
 // indexJournal lists every entry in the index under its terms.
