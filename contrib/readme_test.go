@@ -234,7 +234,12 @@ func readmeBlocks(t *testing.T, readme string) []*readmeBlock {
 		if len(pending) > 0 {
 			t.Fatalf("README.md:%d: the block ends inside a command:\n%s", start, strings.Join(pending, "\n"))
 		}
-		// Its output: an untagged block after it, past one empty line.
+		// Its output: an untagged block after it, past one empty line. One
+		// right after it would be read as the next block's opening and its
+		// output left unchecked: refuse that layout.
+		if i+1 < len(lines) && strings.HasPrefix(lines[i+1], "```") {
+			t.Fatalf("README.md:%d: a block right after a sh block: leave one empty line before its output, so that the test checks it", i+2)
+		}
 		if i+2 < len(lines) && lines[i+1] == "" && lines[i+2] == "```" {
 			k := i + 3
 			for ; k < len(lines) && lines[k] != "```"; k++ {
