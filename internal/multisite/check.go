@@ -11,7 +11,7 @@ import (
 	"github.com/ingot-hpc/ingot/proto/peer"
 )
 
-// A drain fails if the central bank's pending transactions stop going
+// A drain fails if the banks' pending transactions stop going
 // down for maxStall: an outbox that is stuck, not one that is slow. Its
 // whole is bounded by maxDrain.
 const (
@@ -20,8 +20,8 @@ const (
 )
 
 // heal removes every link's fault, starts any bank that is not running,
-// and waits until the central bank has no transaction pending; it notes
-// how many were pending then and how long the drain took.
+// and waits until no bank has a transaction pending; it notes how many
+// were pending then and how long the drain took.
 func (r *run) heal(rep *Report) {
 	t := r.t
 	for _, l := range r.links {
@@ -36,11 +36,15 @@ func (r *run) heal(rep *Report) {
 	}
 	start, progress, least := time.Now(), time.Now(), -1
 	for {
-		pending, err := untilAcked(func(ctx context.Context) ([]peer.Transaction, error) {
-			return r.banks[central].admin.PeerTransactions(ctx, true)
-		})
-		if err != nil {
-			t.Fatalf("multisite: the central bank's pending transactions: %v", err)
+		var pending []peer.Transaction
+		for _, name := range []string{central, siteA, siteB} {
+			p, err := untilAcked(func(ctx context.Context) ([]peer.Transaction, error) {
+				return r.banks[name].admin.PeerTransactions(ctx, true)
+			})
+			if err != nil {
+				t.Fatalf("multisite: %s's pending transactions: %v", name, err)
+			}
+			pending = append(pending, p...)
 		}
 		if least < 0 {
 			rep.PendingHealed = len(pending)
@@ -110,7 +114,7 @@ func (r *run) check(rep *Report) {
 
 	// Each site: each done transaction applied once, under its id; the
 	// account holds what was granted there.
-	for _, site := range []string{siteA, siteB} {
+	for _, site := range sites {
 		b := r.banks[site]
 		entries, err := b.admin.Journal(ctx, ledger.JournalFilter{Node: account, Kinds: []ledger.Kind{ledger.KindDeposit}})
 		if err != nil {
@@ -142,13 +146,13 @@ func (r *run) check(rep *Report) {
 				t.Errorf("%s: the central bank's deposit %s is no transaction of it done here", site, id)
 			}
 		}
-		spent := r.checkCharges(rep, site)
+		spent := r.checkCharges(rep, site).Add(r.checkTraceback(rep, other(site), site))
 		nb, err := b.admin.Balance(ctx, account)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if left := want[site].Sub(spent); !nb.Amount.Equal(left) {
-			t.Errorf("%s: %s holds %s; the deposits acknowledged for it sum to %s, the charges acknowledged to %s",
+			t.Errorf("%s: %s holds %s; the deposits acknowledged for it sum to %s, the charges acknowledged there and forwarded by the other site to %s",
 				site, account, nb.Amount, want[site], spent)
 		}
 	}

@@ -27,28 +27,32 @@ const (
 	scheduler = "sched"
 )
 
-// charged is a job's final charge that a site acknowledged.
+// charged is a job's final charge that a site acknowledged: home names
+// the other site for a visitor's job (its charge forwarded there).
 type charged struct {
 	requestID string
 	site      string
+	home      string
 	amount    decimal.Decimal
 }
 
 // setUpJobs gives a site what its jobs need: a machine, a user of the
-// account, and a scheduler client; it returns the client's key file.
+// account and of the visitors' project, and a scheduler client; it
+// returns the client's key file.
 func (r *run) setUpJobs(b *bank, keys string) string {
 	t := r.t
 	file := filepath.Join(keys, b.name+"-"+scheduler+".key")
 	b.cli.Must(t, "machine", "add", machine, "--cores", "64")
-	b.cli.Must(t, "user", "add", user, "--member", account, "--default-project", account)
+	b.cli.Must(t, "user", "add", user, "--member", account, "--member", visitors(b.name), "--default-project", account)
 	b.cli.Must(t, "client", "add", scheduler, "--role", "scheduler", "--scope", machine, "--key-out", file, "--server-key", b.serverKey)
 	return file
 }
 
-// runJobs runs jobs at a site, one at a time, until stop: a lien, then
-// a final charge, each sent until the site acknowledges it. A lien the
-// site refuses for want of credits (the grants not there yet) is a job
-// not run.
+// runJobs runs jobs at a site, one at a time, until stop, on its account
+// and its visitors' project in turn: a lien, then a final charge, each
+// sent until the site acknowledges it (a visitor's forwarded to its home
+// bank, the other site, whose answer the site gives). A lien refused for
+// want of credits (the grants not there yet) is a job not run.
 func (r *run) runJobs(site string, rng *rand.Rand, stop <-chan struct{}) {
 	b := r.banks[site]
 	key, err := readKey(b.schedKey)
@@ -69,7 +73,11 @@ func (r *run) runJobs(site string, rng *rand.Rand, stop <-chan struct{}) {
 		}
 		procs, used := 1+rng.Int64N(4), 1+rng.Int64N(120)
 		job := lien.Job{Machine: machine, ID: fmt.Sprintf("%s-%d", site, i)}
-		place := api.LienRequest{Job: job, User: user,
+		project, home := account, ""
+		if i%2 == 1 {
+			project, home = visitors(site), other(site)
+		}
+		place := api.LienRequest{Job: job, User: user, Project: project,
 			Request: charge.Request{Resources: charge.Resources{Processors: procs}, WallclockLimitSeconds: 120}}
 		lienID := client.NewRequestID()
 		_, err := untilAcked(func(ctx context.Context) (lien.LienResult, error) {
@@ -86,7 +94,13 @@ func (r *run) runJobs(site string, rng *rand.Rand, stop <-chan struct{}) {
 		}
 		final := api.ChargeRequest{Job: job, Usage: charge.Usage{Resources: charge.Resources{Processors: procs},
 			WallclockSeconds: used, WallclockLimitSeconds: 120, State: charge.Completed}}
-		ch := charged{requestID: client.NewRequestID(), site: site}
+		if home != "" {
+			// The site holds no lien of a visitor's job (its home bank
+			// does): the charge names the user and project, as a charge
+			// without a lien does.
+			final.User, final.Project = user, project
+		}
+		ch := charged{requestID: client.NewRequestID(), site: site, home: home}
 		res, err := untilAcked(func(ctx context.Context) (lien.ChargeResult, error) {
 			return c.Charge(ctx, ch.requestID, final)
 		})
@@ -102,8 +116,8 @@ func (r *run) runJobs(site string, rng *rand.Rand, stop <-chan struct{}) {
 	}
 }
 
-// checkCharges checks a site's charges: each acknowledged one in the
-// journal once, under its request id, and no other charge of the
+// checkCharges checks a site's charges of its own account's jobs: each
+// acknowledged one in the journal once, under its request id, and no other charge of the
 // scheduler's; no lien left active. It returns what they took.
 func (r *run) checkCharges(rep *Report, site string) decimal.Decimal {
 	t := r.t
@@ -122,7 +136,7 @@ func (r *run) checkCharges(rep *Report, site string) decimal.Decimal {
 	total := decimal.Zero
 	acked := map[string]bool{}
 	for _, ch := range r.charges {
-		if ch.site != site {
+		if ch.site != site || ch.home != "" {
 			continue
 		}
 		rep.Charges++

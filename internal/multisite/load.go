@@ -46,7 +46,7 @@ func (r *run) load() {
 	faultStop := make(chan struct{})
 	faults.Go(func() { r.linkFaults(rand.New(rand.NewPCG(r.cfg.Seed, 1000)), faultStop) })
 	faults.Go(func() { r.kills(rand.New(rand.NewPCG(r.cfg.Seed, 1001)), faultStop) })
-	for i, site := range []string{siteA, siteB} {
+	for i, site := range sites {
 		rng := rand.New(rand.NewPCG(r.cfg.Seed, 2000+uint64(i)))
 		wg.Go(func() { r.runJobs(site, rng, stop) })
 	}
@@ -60,7 +60,6 @@ func (r *run) load() {
 // depositor deposits at the sites, one deposit at a time, each sent until
 // acknowledged, until stop.
 func (r *run) depositor(n int, rng *rand.Rand, stop <-chan struct{}) {
-	sites := []string{siteA, siteB}
 	for i := range maxOps {
 		select {
 		case <-stop:

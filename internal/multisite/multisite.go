@@ -64,6 +64,17 @@ const (
 // account is the account at each site the central bank may deposit into.
 const account = "chem"
 
+// sites are the two sites.
+var sites = []string{siteA, siteB}
+
+// other is the site that is not site.
+func other(site string) string {
+	if site == siteA {
+		return siteB
+	}
+	return siteA
+}
+
 // bank is one of the three banks: its command line on its own file or
 // database, its server, and an admin client of it.
 type bank struct {
@@ -115,7 +126,12 @@ type Report struct {
 	// Charges are the jobs' final charges the sites acknowledged;
 	// LiensRefused, the jobs a site refused for want of credits.
 	Charges, LiensRefused int
-	Faults                map[string]int
+	// VisitorCharges are the visitors' jobs' charges the sites
+	// acknowledged; Forwarded and ForwardRefused, the transactions of
+	// visitors' jobs (liens, charges, releases) their home banks applied
+	// and refused.
+	VisitorCharges, Forwarded, ForwardRefused int
+	Faults                                    map[string]int
 	// Struck is how many times a link's fault acted on a connection (a
 	// connection closed or reset, bytes delayed or held).
 	Struck  int
@@ -197,13 +213,21 @@ func (r *run) setUp() {
 		b.cli.Must(t, "client", "add", "e2e", "--role", "admin", "--key-out", b.adminKey, "--server-key", b.serverKey)
 		r.banks[name] = b
 	}
-	// The links that carry transactions: the central bank's to each site.
-	for _, site := range []string{siteA, siteB} {
+	// The central bank deposits at each site, into its account.
+	for _, site := range sites {
 		r.banks[site].cli.Must(t, "account", "create", account)
-		r.banks[site].schedKey = r.setUpJobs(r.banks[site], keys)
 		r.addLink(central, site, true)
 		r.addLink(site, central, false)
-		r.agree(keys, central, site, account)
+		r.agree(keys, central, site, nil, []string{account})
+	}
+	// Each site's visitors' project is homed at the other site's account
+	// (traceback): each site's agreement with the other names its account.
+	r.addLink(siteA, siteB, true)
+	r.addLink(siteB, siteA, true)
+	r.agree(keys, siteA, siteB, []string{account}, []string{account})
+	for _, site := range sites {
+		r.homeVisitors(r.banks[site])
+		r.banks[site].schedKey = r.setUpJobs(r.banks[site], keys)
 	}
 	for _, b := range r.banks {
 		b.srv.MustStart(t)
@@ -246,18 +270,22 @@ func (r *run) url(from, to string) string {
 }
 
 // agree makes two banks peers with the README's commands, on their
-// files before their servers start: b's agreement names its projects
-// (the projects of b that a may act on), each makes the key the other
-// signs with and takes the other's.
-func (r *run) agree(keys, a, b string, projects ...string) {
+// files before their servers start: each agreement names the projects
+// the other bank may act on (aProjects: a's, bProjects: b's); each bank
+// makes the key the other signs with and takes the other's.
+func (r *run) agree(keys, a, b string, aProjects, bProjects []string) {
 	t := r.t
 	ba, ab := filepath.Join(keys, b+"-for-"+a+".key"), filepath.Join(keys, a+"-for-"+b+".key")
 	args := []string{"peer", "add", a, "--url", r.url(b, a), "--key-out", ba, "--server-key", r.banks[b].serverKey}
-	for _, p := range projects {
+	for _, p := range bProjects {
 		args = append(args, "--project", p)
 	}
 	r.banks[b].cli.Must(t, args...)
-	r.banks[a].cli.Must(t, "peer", "add", b, "--url", r.url(a, b), "--key-out", ab, "--peer-key", ba, "--server-key", r.banks[a].serverKey)
+	args = []string{"peer", "add", b, "--url", r.url(a, b), "--key-out", ab, "--peer-key", ba, "--server-key", r.banks[a].serverKey}
+	for _, p := range aProjects {
+		args = append(args, "--project", p)
+	}
+	r.banks[a].cli.Must(t, args...)
 	r.banks[b].cli.Must(t, "peer", "key", a, ab, "--server-key", r.banks[b].serverKey)
 }
 
@@ -273,12 +301,12 @@ func (r *run) report(rep *Report) {
 		total += n
 	}
 	p("multisite e2e (%s), seed %d: %s of load and faults", engines, r.cfg.Seed, rep.Load.Round(time.Second))
-	p("  operations:      %d deposits at the sites acknowledged (sitea %d, siteb %d); %d jobs' liens and charges at the sites (%d liens refused for want of credits)",
-		rep.Operations, rep.PerSite[siteA], rep.PerSite[siteB], rep.Charges, rep.LiensRefused)
+	p("  operations:      %d deposits at the sites acknowledged (sitea %d, siteb %d); %d jobs charged at the sites on their own account, %d visitors' jobs charged to the other site (%d of their liens, charges and releases applied there, %d refused); %d liens refused for want of credits",
+		rep.Operations, rep.PerSite[siteA], rep.PerSite[siteB], rep.Charges, rep.VisitorCharges, rep.Forwarded, rep.ForwardRefused, rep.LiensRefused)
 	p("  faults injected: %d: %s; the links' faults struck %d times", total, formatCounts(rep.Faults), rep.Struck)
 	p("  lost:            %d", rep.Lost)
 	p("  doubled:         %d", rep.Doubled)
 	p("  time to drain:   %s (%d transactions pending once healed)", rep.Drain.Round(time.Millisecond), rep.PendingHealed)
-	p("  peer reconcile:  %d of 4 without a difference (%d transactions agree); peer statement: %d of 2 sites as acknowledged", rep.Reconciled, rep.Agreed, rep.Statements)
+	p("  peer reconcile:  %d of 6 without a difference (%d transactions agree); peer statement: %d of 2 sites as acknowledged", rep.Reconciled, rep.Agreed, rep.Statements)
 	p("  audit --full:    %d of %d banks clean", rep.Audits, len(r.banks))
 }

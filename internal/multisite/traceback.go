@@ -1,0 +1,117 @@
+package multisite
+
+import (
+	"context"
+
+	"github.com/shopspring/decimal"
+
+	"github.com/ingot-hpc/ingot/ledger"
+	"github.com/ingot-hpc/ingot/proto/peer"
+)
+
+// The visitors' projects: at each site, visit.OTHER is homed at the other
+// site's account, at a rate ratio (the home bank's credits for one of
+// the site's) and with a credit line (in the home bank's credits) that
+// lets a few jobs through while the home bank is away.
+var ratios = map[string]string{siteA: "1.5", siteB: "0.5"}
+
+const creditLine = "20"
+
+// visitors is the project at site whose jobs are charged to the other
+// site.
+func visitors(site string) string { return "visit." + other(site) }
+
+// homeVisitors makes the visitors' project of a site, homed at the other
+// site's account, with the README's command.
+func (r *run) homeVisitors(b *bank) {
+	b.cli.Must(r.t, "account", "create", "visit")
+	b.cli.Must(r.t, "project", "create", visitors(b.name), "--home", other(b.name)+":"+account,
+		"--rate-ratio", ratios[b.name], "--credit-line", creditLine)
+}
+
+// checkTraceback checks the jobs of visitor's visitors, forwarded to home:
+// every transaction visitor began with home answered (done or refused);
+// as many charges done as visitor acknowledged (fewer: lost; more:
+// doubled); each done transaction applied once at home under its id, by
+// visitor's peer client, and nothing else of it; the charges home applied
+// the figures visitor sent. It returns what they took from home's
+// account.
+func (r *run) checkTraceback(rep *Report, visitor, home string) decimal.Decimal {
+	t := r.t
+	ctx := context.Background()
+	txs, err := r.banks[visitor].admin.PeerTransactions(ctx, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := map[string]peer.Transaction{}
+	charges, sent := 0, decimal.Zero
+	for _, x := range txs {
+		if x.Peer != home {
+			continue
+		}
+		switch x.State {
+		case peer.StateDone:
+			done[x.ID] = x
+			if x.Op == peer.OpCharge {
+				charges++
+				sent = sent.Add(x.Amount)
+			}
+			rep.Forwarded++
+		case peer.StateRefused:
+			rep.ForwardRefused++
+		default:
+			t.Errorf("%s: %s of a visitor's job to %s (transaction %s) is %s", visitor, x.Op, home, x.ID, x.State)
+		}
+	}
+	acked := 0
+	for _, ch := range r.charges {
+		if ch.site == visitor && ch.home == home {
+			acked++
+		}
+	}
+	rep.VisitorCharges += acked
+	switch {
+	case charges < acked:
+		rep.Lost += acked - charges
+		t.Errorf("%s: %d visitors' charges acknowledged, %d forwarded to %s and done", visitor, acked, charges, home)
+	case charges > acked:
+		rep.Doubled += charges - acked
+		t.Errorf("%s: %d visitors' charges acknowledged, %d forwarded to %s and done", visitor, acked, charges, home)
+	}
+
+	entries, err := r.banks[home].admin.Journal(ctx, ledger.JournalFilter{Node: account,
+		Kinds: []ledger.Kind{ledger.KindLienPlace, ledger.KindCharge, ledger.KindLienRelease}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	applied, took := map[string]int{}, decimal.Zero
+	for _, e := range entries {
+		if e.Actor != "client:"+visitor {
+			continue
+		}
+		applied[e.RequestID]++
+		if e.Charge != nil {
+			took = took.Add(e.Charge.Amount)
+		}
+	}
+	for id, x := range done {
+		switch n := applied[id]; {
+		case n == 0:
+			rep.Lost++
+			t.Errorf("%s: %s %s of %s's visitor done there, not in the journal", home, x.Op, id, visitor)
+		case n > 1:
+			rep.Doubled += n - 1
+			t.Errorf("%s: %s %s of %s's visitor applied %d times", home, x.Op, id, visitor, n)
+		}
+	}
+	for id, n := range applied {
+		if _, ok := done[id]; !ok {
+			rep.Doubled += n
+			t.Errorf("%s: %s's change %s is no transaction of it done here", home, visitor, id)
+		}
+	}
+	if !took.Equal(sent) {
+		t.Errorf("%s: visitors' charges of %s took %s; %s sent %s", home, visitor, took, visitor, sent)
+	}
+	return took
+}
