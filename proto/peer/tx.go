@@ -110,6 +110,17 @@ func (r *Registry) Settle(ctx context.Context, id string, state State, answer js
 	})
 }
 
+// Transaction is one transaction started here, as it is now.
+func (r *Registry) Transaction(ctx context.Context, id string) (Transaction, error) {
+	var t Transaction
+	err := r.l.View(ctx, func(tx ledger.Tx) error {
+		var err error
+		t, err = getTx(tx, id)
+		return err
+	})
+	return t, err
+}
+
 // Transactions lists the transactions started here, in id order (the
 // order they began in), or only those still pending.
 func (r *Registry) Transactions(ctx context.Context, pending bool) ([]Transaction, error) {

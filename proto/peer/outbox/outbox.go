@@ -159,6 +159,15 @@ func (o *Outbox) send(ctx context.Context, c *client.Client, t peer.Transaction)
 // or not answering for good) leaves it pending, for the outbox to send
 // again.
 func Send(ctx context.Context, peers *peer.Registry, c *client.Client, t peer.Transaction, timeout time.Duration) (peer.Transaction, error) {
+	release, err := sendAlone(ctx, t.ID)
+	if err != nil {
+		return t, err
+	}
+	defer release()
+	// Another sender may have had the peer's answer meanwhile.
+	if t, err = peers.Transaction(ctx, t.ID); err != nil || t.State != peer.StatePending {
+		return t, err
+	}
 	path, ok := paths[t.Op]
 	if !ok {
 		return t, fmt.Errorf("transaction %s: unknown operation %q", t.ID, t.Op)
@@ -185,6 +194,36 @@ func Send(ctx context.Context, peers *peer.Registry, c *client.Client, t peer.Tr
 		return t, fmt.Errorf("transaction %s: record the answer: %w", t.ID, err)
 	}
 	return settled, nil
+}
+
+// sending holds the transactions being sent from this process, each with
+// a channel closed when its sending ends. A forwarded operation (Forward)
+// and the outbox may both pick up a transaction still pending; sent twice
+// at once, it may get two answers, a refusal the peer does not keep (no
+// credits yet) and, once credits came, the transaction applied, and the
+// first recorded would stand: refused here, applied there. One at a time,
+// a refusal is recorded before anyone sends it again, and then no one
+// does.
+var sending sync.Map
+
+// sendAlone waits until no other sending of transaction id is under way
+// in this process and claims it; release ends the claim.
+func sendAlone(ctx context.Context, id string) (release func(), err error) {
+	mine := make(chan struct{})
+	for {
+		other, busy := sending.LoadOrStore(id, mine)
+		if !busy {
+			return func() {
+				sending.Delete(id)
+				close(mine)
+			}, nil
+		}
+		select {
+		case <-other.(chan struct{}):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
 }
 
 // final says whether a refusal is the peer's last word: not when the peer
