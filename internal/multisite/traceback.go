@@ -104,10 +104,16 @@ func (r *run) checkTraceback(rep *Report, visitor, home string) decimal.Decimal 
 			t.Errorf("%s: %s %s of %s's visitor applied %d times", home, x.Op, id, visitor, n)
 		}
 	}
+	all := map[string]peer.Transaction{}
+	for _, x := range txs {
+		all[x.ID] = x
+	}
 	for id, n := range applied {
 		if _, ok := done[id]; !ok {
 			rep.Doubled += n
-			t.Errorf("%s: %s's change %s is no transaction of it done here", home, visitor, id)
+			x := all[id]
+			t.Errorf("%s: %s's change %s applied here is no transaction of it done there (%s %s, answered %s: %s)",
+				home, visitor, id, x.Op, x.State, x.Answered, x.Answer)
 		}
 	}
 	if !took.Equal(sent) {
