@@ -12,15 +12,18 @@
 // operation with a request id of its own, sent until the central bank
 // acknowledges it, as `ingot` retries. Each acknowledged deposit is a
 // transaction the central bank's outbox sends to the site through the
-// link's proxy. At each site meanwhile, a scheduler runs jobs on the
-// account the grants feed: a lien, then a final charge, each sent until
-// acknowledged (a lien refused for want of credits, before the grants
-// arrive, is a job not run). The load is bounded in time and in count.
+// link's proxy. At each site meanwhile, a scheduler runs jobs: a lien,
+// then a final charge, each sent until acknowledged (a lien refused for
+// want of credits, before the grants arrive, is a job not run), in turn
+// on the account the grants feed and on the visitors' project, homed at
+// the other site's account (traceback): the site forwards the visitors'
+// liens, charges and releases there. The load is bounded in time and in
+// count.
 //
 // # The faults
 //
 // While the load runs, two loops inject faults at random points: one
-// gives a random link's proxy a random fault (drop, reset, delay or
+// gives a random busy link's proxy a random fault (drop, reset, delay or
 // black hole) in a random direction for up to a few seconds, then heals
 // it; the other kills a random bank with SIGKILL and starts it again on
 // its port a moment later.
@@ -28,8 +31,8 @@
 // # The checks
 //
 // Once the load has stopped, every link is healed and every bank is
-// running; the time until the central bank has no transaction pending is
-// the time to drain. Then:
+// running; the time until no bank has a transaction pending is the time
+// to drain. Then:
 //
 //   - every acknowledged deposit is one transaction of the central bank,
 //     done (a transaction the central bank holds that no acknowledged
@@ -41,9 +44,13 @@
 //   - each site's journal holds each acknowledged charge once, under its
 //     request id, and no other charge of its scheduler's; no lien is left
 //     active;
+//   - each transaction of a visitor's job is done or refused at the
+//     visiting site, as many charges done as it acknowledged, each done
+//     one applied once at the home site under its id and nothing else of
+//     the visiting site's; the home's charges are the figures sent;
 //   - credits are conserved: each site's account holds exactly the sum
-//     of the deposits acknowledged for it less the charges acknowledged
-//     there;
+//     of the deposits acknowledged for it less the charges of its own
+//     jobs and of the other site's visitors;
 //   - `ingot peer reconcile` on both banks of each link finds no
 //     difference, and `ingot peer statement` at both ends says the sum
 //     of the deposits acknowledged, with nothing pending or refused;
@@ -52,8 +59,9 @@
 //     its server has stopped.
 //
 // It prints the operations, the faults injected by kind, lost (0),
-// doubled (0) and the time to drain. Anything lost or doubled, an
-// acknowledged deposit refused, or a failed audit fails the test.
+// doubled (0), the time to drain and what reconcile found. Anything lost
+// or doubled, an acknowledged deposit refused, or a failed audit fails
+// the test.
 //
 // The package is test support: the product never imports it.
 package multisite
