@@ -21,7 +21,7 @@ import (
 
 // blackHole listens on loopback, accepts every connection and never
 // answers: a peer partitioned away.
-func blackHole(t *testing.T) string {
+func blackHole(t testing.TB) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"net"
 	"testing"
 	"time"
 
@@ -22,20 +21,7 @@ import (
 // ratio is x_alone (issue 45's bar: at least 0.9).
 func BenchmarkPeerAway(b *testing.B) {
 	ctx := context.Background()
-	hole, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer hole.Close()
-	go func() {
-		for {
-			conn, err := hole.Accept()
-			if err != nil {
-				return
-			}
-			defer conn.Close() // held open, never answered
-		}
-	}()
+	hole := blackHole(b)
 	bk := ledgertest.NewBank(b, onFile)
 	bk.MustNode("chem")
 	deposit := func() {
@@ -47,7 +33,7 @@ func BenchmarkPeerAway(b *testing.B) {
 
 	reg := newRegistry(b, bk)
 	key, _ := auth.NewKey("away.1")
-	if _, _, err := reg.Add(ctx, bk.Req(), peer.Spec{Name: "away", URL: "http://" + hole.Addr().String()}, &key); err != nil {
+	if _, _, err := reg.Add(ctx, bk.Req(), peer.Spec{Name: "away", URL: "http://" + hole}, &key); err != nil {
 		b.Fatal(err)
 	}
 	for range 100 {
