@@ -140,10 +140,10 @@ func (w *Writer) moveAccount(account string, e Entry, oldLien *Lien, oldCharge *
 	return writeAccountState(w.tx, account, st)
 }
 
-// liveAllocations are the account's allocations that have not ended by
-// now (Tx.LiveAllocations), whose ids the change keeps for dropEnded.
-func (w *Writer) liveAllocations(account string) ([]Allocation, error) {
-	live, err := w.tx.LiveAllocations(account, w.now)
+// activeAllocations are the account's allocations active now
+// (Tx.ActiveAllocations), whose ids the change keeps for dropEnded.
+func (w *Writer) activeAllocations(account string) ([]Allocation, error) {
+	live, err := w.tx.ActiveAllocations(account, w.now)
 	if err != nil {
 		return nil, err
 	}
@@ -172,7 +172,7 @@ func (w *Writer) dropEnded(account string, st *accountState) error {
 	}
 	live := w.live[account]
 	if live == nil {
-		if _, err := w.liveAllocations(account); err != nil {
+		if _, err := w.activeAllocations(account); err != nil {
 			return err
 		}
 		live = w.live[account]
@@ -183,8 +183,9 @@ func (w *Writer) dropEnded(account string, st *accountState) error {
 			if live[id] || ended[id] {
 				continue
 			}
-			// Not live when the change read the list: ended, or made
-			// since by this change.
+			// Not active when the change read the list: ended, or made
+			// since by this change (a charge takes from none that has not
+			// started).
 			a, ok, err := w.tx.Allocation(id)
 			if err != nil {
 				return err

@@ -121,7 +121,7 @@ func (l *Ledger) Audit(ctx context.Context, opts AuditOptions) (AuditReport, err
 	err := l.store.View(ctx, func(tx Tx) error {
 		rep = AuditReport{Full: opts.Full}
 		a := newAuditor(tx, &rep)
-		a.progress = opts.Progress
+		a.progress, a.now = opts.Progress, l.Now()
 		if err := a.start(opts.Full); err != nil {
 			return err
 		}
@@ -198,6 +198,9 @@ type auditor struct {
 	// liens and charges count those the journal made (full audits).
 	liens, charges, maxLien, maxCharge uint64
 	progress                           func(entries uint64)
+	// now is the audit's time: the next start the index by start must
+	// have is the first after it (Tx.NextStart).
+	now time.Time
 }
 
 func newAuditor(tx Tx, rep *AuditReport) *auditor {
@@ -806,10 +809,16 @@ func (a *auditor) compareAllocations() error {
 	// The allocations of each account that had not ended by the last
 	// entry: what the index by end must list from then on.
 	last := a.prev.Time
-	liveAt := map[string][]uint64{}
+	liveAt, activeAt, nextStart := map[string][]uint64{}, map[string][]uint64{}, map[string]time.Time{}
 	a.ended = map[uint64]bool{}
 	for _, s := range allocs {
 		byAccount[s.Account] = append(byAccount[s.Account], s.ID)
+		if s.ActiveAt(last) {
+			activeAt[s.Account] = append(activeAt[s.Account], s.ID)
+		}
+		if next := nextStart[s.Account]; s.Start.After(a.now) && (next.IsZero() || s.Start.Before(next)) {
+			nextStart[s.Account] = s.Start
+		}
 		if s.End.IsZero() || s.End.After(last) {
 			liveAt[s.Account] = append(liveAt[s.Account], s.ID)
 		} else {
@@ -861,6 +870,27 @@ func (a *auditor) compareAllocations() error {
 			if !slices.Equal(got, c.want) && (len(got) > 0 || len(c.want) > 0) {
 				a.problem("account %s: its index by end lists %v as not ended by %s, its allocations are %v", account, got, c.at.Format(time.RFC3339Nano), c.want)
 			}
+		}
+		// The index by start: those active by the last entry, and the
+		// next start after the audit's time.
+		active, err := a.tx.ActiveAllocations(account, last)
+		if err != nil {
+			return err
+		}
+		got = got[:0]
+		for _, al := range active {
+			got = append(got, al.ID)
+		}
+		if !slices.Equal(got, activeAt[account]) {
+			a.problem("account %s: its indexes list %v as active at %s, its allocations are %v", account, got, last.Format(time.RFC3339Nano), activeAt[account])
+		}
+		next, ok, err := a.tx.NextStart(account, a.now)
+		if err != nil {
+			return err
+		}
+		if want := nextStart[account]; ok != !want.IsZero() || !next.Equal(want) {
+			a.problem("account %s: its index by start has the next start after %s at %s, its allocations at %s", account,
+				a.now.Format(time.RFC3339Nano), next.Format(time.RFC3339Nano), want.Format(time.RFC3339Nano))
 		}
 	}
 	return nil

@@ -192,9 +192,9 @@ func (l *Ledger) Transfer(ctx context.Context, req Request, spec TransferSpec) (
 		if err != nil {
 			return Receipt{}, err
 		}
-		// A piece lands in an allocation with its source's window, which
-		// has not ended: the source is active.
-		targets, err := w.tx.LiveAllocations(spec.To, w.now)
+		// A piece lands in an allocation with its source's window: the
+		// source is active, so is any with its window.
+		targets, err := w.tx.ActiveAllocations(spec.To, w.now)
 		if err != nil {
 			return Receipt{}, err
 		}

@@ -306,8 +306,8 @@ type Writer struct {
 	pending []Entry
 	// accounts are the account states read or written in this change.
 	accounts map[string]*accountState
-	// live are, per account, the ids of its allocations that had not
-	// ended by now when this change read them (liveAllocations).
+	// live are, per account, the ids of its allocations active now when
+	// this change read them (activeAllocations).
 	live map[string]map[uint64]bool
 }
 

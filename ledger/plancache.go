@@ -276,17 +276,21 @@ func (s *shareState) validUntil(tx Tx, account string, now time.Time) (time.Time
 	} else if ok && next.Before(until) {
 		until = next
 	}
-	// An allocation that has ended has no start or end ahead.
-	allocs, err := tx.LiveAllocations(account, now)
+	// An allocation that has ended has no start or end ahead; one that
+	// has not started ends after its start.
+	allocs, err := tx.ActiveAllocations(account, now)
 	if err != nil {
 		return time.Time{}, err
 	}
 	for _, a := range allocs {
-		for _, edge := range []time.Time{a.Start, a.End} {
-			if !edge.IsZero() && edge.After(now) && edge.Before(until) {
-				until = edge
-			}
+		if !a.End.IsZero() && a.End.Before(until) {
+			until = a.End
 		}
+	}
+	if next, ok, err := tx.NextStart(account, now); err != nil {
+		return time.Time{}, err
+	} else if ok && next.Before(until) {
+		until = next
 	}
 	return until, nil
 }

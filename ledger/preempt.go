@@ -162,11 +162,11 @@ func (w *Writer) Preempt(project, machine string, amount decimal.Decimal, own *L
 	}
 	q.order = root.Policy.Preemption
 	q.out.Order = q.order.String()
-	allocs, err := w.liveAllocations(account)
+	active, err := w.activeAllocations(account)
 	if err != nil {
 		return q.out, err
 	}
-	q.active = activeAt(allocs, w.now)
+	q.active = active
 	anywhere := !slices.ContainsFunc(q.active, func(a Allocation) bool { return !q.usable(a, machine) })
 
 	// From the cache, the free credits are the pool less the demands

@@ -67,14 +67,14 @@ func (w *Writer) funds(account string, usable func(Allocation) bool, own *Lien) 
 			held[h.Allocation] = true
 		}
 	}
-	live, err := w.liveAllocations(account)
+	active, err := w.activeAllocations(account)
 	if err != nil {
 		return Funds{}, err
 	}
 	f := Funds{Account: account}
 	listed := map[uint64]bool{}
-	for _, a := range live {
-		if held[a.ID] || (usable(a) && a.ActiveAt(w.now)) {
+	for _, a := range active {
+		if held[a.ID] || usable(a) {
 			f.Allocations = append(f.Allocations, a)
 			listed[a.ID] = true
 		}

@@ -134,17 +134,15 @@ func loadShares(tx Tx, st *accountState, account string, t time.Time, own *Lien,
 	for _, n := range nodes {
 		s.hfsOn = s.hfsOn || n.Policy.hasPolicy()
 	}
-	allocs, err := tx.LiveAllocations(account, t)
+	allocs, err := tx.ActiveAllocations(account, t)
 	if err != nil {
 		return nil, err
 	}
 	active := map[uint64]bool{}
 	for _, a := range allocs {
-		if a.ActiveAt(t) {
-			active[a.ID] = true
-			s.funds.Allocations = append(s.funds.Allocations, a)
-			s.pool = s.pool.Add(a.Amount).Add(a.CreditLimit)
-		}
+		active[a.ID] = true
+		s.funds.Allocations = append(s.funds.Allocations, a)
+		s.pool = s.pool.Add(a.Amount).Add(a.CreditLimit)
 	}
 	charged := st.Charged
 	reserved, err := reservedByProject(tx, st, account, t, own)
@@ -293,7 +291,7 @@ func (l *Ledger) Available(ctx context.Context, project string) (decimal.Decimal
 		}
 		now := l.Now()
 		account := AccountOf(project)
-		allocs, err := tx.LiveAllocations(account, now)
+		allocs, err := tx.ActiveAllocations(account, now)
 		if err != nil {
 			return err
 		}
@@ -301,7 +299,7 @@ func (l *Ledger) Available(ctx context.Context, project string) (decimal.Decimal
 		if err != nil {
 			return err
 		}
-		f := Funds{Account: account, Allocations: activeAt(allocs, now)}
+		f := Funds{Account: account, Allocations: allocs}
 		if f.Reserved, err = reservedAt(tx, st, account, now, nil); err != nil {
 			return err
 		}

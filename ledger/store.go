@@ -118,6 +118,16 @@ type Tx interface {
 	// hot paths never read the allocations that have ended, however many
 	// an account gathers (an allocation's start and end never change).
 	LiveAllocations(account string, t time.Time) ([]Allocation, error)
+	// ActiveAllocations lists, in id order, the account's allocations
+	// active at t: started by t and not ended. The hot paths read these
+	// alone, so that neither the allocations that have ended nor those
+	// that start later (an account may have thousands preset) cost them.
+	ActiveAllocations(account string, t time.Time) ([]Allocation, error)
+	// NextStart is the earliest start after t among the account's
+	// allocations, ok false if none starts after t: when time alone brings
+	// one into ActiveAllocations. t is at or after the last change's time
+	// (a store may forget the starts that had passed by then).
+	NextStart(account string, t time.Time) (start time.Time, ok bool, err error)
 	// Allocations lists every allocation in id order.
 	Allocations() ([]Allocation, error)
 	// AllocationAsOf is the allocation's state after the last entry

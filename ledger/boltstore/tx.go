@@ -29,6 +29,7 @@ var (
 	bucketAllocations = []byte("allocations")
 	bucketByAccount   = []byte("allocations_by_account")
 	bucketByEnd       = []byte("allocations_by_end")
+	bucketUpcoming    = []byte("allocations_upcoming")
 	bucketHistory     = []byte("balance_history")
 	bucketJournal     = []byte("journal")
 	bucketRequests    = []byte("requests")
@@ -43,7 +44,7 @@ var (
 
 	bucketNames = [][]byte{bucketMeta, bucketNodes, bucketUsers, bucketMachines, bucketAllocations,
 		bucketByAccount, bucketHistory, bucketJournal, bucketRequests, bucketLiens, bucketLiensByJob,
-		bucketLiensActive, bucketCharges, bucketChargesJob, bucketRecords, bucketByNode, bucketByEnd, bucketLarge}
+		bucketLiensActive, bucketCharges, bucketChargesJob, bucketRecords, bucketByNode, bucketByEnd, bucketLarge, bucketUpcoming}
 )
 
 var (
@@ -361,10 +362,40 @@ func (t *tx) PutAllocation(a ledger.Allocation, seq uint64) error {
 			return err
 		}
 	}
-	if err := t.indexEnd(a.AllocationTerms); err != nil {
+	if err := t.indexTimes(a.AllocationTerms); err != nil {
 		return err
 	}
 	return t.putRaw(bucketHistory, idKey(nil, a.ID, seq), raw)
+}
+
+// startKey is an allocation's key in allocations_upcoming: its account, a
+// zero byte, its start (endTime's clamps) and its id.
+func startKey(a ledger.AllocationTerms) []byte {
+	return idKey(append([]byte(a.Account), 0), endTime(a.Start), a.ID)
+}
+
+// timeKey is a time asked about as the keys of allocations_by_end and
+// allocations_upcoming order it: endTime, but 0 for the zero time (before
+// every start and end).
+func timeKey(at time.Time) uint64 {
+	if at.IsZero() {
+		return 0
+	}
+	return endTime(at)
+}
+
+// indexTimes lists a new allocation in allocations_upcoming if it starts
+// after it was made, otherwise in allocations_by_end, once: its start and
+// end never change, and an upcoming one moves to allocations_by_end when
+// a change finds it started (ActiveAllocations).
+func (t *tx) indexTimes(a ledger.AllocationTerms) error {
+	if t.bucket(bucketByEnd).Get(endKey(a)) != nil || t.bucket(bucketUpcoming).Get(startKey(a)) != nil {
+		return nil
+	}
+	if !a.Created.IsZero() && a.Start.After(a.Created) {
+		return t.putRaw(bucketUpcoming, startKey(a), nil)
+	}
+	return t.indexEnd(a)
 }
 
 // endKey is an allocation's key in allocations_by_end: its account, a
@@ -390,8 +421,7 @@ func endTime(t time.Time) uint64 {
 	return encodeTime(t)
 }
 
-// indexEnd lists an allocation in allocations_by_end, once: its end never
-// changes.
+// indexEnd lists an allocation in allocations_by_end, once.
 func (t *tx) indexEnd(a ledger.AllocationTerms) error {
 	if k := endKey(a); t.bucket(bucketByEnd).Get(k) == nil {
 		return t.putRaw(bucketByEnd, k, nil)
@@ -404,21 +434,94 @@ func (t *tx) AccountAllocations(account string) ([]ledger.Allocation, error) {
 	return indexed(t, bucketByAccount, prefix, prefix, 0, t.Allocation, nil)
 }
 
-// LiveAllocations reads allocations_by_end from t's end on.
+// LiveAllocations reads allocations_by_end from t's end on, and every
+// allocation in allocations_upcoming.
 func (t *tx) LiveAllocations(account string, at time.Time) ([]ledger.Allocation, error) {
 	prefix := append([]byte(account), 0)
-	from := uint64(0) // the zero time: before every end
-	if !at.IsZero() {
-		from = endTime(at)
-	}
-	seek := binary.BigEndian.AppendUint64(bytes.Clone(prefix), from)
-	listed, err := indexed(t, bucketByEnd, prefix, seek, 8, t.Allocation, nil)
+	listed, err := t.notEnded(prefix, at)
 	if err != nil {
 		return nil, err
 	}
-	live := slices.DeleteFunc(listed, func(a ledger.Allocation) bool { return !a.End.IsZero() && !a.End.After(at) })
-	slices.SortFunc(live, func(a, b ledger.Allocation) int { return cmp.Compare(a.ID, b.ID) })
-	return live, nil
+	upcoming, err := indexed(t, bucketUpcoming, prefix, prefix, 8, t.Allocation, nil)
+	if err != nil {
+		return nil, err
+	}
+	return byID(append(listed, upcoming...), func(a ledger.Allocation) bool { return a.End.IsZero() || a.End.After(at) }), nil
+}
+
+// ActiveAllocations reads allocations_by_end from t's end on, and
+// allocations_upcoming up to t. A change (a writable transaction) moves
+// the upcoming ones that have started to allocations_by_end, so that
+// allocations_upcoming holds those not started yet, give or take the
+// ones that started since the account's last change. The move is not a
+// write of the call's (wrote): the index says the same either way, and a
+// call that fails need not undo it.
+func (t *tx) ActiveAllocations(account string, at time.Time) ([]ledger.Allocation, error) {
+	prefix := append([]byte(account), 0)
+	listed, err := t.notEnded(prefix, at)
+	if err != nil {
+		return nil, err
+	}
+	var started [][]byte
+	upcoming, err := indexed(t, bucketUpcoming, prefix, prefix, 8, t.Allocation, func(k []byte, _ int) bool {
+		if decodeUint(k[len(prefix):]) > timeKey(at) {
+			return true
+		}
+		started = append(started, bytes.Clone(k))
+		return false
+	})
+	if err != nil {
+		return nil, err
+	}
+	if t.btx.Writable() {
+		for i, k := range started {
+			if err := t.bucket(bucketUpcoming).Delete(k); err != nil {
+				return nil, fmt.Errorf("boltstore: delete from %s: %w", bucketUpcoming, err)
+			}
+			if err := t.bucket(bucketByEnd).Put(endKey(upcoming[i].AllocationTerms), nil); err != nil {
+				return nil, fmt.Errorf("boltstore: write %s: %w", bucketByEnd, err)
+			}
+		}
+	}
+	return byID(append(listed, upcoming...), func(a ledger.Allocation) bool { return a.ActiveAt(at) }), nil
+}
+
+// NextStart reads the first key of allocations_upcoming after t: an
+// allocation starting after t has not been moved out of it (t is at or
+// after the last change's time).
+func (t *tx) NextStart(account string, at time.Time) (time.Time, bool, error) {
+	prefix := append([]byte(account), 0)
+	from := timeKey(at)
+	if from == math.MaxUint64 {
+		return time.Time{}, false, nil
+	}
+	c := t.bucket(bucketUpcoming).Cursor()
+	k, _ := c.Seek(binary.BigEndian.AppendUint64(bytes.Clone(prefix), from+1))
+	if k == nil || !bytes.HasPrefix(k, prefix) {
+		return time.Time{}, false, nil
+	}
+	if len(k) != len(prefix)+16 {
+		return time.Time{}, false, fmt.Errorf("%w: %s/%q is not what the index keeps", ledger.ErrCorrupt, bucketUpcoming, k)
+	}
+	a, ok, err := t.Allocation(decodeUint(k[len(prefix)+8:]))
+	if err == nil && !ok {
+		err = fmt.Errorf("%w: %s/%q lists an allocation that does not exist", ledger.ErrCorrupt, bucketUpcoming, k)
+	}
+	return a.Start, err == nil, err
+}
+
+// notEnded reads the allocations allocations_by_end lists under prefix
+// from at's end on (the clamps of endTime may list a few that have ended).
+func (t *tx) notEnded(prefix []byte, at time.Time) ([]ledger.Allocation, error) {
+	seek := binary.BigEndian.AppendUint64(bytes.Clone(prefix), timeKey(at))
+	return indexed(t, bucketByEnd, prefix, seek, 8, t.Allocation, nil)
+}
+
+// byID is the allocations keep accepts, in id order.
+func byID(as []ledger.Allocation, keep func(ledger.Allocation) bool) []ledger.Allocation {
+	as = slices.DeleteFunc(as, func(a ledger.Allocation) bool { return !keep(a) })
+	slices.SortFunc(as, func(a, b ledger.Allocation) int { return cmp.Compare(a.ID, b.ID) })
+	return as
 }
 
 // indexed gets the records an index lists under prefix (keys: prefix,

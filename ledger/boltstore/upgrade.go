@@ -164,7 +164,9 @@ func syncDir(dir string) error {
 // on (ledger.RecordDigest; one written before is compared whole): it
 // marks the file so that an earlier ingot, which would change a record
 // without its digest, refuses it. Schema 16 keeps the large journaled
-// records in records_large: those there are moved.
+// records in records_large: those there are moved. Schema 17 indexes the allocations
+// that start after they were made by start (allocations_upcoming): those
+// are moved out of the index by end.
 func (s *Store) upgrade(from uint64, report func(step string, done, total int64)) error {
 	return s.update(func(btx *bolt.Tx) error {
 		// The steps of the earliest schemas write records, which may go to
@@ -202,6 +204,11 @@ func (s *Store) upgrade(from uint64, report func(step string, done, total int64)
 		}
 		if from != 0 && from < 16 {
 			if err := moveLargeRecords(&tx{btx: btx}); err != nil {
+				return err
+			}
+		}
+		if from != 0 && from < 17 {
+			if err := indexUpcoming(&tx{btx: btx}); err != nil {
 				return err
 			}
 		}
@@ -257,6 +264,29 @@ func indexEnds(t *tx) error {
 	}
 	for _, a := range allocs {
 		if err := t.indexEnd(a.AllocationTerms); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// indexUpcoming moves each allocation that starts after it was made from
+// allocations_by_end to allocations_upcoming (schema 17), as PutAllocation
+// lists a new one: the next change of its account moves it back if it has
+// started.
+func indexUpcoming(t *tx) error {
+	allocs, err := t.Allocations()
+	if err != nil {
+		return fmt.Errorf("upgrade: %w", err)
+	}
+	for _, a := range allocs {
+		if a.Created.IsZero() || !a.Start.After(a.Created) {
+			continue
+		}
+		if err := t.delete(bucketByEnd, endKey(a.AllocationTerms)); err != nil {
+			return err
+		}
+		if err := t.putRaw(bucketUpcoming, startKey(a.AllocationTerms), nil); err != nil {
 			return err
 		}
 	}

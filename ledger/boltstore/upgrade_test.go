@@ -48,6 +48,8 @@ var upgrades = []struct {
 	{file: "schema11-clean.db", schema: 11, answered: true},
 	{file: "schema12-clean.db", schema: 12, answered: true},
 	{file: "schema13-clean.db", schema: 13, answered: true},
+	{file: "schema14-clean.db", schema: 14, answered: true},
+	{file: "schema16-clean.db", schema: 16, answered: true},
 }
 
 // wantBalances are those of every upgradable bank while job-2 ran, from

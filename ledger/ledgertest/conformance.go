@@ -36,6 +36,7 @@ func Conformance(t *testing.T, open OpenStore) {
 		{"WithdrawCreditLimit", testWithdrawCreditLimit},
 		{"ExpiredAllocationsDoNotCount", testExpired},
 		{"LiveAllocations", testLiveAllocations},
+		{"ActiveAllocations", testActiveAllocations},
 		{"Transfer", testTransfer},
 		{"MoveRefusals", testMoveRefusals},
 		{"BalanceAtTime", testBalanceAtTime},
@@ -634,6 +635,99 @@ func testLiveAllocations(t *testing.T, open OpenStore) {
 	})
 	if !errors.Is(err, errRollBack) {
 		t.Fatal(err)
+	}
+}
+
+// testActiveAllocations: the allocations active at a time are those
+// started by then and not ended, in a read and in a change, before and
+// after a change finds the upcoming ones started; the next start is the
+// first after the time asked; the audit (NewBank's cleanup) agrees.
+func testActiveAllocations(t *testing.T, open OpenStore) {
+	b := NewBank(t, open)
+	b.MustNode("chem", "bio")
+	now := b.Clock.Now()
+	ctx := context.Background()
+	deposit := func(account string, start, end time.Time) uint64 {
+		t.Helper()
+		r, err := b.Deposit(ctx, b.Req(), ledger.DepositSpec{Account: account, Amount: Dec(t, "1"), Start: start, End: end})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.Allocations[0].ID
+	}
+	started := deposit("chem", time.Time{}, now.Add(time.Hour))
+	lasting := deposit("chem", time.Time{}, time.Time{})
+	soon := deposit("chem", now.Add(2*time.Hour), now.Add(3*time.Hour))
+	later := deposit("chem", now.Add(4*time.Hour), time.Time{})
+	brief := deposit("chem", now.Add(2*time.Hour), now.Add(2*time.Hour+time.Minute))
+	deposit("bio", now.Add(time.Minute), time.Time{})
+	ask := func(tx ledger.Tx, at time.Time) ([]uint64, time.Time) {
+		t.Helper()
+		as, err := tx.ActiveAllocations("chem", at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []uint64
+		for _, a := range as {
+			got = append(got, a.ID)
+		}
+		next, ok, err := tx.NextStart("chem", at)
+		if err != nil || ok == next.IsZero() {
+			t.Fatalf("next start after %s: %s, %v, %v", at, next, ok, err)
+		}
+		return got, next
+	}
+	for _, tc := range []struct {
+		name string
+		at   time.Time
+		want []uint64
+		next time.Time
+	}{
+		{"now", now, []uint64{started, lasting}, now.Add(2 * time.Hour)},
+		{"at the first end", now.Add(time.Hour), []uint64{lasting}, now.Add(2 * time.Hour)},
+		{"at two starts", now.Add(2 * time.Hour), []uint64{lasting, soon, brief}, now.Add(4 * time.Hour)},
+		{"past one's end", now.Add(2*time.Hour + time.Minute), []uint64{lasting, soon}, now.Add(4 * time.Hour)},
+		{"once all have started", now.Add(5 * time.Hour), []uint64{lasting, later}, time.Time{}},
+	} {
+		// Each time asked in a read, then in a change that finds the
+		// upcoming ones started (rolled back), and in a read again.
+		for _, step := range []func(func(ledger.Tx) error) error{
+			func(fn func(ledger.Tx) error) error { return b.Store.View(ctx, fn) },
+			func(fn func(ledger.Tx) error) error {
+				if err := b.Store.Update(ctx, func(tx ledger.Tx) error { fn(tx); return errRollBack }); !errors.Is(err, errRollBack) {
+					return err
+				}
+				return nil
+			},
+			func(fn func(ledger.Tx) error) error { return b.Store.View(ctx, fn) },
+		} {
+			if err := step(func(tx ledger.Tx) error {
+				if got, next := ask(tx, tc.at); !slices.Equal(got, tc.want) || !next.Equal(tc.next) {
+					t.Errorf("%s: %v, next start %s; want %v, %s", tc.name, got, next, tc.want, tc.next)
+				}
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// A change at each time: what it finds started stays found.
+	for _, d := range []time.Duration{2*time.Hour + 30*time.Second, 5 * time.Hour} {
+		b.Clock.Advance(now.Add(d).Sub(b.Clock.Now()))
+		b.MustDeposit("chem", "1", time.Time{})
+	}
+	if err := b.Store.View(ctx, func(tx ledger.Tx) error {
+		got, next := ask(tx, now.Add(5*time.Hour))
+		if want := []uint64{lasting, later, 7, 8}; !slices.Equal(got, want) || !next.IsZero() {
+			t.Errorf("after the changes: %v, next start %s; want %v and none", got, next, want)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// lasting, later and the changes' two.
+	if got := b.MustBalance("chem").Amount; !got.Equal(Dec(t, "4")) {
+		t.Errorf("chem's amount: %s, want 4", got)
 	}
 }
 

@@ -1134,3 +1134,19 @@ func (t *tx) Requests(fn func(ledger.RequestKey, ledger.RequestRecord) (bool, er
 		after = &rs[len(rs)-1].key
 	}
 }
+
+func (t *tx) ActiveAllocations(account string, at time.Time) ([]ledger.Allocation, error) {
+	live, err := t.LiveAllocations(account, at)
+	return slices.DeleteFunc(live, func(a ledger.Allocation) bool { return !a.ActiveAt(at) }), err
+}
+
+func (t *tx) NextStart(account string, at time.Time) (time.Time, bool, error) {
+	live, err := t.LiveAllocations(account, at)
+	var next time.Time
+	for _, a := range live {
+		if a.Start.After(at) && (next.IsZero() || a.Start.Before(next)) {
+			next = a.Start
+		}
+	}
+	return next, !next.IsZero(), err
+}
