@@ -198,8 +198,9 @@ type auditor struct {
 	// liens and charges count those the journal made (full audits).
 	liens, charges, maxLien, maxCharge uint64
 	progress                           func(entries uint64)
-	// now is the audit's time: the next start the index by start must
-	// have is the first after it (Tx.NextStart).
+	// now is the audit's time, or the last entry's if later (a clock set
+	// back): the next start the index by start must have is the first
+	// after it (Tx.NextStart, asked at or after the last change).
 	now time.Time
 }
 
@@ -809,6 +810,9 @@ func (a *auditor) compareAllocations() error {
 	// The allocations of each account that had not ended by the last
 	// entry: what the index by end must list from then on.
 	last := a.prev.Time
+	if a.now.Before(last) {
+		a.now = last
+	}
 	liveAt, activeAt, nextStart := map[string][]uint64{}, map[string][]uint64{}, map[string]time.Time{}
 	a.ended = map[uint64]bool{}
 	for _, s := range allocs {
