@@ -61,6 +61,10 @@ func (s *Store) Check(ctx context.Context) ([]string, error) {
 						WHEN doc->>'end' IS NULL OR (doc->>'end')::timestamptz < '1970-01-01T00:00:00Z' THEN 9223372036854775807
 						WHEN (doc->>'end')::timestamptz >= '2262-04-11T00:00:00Z' THEN 9223372036854775806
 						ELSE (extract(epoch FROM (doc->>'end')::timestamptz) * 1000000)::bigint * 1000 END) >= 1000
+				UNION ALL SELECT 'allocation ' || id || ' is listed as starting at ' || starts_ns || ' (Unix ns), its record says ' || coalesce(doc->>'start', 'never')
+					FROM allocations WHERE starts_ns IS NOT NULL AND abs(starts_ns::numeric - CASE
+						WHEN (doc->>'start')::timestamptz >= '2262-04-11T00:00:00Z' THEN 9223372036854775806
+						ELSE (extract(epoch FROM (doc->>'start')::timestamptz) * 1000000)::bigint * 1000 END) >= 1000
 				UNION ALL SELECT 'charge ' || id || ' is listed under job ' || job || ' on ' || machine || ', its record says ' || coalesce(doc->>'job_id', 'none') || ' on ' || coalesce(doc->>'machine', 'none')
 					FROM charges WHERE doc IS NOT NULL AND (doc->>'job_id' IS DISTINCT FROM job OR doc->>'machine' IS DISTINCT FROM machine OR (doc->>'id')::numeric IS DISTINCT FROM id)
 				LIMIT 10`},

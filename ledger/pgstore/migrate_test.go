@@ -211,3 +211,76 @@ func TestUpgradeAllocationEnds(t *testing.T) {
 		t.Errorf("check of a wrong end: %v %v", problems, err)
 	}
 }
+
+// TestUpgradeAllocationStarts: the upgrade to schema 7 lists by start the
+// allocations that start after they were made, after which a read finds
+// the active ones and the next start, and Check finds the column in step
+// with the documents.
+func TestUpgradeAllocationStarts(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.DB(t)
+	old, err := open(ctx, url, Options{Create: true}, bankMigrations[:6])
+	if err != nil {
+		t.Fatal(err)
+	}
+	old.Close()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	starts := map[int]string{
+		1: "2026-01-01T00:00:00Z",        // when it was made
+		2: "2026-03-01T00:00:00.123456Z", // later
+		3: "2026-02-01T00:00:00Z",        // later, first
+	}
+	for id := 1; id <= len(starts); id++ {
+		doc := fmt.Sprintf(`{"id": %d, "account": "chem", "credit_limit": "0", "start": %q, "created": "2026-01-01T00:00:00Z", "amount": "1", "deposited": "1"}`, id, starts[id])
+		if _, err := conn.Exec(ctx, `INSERT INTO allocations (id, account, ends_ns, doc) VALUES ($1, 'chem', 9223372036854775807, $2)`, id, doc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := conn.Exec(ctx, `UPDATE counters SET value = $1 WHERE name = 'allocations'`, len(starts)); err != nil {
+		t.Fatal(err)
+	}
+	s, err := open(ctx, url, Options{}, bankMigrations)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var listed []int64
+	if err := conn.QueryRow(ctx, `SELECT array_agg(id ORDER BY id) FROM allocations WHERE starts_ns IS NOT NULL`).Scan(&listed); err != nil || !slices.Equal(listed, []int64{2, 3}) {
+		t.Errorf("listed by start: %v %v, want [2 3]", listed, err)
+	}
+	for _, tc := range []struct {
+		at, next string
+		want     []uint64
+	}{
+		{"2026-01-15T00:00:00Z", "2026-02-01T00:00:00Z", []uint64{1}},
+		{"2026-02-01T00:00:00Z", "2026-03-01T00:00:00.123456Z", []uint64{1, 3}},
+		{"2026-03-01T00:00:00.123456Z", "", []uint64{1, 2, 3}},
+	} {
+		at, _ := time.Parse(time.RFC3339Nano, tc.at)
+		err := s.View(ctx, func(tx ledger.Tx) error {
+			active, err := tx.ActiveAllocations("chem", at)
+			if err != nil {
+				return err
+			}
+			var got []uint64
+			for _, a := range active {
+				got = append(got, a.ID)
+			}
+			next, ok, err := tx.NextStart("chem", at)
+			if !slices.Equal(got, tc.want) || ok != (tc.next != "") || ok && next.Format(time.RFC3339Nano) != tc.next {
+				t.Errorf("at %s: active %v, next start %s (%v); want %v, %q", tc.at, got, next.Format(time.RFC3339Nano), ok, tc.want, tc.next)
+			}
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if problems, err := s.Check(ctx); err != nil || len(problems) > 0 {
+		t.Errorf("check after the upgrade: %v %v", problems, err)
+	}
+}

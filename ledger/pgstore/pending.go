@@ -23,6 +23,8 @@ type table struct {
 	name     string
 	cols     []string
 	conflict string
+	// update is what an upsert sets a column to, where not its new value.
+	update map[string]string
 	// upsert and delete are the statements, made once from the above:
 	// delete takes the key's columns, the first of cols.
 	upsert, delete string
@@ -53,8 +55,10 @@ var tables = [tableCount]*table{
 	nodesTable:        {name: "nodes", cols: []string{"name text", "doc json"}, conflict: "name"},
 	usersTable:        {name: "users", cols: []string{"name text", "doc json"}, conflict: "name"},
 	machinesTable:     {name: "machines", cols: []string{"name text", "doc json"}, conflict: "name"},
-	allocationsTable:  {name: "allocations", cols: []string{"id bigint", "account text", "ends_ns bigint", "doc json"}, conflict: "id"},
-	historyTable:      {name: "balance_history", cols: []string{"allocation bigint", "seq bigint", "doc json"}, conflict: "allocation, seq"},
+	allocationsTable: {name: "allocations", cols: []string{"id bigint", "account text", "ends_ns bigint", "starts_ns bigint", "doc json"}, conflict: "id",
+		// Once NULL (the allocation found started), starts_ns stays so.
+		update: map[string]string{"starts_ns": "CASE WHEN allocations.starts_ns IS NOT NULL THEN EXCLUDED.starts_ns END"}},
+	historyTable: {name: "balance_history", cols: []string{"allocation bigint", "seq bigint", "doc json"}, conflict: "allocation, seq"},
 	liensTable: {name: "liens", cols: []string{"id bigint", "account text", "machine text", "job text", "active boolean", "expires_ns bigint", "doc json",
 		"carrier bigint"}, conflict: "id"},
 	chargesTable:  {name: "charges", cols: []string{"id bigint", "machine text", "job text", "doc json", "carrier bigint"}, conflict: "id"},
@@ -70,7 +74,11 @@ func init() {
 			names = append(names, name)
 			arrays = append(arrays, fmt.Sprintf("$%d::%s[]", i+1, typ))
 			if !strings.Contains(", "+tb.conflict+",", ", "+name+",") {
-				set = append(set, name+" = EXCLUDED."+name)
+				value := "EXCLUDED." + name
+				if u, ok := tb.update[name]; ok {
+					value = u
+				}
+				set = append(set, name+" = "+value)
 			}
 		}
 		tb.upsert = fmt.Sprintf("INSERT INTO %s (%s) SELECT * FROM unnest(%s)", tb.name, strings.Join(names, ", "), strings.Join(arrays, ", "))

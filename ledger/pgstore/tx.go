@@ -412,10 +412,10 @@ func (t *tx) PutAllocation(a ledger.Allocation, seq uint64) error {
 	if l, ok := t.known(live); !ok {
 		t.forget(live)
 	} else if l := l.(liveList); !slices.ContainsFunc(l.ends, func(e idEnd) bool { return e.id == a.ID }) && endNanos(a.End) > l.from {
-		t.written(live, l.with(idEnd{a.ID, endNanos(a.End)}))
+		t.written(live, l.with(idEnd{id: a.ID, end: endNanos(a.End), start: startNanos(a.Start), upcoming: upcoming(a) != nil}))
 	}
 	what := fmt.Sprintf("allocation %d", a.ID)
-	if err := putDoc(t, what, allocationsTable, cacheKey("allocations", a.ID), a, []any{bigint(a.ID), a.Account, endNanos(a.End)}, list, live); err != nil {
+	if err := putDoc(t, what, allocationsTable, cacheKey("allocations", a.ID), a, []any{bigint(a.ID), a.Account, endNanos(a.End), upcoming(a)}, list, live); err != nil {
 		return err
 	}
 	return putDoc(t, what+"'s history", historyTable, cacheKey("history", a.ID, seq), a, []any{bigint(a.ID), bigint(seq)})
@@ -468,9 +468,30 @@ func endNanos(end time.Time) int64 {
 
 var lastEndNanos = time.Date(2262, 4, 11, 0, 0, 0, 0, time.UTC)
 
+// startNanos is a start as the starts_ns column has it: endNanos, but the
+// least bigint for the zero time (before every time asked).
+func startNanos(start time.Time) int64 {
+	if start.IsZero() {
+		return math.MinInt64
+	}
+	return endNanos(start)
+}
+
+// upcoming is the starts_ns a new allocation is stored with: its start if
+// it starts after it was made, else NULL. The upsert keeps a NULL
+// (pending.go): once a change has found the allocation started
+// (ActiveAllocations), it is listed by end alone.
+func upcoming(a ledger.Allocation) any {
+	if a.Created.IsZero() || !a.Start.After(a.Created) {
+		return nil
+	}
+	return startNanos(a.Start)
+}
+
 // liveList is what the cache keeps of an account's allocations that have
-// not ended: the id and end (endNanos) of each whose end was after from
-// when they were read, and of each stored since. It is never changed in
+// not ended: the id, end (endNanos) and start (startNanos) of each whose
+// end was after from when they were read, and of each stored since, and
+// whether its row is listed by start (starts_ns not NULL). It is never changed in
 // place (the cache hands out copies of the struct alone).
 type liveList struct {
 	from int64
@@ -478,8 +499,9 @@ type liveList struct {
 }
 
 type idEnd struct {
-	id  uint64
-	end int64
+	id         uint64
+	end, start int64
+	upcoming   bool
 }
 
 // with is l with e added, in id order.
@@ -499,6 +521,17 @@ const endSlack = int64(time.Microsecond)
 // asks, and an account may have thousands that have ended. Otherwise it
 // reads them by the index on (account, ends_ns).
 func (t *tx) LiveAllocations(account string, at time.Time) ([]ledger.Allocation, error) {
+	ends, err := t.liveEnds(account, at)
+	if err != nil {
+		return nil, err
+	}
+	return t.allocationsOf(account, ends, func(a ledger.Allocation) bool { return a.End.IsZero() || a.End.After(at) })
+}
+
+// liveEnds is the cache's list of the account's allocations not ended by
+// at (endSlack below), read by the indexes by end and by start if the
+// cache has none read at or before at.
+func (t *tx) liveEnds(account string, at time.Time) ([]idEnd, error) {
 	key := cacheKey("live allocations", account)
 	asked := endNanos(at)
 	if at.IsZero() {
@@ -518,14 +551,16 @@ func (t *tx) LiveAllocations(account string, at time.Time) ([]ledger.Allocation,
 		}
 	} else {
 		type row struct {
-			doc []byte
-			end int64
+			doc      []byte
+			end      int64
+			upcoming bool
 		}
 		from := max(asked, math.MinInt64+endSlack) - endSlack
 		rows, err := query(t, key, "the allocations of "+account+" that have not ended", func(r pgx.CollectableRow) (row, error) {
 			var v row
-			return v, r.Scan(&v.doc, &v.end)
-		}, `SELECT doc, ends_ns FROM allocations WHERE account = $1 AND ends_ns > $2 ORDER BY id`, account, from)
+			return v, r.Scan(&v.doc, &v.end, &v.upcoming)
+		}, `SELECT doc, ends_ns, false FROM allocations WHERE account = $1 AND starts_ns IS NULL AND ends_ns > $2
+			UNION ALL SELECT doc, ends_ns, true FROM allocations WHERE account = $1 AND starts_ns IS NOT NULL AND ends_ns > $2`, account, from)
 		if err != nil {
 			return nil, err
 		}
@@ -537,14 +572,21 @@ func (t *tx) LiveAllocations(account string, at time.Time) ([]ledger.Allocation,
 			if t.cache != nil {
 				t.cache.Remember(cacheKey("allocations", a.ID), a, t.layers()...)
 			}
-			ends = append(ends, idEnd{a.ID, r.end})
+			ends = append(ends, idEnd{id: a.ID, end: r.end, start: startNanos(a.Start), upcoming: r.upcoming})
 		}
+		slices.SortFunc(ends, func(a, b idEnd) int { return cmp.Compare(a.id, b.id) })
 		if t.cache != nil {
 			t.cache.Remember(key, liveList{from: asked, ends: ends}, t.layers()...)
 		}
 	}
+	return ends, nil
+}
+
+// allocationsOf reads the allocations listed, each through the cache, and
+// keeps those keep accepts.
+func (t *tx) allocationsOf(account string, listed []idEnd, keep func(ledger.Allocation) bool) ([]ledger.Allocation, error) {
 	var out []ledger.Allocation
-	for _, e := range ends {
+	for _, e := range listed {
 		a, ok, err := t.Allocation(e.id)
 		if err != nil {
 			return nil, err
@@ -552,11 +594,102 @@ func (t *tx) LiveAllocations(account string, at time.Time) ([]ledger.Allocation,
 		if !ok {
 			return nil, fmt.Errorf("%w: allocation %d of %s is missing", ledger.ErrCorrupt, e.id, account)
 		}
-		if a.End.IsZero() || a.End.After(at) {
+		if keep(a) {
 			out = append(out, a)
 		}
 	}
 	return out, nil
+}
+
+// ActiveAllocations answers a change from the cache's list (liveEnds),
+// reading only the allocations started by at, and marks the rows of the
+// upcoming ones it finds started as listed by end (starts_ns NULL), so
+// that reads find them there: the index by start then lists those not
+// started yet, give or take the ones that started since the account's
+// last change. A read, which has no cache, asks both indexes for the
+// allocations started by at and not ended.
+func (t *tx) ActiveAllocations(account string, at time.Time) ([]ledger.Allocation, error) {
+	active := func(a ledger.Allocation) bool { return a.ActiveAt(at) }
+	if t.cache == nil {
+		asked := startNanos(at)
+		return listDocsWhere(t, account, active, `SELECT doc FROM allocations WHERE account = $1 AND starts_ns IS NULL AND ends_ns > $2
+			UNION ALL SELECT doc FROM allocations WHERE account = $1 AND starts_ns IS NOT NULL AND starts_ns <= $3 AND ends_ns > $2`,
+			account, max(asked, math.MinInt64+endSlack)-endSlack, asked)
+	}
+	ends, err := t.liveEnds(account, at)
+	if err != nil {
+		return nil, err
+	}
+	started := slices.DeleteFunc(slices.Clone(ends), func(e idEnd) bool { return e.start > startNanos(at) })
+	out, err := t.allocationsOf(account, started, active)
+	if err != nil || !t.writable || !slices.ContainsFunc(started, func(e idEnd) bool { return e.upcoming }) {
+		return out, err
+	}
+	key := cacheKey("live allocations", account)
+	l, ok := t.known(key)
+	if !ok {
+		return out, nil
+	}
+	list := liveList{from: l.(liveList).from, ends: slices.Clone(l.(liveList).ends)}
+	for i, e := range list.ends {
+		if !e.upcoming || e.start > startNanos(at) {
+			continue
+		}
+		a, ok, err := t.Allocation(e.id)
+		if err != nil || !ok {
+			return nil, fmt.Errorf("%w: allocation %d of %s is missing (%v)", ledger.ErrCorrupt, e.id, account, err)
+		}
+		list.ends[i].upcoming = false
+		if err := putDoc(t, fmt.Sprintf("allocation %d", a.ID), allocationsTable, cacheKey("allocations", a.ID), a,
+			[]any{bigint(a.ID), a.Account, endNanos(a.End), nil}, key); err != nil {
+			return nil, err
+		}
+	}
+	t.written(key, list)
+	return out, nil
+}
+
+// NextStart answers a change from the cache's list; a read asks the
+// index by start.
+func (t *tx) NextStart(account string, at time.Time) (time.Time, bool, error) {
+	after := func(a ledger.Allocation) bool { return a.Start.After(at) }
+	var next []ledger.Allocation
+	var err error
+	if t.cache == nil {
+		// The first few from a microsecond before: the migration read the
+		// starts of the rows it found to the microsecond.
+		next, err = listDocsWhere(t, account, after, `SELECT doc FROM allocations WHERE account = $1 AND starts_ns IS NOT NULL AND starts_ns > $2
+			ORDER BY starts_ns, id LIMIT 8`, account, max(startNanos(at), math.MinInt64+endSlack)-endSlack)
+	} else {
+		// The list has each start to the nanosecond: the first is read.
+		var ends []idEnd
+		if ends, err = t.liveEnds(account, at); err == nil {
+			var first []idEnd
+			for _, e := range ends {
+				if e.start > startNanos(at) && (len(first) == 0 || e.start < first[0].start) {
+					first = []idEnd{e}
+				}
+			}
+			next, err = t.allocationsOf(account, first, after)
+		}
+	}
+	if err != nil || len(next) == 0 {
+		return time.Time{}, false, err
+	}
+	first := slices.MinFunc(next, func(a, b ledger.Allocation) int { return a.Start.Compare(b.Start) })
+	return first.Start, true, nil
+}
+
+// listDocsWhere reads the account's allocations a query finds, and keeps
+// those keep accepts, in id order.
+func listDocsWhere(t *tx, account string, keep func(ledger.Allocation) bool, sql string, args ...any) ([]ledger.Allocation, error) {
+	as, err := listDocs[ledger.Allocation](t, "", "the allocations of "+account, sql, args...)
+	if err != nil {
+		return nil, err
+	}
+	as = slices.DeleteFunc(as, func(a ledger.Allocation) bool { return !keep(a) })
+	slices.SortFunc(as, func(a, b ledger.Allocation) int { return cmp.Compare(a.ID, b.ID) })
+	return as, nil
 }
 
 func (t *tx) Allocations() ([]ledger.Allocation, error) {
@@ -1133,20 +1266,4 @@ func (t *tx) Requests(fn func(ledger.RequestKey, ledger.RequestRecord) (bool, er
 		}
 		after = &rs[len(rs)-1].key
 	}
-}
-
-func (t *tx) ActiveAllocations(account string, at time.Time) ([]ledger.Allocation, error) {
-	live, err := t.LiveAllocations(account, at)
-	return slices.DeleteFunc(live, func(a ledger.Allocation) bool { return !a.ActiveAt(at) }), err
-}
-
-func (t *tx) NextStart(account string, at time.Time) (time.Time, bool, error) {
-	live, err := t.LiveAllocations(account, at)
-	var next time.Time
-	for _, a := range live {
-		if a.Start.After(at) && (next.IsZero() || a.Start.Before(next)) {
-			next = a.Start
-		}
-	}
-	return next, !next.IsZero(), err
 }
