@@ -27,7 +27,6 @@ import (
 	"github.com/ingot-hpc/ingot/proto/gold"
 	"github.com/ingot-hpc/ingot/proto/metrics"
 	"github.com/ingot-hpc/ingot/proto/munge"
-	"github.com/ingot-hpc/ingot/proto/peer"
 	"github.com/ingot-hpc/ingot/proto/peer/outbox"
 	"github.com/ingot-hpc/ingot/proto/server"
 	"github.com/ingot-hpc/ingot/proto/web"
@@ -203,7 +202,9 @@ func serve(c *cli.Context, fileKeys []string) error {
 		var pruning sync.WaitGroup
 		pruning.Go(func() { pruneRequests(pruneCtx, l, log, c.Duration("request-retention")) })
 		pruning.Go(func() { runSchedules(pruneCtx, schedule.New(l), log) })
-		pruning.Go(func() { (&outbox.Outbox{Peers: peer.New(l, reg), Log: log}).Run(pruneCtx) })
+		// The server's own peers: the answers its traceback keeps are the
+		// outbox's to journal (peer.Registry.Answered).
+		pruning.Go(func() { (&outbox.Outbox{Peers: bank.Peers(), Log: log}).Run(pruneCtx) })
 		if at != nil {
 			pruning.Go(func() { runNotify(pruneCtx, n, *at, log) })
 		}

@@ -62,6 +62,9 @@ type Spec struct {
 type Registry struct {
 	l       *ledger.Ledger
 	clients *clients.Registry
+	// answered are peers' answers not journaled yet (Answered), by
+	// transaction id.
+	answered answers
 }
 
 // New returns the peers of a bank.

@@ -4,7 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -87,7 +90,11 @@ func (r *Registry) BeginOnce(ctx context.Context, req ledger.Request, peerName s
 		return Transaction{}, fmt.Errorf("peer: encode %s: %w", op, err)
 	}
 	key := req.Actor + "/" + req.ID
-	return ledger.Mutate(ctx, r.l, ledger.Request{Actor: req.Actor}, ledger.KindRecord, nil, func(w *ledger.Writer) (Transaction, error) {
+	batch := r.answered.take()
+	t, err := ledger.Mutate(ctx, r.l, ledger.Request{Actor: req.Actor}, ledger.KindRecord, nil, func(w *ledger.Writer) (Transaction, error) {
+		if err := settleWithin(w, batch); err != nil {
+			return Transaction{}, err
+		}
 		if req.ID != "" {
 			if rec, ok, err := w.Tx().Record(recordRequest, key); err != nil {
 				return Transaction{}, err
@@ -124,6 +131,99 @@ func (r *Registry) BeginOnce(ctx context.Context, req ledger.Request, peerName s
 			Record: &ledger.Record{Kind: recordHomedJob, Key: body.Machine + "/" + body.JobID, Value: home}})
 		return t, err
 	})
+	if err != nil {
+		r.answered.give(batch)
+	}
+	return t, err
+}
+
+// answers are peers' answers to transactions, kept until a change
+// journals them.
+type answers struct {
+	mu   sync.Mutex
+	byID map[string]Transaction
+}
+
+func (a *answers) give(ts map[string]Transaction) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.byID == nil {
+		a.byID = map[string]Transaction{}
+	}
+	for id, t := range ts {
+		a.byID[id] = t
+	}
+}
+
+func (a *answers) take() map[string]Transaction {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	ts := a.byID
+	a.byID = nil
+	return ts
+}
+
+func (a *answers) get(id string) (Transaction, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	t, ok := a.byID[id]
+	return t, ok
+}
+
+func (r *Registry) kept(id string) bool {
+	_, ok := r.answered.get(id)
+	return ok
+}
+
+// Kept is a transaction as answered, if its answer is kept, not yet
+// journaled (Answered).
+func (r *Registry) Kept(id string) (Transaction, bool) { return r.answered.get(id) }
+
+// Answered keeps a peer's answer (done: the peer keeps it too) to a
+// transaction sent at once (traceback), to be journaled with the next change that begins one, or
+// by RecordAnswers: so that a forwarded operation costs this bank one
+// durable write, not two. Until then it is pending in the journal: if
+// this bank stops first, the outbox sends it again and the peer answers
+// as the first time. It returns t as answered.
+func (r *Registry) Answered(t Transaction, state State, answer json.RawMessage) Transaction {
+	t.State, t.Answer, t.Answered = state, answer, time.Now().UTC()
+	r.answered.give(map[string]Transaction{t.ID: t})
+	return t
+}
+
+// RecordAnswers journals the answers Answered kept.
+func (r *Registry) RecordAnswers(ctx context.Context) error {
+	batch := r.answered.take()
+	if len(batch) == 0 {
+		return nil
+	}
+	_, err := ledger.Mutate(ctx, r.l, ledger.Request{Actor: "peer-outbox"}, ledger.KindRecord, nil, func(w *ledger.Writer) (struct{}, error) {
+		return struct{}{}, settleWithin(w, batch)
+	})
+	if err != nil {
+		r.answered.give(batch)
+	}
+	return err
+}
+
+// settleWithin journals answers to the transactions still pending, in
+// id order.
+func settleWithin(w *ledger.Writer, batch map[string]Transaction) error {
+	for _, id := range slices.Sorted(maps.Keys(batch)) {
+		a := batch[id]
+		t, err := getTx(w.Tx(), id)
+		if err != nil {
+			return err
+		}
+		if t.State != StatePending {
+			continue
+		}
+		t.State, t.Answered, t.Answer = a.State, w.Now(), a.Answer
+		if err := putTx(w, t, fmt.Sprintf("%s at %s %s", t.Op, t.Peer, t.State)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // HomedJob is the home of a job whose lien was forwarded from here, if
@@ -159,7 +259,7 @@ func (r *Registry) WithinCreditLine(ctx context.Context, home ledger.Home) (bool
 	}
 	owed := decimal.Zero
 	for _, t := range pending {
-		if t.Peer != home.Peer || (t.Op != OpLien && t.Op != OpCharge) {
+		if t.Peer != home.Peer || (t.Op != OpLien && t.Op != OpCharge) || r.kept(t.ID) {
 			continue
 		}
 		var j JobOp

@@ -101,12 +101,10 @@ func (r *Registry) Settle(ctx context.Context, id string, state State, answer js
 	// No request id: the change is its own guard against a second answer.
 	req := ledger.Request{Actor: "peer-outbox"}
 	return ledger.Mutate(ctx, r.l, req, ledger.KindRecord, nil, func(w *ledger.Writer) (Transaction, error) {
-		t, err := getTx(w.Tx(), id)
-		if err != nil || t.State != StatePending {
-			return t, err
+		if err := settleWithin(w, map[string]Transaction{id: {State: state, Answer: answer}}); err != nil {
+			return Transaction{}, err
 		}
-		t.State, t.Answered, t.Answer = state, w.Now(), answer
-		return t, putTx(w, t, fmt.Sprintf("%s at %s %s", t.Op, t.Peer, state))
+		return getTx(w.Tx(), id)
 	})
 }
 

@@ -71,7 +71,7 @@ func (s *Server) jobOp(h *lien.HomedError) peer.JobOp {
 // otherwise, and a release is accepted; either way it stays pending, and
 // is sent when the bank is back.
 func (s *Server) forward(c *call, home ledger.Home, op peer.Op, body peer.JobOp) (peer.Transaction, error) {
-	t, err := outbox.Forward(c.r.Context(), s.peers, c.req, home.Peer, op, body, 0)
+	t, err := outbox.Forward(c.r.Context(), s.peers, &s.links, c.req, home.Peer, op, body, 0)
 	switch {
 	case t.State == peer.StateDone:
 		return t, nil

@@ -15,6 +15,7 @@ import (
 	"github.com/ingot-hpc/ingot/proto/clients"
 	"github.com/ingot-hpc/ingot/proto/munge"
 	"github.com/ingot-hpc/ingot/proto/peer"
+	"github.com/ingot-hpc/ingot/proto/peer/link"
 	"github.com/ingot-hpc/ingot/schedule"
 )
 
@@ -27,11 +28,13 @@ type Server struct {
 	notifier  *digest.Notifier
 	clients   *clients.Registry
 	peers     *peer.Registry
-	verifier  *auth.Verifier
-	munge     *munge.Verifier // nil: MUNGE credentials are refused
-	page      Page            // nil: no web page, no POST /v1/web/links
-	log       *slog.Logger
-	observe   Observer // nil: no one is told
+	// links are the clients traceback sends to peers with.
+	links    link.Cache
+	verifier *auth.Verifier
+	munge    *munge.Verifier // nil: MUNGE credentials are refused
+	page     Page            // nil: no web page, no POST /v1/web/links
+	log      *slog.Logger
+	observe  Observer // nil: no one is told
 	// routes are the endpoints of each path, one per method.
 	routes map[string][]route
 	audits audits
@@ -149,6 +152,10 @@ func bankAnswered(rt route) route {
 	rt.answered = true
 	return rt
 }
+
+// Peers are the bank's peers as the server keeps them: its outbox sends
+// with them, so that it journals the answers the server's traceback keeps.
+func (s *Server) Peers() *peer.Registry { return s.peers }
 
 func (s *Server) table() []route {
 	get := http.MethodGet

@@ -91,6 +91,9 @@ func (o *Outbox) report(ctx context.Context) {
 // in order, by a goroutine of their own, so that a peer that does not
 // answer (a send waits up to Timeout) holds up no other peer's.
 func (o *Outbox) Drain(ctx context.Context) (pending int, err error) {
+	if err := o.Peers.RecordAnswers(ctx); err != nil {
+		return 0, err
+	}
 	txs, err := o.Peers.Transactions(ctx, true)
 	if err != nil {
 		return 0, err
@@ -159,18 +162,28 @@ func (o *Outbox) send(ctx context.Context, c *client.Client, t peer.Transaction)
 // or not answering for good) leaves it pending, for the outbox to send
 // again.
 func Send(ctx context.Context, peers *peer.Registry, c *client.Client, t peer.Transaction, timeout time.Duration) (peer.Transaction, error) {
-	release, err := sendAlone(ctx, t.ID)
-	if err != nil {
+	t, release, err := claim(ctx, peers, t)
+	if err != nil || t.State != peer.StatePending {
 		return t, err
 	}
 	defer release()
-	// Another sender may have had the peer's answer meanwhile.
-	if t, err = peers.Transaction(ctx, t.ID); err != nil || t.State != peer.StatePending {
+	state, answer, err := exchange(ctx, c, t, timeout)
+	if err != nil {
 		return t, err
 	}
+	settled, err := peers.Settle(ctx, t.ID, state, answer)
+	if err != nil {
+		return t, fmt.Errorf("transaction %s: record the answer: %w", t.ID, err)
+	}
+	return settled, nil
+}
+
+// exchange sends a transaction once and says how the peer answered: done,
+// or refused for good; an error when it did not answer for good.
+func exchange(ctx context.Context, c *client.Client, t peer.Transaction, timeout time.Duration) (peer.State, json.RawMessage, error) {
 	path, ok := paths[t.Op]
 	if !ok {
-		return t, fmt.Errorf("transaction %s: unknown operation %q", t.ID, t.Op)
+		return "", nil, fmt.Errorf("transaction %s: unknown operation %q", t.ID, t.Op)
 	}
 	if timeout == 0 {
 		timeout = 10 * time.Second
@@ -178,22 +191,15 @@ func Send(ctx context.Context, peers *peer.Registry, c *client.Client, t peer.Tr
 	sendCtx, cancel := context.WithTimeout(ctx, timeout)
 	answer, err := c.Exchange(sendCtx, t.ID, path, t.Body)
 	cancel()
-	state := peer.StateDone
-	if err != nil {
-		apiErr, isAPI := errors.AsType[*api.Error](err)
-		if !isAPI || !final(apiErr.Code) {
-			return t, fmt.Errorf("transaction %s to %s: %w", t.ID, t.Peer, err)
-		}
-		state = peer.StateRefused
-		if answer, err = json.Marshal(apiErr); err != nil {
-			return t, err
-		}
+	if err == nil {
+		return peer.StateDone, answer, nil
 	}
-	settled, err := peers.Settle(ctx, t.ID, state, answer)
-	if err != nil {
-		return t, fmt.Errorf("transaction %s: record the answer: %w", t.ID, err)
+	apiErr, isAPI := errors.AsType[*api.Error](err)
+	if !isAPI || !final(apiErr.Code) {
+		return "", nil, fmt.Errorf("transaction %s to %s: %w", t.ID, t.Peer, err)
 	}
-	return settled, nil
+	answer, err = json.Marshal(apiErr)
+	return peer.StateRefused, answer, err
 }
 
 // sending holds the transactions being sent from this process, each with
@@ -205,6 +211,26 @@ func Send(ctx context.Context, peers *peer.Registry, c *client.Client, t peer.Tr
 // a refusal is recorded before anyone sends it again, and then no one
 // does.
 var sending sync.Map
+
+// claim claims the sending of a pending transaction (sendAlone) and
+// reads it again: another sender may have had the peer's answer
+// meanwhile, journaled or kept (peer.Registry.Answered). Only a
+// transaction still pending is claimed (release then ends the claim).
+func claim(ctx context.Context, peers *peer.Registry, t peer.Transaction) (peer.Transaction, func(), error) {
+	release, err := sendAlone(ctx, t.ID)
+	if err != nil {
+		return t, nil, err
+	}
+	if kept, ok := peers.Kept(t.ID); ok {
+		release()
+		return kept, nil, nil
+	}
+	if t, err = peers.Transaction(ctx, t.ID); err != nil || t.State != peer.StatePending {
+		release()
+		return t, nil, err
+	}
+	return t, release, nil
+}
 
 // sendAlone waits until no other sending of transaction id is under way
 // in this process and claims it; release ends the claim.
@@ -270,18 +296,36 @@ func (o *Outbox) failed(name string, err error) {
 
 // Forward begins a forwarded operation of a job homed at a peer, once for
 // the scheduler's request (peer.Registry.BeginOnce), and sends it at
-// once, since the scheduler waits for the home bank's answer. A
+// once, since the scheduler waits for the home bank's answer: a refusal
+// journaled at once, a done one with the next change
+// (peer.Registry.Answered). A
 // transaction still pending after it (the peer unreachable, or its answer
 // lost) is the outbox's to send again, and a retry of the request sends
 // it again too: the peer applies it once, under its id.
-func Forward(ctx context.Context, peers *peer.Registry, req ledger.Request, peerName string, op peer.Op, body peer.JobOp, timeout time.Duration) (peer.Transaction, error) {
+func Forward(ctx context.Context, peers *peer.Registry, links *link.Cache, req ledger.Request, peerName string, op peer.Op, body peer.JobOp, timeout time.Duration) (peer.Transaction, error) {
 	t, err := peers.BeginOnce(ctx, req, peerName, op, body, body.Amount)
 	if err != nil || t.State != peer.StatePending {
 		return t, err
 	}
-	c, err := link.Open(ctx, peers, peerName)
+	c, err := links.Open(ctx, peers, peerName)
 	if err != nil {
 		return t, err
 	}
-	return Send(ctx, peers, c, t, timeout)
+	t, release, err := claim(ctx, peers, t)
+	if err != nil || t.State != peer.StatePending {
+		return t, err
+	}
+	defer release()
+	state, answer, err := exchange(ctx, c, t, timeout)
+	if err != nil {
+		return t, err
+	}
+	if state == peer.StateDone {
+		// The peer keeps a done transaction's answer: if this bank stops
+		// before journaling it, a sending again gets it.
+		return peers.Answered(t, state, answer), nil
+	}
+	// A refusal is not kept there: journaled now, so that no one sends
+	// it again.
+	return peers.Settle(ctx, t.ID, state, answer)
 }

@@ -49,7 +49,7 @@ func onFile(t testing.TB) ledger.Store {
 	return s
 }
 
-func newBank(t *testing.T, open ledgertest.OpenStore, nodes ...string) *bank {
+func newBank(t testing.TB, open ledgertest.OpenStore, nodes ...string) *bank {
 	b := ledgertest.NewBank(t, open)
 	if len(nodes) > 0 {
 		b.MustNode(nodes...)
@@ -71,8 +71,9 @@ func newRegistry(tb testing.TB, b *ledgertest.Bank) *peer.Registry {
 }
 
 // wire is the way from the central bank to the site: up, down (the
-// connection dropped before the request is read), or losing (the request
-// applied, then the connection dropped before the answer).
+// connection dropped before the request is read), losing (the request
+// applied, then the connection dropped before the answer), or hole (held
+// open, never answered, until the sender gives up).
 type wire struct {
 	h    http.Handler
 	mode atomic.Value
@@ -80,6 +81,10 @@ type wire struct {
 
 func (l *wire) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	mode, _ := l.mode.Load().(string)
+	if mode == "hole" { // held open, never answered
+		<-r.Context().Done()
+		return
+	}
 	if mode == "losing" {
 		l.h.ServeHTTP(httptest.NewRecorder(), r)
 	}

@@ -39,7 +39,7 @@ type tracebackPair struct {
 	centralURL    string
 }
 
-func newTracebackPair(t *testing.T, open ledgertest.OpenStore, creditLine string) *tracebackPair {
+func newTracebackPair(t testing.TB, open ledgertest.OpenStore, creditLine string) *tracebackPair {
 	ctx := context.Background()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	central := newBank(t, open, "chem", "chem.lab", "bio", "bio.lab")
@@ -47,7 +47,9 @@ func newTracebackPair(t *testing.T, open ledgertest.OpenStore, creditLine string
 	central.MustDeposit("bio", "1000", ledgertest.Epoch.AddDate(1, 0, 0))
 	site := newBank(t, onFile, "visit")
 	serve := func(b *bank) *httptest.Server {
-		ts := httptest.NewServer(server.New(b.Ledger, lien.New(b.Ledger), b.clients, &auth.Verifier{Lookup: server.KeyLookup(b.clients)}, log))
+		srv := server.New(b.Ledger, lien.New(b.Ledger), b.clients, &auth.Verifier{Lookup: server.KeyLookup(b.clients)}, log)
+		b.peers = srv.Peers() // the registry that keeps its answers
+		ts := httptest.NewServer(srv)
 		t.Cleanup(ts.Close)
 		return ts
 	}
@@ -187,8 +189,12 @@ func traceback(t *testing.T, open ledgertest.OpenStore) {
 	agreeingBanks(t, p)
 }
 
-// agreeingBanks: reconcile finds both banks' records the same.
+// agreeingBanks: reconcile finds both banks' records the same, once the
+// last answer kept is journaled (as the outbox does).
 func agreeingBanks(t *testing.T, p *tracebackPair) {
+	if err := p.site.peers.RecordAnswers(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	rec, err := link.Reconcile(context.Background(), p.site.peers, "central", time.Time{}, time.Time{})
 	if err != nil || len(rec.Differences) != 0 || rec.Matched != 5 {
 		t.Fatalf("reconcile: %+v %v", rec, err)
