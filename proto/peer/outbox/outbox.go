@@ -162,6 +162,15 @@ func (o *Outbox) send(ctx context.Context, c *client.Client, t peer.Transaction)
 // or not answering for good) leaves it pending, for the outbox to send
 // again.
 func Send(ctx context.Context, peers *peer.Registry, c *client.Client, t peer.Transaction, timeout time.Duration) (peer.Transaction, error) {
+	return send(ctx, peers, c, t, timeout, false)
+}
+
+// send is Send; keep keeps a done answer to be journaled with the next
+// change (peer.Registry.Answered) instead of journaling it now: the peer
+// keeps a done transaction's answer, so if this bank stops before
+// journaling it, a sending again gets it. A refusal is not kept there,
+// and is journaled now, so that no one sends it again.
+func send(ctx context.Context, peers *peer.Registry, c *client.Client, t peer.Transaction, timeout time.Duration, keep bool) (peer.Transaction, error) {
 	t, release, err := claim(ctx, peers, t)
 	if err != nil || t.State != peer.StatePending {
 		return t, err
@@ -170,6 +179,9 @@ func Send(ctx context.Context, peers *peer.Registry, c *client.Client, t peer.Tr
 	state, answer, err := exchange(ctx, c, t, timeout)
 	if err != nil {
 		return t, err
+	}
+	if keep && state == peer.StateDone {
+		return peers.Answered(t, state, answer), nil
 	}
 	settled, err := peers.Settle(ctx, t.ID, state, answer)
 	if err != nil {
@@ -311,21 +323,5 @@ func Forward(ctx context.Context, peers *peer.Registry, links *link.Cache, req l
 	if err != nil {
 		return t, err
 	}
-	t, release, err := claim(ctx, peers, t)
-	if err != nil || t.State != peer.StatePending {
-		return t, err
-	}
-	defer release()
-	state, answer, err := exchange(ctx, c, t, timeout)
-	if err != nil {
-		return t, err
-	}
-	if state == peer.StateDone {
-		// The peer keeps a done transaction's answer: if this bank stops
-		// before journaling it, a sending again gets it.
-		return peers.Answered(t, state, answer), nil
-	}
-	// A refusal is not kept there: journaled now, so that no one sends
-	// it again.
-	return peers.Settle(ctx, t.ID, state, answer)
+	return send(ctx, peers, c, t, timeout, true)
 }
