@@ -2,6 +2,7 @@ package main
 
 import (
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/ingot-hpc/ingot/proto/peer"
@@ -53,4 +54,26 @@ func TestPeerAgreement(t *testing.T) {
 		t.Fatalf("after remove: %+v", list)
 	}
 	central.refused(t, asSite, exitAuth, "", "balance")
+}
+
+// TestHomedProject: project create --home homes a project at a known peer
+// at a rate ratio, which project show says; a home needs a known peer and
+// a ratio above 0 (account create has no --home); a lien on it on the bank's
+// file is refused, since the server forwards it.
+func TestHomedProject(t *testing.T) {
+	b := newCLIBank(t)
+	b.ok("account", "create", "visit")
+	b.refused(t, exitNotFound, "no peer named \"central\"", "project", "create", "visit.chem", "--home", "central:chem.lab", "--rate-ratio", "2")
+	b.ok("peer", "add", "central", "--url", "http://127.0.0.1:8090", "--key-out", filepath.Join(t.TempDir(), "k.key"))
+	b.refused(t, exitUsage, "--home needs --rate-ratio", "project", "create", "visit.chem", "--home", "central:chem.lab")
+	b.refused(t, exitUsage, "want PEER:PROJECT", "project", "create", "visit.chem", "--home", "central", "--rate-ratio", "2")
+	b.refused(t, exitUsage, "rate ratio above 0", "project", "create", "visit.chem", "--home", "central:chem.lab", "--rate-ratio", "0")
+	b.refused(t, exitUsage, "--credit-line needs --home", "project", "create", "visit.chem", "--credit-line", "5")
+	b.ok("project", "create", "visit.chem", "--home", "central:chem.lab", "--rate-ratio", "1.5", "--credit-line", "500")
+	if out := b.ok("project", "show", "visit.chem"); !strings.Contains(out, "central:chem.lab (rate ratio 1.5, credit line 500)") {
+		t.Fatalf("project show:\n%s", out)
+	}
+	b.ok("machine", "add", "hpc1", "--cores", "4")
+	b.ok("user", "add", "amy", "--member", "visit.chem")
+	b.refused(t, exitUsage, "homed at central:chem.lab", "lien", "place", "j1", "--machine", "hpc1", "--user", "amy", "--project", "visit.chem", "--procs", "1", "--wallclock", "60")
 }
