@@ -132,17 +132,7 @@ func TestBankTables(t *testing.T) {
 // allocation is not.
 func TestUpgradeAllocationEnds(t *testing.T) {
 	ctx := context.Background()
-	url := pgtest.DB(t)
-	old, err := open(ctx, url, Options{Create: true}, bankMigrations[:3])
-	if err != nil {
-		t.Fatal(err)
-	}
-	old.Close()
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	url, conn := bankOfSchema(t, 3)
 	ends := map[int]string{
 		1: ``, // no end
 		2: `"end": "0001-01-01T00:00:00Z",`,
@@ -218,17 +208,7 @@ func TestUpgradeAllocationEnds(t *testing.T) {
 // with the documents.
 func TestUpgradeAllocationStarts(t *testing.T) {
 	ctx := context.Background()
-	url := pgtest.DB(t)
-	old, err := open(ctx, url, Options{Create: true}, bankMigrations[:6])
-	if err != nil {
-		t.Fatal(err)
-	}
-	old.Close()
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	url, conn := bankOfSchema(t, 6)
 	starts := map[int]string{
 		1: "2026-01-01T00:00:00Z",        // when it was made
 		2: "2026-03-01T00:00:00.123456Z", // later
@@ -283,4 +263,22 @@ func TestUpgradeAllocationStarts(t *testing.T) {
 	if problems, err := s.Check(ctx); err != nil || len(problems) > 0 {
 		t.Errorf("check after the upgrade: %v %v", problems, err)
 	}
+}
+
+// bankOfSchema is a new bank made by the first n migrations, and a
+// connection to it to write what an ingot of that schema would have.
+func bankOfSchema(t *testing.T, n int) (string, *pgx.Conn) {
+	ctx := context.Background()
+	url := pgtest.DB(t)
+	old, err := open(ctx, url, Options{Create: true}, bankMigrations[:n])
+	if err != nil {
+		t.Fatal(err)
+	}
+	old.Close()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	return url, conn
 }
