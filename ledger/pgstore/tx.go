@@ -530,7 +530,8 @@ func (t *tx) LiveAllocations(account string, at time.Time) ([]ledger.Allocation,
 
 // liveEnds is the cache's list of the account's allocations not ended by
 // at (endSlack below), read by the indexes by end and by start if the
-// cache has none read at or before at.
+// cache has none read at or before at. It may be the cache's own: the
+// caller reads it, never changes it.
 func (t *tx) liveEnds(account string, at time.Time) ([]idEnd, error) {
 	key := cacheKey("live allocations", account)
 	asked := endNanos(at)
@@ -540,12 +541,22 @@ func (t *tx) liveEnds(account string, at time.Time) ([]idEnd, error) {
 	var ends []idEnd
 	if l, ok := t.known(key); ok && l.(liveList).from <= asked {
 		list := l.(liveList)
+		ended := 0
+		for _, e := range list.ends {
+			if e.end <= asked-endSlack {
+				ended++
+			}
+		}
+		if ended == 0 {
+			return list.ends, nil // the cache's: read, never changed
+		}
+		ends = make([]idEnd, 0, len(list.ends)-ended)
 		for _, e := range list.ends {
 			if e.end > asked-endSlack {
 				ends = append(ends, e)
 			}
 		}
-		if ended := len(list.ends) - len(ends); ended > 64 && ended > len(ends) {
+		if ended > 64 && ended > len(ends) {
 			// Most of the list has ended: keep the rest, from now on.
 			t.cache.Remember(key, liveList{from: asked, ends: ends}, t.layers()...)
 		}
@@ -620,7 +631,12 @@ func (t *tx) ActiveAllocations(account string, at time.Time) ([]ledger.Allocatio
 	if err != nil {
 		return nil, err
 	}
-	started := slices.DeleteFunc(slices.Clone(ends), func(e idEnd) bool { return e.start > startNanos(at) })
+	var started []idEnd
+	for _, e := range ends {
+		if e.start <= startNanos(at) {
+			started = append(started, e)
+		}
+	}
 	out, err := t.allocationsOf(account, started, active)
 	if err != nil || !t.writable || !slices.ContainsFunc(started, func(e idEnd) bool { return e.upcoming }) {
 		return out, err
