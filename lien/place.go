@@ -84,7 +84,7 @@ func (b *Bank) Place(ctx context.Context, req ledger.Request, spec PlaceSpec) (L
 	if err := spec.Job.check(); err != nil {
 		return LienResult{}, err
 	}
-	return ledger.Mutate(ctx, b.l, req, ledger.KindLienPlace, spec, func(w *ledger.Writer) (LienResult, error) {
+	do := func(w *ledger.Writer) (LienResult, error) {
 		tx := w.Tx()
 		old, found, err := tx.JobLien(spec.Machine, spec.ID)
 		if err != nil {
@@ -162,7 +162,14 @@ func (b *Bank) Place(ctx context.Context, req ledger.Request, spec PlaceSpec) (L
 			return LienResult{}, err
 		}
 		return resultOf(l, d, &amount), nil
-	})
+	}
+	if err := b.declineHomed(ctx, spec.Job, spec.User, spec.Project, func(w *ledger.Writer) error {
+		_, err := do(w)
+		return err
+	}); err != nil {
+		return LienResult{}, err
+	}
+	return ledger.Mutate(ctx, b.l, req, ledger.KindLienPlace, spec, do)
 }
 
 // newJobPricing is the pricing of a new lien, or of a charge without one:

@@ -80,7 +80,7 @@ func (b *Bank) Charge(ctx context.Context, req ledger.Request, spec ChargeSpec) 
 	if err := spec.Job.check(); err != nil {
 		return ChargeResult{}, err
 	}
-	return ledger.Mutate(ctx, b.l, req, ledger.KindCharge, spec, func(w *ledger.Writer) (ChargeResult, error) {
+	do := func(w *ledger.Writer) (ChargeResult, error) {
 		tx := w.Tx()
 		charges, err := tx.JobCharges(spec.Machine, spec.ID)
 		if err != nil {
@@ -114,7 +114,14 @@ func (b *Bank) Charge(ctx context.Context, req ledger.Request, spec ChargeSpec) 
 			}
 		}
 		return b.settle(w, c, lien, rec, priced)
-	})
+	}
+	if err := b.declineHomed(ctx, spec.Job, spec.User, spec.Project, func(w *ledger.Writer) error {
+		_, err := do(w)
+		return err
+	}); err != nil {
+		return ChargeResult{}, err
+	}
+	return ledger.Mutate(ctx, b.l, req, ledger.KindCharge, spec, do)
 }
 
 // chargeTerms are what a job's charge is priced and made with: by its
