@@ -1,11 +1,13 @@
 package peer
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -41,7 +43,8 @@ type Exchanged struct {
 	Direction Direction `json:"direction"`
 	Op        Op        `json:"op"`
 	// State is the asking bank's (pending, done, refused); a received
-	// transaction is done: it was applied.
+	// transaction is done (applied) or refused (for good: nothing was
+	// applied, and a sending of it again gets the same refusal).
 	State State `json:"state"`
 	// Amount is what it moves: as asked, when sent; as applied, when
 	// received.
@@ -87,28 +90,118 @@ func (t Transaction) exchanged() Exchanged {
 // that one peer's are read together, then by id.
 func receivedKey(peerName, id string) string { return peerName + "/" + id }
 
+// Refusals is how the bank that applies a peer's transactions tells a
+// final refusal and gives it again: Keep is the answer to keep for err,
+// ok false when err is none or not final (the bank busy or failing: the
+// peer sends it again); Give is the error a kept answer says.
+type Refusals interface {
+	Keep(err error) (answer json.RawMessage, ok bool)
+	Give(answer json.RawMessage) error
+}
+
+// refused is the record of a received transaction refused for good: what
+// reconcile compares, and the answer every sending of it gets.
+type refused struct {
+	Exchanged
+	Answer json.RawMessage `json:"answer"`
+}
+
 // Receive applies a transaction a peer began and records it as received,
 // in one change: apply makes the change and says the amount it moved. req
 // is the peer's request, whose id is the transaction's, so that a
 // transaction sent again gets the first answer and is applied once;
 // peerName is the peer (its client's name), body the request's body as
 // received.
-func Receive[R any](ctx context.Context, l *ledger.Ledger, req ledger.Request, peerName string, op Op, body []byte, apply func(w *ledger.Writer) (R, decimal.Decimal, error)) (R, error) {
-	return ledger.Mutate(ctx, l, req, ledger.KindRecord, json.RawMessage(body), func(w *ledger.Writer) (R, error) {
-		r, amount, err := apply(w)
-		if err != nil {
+//
+// The first final answer is the transaction's for good, a refusal too:
+// the API keeps no answer to a change that was refused, so a refusal
+// (refusals.Keep) is recorded as the transaction received, refused, and
+// a later sending of it gets the same refusal and applies nothing, even
+// if it would apply now. Else two senders of one transaction (two
+// servers of the asking bank) could see it refused, and the asking bank
+// record that, while a second sending, after a deposit, applies it.
+func Receive[R any](ctx context.Context, l *ledger.Ledger, req ledger.Request, peerName string, op Op, body []byte, refusals Refusals, apply func(w *ledger.Writer) (R, decimal.Decimal, error)) (R, error) {
+	for {
+		var given bool
+		r, err := ledger.Mutate(ctx, l, req, ledger.KindRecord, json.RawMessage(body), func(w *ledger.Writer) (R, error) {
+			var zero R
+			kept, ok, err := keptRefusal(w.Tx(), peerName, req.ID, body)
+			if given = ok; err != nil || ok {
+				return zero, cmp.Or(err, refusals.Give(kept))
+			}
+			r, amount, err := apply(w)
+			if err != nil {
+				return r, err
+			}
+			x := Exchanged{ID: req.ID, Peer: peerName, Direction: Received, Op: op, State: StateDone, Amount: amount,
+				Digest: digest(body), Began: BeganAt(req.ID, w.Now()), Recorded: w.Now()}
+			return r, appendReceived(w, x, x, "applied")
+		})
+		answer, final := refusals.Keep(err)
+		if given || !final || errors.Is(err, ledger.ErrRequestConflict) {
 			return r, err
 		}
-		x := Exchanged{ID: req.ID, Peer: peerName, Direction: Received, Op: op, State: StateDone, Amount: amount,
-			Digest: digest(body), Began: BeganAt(req.ID, w.Now()), Recorded: w.Now()}
-		raw, err := json.Marshal(x)
-		if err != nil {
-			return r, fmt.Errorf("peer: encode received transaction %s: %w", x.ID, err)
+		applied, rerr := keepRefusal(ctx, l, req, peerName, op, body, answer)
+		if rerr != nil {
+			return r, errors.Join(err, rerr)
 		}
-		_, err = w.Append(ledger.Entry{Kind: ledger.KindRecord, Ref: x.Peer, Description: fmt.Sprintf("%s from %s applied", op, x.Peer),
-			Record: &ledger.Record{Kind: recordReceived, Key: receivedKey(x.Peer, x.ID), Value: raw}})
-		return r, err
+		if !applied {
+			return r, err
+		}
+		// Another sending applied it meanwhile: its answer is the first.
+	}
+}
+
+// keptRefusal is the refusal kept for transaction id of peerName, ok
+// false if none was; a body other than the one refused is a request
+// conflict.
+func keptRefusal(tx ledger.Tx, peerName, id string, body []byte) (json.RawMessage, bool, error) {
+	rec, ok, err := tx.Record(recordReceived, receivedKey(peerName, id))
+	if err != nil || !ok {
+		return nil, false, err
+	}
+	var x refused
+	if err := json.Unmarshal(rec.Value, &x); err != nil {
+		return nil, false, fmt.Errorf("%w: received transaction %s: %v", ledger.ErrCorrupt, rec.Key, err)
+	}
+	if x.State != StateRefused {
+		return nil, false, nil
+	}
+	if x.Digest != digest(body) {
+		return nil, false, fmt.Errorf("%w: transaction %s of %s was refused for another body", ledger.ErrRequestConflict, ledger.Excerpt(id), peerName)
+	}
+	return x.Answer, true, nil
+}
+
+// keepRefusal records the transaction refused, answer its refusal, unless
+// it was applied (by another sending) or its refusal kept meanwhile:
+// applied says it was.
+func keepRefusal(ctx context.Context, l *ledger.Ledger, req ledger.Request, peerName string, op Op, body []byte, answer json.RawMessage) (applied bool, err error) {
+	_, err = ledger.Mutate(ctx, l, ledger.Request{Actor: req.Actor}, ledger.KindRecord, nil, func(w *ledger.Writer) (struct{}, error) {
+		_, ok, err := w.Tx().Request(ledger.RequestKey{Client: req.Actor, ID: req.ID})
+		if applied = ok; err != nil || ok {
+			return struct{}{}, err
+		}
+		if _, ok, err := w.Tx().Record(recordReceived, receivedKey(peerName, req.ID)); err != nil || ok {
+			return struct{}{}, err
+		}
+		x := Exchanged{ID: req.ID, Peer: peerName, Direction: Received, Op: op, State: StateRefused, Amount: decimal.Zero,
+			Digest: digest(body), Began: BeganAt(req.ID, w.Now()), Recorded: w.Now()}
+		return struct{}{}, appendReceived(w, x, refused{Exchanged: x, Answer: answer}, "refused")
 	})
+	return applied, err
+}
+
+// appendReceived journals x's record, value, as the transaction
+// received; said is what became of it.
+func appendReceived(w *ledger.Writer, x Exchanged, value any, said string) error {
+	raw, err := json.Marshal(value)
+	if err != nil {
+		return fmt.Errorf("peer: encode received transaction %s: %w", x.ID, err)
+	}
+	_, err = w.Append(ledger.Entry{Kind: ledger.KindRecord, Ref: x.Peer, Description: fmt.Sprintf("%s from %s %s", x.Op, x.Peer, said),
+		Record: &ledger.Record{Kind: recordReceived, Key: receivedKey(x.Peer, x.ID), Value: raw}})
+	return err
 }
 
 // Exchanged lists the transactions between this bank and a peer that

@@ -10,6 +10,7 @@ import (
 
 	"github.com/ingot-hpc/ingot/ledger"
 	"github.com/ingot-hpc/ingot/proto/peer"
+	"github.com/ingot-hpc/ingot/proto/peer/outbox"
 )
 
 // FuzzParsePeriod: a period's name is refused or read as a span of one
@@ -70,7 +71,7 @@ func FuzzReceiveUsage(f *testing.F) {
 		n++
 		before := length(t)
 		req := ledger.Request{Actor: "client:siteb", ID: fmt.Sprintf("tx-fuzz-%d", n)}
-		got, err := peer.ReceiveUsage(context.Background(), fx.Ledger, req, "siteb", body, u)
+		got, err := peer.ReceiveUsage(context.Background(), fx.Ledger, req, "siteb", body, outbox.Refusals{}, u)
 		if err != nil {
 			if length(t) != before {
 				t.Fatalf("refused (%v), yet journaled", err)

@@ -79,37 +79,49 @@ func mismatch(h, t *Exchanged) string {
 	}
 	if h.Direction == Received {
 		h, t = t, h // the asking bank's record first
-		if h == nil {
+		switch {
+		case t.State == StateRefused && (h == nil || h.State == StateRefused):
+			return "" // nothing applied on either side
+		case t.State == StateRefused && h.State == StatePending:
+			return "refused here; still pending at the peer (its answer not recorded there yet)"
+		case t.State == StateRefused:
+			return "refused here; done at the peer"
+		case h == nil:
 			return "applied here; the peer has no record of beginning it"
-		}
-		switch h.State {
-		case StatePending:
+		case h.State == StatePending:
 			return "applied here; still pending at the peer (its answer not recorded there yet)"
-		case StateRefused:
+		case h.State == StateRefused:
 			return "applied here; the peer recorded a refusal"
 		}
 		return sameContent(h, t)
 	}
+	refusedThere := t != nil && t.State == StateRefused
 	switch {
 	case h.State == StatePending && t == nil:
 		return "pending: not applied at the peer yet"
+	case h.State == StatePending && refusedThere:
+		return "pending here; refused at the peer (its answer not recorded here yet)"
 	case h.State == StatePending:
 		return "pending here; applied at the peer (its answer not recorded here yet)"
-	case h.State == StateRefused && t != nil:
+	case h.State == StateRefused && t != nil && !refusedThere:
 		return "refused here; applied at the peer"
 	case h.State == StateRefused:
 		return ""
 	case t == nil:
 		return "done here; the peer has no record of applying it"
+	case refusedThere:
+		return "done here; the peer recorded a refusal"
 	}
 	return sameContent(h, t)
 }
 
 // missingHere says what a record of the peer's that this bank has no
-// record of means, "" if nothing is amiss (a refusal the peer recorded:
-// nothing was applied here).
+// record of means, "" if nothing is amiss (a refusal the peer recorded,
+// of a transaction either bank began: nothing was applied).
 func missingHere(t *Exchanged) string {
 	switch {
+	case t.Direction == Received && t.State == StateRefused:
+		return ""
 	case t.Direction == Received:
 		return "applied at the peer; no record here of beginning it"
 	case t.State == StatePending:

@@ -106,8 +106,8 @@ func grantKey(peerName string, allocation uint64) string {
 // ReceiveDeposit applies a peer's deposit (its transaction's body, spec)
 // and, when it made a new allocation, records the allocation as the
 // peer's grant, whose usage is reported to it.
-func ReceiveDeposit(ctx context.Context, l *ledger.Ledger, req ledger.Request, peerName string, body []byte, spec ledger.DepositSpec) (ledger.Receipt, error) {
-	return Receive(ctx, l, req, peerName, OpDeposit, body, func(w *ledger.Writer) (ledger.Receipt, decimal.Decimal, error) {
+func ReceiveDeposit(ctx context.Context, l *ledger.Ledger, req ledger.Request, peerName string, body []byte, refusals Refusals, spec ledger.DepositSpec) (ledger.Receipt, error) {
+	return Receive(ctx, l, req, peerName, OpDeposit, body, refusals, func(w *ledger.Writer) (ledger.Receipt, decimal.Decimal, error) {
 		r, err := l.DepositWithin(w, spec)
 		if err != nil || spec.Allocation != 0 || len(r.Allocations) != 1 {
 			return r, spec.Amount, err
@@ -306,7 +306,7 @@ func (r *Registry) lastReported(ctx context.Context, peerName string) (string, e
 // ReceiveUsage records a site's usage report, under its transaction's id:
 // once per peer and day, of allocations this bank granted to that peer
 // (a deposit at it, done), each line naming the account it deposited in.
-func ReceiveUsage(ctx context.Context, l *ledger.Ledger, req ledger.Request, peerName string, body []byte, u UsageReport) (ReceivedUsage, error) {
+func ReceiveUsage(ctx context.Context, l *ledger.Ledger, req ledger.Request, peerName string, body []byte, refusals Refusals, u UsageReport) (ReceivedUsage, error) {
 	day, err := ParsePeriod(u.Period)
 	if err != nil || !day.From.Equal(u.From) || !day.To.Equal(u.To) || day.To.Sub(day.From) != 24*time.Hour {
 		return ReceivedUsage{}, fmt.Errorf("%w: usage report: period %s from %s to %s is not a UTC day", ledger.ErrInvalid, ledger.Excerpt(u.Period), u.From, u.To)
@@ -316,7 +316,7 @@ func ReceiveUsage(ctx context.Context, l *ledger.Ledger, req ledger.Request, pee
 			return ReceivedUsage{}, fmt.Errorf("%w: usage report %s: allocation %d: net %s is not %s charged less %s refunded", ledger.ErrInvalid, u.Period, line.Allocation, line.Net, line.Charged, line.Refunded)
 		}
 	}
-	return Receive(ctx, l, req, peerName, OpUsage, body, func(w *ledger.Writer) (ReceivedUsage, decimal.Decimal, error) {
+	return Receive(ctx, l, req, peerName, OpUsage, body, refusals, func(w *ledger.Writer) (ReceivedUsage, decimal.Decimal, error) {
 		for _, line := range u.Lines {
 			if err := checkGrant(w.Tx(), peerName, line); err != nil {
 				return ReceivedUsage{}, decimal.Zero, err

@@ -10,6 +10,7 @@ import (
 	"github.com/ingot-hpc/ingot/proto/clients"
 	"github.com/ingot-hpc/ingot/proto/peer"
 	"github.com/ingot-hpc/ingot/proto/peer/link"
+	"github.com/ingot-hpc/ingot/proto/peer/outbox"
 	"maps"
 	"slices"
 )
@@ -198,13 +199,13 @@ func (s *Server) exchangeDeposit(c *call, spec api.DepositRequest) (ledger.Recei
 	if !slices.Contains(c.client.Scope, spec.Account) {
 		return ledger.Receipt{}, forbidden(c.client, "deposit into %s: its agreement does not name it", spec.Account)
 	}
-	return peer.ReceiveDeposit(c.r.Context(), s.ledger, c.req, c.client.Name, c.body, spec)
+	return peer.ReceiveDeposit(c.r.Context(), s.ledger, c.req, c.client.Name, c.body, outbox.Refusals{}, spec)
 }
 
 // exchangeUsage records a site's report of the usage of the allocations
 // this bank granted there, under the id of its transaction.
 func (s *Server) exchangeUsage(c *call, u peer.UsageReport) (peer.ReceivedUsage, error) {
-	return peer.ReceiveUsage(c.r.Context(), s.ledger, c.req, c.client.Name, c.body, u)
+	return peer.ReceiveUsage(c.r.Context(), s.ledger, c.req, c.client.Name, c.body, outbox.Refusals{}, u)
 }
 
 // exchangeTransactions answers a peer bank's question: this bank's

@@ -98,10 +98,10 @@ func (s *Server) forward(c *call, home ledger.Home, op peer.Op, body peer.JobOp)
 
 // exchangeLien places the lien of a peer's job on a project homed here.
 func (s *Server) exchangeLien(c *call, op peer.JobOp) (ledger.Lien, error) {
-	if err := s.mayTrace(c, peer.OpLien, op); err != nil {
-		return ledger.Lien{}, err
-	}
-	return peer.Receive(c.r.Context(), s.ledger, c.req, c.client.Name, peer.OpLien, c.body, func(w *ledger.Writer) (ledger.Lien, decimal.Decimal, error) {
+	return peer.Receive(c.r.Context(), s.ledger, c.req, c.client.Name, peer.OpLien, c.body, outbox.Refusals{}, func(w *ledger.Writer) (ledger.Lien, decimal.Decimal, error) {
+		if err := s.mayTrace(c, peer.OpLien, op); err != nil {
+			return ledger.Lien{}, decimal.Zero, err
+		}
 		l, err := s.bank.HoldFor(w, op.JobRef(c.client.Name), op.Amount, op.Expires)
 		return l, op.Amount, err
 	})
@@ -109,10 +109,10 @@ func (s *Server) exchangeLien(c *call, op peer.JobOp) (ledger.Lien, error) {
 
 // exchangeCharge charges a peer's job on a project homed here.
 func (s *Server) exchangeCharge(c *call, op peer.JobOp) (lien.ChargeResult, error) {
-	if err := s.mayTrace(c, peer.OpCharge, op); err != nil {
-		return lien.ChargeResult{}, err
-	}
-	return peer.Receive(c.r.Context(), s.ledger, c.req, c.client.Name, peer.OpCharge, c.body, func(w *ledger.Writer) (lien.ChargeResult, decimal.Decimal, error) {
+	return peer.Receive(c.r.Context(), s.ledger, c.req, c.client.Name, peer.OpCharge, c.body, outbox.Refusals{}, func(w *ledger.Writer) (lien.ChargeResult, decimal.Decimal, error) {
+		if err := s.mayTrace(c, peer.OpCharge, op); err != nil {
+			return lien.ChargeResult{}, decimal.Zero, err
+		}
 		r, err := s.bank.ChargeFor(w, op.JobRef(c.client.Name), op.Amount, op.Final)
 		return r, op.Amount, err
 	})
@@ -120,10 +120,10 @@ func (s *Server) exchangeCharge(c *call, op peer.JobOp) (lien.ChargeResult, erro
 
 // exchangeRelease releases the lien of a peer's job.
 func (s *Server) exchangeRelease(c *call, op peer.JobOp) (ledger.Lien, error) {
-	if err := s.mayTrace(c, peer.OpRelease, op); err != nil {
-		return ledger.Lien{}, err
-	}
-	return peer.Receive(c.r.Context(), s.ledger, c.req, c.client.Name, peer.OpRelease, c.body, func(w *ledger.Writer) (ledger.Lien, decimal.Decimal, error) {
+	return peer.Receive(c.r.Context(), s.ledger, c.req, c.client.Name, peer.OpRelease, c.body, outbox.Refusals{}, func(w *ledger.Writer) (ledger.Lien, decimal.Decimal, error) {
+		if err := s.mayTrace(c, peer.OpRelease, op); err != nil {
+			return ledger.Lien{}, decimal.Zero, err
+		}
 		ref := op.JobRef(c.client.Name)
 		l, err := s.bank.ReleaseFor(w, lien.Job{Machine: ref.Machine, ID: ref.JobID})
 		if err == nil && l.Project != op.Project {
@@ -134,7 +134,8 @@ func (s *Server) exchangeRelease(c *call, op peer.JobOp) (ledger.Lien, error) {
 }
 
 // mayTrace refuses a peer a job's operation on a project its agreement
-// does not name, or a body it could not have meant.
+// does not name, or a body it could not have meant: within the change,
+// so that the refusal is kept as the transaction's answer.
 func (s *Server) mayTrace(c *call, op peer.Op, body peer.JobOp) error {
 	if err := body.Check(op); err != nil {
 		return err

@@ -207,7 +207,7 @@ func exchange(ctx context.Context, c *client.Client, t peer.Transaction, timeout
 		return peer.StateDone, answer, nil
 	}
 	apiErr, isAPI := errors.AsType[*api.Error](err)
-	if !isAPI || !final(apiErr.Code) {
+	if !isAPI || !Final(apiErr.Code) {
 		return "", nil, fmt.Errorf("transaction %s to %s: %w", t.ID, t.Peer, err)
 	}
 	answer, err = json.Marshal(apiErr)
@@ -264,10 +264,11 @@ func sendAlone(ctx context.Context, id string) (release func(), err error) {
 	}
 }
 
-// final says whether a refusal is the peer's last word: not when the peer
+// Final says whether a refusal is the peer's last word: not when the peer
 // is busy, failing inside, or does not know this bank's key yet (its
-// operator may still give it), which may change.
-func final(code api.Code) bool {
+// operator may still give it), which may change. The peer keeps a final
+// refusal as the transaction's answer (Refusals).
+func Final(code api.Code) bool {
 	switch code {
 	case api.CodeUnavailable, api.CodeTooManyRequests, api.CodeInternal, api.CodeCorrupt, api.CodeUnauthenticated:
 		return false
@@ -324,4 +325,30 @@ func Forward(ctx context.Context, peers *peer.Registry, links *link.Cache, req l
 		return t, err
 	}
 	return send(ctx, peers, c, t, timeout, true)
+}
+
+// Refusals tells and keeps the final refusals of the transactions a
+// peer sends this bank (peer.Receive), as the wire says them.
+type Refusals struct{}
+
+// Keep is the wire refusal of err when it is final.
+func (Refusals) Keep(err error) (json.RawMessage, bool) {
+	if err == nil {
+		return nil, false
+	}
+	refusal := api.FromError(err)
+	if !Final(refusal.Code) {
+		return nil, false
+	}
+	answer, jerr := json.Marshal(refusal)
+	return answer, jerr == nil
+}
+
+// Give is the refusal a kept answer says.
+func (Refusals) Give(answer json.RawMessage) error {
+	var refusal api.Error
+	if err := json.Unmarshal(answer, &refusal); err != nil {
+		return fmt.Errorf("%w: a kept refusal: %v", ledger.ErrCorrupt, err)
+	}
+	return &refusal
 }

@@ -1,6 +1,7 @@
 package outbox_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -307,5 +308,55 @@ func TestTracebackHomeAway(t *testing.T) {
 	central := q.central.MustBalance("chem")
 	if !central.Amount.Equal(decimal.NewFromInt(900)) || !central.Reserved.Equal(decimal.NewFromInt(400)) {
 		t.Fatalf("home bank after the drain: %+v, want 900 and 400 held", central)
+	}
+}
+
+// TestTracebackRefusalFinal: a forwarded lien the home bank refused for
+// lack of credits is refused for good there: sent again after a deposit
+// (as a second server of the site would, which recorded nothing yet), it
+// gets the same refusal and holds nothing, and both banks record it
+// refused. Before the home bank kept refusals, it was applied: refused
+// at the site, held at home.
+func TestTracebackRefusalFinal(t *testing.T) {
+	for engine, open := range map[string]ledgertest.OpenStore{"bbolt": onFile, "postgres": pgstoretest.Open} {
+		t.Run(engine, func(t *testing.T) { refusalFinal(t, open) })
+	}
+}
+
+func refusalFinal(t *testing.T, open ledgertest.OpenStore) {
+	ctx := context.Background()
+	p := newTracebackPair(t, open, "0")
+	_, first := p.sched.PlaceLien(ctx, "req-1", placeSpec("j1", "", 32000))
+	if !isCode(first, api.CodeInsufficientFunds) {
+		t.Fatalf("a lien beyond the home project: %v", first)
+	}
+	txs, err := p.site.peers.Transactions(ctx, false)
+	if err != nil || len(txs) != 1 || txs[0].State != peer.StateRefused {
+		t.Fatalf("site's transactions: %+v %v, want the lien refused", txs, err)
+	}
+	p.central.MustDeposit("chem", "100000000", ledgertest.Epoch.AddDate(1, 0, 0))
+	_, again := p.home.Exchange(ctx, txs[0].ID, api.PathExchangeLiens, txs[0].Body)
+	if !isCode(again, api.CodeInsufficientFunds) {
+		t.Fatalf("the refused lien sent again after a deposit: %v, want its refusal", again)
+	}
+	if !strings.Contains(first.Error(), api.FromError(again).Message) {
+		t.Fatalf("sent again: %q, not the first refusal %q", again, first)
+	}
+	if held := p.central.MustBalance("chem").Reserved; !held.IsZero() {
+		t.Fatalf("home bank holds %s for a lien it refused", held)
+	}
+	// Another body under the refused transaction's id is a conflict.
+	other := bytes.Replace(txs[0].Body, []byte(`"j1"`), []byte(`"j2"`), 1)
+	if _, err := p.home.Exchange(ctx, txs[0].ID, api.PathExchangeLiens, other); !isCode(err, api.CodeRequestConflict) {
+		t.Fatalf("another body under a refused id: %v", err)
+	}
+	p.central.MustAudit()
+	rec, err := link.Reconcile(ctx, p.site.peers, "central", time.Time{}, time.Time{})
+	if err != nil || len(rec.Differences) != 0 || rec.Matched != 1 {
+		t.Fatalf("reconcile: %+v %v", rec, err)
+	}
+	theirs, err := p.home.ExchangeTransactions(ctx, time.Time{}, time.Time{})
+	if err != nil || len(theirs) != 1 || theirs[0].State != peer.StateRefused || theirs[0].Direction != peer.Received {
+		t.Fatalf("home bank's record: %+v %v, want the lien received, refused", theirs, err)
 	}
 }
