@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ingot-hpc/ingot/ledger"
+	"github.com/ingot-hpc/ingot/proto/api"
 	"github.com/ingot-hpc/ingot/proto/peer"
 	"github.com/ingot-hpc/ingot/proto/peer/outbox"
 )
@@ -48,8 +49,9 @@ func FuzzBeganAt(f *testing.F) {
 	})
 }
 
-// FuzzReceiveUsage: any body a peer sends as a usage report is refused
-// with nothing written, or recorded once as it was sent.
+// FuzzReceiveUsage: any body a peer sends as a usage report is refused,
+// with nothing written but the refusal kept, the same when sent again, or
+// recorded once as it was sent.
 func FuzzReceiveUsage(f *testing.F) {
 	f.Add([]byte(`{"period":"2026-11-28","from":"2026-11-28T00:00:00Z","to":"2026-11-29T00:00:00Z","lines":[]}`))
 	f.Add([]byte(`{"period":"2026-11-28","from":"2026-11-28T00:00:00Z","to":"2026-11-29T00:00:00Z","lines":[{"account":"chem","allocation":1,"grant":"tx-1","charges":1,"charged":"5","refunded":"0","net":"5"}]}`))
@@ -73,8 +75,13 @@ func FuzzReceiveUsage(f *testing.F) {
 		req := ledger.Request{Actor: "client:siteb", ID: fmt.Sprintf("tx-fuzz-%d", n)}
 		got, err := peer.ReceiveUsage(context.Background(), fx.Ledger, req, "siteb", body, outbox.Refusals{}, u)
 		if err != nil {
-			if length(t) != before {
-				t.Fatalf("refused (%v), yet journaled", err)
+			after := length(t)
+			if after > before+1 {
+				t.Fatalf("refused (%v), yet journaled more than its refusal", err)
+			}
+			_, again := peer.ReceiveUsage(context.Background(), fx.Ledger, req, "siteb", body, outbox.Refusals{}, u)
+			if again == nil || api.FromError(again).Message != api.FromError(err).Message || length(t) != after {
+				t.Fatalf("refused (%v), sent again: %v", err, again)
 			}
 			return
 		}

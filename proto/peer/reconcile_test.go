@@ -39,6 +39,14 @@ func TestCompare(t *testing.T) {
 		{"applied here, refused there", []peer.Exchanged{x("a", recv, done, 10)}, []peer.Exchanged{x("a", sent, refused, 10)}, "applied here; the peer recorded a refusal"},
 		{"applied there, unknown here", nil, []peer.Exchanged{x("a", recv, done, 10)}, "applied at the peer; no record here of beginning it"},
 		{"done there, missing here", nil, []peer.Exchanged{x("a", sent, done, 10)}, "done at the peer; no record here of applying it"},
+		{"refused, refused there", []peer.Exchanged{x("a", sent, refused, 10)}, []peer.Exchanged{x("a", recv, refused, 0)}, ""},
+		{"refused here, refused there", []peer.Exchanged{x("a", recv, refused, 0)}, []peer.Exchanged{x("a", sent, refused, 10)}, ""},
+		{"refused here, unknown there", []peer.Exchanged{x("a", recv, refused, 0)}, nil, ""},
+		{"refused here, pending there", []peer.Exchanged{x("a", recv, refused, 0)}, []peer.Exchanged{x("a", sent, pending, 10)}, "refused here; still pending at the peer (its answer not recorded there yet)"},
+		{"refused here, done there", []peer.Exchanged{x("a", recv, refused, 0)}, []peer.Exchanged{x("a", sent, done, 10)}, "refused here; done at the peer"},
+		{"pending, refused there", []peer.Exchanged{x("a", sent, pending, 10)}, []peer.Exchanged{x("a", recv, refused, 0)}, "pending here; refused at the peer (its answer not recorded here yet)"},
+		{"done, refused there", []peer.Exchanged{x("a", sent, done, 10)}, []peer.Exchanged{x("a", recv, refused, 0)}, "done here; the peer recorded a refusal"},
+		{"refused there, unknown here", nil, []peer.Exchanged{x("a", recv, refused, 0)}, ""},
 		{"both sent", []peer.Exchanged{x("a", sent, done, 10)}, []peer.Exchanged{x("a", sent, done, 10)}, "both banks record it as sent"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
