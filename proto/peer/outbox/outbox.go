@@ -168,8 +168,8 @@ func Send(ctx context.Context, peers *peer.Registry, c *client.Client, t peer.Tr
 // send is Send; keep keeps a done answer to be journaled with the next
 // change (peer.Registry.Answered) instead of journaling it now: the peer
 // keeps a done transaction's answer, so if this bank stops before
-// journaling it, a sending again gets it. A refusal is not kept there,
-// and is journaled now, so that no one sends it again.
+// journaling it, a sending again gets it. A refusal is journaled now,
+// so that no one sends it again (the peer gives it again if one does).
 func send(ctx context.Context, peers *peer.Registry, c *client.Client, t peer.Transaction, timeout time.Duration, keep bool) (peer.Transaction, error) {
 	t, release, err := claim(ctx, peers, t)
 	if err != nil || t.State != peer.StatePending {
@@ -216,12 +216,10 @@ func exchange(ctx context.Context, c *client.Client, t peer.Transaction, timeout
 
 // sending holds the transactions being sent from this process, each with
 // a channel closed when its sending ends. A forwarded operation (Forward)
-// and the outbox may both pick up a transaction still pending; sent twice
-// at once, it may get two answers, a refusal the peer does not keep (no
-// credits yet) and, once credits came, the transaction applied, and the
-// first recorded would stand: refused here, applied there. One at a time,
-// a refusal is recorded before anyone sends it again, and then no one
-// does.
+// and the outbox may both pick up a transaction still pending. One at a
+// time, the second finds the first's answer recorded and sends nothing.
+// (Sent twice, it gets the same answer twice: the peer keeps a final
+// refusal too, peer.Receive; across servers that is what holds.)
 var sending sync.Map
 
 // claim claims the sending of a pending transaction (sendAlone) and

@@ -22,10 +22,10 @@ import (
 )
 
 // laterApplies is a site whose first answer to a transaction is a
-// refusal it does not keep (the account is inactive), after which the
+// refusal (the account is inactive), after which the
 // account is reactivated; a second sending of the same
 // transaction, if one comes, is held until the sender has recorded the
-// first answer, then applied.
+// first answer, then answered.
 type laterApplies struct {
 	t        *testing.T
 	h        http.Handler
@@ -58,7 +58,7 @@ func (s *laterApplies) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // TestSentTwiceAtOnce: a transaction sent twice at once, as a forwarded
 // operation and the outbox both send one still pending, whose first
-// sending is refused (an answer the peer does not keep) and whose second
+// sending is refused (the account inactive) and whose second
 // would be applied: recorded refused here, applied there, before the
 // sendings of one transaction were made one at a time. Now the second
 // finds the first's answer recorded and sends nothing: both banks say the
