@@ -40,6 +40,14 @@ type bank struct {
 
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 
+// onEachEngine runs test with a bank on each engine in turn, as a
+// subtest named after it.
+func onEachEngine(t *testing.T, test func(*testing.T, ledgertest.OpenStore)) {
+	for engine, open := range map[string]ledgertest.OpenStore{"bbolt": onFile, "postgres": pgstoretest.Open} {
+		t.Run(engine, func(t *testing.T) { test(t, open) })
+	}
+}
+
 // onFile opens a bank's store on a new bbolt file.
 func onFile(t testing.TB) ledger.Store {
 	s, err := boltstore.Open(filepath.Join(t.TempDir(), "bank.db"), boltstore.Options{Create: true})
@@ -106,9 +114,7 @@ func (l *wire) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // answer, and another peer cannot use it.
 // The site's bank is on each engine in turn.
 func TestExactlyOnceAcrossLostAnswers(t *testing.T) {
-	for engine, open := range map[string]ledgertest.OpenStore{"bbolt": onFile, "postgres": pgstoretest.Open} {
-		t.Run(engine, func(t *testing.T) { exactlyOnce(t, open) })
-	}
+	onEachEngine(t, exactlyOnce)
 }
 
 func exactlyOnce(t *testing.T, open ledgertest.OpenStore) {

@@ -16,7 +16,6 @@ import (
 	"github.com/ingot-hpc/ingot/charge"
 	"github.com/ingot-hpc/ingot/ledger"
 	"github.com/ingot-hpc/ingot/ledger/ledgertest"
-	"github.com/ingot-hpc/ingot/ledger/pgstore/pgstoretest"
 	"github.com/ingot-hpc/ingot/lien"
 	"github.com/ingot-hpc/ingot/proto/api"
 	"github.com/ingot-hpc/ingot/proto/auth"
@@ -111,9 +110,7 @@ func finalCharge(id string, procs int64) api.ChargeRequest {
 // refusal names the home bank and its reason; a release is forwarded.
 // The home bank is on each engine in turn.
 func TestTraceback(t *testing.T) {
-	for engine, open := range map[string]ledgertest.OpenStore{"bbolt": onFile, "postgres": pgstoretest.Open} {
-		t.Run(engine, func(t *testing.T) { traceback(t, open) })
-	}
+	onEachEngine(t, traceback)
 }
 
 func traceback(t *testing.T, open ledgertest.OpenStore) {
@@ -318,9 +315,7 @@ func TestTracebackHomeAway(t *testing.T) {
 // refused. Before the home bank kept refusals, it was applied: refused
 // at the site, held at home.
 func TestTracebackRefusalFinal(t *testing.T) {
-	for engine, open := range map[string]ledgertest.OpenStore{"bbolt": onFile, "postgres": pgstoretest.Open} {
-		t.Run(engine, func(t *testing.T) { refusalFinal(t, open) })
-	}
+	onEachEngine(t, refusalFinal)
 }
 
 func refusalFinal(t *testing.T, open ledgertest.OpenStore) {

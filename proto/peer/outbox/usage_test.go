@@ -14,7 +14,6 @@ import (
 	"github.com/ingot-hpc/ingot/charge"
 	"github.com/ingot-hpc/ingot/ledger"
 	"github.com/ingot-hpc/ingot/ledger/ledgertest"
-	"github.com/ingot-hpc/ingot/ledger/pgstore/pgstoretest"
 	"github.com/ingot-hpc/ingot/lien"
 	"github.com/ingot-hpc/ingot/proto/api"
 	"github.com/ingot-hpc/ingot/proto/auth"
@@ -40,9 +39,7 @@ func serve(t *testing.T, b *bank) string {
 // reconcile show it. A report of an allocation the bank did not grant, or
 // of a day reported already, is refused. Each engine for the site.
 func TestUsageReportedBack(t *testing.T) {
-	for engine, open := range map[string]ledgertest.OpenStore{"bbolt": onFile, "postgres": pgstoretest.Open} {
-		t.Run(engine, func(t *testing.T) { usageReportedBack(t, open) })
-	}
+	onEachEngine(t, usageReportedBack)
 }
 
 func usageReportedBack(t *testing.T, open ledgertest.OpenStore) {
