@@ -89,9 +89,20 @@ type wire struct {
 
 func (l *wire) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	mode, _ := l.mode.Load().(string)
-	if mode == "hole" { // held open, never answered
-		<-r.Context().Done()
-		return
+	if mode == "hole" { // held open, never answered, until the sender gives up or the link is mended
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
+		for mode == "hole" {
+			select {
+			case <-r.Context().Done():
+				return
+			case <-tick.C:
+				mode, _ = l.mode.Load().(string)
+			}
+		}
+		// Mended: the held request's connection drops, unanswered, so
+		// that no server's Close waits on it.
+		mode = "down"
 	}
 	if mode == "losing" {
 		l.h.ServeHTTP(httptest.NewRecorder(), r)
