@@ -36,6 +36,31 @@ func (e *HomedError) Error() string {
 // Unwrap makes a HomedError an ErrHomed.
 func (e *HomedError) Unwrap() error { return ErrHomed }
 
+// ForwardedLien is the lien this bank answers its scheduler with once the
+// home bank placed the job's: nothing is held here, and its detail is
+// what this package writes for any lien, so that what reads a placement's
+// answer (ingot lien place, the Slurm hooks) reads this one alike.
+func (e *HomedError) ForwardedLien(now time.Time) (ledger.Lien, error) {
+	detail, err := json.Marshal(Detail{Quoted: e.Amount.Credits})
+	if err != nil {
+		return ledger.Lien{}, fmt.Errorf("lien: encode detail: %w", err)
+	}
+	return ledger.Lien{JobRef: e.Job, Amount: e.Amount.Credits, Holds: []ledger.Hold{}, Charged: decimal.Zero, Created: now,
+		Expires: e.Expires, State: ledger.LienActive, Detail: detail}, nil
+}
+
+// ForwardedCharge is the charge this bank answers its scheduler with once
+// the home bank made the job's, with its price's explanation as any
+// charge's detail has it.
+func (e *HomedError) ForwardedCharge(now time.Time) (ledger.Charge, error) {
+	detail, err := json.Marshal(chargeDetail{Explanation: e.Amount.Explanation})
+	if err != nil {
+		return ledger.Charge{}, fmt.Errorf("encode charge detail: %w", err)
+	}
+	return ledger.Charge{JobRef: e.Job, Amount: e.Amount.Credits, Debits: []ledger.Hold{}, Overdrawn: decimal.Zero, Refunded: decimal.Zero,
+		Final: e.Final, Time: now, Detail: detail}, nil
+}
+
 // The operations a peer bank asks of this one for the jobs of its
 // projects homed here (traceback): amounts are in this bank's credits,
 // the job's machine names the peer's ("PEER:MACHINE", so that no peer

@@ -27,8 +27,8 @@ func (s *Server) forwardLien(c *call, h *lien.HomedError) (lien.LienResult, erro
 	if _, err := s.forward(c, h.Home, peer.OpLien, body); err != nil {
 		return lien.LienResult{}, err
 	}
-	l := ledger.Lien{JobRef: h.Job, Amount: h.Amount.Credits, Holds: []ledger.Hold{}, Charged: decimal.Zero, Created: s.ledger.Now(), Expires: h.Expires, State: ledger.LienActive}
-	return lien.LienResult{Lien: l, Project: h.Job.Project, Requested: h.Job.Project, Quote: h.Amount}, nil
+	l, err := h.ForwardedLien(s.ledger.Now())
+	return lien.LienResult{Lien: l, Project: h.Job.Project, Requested: h.Job.Project, Quote: h.Amount}, err
 }
 
 // forwardCharge forwards the charge the bank declined for its homed
@@ -39,8 +39,8 @@ func (s *Server) forwardCharge(c *call, h *lien.HomedError) (lien.ChargeResult, 
 	if _, err := s.forward(c, h.Home, peer.OpCharge, body); err != nil {
 		return lien.ChargeResult{}, err
 	}
-	ch := ledger.Charge{JobRef: h.Job, Amount: h.Amount.Credits, Debits: []ledger.Hold{}, Overdrawn: decimal.Zero, Refunded: decimal.Zero, Final: h.Final, Time: s.ledger.Now()}
-	return lien.ChargeResult{Charge: ch, Overran: decimal.Zero, Released: decimal.Zero}, nil
+	ch, err := h.ForwardedCharge(s.ledger.Now())
+	return lien.ChargeResult{Charge: ch, Overran: decimal.Zero, Released: decimal.Zero}, err
 }
 
 // forwardRelease forwards the release of a job whose lien was forwarded;
