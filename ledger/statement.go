@@ -279,63 +279,89 @@ type JournalFilter struct {
 func (l *Ledger) Journal(ctx context.Context, f JournalFilter) ([]Entry, error) {
 	var out []Entry
 	err := l.view(ctx, func(tx Tx) error {
-		var first, last uint64 = 1, ^uint64(0)
-		if !f.From.IsZero() {
-			s, err := seqAtOrBefore(tx, stamp(f.From).Add(-time.Microsecond))
+		var err error
+		out, err = journal(tx, f)
+		return err
+	})
+	return out, err
+}
+
+// Journal lists the entries f selects, in order, as this change reads the
+// journal (its own entries not included). What must cover every entry
+// made before a time, once and for all, reads them here: an entry
+// committed after this change is never older than this change's own
+// (entry times never go backwards). Entries moved to an archive are
+// ErrArchived.
+func (w *Writer) Journal(f JournalFilter) ([]Entry, error) {
+	tx := w.tx
+	b, ok, err := boundaryOf(tx)
+	if err != nil {
+		return nil, err
+	}
+	if ok {
+		tx = &joinedTx{Tx: tx, bound: b}
+	}
+	return journal(tx, f)
+}
+
+// journal lists the entries f selects, in order, as tx reads them.
+func journal(tx Tx, f JournalFilter) ([]Entry, error) {
+	var out []Entry
+	var first, last uint64 = 1, ^uint64(0)
+	if !f.From.IsZero() {
+		s, err := seqAtOrBefore(tx, stamp(f.From).Add(-time.Microsecond))
+		if err != nil {
+			return nil, err
+		}
+		first = s + 1
+	}
+	if !f.To.IsZero() {
+		s, err := seqAtOrBefore(tx, stamp(f.To).Add(-time.Microsecond))
+		if err != nil {
+			return nil, err
+		}
+		last = s
+	}
+	terms := f.indexTerms()
+	if terms == nil {
+		if f.Limit > 0 && len(f.Kinds) == 0 {
+			head, err := tx.Head()
 			if err != nil {
-				return err
+				return nil, err
 			}
-			first = s + 1
+			last = min(last, head.Seq)
+			first = max(first, last-min(last, uint64(f.Limit))+1)
 		}
-		if !f.To.IsZero() {
-			s, err := seqAtOrBefore(tx, stamp(f.To).Add(-time.Microsecond))
-			if err != nil {
-				return err
+		err := f.scan(tx, first, last, func(e Entry) {
+			if f.matches(e) {
+				out = append(out, e)
 			}
-			last = s
-		}
-		terms := f.indexTerms()
-		if terms == nil {
-			if f.Limit > 0 && len(f.Kinds) == 0 {
-				head, err := tx.Head()
-				if err != nil {
-					return err
-				}
-				last = min(last, head.Seq)
-				first = max(first, last-min(last, uint64(f.Limit))+1)
-			}
-			err := f.scan(tx, first, last, func(e Entry) {
-				if f.matches(e) {
-					out = append(out, e)
-				}
-			})
-			if f.Limit > 0 && len(out) > f.Limit {
-				out = out[len(out)-f.Limit:]
-			}
-			return err
-		}
-		// Each term's entries, newest first when only the last few are
-		// asked for, so that they cost the same however long its history.
-		for _, term := range terms {
-			var found []Entry
-			err := eachNodeEntry(tx, term, first, last, f.Limit > 0, func(e Entry) (bool, error) {
-				if f.matches(e) {
-					found = append(found, e)
-				}
-				return f.Limit == 0 || len(found) < f.Limit, nil
-			})
-			if err != nil {
-				return err
-			}
-			out = append(out, found...)
-		}
-		slices.SortFunc(out, func(a, b Entry) int { return cmp.Compare(a.Seq, b.Seq) })
+		})
 		if f.Limit > 0 && len(out) > f.Limit {
 			out = out[len(out)-f.Limit:]
 		}
-		return nil
-	})
-	return out, err
+		return out, err
+	}
+	// Each term's entries, newest first when only the last few are
+	// asked for, so that they cost the same however long its history.
+	for _, term := range terms {
+		var found []Entry
+		err := eachNodeEntry(tx, term, first, last, f.Limit > 0, func(e Entry) (bool, error) {
+			if f.matches(e) {
+				found = append(found, e)
+			}
+			return f.Limit == 0 || len(found) < f.Limit, nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, found...)
+	}
+	slices.SortFunc(out, func(a, b Entry) int { return cmp.Compare(a.Seq, b.Seq) })
+	if f.Limit > 0 && len(out) > f.Limit {
+		out = out[len(out)-f.Limit:]
+	}
+	return out, nil
 }
 
 // indexTerms are the terms of the index that list every entry f may

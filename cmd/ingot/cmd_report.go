@@ -336,11 +336,11 @@ func statement(c *cli.Context) error {
 			return err
 		}
 		// What peers reported spending of the grants into the account
-		// there, in the days that begin in the period.
-		fmt.Fprintf(c.App.Writer, "\nSpent at peers (their daily reports of the allocations this bank granted into %s there)\n", a[0])
-		t := table{headers: []string{"Peer", "Days", "Charges", "Charged", "Refunded", "Net"}}
+		// there, in the report periods that begin in the period.
+		fmt.Fprintf(c.App.Writer, "\nSpent at peers (their reports of the allocations this bank granted into %s there)\n", a[0])
+		t := table{headers: []string{"Peer", "Reports", "Charges", "Charged", "Refunded", "Net"}}
 		for _, s := range st.SpentAtPeers {
-			t.add(s.Peer, strconv.Itoa(s.Days), strconv.Itoa(s.Charges), amount(s.Charged, p), amount(s.Refunded, p), amount(s.Net, p))
+			t.add(s.Peer, strconv.Itoa(s.Reports), strconv.Itoa(s.Charges), amount(s.Charged, p), amount(s.Refunded, p), amount(s.Net, p))
 		}
 		return show(c, t)
 	})

@@ -27,6 +27,7 @@ import (
 	"github.com/ingot-hpc/ingot/proto/gold"
 	"github.com/ingot-hpc/ingot/proto/metrics"
 	"github.com/ingot-hpc/ingot/proto/munge"
+	"github.com/ingot-hpc/ingot/proto/peer"
 	"github.com/ingot-hpc/ingot/proto/peer/outbox"
 	"github.com/ingot-hpc/ingot/proto/server"
 	"github.com/ingot-hpc/ingot/proto/web"
@@ -65,6 +66,9 @@ func serveFlags() []cli.Flag {
 			Usage: "on a bank with no API clients yet, add client admin (role admin) and write its key to `FILE` (make run does)"},
 		&cli.DurationFlag{Name: "request-retention", Value: ledger.RequestRetention, EnvVars: []string{"INGOT_REQUEST_RETENTION"},
 			Usage: "keep the answer to a change for its retries this `LONG`, at least 1h (a request id used again after it is a new request); pruned hourly"},
+		&cli.DurationFlag{Name: "usage-report-period", Value: peer.DefaultReportPeriod, EnvVars: []string{"INGOT_USAGE_REPORT_PERIOD"},
+			Usage: "report the usage of the allocations peers granted here to them every `LONG` (whole seconds dividing a day: 24h, 1h, 5s), " +
+				"each period ending on its multiple of LONG since UTC midnight (docs/multi-site.md)"},
 		&cli.StringFlag{Name: "web-url", EnvVars: []string{"INGOT_WEB_URL"},
 			Usage: "the `URL` browsers reach the web page at (https://bank.example.org), which ingot web-login's links start with; default: --listen's address (this host's name where it listens on every address)"},
 		&cli.GenericFlag{Name: "log-level", Value: &logLevel{slog.LevelInfo}, EnvVars: []string{"INGOT_LOG_LEVEL"}, Usage: "least `LEVEL` logged: debug, info, warn or error"},
@@ -114,6 +118,9 @@ func serve(c *cli.Context, fileKeys []string) error {
 	if r := c.Duration("request-retention"); r < ledger.MinRequestRetention {
 		return usageError{fmt.Sprintf("serve: --request-retention %s is shorter than %s: a signed change captured on the way could be "+
 			"applied again after a restart, once its answer is pruned (the answers kept are what stops a replay then)", r, ledger.MinRequestRetention)}
+	}
+	if err := peer.CheckReportPeriod(c.Duration("usage-report-period")); err != nil {
+		return usageError{fmt.Sprintf("serve: --usage-report-period: %v", err)}
 	}
 	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -204,7 +211,9 @@ func serve(c *cli.Context, fileKeys []string) error {
 		pruning.Go(func() { runSchedules(pruneCtx, schedule.New(l), log) })
 		// The server's own peers: the answers its traceback keeps are the
 		// outbox's to journal (peer.Registry.Answered).
-		pruning.Go(func() { (&outbox.Outbox{Peers: bank.Peers(), Log: log}).Run(pruneCtx) })
+		pruning.Go(func() {
+			(&outbox.Outbox{Peers: bank.Peers(), Log: log, ReportPeriod: c.Duration("usage-report-period")}).Run(pruneCtx)
+		})
 		if at != nil {
 			pruning.Go(func() { runNotify(pruneCtx, n, *at, log) })
 		}

@@ -87,7 +87,7 @@ func TestPeerUsageShown(t *testing.T) {
 		t.Fatal(err)
 	}
 	site.Clock.Advance(24 * time.Hour)
-	if begun, err := peers.ReportDue(ctx); err != nil || len(begun) != 1 {
+	if begun, err := peers.ReportDue(ctx, peer.DefaultReportPeriod); err != nil || len(begun) != 1 {
 		t.Fatalf("reports begun: %v %v", begun, err)
 	}
 	if pending, err := (&outbox.Outbox{Peers: peers, Log: log}).Drain(ctx); err != nil || pending != 0 {
@@ -108,7 +108,7 @@ func TestPeerUsageShown(t *testing.T) {
 		SpentAtPeers []peer.Spent `json:"spent_at_peers"`
 	}
 	admin.json(&st, "statement", "chem", "--start", day.From.Format(time.RFC3339))
-	if len(st.SpentAtPeers) != 1 || st.SpentAtPeers[0].Peer != "siteb" || st.SpentAtPeers[0].Days != 1 || !st.SpentAtPeers[0].Net.Equal(decimal.NewFromInt(120)) {
+	if len(st.SpentAtPeers) != 1 || st.SpentAtPeers[0].Peer != "siteb" || st.SpentAtPeers[0].Reports != 1 || !st.SpentAtPeers[0].Net.Equal(decimal.NewFromInt(120)) {
 		t.Fatalf("statement: %+v", st)
 	}
 	if out := admin.ok("statement", "chem", "--start", day.From.Format(time.RFC3339)); !containsAll(out, "Spent at peers", "siteb", "120") {

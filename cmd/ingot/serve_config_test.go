@@ -129,3 +129,27 @@ func TestExampleConfig(t *testing.T) {
 		t.Errorf("exit %d, %q; want the example's database to be missing", code, out)
 	}
 }
+
+// TestUsageReportPeriodRefused checks that a usage report period that
+// does not divide a day is refused, from the flag, its variable and the
+// config file alike, before anything is opened.
+func TestUsageReportPeriodRefused(t *testing.T) {
+	for name, tc := range map[string]struct {
+		env  string
+		args []string
+	}{
+		"flag":     {"", []string{"serve", "--usage-report-period", "7m"}},
+		"variable": {"7m", []string{"serve"}},
+		"file":     {"", []string{"serve", "--config", writeConfig(t, `usage-report-period = "7m"`+"\n")}},
+		"too long": {"", []string{"serve", "--usage-report-period", "48h"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if tc.env != "" {
+				t.Setenv("INGOT_USAGE_REPORT_PERIOD", tc.env)
+			}
+			if out, code := runIngot(tc.args...); code != exitUsage || !strings.Contains(out, "--usage-report-period") || !strings.Contains(out, "divide a day") {
+				t.Errorf("exit %d, %q; want a usage error", code, out)
+			}
+		})
+	}
+}

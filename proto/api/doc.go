@@ -93,7 +93,7 @@
 //		GET    /v1/peers/statement    PeerStatementQuery peer.Statement          admin
 //		POST   /v1/exchange/deposits  DepositRequest     ledger.Receipt          peer⁹
 //		GET    /v1/exchange/transactions ExchangeQuery   List of peer.Exchanged  peer (its own with this bank, and no other's)
-//		POST   /v1/exchange/usage     peer.UsageReport   peer.ReceivedUsage      peer (a day's usage of the allocations this bank granted it)
+//		POST   /v1/exchange/usage     peer.UsageReport   peer.ReceivedUsage      peer (a period's usage of the allocations this bank granted it)
 //		POST   /v1/exchange/liens     peer.JobOp         ledger.Lien             peer⁹ (the lien of a job of a project homed here)
 //		POST   /v1/exchange/charges   peer.JobOp         lien.ChargeResult       peer⁹ (its charge)
 //		POST   /v1/exchange/releases  peer.JobOp         ledger.Lien             peer⁹ (its lien's release)

@@ -13,4 +13,7 @@ var (
 	// ErrNotGranted marks a usage report of an allocation this bank did
 	// not grant to the peer that reports it.
 	ErrNotGranted = fmt.Errorf("%w: peer: not granted by this bank", ledger.ErrInvalid)
+	// ErrReportPeriod marks a length of usage report periods that does
+	// not divide a day.
+	ErrReportPeriod = fmt.Errorf("%w: peer: usage report period", ledger.ErrInvalid)
 )

@@ -17,22 +17,19 @@ import (
 )
 
 // Record kinds of usage reporting: at a site, the allocations peers
-// granted here (by peer and allocation) and the last day reported to each
-// peer; at the granting bank, the reports received (by peer and day).
+// granted here (by peer and allocation) and the last period reported to
+// each peer; at the granting bank, the reports received (by peer and
+// period) and the last period each peer reported.
 const (
-	recordGrant    = "peer.grant"
-	recordReported = "peer.reported"
-	recordUsage    = "peer.usage"
+	recordGrant     = "peer.grant"
+	recordReported  = "peer.reported"
+	recordUsage     = "peer.usage"
+	recordLastUsage = "peer.usage.last"
 )
 
 // OpUsage reports to the peer that granted allocations here what was
-// charged and refunded against them in a day (a UsageReport).
+// charged and refunded against them in a period (a UsageReport).
 const OpUsage Op = "usage"
-
-// ReportDelay is how long after a day's end its usage is reported: long
-// enough for every change begun in the day to be journaled (an entry's
-// time is its change's start).
-const ReportDelay = time.Minute
 
 // Grant is an allocation here that a peer's deposit made: its usage is
 // reported to that peer.
@@ -72,8 +69,9 @@ type UsageLine struct {
 	Sums
 }
 
-// UsageReport is a site's report of a day's usage of the allocations a
-// peer granted there, one line per allocation (none: nothing was spent).
+// UsageReport is a site's report of a period's usage of the allocations
+// a peer granted there, one line per allocation (none: nothing was
+// spent). Period names [From, To) (Span).
 type UsageReport struct {
 	Period string      `json:"period"`
 	From   time.Time   `json:"from"`
@@ -127,30 +125,37 @@ func ReceiveDeposit(ctx context.Context, l *ledger.Ledger, req ledger.Request, p
 // Grants are the allocations peerName granted here, by allocation.
 func (r *Registry) Grants(ctx context.Context, peerName string) ([]Grant, error) {
 	var out []Grant
-	err := r.l.View(ctx, func(tx ledger.Tx) error {
-		recs, err := tx.Records(recordGrant)
-		if err != nil {
-			return err
-		}
-		for _, rec := range recs {
-			if !strings.HasPrefix(rec.Key, peerName+"/") {
-				continue
-			}
-			var g Grant
-			if err := json.Unmarshal(rec.Value, &g); err != nil {
-				return fmt.Errorf("%w: grant %s: %v", ledger.ErrCorrupt, rec.Key, err)
-			}
-			out = append(out, g)
-		}
-		return nil
+	err := r.l.View(ctx, func(tx ledger.Tx) (err error) {
+		out, err = grantsOf(tx, peerName)
+		return err
 	})
 	return out, err
 }
 
-// Usage is what was charged and refunded in [p.From, p.To) against each
-// of grants, read from the journal of their accounts: one line per
-// allocation that was charged or refunded.
-func (r *Registry) Usage(ctx context.Context, grants []Grant, p Period) ([]UsageLine, error) {
+// grantsOf are the allocations peerName granted here, as tx reads them.
+func grantsOf(tx ledger.Tx, peerName string) ([]Grant, error) {
+	recs, err := tx.Records(recordGrant)
+	if err != nil {
+		return nil, err
+	}
+	var out []Grant
+	for _, rec := range recs {
+		if !strings.HasPrefix(rec.Key, peerName+"/") {
+			continue
+		}
+		var g Grant
+		if err := json.Unmarshal(rec.Value, &g); err != nil {
+			return nil, fmt.Errorf("%w: grant %s: %v", ledger.ErrCorrupt, rec.Key, err)
+		}
+		out = append(out, g)
+	}
+	return out, nil
+}
+
+// usage is what was charged and refunded in [p.From, p.To) against each
+// of grants, read from the journal of their accounts in the change w: one
+// line per allocation that was charged or refunded.
+func usage(w *ledger.Writer, grants []Grant, p Period) ([]UsageLine, error) {
 	byAlloc := map[uint64]Grant{}
 	var accounts []string
 	for _, g := range grants {
@@ -161,7 +166,7 @@ func (r *Registry) Usage(ctx context.Context, grants []Grant, p Period) ([]Usage
 	}
 	lines := map[uint64]*UsageLine{}
 	for _, account := range accounts {
-		entries, err := r.l.Journal(ctx, ledger.JournalFilter{Node: account, Kinds: []ledger.Kind{ledger.KindCharge, ledger.KindRefund}, From: p.From, To: p.To})
+		entries, err := w.Journal(ledger.JournalFilter{Node: account, Kinds: []ledger.Kind{ledger.KindCharge, ledger.KindRefund}, From: p.From, To: p.To})
 		if err != nil {
 			return nil, err
 		}
@@ -192,14 +197,20 @@ func (r *Registry) Usage(ctx context.Context, grants []Grant, p Period) ([]Usage
 	return out, nil
 }
 
-// ReportDue begins the usage reports due by now (the bank's clock): for
-// each peer that
-// granted allocations here, one per day, from the day of its first grant
-// on, as long as one of its grants had not ended when the day began, once
-// the day has been over for ReportDelay. Each report is begun once: the
-// last day reported to the peer is recorded in the change that begins it.
+// ReportDue begins the usage reports due by now (the bank's clock), of
+// periods of length every (CheckReportPeriod): for each peer that granted
+// allocations here, one per period, from the period of its first grant
+// on, as long as one of its grants had not ended when the period began,
+// once the period is over. Periods are reported in turn, each from where
+// the last one reported ended (so a change of every never leaves a gap or
+// covers a time twice: the first period after it ends at the next
+// multiple of the new length). Each is begun once: the last period
+// reported to the peer is recorded in the change that begins its report.
 // The outbox sends them as it sends every transaction.
-func (r *Registry) ReportDue(ctx context.Context) ([]Transaction, error) {
+func (r *Registry) ReportDue(ctx context.Context, every time.Duration) ([]Transaction, error) {
+	if err := CheckReportPeriod(every); err != nil {
+		return nil, err
+	}
 	now := r.l.Now()
 	peers, err := r.List(ctx)
 	if err != nil {
@@ -214,102 +225,123 @@ func (r *Registry) ReportDue(ctx context.Context) ([]Transaction, error) {
 			}
 			continue
 		}
-		last, err := r.lastReported(ctx, p.Name)
-		if err != nil {
+		var last Period
+		if err := r.l.View(ctx, func(tx ledger.Tx) (err error) {
+			last, err = lastReported(tx, p.Name)
+			return err
+		}); err != nil {
 			return begun, err
 		}
-		day := Day(slices.MinFunc(grants, func(a, b Grant) int { return a.Received.Compare(b.Received) }).Received)
-		if last != "" {
-			d, err := ParsePeriod(last)
-			if err != nil {
-				return begun, fmt.Errorf("%w: the last day reported to %s: %v", ledger.ErrCorrupt, p.Name, err)
-			}
-			day = Day(d.To)
+		from := last.To
+		if from.IsZero() {
+			from = slices.MinFunc(grants, func(a, b Grant) int { return a.Received.Compare(b.Received) }).Received.UTC().Truncate(every)
 		}
-		for ; !day.To.Add(ReportDelay).After(now) && live(grants, day.From); day = Day(day.To) {
-			t, err := r.report(ctx, p.Name, grants, day, last)
+		for span := Span(from, from.Truncate(every).Add(every)); !span.To.After(now) && live(grants, span.From); span = Span(span.To, span.To.Add(every)) {
+			t, err := r.report(ctx, p.Name, span, last)
 			if errors.Is(err, errReported) {
 				break // another reporter got there first
 			}
 			if err != nil {
 				return begun, err
 			}
-			begun, last = append(begun, t), day.Name
+			begun, last = append(begun, t), span
 		}
 	}
 	return begun, nil
 }
 
-// errReported marks a day reported since the reporter read the last one.
-var errReported = errors.New("peer: usage reported already")
+// errReported marks a period reported since the reporter read the last
+// one, or not over by the clock of the change that would report it.
+var errReported = errors.New("peer: usage reported already, or not due")
 
 // live says whether one of grants had not ended by t.
 func live(grants []Grant, t time.Time) bool {
 	return slices.ContainsFunc(grants, func(g Grant) bool { return g.End.IsZero() || g.End.After(t) })
 }
 
-// report begins the report of a day to a peer, and records the day as the
-// last reported, in one change, if the last reported is still last.
-func (r *Registry) report(ctx context.Context, peerName string, grants []Grant, day Period, last string) (Transaction, error) {
-	lines, err := r.Usage(ctx, grants, day)
-	if err != nil {
-		return Transaction{}, err
-	}
-	u := UsageReport{Period: day.Name, From: day.From, To: day.To, Lines: lines}
-	raw, err := json.Marshal(u)
-	if err != nil {
-		return Transaction{}, fmt.Errorf("peer: encode the usage of %s: %w", day.Name, err)
-	}
+// report begins the report of a period to a peer, and records the period
+// as the last reported, in one change, if the last reported is still
+// last. The grants and their usage are read in that change: its own entry
+// is made after the period's end, and no entry committed after it is
+// older (entry times never go backwards), so the report holds every
+// charge and refund journaled in the period, and the next report none of
+// them.
+func (r *Registry) report(ctx context.Context, peerName string, span, last Period) (Transaction, error) {
 	req := ledger.Request{Actor: "peer-reporter"}
 	return ledger.Mutate(ctx, r.l, req, ledger.KindRecord, nil, func(w *ledger.Writer) (Transaction, error) {
-		rec, _, err := w.Tx().Record(recordReported, peerName)
+		got, err := lastReported(w.Tx(), peerName)
 		if err != nil {
 			return Transaction{}, err
 		}
-		var got string
-		if rec.Value != nil {
-			if err := json.Unmarshal(rec.Value, &got); err != nil {
-				return Transaction{}, fmt.Errorf("%w: the last day reported to %s: %v", ledger.ErrCorrupt, peerName, err)
-			}
-		}
-		if got != last {
+		if !got.To.Equal(last.To) || w.Now().Before(span.To) {
 			return Transaction{}, errReported
 		}
-		t := Transaction{ID: newTxID(), Peer: peerName, Op: OpUsage, Body: raw, Amount: u.Net(), State: StatePending, Created: w.Now()}
-		if err := putTx(w, t, fmt.Sprintf("usage of %s to %s begun", day.Name, peerName)); err != nil {
+		grants, err := grantsOf(w.Tx(), peerName)
+		if err != nil {
 			return Transaction{}, err
 		}
-		value, _ := json.Marshal(day.Name)
-		_, err = w.Append(ledger.Entry{Kind: ledger.KindRecord, Ref: peerName, Description: "usage reported through " + day.Name,
+		lines, err := usage(w, grants, span)
+		if err != nil {
+			return Transaction{}, err
+		}
+		u := UsageReport{Period: span.Name, From: span.From, To: span.To, Lines: lines}
+		raw, err := json.Marshal(u)
+		if err != nil {
+			return Transaction{}, fmt.Errorf("peer: encode the usage of %s: %w", span.Name, err)
+		}
+		t := Transaction{ID: newTxID(), Peer: peerName, Op: OpUsage, Body: raw, Amount: u.Net(), State: StatePending, Created: w.Now()}
+		if err := putTx(w, t, fmt.Sprintf("usage of %s to %s begun", span.Name, peerName)); err != nil {
+			return Transaction{}, err
+		}
+		value, err := json.Marshal(span)
+		if err != nil {
+			return Transaction{}, fmt.Errorf("peer: encode period %s: %w", span.Name, err)
+		}
+		_, err = w.Append(ledger.Entry{Kind: ledger.KindRecord, Ref: peerName, Description: "usage reported through " + span.Name,
 			Record: &ledger.Record{Kind: recordReported, Key: peerName, Value: value}})
 		return t, err
 	})
 }
 
-// lastReported is the last day whose usage was reported to the peer, ""
-// if none was.
-func (r *Registry) lastReported(ctx context.Context, peerName string) (string, error) {
-	var last string
-	err := r.l.View(ctx, func(tx ledger.Tx) error {
-		rec, ok, err := tx.Record(recordReported, peerName)
-		if err != nil || !ok {
-			return err
-		}
-		if err := json.Unmarshal(rec.Value, &last); err != nil {
-			return fmt.Errorf("%w: the last day reported to %s: %v", ledger.ErrCorrupt, peerName, err)
-		}
-		return nil
-	})
-	return last, err
+// lastReported is the last period whose usage was reported to the peer,
+// zero if none was. A bank that reported days before periods were
+// recorded by their bounds holds the day's name.
+func lastReported(tx ledger.Tx, peerName string) (Period, error) {
+	rec, ok, err := tx.Record(recordReported, peerName)
+	if err != nil || !ok {
+		return Period{}, err
+	}
+	p, err := decodePeriod(rec.Value)
+	if err != nil {
+		return Period{}, fmt.Errorf("%w: the last period reported to %s: %v", ledger.ErrCorrupt, peerName, err)
+	}
+	return p, nil
+}
+
+// decodePeriod reads a period recorded by its bounds, or by a day's
+// name.
+func decodePeriod(raw []byte) (Period, error) {
+	var name string
+	if json.Unmarshal(raw, &name) == nil {
+		return ParsePeriod(name)
+	}
+	var p Period
+	if err := json.Unmarshal(raw, &p); err != nil {
+		return Period{}, err
+	}
+	if !p.From.Before(p.To) {
+		return Period{}, fmt.Errorf("period %s ends before it begins", ledger.Excerpt(p.Name))
+	}
+	return p, nil
 }
 
 // ReceiveUsage records a site's usage report, under its transaction's id:
 // once per peer and day, of allocations this bank granted to that peer
 // (a deposit at it, done), each line naming the account it deposited in.
 func ReceiveUsage(ctx context.Context, l *ledger.Ledger, req ledger.Request, peerName string, body []byte, refusals Refusals, u UsageReport) (ReceivedUsage, error) {
-	day, err := ParsePeriod(u.Period)
-	if err != nil || !day.From.Equal(u.From) || !day.To.Equal(u.To) || day.To.Sub(day.From) != 24*time.Hour {
-		return ReceivedUsage{}, fmt.Errorf("%w: usage report: period %s from %s to %s is not a UTC day", ledger.ErrInvalid, ledger.Excerpt(u.Period), u.From, u.To)
+	if !u.From.Before(u.To) || u.To.Sub(u.From) > 24*time.Hour || u.Period != Span(u.From, u.To).Name {
+		return ReceivedUsage{}, fmt.Errorf("%w: usage report: period %s from %s to %s: want a period of a day at most, named %s",
+			ledger.ErrInvalid, ledger.Excerpt(u.Period), u.From, u.To, Span(u.From, u.To).Name)
 	}
 	for _, line := range u.Lines {
 		if !line.Net.Equal(line.Charged.Sub(line.Refunded)) {
@@ -322,21 +354,67 @@ func ReceiveUsage(ctx context.Context, l *ledger.Ledger, req ledger.Request, pee
 				return ReceivedUsage{}, decimal.Zero, err
 			}
 		}
-		key := peerName + "/" + u.Period
-		if _, ok, err := w.Tx().Record(recordUsage, key); err != nil {
+		last, err := lastReceived(w.Tx(), peerName)
+		if err != nil {
 			return ReceivedUsage{}, decimal.Zero, err
-		} else if ok {
-			return ReceivedUsage{}, decimal.Zero, fmt.Errorf("%w: %s reported the usage of %s already", ledger.ErrExists, peerName, u.Period)
 		}
+		if u.From.Before(last.To) {
+			return ReceivedUsage{}, decimal.Zero, fmt.Errorf("%w: %s reported its usage up to %s already (%s), and %s begins before",
+				ledger.ErrExists, peerName, last.To.Format(time.RFC3339), last.Name, u.Period)
+		}
+		key := peerName + "/" + u.Period
 		ru := ReceivedUsage{UsageReport: u, Peer: peerName, Tx: req.ID}
 		raw, err := json.Marshal(ru)
 		if err != nil {
 			return ReceivedUsage{}, decimal.Zero, fmt.Errorf("peer: encode usage of %s: %w", key, err)
 		}
-		_, err = w.Append(ledger.Entry{Kind: ledger.KindRecord, Ref: peerName, Description: fmt.Sprintf("usage of %s reported by %s", u.Period, peerName),
-			Record: &ledger.Record{Kind: recordUsage, Key: key, Value: raw}})
-		return ru, u.Net(), err
+		span, err := json.Marshal(Span(u.From, u.To))
+		if err != nil {
+			return ReceivedUsage{}, decimal.Zero, fmt.Errorf("peer: encode period %s: %w", u.Period, err)
+		}
+		for _, rec := range []ledger.Record{{Kind: recordUsage, Key: key, Value: raw}, {Kind: recordLastUsage, Key: peerName, Value: span}} {
+			if _, err := w.Append(ledger.Entry{Kind: ledger.KindRecord, Ref: peerName, Description: fmt.Sprintf("usage of %s reported by %s", u.Period, peerName),
+				Record: &rec}); err != nil {
+				return ReceivedUsage{}, decimal.Zero, err
+			}
+		}
+		return ru, u.Net(), nil
 	})
+}
+
+// lastReceived is the last period whose usage the peer reported here,
+// zero if none. A bank that received reports before the last was
+// recorded finds it among them.
+func lastReceived(tx ledger.Tx, peerName string) (Period, error) {
+	rec, ok, err := tx.Record(recordLastUsage, peerName)
+	if err != nil {
+		return Period{}, err
+	}
+	if ok {
+		p, err := decodePeriod(rec.Value)
+		if err != nil {
+			return Period{}, fmt.Errorf("%w: the last period %s reported: %v", ledger.ErrCorrupt, peerName, err)
+		}
+		return p, nil
+	}
+	recs, err := tx.Records(recordUsage)
+	if err != nil {
+		return Period{}, err
+	}
+	var last Period
+	for _, rec := range recs {
+		if !strings.HasPrefix(rec.Key, peerName+"/") {
+			continue
+		}
+		var u ReceivedUsage
+		if err := json.Unmarshal(rec.Value, &u); err != nil {
+			return Period{}, fmt.Errorf("%w: usage report %s: %v", ledger.ErrCorrupt, rec.Key, err)
+		}
+		if u.To.After(last.To) {
+			last = Span(u.From, u.To)
+		}
+	}
+	return last, nil
 }
 
 // checkGrant refuses a usage line of an allocation this bank did not
@@ -393,7 +471,7 @@ func Reported(ctx context.Context, l *ledger.Ledger, peerName string, from, to t
 }
 
 // Keep is reports with only the lines keep says yes to, and without
-// those left with none (a day of no usage included).
+// those left with none (a period of no usage included).
 func Keep(reports []ReceivedUsage, keep func(UsageLine) bool) []ReceivedUsage {
 	var out []ReceivedUsage
 	for _, u := range reports {
@@ -448,16 +526,16 @@ func UsageRows(reports []ReceivedUsage, f lien.ChargeFilter, by []string, period
 }
 
 // Spent is what a peer reported spending of the grants into one account
-// over some days.
+// in some periods: Reports is how many reports had a line of it.
 type Spent struct {
 	Peer    string `json:"peer"`
 	Account string `json:"account"`
-	Days    int    `json:"days"`
+	Reports int    `json:"reports"`
 	Sums
 }
 
 // SpentAt is what peers reported spending of the grants into account
-// there in the days that begin in [from, to), per peer (SpentOf).
+// there in the periods that begin in [from, to), per peer (SpentOf).
 func SpentAt(ctx context.Context, l *ledger.Ledger, account string, from, to time.Time) ([]Spent, error) {
 	reports, err := Reported(ctx, l, "", from, to)
 	return SpentOf(reports, account), err
@@ -479,7 +557,7 @@ func SpentOf(reports []ReceivedUsage, account string) []Spent {
 			}
 			s := &out[i]
 			if !counted {
-				s.Days, counted = s.Days+1, true
+				s.Reports, counted = s.Reports+1, true
 			}
 			s.add(l.Sums)
 		}

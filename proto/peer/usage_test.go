@@ -35,7 +35,7 @@ func TestUsageRows(t *testing.T) {
 		}
 	}
 	spent := peer.SpentOf(reports, "chem")
-	if len(spent) != 2 || spent[0].Peer != "siteb" || spent[0].Days != 2 || !spent[0].Net.Equal(d(80)) || spent[1].Peer != "sitec" || spent[1].Days != 1 {
+	if len(spent) != 2 || spent[0].Peer != "siteb" || spent[0].Reports != 2 || !spent[0].Net.Equal(d(80)) || spent[1].Peer != "sitec" || spent[1].Reports != 1 {
 		t.Fatalf("spent of chem: %+v", spent)
 	}
 	if kept := peer.Keep(reports, func(l peer.UsageLine) bool { return l.Account == "bio" }); len(kept) != 1 || len(kept[0].Lines) != 1 || len(reports[0].Lines) != 2 {

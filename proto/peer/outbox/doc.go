@@ -16,9 +16,10 @@
 // sent in order by a goroutine of their own, so a peer that does not
 // answer holds up no other peer's.
 //
-// The outbox also begins, once a minute, the usage reports that are due
-// (peer.ReportDue): one a day to each peer that granted allocations here,
-// sent as any transaction is.
+// The outbox also begins the usage reports that are due (peer.ReportDue),
+// as each period ends (a UTC day unless ReportPeriod says otherwise): one
+// a period to each peer that granted allocations here, sent as any
+// transaction is.
 //
 // The outbox never holds a lock the bank's requests need: it reads the
 // pending transactions in a read transaction and records each answer in

@@ -1,6 +1,7 @@
 package outbox
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -36,6 +37,10 @@ type Outbox struct {
 	// Pause is the first pause before a peer is tried again after a
 	// failure (default 1 s), doubled at each failure up to a minute.
 	Pause time.Duration
+	// ReportPeriod is the length of the periods whose usage is reported
+	// to the peers that granted allocations here (peer.ReportDue;
+	// default peer.DefaultReportPeriod, a UTC day).
+	ReportPeriod time.Duration
 
 	// next is when each peer may be tried again after a failure, and
 	// pause the pause after its next failure; mu guards them, as each
@@ -54,11 +59,15 @@ func (o *Outbox) Run(ctx context.Context) {
 	if interval == 0 {
 		interval = 200 * time.Millisecond
 	}
-	var reported time.Time
+	every := cmp.Or(o.ReportPeriod, peer.DefaultReportPeriod)
+	var due time.Time
 	for {
-		if time.Since(reported) >= reportEvery {
-			o.report(ctx)
-			reported = time.Now()
+		if now := time.Now(); !now.Before(due) {
+			o.report(ctx, every)
+			due = now.Truncate(every).Add(every)
+			if soon := now.Add(reportEvery); soon.Before(due) {
+				due = soon
+			}
 		}
 		if _, err := o.Drain(ctx); err != nil && ctx.Err() == nil {
 			o.Log.Warn("peer outbox", "error", err.Error())
@@ -71,13 +80,13 @@ func (o *Outbox) Run(ctx context.Context) {
 	}
 }
 
-// reportEvery is how often the outbox begins the usage reports due
-// (peer.ReportDue): a day's is due a minute after it ends.
+// reportEvery is how often the outbox looks for usage reports due
+// (peer.ReportDue) at least: it looks too as each period ends.
 const reportEvery = time.Minute
 
 // report begins the usage reports due, which Drain then sends.
-func (o *Outbox) report(ctx context.Context) {
-	begun, err := o.Peers.ReportDue(ctx)
+func (o *Outbox) report(ctx context.Context, every time.Duration) {
+	begun, err := o.Peers.ReportDue(ctx, every)
 	if err != nil && ctx.Err() == nil {
 		o.Log.Warn("peer usage report", "error", err.Error())
 	}

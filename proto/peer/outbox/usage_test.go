@@ -3,9 +3,11 @@ package outbox_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -42,73 +44,106 @@ func TestUsageReportedBack(t *testing.T) {
 	onEachEngine(t, usageReportedBack)
 }
 
-func usageReportedBack(t *testing.T, open ledgertest.OpenStore) {
+// granted is a site and the central bank, linked as peers, each serving
+// its API, once the central bank's grant of 1000 into the site's chem
+// has arrived; the site has a machine and a user of chem for jobs.
+type granted struct {
+	site, central       *bank
+	centralURL          string
+	forSite             auth.Key // the key the site signs with at the central bank
+	siteOut, centralOut *outbox.Outbox
+	grant               peer.Transaction
+}
+
+func grantAtSite(t *testing.T, open ledgertest.OpenStore) *granted {
 	ctx := context.Background()
-	site := newBank(t, open, "chem")
-	central := newBank(t, onFile, "chem")
-	siteURL, centralURL := serve(t, site), serve(t, central)
-	_, forCentral, err := site.peers.Add(ctx, site.Req(), peer.Spec{Name: "central", URL: centralURL, Projects: []string{"chem"}}, nil)
+	g := &granted{site: newBank(t, open, "chem"), central: newBank(t, onFile, "chem")}
+	site, central := g.site, g.central
+	siteURL := serve(t, site)
+	g.centralURL = serve(t, central)
+	_, forCentral, err := site.peers.Add(ctx, site.Req(), peer.Spec{Name: "central", URL: g.centralURL, Projects: []string{"chem"}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, forSite, err := central.peers.Add(ctx, central.Req(), peer.Spec{Name: "siteb", URL: siteURL}, &forCentral)
-	if err != nil {
+	if _, g.forSite, err = central.peers.Add(ctx, central.Req(), peer.Spec{Name: "siteb", URL: siteURL}, &forCentral); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := site.peers.SetKey(ctx, site.Req(), "central", forSite); err != nil {
+	if _, err := site.peers.SetKey(ctx, site.Req(), "central", g.forSite); err != nil {
 		t.Fatal(err)
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	drain := func(o *outbox.Outbox) {
-		t.Helper()
-		if pending, err := o.Drain(ctx); err != nil || pending != 0 {
-			t.Fatalf("drain: %d pending, %v", pending, err)
-		}
-	}
-	siteOut, centralOut := &outbox.Outbox{Peers: site.peers, Log: log}, &outbox.Outbox{Peers: central.peers, Log: log}
-
-	grant, err := central.peers.Deposit(ctx, central.Req(), "siteb", ledger.DepositSpec{Account: "chem", Amount: decimal.NewFromInt(1000)})
-	if err != nil {
+	g.siteOut, g.centralOut = &outbox.Outbox{Peers: site.peers, Log: log}, &outbox.Outbox{Peers: central.peers, Log: log}
+	if g.grant, err = central.peers.Deposit(ctx, central.Req(), "siteb", ledger.DepositSpec{Account: "chem", Amount: decimal.NewFromInt(1000)}); err != nil {
 		t.Fatal(err)
 	}
-	drain(centralOut)
-	// A local allocation beside the grant: its usage is not the central
-	// bank's business.
-	site.MustDeposit("chem", "50", time.Time{})
+	g.drain(t, g.centralOut)
 	if _, err := site.AddMachine(ctx, site.Req(), ledger.MachineSpec{Name: "hpc1"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := site.AddUser(ctx, site.Req(), ledger.UserSpec{Name: "amy", Memberships: []ledger.Membership{{Node: "chem", Role: ledger.RoleMember}}}); err != nil {
 		t.Fatal(err)
 	}
-	lb := lien.New(site.Ledger)
-	var charged []ledger.Charge
-	for _, job := range []string{"j1", "j2"} {
-		start := site.Clock.Now()
-		used := charge.Usage{Resources: charge.Resources{Processors: 1}, WallclockSeconds: 100, WallclockLimitSeconds: 3600, Start: start, End: start.Add(100 * time.Second), State: charge.Completed}
-		r, err := lb.Charge(ctx, site.Req(), lien.ChargeSpec{Job: lien.Job{Machine: "hpc1", ID: job}, User: "amy", Project: "chem", Usage: used})
-		if err != nil {
-			t.Fatal(err)
-		}
-		charged = append(charged, r.Charge)
+	return g
+}
+
+// drain sends what o holds, which must all be answered.
+func (g *granted) drain(t *testing.T, o *outbox.Outbox) {
+	t.Helper()
+	if pending, err := o.Drain(context.Background()); err != nil || pending != 0 {
+		t.Fatalf("drain: %d pending, %v", pending, err)
 	}
-	if _, err := lb.Refund(ctx, site.Req(), lien.RefundSpec{Charge: charged[1].ID, Amount: decimal.NewFromInt(30)}); err != nil {
+}
+
+// charge charges a job of a processor for seconds at the site's clock:
+// seconds credits, at the default rate.
+func (g *granted) charge(t *testing.T, job string, seconds int64) ledger.Charge {
+	t.Helper()
+	start := g.site.Clock.Now()
+	used := charge.Usage{Resources: charge.Resources{Processors: 1}, WallclockSeconds: seconds, WallclockLimitSeconds: 3600,
+		Start: start, End: start.Add(time.Duration(seconds) * time.Second), State: charge.Completed}
+	r, err := lien.New(g.site.Ledger).Charge(context.Background(), g.site.Req(), lien.ChargeSpec{Job: lien.Job{Machine: "hpc1", ID: job}, User: "amy", Project: "chem", Usage: used})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r.Charge
+}
+
+// reportDue begins the site's reports due, of periods of every, and says
+// how many it began.
+func (g *granted) reportDue(t *testing.T, every time.Duration) []peer.Transaction {
+	t.Helper()
+	begun, err := g.site.peers.ReportDue(context.Background(), every)
+	if err != nil {
+		t.Fatalf("reports of %s due at %s: %v", every, g.site.Clock.Now(), err)
+	}
+	return begun
+}
+
+func usageReportedBack(t *testing.T, open ledgertest.OpenStore) {
+	ctx := context.Background()
+	g := grantAtSite(t, open)
+	site, central, grant, centralURL, forSite := g.site, g.central, g.grant, g.centralURL, g.forSite
+	// A local allocation beside the grant: its usage is not the central
+	// bank's business.
+	site.MustDeposit("chem", "50", time.Time{})
+	charged := []ledger.Charge{g.charge(t, "j1", 100), g.charge(t, "j2", 100)}
+	if _, err := lien.New(site.Ledger).Refund(ctx, site.Req(), lien.RefundSpec{Charge: charged[1].ID, Amount: decimal.NewFromInt(30)}); err != nil {
 		t.Fatal(err)
 	}
 
 	// Nothing is due while the day lasts.
-	if begun, err := site.peers.ReportDue(ctx); err != nil || len(begun) != 0 {
-		t.Fatalf("reports begun during the day: %v %v", begun, err)
+	if begun := g.reportDue(t, peer.DefaultReportPeriod); len(begun) != 0 {
+		t.Fatalf("reports begun during the day: %v", begun)
 	}
 	site.Clock.Advance(40 * time.Hour) // 01:00 two days later: two days over
-	begun, err := site.peers.ReportDue(ctx)
-	if err != nil || len(begun) != 2 {
-		t.Fatalf("reports begun: %v %v", begun, err)
+	begun := g.reportDue(t, peer.DefaultReportPeriod)
+	if len(begun) != 2 {
+		t.Fatalf("reports begun: %v", begun)
 	}
-	if again, err := site.peers.ReportDue(ctx); err != nil || len(again) != 0 {
-		t.Fatalf("reports begun a second time: %v %v", again, err)
+	if again := g.reportDue(t, peer.DefaultReportPeriod); len(again) != 0 {
+		t.Fatalf("reports begun a second time: %v", again)
 	}
-	drain(siteOut)
+	g.drain(t, g.siteOut)
 
 	reports, err := peer.Reported(ctx, central.Ledger, "siteb", time.Time{}, time.Time{})
 	if err != nil || len(reports) != 2 {
@@ -168,4 +203,138 @@ func mustJSON(t *testing.T, v any) json.RawMessage {
 		t.Fatal(err)
 	}
 	return raw
+}
+
+// TestUsageReportPeriods: a site reports hourly, is started again
+// reporting daily, then every five minutes. Each report begins where the
+// last one ended (the first after a change ends at the next multiple of
+// the new length), so the central bank holds periods that follow each
+// other from the grant's on, and what they say was spent is every charge
+// and refund, once. A report of a period that overlaps one received, or
+// longer than a day, or misnamed, is refused. Each engine for the site.
+func TestUsageReportPeriods(t *testing.T) {
+	onEachEngine(t, usageReportPeriods)
+}
+
+func usageReportPeriods(t *testing.T, open ledgertest.OpenStore) {
+	ctx := context.Background()
+	g := grantAtSite(t, open) // at 09:00 on the epoch's day
+	site, clock := g.site, g.site.Clock
+	g.charge(t, "j1", 10)
+	clock.Advance(30 * time.Minute)
+	g.charge(t, "j2", 20) // 09:30
+	if begun := g.reportDue(t, time.Hour); len(begun) != 0 {
+		t.Fatalf("reports begun within the first hour: %v", begun)
+	}
+	clock.Advance(45 * time.Minute)
+	refunded := g.charge(t, "j3", 40) // 10:15
+	if begun := g.reportDue(t, time.Hour); len(begun) != 1 || !begun[0].Amount.Equal(decimal.NewFromInt(30)) {
+		t.Fatalf("hourly reports at 10:15: %v", begun)
+	}
+	// Started again, reporting daily: the first period runs from 10:00
+	// to midnight.
+	clock.Advance(2 * time.Hour)
+	if _, err := lien.New(site.Ledger).Refund(ctx, site.Req(), lien.RefundSpec{Charge: refunded.ID, Amount: decimal.NewFromInt(5)}); err != nil {
+		t.Fatal(err)
+	}
+	g.charge(t, "j4", 80) // 12:15
+	if begun := g.reportDue(t, 24*time.Hour); len(begun) != 0 {
+		t.Fatalf("daily reports at 12:15: %v", begun)
+	}
+	clock.Advance(11*time.Hour + 57*time.Minute)
+	g.charge(t, "j5", 160) // 00:12 the next day
+	// Every five minutes from here: [00:00, 00:05) and so on.
+	clock.Advance(3 * time.Minute)
+	begun := g.reportDue(t, 24*time.Hour)
+	begun = append(begun, g.reportDue(t, 5*time.Minute)...)
+	if len(begun) != 4 {
+		t.Fatalf("reports at 00:15 the next day: %v", begun)
+	}
+	if again := g.reportDue(t, 5*time.Minute); len(again) != 0 {
+		t.Fatalf("reports begun a second time: %v", again)
+	}
+	if _, err := site.peers.ReportDue(ctx, 7*time.Minute); !errors.Is(err, peer.ErrReportPeriod) {
+		t.Fatalf("a period of 7m, which does not divide a day: %v", err)
+	}
+	g.drain(t, g.siteOut)
+
+	reports, err := peer.Reported(ctx, g.central.Ledger, "siteb", time.Time{}, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	day := peer.Day(ledgertest.Epoch)
+	at := func(h, m int) time.Time {
+		return day.From.Add(time.Duration(h)*time.Hour + time.Duration(m)*time.Minute)
+	}
+	want := []struct {
+		from, to time.Time
+		net      int64
+	}{{at(9, 0), at(10, 0), 30}, {at(10, 0), at(24, 0), 115}, {at(24, 0), at(24, 5), 0}, {at(24, 5), at(24, 10), 0}, {at(24, 10), at(24, 15), 160}}
+	if len(reports) != len(want) {
+		t.Fatalf("reports received: %+v", reports)
+	}
+	for i, w := range want {
+		u := reports[i]
+		if !u.From.Equal(w.from) || !u.To.Equal(w.to) || u.Period != peer.Span(w.from, w.to).Name || !u.Net().Equal(decimal.NewFromInt(w.net)) {
+			t.Errorf("report %d: %s from %s to %s, net %s; want from %s to %s, net %d", i, u.Period, u.From, u.To, u.Net(), w.from, w.to, w.net)
+		}
+	}
+	if b := site.MustBalance("chem"); !b.Amount.Equal(decimal.NewFromInt(1000 - 305)) {
+		t.Fatalf("the site's chem: %+v; the reports say 305 spent", b)
+	}
+
+	c, err := client.Open(client.Options{Server: g.centralURL, Key: &g.forSite}, client.WithRetries(1, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, tc := range map[string]struct {
+		from, to time.Time
+		code     api.Code
+	}{
+		"overlapping the last":    {at(24, 12), at(24, 20), api.CodeExists},
+		"before the last":         {at(8, 0), at(9, 0), api.CodeExists},
+		"longer than a day":       {at(24, 15), at(48, 20), api.CodeInvalid},
+		"ending as it begins":     {at(24, 15), at(24, 15), api.CodeInvalid},
+		"named as another period": {at(24, 15), at(24, 20), api.CodeInvalid},
+	} {
+		u := peer.UsageReport{Period: peer.Span(tc.from, tc.to).Name, From: tc.from, To: tc.to, Lines: []peer.UsageLine{}}
+		if name == "named as another period" {
+			u.Period = peer.Day(tc.from).Name
+		}
+		if _, err := c.Exchange(ctx, "tx-"+strings.ReplaceAll(name, " ", "-"), api.PathExchangeUsage, mustJSON(t, u)); !isCode(err, tc.code) {
+			t.Errorf("a report %s: %v; want %s", name, err, tc.code)
+		}
+	}
+	// The next period is received.
+	next := peer.UsageReport{Period: peer.Span(at(24, 15), at(24, 20)).Name, From: at(24, 15), To: at(24, 20), Lines: []peer.UsageLine{}}
+	if _, err := c.Exchange(ctx, "tx-next", api.PathExchangeUsage, mustJSON(t, next)); err != nil {
+		t.Fatalf("the next period: %v", err)
+	}
+}
+
+// TestUsageReportedDaysBefore: a site whose last report was recorded by
+// the day's name (as sites recorded days before periods were recorded by
+// their bounds) reports from the day after it on.
+func TestUsageReportedDaysBefore(t *testing.T) {
+	ctx := context.Background()
+	g := grantAtSite(t, onFile)
+	day := peer.Day(ledgertest.Epoch)
+	g.charge(t, "j1", 10) // in the day recorded as reported
+	if _, err := ledger.Mutate(ctx, g.site.Ledger, g.site.Req(), ledger.KindRecord, nil, func(w *ledger.Writer) (ledger.Entry, error) {
+		return w.Append(ledger.Entry{Kind: ledger.KindRecord, Ref: "central", Description: "usage reported through " + day.Name,
+			Record: &ledger.Record{Kind: "peer.reported", Key: "central", Value: json.RawMessage(`"` + day.Name + `"`)}})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	g.site.Clock.Advance(24 * time.Hour)
+	g.charge(t, "j2", 20)
+	g.site.Clock.Advance(24 * time.Hour)
+	begun := g.reportDue(t, peer.DefaultReportPeriod)
+	if len(begun) != 1 || !begun[0].Amount.Equal(decimal.NewFromInt(20)) {
+		t.Fatalf("reports begun: %+v", begun)
+	}
+	var u peer.UsageReport
+	if err := json.Unmarshal(begun[0].Body, &u); err != nil || u.Period != peer.Day(day.To).Name {
+		t.Fatalf("the report: %+v %v", u, err)
+	}
 }
