@@ -168,26 +168,22 @@ func (b *Bank) ReleaseFor(w *ledger.Writer, job Job) (ledger.Lien, error) {
 // whose project is homed at a peer, by running do on a read-only
 // transaction: a change that declines would still wait for a commit of
 // its store's group, which for a group of refusals alone is an empty one.
-// It answers nil for every other job, whose change then runs.
+// It answers nil for every other job, whose change then runs. The check
+// and do share one read-only transaction.
 func (b *Bank) declineHomed(ctx context.Context, job Job, user, project string, do func(w *ledger.Writer) error) error {
-	homed := false
-	err := b.l.View(ctx, func(tx ledger.Tx) error {
+	var declined error
+	err := b.l.Inspect(ctx, func(w *ledger.Writer) error {
+		tx := w.Tx()
 		if l, ok, err := tx.JobLien(job.Machine, job.ID); err != nil || ok && l.State == ledger.LienActive {
 			return err
 		}
-		if p, err := resolve(tx, job.Machine, user, project, false); err == nil {
-			homed = p.project.Home != nil
+		if p, err := resolve(tx, job.Machine, user, project, false); err != nil || p.project.Home == nil {
+			return nil
 		}
-		return nil
-	})
-	if err != nil || !homed {
-		return err
-	}
-	var declined error
-	if err := b.l.Inspect(ctx, func(w *ledger.Writer) error {
 		declined = do(w)
 		return nil
-	}); err != nil {
+	})
+	if err != nil {
 		return err
 	}
 	if h, ok := errors.AsType[*HomedError](declined); ok {

@@ -24,10 +24,10 @@ const (
 	OpRelease Op = "release"
 )
 
-// Record kinds of traceback at the forwarding bank: the transaction each
-// scheduler's request began (so that a retry of the request finds it), and
-// the home of each job whose lien was forwarded (so that its release
-// finds it).
+// Record kinds of traceback at the forwarding bank: the home of each job
+// whose lien was forwarded (so that its release finds it), and, in a bank
+// written by an earlier ingot, the transaction each scheduler's request
+// began (now kept with the request, BeginOnce).
 const (
 	recordRequest  = "peer.request"
 	recordHomedJob = "peer.job"
@@ -81,30 +81,38 @@ func HomeAmount(amount decimal.Decimal, h ledger.Home, places int32) decimal.Dec
 
 // BeginOnce begins a forwarded operation, once for a scheduler's request:
 // a retry of the request (actor and id) finds the transaction the first
-// try began, whatever it now prices. A request without an id begins a
-// transaction each time. A lien's transaction also records the job's home,
-// which HomedJob reads.
+// try began, as it is now, whatever it now prices; another operation
+// under the same id is a request conflict. A request without an id
+// begins a transaction each time. A lien's transaction also records the
+// job's home, which HomedJob reads. The answers Answered kept are
+// journaled in the same change.
 func (r *Registry) BeginOnce(ctx context.Context, req ledger.Request, peerName string, op Op, body JobOp, amount decimal.Decimal) (Transaction, error) {
 	raw, err := json.Marshal(body)
 	if err != nil {
 		return Transaction{}, fmt.Errorf("peer: encode %s: %w", op, err)
 	}
-	key := req.Actor + "/" + req.ID
+	// The request's id is kept by the ledger with its answer, the
+	// transaction begun (no journal entry of its own); what the request
+	// asks leaves out the amount, which a retry may price otherwise.
+	asked := struct {
+		Peer    string `json:"peer"`
+		Op      Op     `json:"op"`
+		Project string `json:"project"`
+		Machine string `json:"machine"`
+		JobID   string `json:"job_id"`
+	}{peerName, op, body.Project, body.Machine, body.JobID}
 	batch := r.answered.take()
-	t, err := ledger.Mutate(ctx, r.l, ledger.Request{Actor: req.Actor}, ledger.KindRecord, nil, func(w *ledger.Writer) (Transaction, error) {
+	ran := false
+	// The request's answer is the scheduler's lien or charge, made from
+	// the home bank's, not this transaction: the ledger does not hand it
+	// to the server (req.Answer).
+	t, err := ledger.Mutate(ctx, r.l, ledger.Request{Actor: req.Actor, ID: req.ID}, ledger.KindRecord, asked, func(w *ledger.Writer) (Transaction, error) {
+		ran = true
 		if err := settleWithin(w, batch); err != nil {
 			return Transaction{}, err
 		}
-		if req.ID != "" {
-			if rec, ok, err := w.Tx().Record(recordRequest, key); err != nil {
-				return Transaction{}, err
-			} else if ok {
-				var id string
-				if err := json.Unmarshal(rec.Value, &id); err != nil {
-					return Transaction{}, fmt.Errorf("%w: request %s: %v", ledger.ErrCorrupt, rec.Key, err)
-				}
-				return getTx(w.Tx(), id)
-			}
+		if t, ok, err := begunBefore(w.Tx(), req); err != nil || ok {
+			return t, err
 		}
 		if _, err := get(w.Tx(), peerName); err != nil {
 			return Transaction{}, err
@@ -112,13 +120,6 @@ func (r *Registry) BeginOnce(ctx context.Context, req ledger.Request, peerName s
 		t := Transaction{ID: newTxID(), Peer: peerName, Op: op, Body: raw, Amount: amount, State: StatePending, Created: w.Now()}
 		if err := putTx(w, t, fmt.Sprintf("%s of job %s at %s begun", op, body.JobID, peerName)); err != nil {
 			return t, err
-		}
-		if req.ID != "" {
-			id, _ := json.Marshal(t.ID)
-			if _, err := w.Append(ledger.Entry{Kind: ledger.KindRecord, Ref: peerName, Description: "request " + ledger.Excerpt(req.ID),
-				Record: &ledger.Record{Kind: recordRequest, Key: key, Value: id}}); err != nil {
-				return t, err
-			}
 		}
 		if op != OpLien {
 			return t, nil
@@ -131,10 +132,33 @@ func (r *Registry) BeginOnce(ctx context.Context, req ledger.Request, peerName s
 			Record: &ledger.Record{Kind: recordHomedJob, Key: body.Machine + "/" + body.JobID, Value: home}})
 		return t, err
 	})
-	if err != nil {
+	if err != nil || !ran {
 		r.answered.give(batch)
 	}
-	return t, err
+	if err != nil || ran {
+		return t, err
+	}
+	// A retry: the ledger gave the transaction as the first try began it.
+	return r.Transaction(ctx, t.ID)
+}
+
+// begunBefore is the transaction a request began when this bank kept its
+// requests' transactions as records of their own (recordRequest), if it
+// did: a retry of such a request, sent across an upgrade, finds it.
+func begunBefore(tx ledger.Tx, req ledger.Request) (Transaction, bool, error) {
+	if req.ID == "" {
+		return Transaction{}, false, nil
+	}
+	rec, ok, err := tx.Record(recordRequest, req.Actor+"/"+req.ID)
+	if err != nil || !ok {
+		return Transaction{}, false, err
+	}
+	var id string
+	if err := json.Unmarshal(rec.Value, &id); err != nil {
+		return Transaction{}, false, fmt.Errorf("%w: request %s: %v", ledger.ErrCorrupt, rec.Key, err)
+	}
+	t, err := getTx(tx, id)
+	return t, err == nil, err
 }
 
 // answers are peers' answers to transactions, kept until a change

@@ -147,7 +147,8 @@ func change(path string, roles []clients.Role, h handler) route {
 
 // bankAnswered marks a change whose handler returns the bank change's own
 // answer: it is sent as the ledger encoded it. Only the scheduler's
-// endpoints, the busiest, are marked.
+// endpoints, the busiest, and the exchange's that a peer's scheduler
+// waits on (traceback) are marked.
 func bankAnswered(rt route) route {
 	rt.answered = true
 	return rt
@@ -237,9 +238,9 @@ func (s *Server) table() []route {
 		change(api.PathExchangeDeposits, peers, endpoint(s.exchangeDeposit)),
 		read(get, api.PathExchangeTxs, peers, endpoint(s.exchangeTransactions)),
 		change(api.PathExchangeUsage, peers, endpoint(s.exchangeUsage)),
-		change(api.PathExchangeLiens, peers, endpoint(s.exchangeLien)),
-		change(api.PathExchangeCharges, peers, endpoint(s.exchangeCharge)),
-		change(api.PathExchangeReleases, peers, endpoint(s.exchangeRelease)),
+		bankAnswered(change(api.PathExchangeLiens, peers, endpoint(s.exchangeLien))),
+		bankAnswered(change(api.PathExchangeCharges, peers, endpoint(s.exchangeCharge))),
+		bankAnswered(change(api.PathExchangeReleases, peers, endpoint(s.exchangeRelease))),
 	}
 	if s.page != nil {
 		// A link changes nothing in the bank, so it needs no request id;

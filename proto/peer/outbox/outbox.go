@@ -174,13 +174,17 @@ func Send(ctx context.Context, peers *peer.Registry, c *client.Client, t peer.Tr
 	return send(ctx, peers, c, t, timeout, false)
 }
 
-// send is Send; keep keeps a done answer to be journaled with the next
-// change (peer.Registry.Answered) instead of journaling it now: the peer
-// keeps a done transaction's answer, so if this bank stops before
+// send is Send; forwarded says Forward calls it, on a transaction it has
+// just begun or read. Forwarded, it does not read the transaction again
+// before sending: another sender (the outbox) may have had its answer
+// meanwhile, and then the peer gives the same answer again, which is
+// recorded once. And it keeps a done answer to be journaled with the
+// next change (peer.Registry.Answered) instead of journaling it now: the
+// peer keeps a done transaction's answer, so if this bank stops before
 // journaling it, a sending again gets it. A refusal is journaled now,
 // so that no one sends it again (the peer gives it again if one does).
-func send(ctx context.Context, peers *peer.Registry, c *client.Client, t peer.Transaction, timeout time.Duration, keep bool) (peer.Transaction, error) {
-	t, release, err := claim(ctx, peers, t)
+func send(ctx context.Context, peers *peer.Registry, c *client.Client, t peer.Transaction, timeout time.Duration, forwarded bool) (peer.Transaction, error) {
+	t, release, err := claim(ctx, peers, t, !forwarded)
 	if err != nil || t.State != peer.StatePending {
 		return t, err
 	}
@@ -189,7 +193,7 @@ func send(ctx context.Context, peers *peer.Registry, c *client.Client, t peer.Tr
 	if err != nil {
 		return t, err
 	}
-	if keep && state == peer.StateDone {
+	if forwarded && state == peer.StateDone {
 		return peers.Answered(t, state, answer), nil
 	}
 	settled, err := peers.Settle(ctx, t.ID, state, answer)
@@ -231,11 +235,11 @@ func exchange(ctx context.Context, c *client.Client, t peer.Transaction, timeout
 // refusal too, peer.Receive; across servers that is what holds.)
 var sending sync.Map
 
-// claim claims the sending of a pending transaction (sendAlone) and
-// reads it again: another sender may have had the peer's answer
+// claim claims the sending of a pending transaction (sendAlone) and, if
+// reread, reads it again: another sender may have had the peer's answer
 // meanwhile, journaled or kept (peer.Registry.Answered). Only a
 // transaction still pending is claimed (release then ends the claim).
-func claim(ctx context.Context, peers *peer.Registry, t peer.Transaction) (peer.Transaction, func(), error) {
+func claim(ctx context.Context, peers *peer.Registry, t peer.Transaction, reread bool) (peer.Transaction, func(), error) {
 	release, err := sendAlone(ctx, t.ID)
 	if err != nil {
 		return t, nil, err
@@ -243,6 +247,9 @@ func claim(ctx context.Context, peers *peer.Registry, t peer.Transaction) (peer.
 	if kept, ok := peers.Kept(t.ID); ok {
 		release()
 		return kept, nil, nil
+	}
+	if !reread {
+		return t, release, nil
 	}
 	if t, err = peers.Transaction(ctx, t.ID); err != nil || t.State != peer.StatePending {
 		release()
