@@ -99,7 +99,9 @@ func conditions(ctx context.Context, l *ledger.Ledger, r Rules, from time.Time) 
 	p := l.Settings().Precision
 	var out []Condition
 	for _, f := range fs {
-		nb, err := l.BalanceAt(ctx, f.Node, time.Time{}) // now: with the HFS share (AccountAvailable)
+		// Now, with the HFS share (AccountAvailable), and every allocation
+		// to start: next says which follows one that ends.
+		nb, err := l.BalanceWithUpcoming(ctx, f.Node, time.Time{})
 		if err != nil {
 			return nil, fmt.Errorf("digest: balance of %s: %w", f.Node, err)
 		}

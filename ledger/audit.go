@@ -813,15 +813,18 @@ func (a *auditor) compareAllocations() error {
 	if a.now.Before(last) {
 		a.now = last
 	}
-	liveAt, activeAt, nextStart := map[string][]uint64{}, map[string][]uint64{}, map[string]time.Time{}
+	liveAt, activeAt, upcoming, nextStart := map[string][]uint64{}, map[string][]uint64{}, map[string][]uint64{}, map[string]time.Time{}
 	a.ended = map[uint64]bool{}
 	for _, s := range allocs {
 		byAccount[s.Account] = append(byAccount[s.Account], s.ID)
 		if s.ActiveAt(last) {
 			activeAt[s.Account] = append(activeAt[s.Account], s.ID)
 		}
-		if next := nextStart[s.Account]; s.Start.After(a.now) && (next.IsZero() || s.Start.Before(next)) {
-			nextStart[s.Account] = s.Start
+		if s.Start.After(a.now) {
+			upcoming[s.Account] = append(upcoming[s.Account], s.ID)
+			if next := nextStart[s.Account]; next.IsZero() || s.Start.Before(next) {
+				nextStart[s.Account] = s.Start
+			}
 		}
 		if s.End.IsZero() || s.End.After(last) {
 			liveAt[s.Account] = append(liveAt[s.Account], s.ID)
@@ -895,6 +898,18 @@ func (a *auditor) compareAllocations() error {
 		if want := nextStart[account]; ok != !want.IsZero() || !next.Equal(want) {
 			a.problem("account %s: its index by start has the next start after %s at %s, its allocations at %s", account,
 				a.now.Format(time.RFC3339Nano), next.Format(time.RFC3339Nano), want.Format(time.RFC3339Nano))
+		}
+		later, err := a.tx.UpcomingAllocations(account, a.now, -1)
+		if err != nil {
+			return err
+		}
+		got = got[:0]
+		for _, al := range later {
+			got = append(got, al.ID)
+		}
+		if slices.Sort(got); !slices.Equal(got, upcoming[account]) {
+			a.problem("account %s: its index by start lists %v as starting after %s, its allocations are %v", account, got,
+				a.now.Format(time.RFC3339Nano), upcoming[account])
 		}
 	}
 	return nil

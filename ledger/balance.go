@@ -1,8 +1,10 @@
 package ledger
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -29,13 +31,23 @@ type NodeBalance struct {
 	// lien take less than its account has: Available is then what a lien
 	// on the project would get (its share), and this the account's figure.
 	AccountAvailable *decimal.Decimal `json:"account_available,omitempty"`
-	// Allocations are the account's allocations that existed at At and had
-	// not ended by then: those active, and those yet to start; only the
-	// active ones count in Balance. Those that had ended are left out,
-	// however many an account gathers: statements, the journal and a
-	// balance at a time before their end show them.
+	// Allocations are, in id order, the account's allocations that
+	// existed at At and had not ended by then: those active, and the first
+	// UpcomingListed of those yet to start, by start (every one in
+	// BalanceWithUpcoming); only the active ones count in Balance. Those
+	// that had ended are left out, however many an account gathers:
+	// statements, the journal and a balance at a time before their end
+	// show them.
 	Allocations []AllocationStatus `json:"allocations"`
+	// UpcomingLeftOut says that more allocations start later than
+	// Allocations lists: what a balance shows coming is bounded, however
+	// many an account has preset.
+	UpcomingLeftOut bool `json:"upcoming_left_out,omitempty"`
 }
+
+// UpcomingListed is how many of the allocations yet to start a balance
+// lists: those that start next.
+const UpcomingListed = 10
 
 // AllocationStatus is an allocation as it stood at a time, with what liens
 // held on it.
@@ -65,8 +77,20 @@ func sumBalances(allocs []Allocation, reserved map[uint64]decimal.Decimal) Balan
 // its account's figures, except that now its Available is what a lien on it
 // would get: its HFS share, where that is less (AccountAvailable keeps the
 // account's). Past shares are not kept, so a past Available is the
-// account's.
+// account's. Of the allocations yet to start it lists the first
+// UpcomingListed.
 func (l *Ledger) BalanceAt(ctx context.Context, name string, at time.Time) (NodeBalance, error) {
+	return l.balanceAt(ctx, name, at, UpcomingListed)
+}
+
+// BalanceWithUpcoming is BalanceAt listing every allocation yet to start.
+func (l *Ledger) BalanceWithUpcoming(ctx context.Context, name string, at time.Time) (NodeBalance, error) {
+	return l.balanceAt(ctx, name, at, -1)
+}
+
+// balanceAt is BalanceAt listing the first upcoming allocations yet to
+// start (every one if upcoming < 0).
+func (l *Ledger) balanceAt(ctx context.Context, name string, at time.Time, upcoming int) (NodeBalance, error) {
 	now := l.Now()
 	past := !at.IsZero() && at.Before(now)
 	if !past {
@@ -78,6 +102,7 @@ func (l *Ledger) BalanceAt(ctx context.Context, name string, at time.Time) (Node
 			return err
 		}
 		var allocs []Allocation
+		var leftOut bool
 		var reserved map[uint64]decimal.Decimal
 		var seq uint64
 		var st *accountState
@@ -90,6 +115,7 @@ func (l *Ledger) BalanceAt(ctx context.Context, name string, at time.Time) (Node
 			if allocs, err = liveAsOf(tx, account, seq, at); err != nil {
 				return err
 			}
+			allocs, leftOut = firstUpcoming(allocs, at, upcoming)
 			reserved, err = reservedAsOf(tx, account, seq, at)
 		} else {
 			var head JournalHead
@@ -97,7 +123,7 @@ func (l *Ledger) BalanceAt(ctx context.Context, name string, at time.Time) (Node
 				return err
 			}
 			seq = head.Seq
-			if allocs, err = tx.LiveAllocations(account, at); err != nil {
+			if allocs, leftOut, err = liveNow(tx, account, at, upcoming); err != nil {
 				return err
 			}
 			if st, err = readAccountState(tx, account); err != nil {
@@ -108,7 +134,7 @@ func (l *Ledger) BalanceAt(ctx context.Context, name string, at time.Time) (Node
 		if err != nil {
 			return err
 		}
-		nb = NodeBalance{Node: name, At: at, Seq: seq, Allocations: make([]AllocationStatus, len(allocs))}
+		nb = NodeBalance{Node: name, At: at, Seq: seq, Allocations: make([]AllocationStatus, len(allocs)), UpcomingLeftOut: leftOut}
 		for i, a := range allocs {
 			nb.Allocations[i] = AllocationStatus{Allocation: a, Reserved: reserved[a.ID], Active: a.ActiveAt(at)}
 		}
@@ -126,8 +152,63 @@ func (l *Ledger) BalanceAt(ctx context.Context, name string, at time.Time) (Node
 	return nb, err
 }
 
-// Balances returns the balance of each account at time at, in name order.
+// liveNow is, in id order, the account's allocations active now and the
+// first upcoming of those yet to start (every one if upcoming < 0), read
+// by the indexes: as many as it lists, however many are preset; leftOut
+// says more start later.
+func liveNow(tx Tx, account string, now time.Time, upcoming int) (allocs []Allocation, leftOut bool, err error) {
+	if allocs, err = tx.ActiveAllocations(account, now); err != nil {
+		return nil, false, err
+	}
+	n := upcoming
+	if n >= 0 {
+		n++
+	}
+	later, err := tx.UpcomingAllocations(account, now, n)
+	if err != nil {
+		return nil, false, err
+	}
+	if leftOut = upcoming >= 0 && len(later) > upcoming; leftOut {
+		later = later[:upcoming]
+	}
+	allocs = append(allocs, later...)
+	slices.SortFunc(allocs, func(a, b Allocation) int { return cmp.Compare(a.ID, b.ID) })
+	return allocs, leftOut, nil
+}
+
+// firstUpcoming keeps, of allocations not ended by at (in id order), the
+// active ones and the first upcoming of those yet to start, by start
+// (every one if upcoming < 0); leftOut says it left some out.
+func firstUpcoming(allocs []Allocation, at time.Time, upcoming int) (kept []Allocation, leftOut bool) {
+	var later []Allocation
+	for _, a := range allocs {
+		if a.Start.After(at) {
+			later = append(later, a)
+		}
+	}
+	if upcoming < 0 || len(later) <= upcoming {
+		return allocs, false
+	}
+	slices.SortFunc(later, func(a, b Allocation) int { return cmp.Or(a.Start.Compare(b.Start), cmp.Compare(a.ID, b.ID)) })
+	cut := map[uint64]bool{}
+	for _, a := range later[upcoming:] {
+		cut[a.ID] = true
+	}
+	return slices.DeleteFunc(allocs, func(a Allocation) bool { return cut[a.ID] }), true
+}
+
+// Balances returns the balance of each account at time at, in name order,
+// as BalanceAt.
 func (l *Ledger) Balances(ctx context.Context, at time.Time) ([]NodeBalance, error) {
+	return l.balances(ctx, at, UpcomingListed)
+}
+
+// BalancesWithUpcoming is Balances listing every allocation yet to start.
+func (l *Ledger) BalancesWithUpcoming(ctx context.Context, at time.Time) ([]NodeBalance, error) {
+	return l.balances(ctx, at, -1)
+}
+
+func (l *Ledger) balances(ctx context.Context, at time.Time, upcoming int) ([]NodeBalance, error) {
 	nodes, err := l.Nodes(ctx, "")
 	if err != nil {
 		return nil, err
@@ -137,7 +218,7 @@ func (l *Ledger) Balances(ctx context.Context, at time.Time) ([]NodeBalance, err
 		if !n.IsAccount() {
 			continue
 		}
-		b, err := l.BalanceAt(ctx, n.Name, at)
+		b, err := l.balanceAt(ctx, n.Name, at, upcoming)
 		if err != nil {
 			return nil, err
 		}

@@ -128,6 +128,12 @@ type Tx interface {
 	// one into ActiveAllocations. t is at or after the last change's time
 	// (a store may forget the starts that had passed by then).
 	NextStart(account string, t time.Time) (start time.Time, ok bool, err error)
+	// UpcomingAllocations lists the account's allocations that start
+	// after t, in the order of the index by start (start, then id), the
+	// first n of them (every one if n < 0): what a balance shows coming
+	// reads as many as it lists, however many are preset. t is at or
+	// after the last change's time, as for NextStart.
+	UpcomingAllocations(account string, t time.Time, n int) ([]Allocation, error)
 	// Allocations lists every allocation in id order.
 	Allocations() ([]Allocation, error)
 	// AllocationAsOf is the allocation's state after the last entry

@@ -103,7 +103,7 @@ func sameBanks(c *cli.Context, src, dst ledger.Store, srcName, dstName string) e
 		if len(rep.Problems) > 0 {
 			return fmt.Errorf("%w: %s: %s", errAuditFailed, name, rep.Problems[0])
 		}
-		nb, err := l.Balances(c.Context, at)
+		nb, err := l.BalancesWithUpcoming(c.Context, at)
 		if err != nil {
 			return err
 		}

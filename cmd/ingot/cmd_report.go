@@ -36,7 +36,8 @@ func reportCommands() []*cli.Command {
 			ArgsUsage: "[NODE...]",
 			Flags: []cli.Flag{
 				&cli.StringFlag{Name: "at", Usage: "as of `TIME` (now-2h, 2026-11-01, \"2026-11-01 14:30\", RFC 3339); only Gold's line: HFS shares are known only now"},
-				&cli.BoolFlag{Name: "allocations", Usage: "list the allocations behind each balance"},
+				&cli.BoolFlag{Name: "allocations", Usage: "list the allocations behind each balance: those active and the next " + strconv.Itoa(ledger.UpcomingListed) + " to start"},
+				&cli.BoolFlag{Name: "all-allocations", Usage: "--allocations with every allocation yet to start"},
 				&cli.BoolFlag{Name: "upcoming", Usage: "the periods of the allocation schedules that start within a year (allocation schedule): of the nodes' accounts, else of every account you read"},
 				&cli.BoolFlag{Name: "forecast", Usage: "the burn rate over the last 7 and 30 days (charges less their refunds) and when the available credits run out at it, beside the allocations' end; of the nodes named, else of every node you read"},
 			},
@@ -84,27 +85,33 @@ func balance(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	all := c.Bool("all-allocations")
+	listing := all || c.Bool("allocations")
 	if c.Bool("upcoming") {
-		if c.IsSet("at") || c.Bool("allocations") || c.Bool("forecast") {
+		if c.IsSet("at") || listing || c.Bool("forecast") {
 			return usageError{"--upcoming is of the schedules' periods to come: not with --at, --allocations or --forecast"}
 		}
 		return balanceUpcoming(c)
 	}
 	if c.Bool("forecast") {
-		if c.IsSet("at") || c.Bool("allocations") {
+		if c.IsSet("at") || listing {
 			return usageError{"--forecast is of now and of balances only: not with --at or --allocations"}
 		}
 		return balanceForecast(c)
 	}
 	return withBank(c, func(b bank) error {
+		balances, balanceAt := b.Balances, b.BalanceAt
+		if all {
+			balances, balanceAt = b.BalancesWithUpcoming, b.BalanceWithUpcoming
+		}
 		var nbs []ledger.NodeBalance
 		if c.NArg() == 0 {
-			if nbs, err = b.Balances(c.Context, at); err != nil {
+			if nbs, err = balances(c.Context, at); err != nil {
 				return err
 			}
 		}
 		for _, name := range c.Args().Slice() {
-			nb, err := b.BalanceAt(c.Context, name, at)
+			nb, err := balanceAt(c.Context, name, at)
 			if err != nil {
 				return err
 			}
@@ -114,7 +121,7 @@ func balance(c *cli.Context) error {
 		if err != nil {
 			return err
 		}
-		if c.Bool("allocations") {
+		if listing {
 			t := table{headers: []string{"Node", "Allocation", "Active", "Start", "End", "Machine", "Deposited", "Amount", "CreditLimit", "Description"}, data: orEmpty(nbs)}
 			for _, nb := range nbs {
 				for _, a := range nb.Allocations {
@@ -122,7 +129,10 @@ func balance(c *cli.Context) error {
 						amount(a.Deposited, p), amount(a.Amount, p), amount(a.CreditLimit, p), a.Description)
 				}
 			}
-			return show(c, t)
+			if err := show(c, t); err != nil {
+				return err
+			}
+			return noteLeftOut(c, nbs)
 		}
 		var shares []ledger.AccountShares
 		if !c.IsSet("at") {
@@ -164,6 +174,21 @@ func balance(c *cli.Context) error {
 		}
 		return writeWarnings(c, warnings)
 	})
+}
+
+// noteLeftOut says on standard error (not in --json, whose balances say
+// upcoming_left_out) which accounts have more allocations to start than
+// the table lists.
+func noteLeftOut(c *cli.Context, nbs []ledger.NodeBalance) error {
+	if f, err := outputFormat(c); err != nil || f == formatJSON {
+		return err
+	}
+	for _, nb := range nbs {
+		if nb.UpcomingLeftOut {
+			fmt.Fprintf(c.App.ErrWriter, "%s: more allocations start later than the %d listed: --all-allocations lists them\n", nb.Node, ledger.UpcomingListed)
+		}
+	}
+	return nil
 }
 
 // balanceForecast shows the forecast of the nodes named, or of every node

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -25,6 +26,11 @@ func TestGoldEndToEnd(t *testing.T) {
 	b.ok("machine", "add", "hpc1", "--cores", "32")
 	b.ok("user", "add", "amy", "--member", "chem.lab1", "--default-project", "chem.lab1")
 	b.ok("deposit", "chem", "100000")
+	// More allocations preset than a balance lists: Gold's allocation
+	// query (glsalloc) lists them all.
+	for i := range ledger.UpcomingListed + 1 {
+		b.ok("deposit", "bio", "10", "--start", fmt.Sprintf("now+%dd", i+1))
+	}
 	maui := goldClient{key: goldKey(t, b, "maui", "--role", "scheduler", "--scope", "hpc1"), actor: "maui", maui: true}
 	staff := goldClient{key: goldKey(t, b, "staff", "--role", "admin"), actor: "root"}
 
@@ -105,6 +111,15 @@ func TestGoldEndToEnd(t *testing.T) {
 		t.Errorf("glstxn -J 101: %s", got)
 	}
 	fails(staff, "315", "Job Modify is not implemented", "Modify", "Job", job("101", "4"))
+	preset := 0
+	for _, row := range ok(staff, "13", "Query", "Allocation").Rows {
+		if row["Active"] == "False" {
+			preset++
+		}
+	}
+	if preset != ledger.UpcomingListed+1 {
+		t.Errorf("glsalloc lists %d of the %d allocations yet to start", preset, ledger.UpcomingListed+1)
+	}
 
 	if err := srv.shutdown(t); err != nil {
 		t.Fatalf("serve: %v\n%s", err, srv.stderr.String())

@@ -163,6 +163,14 @@ func (r remoteBank) BalanceAt(ctx context.Context, node string, at time.Time) (l
 	return r.client.BalanceAt(ctx, node, at)
 }
 
+func (r remoteBank) BalancesWithUpcoming(ctx context.Context, at time.Time) ([]ledger.NodeBalance, error) {
+	return r.client.BalancesWithUpcoming(ctx, at)
+}
+
+func (r remoteBank) BalanceWithUpcoming(ctx context.Context, node string, at time.Time) (ledger.NodeBalance, error) {
+	return r.client.BalanceWithUpcoming(ctx, node, at)
+}
+
 func (r remoteBank) Shares(ctx context.Context, account string, with ...ledger.QuotaChange) (ledger.AccountShares, error) {
 	return r.client.Shares(ctx, account, with...)
 }

@@ -294,6 +294,7 @@ func TestRemoteOutputIsLocalOutput(t *testing.T) {
 	tw.read("balance")
 	tw.read("balance", "chem")
 	tw.read("balance", "chem", "bio", "--allocations")
+	tw.read("balance", "chem", "--all-allocations")
 	tw.read("balance", "bio", "--at", "2099-01-01")
 	tw.read("balance", "--forecast")
 	tw.change("allocation", "schedule", "chem", "1000", "--every", "quarter", "--start", "2027-01-01", "--count", "3", "--carry-over", "50:300")

@@ -67,6 +67,10 @@ type bankService interface {
 
 	Balances(ctx context.Context, at time.Time) ([]ledger.NodeBalance, error)
 	BalanceAt(ctx context.Context, node string, at time.Time) (ledger.NodeBalance, error)
+	// BalancesWithUpcoming and BalanceWithUpcoming list every allocation
+	// yet to start, not only the first ledger.UpcomingListed.
+	BalancesWithUpcoming(ctx context.Context, at time.Time) ([]ledger.NodeBalance, error)
+	BalanceWithUpcoming(ctx context.Context, node string, at time.Time) (ledger.NodeBalance, error)
 	Shares(ctx context.Context, account string, with ...ledger.QuotaChange) (ledger.AccountShares, error)
 	// Available is what a new lien on project may take now (its HFS share).
 	Available(ctx context.Context, project string) (decimal.Decimal, error)

@@ -510,6 +510,18 @@ func (t *tx) NextStart(account string, at time.Time) (time.Time, bool, error) {
 	return a.Start, err == nil, err
 }
 
+// UpcomingAllocations reads allocations_upcoming after t, as NextStart
+// does: n keys at most.
+func (t *tx) UpcomingAllocations(account string, at time.Time, n int) ([]ledger.Allocation, error) {
+	prefix := append([]byte(account), 0)
+	from := timeKey(at)
+	if from == math.MaxUint64 {
+		return nil, nil
+	}
+	seek := binary.BigEndian.AppendUint64(bytes.Clone(prefix), from+1)
+	return indexed(t, bucketUpcoming, prefix, seek, 8, t.Allocation, func(_ []byte, listed int) bool { return n >= 0 && listed == n })
+}
+
 // notEnded reads the allocations allocations_by_end lists under prefix
 // from at's end on (the clamps of endTime may list a few that have ended).
 func (t *tx) notEnded(prefix []byte, at time.Time) ([]ledger.Allocation, error) {

@@ -40,6 +40,7 @@ func Conformance(t *testing.T, open OpenStore) {
 		{"Transfer", testTransfer},
 		{"MoveRefusals", testMoveRefusals},
 		{"BalanceAtTime", testBalanceAtTime},
+		{"BalanceListsTheNextUpcoming", testBalanceUpcoming},
 		{"ProjectBalanceIsItsShare", testProjectBalanceIsItsShare},
 		{"Statement", testStatement},
 		{"JournalFilter", testJournalFilter},
@@ -641,7 +642,9 @@ func testLiveAllocations(t *testing.T, open OpenStore) {
 // testActiveAllocations: the allocations active at a time are those
 // started by then and not ended, in a read and in a change, before and
 // after a change finds the upcoming ones started; the next start is the
-// first after the time asked; the audit (NewBank's cleanup) agrees.
+// first after the time asked, and the upcoming allocations (all, or the
+// first) those that start after it by start; the audit (NewBank's
+// cleanup) agrees.
 func testActiveAllocations(t *testing.T, open OpenStore) {
 	b := NewBank(t, open)
 	b.MustNode("chem", "bio")
@@ -677,17 +680,30 @@ func testActiveAllocations(t *testing.T, open OpenStore) {
 		}
 		return got, next
 	}
+	upcoming := func(tx ledger.Tx, at time.Time, n int) []uint64 {
+		t.Helper()
+		as, err := tx.UpcomingAllocations("chem", at, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := []uint64{}
+		for _, a := range as {
+			got = append(got, a.ID)
+		}
+		return got
+	}
 	for _, tc := range []struct {
-		name string
-		at   time.Time
-		want []uint64
-		next time.Time
+		name     string
+		at       time.Time
+		want     []uint64
+		next     time.Time
+		upcoming []uint64
 	}{
-		{"now", now, []uint64{started, lasting}, now.Add(2 * time.Hour)},
-		{"at the first end", now.Add(time.Hour), []uint64{lasting}, now.Add(2 * time.Hour)},
-		{"at two starts", now.Add(2 * time.Hour), []uint64{lasting, soon, brief}, now.Add(4 * time.Hour)},
-		{"past one's end", now.Add(2*time.Hour + time.Minute), []uint64{lasting, soon}, now.Add(4 * time.Hour)},
-		{"once all have started", now.Add(5 * time.Hour), []uint64{lasting, later}, time.Time{}},
+		{"now", now, []uint64{started, lasting}, now.Add(2 * time.Hour), []uint64{soon, brief, later}},
+		{"at the first end", now.Add(time.Hour), []uint64{lasting}, now.Add(2 * time.Hour), []uint64{soon, brief, later}},
+		{"at two starts", now.Add(2 * time.Hour), []uint64{lasting, soon, brief}, now.Add(4 * time.Hour), []uint64{later}},
+		{"past one's end", now.Add(2*time.Hour + time.Minute), []uint64{lasting, soon}, now.Add(4 * time.Hour), []uint64{later}},
+		{"once all have started", now.Add(5 * time.Hour), []uint64{lasting, later}, time.Time{}, []uint64{}},
 	} {
 		// Each time asked in a read, then in a change that finds the
 		// upcoming ones started (rolled back), and in a read again.
@@ -704,6 +720,12 @@ func testActiveAllocations(t *testing.T, open OpenStore) {
 			if err := step(func(tx ledger.Tx) error {
 				if got, next := ask(tx, tc.at); !slices.Equal(got, tc.want) || !next.Equal(tc.next) {
 					t.Errorf("%s: %v, next start %s; want %v, %s", tc.name, got, next, tc.want, tc.next)
+				}
+				if got := upcoming(tx, tc.at, -1); !slices.Equal(got, tc.upcoming) {
+					t.Errorf("%s: upcoming %v, want %v", tc.name, got, tc.upcoming)
+				}
+				if got, want := upcoming(tx, tc.at, 1), tc.upcoming[:min(len(tc.upcoming), 1)]; !slices.Equal(got, want) {
+					t.Errorf("%s: the first upcoming %v, want %v", tc.name, got, want)
 				}
 				return nil
 			}); err != nil {
@@ -842,6 +864,86 @@ func testBalanceAtTime(t *testing.T, open OpenStore) {
 				t.Errorf("allocations = %d, want %d", len(nb.Allocations), tc.allocs)
 			}
 		})
+	}
+}
+
+// testBalanceUpcoming: a balance lists the active allocations and the
+// first ledger.UpcomingListed of those yet to start, by start, saying
+// whether it left some out, now and at a past time; the balance with
+// every upcoming allocation lists them all.
+func testBalanceUpcoming(t *testing.T, open OpenStore) {
+	b := NewBank(t, open)
+	b.MustNode("chem", "bio")
+	ctx, now := context.Background(), b.Clock.Now()
+	active := b.MustDeposit("chem", "100", time.Time{})
+	// The later one is made first: the balance picks by start, not id.
+	var upcoming []uint64
+	for i := range ledger.UpcomingListed + 2 {
+		start := now.Add(time.Duration(ledger.UpcomingListed+2-i) * 24 * time.Hour)
+		r, err := b.Deposit(ctx, b.Req(), ledger.DepositSpec{Account: "chem", Amount: Dec(t, "1"), Start: start})
+		if err != nil {
+			t.Fatal(err)
+		}
+		upcoming = append(upcoming, r.Allocations[0].ID)
+		if i < ledger.UpcomingListed {
+			if _, err := b.Deposit(ctx, b.Req(), ledger.DepositSpec{Account: "bio", Amount: Dec(t, "1"), Start: start}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	b.Clock.Advance(time.Hour)
+	ids := func(nb ledger.NodeBalance) []uint64 {
+		var out []uint64
+		for _, a := range nb.Allocations {
+			out = append(out, a.ID)
+		}
+		return out
+	}
+	all := append([]uint64{active}, upcoming...)
+	listed := append([]uint64{active}, upcoming[2:]...)
+	for _, tc := range []struct {
+		name    string
+		balance func() (ledger.NodeBalance, error)
+		want    []uint64
+		leftOut bool
+	}{
+		{"now", func() (ledger.NodeBalance, error) { return b.BalanceAt(ctx, "chem", time.Time{}) }, listed, true},
+		{"at a past time", func() (ledger.NodeBalance, error) { return b.BalanceAt(ctx, "chem", now.Add(time.Minute)) }, listed, true},
+		{"with every upcoming one", func() (ledger.NodeBalance, error) { return b.BalanceWithUpcoming(ctx, "chem", time.Time{}) }, all, false},
+		{"past, with every upcoming one", func() (ledger.NodeBalance, error) { return b.BalanceWithUpcoming(ctx, "chem", now.Add(time.Minute)) }, all, false},
+		{"as many as listed", func() (ledger.NodeBalance, error) { return b.BalanceAt(ctx, "bio", time.Time{}) }, nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			nb, err := tc.balance()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := ids(nb); tc.want != nil && !slices.Equal(got, tc.want) || tc.want == nil && len(got) != ledger.UpcomingListed {
+				t.Errorf("allocations %v, want %v", got, tc.want)
+			}
+			if nb.UpcomingLeftOut != tc.leftOut {
+				t.Errorf("upcoming left out: %v, want %v", nb.UpcomingLeftOut, tc.leftOut)
+			}
+			if nb.Node == "chem" {
+				wantAmount(t, "amount", nb.Amount, "100")
+			}
+		})
+	}
+	for _, tc := range []struct {
+		name     string
+		balances func() ([]ledger.NodeBalance, error)
+		want     []uint64
+	}{
+		{"every account's", func() ([]ledger.NodeBalance, error) { return b.Balances(ctx, time.Time{}) }, listed},
+		{"every account's with every upcoming one", func() ([]ledger.NodeBalance, error) { return b.BalancesWithUpcoming(ctx, time.Time{}) }, all},
+	} {
+		nbs, err := tc.balances()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(nbs) != 2 || nbs[1].Node != "chem" || !slices.Equal(ids(nbs[1]), tc.want) {
+			t.Errorf("%s: %+v, want chem's %v", tc.name, nbs, tc.want)
+		}
 	}
 }
 

@@ -515,17 +515,26 @@ func (l liveList) with(e idEnd) liveList {
 // rounded.
 const endSlack = int64(time.Microsecond)
 
-// LiveAllocations answers from the cache's list of the account's
-// allocations not ended (liveList) when it has one read at or before at,
-// each allocation then through the cache: every change of the account
-// asks, and an account may have thousands that have ended. Otherwise it
-// reads them by the index on (account, ends_ns).
+// LiveAllocations answers a change from the cache's list of the
+// account's allocations not ended (liveList) when it has one read at or
+// before at, each allocation then through the cache: an account may have
+// thousands that have ended. A read asks the indexes by end and by start
+// in one statement.
 func (t *tx) LiveAllocations(account string, at time.Time) ([]ledger.Allocation, error) {
+	notEnded := func(a ledger.Allocation) bool { return a.End.IsZero() || a.End.After(at) }
+	if t.cache == nil {
+		from := max(endNanos(at), math.MinInt64+endSlack) - endSlack
+		if at.IsZero() {
+			from = math.MinInt64
+		}
+		return listDocsWhere(t, account, notEnded, `SELECT doc FROM allocations WHERE account = $1 AND starts_ns IS NULL AND ends_ns > $2
+			UNION ALL SELECT doc FROM allocations WHERE account = $1 AND starts_ns IS NOT NULL AND ends_ns > $2`, account, from)
+	}
 	ends, err := t.liveEnds(account, at)
 	if err != nil {
 		return nil, err
 	}
-	return t.allocationsOf(account, ends, func(a ledger.Allocation) bool { return a.End.IsZero() || a.End.After(at) })
+	return t.allocationsOf(account, ends, notEnded)
 }
 
 // liveEnds is the cache's list of the account's allocations not ended by
@@ -694,6 +703,32 @@ func (t *tx) NextStart(account string, at time.Time) (time.Time, bool, error) {
 	}
 	first := slices.MinFunc(next, func(a, b ledger.Allocation) int { return a.Start.Compare(b.Start) })
 	return first.Start, true, nil
+}
+
+// UpcomingAllocations reads the index by start after t, from a
+// microsecond before it as NextStart does, n rows and as many more as
+// started within that microsecond.
+func (t *tx) UpcomingAllocations(account string, at time.Time, n int) ([]ledger.Allocation, error) {
+	from := max(startNanos(at), math.MinInt64+endSlack) - endSlack
+	sql := `SELECT doc FROM allocations WHERE account = $1 AND starts_ns IS NOT NULL AND starts_ns > $2 ORDER BY starts_ns, id`
+	for limit := n + 8; ; limit *= 2 {
+		query, args := sql, []any{account, from}
+		if n >= 0 {
+			query, args = sql+" LIMIT $3", append(args, limit)
+		}
+		as, err := listDocs[ledger.Allocation](t, "", "the allocations of "+account+" that start later", query, args...)
+		if err != nil {
+			return nil, err
+		}
+		read := len(as)
+		as = slices.DeleteFunc(as, func(a ledger.Allocation) bool { return !a.Start.After(at) })
+		if n < 0 {
+			return as, nil
+		}
+		if len(as) >= n || read < limit {
+			return as[:min(len(as), n)], nil
+		}
+	}
 }
 
 // listDocsWhere reads the account's allocations a query finds, and keeps

@@ -285,15 +285,20 @@ type (
 		From time.Time `query:"from"`
 		To   time.Time `query:"to"`
 	}
+	// BalancesQuery and BalanceQuery ask for balances at At (zero: now);
+	// AllUpcoming lists every allocation yet to start, not only the first
+	// ledger.UpcomingListed (Gold's allocation query).
 	BalancesQuery struct {
-		At time.Time `query:"at"`
+		At          time.Time `query:"at"`
+		AllUpcoming bool      `query:"all_upcoming"`
 	}
 	AvailableQuery struct {
 		Project string `query:"project,required"`
 	}
 	BalanceQuery struct {
-		Node string    `query:"node,required"`
-		At   time.Time `query:"at"`
+		Node        string    `query:"node,required"`
+		At          time.Time `query:"at"`
+		AllUpcoming bool      `query:"all_upcoming"`
 	}
 	// PreemptQuery asks what to preempt so that a lien of Amount (a
 	// decimal, as the bank's amounts) on Project fits, on Machine (any

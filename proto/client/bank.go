@@ -43,10 +43,21 @@ func (c *Client) BalanceAt(ctx context.Context, node string, at time.Time) (ledg
 	return get[ledger.NodeBalance](ctx, c, api.PathBalance, api.BalanceQuery{Node: node, At: at})
 }
 
+// BalanceWithUpcoming is BalanceAt listing every allocation yet to start.
+func (c *Client) BalanceWithUpcoming(ctx context.Context, node string, at time.Time) (ledger.NodeBalance, error) {
+	return get[ledger.NodeBalance](ctx, c, api.PathBalance, api.BalanceQuery{Node: node, At: at, AllUpcoming: true})
+}
+
 // Balances are the balances the client reads (every account's for an
 // admin or a scheduler) at a time.
 func (c *Client) Balances(ctx context.Context, at time.Time) ([]ledger.NodeBalance, error) {
 	b, err := get[api.BalancesResponse](ctx, c, api.PathBalances, api.BalancesQuery{At: at})
+	return b.Balances, err
+}
+
+// BalancesWithUpcoming is Balances listing every allocation yet to start.
+func (c *Client) BalancesWithUpcoming(ctx context.Context, at time.Time) ([]ledger.NodeBalance, error) {
+	b, err := get[api.BalancesResponse](ctx, c, api.PathBalances, api.BalancesQuery{At: at, AllUpcoming: true})
 	return b.Balances, err
 }
 

@@ -163,15 +163,15 @@ func balanceRows(balances []ledger.NodeBalance) []row {
 var allocationFields = []string{"Id", "Account", "Active", "StartTime", "EndTime", "Amount", "CreditLimit", "Deposited", "Description", "CallType", "Machine"}
 
 // queryAllocations answers the allocations of the accounts the client
-// reads that have not ended (an ended one is in the statements): now, or
-// as they stood at the option Time (gstatement's beginning and ending
-// balances), none before the bank's beginning (Time 0, Gold's
-// -infinity).
+// reads that have not ended (an ended one is in the statements), every
+// one yet to start among them, as Gold lists them: now, or as they stood
+// at the option Time (gstatement's beginning and ending balances), none
+// before the bank's beginning (Time 0, Gold's -infinity).
 func queryAllocations(c *call) (Response, error) {
 	if err := c.checkQuery(allocationFields, "Time"); err != nil {
 		return Response{}, err
 	}
-	var q api.BalancesQuery
+	q := api.BalancesQuery{AllUpcoming: true}
 	if v, ok := c.Option("Time"); ok {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil {

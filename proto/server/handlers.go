@@ -31,12 +31,16 @@ func (s *Server) balances(c *call, q api.BalancesQuery) (api.BalancesResponse, e
 	if err != nil {
 		return api.BalancesResponse{}, err
 	}
+	balances, balance := s.ledger.Balances, s.ledger.BalanceAt
+	if q.AllUpcoming {
+		balances, balance = s.ledger.BalancesWithUpcoming, s.ledger.BalanceWithUpcoming
+	}
 	var all []ledger.NodeBalance
 	if r.roots == nil {
-		all, err = s.ledger.Balances(c.r.Context(), q.At)
+		all, err = balances(c.r.Context(), q.At)
 	} else {
 		for _, root := range slices.Compact(slices.Sorted(slices.Values(r.roots))) {
-			nb, err := s.ledger.BalanceAt(c.r.Context(), root, q.At)
+			nb, err := balance(c.r.Context(), root, q.At)
 			if err != nil {
 				return api.BalancesResponse{}, err
 			}
@@ -52,6 +56,9 @@ func (s *Server) balances(c *call, q api.BalancesQuery) (api.BalancesResponse, e
 func (s *Server) balance(c *call, q api.BalanceQuery) (ledger.NodeBalance, error) {
 	if err := s.requireReads(c.r.Context(), c.client, q.Node); err != nil {
 		return ledger.NodeBalance{}, err
+	}
+	if q.AllUpcoming {
+		return s.ledger.BalanceWithUpcoming(c.r.Context(), q.Node, q.At)
 	}
 	return s.ledger.BalanceAt(c.r.Context(), q.Node, q.At)
 }

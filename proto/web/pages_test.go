@@ -14,6 +14,7 @@ import (
 	"github.com/ingot-hpc/ingot/internal/report"
 	"github.com/ingot-hpc/ingot/ledger"
 	"github.com/ingot-hpc/ingot/ledger/boltstore"
+	"github.com/ingot-hpc/ingot/ledger/ledgertest"
 	"github.com/ingot-hpc/ingot/lien"
 )
 
@@ -244,6 +245,25 @@ func TestAccountPageOfAUser(t *testing.T) {
 	a := s.signedIn("amy").get("/node?name=chem")
 	if a.status != http.StatusOK || !strings.Contains(a.body, `id="tree"`) || !strings.Contains(a.body, `action="/statement"`) {
 		t.Errorf("amy, manager of chem, on chem's page: %d\n%s", a.status, a.body)
+	}
+}
+
+// TestAccountPageListsTheNextUpcoming: the allocations table lists those
+// active and the next to start, and says that more start later.
+func TestAccountPageListsTheNextUpcoming(t *testing.T) {
+	s := newSite(t)
+	ctx := context.Background()
+	chem := s.signedIn("chemmgr")
+	before := len(tableRows(t, chem.get("/node?name=chem").body, "allocations"))
+	for i := range ledger.UpcomingListed + 1 {
+		spec := ledger.DepositSpec{Account: "chem", Amount: ledgertest.Dec(t, "1"), Start: s.Clock.Now().AddDate(0, 0, i+1)}
+		if _, err := s.Deposit(ctx, s.Req(), spec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	page := chem.get("/node?name=chem")
+	if got := len(tableRows(t, page.body, "allocations")); got != before+ledger.UpcomingListed || !strings.Contains(page.body, `id="upcoming-left-out"`) {
+		t.Errorf("chem's page lists %d allocations (%d before the %d preset), or says nothing of those left out:\n%s", got, before, ledger.UpcomingListed+1, page.body)
 	}
 }
 
