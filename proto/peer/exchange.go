@@ -211,15 +211,11 @@ func (r *Registry) Exchanged(ctx context.Context, peerName string, from, to time
 	in := func(t time.Time) bool { return (from.IsZero() || !t.Before(from)) && (to.IsZero() || t.Before(to)) }
 	var out []Exchanged
 	err := r.l.View(ctx, func(tx ledger.Tx) error {
-		sent, err := tx.Records(recordTx)
+		sent, err := allTxs(tx)
 		if err != nil {
 			return err
 		}
-		for _, rec := range sent {
-			t, err := decodeTx(rec)
-			if err != nil {
-				return err
-			}
+		for _, t := range sent {
 			if x := t.exchanged(); t.Peer == peerName && in(x.Began) {
 				out = append(out, x)
 			}

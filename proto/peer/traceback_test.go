@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -62,5 +63,76 @@ func TestBeginOnce(t *testing.T) {
 	found, err := f.peers.BeginOnce(ctx, ledger.Request{Actor: "slurm", ID: "r0"}, "central", peer.OpCharge, job, job.Amount)
 	if err != nil || found.ID != old.ID {
 		t.Fatalf("a request an earlier ingot recorded: %+v %v; want transaction %s", found, err, old.ID)
+	}
+}
+
+// TestPendingJournaledOnce: a transaction is journaled once as it begins
+// and twice as it is answered (answered, no longer pending); the pending
+// transactions of a bank an earlier ingot wrote (each in two records) are
+// listed, answered and listed once as well.
+func TestPendingJournaledOnce(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	if _, _, err := f.peers.Add(ctx, f.Req(), peer.Spec{Name: "central", URL: "http://127.0.0.1:8080"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	job := peer.JobOp{Project: "chem.lab", Machine: "hpc1", JobID: "j1", Amount: ledgertest.Dec(t, "10")}
+	n := f.JournalLen()
+	begun, err := f.peers.BeginOnce(ctx, ledger.Request{Actor: "slurm", ID: "r1"}, "central", peer.OpCharge, job, job.Amount)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := f.JournalLen() - n; got != 1 {
+		t.Fatalf("a charge forwarded began in %d entries, want 1", got)
+	}
+
+	// A transaction an earlier ingot began: its record, and the mark
+	// that it is pending.
+	old := peer.Transaction{ID: "tx-old", Peer: "central", Op: peer.OpCharge, Body: json.RawMessage(`{}`), Amount: job.Amount, State: peer.StatePending, Created: begun.Created}
+	raw, _ := json.Marshal(old)
+	if _, err := ledger.Mutate(ctx, f.Ledger, f.Req(), ledger.KindRecord, nil, func(w *ledger.Writer) (struct{}, error) {
+		for _, r := range []ledger.Record{{Kind: "peer.tx", Key: old.ID, Value: raw}, {Kind: "peer.pending", Key: old.ID, Value: json.RawMessage(`true`)}} {
+			if _, err := w.Append(ledger.Entry{Kind: ledger.KindRecord, Ref: "central", Record: &r}); err != nil {
+				return struct{}{}, err
+			}
+		}
+		return struct{}{}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	ids := func(pending bool) []string {
+		t.Helper()
+		ts, err := f.peers.Transactions(ctx, pending)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, tx := range ts {
+			out = append(out, tx.ID+" "+string(tx.State))
+		}
+		return out
+	}
+	want := []string{begun.ID + " pending", "tx-old pending"}
+	if got := ids(true); !slices.Equal(got, want) {
+		t.Fatalf("pending: %q, want %q", got, want)
+	}
+	if got := ids(false); !slices.Equal(got, want) {
+		t.Fatalf("all: %q, want %q", got, want)
+	}
+	for _, id := range []string{begun.ID, old.ID} {
+		n := f.JournalLen()
+		if s, err := f.peers.Settle(ctx, id, peer.StateDone, json.RawMessage(`{}`)); err != nil || s.State != peer.StateDone {
+			t.Fatalf("settle %s: %+v %v", id, s, err)
+		}
+		if got := f.JournalLen() - n; got != 2 {
+			t.Fatalf("%s answered in %d entries, want 2", id, got)
+		}
+	}
+	if got := ids(true); len(got) != 0 {
+		t.Fatalf("pending once answered: %q", got)
+	}
+	want = []string{begun.ID + " done", "tx-old done"}
+	if got := ids(false); !slices.Equal(got, want) {
+		t.Fatalf("all once answered: %q, want %q", got, want)
 	}
 }

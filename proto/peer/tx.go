@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -12,8 +14,12 @@ import (
 	"github.com/ingot-hpc/ingot/proto/auth"
 )
 
-// Record kinds of the exchange: every transaction by id, and the pending
-// ones again, so that the outbox reads only what it has to send.
+// Record kinds of the exchange, by transaction id: a pending transaction
+// (recordPending), which the outbox lists, and an answered one
+// (recordTx), so that the outbox reads only what it has to send and a
+// transaction is journaled once as it begins. A bank written by an
+// earlier ingot also holds its pending transactions as recordTx, their
+// recordPending value `true` (pendingMark).
 const (
 	recordTx      = "peer.tx"
 	recordPending = "peer.pending"
@@ -122,53 +128,111 @@ func (r *Registry) Transaction(ctx context.Context, id string) (Transaction, err
 // Transactions lists the transactions started here, in id order (the
 // order they began in), or only those still pending.
 func (r *Registry) Transactions(ctx context.Context, pending bool) ([]Transaction, error) {
-	kind := recordTx
-	if pending {
-		kind = recordPending
-	}
 	var out []Transaction
 	err := r.l.View(ctx, func(tx ledger.Tx) error {
-		recs, err := tx.Records(kind)
-		if err != nil {
-			return err
+		var err error
+		if pending {
+			out, err = pendingTxs(tx)
+		} else {
+			out, err = allTxs(tx)
 		}
-		for _, rec := range recs {
-			t, err := getTx(tx, rec.Key)
-			if err != nil {
-				return err
-			}
-			out = append(out, t)
-		}
-		return nil
+		return err
 	})
 	return out, err
 }
 
-// putTx journals a transaction's state, and keeps the pending list.
+// pendingMark is the value of a pending transaction's recordPending in a
+// bank written by an earlier ingot, its transaction in recordTx.
+const pendingMark = "true"
+
+// pendingTxs are the transactions still pending, in id order.
+func pendingTxs(tx ledger.Tx) ([]Transaction, error) {
+	recs, err := tx.Records(recordPending)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Transaction, 0, len(recs))
+	for _, rec := range recs {
+		t, err := decodePending(tx, rec)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+// allTxs are the transactions started here, in id order.
+func allTxs(tx ledger.Tx) ([]Transaction, error) {
+	answered, err := tx.Records(recordTx)
+	if err != nil {
+		return nil, err
+	}
+	pending, err := tx.Records(recordPending)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Transaction, 0, len(answered)+len(pending))
+	for _, rec := range answered {
+		t, err := decodeTx(rec)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, t)
+	}
+	for _, rec := range pending {
+		if string(rec.Value) == pendingMark { // listed above
+			continue
+		}
+		t, err := decodeTx(rec)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, t)
+	}
+	slices.SortFunc(out, func(a, b Transaction) int { return strings.Compare(a.ID, b.ID) })
+	return out, nil
+}
+
+// putTx journals a transaction's state: a pending one once, as its
+// recordPending; an answered one as its recordTx, its recordPending
+// deleted.
 func putTx(w *ledger.Writer, t Transaction, what string) error {
 	raw, err := json.Marshal(t)
 	if err != nil {
 		return fmt.Errorf("peer: encode transaction %s: %w", t.ID, err)
 	}
+	if t.State == StatePending {
+		_, err = w.Append(ledger.Entry{Kind: ledger.KindRecord, Ref: t.Peer, Description: what,
+			Record: &ledger.Record{Kind: recordPending, Key: t.ID, Value: raw}})
+		return err
+	}
 	if _, err := w.Append(ledger.Entry{Kind: ledger.KindRecord, Ref: t.Peer, Description: what,
 		Record: &ledger.Record{Kind: recordTx, Key: t.ID, Value: raw}}); err != nil {
 		return err
 	}
-	pending := &ledger.Record{Kind: recordPending, Key: t.ID, Value: json.RawMessage(`true`)}
-	if t.State != StatePending {
-		pending = &ledger.Record{Kind: recordPending, Key: t.ID, Deleted: true}
-	}
-	_, err = w.Append(ledger.Entry{Kind: ledger.KindRecord, Ref: t.Peer, Description: what, Record: pending})
+	_, err = w.Append(ledger.Entry{Kind: ledger.KindRecord, Ref: t.Peer, Description: what,
+		Record: &ledger.Record{Kind: recordPending, Key: t.ID, Deleted: true}})
 	return err
 }
 
 func getTx(tx ledger.Tx, id string) (Transaction, error) {
-	rec, ok, err := tx.Record(recordTx, id)
-	if err != nil {
-		return Transaction{}, err
+	for _, kind := range []string{recordTx, recordPending} {
+		rec, ok, err := tx.Record(kind, id)
+		switch {
+		case err != nil:
+			return Transaction{}, err
+		case ok && string(rec.Value) != pendingMark:
+			return decodeTx(rec)
+		}
 	}
-	if !ok {
-		return Transaction{}, fmt.Errorf("%w: no peer transaction %q", ledger.ErrNotFound, id)
+	return Transaction{}, fmt.Errorf("%w: no peer transaction %q", ledger.ErrNotFound, id)
+}
+
+// decodePending is the transaction of a recordPending.
+func decodePending(tx ledger.Tx, rec ledger.Record) (Transaction, error) {
+	if string(rec.Value) == pendingMark {
+		return getTx(tx, rec.Key)
 	}
 	return decodeTx(rec)
 }
