@@ -51,6 +51,9 @@ type ChargeResult struct {
 	Overran decimal.Decimal `json:"overran"`
 	// Released is what a final charge released of the lien.
 	Released decimal.Decimal `json:"released"`
+	// Home, for a job of a project homed at a peer bank, is where the
+	// charge was made and the home bank's answer.
+	Home *Forwarded `json:"home,omitempty"`
 }
 
 // ExplanationOf is how charge c, made by this package, was priced.
@@ -102,7 +105,7 @@ func (b *Bank) Charge(ctx context.Context, req ledger.Request, spec ChargeSpec) 
 		}
 		c.JobID, c.Machine, c.Final, c.Time = spec.ID, spec.Machine, !spec.Incremental, w.Now()
 		if terms.home != nil {
-			return ChargeResult{}, &HomedError{Home: *terms.home, Job: c.JobRef, Amount: priced.amount, Final: c.Final}
+			return ChargeResult{}, &HomedError{Home: *terms.home, Job: c.JobRef, Amount: priced.amount, Final: c.Final, detail: priced.detail}
 		}
 		rec := terms.quoteUse
 		if spec.Reservation != "" {

@@ -27,6 +27,9 @@ type HomedError struct {
 	Expires time.Time
 	// Final says a charge is the job's last (a charge's only).
 	Final bool
+	// detail is a charge's detail as this package writes any charge's:
+	// the job's usage and its price's explanation.
+	detail json.RawMessage
 }
 
 func (e *HomedError) Error() string {
@@ -49,16 +52,60 @@ func (e *HomedError) ForwardedLien(now time.Time) (ledger.Lien, error) {
 		Expires: e.Expires, State: ledger.LienActive, Detail: detail}, nil
 }
 
+// Forwarded says, in the answer to a job's operation that this bank
+// forwarded to its project's home bank (traceback), where it was made
+// and how the home bank answered.
+type Forwarded struct {
+	Peer        string          `json:"peer"`
+	Project     string          `json:"project"`
+	RateRatio   decimal.Decimal `json:"rate_ratio"`
+	Transaction string          `json:"transaction"`
+	// State is "done", or "pending" when the home bank could not be
+	// reached and the operation was accepted within the project's credit
+	// line: it is sent when the bank is back, and Answer is empty.
+	State string `json:"state"`
+	// Answer is the home bank's answer as it gave it: its amounts are in
+	// the home bank's credits.
+	Answer json.RawMessage `json:"answer,omitempty"`
+}
+
+// back converts an amount of the home bank's credits into this bank's:
+// ÷ the rate ratio, rounded to places.
+func (f Forwarded) back(amount decimal.Decimal, places int32) decimal.Decimal {
+	return amount.DivRound(f.RateRatio, places)
+}
+
 // ForwardedCharge is the charge this bank answers its scheduler with once
-// the home bank made the job's, with its price's explanation as any
-// charge's detail has it.
-func (e *HomedError) ForwardedCharge(now time.Time) (ledger.Charge, error) {
-	detail, err := json.Marshal(chargeDetail{Explanation: e.Amount.Explanation})
-	if err != nil {
-		return ledger.Charge{}, fmt.Errorf("encode charge detail: %w", err)
+// the home bank made the job's (f), with the fields of any charge's
+// answer, in this bank's credits: the amount is the job's price here, its
+// detail the job's usage and the price's explanation; what the home bank
+// overdrew, and its lien's figures after the charge, are the home bank's
+// converted back (places: this bank's precision). Nothing was debited
+// here, and no charge or lien of this bank's has an id for it: the home
+// bank's ids are in f's answer.
+func (e *HomedError) ForwardedCharge(now time.Time, f Forwarded, places int32) (ChargeResult, error) {
+	r := ChargeResult{Charge: ledger.Charge{JobRef: e.Job, Amount: e.Amount.Credits, Debits: []ledger.Hold{}, Overdrawn: decimal.Zero, Refunded: decimal.Zero,
+		Final: e.Final, Time: now, Detail: e.detail}, Overran: decimal.Zero, Released: decimal.Zero, Home: &f}
+	if len(f.Answer) == 0 {
+		return r, nil
 	}
-	return ledger.Charge{JobRef: e.Job, Amount: e.Amount.Credits, Debits: []ledger.Hold{}, Overdrawn: decimal.Zero, Refunded: decimal.Zero,
-		Final: e.Final, Time: now, Detail: detail}, nil
+	var home ChargeResult
+	if err := json.Unmarshal(f.Answer, &home); err != nil {
+		return ChargeResult{}, fmt.Errorf("%w: home bank %s's answer to transaction %s: %v", ledger.ErrCorrupt, f.Peer, f.Transaction, err)
+	}
+	r.Charge.Overdrawn = f.back(home.Charge.Overdrawn, places)
+	r.Overran, r.Released = f.back(home.Overran, places), f.back(home.Released, places)
+	if home.Lien != nil {
+		l := *home.Lien
+		detail, err := json.Marshal(Detail{Quoted: f.back(l.Amount, places)})
+		if err != nil {
+			return ChargeResult{}, fmt.Errorf("lien: encode detail: %w", err)
+		}
+		l.ID, l.JobRef, l.Holds, l.Detail = 0, e.Job, []ledger.Hold{}, detail
+		l.Amount, l.Charged = f.back(l.Amount, places), f.back(l.Charged, places)
+		r.Lien = &l
+	}
+	return r, nil
 }
 
 // The operations a peer bank asks of this one for the jobs of its

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"time"
@@ -125,11 +126,33 @@ func showChargeResult(c *cli.Context, b bank, r lien.ChargeResult) error {
 	if r.Charge.Final && r.Lien != nil {
 		t.add("Released", amount(r.Released, p))
 	}
+	if err := homeRows(&t, r.Home); err != nil {
+		return err
+	}
 	explained, err := lien.ExplanationOf(r.Charge)
 	if err != nil {
 		return err
 	}
 	return showExplained(c, t, charge.Amount{Credits: r.Charge.Amount, Explanation: explained})
+}
+
+// homeRows say where a charge of a job homed at a peer bank was made
+// (nothing when f is nil), and what the home bank charged, in its credits
+// (precision as it answered it).
+func homeRows(t *table, f *lien.Forwarded) error {
+	if f == nil {
+		return nil
+	}
+	t.add("Home bank", fmt.Sprintf("%s:%s (rate ratio %s), transaction %s %s", f.Peer, f.Project, f.RateRatio, f.Transaction, f.State))
+	if len(f.Answer) == 0 {
+		return nil
+	}
+	var home lien.ChargeResult
+	if err := json.Unmarshal(f.Answer, &home); err != nil {
+		return fmt.Errorf("home bank %s's answer: %w", f.Peer, err)
+	}
+	t.add("Charged at the home bank", fmt.Sprintf("%s of %s's credits (its charge %d)", home.Charge.Amount, f.Peer, home.Charge.ID))
+	return nil
 }
 
 // heldBy is what a lien still holds: nothing once it is no longer active.

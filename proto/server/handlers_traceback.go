@@ -36,11 +36,21 @@ func (s *Server) forwardLien(c *call, h *lien.HomedError) (lien.LienResult, erro
 func (s *Server) forwardCharge(c *call, h *lien.HomedError) (lien.ChargeResult, error) {
 	body := s.jobOp(h)
 	body.Final = h.Final
-	if _, err := s.forward(c, h.Home, peer.OpCharge, body); err != nil {
+	t, err := s.forward(c, h.Home, peer.OpCharge, body)
+	if err != nil {
 		return lien.ChargeResult{}, err
 	}
-	ch, err := h.ForwardedCharge(s.ledger.Now())
-	return lien.ChargeResult{Charge: ch, Overran: decimal.Zero, Released: decimal.Zero}, err
+	return h.ForwardedCharge(s.ledger.Now(), forwarded(h.Home, t), s.ledger.Settings().Precision)
+}
+
+// forwarded says where a forwarded operation was made, and the home
+// bank's answer to it if it answered.
+func forwarded(home ledger.Home, t peer.Transaction) lien.Forwarded {
+	f := lien.Forwarded{Peer: home.Peer, Project: home.Project, RateRatio: home.RateRatio, Transaction: t.ID, State: string(t.State)}
+	if t.State == peer.StateDone {
+		f.Answer = t.Answer
+	}
+	return f
 }
 
 // forwardRelease forwards the release of a job whose lien was forwarded;

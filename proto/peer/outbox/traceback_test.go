@@ -163,6 +163,7 @@ func traceback(t *testing.T, open ledgertest.OpenStore) {
 	if want := decimal.NewFromInt(1000).Sub(charged.Charge.Amount.Mul(decimal.NewFromInt(2))); !central.Amount.Equal(want) || !central.Reserved.IsZero() {
 		t.Fatalf("home bank after the charge: %+v, want %s and nothing held", central, want)
 	}
+	forwardedChargeAnswer(t, charged)
 
 	// Refused at home: more than chem.lab holds. The scheduler is told why,
 	// by the home bank, and nothing is held anywhere.
@@ -185,6 +186,36 @@ func traceback(t *testing.T, open ledgertest.OpenStore) {
 		t.Fatalf("site's transactions: %d %v, want 5 (lien, charge, refused lien, lien, release)", len(txs), err)
 	}
 	agreeingBanks(t, p)
+}
+
+// forwardedChargeAnswer: the scheduler's answer to the final charge of
+// j1 (2 processors for 50 s of its lien's 100, at a ratio of 2) carries
+// what a local charge's does, in the site's credits: the job's usage and
+// the price's explanation, its lien settled and what the charge released
+// of it; and the home bank's own answer, in its credits.
+func forwardedChargeAnswer(t *testing.T, charged lien.ChargeResult) {
+	t.Helper()
+	usage, err := lien.UsageOf(charged.Charge)
+	if err != nil || usage.Processors != 2 || usage.WallclockSeconds != 50 {
+		t.Fatalf("the forwarded charge's usage: %+v %v", usage, err)
+	}
+	if explained, err := lien.ExplanationOf(charged.Charge); err != nil || !explained.Exact.Equal(decimal.NewFromInt(100)) {
+		t.Fatalf("the forwarded charge's explanation: %+v %v", explained, err)
+	}
+	if c := charged.Charge; !c.Amount.Equal(decimal.NewFromInt(100)) || c.Project != "visit.chem" || c.Account != "visit" || c.User != "amy" || !c.Final {
+		t.Fatalf("the forwarded charge: %+v", c)
+	}
+	if l := charged.Lien; l == nil || l.State != ledger.LienSettled || !l.Charged.Equal(decimal.NewFromInt(100)) || !charged.Released.Equal(decimal.NewFromInt(100)) {
+		t.Fatalf("the forwarded charge's lien %+v, released %s: want settled, 100 charged, 100 released", l, charged.Released)
+	}
+	h := charged.Home
+	if h == nil || h.Peer != "central" || h.Project != "chem.lab" || h.State != "done" || !strings.HasPrefix(h.Transaction, "tx-") {
+		t.Fatalf("the forwarded charge's home: %+v", h)
+	}
+	var home lien.ChargeResult
+	if err := json.Unmarshal(h.Answer, &home); err != nil || !home.Charge.Amount.Equal(decimal.NewFromInt(200)) || home.Charge.Machine != "siteb:hpc1" || !home.Released.Equal(decimal.NewFromInt(200)) {
+		t.Fatalf("the home bank's answer: %+v %v, want 200 charged and released there", home, err)
+	}
 }
 
 // agreeingBanks: reconcile finds both banks' records the same, once the
