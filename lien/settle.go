@@ -396,6 +396,9 @@ func (b *Bank) Refund(ctx context.Context, req ledger.Request, spec RefundSpec) 
 type JobRefund struct {
 	Refunded decimal.Decimal `json:"refunded"`
 	Charges  []ledger.Charge `json:"charges"`
+	// Home, for a job of a project homed at a peer bank, is where the
+	// refund was made and the home bank's answer.
+	Home *Forwarded `json:"home,omitempty"`
 }
 
 // RefundJob returns at most what a job's charges took, from its newest
@@ -409,38 +412,43 @@ func (b *Bank) RefundJob(ctx context.Context, req ledger.Request, spec JobRefund
 		return JobRefund{}, err
 	}
 	return ledger.Mutate(ctx, b.l, req, ledger.KindRefund, spec, func(w *ledger.Writer) (JobRefund, error) {
-		charges, err := w.Tx().JobCharges(spec.Machine, spec.ID)
+		return refundJob(w, spec)
+	})
+}
+
+// refundJob is RefundJob's change.
+func refundJob(w *ledger.Writer, spec JobRefundSpec) (JobRefund, error) {
+	charges, err := w.Tx().JobCharges(spec.Machine, spec.ID)
+	if err != nil {
+		return JobRefund{}, err
+	}
+	if len(charges) == 0 {
+		return JobRefund{}, fmt.Errorf("%w: job %s on %s has no charges", ledger.ErrNotFound, spec.ID, spec.Machine)
+	}
+	charged, left := decimal.Zero, decimal.Zero
+	for _, c := range charges {
+		charged, left = charged.Add(c.Amount), left.Add(c.Amount.Sub(c.Refunded))
+	}
+	need := spec.Amount
+	if need.IsZero() {
+		need = left
+	}
+	if !need.IsPositive() || need.GreaterThan(left) {
+		return JobRefund{}, fmt.Errorf("%w: job %s on %s was charged %s and %s is left to refund; %s cannot be refunded", ErrRefund, spec.ID, spec.Machine, charged, left, need)
+	}
+	out := JobRefund{Refunded: need}
+	for i := len(charges) - 1; i >= 0 && need.IsPositive(); i-- {
+		take := decimal.Min(need, charges[i].Amount.Sub(charges[i].Refunded))
+		if !take.IsPositive() {
+			continue
+		}
+		c, err := refundCharge(w, charges[i], take, spec.Description)
 		if err != nil {
 			return JobRefund{}, err
 		}
-		if len(charges) == 0 {
-			return JobRefund{}, fmt.Errorf("%w: job %s on %s has no charges", ledger.ErrNotFound, spec.ID, spec.Machine)
-		}
-		charged, left := decimal.Zero, decimal.Zero
-		for _, c := range charges {
-			charged, left = charged.Add(c.Amount), left.Add(c.Amount.Sub(c.Refunded))
-		}
-		need := spec.Amount
-		if need.IsZero() {
-			need = left
-		}
-		if !need.IsPositive() || need.GreaterThan(left) {
-			return JobRefund{}, fmt.Errorf("%w: job %s on %s was charged %s and %s is left to refund; %s cannot be refunded", ErrRefund, spec.ID, spec.Machine, charged, left, need)
-		}
-		out := JobRefund{Refunded: need}
-		for i := len(charges) - 1; i >= 0 && need.IsPositive(); i-- {
-			take := decimal.Min(need, charges[i].Amount.Sub(charges[i].Refunded))
-			if !take.IsPositive() {
-				continue
-			}
-			c, err := refundCharge(w, charges[i], take, spec.Description)
-			if err != nil {
-				return JobRefund{}, err
-			}
-			out.Charges, need = append(out.Charges, c), need.Sub(take)
-		}
-		return out, nil
-	})
+		out.Charges, need = append(out.Charges, c), need.Sub(take)
+	}
+	return out, nil
 }
 
 // checkRefund refuses a negative amount, or one beyond the bank's

@@ -33,7 +33,7 @@ type HomedError struct {
 }
 
 func (e *HomedError) Error() string {
-	return fmt.Sprintf("job %s on %s: project %s is homed at %s: its liens and charges go there, through the server", e.Job.JobID, e.Job.Machine, e.Job.Project, e.Home)
+	return fmt.Sprintf("job %s on %s: project %s is homed at %s: its liens, charges, releases and refunds are made there", e.Job.JobID, e.Job.Machine, e.Job.Project, e.Home)
 }
 
 // Unwrap makes a HomedError an ErrHomed.
@@ -105,6 +105,25 @@ func (e *HomedError) ForwardedCharge(now time.Time, f Forwarded, places int32) (
 		l.Amount, l.Charged = f.back(l.Amount, places), f.back(l.Charged, places)
 		r.Lien = &l
 	}
+	return r, nil
+}
+
+// ForwardedRefund is the refund this bank answers with once the home bank
+// made a job's (f): asked is the amount asked here, in this bank's
+// credits; when it is zero (all that was left), what the home bank
+// refunded converted back (places: this bank's precision), or zero while
+// it has not answered. No charge of this bank's was refunded: the home
+// bank's are in f's answer.
+func ForwardedRefund(asked decimal.Decimal, f Forwarded, places int32) (JobRefund, error) {
+	r := JobRefund{Refunded: asked, Charges: []ledger.Charge{}, Home: &f}
+	if !asked.IsZero() || len(f.Answer) == 0 {
+		return r, nil
+	}
+	var home JobRefund
+	if err := json.Unmarshal(f.Answer, &home); err != nil {
+		return JobRefund{}, fmt.Errorf("%w: home bank %s's answer to transaction %s: %v", ledger.ErrCorrupt, f.Peer, f.Transaction, err)
+	}
+	r.Refunded = f.back(home.Refunded, places)
 	return r, nil
 }
 
@@ -201,6 +220,29 @@ func (b *Bank) ChargeFor(w *ledger.Writer, ref ledger.JobRef, amount decimal.Dec
 		return ChargeResult{}, fmt.Errorf("encode charge detail: %w", err)
 	}
 	return b.settle(w, c, lien, nil, pricedCharge{amount: charge.Amount{Credits: amount}, detail: detail})
+}
+
+// RefundFor returns amount (zero: all that is left) of a peer's job's
+// charges, as RefundJob does a job's: each refund journaled as any is.
+// The job's charges must be on the project ref names.
+func (b *Bank) RefundFor(w *ledger.Writer, ref ledger.JobRef, amount decimal.Decimal, description string) (JobRefund, error) {
+	spec := JobRefundSpec{Job: Job{Machine: ref.Machine, ID: ref.JobID}, Amount: amount, Description: description}
+	if err := spec.Job.check(); err != nil {
+		return JobRefund{}, err
+	}
+	if err := b.checkRefund(amount); err != nil {
+		return JobRefund{}, err
+	}
+	charges, err := w.Tx().JobCharges(ref.Machine, ref.JobID)
+	if err != nil {
+		return JobRefund{}, err
+	}
+	for _, c := range charges {
+		if c.Project != ref.Project {
+			return JobRefund{}, fmt.Errorf("%w: refund of job %s names project %s, but its charge %d is on %s", ledger.ErrInvalid, ref.JobID, ref.Project, c.ID, c.Project)
+		}
+	}
+	return refundJob(w, spec)
 }
 
 // ReleaseFor ends a peer's job's active lien without charging it.

@@ -155,6 +155,21 @@ func homeRows(t *table, f *lien.Forwarded) error {
 	return nil
 }
 
+// showHomeRefund says where a refund of a job homed at a peer bank was
+// made, and what the home bank refunded, in its credits.
+func showHomeRefund(c *cli.Context, f *lien.Forwarded) error {
+	what := "pending: sent when the bank answers"
+	if len(f.Answer) > 0 {
+		var home lien.JobRefund
+		if err := json.Unmarshal(f.Answer, &home); err != nil {
+			return fmt.Errorf("home bank %s's answer: %w", f.Peer, err)
+		}
+		what = fmt.Sprintf("%s of its credits refunded", home.Refunded)
+	}
+	_, err := fmt.Fprintf(c.App.Writer, "at home bank %s on %s, transaction %s: %s\n", f.Peer, f.Project, f.Transaction, what)
+	return err
+}
+
 // heldBy is what a lien still holds: nothing once it is no longer active.
 func heldBy(l ledger.Lien) decimal.Decimal {
 	if l.State != ledger.LienActive {
@@ -337,13 +352,18 @@ func refundJob(c *cli.Context) error {
 		for _, ch := range r.Charges {
 			t.add(strconv.FormatUint(ch.ID, 10), ch.JobID, ch.Machine, ch.Project, chargeKind(ch), amount(ch.Amount, p), amount(ch.Refunded, p))
 		}
-		if err := show(c, t); err != nil {
+		if f, _ := outputFormat(c); f != formatTable {
+			return show(c, t)
+		}
+		// A homed job's refund refunded no charge of this bank's.
+		if len(r.Charges) > 0 {
+			if err := show(c, t); err != nil {
+				return err
+			}
+		}
+		if _, err := fmt.Fprintf(c.App.Writer, "refunded %s of job %s\n", amount(r.Refunded, p), spec.ID); err != nil || r.Home == nil {
 			return err
 		}
-		if f, _ := outputFormat(c); f != formatTable {
-			return nil
-		}
-		_, err = fmt.Fprintf(c.App.Writer, "refunded %s of job %s\n", amount(r.Refunded, p), spec.ID)
-		return err
+		return showHomeRefund(c, r.Home)
 	})
 }

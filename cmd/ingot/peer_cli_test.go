@@ -58,8 +58,8 @@ func TestPeerAgreement(t *testing.T) {
 
 // TestHomedProject: project create --home homes a project at a known peer
 // at a rate ratio, which project show says; a home needs a known peer and
-// a ratio above 0 (account create has no --home); a lien on it on the bank's
-// file is refused, since the server forwards it.
+// a ratio above 0 (account create has no --home); a lien or charge on it on
+// the bank's file is refused, saying that the server forwards it.
 func TestHomedProject(t *testing.T) {
 	b := newCLIBank(t)
 	b.ok("account", "create", "visit")
@@ -76,4 +76,11 @@ func TestHomedProject(t *testing.T) {
 	b.ok("machine", "add", "hpc1", "--cores", "4")
 	b.ok("user", "add", "amy", "--member", "visit.chem")
 	b.refused(t, exitUsage, "homed at central:chem.lab", "lien", "place", "j1", "--machine", "hpc1", "--user", "amy", "--project", "visit.chem", "--procs", "1", "--wallclock", "60")
+	// On the file nothing is forwarded: the refusal says how to do it.
+	const how = "on the bank's file nothing is forwarded: run the command through the bank's server"
+	b.refused(t, exitUsage, how, "lien", "place", "j1", "--machine", "hpc1", "--user", "amy", "--project", "visit.chem", "--procs", "1", "--wallclock", "60")
+	b.refused(t, exitUsage, how, "charge", "j1", "--machine", "hpc1", "--user", "amy", "--project", "visit.chem", "--procs", "1", "--wallclock-used", "60")
+	// A job never forwarded is this bank's: it has no lien, no charges.
+	b.refused(t, exitNotFound, "no active lien", "lien", "release", "j2", "--machine", "hpc1")
+	b.refused(t, exitNotFound, "job j2 on hpc1 has no charges", "refund", "--job", "j2", "--machine", "hpc1")
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -243,6 +244,64 @@ func (b localBank) Peers(makesKeys bool) (peerRegistry, error) {
 		return nil, err
 	}
 	return localPeers{peer.New(b.Ledger, reg)}, nil
+}
+
+// On the bank's file, a job homed at a peer bank is refused: its lien,
+// charge, release and refund are the home bank's to make, and what
+// forwards them is the bank's server, whose outbox sends them until the
+// home bank answers (a command on the file would leave a transaction that
+// nothing sends until a server runs). The scheduler talks to the server;
+// so does an operator's command, with --server.
+
+// Place is the lien layer's, a homed job's refused with how to make it.
+func (b localBank) Place(ctx context.Context, req ledger.Request, spec lien.PlaceSpec) (lien.LienResult, error) {
+	r, err := b.Bank.Place(ctx, req, spec)
+	return r, throughServer(err)
+}
+
+// Charge is the lien layer's, a homed job's refused with how to make it.
+func (b localBank) Charge(ctx context.Context, req ledger.Request, spec lien.ChargeSpec) (lien.ChargeResult, error) {
+	r, err := b.Bank.Charge(ctx, req, spec)
+	return r, throughServer(err)
+}
+
+// Release is the lien layer's; a job without a lien here whose lien was
+// forwarded is refused with how to release it.
+func (b localBank) Release(ctx context.Context, req ledger.Request, job lien.Job) (ledger.Lien, error) {
+	l, err := b.Bank.Release(ctx, req, job)
+	if errors.Is(err, lien.ErrNoLien) {
+		return l, b.homedJob(ctx, job, "release", err)
+	}
+	return l, err
+}
+
+// RefundJob is the lien layer's; a job without charges here whose charges
+// were forwarded is refused with how to refund them.
+func (b localBank) RefundJob(ctx context.Context, req ledger.Request, spec lien.JobRefundSpec) (lien.JobRefund, error) {
+	r, err := b.Bank.RefundJob(ctx, req, spec)
+	if errors.Is(err, ledger.ErrNotFound) {
+		return r, b.homedJob(ctx, spec.Job, "refund", err)
+	}
+	return r, err
+}
+
+// homedJob is notHere, or, for a job whose lien or charge was forwarded
+// to its home bank, the refusal of what on the file.
+func (b localBank) homedJob(ctx context.Context, job lien.Job, what string, notHere error) error {
+	home, ok, err := peer.New(b.Ledger, nil).HomedJob(ctx, job.Machine, job.ID)
+	if err != nil || !ok {
+		return errors.Join(notHere, err)
+	}
+	return throughServer(fmt.Errorf("%w: the %s of job %s on %s: its liens and charges were made at home bank %s", lien.ErrHomed, what, job.ID, job.Machine, home))
+}
+
+// throughServer says, of a homed job's operation refused on the bank's
+// file, how to make it.
+func throughServer(err error) error {
+	if !errors.Is(err, lien.ErrHomed) {
+		return err
+	}
+	return fmt.Errorf("%w; on the bank's file nothing is forwarded: run the command through the bank's server (ingot serve; --server URL), which sends it to the home bank and answers with its answer", err)
 }
 
 // bank is what a command works on: the bank's operations, local or

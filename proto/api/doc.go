@@ -97,6 +97,7 @@
 //		POST   /v1/exchange/liens     peer.JobOp         ledger.Lien             peer⁹ (the lien of a job of a project homed here)
 //		POST   /v1/exchange/charges   peer.JobOp         lien.ChargeResult       peer⁹ (its charge)
 //		POST   /v1/exchange/releases  peer.JobOp         ledger.Lien             peer⁹ (its lien's release)
+//		POST   /v1/exchange/refunds   peer.JobOp         lien.JobRefund          peer⁹ (a refund of its charges)
 //		POST   /v1/web/links          WebLinkRequest ({}) WebLinkResponse        admin, manager, user⁷
 //
 //	  - ¹ a manager only on the nodes of its scope and their subtrees.

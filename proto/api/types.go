@@ -86,6 +86,7 @@ const (
 	PathExchangeLiens    = "/v1/exchange/liens"
 	PathExchangeCharges  = "/v1/exchange/charges"
 	PathExchangeReleases = "/v1/exchange/releases"
+	PathExchangeRefunds  = "/v1/exchange/refunds"
 )
 
 // HeaderRequestID carries the request id of a change (see Retries).

@@ -15,7 +15,8 @@ import (
 // the peer and the peer applied (credits granted there, usage reported
 // to it, jobs charged to a home project there), Received what the peer
 // asked of this bank and this bank applied. Holds (Op.Holds) are listed
-// and left out of the totals: the charge that ends a hold counts.
+// and left out of the totals: the charge that ends a hold counts. A
+// refund (Op.Returns) gives back part of a charge: the totals subtract it.
 type Statement struct {
 	Peer     string          `json:"peer"`
 	Period   Period          `json:"period"`
@@ -43,6 +44,10 @@ type StatementLine struct {
 // traceback lien, its release), moving none: the charge that ends the
 // hold moves them.
 func (o Op) Holds() bool { return o == OpLien || o == OpRelease }
+
+// Returns says whether an operation gives back what another moved (a
+// traceback refund of a job's charges).
+func (o Op) Returns() bool { return o == OpRefund }
 
 // Statement is what this bank and the peer did for each other in the
 // transactions begun in p (BeganAt), from this bank's records: every
@@ -72,10 +77,14 @@ func (r *Registry) Statement(ctx context.Context, peerName string, p Period) (St
 			if l.Hold {
 				break
 			}
+			moved := x.Amount
+			if x.Op.Returns() {
+				moved = moved.Neg()
+			}
 			if x.Direction == Sent {
-				st.Sent = st.Sent.Add(x.Amount)
+				st.Sent = st.Sent.Add(moved)
 			} else {
-				st.Received = st.Received.Add(x.Amount)
+				st.Received = st.Received.Add(moved)
 			}
 		}
 	}

@@ -13,19 +13,29 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/ingot-hpc/ingot/ledger"
+	"github.com/ingot-hpc/ingot/lien"
 )
 
-// The operations of traceback: a bank forwards the liens, charges and
-// releases of the jobs of its projects homed at a peer (ledger.Home) to
-// that peer, which makes them on the home project in its own credits.
+// The operations of traceback: a bank forwards the liens, charges,
+// releases and refunds of the jobs of its projects homed at a peer
+// (ledger.Home) to that peer, which makes them on the home project in its
+// own credits.
 const (
 	OpLien    Op = "lien"
 	OpCharge  Op = "charge"
 	OpRelease Op = "release"
+	OpRefund  Op = "refund"
 )
 
+// Owes says whether a forwarded operation spends the home project's
+// credits (a lien holds them, a charge takes them): what a credit line
+// bounds while the home bank is away. A release or refund only gives
+// credits back.
+func (o Op) Owes() bool { return o == OpLien || o == OpCharge }
+
 // Record kinds of traceback at the forwarding bank: the home of each job
-// whose lien was forwarded (so that its release finds it), and, in a bank
+// whose lien or charge was forwarded, with the rate ratio it was converted
+// by (so that its release and refunds find it), and, in a bank
 // written by an earlier ingot, the transaction each scheduler's request
 // began (now kept with the request, BeginOnce).
 const (
@@ -33,10 +43,11 @@ const (
 	recordHomedJob = "peer.job"
 )
 
-// JobOp is the body of a forwarded lien, charge or release: the job as
-// the forwarding bank knows it (its machine and id there; the home bank
-// prefixes the machine with the peer's name), the home project, and the
-// amount in the home bank's credits.
+// JobOp is the body of a forwarded lien, charge, release or refund: the
+// job as the forwarding bank knows it (its machine and id there; the home
+// bank prefixes the machine with the peer's name), the home project, and
+// the amount in the home bank's credits (a refund's zero: all that is left
+// of the job's charges there).
 type JobOp struct {
 	Project string          `json:"project"`
 	Machine string          `json:"machine"`
@@ -47,6 +58,8 @@ type JobOp struct {
 	Expires time.Time `json:"expires,omitzero"`
 	// Final says a charge is the job's last (a charge's only).
 	Final bool `json:"final,omitempty"`
+	// Description says why a refund was made (a refund's only).
+	Description string `json:"description,omitempty"`
 }
 
 // Check refuses a body a peer could not have meant.
@@ -79,14 +92,16 @@ func HomeAmount(amount decimal.Decimal, h ledger.Home, places int32) decimal.Dec
 	return amount.Mul(h.RateRatio).RoundCeil(places)
 }
 
-// BeginOnce begins a forwarded operation, once for a scheduler's request:
+// BeginOnce begins a forwarded operation of a job homed at home, once for
+// a scheduler's request:
 // a retry of the request (actor and id) finds the transaction the first
 // try began, as it is now, whatever it now prices; another operation
 // under the same id is a request conflict. A request without an id
-// begins a transaction each time. A lien's transaction also records the
-// job's home, which HomedJob reads. The answers Answered kept are
-// journaled in the same change.
-func (r *Registry) BeginOnce(ctx context.Context, req ledger.Request, peerName string, op Op, body JobOp, amount decimal.Decimal) (Transaction, error) {
+// begins a transaction each time. A job's lien, or its charge when no lien
+// was forwarded, also records the job's home (recordHome), which HomedJob
+// reads. The answers Answered kept are journaled in the same change.
+func (r *Registry) BeginOnce(ctx context.Context, req ledger.Request, home ledger.Home, op Op, body JobOp, amount decimal.Decimal) (Transaction, error) {
+	peerName := home.Peer
 	raw, err := json.Marshal(body)
 	if err != nil {
 		return Transaction{}, fmt.Errorf("peer: encode %s: %w", op, err)
@@ -121,16 +136,7 @@ func (r *Registry) BeginOnce(ctx context.Context, req ledger.Request, peerName s
 		if err := putTx(w, t, fmt.Sprintf("%s of job %s at %s begun", op, body.JobID, peerName)); err != nil {
 			return t, err
 		}
-		if op != OpLien {
-			return t, nil
-		}
-		home, err := json.Marshal(ledger.Home{Peer: peerName, Project: body.Project})
-		if err != nil {
-			return t, err
-		}
-		_, err = w.Append(ledger.Entry{Kind: ledger.KindRecord, Ref: peerName, Description: "job " + body.JobID + " homed at " + peerName,
-			Record: &ledger.Record{Kind: recordHomedJob, Key: body.Machine + "/" + body.JobID, Value: home}})
-		return t, err
+		return t, recordHome(w, home, op, body)
 	})
 	if err != nil || !ran {
 		r.answered.give(batch)
@@ -159,6 +165,32 @@ func begunBefore(tx ledger.Tx, req ledger.Request) (Transaction, bool, error) {
 	}
 	t, err := getTx(tx, id)
 	return t, err == nil, err
+}
+
+// recordHome records the home of a job whose lien, or first charge, is
+// forwarded: its peer, the home project, and the rate ratio (with the
+// credit line) its amounts are converted by. A lien's is written as it
+// comes (a lien placed again the same); a charge's only if the job has
+// none (a charge without a lien), which costs a charge a read, not an
+// entry.
+func recordHome(w *ledger.Writer, home ledger.Home, op Op, body JobOp) error {
+	key := body.Machine + "/" + body.JobID
+	switch op {
+	case OpLien:
+	case OpCharge:
+		if _, ok, err := w.Tx().Record(recordHomedJob, key); err != nil || ok {
+			return err
+		}
+	default:
+		return nil
+	}
+	raw, err := json.Marshal(home)
+	if err != nil {
+		return fmt.Errorf("peer: encode the home of job %s: %w", body.JobID, err)
+	}
+	_, err = w.Append(ledger.Entry{Kind: ledger.KindRecord, Ref: home.Peer, Description: "job " + body.JobID + " homed at " + home.Peer,
+		Record: &ledger.Record{Kind: recordHomedJob, Key: key, Value: raw}})
+	return err
 }
 
 // answers are peers' answers to transactions, kept until a change
@@ -243,6 +275,11 @@ func settleWithin(w *ledger.Writer, batch map[string]Transaction) error {
 			continue
 		}
 		t.State, t.Answered, t.Answer = a.State, w.Now(), a.Answer
+		if t.Op == OpRefund && t.State == StateDone && t.Amount.IsZero() {
+			if t.Amount, err = refunded(t); err != nil {
+				return err
+			}
+		}
 		if err := putTx(w, t, fmt.Sprintf("%s at %s %s", t.Op, t.Peer, t.State)); err != nil {
 			return err
 		}
@@ -250,8 +287,19 @@ func settleWithin(w *ledger.Writer, batch map[string]Transaction) error {
 	return nil
 }
 
-// HomedJob is the home of a job whose lien was forwarded from here, if
-// any.
+// refunded is what the peer's answer to refund t (of all that was left)
+// says it refunded: the transaction's amount once it is done, as the peer
+// records it.
+func refunded(t Transaction) (decimal.Decimal, error) {
+	var r lien.JobRefund
+	if err := json.Unmarshal(t.Answer, &r); err != nil {
+		return decimal.Zero, fmt.Errorf("%w: peer transaction %s: answer: %v", ledger.ErrCorrupt, t.ID, err)
+	}
+	return r.Refunded, nil
+}
+
+// HomedJob is the home of a job whose lien or charge was forwarded from
+// here, if any, with the rate ratio it was converted by.
 func (r *Registry) HomedJob(ctx context.Context, machine, job string) (ledger.Home, bool, error) {
 	var h ledger.Home
 	var found bool
@@ -283,7 +331,7 @@ func (r *Registry) WithinCreditLine(ctx context.Context, home ledger.Home) (bool
 	}
 	owed := decimal.Zero
 	for _, t := range pending {
-		if t.Peer != home.Peer || (t.Op != OpLien && t.Op != OpCharge) || r.kept(t.ID) {
+		if t.Peer != home.Peer || !t.Op.Owes() || r.kept(t.ID) {
 			continue
 		}
 		var j JobOp

@@ -59,7 +59,11 @@ func (s *Server) releaseLien(c *call, job api.ReleaseRequest) (ledger.Lien, erro
 		return ledger.Lien{}, err
 	}
 	l, err := s.bank.Release(c.r.Context(), c.req, job)
-	if errors.Is(err, lien.ErrNoLien) {
+	if errors.Is(err, lien.ErrNoLien) || errors.Is(err, ledger.ErrRequestConflict) {
+		// A job with no lien here may be homed; a retry of a forwarded
+		// release finds its request id kept for the transaction it began
+		// (peer.Registry.BeginOnce), which is other content than a
+		// release's.
 		return s.forwardRelease(c, job, err)
 	}
 	return l, err
@@ -163,7 +167,12 @@ func (s *Server) refund(c *call, spec api.RefundRequest) (ledger.Charge, error) 
 }
 
 func (s *Server) refundJob(c *call, spec api.JobRefundRequest) (lien.JobRefund, error) {
-	return s.bank.RefundJob(c.r.Context(), c.req, spec)
+	r, err := s.bank.RefundJob(c.r.Context(), c.req, spec)
+	if errors.Is(err, ledger.ErrNotFound) || errors.Is(err, ledger.ErrRequestConflict) {
+		// As a release: a job with no charges here may be homed.
+		return s.forwardRefund(c, spec, err)
+	}
+	return r, err
 }
 
 func (s *Server) addReservation(c *call, spec api.ReservationRequest) (lien.Reservation, error) {

@@ -67,6 +67,24 @@ func (s *Server) forwardRelease(c *call, job api.ReleaseRequest, notHere error) 
 	return ledger.Lien{JobRef: ledger.JobRef{JobID: job.ID, Machine: job.Machine}, Amount: decimal.Zero, Holds: []ledger.Hold{}, Charged: decimal.Zero, State: ledger.LienReleased}, nil
 }
 
+// forwardRefund forwards the refund of a job whose lien or charge was
+// forwarded, its amount converted by the rate ratio its charge was (zero:
+// all that is left at the home bank); notHere is the bank's own answer,
+// for a job that was not.
+func (s *Server) forwardRefund(c *call, spec api.JobRefundRequest, notHere error) (lien.JobRefund, error) {
+	home, ok, err := s.peers.HomedJob(c.r.Context(), spec.Machine, spec.ID)
+	if err != nil || !ok {
+		return lien.JobRefund{}, errors.Join(notHere, err)
+	}
+	places := s.ledger.Settings().Precision
+	body := peer.JobOp{Project: home.Project, Machine: spec.Machine, JobID: spec.ID, Amount: peer.HomeAmount(spec.Amount, home, places), Description: spec.Description}
+	t, err := s.forward(c, home, peer.OpRefund, body)
+	if err != nil {
+		return lien.JobRefund{}, err
+	}
+	return lien.ForwardedRefund(spec.Amount, forwarded(home, t), places)
+}
+
 // jobOp is the body of a forwarded operation: the job, on the home
 // project, its amount converted into the home bank's credits.
 func (s *Server) jobOp(h *lien.HomedError) peer.JobOp {
@@ -81,7 +99,7 @@ func (s *Server) jobOp(h *lien.HomedError) peer.JobOp {
 // otherwise, and a release is accepted; either way it stays pending, and
 // is sent when the bank is back.
 func (s *Server) forward(c *call, home ledger.Home, op peer.Op, body peer.JobOp) (peer.Transaction, error) {
-	t, err := outbox.Forward(c.r.Context(), s.peers, &s.links, c.req, home.Peer, op, body, 0)
+	t, err := outbox.Forward(c.r.Context(), s.peers, &s.links, c.req, home, op, body, 0)
 	switch {
 	case t.State == peer.StateDone:
 		return t, nil
@@ -93,8 +111,9 @@ func (s *Server) forward(c *call, home ledger.Home, op peer.Op, body peer.JobOp)
 		return t, api.Errorf(refusal.Code, "home bank %s refused the %s of job %s (transaction %s): %s", home.Peer, op, body.JobID, t.ID, refusal.Message)
 	case t.ID == "":
 		return t, err
-	case op == peer.OpRelease:
-		// A release only frees credits: accepted, and sent when it can be.
+	case !op.Owes():
+		// A release or refund only gives credits back: accepted, and
+		// sent when it can be.
 		return t, nil
 	}
 	if within, lerr := s.peers.WithinCreditLine(c.r.Context(), home); lerr != nil {
@@ -140,6 +159,17 @@ func (s *Server) exchangeRelease(c *call, op peer.JobOp) (ledger.Lien, error) {
 			err = forbidden(c.client, "release job %s: its lien is on %s, not %s", op.JobID, l.Project, op.Project)
 		}
 		return l, decimal.Zero, err
+	})
+}
+
+// exchangeRefund refunds a peer's job's charges.
+func (s *Server) exchangeRefund(c *call, op peer.JobOp) (lien.JobRefund, error) {
+	return peer.Receive(c.r.Context(), s.ledger, c.req, c.client.Name, peer.OpRefund, c.body, outbox.Refusals{}, func(w *ledger.Writer) (lien.JobRefund, decimal.Decimal, error) {
+		if err := s.mayTrace(c, peer.OpRefund, op); err != nil {
+			return lien.JobRefund{}, decimal.Zero, err
+		}
+		r, err := s.bank.RefundFor(w, op.JobRef(c.client.Name), op.Amount, op.Description)
+		return r, r.Refunded, err
 	})
 }
 

@@ -241,6 +241,7 @@ func (s *Server) table() []route {
 		bankAnswered(change(api.PathExchangeLiens, peers, endpoint(s.exchangeLien))),
 		bankAnswered(change(api.PathExchangeCharges, peers, endpoint(s.exchangeCharge))),
 		bankAnswered(change(api.PathExchangeReleases, peers, endpoint(s.exchangeRelease))),
+		bankAnswered(change(api.PathExchangeRefunds, peers, endpoint(s.exchangeRefund))),
 	}
 	if s.page != nil {
 		// A link changes nothing in the bank, so it needs no request id;

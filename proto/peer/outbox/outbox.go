@@ -24,6 +24,7 @@ var paths = map[peer.Op]string{
 	peer.OpLien:    api.PathExchangeLiens,
 	peer.OpCharge:  api.PathExchangeCharges,
 	peer.OpRelease: api.PathExchangeReleases,
+	peer.OpRefund:  api.PathExchangeRefunds,
 }
 
 // Outbox sends the pending transactions of a bank's peers.
@@ -329,12 +330,12 @@ func (o *Outbox) failed(name string, err error) {
 // transaction still pending after it (the peer unreachable, or its answer
 // lost) is the outbox's to send again, and a retry of the request sends
 // it again too: the peer applies it once, under its id.
-func Forward(ctx context.Context, peers *peer.Registry, links *link.Cache, req ledger.Request, peerName string, op peer.Op, body peer.JobOp, timeout time.Duration) (peer.Transaction, error) {
-	t, err := peers.BeginOnce(ctx, req, peerName, op, body, body.Amount)
+func Forward(ctx context.Context, peers *peer.Registry, links *link.Cache, req ledger.Request, home ledger.Home, op peer.Op, body peer.JobOp, timeout time.Duration) (peer.Transaction, error) {
+	t, err := peers.BeginOnce(ctx, req, home, op, body, body.Amount)
 	if err != nil || t.State != peer.StatePending {
 		return t, err
 	}
-	c, err := links.Open(ctx, peers, peerName)
+	c, err := links.Open(ctx, peers, home.Peer)
 	if err != nil {
 		return t, err
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -175,8 +176,10 @@ func traceback(t *testing.T, open ledgertest.OpenStore) {
 	if _, err := p.sched.PlaceLien(ctx, "req-5", placeSpec("j4", "", 1)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.sched.ReleaseLien(ctx, "req-6", lien.Job{Machine: "hpc1", ID: "j4"}); err != nil {
-		t.Fatalf("release: %v", err)
+	for range 2 { // sent again: the same release
+		if _, err := p.sched.ReleaseLien(ctx, "req-6", lien.Job{Machine: "hpc1", ID: "j4"}); err != nil {
+			t.Fatalf("release: %v", err)
+		}
 	}
 	if got := p.central.MustBalance("chem").Reserved; !got.IsZero() {
 		t.Fatalf("home bank still holds %s after the release", got)
@@ -296,6 +299,37 @@ func TestTracebackAgreement(t *testing.T) {
 	if _, err := p.home.Exchange(ctx, "tx-d", api.PathExchangeReleases, bad); !isCode(err, api.CodeInvalid) {
 		t.Fatalf("a machine naming another peer's: %v", err)
 	}
+
+	// Refunds: the site's own job, charged 10, on the project the
+	// agreement names; no other peer's, and once under an id.
+	if _, err := p.home.Exchange(ctx, "tx-e", api.PathExchangeCharges, body("chem.lab", "x1", "10")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.home.Exchange(ctx, "tx-f", api.PathExchangeRefunds, body("bio.lab", "x1", "4")); !isCode(err, api.CodeForbidden) {
+		t.Fatalf("a refund on a project the agreement does not name: %v", err)
+	}
+	if _, err := other.Exchange(ctx, "tx-f", api.PathExchangeRefunds, body("chem.lab", "x2", "4")); !isCode(err, api.CodeNotFound) {
+		t.Fatalf("another peer refunding a job it never charged: %v", err)
+	}
+	if _, err := p.home.Exchange(ctx, "tx-g", api.PathExchangeRefunds, bad); !isCode(err, api.CodeInvalid) {
+		t.Fatalf("a refund of another peer's job: %v", err)
+	}
+	for range 2 {
+		if _, err := p.home.Exchange(ctx, "tx-h", api.PathExchangeRefunds, body("chem.lab", "x1", "4")); err != nil {
+			t.Fatalf("a refund, and its replay: %v", err)
+		}
+	}
+	if _, err := p.home.Exchange(ctx, "tx-h", api.PathExchangeRefunds, body("chem.lab", "x1", "6")); !isCode(err, api.CodeRequestConflict) {
+		t.Fatalf("a forged refund under a used id: %v", err)
+	}
+	if _, err := p.home.Exchange(ctx, "tx-i", api.PathExchangeRefunds, body("chem.lab", "x1", "7")); !isCode(err, api.CodeRefund) {
+		t.Fatalf("a refund beyond what is left of the charge: %v", err)
+	}
+	// 1000 less the site's charge of 10, 4 of it refunded once; sitec's
+	// lien of 10 still held.
+	if got := p.central.MustBalance("chem"); !got.Amount.Equal(decimal.NewFromInt(994)) || !got.Reserved.Equal(decimal.NewFromInt(10)) {
+		t.Fatalf("home bank: %+v, want 994 and 10 held", got)
+	}
 }
 
 // TestTracebackHomeAway: with the home bank away, a project without a
@@ -384,5 +418,139 @@ func refusalFinal(t *testing.T, open ledgertest.OpenStore) {
 	theirs, err := p.home.ExchangeTransactions(ctx, time.Time{}, time.Time{})
 	if err != nil || len(theirs) != 1 || theirs[0].State != peer.StateRefused || theirs[0].Direction != peer.Received {
 		t.Fatalf("home bank's record: %+v %v, want the lien received, refused", theirs, err)
+	}
+}
+
+// TestTracebackRefund: a refund of a homed job's charges goes home,
+// converted by the ratio its charge was (× 2), once however often it is
+// sent; never beyond what the home charge took; all that is left when no
+// amount is named; journaled at home as any refund, and counted by both
+// banks' records: reconcile agrees, and the statement's total is the
+// charge less its refunds. The home bank is on each engine in turn.
+func TestTracebackRefund(t *testing.T) {
+	onEachEngine(t, tracebackRefund)
+}
+
+func tracebackRefund(t *testing.T, open ledgertest.OpenStore) {
+	ctx := context.Background()
+	p := newTracebackPair(t, open, "0")
+	if _, err := p.sched.PlaceLien(ctx, "req-1", placeSpec("j1", "", 2)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.sched.Charge(ctx, "req-2", finalCharge("j1", 2)); err != nil { // 100 here, 200 at home
+		t.Fatal(err)
+	}
+	job := lien.Job{Machine: "hpc1", ID: "j1"}
+	refund := func(id, amount string) (lien.JobRefund, error) {
+		return p.sched.RefundJob(ctx, id, lien.JobRefundSpec{Job: job, Amount: ledgertest.Dec(t, amount), Description: "node failure"})
+	}
+	// The answer lost: accepted, pending (a refund only gives credits
+	// back), and sent again under the same request id.
+	p.link.mode.Store("losing")
+	if r, err := refund("req-3", "30"); err != nil || r.Home == nil || r.Home.State != "pending" || !r.Refunded.Equal(decimal.NewFromInt(30)) {
+		t.Fatalf("a refund whose answer was lost: %+v %v", r, err)
+	}
+	p.link.mode.Store("up")
+	r, err := refund("req-3", "30")
+	if err != nil || !r.Refunded.Equal(decimal.NewFromInt(30)) || r.Home == nil || r.Home.State != "done" || r.Home.Peer != "central" {
+		t.Fatalf("refund of 30: %+v %v", r, err)
+	}
+	var home lien.JobRefund
+	if err := json.Unmarshal(r.Home.Answer, &home); err != nil || !home.Refunded.Equal(decimal.NewFromInt(60)) {
+		t.Fatalf("the home bank's answer: %+v %v, want 60 refunded there", home, err)
+	}
+	if got := p.central.MustBalance("chem").Amount; !got.Equal(decimal.NewFromInt(860)) {
+		t.Fatalf("home bank after refunding 30 × 2 of 200: %s, want 860 (once)", got)
+	}
+	// Beyond what is left at home (140, 70 here): refused there, named.
+	if _, err := refund("req-4", "71"); !isCode(err, api.CodeRefund) || !strings.Contains(err.Error(), "home bank central refused the refund of job j1") {
+		t.Fatalf("a refund beyond the home charge: %v", err)
+	}
+	// All that is left: 140 at home, 70 here.
+	r, err = refund("req-5", "0")
+	if err != nil || !r.Refunded.Equal(decimal.NewFromInt(70)) {
+		t.Fatalf("refund of all that is left: %+v %v", r, err)
+	}
+	if got := p.central.MustBalance("chem").Amount; !got.Equal(decimal.NewFromInt(1000)) {
+		t.Fatalf("home bank after refunding all: %s, want 1000", got)
+	}
+	if _, err := refund("req-6", "0"); !isCode(err, api.CodeRefund) {
+		t.Fatalf("a refund of a job refunded in full: %v", err)
+	}
+	// A job whose lien and charge were never forwarded is the site's own.
+	if _, err := p.sched.RefundJob(ctx, "req-7", lien.JobRefundSpec{Job: lien.Job{Machine: "hpc1", ID: "j9"}}); !isCode(err, api.CodeNotFound) {
+		t.Fatalf("a refund of an unknown job: %v", err)
+	}
+	// At home, refunds as any: the charge's refunded, journaled, in usage.
+	charges, err := lien.New(p.central.Ledger).Charges(ctx, lien.Job{Machine: "siteb:hpc1", ID: "j1"})
+	if err != nil || len(charges) != 1 || !charges[0].Refunded.Equal(decimal.NewFromInt(200)) {
+		t.Fatalf("the home bank's charge of j1: %+v %v, want 200 refunded", charges, err)
+	}
+	rows, err := lien.Usage(charges, nil, "", time.UTC)
+	if err != nil || len(rows) != 1 || !rows[0].Refunded.Equal(decimal.NewFromInt(200)) || !rows[0].Net.IsZero() {
+		t.Fatalf("the home bank's usage: %+v %v", rows, err)
+	}
+	refunds, err := p.central.Journal(ctx, ledger.JournalFilter{Kinds: []ledger.Kind{ledger.KindRefund}})
+	if err != nil || len(refunds) != 2 {
+		t.Fatalf("the home bank's journal: %d refunds %v, want 2", len(refunds), err)
+	}
+
+	if err := p.site.peers.RecordAnswers(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := link.Reconcile(ctx, p.site.peers, "central", time.Time{}, time.Time{})
+	if err != nil || len(rec.Differences) != 0 || rec.Matched != 6 {
+		t.Fatalf("reconcile: %+v %v, want 6 agreeing (lien, charge, 2 refunds, 2 refused)", rec, err)
+	}
+	st, err := p.site.peers.Statement(ctx, "central", peer.Period{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(st.Lines, func(l peer.StatementLine) bool { return l.Op == peer.OpRefund })
+	if i < 0 || st.Lines[i].Count != 2 || !st.Lines[i].Amount.Equal(decimal.NewFromInt(200)) || st.Lines[i].Refused != 2 || !st.Sent.IsZero() {
+		t.Fatalf("statement: %+v, want 2 refunds of 200 in all, 2 refused, 0 sent in all", st)
+	}
+}
+
+// TestTracebackBatch: a batch's liens and charges of a homed project are
+// forwarded item by item, each answered with the home bank's answer (a
+// refusal naming the home bank), the batch's other items unaffected; a
+// retried batch applies none of them twice. The home bank is on each
+// engine in turn.
+func TestTracebackBatch(t *testing.T) {
+	onEachEngine(t, tracebackBatch)
+}
+
+func tracebackBatch(t *testing.T, open ledgertest.OpenStore) {
+	ctx := context.Background()
+	p := newTracebackPair(t, open, "0")
+	homed, local, tooBig := placeSpec("j1", "", 2), placeSpec("j2", "visit.local", 1), placeSpec("j3", "", 32000)
+	charged := finalCharge("j1", 2)
+	items := []api.BatchItem{{Lien: &homed}, {Lien: &local}, {Lien: &tooBig}, {Charge: &charged}}
+	for range 2 {
+		res, err := p.sched.Batch(ctx, "batch-1", items)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := res[0].Err(); err != nil || res[0].Lien.Project != "visit.chem" || res[0].Lien.Lien.Amount.String() != "200" {
+			t.Fatalf("the homed lien: %+v %v", res[0].Lien, err)
+		}
+		if err := res[1].Err(); err != nil || !res[1].Lien.Lien.Amount.Equal(decimal.NewFromInt(100)) {
+			t.Fatalf("the local lien: %v", err)
+		}
+		if err := res[2].Err(); !isCode(err, api.CodeInsufficientFunds) || !strings.Contains(err.Error(), "home bank central refused the lien of job j3") {
+			t.Fatalf("the lien beyond the home project: %v", err)
+		}
+		if err := res[3].Err(); err != nil || res[3].Charge.Home == nil || res[3].Charge.Home.State != "done" {
+			t.Fatalf("the homed charge: %+v %v", res[3].Charge, err)
+		}
+		forwardedChargeAnswer(t, *res[3].Charge)
+	}
+	// Once: j1 charged 100 × 2 at home, nothing held there; j2 held here.
+	if got := p.central.MustBalance("chem"); !got.Amount.Equal(decimal.NewFromInt(800)) || !got.Reserved.IsZero() {
+		t.Fatalf("home bank after the batch, sent twice: %+v, want 800, nothing held", got)
+	}
+	if got := p.site.MustBalance("visit"); !got.Reserved.Equal(decimal.NewFromInt(100)) {
+		t.Fatalf("the site holds %s, want j2's 100", got.Reserved)
 	}
 }
