@@ -96,7 +96,8 @@ func FuzzReceiveUsage(f *testing.F) {
 // below 0.
 func FuzzJobOp(f *testing.F) {
 	for _, s := range []string{`{"project":"chem.lab","machine":"hpc1","job_id":"42","amount":"1.5","expires":"2026-11-28T10:00:00Z"}`,
-		`{"project":"chem.lab","machine":"sitec:hpc1","job_id":"1","amount":"1"}`, `{"amount":"-1"}`, `{}`, `[]`} {
+		`{"project":"chem.lab","machine":"sitec:hpc1","job_id":"1","amount":"1"}`, `{"amount":"-1"}`, `{}`, `[]`,
+		`{"project":"chem.lab","machine":"hpc1","job_id":"42","amount":"0","description":"node failure"}`} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -104,7 +105,7 @@ func FuzzJobOp(f *testing.F) {
 		if json.Unmarshal([]byte(s), &j) != nil {
 			return
 		}
-		for _, op := range []peer.Op{peer.OpLien, peer.OpCharge, peer.OpRelease} {
+		for _, op := range []peer.Op{peer.OpLien, peer.OpCharge, peer.OpRelease, peer.OpRefund} {
 			if j.Check(op) != nil {
 				continue
 			}
