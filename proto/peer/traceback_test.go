@@ -78,13 +78,24 @@ func TestPendingJournaledOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	job := peer.JobOp{Project: "chem.lab", Machine: "hpc1", JobID: "j1", Amount: ledgertest.Dec(t, "10")}
+	central := ledger.Home{Peer: "central", Project: "chem.lab", RateRatio: ledgertest.Dec(t, "2")}
 	n := f.JournalLen()
-	begun, err := f.peers.BeginOnce(ctx, ledger.Request{Actor: "slurm", ID: "r1"}, "central", peer.OpCharge, job, job.Amount)
+	begun, err := f.peers.BeginOnce(ctx, ledger.Request{Actor: "slurm", ID: "r1"}, central, peer.OpCharge, job, job.Amount)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The job's first forwarded operation records its home too.
+	if got := f.JournalLen() - n; got != 2 {
+		t.Fatalf("a charge forwarded began in %d entries, want 2 (the transaction, the job's home)", got)
+	}
+	n = f.JournalLen()
+	job.JobID = "j1b"
+	released, err := f.peers.BeginOnce(ctx, ledger.Request{Actor: "slurm", ID: "r1b"}, central, peer.OpRelease, job, job.Amount)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := f.JournalLen() - n; got != 1 {
-		t.Fatalf("a charge forwarded began in %d entries, want 1", got)
+		t.Fatalf("a release forwarded began in %d entries, want 1", got)
 	}
 
 	// A transaction an earlier ingot began: its record, and the mark
@@ -113,14 +124,14 @@ func TestPendingJournaledOnce(t *testing.T) {
 		}
 		return out
 	}
-	want := []string{begun.ID + " pending", "tx-old pending"}
+	want := []string{begun.ID + " pending", released.ID + " pending", "tx-old pending"}
 	if got := ids(true); !slices.Equal(got, want) {
 		t.Fatalf("pending: %q, want %q", got, want)
 	}
 	if got := ids(false); !slices.Equal(got, want) {
 		t.Fatalf("all: %q, want %q", got, want)
 	}
-	for _, id := range []string{begun.ID, old.ID} {
+	for _, id := range []string{begun.ID, released.ID, old.ID} {
 		n := f.JournalLen()
 		if s, err := f.peers.Settle(ctx, id, peer.StateDone, json.RawMessage(`{}`)); err != nil || s.State != peer.StateDone {
 			t.Fatalf("settle %s: %+v %v", id, s, err)
@@ -132,7 +143,7 @@ func TestPendingJournaledOnce(t *testing.T) {
 	if got := ids(true); len(got) != 0 {
 		t.Fatalf("pending once answered: %q", got)
 	}
-	want = []string{begun.ID + " done", "tx-old done"}
+	want = []string{begun.ID + " done", released.ID + " done", "tx-old done"}
 	if got := ids(false); !slices.Equal(got, want) {
 		t.Fatalf("all once answered: %q, want %q", got, want)
 	}
