@@ -404,6 +404,27 @@ func (w *Writer) Append(e Entry, changed ...Allocation) (Entry, error) {
 	return e, nil
 }
 
+// AppendRecord journals record r with the change's last entry, if the
+// change has appended one that carries no record, else in an entry of
+// its own, e (Append): a change that records what it did beside doing it
+// (a peer's transaction, applied) costs no entry more. The entry
+// returned has no hashes.
+func (w *Writer) AppendRecord(e Entry, r Record) (Entry, error) {
+	if n := len(w.pending); n == 0 || w.pending[n-1].Record != nil {
+		e.Record = &r
+		return w.Append(e)
+	}
+	if err := w.tx.PutRecord(r); err != nil {
+		return Entry{}, err
+	}
+	if err := putRecordDigest(w.tx, r); err != nil {
+		return Entry{}, err
+	}
+	last := &w.pending[len(w.pending)-1]
+	last.Record = &r
+	return *last, nil
+}
+
 // flush seals and stores the pending entries in order, the last one
 // carrying answer (the kept answer's hash, or "").
 func (w *Writer) flush(answer string) error {

@@ -223,3 +223,76 @@ func TestAccountNumbersAfterClockGoesBack(t *testing.T) {
 		t.Errorf("numbers after the clock went back: %v, want zoo 1, abc 2, mid 3", numbers)
 	}
 }
+
+// TestAppendRecord: a record is journaled with the change's last entry
+// when that entry carries none, else in an entry of its own; the audit
+// at the end replays both.
+func TestAppendRecord(t *testing.T) {
+	ctx := context.Background()
+	bank := ledgertest.NewBank(t, bolttest.Open)
+	bank.MustNode("chem", "chem.lab1")
+	alloc := bank.MustDeposit("chem", "100", time.Time{})
+	ten := decimal.NewFromInt(10)
+	rec := func(key string) ledger.Record {
+		return ledger.Record{Kind: "test.done", Key: key, Value: json.RawMessage(`"` + key + `"`)}
+	}
+	for _, c := range []struct {
+		name    string
+		lien    bool // the change places a lien first
+		record  bool // the change journals a record first
+		entries int
+	}{
+		{"with the lien's entry", true, false, 1},
+		{"alone", false, false, 1},
+		{"after an entry with a record", false, true, 2},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			n := bank.JournalLen()
+			_, err := ledger.Mutate(ctx, bank.Ledger, bank.Req(), ledger.KindRecord, c.name, func(w *ledger.Writer) (struct{}, error) {
+				if c.lien {
+					id, err := w.Tx().NextLienID()
+					if err != nil {
+						return struct{}{}, err
+					}
+					l := ledger.Lien{ID: id, JobRef: ledger.JobRef{JobID: "j1", Machine: "m", Project: "chem.lab1", Account: "chem"},
+						Amount: ten, Holds: []ledger.Hold{{Allocation: alloc, Amount: ten}}, Charged: decimal.Zero,
+						Created: w.Now(), Expires: w.Now().Add(time.Hour), State: ledger.LienActive}
+					if _, err := w.Append(ledger.Entry{Kind: ledger.KindLienPlace, Node: l.Project, Ref: l.JobID, Lien: &l}); err != nil {
+						return struct{}{}, err
+					}
+				}
+				if c.record {
+					r := rec("first " + c.name)
+					if _, err := w.Append(ledger.Entry{Kind: ledger.KindRecord, Record: &r}); err != nil {
+						return struct{}{}, err
+					}
+				}
+				_, err := w.AppendRecord(ledger.Entry{Kind: ledger.KindRecord, Description: c.name}, rec(c.name))
+				return struct{}{}, err
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := bank.JournalLen() - n; got != c.entries {
+				t.Fatalf("the change journaled %d entries, want %d", got, c.entries)
+			}
+			err = bank.Store.View(ctx, func(tx ledger.Tx) error {
+				e, ok, err := ledger.ReadEntry(tx, uint64(bank.JournalLen()))
+				if err != nil || !ok {
+					return fmt.Errorf("the last entry: %v %v", ok, err)
+				}
+				if e.Record == nil || e.Record.Key != c.name || (e.Lien != nil) != c.lien {
+					t.Errorf("the last entry carries record %+v, lien %v", e.Record, e.Lien != nil)
+				}
+				r, ok, err := tx.Record("test.done", c.name)
+				if err != nil || !ok || string(r.Value) != `"`+c.name+`"` {
+					t.Errorf("the record: %+v %v %v", r, ok, err)
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}

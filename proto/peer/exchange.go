@@ -193,14 +193,15 @@ func keepRefusal(ctx context.Context, l *ledger.Ledger, req ledger.Request, peer
 }
 
 // appendReceived journals x's record, value, as the transaction
-// received; said is what became of it.
+// received: with the entry of what the transaction applied, if any, else
+// in an entry of its own, which says what became of it (said).
 func appendReceived(w *ledger.Writer, x Exchanged, value any, said string) error {
 	raw, err := json.Marshal(value)
 	if err != nil {
 		return fmt.Errorf("peer: encode received transaction %s: %w", x.ID, err)
 	}
-	_, err = w.Append(ledger.Entry{Kind: ledger.KindRecord, Ref: x.Peer, Description: fmt.Sprintf("%s from %s %s", x.Op, x.Peer, said),
-		Record: &ledger.Record{Kind: recordReceived, Key: receivedKey(x.Peer, x.ID), Value: raw}})
+	_, err = w.AppendRecord(ledger.Entry{Kind: ledger.KindRecord, Ref: x.Peer, Description: fmt.Sprintf("%s from %s %s", x.Op, x.Peer, said)},
+		ledger.Record{Kind: recordReceived, Key: receivedKey(x.Peer, x.ID), Value: raw})
 	return err
 }
 
