@@ -664,6 +664,10 @@ func testActiveAllocations(t *testing.T, open OpenStore) {
 	later := deposit("chem", now.Add(4*time.Hour), time.Time{})
 	brief := deposit("chem", now.Add(2*time.Hour), now.Add(2*time.Hour+time.Minute))
 	deposit("bio", now.Add(time.Minute), time.Time{})
+	// A top-up of one yet to start keeps it listed once, by its start.
+	if _, err := b.Deposit(ctx, b.Req(), ledger.DepositSpec{Account: "chem", Amount: Dec(t, "1"), Allocation: later}); err != nil {
+		t.Fatal(err)
+	}
 	ask := func(tx ledger.Tx, at time.Time) ([]uint64, time.Time) {
 		t.Helper()
 		as, err := tx.ActiveAllocations("chem", at)
@@ -747,9 +751,9 @@ func testActiveAllocations(t *testing.T, open OpenStore) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	// lasting, later and the changes' two.
-	if got := b.MustBalance("chem").Amount; !got.Equal(Dec(t, "4")) {
-		t.Errorf("chem's amount: %s, want 4", got)
+	// lasting, later (topped up) and the changes' two.
+	if got := b.MustBalance("chem").Amount; !got.Equal(Dec(t, "5")) {
+		t.Errorf("chem's amount: %s, want 5", got)
 	}
 }
 

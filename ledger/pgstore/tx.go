@@ -409,10 +409,11 @@ func (t *tx) PutAllocation(a ledger.Allocation, seq uint64) error {
 		t.written(list, ids)
 	}
 	live := cacheKey("live allocations", a.Account)
+	e := idEnd{id: a.ID, end: endNanos(a.End), start: startNanos(a.Start)}
 	if l, ok := t.known(live); !ok {
 		t.forget(live)
-	} else if l := l.(liveList); !slices.ContainsFunc(l.ends, func(e idEnd) bool { return e.id == a.ID }) && endNanos(a.End) > l.from {
-		t.written(live, l.with(idEnd{id: a.ID, end: endNanos(a.End), start: startNanos(a.Start), upcoming: upcoming(a) != nil}))
+	} else if l := l.(liveList); !l.has(e) && e.end > l.from {
+		t.written(live, l.with(e, upcoming(a) != nil))
 	}
 	what := fmt.Sprintf("allocation %d", a.ID)
 	if err := putDoc(t, what, allocationsTable, cacheKey("allocations", a.ID), a, []any{bigint(a.ID), a.Account, endNanos(a.End), upcoming(a)}, list, live); err != nil {
@@ -490,24 +491,55 @@ func upcoming(a ledger.Allocation) any {
 
 // liveList is what the cache keeps of an account's allocations that have
 // not ended: the id, end (endNanos) and start (startNanos) of each whose
-// end was after from when they were read, and of each stored since, and
-// whether its row is listed by start (starts_ns not NULL). It is never changed in
-// place (the cache hands out copies of the struct alone).
+// end was after from when they were read, and of each stored since, in
+// two lists: those listed by end (starts_ns NULL) in id order, and those
+// listed by start (starts_ns not NULL) in the order of their starts, so
+// that a change walks the allocations started and looks at the first of
+// those to start alone, however many an account has preset. It is never
+// changed in place (the cache hands out copies of the struct alone).
 type liveList struct {
-	from int64
-	ends []idEnd // in id order
+	from     int64
+	ends     []idEnd // in id order
+	upcoming []idEnd // by start, then id
 }
 
 type idEnd struct {
 	id         uint64
 	end, start int64
-	upcoming   bool
 }
 
-// with is l with e added, in id order.
-func (l liveList) with(e idEnd) liveList {
-	k, _ := slices.BinarySearchFunc(l.ends, e.id, func(x idEnd, id uint64) int { return cmp.Compare(x.id, id) })
-	return liveList{from: l.from, ends: slices.Insert(slices.Clone(l.ends), k, e)}
+func byID(e idEnd, id uint64) int { return cmp.Compare(e.id, id) }
+
+func byStart(a, b idEnd) int { return cmp.Or(cmp.Compare(a.start, b.start), cmp.Compare(a.id, b.id)) }
+
+// has says whether l lists e: by its id among those listed by end, by
+// its start among those to start.
+func (l liveList) has(e idEnd) bool {
+	if _, ok := slices.BinarySearchFunc(l.ends, e.id, byID); ok {
+		return true
+	}
+	_, ok := slices.BinarySearchFunc(l.upcoming, e, byStart)
+	return ok
+}
+
+// with is l with e added, among those to start if upcoming.
+func (l liveList) with(e idEnd, upcoming bool) liveList {
+	if upcoming {
+		k, _ := slices.BinarySearchFunc(l.upcoming, e, byStart)
+		return liveList{from: l.from, ends: l.ends, upcoming: slices.Insert(slices.Clone(l.upcoming), k, e)}
+	}
+	k, _ := slices.BinarySearchFunc(l.ends, e.id, byID)
+	return liveList{from: l.from, ends: slices.Insert(slices.Clone(l.ends), k, e), upcoming: l.upcoming}
+}
+
+// started is how many of l's allocations to start have started by at
+// (startNanos): the first ones.
+func (l liveList) started(at int64) int {
+	k := 0
+	for k < len(l.upcoming) && l.upcoming[k].start <= at {
+		k++
+	}
+	return k
 }
 
 // endSlack is how far below an asked time LiveAllocations reads ends_ns:
@@ -515,39 +547,29 @@ func (l liveList) with(e idEnd) liveList {
 // rounded.
 const endSlack = int64(time.Microsecond)
 
-// LiveAllocations answers a change from the cache's list of the
-// account's allocations not ended (liveList) when it has one read at or
-// before at, each allocation then through the cache: an account may have
-// thousands that have ended. A read asks the indexes by end and by start
-// in one statement.
+// LiveAllocations asks the indexes by end and by start in one statement
+// (no change asks: a balance and the audit do).
 func (t *tx) LiveAllocations(account string, at time.Time) ([]ledger.Allocation, error) {
-	notEnded := func(a ledger.Allocation) bool { return a.End.IsZero() || a.End.After(at) }
-	if t.cache == nil {
-		from := max(endNanos(at), math.MinInt64+endSlack) - endSlack
-		if at.IsZero() {
-			from = math.MinInt64
-		}
-		return listDocsWhere(t, account, notEnded, `SELECT doc FROM allocations WHERE account = $1 AND starts_ns IS NULL AND ends_ns > $2
+	from := max(endNanos(at), math.MinInt64+endSlack) - endSlack
+	if at.IsZero() {
+		from = math.MinInt64
+	}
+	return listDocsWhere(t, account, func(a ledger.Allocation) bool { return a.End.IsZero() || a.End.After(at) },
+		`SELECT doc FROM allocations WHERE account = $1 AND starts_ns IS NULL AND ends_ns > $2
 			UNION ALL SELECT doc FROM allocations WHERE account = $1 AND starts_ns IS NOT NULL AND ends_ns > $2`, account, from)
-	}
-	ends, err := t.liveEnds(account, at)
-	if err != nil {
-		return nil, err
-	}
-	return t.allocationsOf(account, ends, notEnded)
 }
 
-// liveEnds is the cache's list of the account's allocations not ended by
-// at (endSlack below), read by the indexes by end and by start if the
-// cache has none read at or before at. It may be the cache's own: the
-// caller reads it, never changes it.
-func (t *tx) liveEnds(account string, at time.Time) ([]idEnd, error) {
+// live is, for a change, the cache's list of the account's allocations
+// not ended by at (endSlack below), without those listed by end that
+// have ended, read by the indexes by end and by start if the cache has
+// none read at or before at. Its slices may be the cache's own: the
+// caller reads them, never changes them.
+func (t *tx) live(account string, at time.Time) (liveList, error) {
 	key := cacheKey("live allocations", account)
 	asked := endNanos(at)
 	if at.IsZero() {
 		asked = math.MinInt64
 	}
-	var ends []idEnd
 	if l, ok := t.known(key); ok && l.(liveList).from <= asked {
 		list := l.(liveList)
 		ended := 0
@@ -557,9 +579,9 @@ func (t *tx) liveEnds(account string, at time.Time) ([]idEnd, error) {
 			}
 		}
 		if ended == 0 {
-			return list.ends, nil // the cache's: read, never changed
+			return list, nil // the cache's: read, never changed
 		}
-		ends = make([]idEnd, 0, len(list.ends)-ended)
+		ends := make([]idEnd, 0, len(list.ends)-ended)
 		for _, e := range list.ends {
 			if e.end > asked-endSlack {
 				ends = append(ends, e)
@@ -567,39 +589,43 @@ func (t *tx) liveEnds(account string, at time.Time) ([]idEnd, error) {
 		}
 		if ended > 64 && ended > len(ends) {
 			// Most of the list has ended: keep the rest, from now on.
-			t.cache.Remember(key, liveList{from: asked, ends: ends}, t.layers()...)
+			t.cache.Remember(key, liveList{from: asked, ends: ends, upcoming: list.upcoming}, t.layers()...)
 		}
-	} else {
-		type row struct {
-			doc      []byte
-			end      int64
-			upcoming bool
-		}
-		from := max(asked, math.MinInt64+endSlack) - endSlack
-		rows, err := query(t, key, "the allocations of "+account+" that have not ended", func(r pgx.CollectableRow) (row, error) {
-			var v row
-			return v, r.Scan(&v.doc, &v.end, &v.upcoming)
-		}, `SELECT doc, ends_ns, false FROM allocations WHERE account = $1 AND starts_ns IS NULL AND ends_ns > $2
-			UNION ALL SELECT doc, ends_ns, true FROM allocations WHERE account = $1 AND starts_ns IS NOT NULL AND ends_ns > $2`, account, from)
-		if err != nil {
-			return nil, err
-		}
-		for _, r := range rows {
-			var a ledger.Allocation
-			if err := json.Unmarshal(r.doc, &a); err != nil {
-				return nil, fmt.Errorf("%w: the allocations of %s: %v", ledger.ErrCorrupt, account, err)
-			}
-			if t.cache != nil {
-				t.cache.Remember(cacheKey("allocations", a.ID), a, t.layers()...)
-			}
-			ends = append(ends, idEnd{id: a.ID, end: r.end, start: startNanos(a.Start), upcoming: r.upcoming})
-		}
-		slices.SortFunc(ends, func(a, b idEnd) int { return cmp.Compare(a.id, b.id) })
-		if t.cache != nil {
-			t.cache.Remember(key, liveList{from: asked, ends: ends}, t.layers()...)
-		}
+		return liveList{from: list.from, ends: ends, upcoming: list.upcoming}, nil
 	}
-	return ends, nil
+	type row struct {
+		doc      []byte
+		end      int64
+		upcoming bool
+	}
+	from := max(asked, math.MinInt64+endSlack) - endSlack
+	rows, err := query(t, key, "the allocations of "+account+" that have not ended", func(r pgx.CollectableRow) (row, error) {
+		var v row
+		return v, r.Scan(&v.doc, &v.end, &v.upcoming)
+	}, `SELECT doc, ends_ns, false FROM allocations WHERE account = $1 AND starts_ns IS NULL AND ends_ns > $2
+		UNION ALL SELECT doc, ends_ns, true FROM allocations WHERE account = $1 AND starts_ns IS NOT NULL AND ends_ns > $2`, account, from)
+	if err != nil {
+		return liveList{}, err
+	}
+	list := liveList{from: asked}
+	for _, r := range rows {
+		var a ledger.Allocation
+		if err := json.Unmarshal(r.doc, &a); err != nil {
+			return liveList{}, fmt.Errorf("%w: the allocations of %s: %v", ledger.ErrCorrupt, account, err)
+		}
+		e := idEnd{id: a.ID, end: r.end, start: startNanos(a.Start)}
+		if r.upcoming {
+			// Read when it starts: the cache keeps the allocations in use.
+			list.upcoming = append(list.upcoming, e)
+			continue
+		}
+		t.cache.Remember(cacheKey("allocations", a.ID), a, t.layers()...)
+		list.ends = append(list.ends, e)
+	}
+	slices.SortFunc(list.ends, func(a, b idEnd) int { return cmp.Compare(a.id, b.id) })
+	slices.SortFunc(list.upcoming, byStart)
+	t.cache.Remember(key, list, t.layers()...)
+	return list, nil
 }
 
 // allocationsOf reads the allocations listed, each through the cache, and
@@ -621,61 +647,62 @@ func (t *tx) allocationsOf(account string, listed []idEnd, keep func(ledger.Allo
 	return out, nil
 }
 
-// ActiveAllocations answers a change from the cache's list (liveEnds),
-// reading only the allocations started by at, and marks the rows of the
-// upcoming ones it finds started as listed by end (starts_ns NULL), so
-// that reads find them there: the index by start then lists those not
-// started yet, give or take the ones that started since the account's
-// last change. A read, which has no cache, asks both indexes for the
+// ActiveAllocations answers a change from the cache's list (live):
+// those listed by end, and the first of those to start that have started
+// by at, whose rows it marks as listed by end (starts_ns NULL), so that
+// reads find them there: the index by start then lists those not started
+// yet, give or take the ones that started since the account's last
+// change. A read, which has no cache, asks both indexes for the
 // allocations started by at and not ended.
 func (t *tx) ActiveAllocations(account string, at time.Time) ([]ledger.Allocation, error) {
 	active := func(a ledger.Allocation) bool { return a.ActiveAt(at) }
+	asked := startNanos(at)
 	if t.cache == nil {
-		asked := startNanos(at)
 		return listDocsWhere(t, account, active, `SELECT doc FROM allocations WHERE account = $1 AND starts_ns IS NULL AND ends_ns > $2
 			UNION ALL SELECT doc FROM allocations WHERE account = $1 AND starts_ns IS NOT NULL AND starts_ns <= $3 AND ends_ns > $2`,
 			account, max(asked, math.MinInt64+endSlack)-endSlack, asked)
 	}
-	ends, err := t.liveEnds(account, at)
+	l, err := t.live(account, at)
 	if err != nil {
 		return nil, err
 	}
-	var started []idEnd
-	for _, e := range ends {
-		if e.start <= startNanos(at) {
-			started = append(started, e)
-		}
-	}
-	out, err := t.allocationsOf(account, started, active)
-	if err != nil || !t.writable || !slices.ContainsFunc(started, func(e idEnd) bool { return e.upcoming }) {
+	out, err := t.allocationsOf(account, l.ends, active)
+	k := l.started(asked)
+	if err != nil || k == 0 {
 		return out, err
 	}
+	begun, err := t.allocationsOf(account, l.upcoming[:k], active)
+	if err != nil {
+		return nil, err
+	}
+	out = append(out, begun...)
+	slices.SortFunc(out, func(a, b ledger.Allocation) int { return cmp.Compare(a.ID, b.ID) })
 	key := cacheKey("live allocations", account)
-	l, ok := t.known(key)
-	if !ok {
+	cached, ok := t.known(key)
+	if !t.writable || !ok {
 		return out, nil
 	}
-	list := liveList{from: l.(liveList).from, ends: slices.Clone(l.(liveList).ends)}
-	for i, e := range list.ends {
-		if !e.upcoming || e.start > startNanos(at) {
-			continue
-		}
+	list := cached.(liveList)
+	k = list.started(asked)
+	ends := slices.Clone(list.ends)
+	for _, e := range list.upcoming[:k] {
 		a, ok, err := t.Allocation(e.id)
 		if err != nil || !ok {
 			return nil, fmt.Errorf("%w: allocation %d of %s is missing (%v)", ledger.ErrCorrupt, e.id, account, err)
 		}
-		list.ends[i].upcoming = false
 		if err := putDoc(t, fmt.Sprintf("allocation %d", a.ID), allocationsTable, cacheKey("allocations", a.ID), a,
 			[]any{bigint(a.ID), a.Account, endNanos(a.End), nil}, key); err != nil {
 			return nil, err
 		}
+		i, _ := slices.BinarySearchFunc(ends, e.id, byID)
+		ends = slices.Insert(ends, i, e)
 	}
-	t.written(key, list)
+	t.written(key, liveList{from: list.from, ends: ends, upcoming: list.upcoming[k:]})
 	return out, nil
 }
 
-// NextStart answers a change from the cache's list; a read asks the
-// index by start.
+// NextStart answers a change from the cache's list: the first of those to
+// start after at; a read asks the index by start.
 func (t *tx) NextStart(account string, at time.Time) (time.Time, bool, error) {
 	after := func(a ledger.Allocation) bool { return a.Start.After(at) }
 	var next []ledger.Allocation
@@ -687,15 +714,11 @@ func (t *tx) NextStart(account string, at time.Time) (time.Time, bool, error) {
 			ORDER BY starts_ns, id LIMIT 8`, account, max(startNanos(at), math.MinInt64+endSlack)-endSlack)
 	} else {
 		// The list has each start to the nanosecond: the first is read.
-		var ends []idEnd
-		if ends, err = t.liveEnds(account, at); err == nil {
-			var first []idEnd
-			for _, e := range ends {
-				if e.start > startNanos(at) && (len(first) == 0 || e.start < first[0].start) {
-					first = []idEnd{e}
-				}
+		var l liveList
+		if l, err = t.live(account, at); err == nil {
+			if k := l.started(startNanos(at)); k < len(l.upcoming) {
+				next, err = t.allocationsOf(account, l.upcoming[k:k+1], after)
 			}
-			next, err = t.allocationsOf(account, first, after)
 		}
 	}
 	if err != nil || len(next) == 0 {
