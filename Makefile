@@ -193,11 +193,14 @@ soak: build
 # serve processes on loopback, linked as peers through a fault-injecting
 # proxy (internal/faultproxy), for DURATION (2m, 30m) each time: once on
 # bank files, once with a site on PostgreSQL. The central bank deposits at
-# the sites (deposit --at) while the links drop, reset, delay and
-# black-hole and each bank is SIGKILLed and started again; once healed,
-# every acknowledged deposit must be applied exactly once, the credits
+# the sites (deposit --at), the sites' jobs charge the grants and each
+# other's visitors' projects, and the sites report their usage every 5 s,
+# while the links drop, reset, delay and black-hole and each bank is
+# SIGKILLed and started again; once healed, every acknowledged deposit,
+# charge and usage report must be applied exactly once, the credits
 # conserved, nothing pending, and every bank's audit --full clean. It
-# prints the operations, the faults, lost, doubled and the time to drain
+# prints the operations, the faults, lost, doubled, the time to drain and
+# the usage reports
 # (docs/multi-site.md, "Tested under faults"). ENGINE=bbolt or
 # ENGINE=postgres, given to make, runs one (soak's default of ENGINE is
 # not taken). make test runs a short one of each (TestMultisite).

@@ -21,7 +21,10 @@ const (
 
 // heal removes every link's fault, starts any bank that is not running,
 // and waits until no bank has a transaction pending; it notes how many
-// were pending then and how long the drain took.
+// were pending then and how long the drain took. Every charge is
+// journaled by then: it waits for each site's usage report of the
+// period the drain ended in to reach the central bank (awaitReports), and
+// for the banks to drain again.
 func (r *run) heal(rep *Report) {
 	t := r.t
 	for _, l := range r.links {
@@ -34,6 +37,19 @@ func (r *run) heal(rep *Report) {
 			b.srv.MustStart(t)
 		}
 	}
+	start := time.Now()
+	rep.PendingHealed = r.drain()
+	rep.Drain = time.Since(start)
+	drained := time.Now()
+	r.awaitReports(drained)
+	r.drain()
+	rep.ReportsIn = time.Since(drained)
+}
+
+// drain waits until no bank has a transaction pending, and returns how
+// many were pending when it began.
+func (r *run) drain() (pendingFirst int) {
+	t := r.t
 	start, progress, least := time.Now(), time.Now(), -1
 	for {
 		var pending []peer.Transaction
@@ -47,18 +63,17 @@ func (r *run) heal(rep *Report) {
 			pending = append(pending, p...)
 		}
 		if least < 0 {
-			rep.PendingHealed = len(pending)
+			pendingFirst = len(pending)
 		}
 		if len(pending) == 0 {
-			rep.Drain = time.Since(start)
-			return
+			return pendingFirst
 		}
 		if least < 0 || len(pending) < least {
 			least, progress = len(pending), time.Now()
 		}
 		if time.Since(progress) > maxStall || time.Since(start) > maxDrain {
 			t.Fatalf("multisite: %d transactions still pending %s after healing (%d then), none sent for %s; the first %s to %s\n%s",
-				len(pending), time.Since(start).Round(time.Second), rep.PendingHealed, time.Since(progress).Round(time.Second),
+				len(pending), time.Since(start).Round(time.Second), pendingFirst, time.Since(progress).Round(time.Second),
 				pending[0].ID, pending[0].Peer, r.banks[central].srv.LogTail())
 		}
 		time.Sleep(100 * time.Millisecond)
@@ -71,7 +86,7 @@ func (r *run) check(rep *Report) {
 	t := r.t
 	ctx := context.Background()
 	rep.Operations, rep.PerSite = len(r.acked), map[string]int{}
-	want := map[string]decimal.Decimal{}
+	want, spent := map[string]decimal.Decimal{}, map[string]decimal.Decimal{}
 	byTx := map[string]deposit{}
 	for _, d := range r.acked {
 		rep.PerSite[d.site]++
@@ -146,18 +161,19 @@ func (r *run) check(rep *Report) {
 				t.Errorf("%s: the central bank's deposit %s is no transaction of it done here", site, id)
 			}
 		}
-		spent := r.checkCharges(rep, site).Add(r.checkTraceback(rep, other(site), site))
+		spent[site] = r.checkCharges(rep, site).Add(r.checkTraceback(rep, other(site), site))
 		nb, err := b.admin.Balance(ctx, account)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if left := want[site].Sub(spent); !nb.Amount.Equal(left) {
+		if left := want[site].Sub(spent[site]); !nb.Amount.Equal(left) {
 			t.Errorf("%s: %s holds %s; the deposits acknowledged for it sum to %s, the charges acknowledged there and forwarded by the other site to %s",
-				site, account, nb.Amount, want[site], spent)
+				site, account, nb.Amount, want[site], spent[site])
 		}
 	}
 
-	r.reconcile(rep, want)
+	r.checkUsage(rep, done, spent)
+	r.reconcile(rep, want, spent)
 
 	for _, b := range r.banks {
 		if err := b.srv.Stop(); err != nil {

@@ -17,7 +17,10 @@
 // want of credits, before the grants arrive, is a job not run), in turn
 // on the account the grants feed and on the visitors' project, homed at
 // the other site's account (traceback): the site forwards the visitors'
-// liens, charges and releases there. The load is bounded in time and in
+// liens, charges and releases there. Every site's server reports the
+// usage of the central bank's grants every few seconds (ingot serve
+// --usage-report-period, Config.ReportPeriod), so reports are begun, sent
+// and answered under the faults too. The load is bounded in time and in
 // count.
 //
 // # The faults
@@ -32,7 +35,9 @@
 //
 // Once the load has stopped, every link is healed and every bank is
 // running; the time until no bank has a transaction pending is the time
-// to drain. Then:
+// to drain. Every charge is journaled then: the run waits for each site's
+// usage report of a period that ends after it to reach the central bank,
+// and for the banks to drain again. Then:
 //
 //   - every acknowledged deposit is one transaction of the central bank,
 //     done (a transaction the central bank holds that no acknowledged
@@ -51,15 +56,23 @@
 //   - credits are conserved: each site's account holds exactly the sum
 //     of the deposits acknowledged for it less the charges of its own
 //     jobs and of the other site's visitors;
+//   - the usage reports the central bank received from each site follow
+//     each other from the site's first grant on, with no gap (lost) or
+//     overlap (doubled), each a report the site began and holds done,
+//     each line of a grant of the central bank's there; together, and in
+//     the central bank's `ingot usage`, they say what the site's jobs and
+//     visitors spent of its account, to the credit;
 //   - `ingot peer reconcile` on both banks of each link finds no
 //     difference, and `ingot peer statement` at both ends says the sum
-//     of the deposits acknowledged, with nothing pending or refused;
+//     of the deposits acknowledged, and the usage reported the sum of
+//     what was spent at the site, with nothing pending or refused;
 //   - no transaction is pending;
 //   - every bank's `ingot audit --full` passes, on the bank itself once
 //     its server has stopped.
 //
 // It prints the operations, the faults injected by kind, lost (0),
-// doubled (0), the time to drain and what reconcile found. Anything lost
+// doubled (0), the time to drain, the usage reports and what reconcile
+// found. Anything lost
 // or doubled, an acknowledged deposit refused, or a failed audit fails
 // the test.
 //

@@ -28,13 +28,19 @@ const (
 )
 
 // charged is a job's final charge that a site acknowledged: home names
-// the other site for a visitor's job (its charge forwarded there).
+// the other site for a visitor's job (its charge forwarded there). A
+// refund of a part of a charge on a site's own account, which its admin
+// gives and the site acknowledged, is one too, its amount negative.
 type charged struct {
 	requestID string
 	site      string
 	home      string
 	amount    decimal.Decimal
 }
+
+// refundOneIn is how often a site's admin refunds a part of a job's
+// charge on the site's account: one job in refundOneIn.
+const refundOneIn = 4
 
 // setUpJobs gives a site what its jobs need: a machine, a user of the
 // account and of the visitors' project, and a scheduler client; it
@@ -51,8 +57,10 @@ func (r *run) setUpJobs(b *bank, keys string) string {
 // runJobs runs jobs at a site, one at a time, until stop, on its account
 // and its visitors' project in turn: a lien, then a final charge, each
 // sent until the site acknowledges it (a visitor's forwarded to its home
-// bank, the other site, whose answer the site gives). A lien refused for
-// want of credits (the grants not there yet) is a job not run.
+// bank, the other site, whose answer the site gives); the site's admin
+// refunds a part of a charge on its account now and then (refundOneIn).
+// A lien refused for want of credits (the grants not there yet) is a job
+// not run.
 func (r *run) runJobs(site string, rng *rand.Rand, stop <-chan struct{}) {
 	b := r.banks[site]
 	key, err := readKey(b.schedKey)
@@ -112,24 +120,50 @@ func (r *run) runJobs(site string, rng *rand.Rand, stop <-chan struct{}) {
 		r.mu.Lock()
 		r.charges = append(r.charges, ch)
 		r.mu.Unlock()
+		if home == "" && rng.IntN(refundOneIn) == 0 {
+			if !r.refund(b, res.Charge, rng) {
+				return
+			}
+		}
 		time.Sleep(10*time.Millisecond + time.Duration(rng.Int64N(int64(40*time.Millisecond))))
 	}
 }
 
-// checkCharges checks a site's charges of its own account's jobs: each
-// acknowledged one in the journal once, under its request id, and no other charge of the
-// scheduler's; no lien left active. It returns what they took.
+// refund refunds a part of a job's charge at site b, as its admin, sent
+// until acknowledged; false if it was refused.
+func (r *run) refund(b *bank, c ledger.Charge, rng *rand.Rand) bool {
+	part := c.Amount.Mul(decimal.NewFromInt(1 + rng.Int64N(4))).Div(decimal.NewFromInt(4)).RoundDown(2)
+	if !part.IsPositive() {
+		return true
+	}
+	ref := charged{requestID: client.NewRequestID(), site: b.name, amount: part.Neg()}
+	if _, err := untilAcked(func(ctx context.Context) (ledger.Charge, error) {
+		return b.admin.Refund(ctx, ref.requestID, api.RefundRequest{Charge: c.ID, Amount: part})
+	}); err != nil {
+		r.t.Errorf("%s: refund of %s of charge %d (request %s): %v", b.name, part, c.ID, ref.requestID, err)
+		return false
+	}
+	r.mu.Lock()
+	r.charges = append(r.charges, ref)
+	r.mu.Unlock()
+	return true
+}
+
+// checkCharges checks a site's charges of its own account's jobs and the
+// refunds of them: each acknowledged one in the journal once, under its
+// request id, and no other charge of the scheduler's or refund of the
+// admin's; no lien left active. It returns what they took, net.
 func (r *run) checkCharges(rep *Report, site string) decimal.Decimal {
 	t := r.t
 	ctx := context.Background()
 	b := r.banks[site]
-	entries, err := b.admin.Journal(ctx, ledger.JournalFilter{Node: account, Kinds: []ledger.Kind{ledger.KindCharge}})
+	entries, err := b.admin.Journal(ctx, ledger.JournalFilter{Node: account, Kinds: []ledger.Kind{ledger.KindCharge, ledger.KindRefund}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	applied := map[string]int{}
 	for _, e := range entries {
-		if e.Actor == "client:"+scheduler {
+		if e.Kind == ledger.KindCharge && e.Actor == "client:"+scheduler || e.Kind == ledger.KindRefund && e.Actor == "client:"+admin {
 			applied[e.RequestID]++
 		}
 	}
@@ -139,7 +173,11 @@ func (r *run) checkCharges(rep *Report, site string) decimal.Decimal {
 		if ch.site != site || ch.home != "" {
 			continue
 		}
-		rep.Charges++
+		if ch.amount.IsNegative() {
+			rep.Refunds++
+		} else {
+			rep.Charges++
+		}
 		acked[ch.requestID] = true
 		total = total.Add(ch.amount)
 		switch n := applied[ch.requestID]; {

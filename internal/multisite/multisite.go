@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shopspring/decimal"
+
 	"github.com/ingot-hpc/ingot/internal/faultproxy"
 	"github.com/ingot-hpc/ingot/internal/ingotproc"
 	"github.com/ingot-hpc/ingot/internal/pgtest"
@@ -30,6 +32,9 @@ type Config struct {
 	// Depositors is how many of the central bank's operators deposit at
 	// the sites at once (default 2).
 	Depositors int
+	// ReportPeriod is the sites' usage report period (ingot serve
+	// --usage-report-period; default 5 s), short so that a run sees many.
+	ReportPeriod time.Duration
 	// Seed seeds the choices of amounts, faults and when they strike.
 	Seed uint64
 	// Out receives the report.
@@ -45,6 +50,9 @@ func (c *Config) defaults() {
 	}
 	if c.Depositors == 0 {
 		c.Depositors = 2
+	}
+	if c.ReportPeriod == 0 {
+		c.ReportPeriod = 5 * time.Second
 	}
 	if c.Seed == 0 {
 		c.Seed = uint64(time.Now().UnixNano())
@@ -63,6 +71,9 @@ const (
 
 // account is the account at each site the central bank may deposit into.
 const account = "chem"
+
+// admin is each bank's admin client, which the test acts as.
+const admin = "e2e"
 
 // sites are the two sites.
 var sites = []string{siteA, siteB}
@@ -93,9 +104,9 @@ type link struct {
 	from, to string
 	proxy    *faultproxy.Proxy
 	// busy says the link carries transactions while the load runs, so
-	// that its faults strike: the sites' links to the central bank carry
-	// only reconcile's questions, asked once all is healed (their daily
-	// usage reports are due only once a UTC day has ended).
+	// that its faults strike: every link does (the sites' to the central
+	// bank carry their usage reports); the central bank's questions to the
+	// sites asked once all is healed are reconcile's.
 	busy bool
 }
 
@@ -123,9 +134,10 @@ type Report struct {
 	Load       time.Duration
 	Operations int
 	PerSite    map[string]int
-	// Charges are the jobs' final charges the sites acknowledged;
-	// LiensRefused, the jobs a site refused for want of credits.
-	Charges, LiensRefused int
+	// Charges are the jobs' final charges the sites acknowledged on their
+	// own account, Refunds the refunds of parts of them; LiensRefused,
+	// the jobs a site refused for want of credits.
+	Charges, Refunds, LiensRefused int
 	// VisitorCharges are the visitors' jobs' charges the sites
 	// acknowledged; Forwarded and ForwardRefused, the transactions of
 	// visitors' jobs (liens, charges, releases) their home banks applied
@@ -137,10 +149,17 @@ type Report struct {
 	Struck  int
 	Lost    int
 	Doubled int
-	// PendingHealed is how many transactions the central bank had
-	// pending once everything was healed, Drain how long they took to go.
+	// PendingHealed is how many transactions the banks had pending once
+	// everything was healed, Drain how long they took to go; ReportsIn
+	// how long after that the sites' reports through the end of the drain
+	// had reached the central bank.
 	PendingHealed int
 	Drain         time.Duration
+	ReportsIn     time.Duration
+	// Reports are the usage reports the central bank received from each
+	// site, ReportedNet what they say was spent there.
+	Reports     map[string]int
+	ReportedNet map[string]decimal.Decimal
 	// Reconciled is how many `ingot peer reconcile` runs found no
 	// difference (both banks of each link), Agreed the transactions they
 	// matched; Statements, the sites whose `ingot peer statement` at both
@@ -208,16 +227,16 @@ func (r *run) setUp() {
 		}
 		b.cli = ingotproc.Command{Bin: r.cfg.Binary, Global: global}
 		b.srv = &ingotproc.Server{Name: name, Bin: r.cfg.Binary, Global: global, Addr: freeAddr(t),
-			Flags: []string{"--server-key", b.serverKey}, Log: filepath.Join(r.dir, name+".log")}
+			Flags: []string{"--server-key", b.serverKey, "--usage-report-period", r.cfg.ReportPeriod.String()}, Log: filepath.Join(r.dir, name+".log")}
 		b.cli.Must(t, "init")
-		b.cli.Must(t, "client", "add", "e2e", "--role", "admin", "--key-out", b.adminKey, "--server-key", b.serverKey)
+		b.cli.Must(t, "client", "add", admin, "--role", "admin", "--key-out", b.adminKey, "--server-key", b.serverKey)
 		r.banks[name] = b
 	}
 	// The central bank deposits at each site, into its account.
 	for _, site := range sites {
 		r.banks[site].cli.Must(t, "account", "create", account)
 		r.addLink(central, site, true)
-		r.addLink(site, central, false)
+		r.addLink(site, central, true)
 		r.agree(keys, central, site, nil, []string{account})
 	}
 	// Each site's visitors' project is homed at the other site's account
@@ -301,12 +320,15 @@ func (r *run) report(rep *Report) {
 		total += n
 	}
 	p("multisite e2e (%s), seed %d: %s of load and faults", engines, r.cfg.Seed, rep.Load.Round(time.Second))
-	p("  operations:      %d deposits at the sites acknowledged (sitea %d, siteb %d); %d jobs charged at the sites on their own account, %d visitors' jobs charged to the other site (%d of their liens, charges and releases applied there, %d refused); %d liens refused for want of credits",
-		rep.Operations, rep.PerSite[siteA], rep.PerSite[siteB], rep.Charges, rep.VisitorCharges, rep.Forwarded, rep.ForwardRefused, rep.LiensRefused)
+	p("  operations:      %d deposits at the sites acknowledged (sitea %d, siteb %d); %d jobs charged at the sites on their own account (%d of them refunded in part), %d visitors' jobs charged to the other site (%d of their liens, charges and releases applied there, %d refused); %d liens refused for want of credits",
+		rep.Operations, rep.PerSite[siteA], rep.PerSite[siteB], rep.Charges, rep.Refunds, rep.VisitorCharges, rep.Forwarded, rep.ForwardRefused, rep.LiensRefused)
 	p("  faults injected: %d: %s; the links' faults struck %d times", total, formatCounts(rep.Faults), rep.Struck)
 	p("  lost:            %d", rep.Lost)
 	p("  doubled:         %d", rep.Doubled)
-	p("  time to drain:   %s (%d transactions pending once healed)", rep.Drain.Round(time.Millisecond), rep.PendingHealed)
+	p("  time to drain:   %s (%d transactions pending once healed); the sites' usage reports through it at the central bank %s later",
+		rep.Drain.Round(time.Millisecond), rep.PendingHealed, rep.ReportsIn.Round(time.Millisecond))
+	p("  usage reports:   %d received by the central bank, one per %s (sitea %d, siteb %d), saying %s and %s spent at sitea and siteb, as charged there",
+		rep.Reports[siteA]+rep.Reports[siteB], r.cfg.ReportPeriod, rep.Reports[siteA], rep.Reports[siteB], rep.ReportedNet[siteA], rep.ReportedNet[siteB])
 	p("  peer reconcile:  %d of 6 without a difference (%d transactions agree); peer statement: %d of 2 sites as acknowledged", rep.Reconciled, rep.Agreed, rep.Statements)
 	p("  audit --full:    %d of %d banks clean", rep.Audits, len(r.banks))
 }

@@ -29,27 +29,37 @@ func (r *run) months() []string {
 
 // reconcile runs `ingot peer reconcile` on both banks of each link,
 // which must find no difference (between the central bank and a site, at
-// least the deposits acknowledged must agree), and `ingot peer statement`
-// on both ends of the central bank's links for every month of the run:
-// the central bank's deposits sent to each site, the site's received from
-// it, and what was acknowledged for the site must be one sum, with nothing
-// pending or refused.
-func (r *run) reconcile(rep *Report, granted map[string]decimal.Decimal) {
+// least the deposits acknowledged and the usage reports must agree), and
+// `ingot peer statement` on both ends of the central bank's links for
+// every month of the run, with nothing pending or refused: the central
+// bank's deposits sent to each site, the site's received from it, and
+// what was acknowledged for the site (granted) must be one sum; the
+// site's usage reports sent, the central bank's received, and what was
+// charged there (spent) another. So the credits are conserved as the
+// statements say: what the central bank granted a site less what the
+// site reported spending is what the site's account holds (check).
+func (r *run) reconcile(rep *Report, granted, spent map[string]decimal.Decimal) {
 	r.reconcileOne(rep, siteA, siteB, 0)
 	r.reconcileOne(rep, siteB, siteA, 0)
 	for _, site := range sites {
-		r.reconcileOne(rep, central, site, rep.PerSite[site])
-		r.reconcileOne(rep, site, central, rep.PerSite[site])
-		sent, received := decimal.Zero, decimal.Zero
+		r.reconcileOne(rep, central, site, rep.PerSite[site]+rep.Reports[site])
+		r.reconcileOne(rep, site, central, rep.PerSite[site]+rep.Reports[site])
+		grantsSent, grantsReceived, usageSent, usageReceived := decimal.Zero, decimal.Zero, decimal.Zero, decimal.Zero
 		for _, m := range r.months() {
 			var here, there peer.Statement
 			r.statement(r.banks[central], site, m, &here)
 			r.statement(r.banks[site], central, m, &there)
-			sent, received = sent.Add(here.Sent), received.Add(there.Received)
+			grantsSent, grantsReceived = grantsSent.Add(here.Sent), grantsReceived.Add(there.Received)
+			usageReceived, usageSent = usageReceived.Add(here.Received), usageSent.Add(there.Sent)
 		}
-		if !sent.Equal(granted[site]) || !received.Equal(granted[site]) {
+		if !grantsSent.Equal(granted[site]) || !grantsReceived.Equal(granted[site]) {
 			r.t.Errorf("peer statement: central sent %s to %s, %s received %s from central; the deposits acknowledged sum to %s",
-				sent, site, site, received, granted[site])
+				grantsSent, site, site, grantsReceived, granted[site])
+			continue
+		}
+		if !usageReceived.Equal(spent[site]) || !usageSent.Equal(spent[site]) {
+			r.t.Errorf("peer statement: %s sent usage of %s to central, central received %s from %s; %s was charged there",
+				site, usageSent, usageReceived, site, spent[site])
 			continue
 		}
 		rep.Statements++

@@ -72,7 +72,7 @@
 //		POST   /v1/batch              BatchRequest       BatchResponse           admin, scheduler³ (per item)
 //		GET    /v1/charges            ChargesQuery       List of ledger.Charge   all⁴
 //		GET    /v1/usage              UsageQuery         List of lien.UsageRow   admin, manager⁴, user⁴
-//		GET    /v1/usage/peers        UsagePeersQuery    List of peer.ReceivedUsage all⁴ (the lines of the accounts it reads; none to a scheduler)
+//		GET    /v1/usage/peers        UsagePeersQuery    List of peer.ReceivedUsage all⁴ (the lines of the accounts it reads; none to a scheduler; to an admin asking for every account, the reports of no usage too)
 //		POST   /v1/refunds            RefundRequest      ledger.Charge           admin
 //		POST   /v1/refunds/job        JobRefundRequest   lien.JobRefund          admin
 //		POST   /v1/reservations       ReservationRequest lien.Reservation        admin, scheduler³

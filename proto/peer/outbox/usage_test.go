@@ -20,6 +20,7 @@ import (
 	"github.com/ingot-hpc/ingot/proto/api"
 	"github.com/ingot-hpc/ingot/proto/auth"
 	"github.com/ingot-hpc/ingot/proto/client"
+	"github.com/ingot-hpc/ingot/proto/clients"
 	"github.com/ingot-hpc/ingot/proto/peer"
 	"github.com/ingot-hpc/ingot/proto/peer/link"
 	"github.com/ingot-hpc/ingot/proto/peer/outbox"
@@ -156,6 +157,21 @@ func usageReportedBack(t *testing.T, open ledgertest.OpenStore) {
 	}
 	if len(reports[1].Lines) != 0 {
 		t.Fatalf("the second day's report: %+v", reports[1])
+	}
+	// Through the server, an admin reads both, a reader of chem the one
+	// with a line of it.
+	_, rootKey, err := central.clients.Add(ctx, central.Req(), clients.Spec{Name: "root", Role: clients.RoleAdmin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, err := client.Open(client.Options{Server: centralURL, Key: &rootKey}, client.WithRetries(1, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for node, want := range map[string]int{"": 2, "chem": 1} {
+		if got, err := root.UsagePeers(ctx, api.UsagePeersQuery{Node: node}); err != nil || len(got) != want {
+			t.Errorf("GET /v1/usage/peers of %q: %+v %v; want %d reports", node, got, err, want)
+		}
 	}
 	// Periods select by the time the ids carry: the real clock's, where
 	// the banks' is the test's.
