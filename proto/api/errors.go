@@ -9,6 +9,7 @@ import (
 	"github.com/ingot-hpc/ingot/lien"
 	"github.com/ingot-hpc/ingot/proto/auth"
 	"github.com/ingot-hpc/ingot/proto/munge"
+	"github.com/ingot-hpc/ingot/proto/peer"
 )
 
 // Code is a stable error code on the wire. Clients switch on it; never
@@ -149,6 +150,9 @@ var sentinels = []struct {
 	{auth.ErrNonce, CodeUnauthenticated},
 	{auth.ErrReplay, CodeUnauthenticated},
 	{auth.ErrQuery, CodeUnauthenticated},
+	// A usage report of a grant whose answer the granting bank has not
+	// recorded yet: the site sends it again.
+	{peer.ErrGrantPending, CodeUnavailable},
 	// munged or unmunge failing is the server's trouble: retry later.
 	{munge.ErrUnavailable, CodeUnavailable},
 	{munge.ErrMalformed, CodeUnauthenticated},

@@ -1,6 +1,7 @@
 package peer
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/ingot-hpc/ingot/ledger"
@@ -13,6 +14,12 @@ var (
 	// ErrNotGranted marks a usage report of an allocation this bank did
 	// not grant to the peer that reports it.
 	ErrNotGranted = fmt.Errorf("%w: peer: not granted by this bank", ledger.ErrInvalid)
+	// ErrGrantPending marks a usage report of an allocation granted by a
+	// deposit of this bank's whose answer it has not recorded yet (the
+	// peer applied it, its answer lost or not journaled here yet): not
+	// final, the peer sends the report again, and the outbox here records
+	// the answer meanwhile.
+	ErrGrantPending = errors.New("peer: the grant's deposit is not answered here yet")
 	// ErrReportPeriod marks a length of usage report periods that does
 	// not divide a day.
 	ErrReportPeriod = fmt.Errorf("%w: peer: usage report period", ledger.ErrInvalid)

@@ -423,7 +423,7 @@ func lastReceived(tx ledger.Tx, peerName string) (Period, error) {
 // the peer's receipt for it named.
 func checkGrant(tx ledger.Tx, peerName string, line UsageLine) error {
 	t, err := getTx(tx, line.Grant)
-	if err != nil || t.Peer != peerName || t.Op != OpDeposit || t.State != StateDone {
+	if err != nil || t.Peer != peerName || t.Op != OpDeposit || t.State == StateRefused {
 		return fmt.Errorf("%w: usage of %s's allocation %d: %s is not a deposit of this bank's at %s", ErrNotGranted, line.Account, line.Allocation, ledger.Excerpt(line.Grant), peerName)
 	}
 	var spec ledger.DepositSpec
@@ -432,6 +432,11 @@ func checkGrant(tx ledger.Tx, peerName string, line UsageLine) error {
 	}
 	if spec.Account != line.Account {
 		return fmt.Errorf("%w: usage of %s's allocation %d: grant %s was deposited into %s", ErrNotGranted, line.Account, line.Allocation, t.ID, spec.Account)
+	}
+	if t.State == StatePending {
+		// The peer has the grant (it reports using it): its answer is
+		// on the way, lost, or not journaled here yet.
+		return fmt.Errorf("%w: usage of %s's allocation %d: grant %s", ErrGrantPending, line.Account, line.Allocation, t.ID)
 	}
 	var receipt ledger.Receipt
 	if err := json.Unmarshal(t.Answer, &receipt); err != nil {
