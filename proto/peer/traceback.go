@@ -317,6 +317,35 @@ func (r *Registry) HomedJob(ctx context.Context, machine, job string) (ledger.Ho
 	return h, found, err
 }
 
+// Behind says whether transaction t of a job (body) comes after another of
+// the job's with the same peer that is still pending, its answer not
+// kept: a release or refund sent before the lien or charge it follows
+// would find nothing at the peer to release or refund, and be refused
+// for good. Such a one is left to the outbox, which sends each peer's
+// transactions in the order they began.
+func (r *Registry) Behind(ctx context.Context, t Transaction, body JobOp) (bool, error) {
+	pending, err := r.Transactions(ctx, true)
+	if err != nil {
+		return false, err
+	}
+	for _, p := range pending {
+		if p.ID >= t.ID {
+			break // in the order they began
+		}
+		if p.Peer != t.Peer || (!p.Op.Owes() && p.Op != OpRelease && p.Op != OpRefund) || r.kept(p.ID) {
+			continue
+		}
+		var j JobOp
+		if err := json.Unmarshal(p.Body, &j); err != nil {
+			return false, fmt.Errorf("%w: peer transaction %s: %v", ledger.ErrCorrupt, p.ID, err)
+		}
+		if j.Machine == body.Machine && j.JobID == body.JobID {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
 // WithinCreditLine says whether the liens and charges pending with a
 // project's home bank (their amounts in the home bank's credits) are
 // within the project's credit line: what this bank may accept while the

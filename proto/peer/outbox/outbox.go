@@ -326,7 +326,9 @@ func (o *Outbox) failed(name string, err error) {
 // the scheduler's request (peer.Registry.BeginOnce), and sends it at
 // once, since the scheduler waits for the home bank's answer: a refusal
 // journaled at once, a done one with the next change
-// (peer.Registry.Answered). A
+// (peer.Registry.Answered). A release or refund behind the job's lien or
+// charge still pending (peer.Registry.Behind) is left to the outbox,
+// which sends them in order. A
 // transaction still pending after it (the peer unreachable, or its answer
 // lost) is the outbox's to send again, and a retry of the request sends
 // it again too: the peer applies it once, under its id.
@@ -334,6 +336,13 @@ func Forward(ctx context.Context, peers *peer.Registry, links *link.Cache, req l
 	t, err := peers.BeginOnce(ctx, req, home, op, body, body.Amount)
 	if err != nil || t.State != peer.StatePending {
 		return t, err
+	}
+	if !op.Owes() {
+		// Nobody waits for a release's or refund's answer: one behind
+		// the job's lien or charge still pending waits for the outbox.
+		if behind, err := peers.Behind(ctx, t, body); err != nil || behind {
+			return t, err
+		}
 	}
 	c, err := links.Open(ctx, peers, home.Peer)
 	if err != nil {

@@ -355,21 +355,28 @@ func TestTracebackHomeAway(t *testing.T) {
 	if _, err := q.sched.PlaceLien(ctx, "r3", placeSpec("j2", "", 2)); !isCode(err, api.CodeUnavailable) {
 		t.Fatalf("a lien beyond the credit line: %v", err)
 	}
-	txs, err := q.site.peers.Transactions(ctx, true)
-	if err != nil || len(txs) != 3 {
-		t.Fatalf("pending: %d %v, want 3", len(txs), err)
-	}
+	// The bank back: a refund of j1, whose lien and charge are still
+	// pending here, waits for them (sent first, it would find nothing
+	// to refund there and be refused for good).
 	q.link.mode.Store("up")
+	refund, err := q.sched.RefundJob(ctx, "r4", lien.JobRefundSpec{Job: lien.Job{Machine: "hpc1", ID: "j1"}, Amount: decimal.NewFromInt(10)})
+	if err != nil || refund.Home == nil || refund.Home.State != "pending" {
+		t.Fatalf("a refund behind the job's pending charge: %+v %v", refund, err)
+	}
+	txs, err := q.site.peers.Transactions(ctx, true)
+	if err != nil || len(txs) != 4 {
+		t.Fatalf("pending: %d %v, want 4", len(txs), err)
+	}
 	o := &outbox.Outbox{Peers: q.site.peers, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Pause: 1}
 	if pending, err := o.Drain(ctx); err != nil || pending != 0 {
 		t.Fatalf("drain: %d pending, %v", pending, err)
 	}
-	// j1 charged there (50 s of 1 processor, × 2: 100) and j2's lien (refused
-	// here, since the bank might have applied it, yet begun) held (400),
-	// each once.
+	// j1 charged there (50 s of 1 processor, × 2: 100) and 10 × 2 of it
+	// refunded, and j2's lien (refused here, since the bank might have
+	// applied it, yet begun) held (400), each once.
 	central := q.central.MustBalance("chem")
-	if !central.Amount.Equal(decimal.NewFromInt(900)) || !central.Reserved.Equal(decimal.NewFromInt(400)) {
-		t.Fatalf("home bank after the drain: %+v, want 900 and 400 held", central)
+	if !central.Amount.Equal(decimal.NewFromInt(920)) || !central.Reserved.Equal(decimal.NewFromInt(400)) {
+		t.Fatalf("home bank after the drain: %+v, want 920 and 400 held", central)
 	}
 }
 
