@@ -86,8 +86,38 @@ func gcCPU() time.Duration {
 // returns how many ran a second: a baseline done as often as the measured
 // operation, in the same run.
 func RateOf(b *testing.B, n int, op func()) float64 {
+	return RatesOf(b, n, 1, op)[0]
+}
+
+// RatesOf runs each op b.N times over n goroutines, outside the timed
+// part, in turns (rounds of b.N/rounds runs of each op, one op after the
+// other), and returns how many of each ran a second. Measured in turns,
+// the ops share the machine's other load as it comes and goes, so that
+// their ratio holds on a busy machine where two measures one after the
+// other would each catch a different load.
+func RatesOf(b *testing.B, n, rounds int, ops ...func()) []float64 {
 	b.StopTimer()
 	defer b.StartTimer()
+	took := make([]time.Duration, len(ops))
+	for r := range rounds {
+		count := b.N / rounds
+		if r < b.N%rounds { // the remainder, one a round
+			count++
+		}
+		for i, op := range ops {
+			took[i] += timeRuns(n, count, op)
+		}
+	}
+	rates := make([]float64, len(ops))
+	for i, d := range took {
+		rates[i] = float64(b.N) / d.Seconds()
+	}
+	return rates
+}
+
+// timeRuns runs op count times over n goroutines and says how long they
+// took, once the kernel has written out every file's dirty pages.
+func timeRuns(n, count int, op func()) time.Duration {
 	var next atomic.Int64
 	done := make(chan struct{})
 	syscall.Sync()
@@ -95,7 +125,7 @@ func RateOf(b *testing.B, n int, op func()) float64 {
 	for range n {
 		go func() {
 			defer func() { done <- struct{}{} }()
-			for next.Add(1) <= int64(b.N) {
+			for next.Add(1) <= int64(count) {
 				op()
 			}
 		}()
@@ -103,7 +133,7 @@ func RateOf(b *testing.B, n int, op func()) float64 {
 	for range n {
 		<-done
 	}
-	return float64(b.N) / time.Since(start).Seconds()
+	return time.Since(start)
 }
 
 // PerSecond reports b.N over the elapsed time in the given unit.
