@@ -122,13 +122,15 @@ const RecordPeer = "peer"
 // Home is the project of a peer bank that a project of this bank is homed
 // at: its liens, charges and releases are forwarded there, each amount in
 // this bank's credits multiplied by RateRatio (the peer's credits for one
-// of this bank's). CreditLine is what this bank may accept while the peer
-// cannot be reached (zero: refuse then).
+// of this bank's). While the peer cannot be reached, the peer's away
+// policy says what this bank accepts (package peer); CreditLine, if set,
+// is the project's own tighter limit: what may be pending with the peer
+// for the home project, in the peer's credits (zero: refuse then).
 type Home struct {
-	Peer       string          `json:"peer"`
-	Project    string          `json:"project"`
-	RateRatio  decimal.Decimal `json:"rate_ratio"`
-	CreditLine decimal.Decimal `json:"credit_line"`
+	Peer       string           `json:"peer"`
+	Project    string           `json:"project"`
+	RateRatio  decimal.Decimal  `json:"rate_ratio"`
+	CreditLine *decimal.Decimal `json:"credit_line,omitempty"`
 }
 
 // String is PEER:PROJECT.
@@ -146,7 +148,7 @@ func checkHome(tx Tx, name string, h Home) error {
 	if !h.RateRatio.IsPositive() {
 		return fmt.Errorf("%w: %s: home at %s needs a rate ratio above 0, not %s", ErrInvalid, name, h, h.RateRatio)
 	}
-	if h.CreditLine.IsNegative() {
+	if h.CreditLine != nil && h.CreditLine.IsNegative() {
 		return fmt.Errorf("%w: %s: credit line %s is below 0", ErrInvalid, name, h.CreditLine)
 	}
 	if _, ok, err := tx.Record(RecordPeer, h.Peer); err != nil {

@@ -105,7 +105,7 @@ func homeFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "home", Usage: "PEER:PROJECT: the project of a peer bank its liens, charges and releases are forwarded to"},
 		&cli.StringFlag{Name: "rate-ratio", Usage: "with --home: the home bank's credits for one of this bank's"},
-		&cli.StringFlag{Name: "credit-line", Usage: "with --home: what may be pending with the home bank while it cannot be reached, in its credits (default 0: refuse then)"},
+		&cli.StringFlag{Name: "credit-line", Usage: "with --home: the project's own limit on what may be pending with the home bank while it cannot be reached, in its credits (0: refuse then), within the peer's (ingot peer modify --when-away) (default: the peer's alone)"},
 	}
 }
 
@@ -126,15 +126,17 @@ func homeOf(c *cli.Context) (*ledger.Home, error) {
 	if !c.IsSet("rate-ratio") {
 		return nil, usageError{"--home needs --rate-ratio"}
 	}
-	h := &ledger.Home{Peer: peerName, Project: project, CreditLine: decimal.Zero}
+	h := &ledger.Home{Peer: peerName, Project: project}
 	var err error
 	if h.RateRatio, err = decimal.NewFromString(c.String("rate-ratio")); err != nil {
 		return nil, usageError{fmt.Sprintf("--rate-ratio %q: not a decimal number", c.String("rate-ratio"))}
 	}
 	if c.IsSet("credit-line") {
-		if h.CreditLine, err = decimal.NewFromString(c.String("credit-line")); err != nil {
+		line, err := decimal.NewFromString(c.String("credit-line"))
+		if err != nil {
 			return nil, usageError{fmt.Sprintf("--credit-line %q: not a decimal number", c.String("credit-line"))}
 		}
+		h.CreditLine = &line
 	}
 	return h, nil
 }
@@ -373,7 +375,11 @@ func nodeTable(n ledger.Node) table {
 	t.add("Limit", limitText(n.Policy.Limit))
 	t.add("NonShared", n.Policy.NonShared.String())
 	if h := n.Home; h != nil {
-		t.add("Home", fmt.Sprintf("%s (rate ratio %s, credit line %s)", h, h.RateRatio, h.CreditLine))
+		line := "the peer's"
+		if h.CreditLine != nil {
+			line = h.CreditLine.String()
+		}
+		t.add("Home", fmt.Sprintf("%s (rate ratio %s, credit line %s)", h, h.RateRatio, line))
 	}
 	// The settings of owners and preemption only where set: most trees
 	// have none.

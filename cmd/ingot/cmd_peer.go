@@ -15,6 +15,9 @@ import (
 
 func peerCommands() []*cli.Command {
 	serverKey := serverKeyFlag()
+	whenAway := &cli.StringFlag{Name: "when-away", Usage: "while the peer cannot be reached, `refuse` the liens and charges of the projects homed there, or accept them up to --credit-line (default refuse)"}
+	creditLine := &cli.StringFlag{Name: "credit-line", Usage: "with --when-away accept: what may be pending with the peer, in this bank's `CREDITS`, across every project homed there (a project's own --credit-line narrows it)"}
+	whenAwayFlag, creditLineFlag := cli.Flag(whenAway), cli.Flag(creditLine)
 	peerKey := &cli.StringFlag{Name: "peer-key", Usage: "the key file `FILE` the peer's bank wrote for this one (its own `ingot peer add --key-out`): this bank signs its requests to the peer with it"}
 	return []*cli.Command{{
 		Name:  "peer",
@@ -25,7 +28,14 @@ func peerCommands() []*cli.Command {
 				&cli.StringFlag{Name: "key-out", Usage: "write the key the peer's bank signs its requests here with to `FILE` (mode 0600), to hand to its operator (required)"},
 				&cli.StringFlag{Name: "peer-ca-file", Usage: "check the peer's certificate against the authorities in PEM `FILE` rather than the system's"},
 				&cli.StringSliceFlag{Name: "project", Usage: "a `PROJECT` of this bank the peer may act on (repeatable)"},
-				peerKey, serverKey}},
+				whenAwayFlag, creditLineFlag, peerKey, serverKey}},
+			{Name: "modify", ArgsUsage: "NAME", Usage: "change a peer's URL, CA file, away policy or agreement; its keys stay", Action: peerModify, Flags: []cli.Flag{
+				&cli.StringFlag{Name: "url", Usage: "the peer's API, `URL` https://HOST:PORT (http only on loopback)"},
+				&cli.StringFlag{Name: "peer-ca-file", Usage: "check the peer's certificate against the authorities in PEM `FILE` (\"\": the system's)"},
+				whenAwayFlag, creditLineFlag,
+				&cli.StringSliceFlag{Name: "add-project", Usage: "add `PROJECT` of this bank to those the peer may act on (repeatable)"},
+				&cli.StringSliceFlag{Name: "remove-project", Usage: "remove `PROJECT` from those the peer may act on (repeatable): its transactions on it are refused from then on"},
+				serverKey}},
 			{Name: "key", ArgsUsage: "NAME FILE", Usage: "give the key file the peer's bank wrote for this one, once it has (replaces the one given before)", Action: peerSetKey, Flags: []cli.Flag{serverKey}},
 			{Name: "list", Usage: "list the peers", Action: peerList, Flags: []cli.Flag{serverKey}},
 			{Name: "show", ArgsUsage: "NAME", Usage: "show one peer", Action: peerShow, Flags: []cli.Flag{serverKey}},
@@ -86,6 +96,16 @@ func peerAdd(c *cli.Context) error {
 	if err := peer.CheckURL(spec.URL); err != nil {
 		return err
 	}
+	away, err := awayFlags(c)
+	if err != nil {
+		return err
+	}
+	if away.WhenAway != nil {
+		spec.WhenAway = *away.WhenAway
+	}
+	if away.CreditLine != nil {
+		spec.CreditLine = *away.CreditLine
+	}
 	return withPeers(c, true, func(reg peerRegistry) error {
 		path := c.String("key-out")
 		p, key, err := makeKeyFile(path, func() (peer.Peer, auth.Key, error) { return reg.Add(c.Context, request(c), spec, theirs) })
@@ -101,6 +121,57 @@ func peerAdd(c *cli.Context) error {
 		}
 		fmt.Fprintf(c.App.Writer, "peer %s: key %s written to %s: hand it to %s's operator, for `ingot peer add ... --peer-key FILE` or `ingot peer key NAME FILE` there\n", p.Name, key.ID, path, p.Name)
 		return nil
+	})
+}
+
+// awayFlags is the away policy and credit line given (nil: not given).
+func awayFlags(c *cli.Context) (peer.Change, error) {
+	var ch peer.Change
+	if c.IsSet("when-away") {
+		a, err := peer.ParseAway(c.String("when-away"))
+		if err != nil {
+			return ch, usageError{"--when-away: " + err.Error()}
+		}
+		ch.WhenAway = &a
+	}
+	if c.IsSet("credit-line") {
+		line, err := parseNumber("credit-line", c.String("credit-line"))
+		if err != nil {
+			return ch, err
+		}
+		ch.CreditLine = &line
+	}
+	return ch, nil
+}
+
+func peerModify(c *cli.Context) error {
+	a, err := args(c, "NAME")
+	if err != nil {
+		return err
+	}
+	ch, err := awayFlags(c)
+	if err != nil {
+		return err
+	}
+	for _, f := range []struct {
+		name string
+		to   **string
+	}{{"url", &ch.URL}, {"peer-ca-file", &ch.CAFile}} {
+		if c.IsSet(f.name) {
+			v := c.String(f.name)
+			*f.to = &v
+		}
+	}
+	ch.AddProjects, ch.RemoveProjects = c.StringSlice("add-project"), c.StringSlice("remove-project")
+	if ch.URL == nil && ch.CAFile == nil && ch.WhenAway == nil && ch.CreditLine == nil && len(ch.AddProjects)+len(ch.RemoveProjects) == 0 {
+		return usageError{"ingot peer modify: nothing to change (--url, --peer-ca-file, --when-away, --credit-line, --add-project, --remove-project)"}
+	}
+	return withPeers(c, false, func(reg peerRegistry) error {
+		p, err := reg.Modify(c.Context, request(c), a[0], ch)
+		if err != nil {
+			return err
+		}
+		return showPeers(c, []peer.Peer{p})
 	})
 }
 
@@ -170,16 +241,19 @@ func peerRemove(c *cli.Context) error {
 }
 
 func showPeers(c *cli.Context, list []peer.Peer) error {
-	t := table{headers: []string{"Peer", "URL", "Projects", "Signs with", "Created", "Removed"}, data: list}
+	t := table{headers: []string{"Peer", "URL", "Projects", "When away", "Signs with", "Created", "Removed"}, data: list}
 	for _, p := range list {
-		key, removed := "-", "-"
+		key, removed, away := "-", "-", string(p.WhenAway)
 		if p.Key != nil {
 			key = p.Key.ID
 		}
 		if !p.Revoked.IsZero() {
 			removed = localTime(p.Revoked)
 		}
-		t.add(p.Name, p.URL, strings.Join(p.Projects, ","), key, localTime(p.Created), removed)
+		if p.WhenAway == peer.AwayAccept {
+			away += " up to " + p.CreditLine.String()
+		}
+		t.add(p.Name, p.URL, strings.Join(p.Projects, ","), away, key, localTime(p.Created), removed)
 	}
 	return show(c, t)
 }

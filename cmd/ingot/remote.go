@@ -349,6 +349,10 @@ func (r remotePeers) Remove(ctx context.Context, req ledger.Request, name string
 	return r.client.RemovePeer(ctx, req.ID, name)
 }
 
+func (r remotePeers) Modify(ctx context.Context, req ledger.Request, name string, ch peer.Change) (peer.Peer, error) {
+	return r.client.ModifyPeer(ctx, req.ID, name, ch)
+}
+
 func (r remotePeers) List(ctx context.Context) ([]peer.Peer, error) { return r.client.Peers(ctx) }
 
 func (r remotePeers) Deposit(ctx context.Context, req ledger.Request, name string, spec ledger.DepositSpec) (peer.Transaction, error) {

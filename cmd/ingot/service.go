@@ -141,6 +141,7 @@ type peerRegistry interface {
 	Add(ctx context.Context, req ledger.Request, spec peer.Spec, theirs *auth.Key) (peer.Peer, auth.Key, error)
 	SetKey(ctx context.Context, req ledger.Request, name string, k auth.Key) (peer.Peer, error)
 	Remove(ctx context.Context, req ledger.Request, name string) (peer.Peer, error)
+	Modify(ctx context.Context, req ledger.Request, name string, ch peer.Change) (peer.Peer, error)
 	List(ctx context.Context) ([]peer.Peer, error)
 	Deposit(ctx context.Context, req ledger.Request, name string, spec ledger.DepositSpec) (peer.Transaction, error)
 	Transactions(ctx context.Context, pending bool) ([]peer.Transaction, error)

@@ -87,6 +87,7 @@
 //		POST   /v1/peers              PeerRequest        NewPeerResponse         admin
 //		POST   /v1/peers/key          PeerKeyRequest     peer.Peer               admin
 //		POST   /v1/peers/remove       NameRequest        peer.Peer               admin
+//		POST   /v1/peers/modify       PeerModifyRequest  peer.Peer               admin
 //		POST   /v1/peers/deposits     PeerDepositRequest peer.Transaction        admin (begins it; the outbox sends it)
 //		GET    /v1/peers/transactions PeerTransactionsQuery List of peer.Transaction admin
 //		GET    /v1/peers/reconcile    PeerReconcileQuery peer.Reconciliation     admin (asks the peer: GET /v1/exchange/transactions)
@@ -98,6 +99,7 @@
 //		POST   /v1/exchange/charges   peer.JobOp         lien.ChargeResult       peer⁹ (its charge)
 //		POST   /v1/exchange/releases  peer.JobOp         ledger.Lien             peer⁹ (its lien's release)
 //		POST   /v1/exchange/refunds   peer.JobOp         lien.JobRefund          peer⁹ (a refund of its charges)
+//		POST   /v1/exchange/withdrawals peer.Withdrawal  peer.Withdrawal         peer (a lien it withdrew: released if applied, else never applied)
 //		POST   /v1/web/links          WebLinkRequest ({}) WebLinkResponse        admin, manager, user⁷
 //
 //	  - ¹ a manager only on the nodes of its scope and their subtrees.

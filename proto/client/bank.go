@@ -489,6 +489,12 @@ func (c *Client) RemovePeer(ctx context.Context, requestID, name string) (peer.P
 	return post[peer.Peer](ctx, c, api.PathPeerRemove, requestID, api.NameRequest{Name: name})
 }
 
+// ModifyPeer changes a peer bank's URL, CA file, away policy or
+// agreement.
+func (c *Client) ModifyPeer(ctx context.Context, requestID, name string, ch peer.Change) (peer.Peer, error) {
+	return post[peer.Peer](ctx, c, api.PathPeerModify, requestID, api.PeerModifyRequest{Name: name, Change: ch})
+}
+
 // RevokeKey ends a key of a client at once.
 func (c *Client) RevokeKey(ctx context.Context, requestID, name, keyID string) (clients.Client, error) {
 	return post[clients.Client](ctx, c, api.PathClientRevoke, requestID, api.RevokeRequest{Name: name, KeyID: keyID})

@@ -332,8 +332,22 @@ func (r *Registry) RevokeAllWithin(w *ledger.Writer, name string) (Client, error
 	return c, r.put(w, c, "", "every key revoked")
 }
 
+// SetScopeWithin sets a client's scope, inside another package's ledger
+// change (a peer's agreement changed); the caller calls Changed after it.
+func (r *Registry) SetScopeWithin(w *ledger.Writer, name string, scope []string) (Client, error) {
+	c, err := getClient(w.Tx(), name)
+	if err != nil {
+		return Client{}, err
+	}
+	if err := checkRole(w.Tx(), c.Role, scope); err != nil {
+		return Client{}, err
+	}
+	c.Scope = scope
+	return c, r.put(w, c, "", "scope "+strings.Join(scope, ","))
+}
+
 // Changed forgets what the registry cached, after a change made with
-// AddWithin or RevokeAllWithin.
+// AddWithin, RevokeAllWithin or SetScopeWithin.
 func (r *Registry) Changed() { r.forgetLookups() }
 
 // Get is the client of that name, keys sealed.

@@ -23,4 +23,9 @@ var (
 	// ErrReportPeriod marks a length of usage report periods that does
 	// not divide a day.
 	ErrReportPeriod = fmt.Errorf("%w: peer: usage report period", ledger.ErrInvalid)
+	// ErrAway marks an away policy or credit line that cannot be.
+	ErrAway = fmt.Errorf("%w: peer: bad away policy", ledger.ErrInvalid)
+	// ErrWithdrawn marks a transaction the bank that began it withdrew
+	// (Registry.Withdraw): the answer every later sending of it gets.
+	ErrWithdrawn = fmt.Errorf("%w: peer: transaction withdrawn", ledger.ErrInactive)
 )

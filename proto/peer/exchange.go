@@ -164,7 +164,7 @@ func keptRefusal(tx ledger.Tx, peerName, id string, body []byte) (json.RawMessag
 	if err := json.Unmarshal(rec.Value, &x); err != nil {
 		return nil, false, fmt.Errorf("%w: received transaction %s: %v", ledger.ErrCorrupt, rec.Key, err)
 	}
-	if x.State != StateRefused {
+	if x.State != StateRefused && x.State != StateWithdrawn {
 		return nil, false, nil
 	}
 	if x.Digest != digest(body) {

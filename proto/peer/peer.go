@@ -1,13 +1,17 @@
 package peer
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
 	"slices"
 	"time"
+
+	"github.com/shopspring/decimal"
 
 	"github.com/ingot-hpc/ingot/ledger"
 	"github.com/ingot-hpc/ingot/proto/auth"
@@ -35,6 +39,52 @@ type Peer struct {
 	// Revoked is when the peer was removed: its client's keys were
 	// revoked then. Zero for a current peer.
 	Revoked time.Time `json:"revoked,omitzero"`
+	// WhenAway is what this bank does with a lien or charge of a project
+	// homed at the peer while the peer cannot be reached (AwayAccepts).
+	WhenAway Away `json:"when_away"`
+	// CreditLine bounds what AwayAccept accepts: the liens and charges
+	// pending with the peer, in this bank's credits, across every project
+	// homed there.
+	CreditLine decimal.Decimal `json:"credit_line"`
+}
+
+// Away is a peer's away policy.
+type Away string
+
+// The away policies: refuse every lien and charge of a project homed at
+// the peer while it cannot be reached (a peer's record made before the
+// policies existed holds none: it refuses), or accept them up to the
+// peer's credit line, to be sent when the peer is back.
+const (
+	AwayRefuse Away = "refuse"
+	AwayAccept Away = "accept"
+)
+
+// ParseAway reads an away policy as an operator writes it.
+func ParseAway(s string) (Away, error) {
+	switch a := Away(s); a {
+	case AwayRefuse, AwayAccept:
+		return a, nil
+	}
+	return "", fmt.Errorf("%w: %q: want refuse or accept", ErrAway, s)
+}
+
+// checkAway refuses a policy and credit line that do not go together: a
+// credit line is what accept accepts, so refuse has none and accept
+// needs one above 0.
+func checkAway(a Away, line decimal.Decimal) error {
+	if _, err := ParseAway(string(a)); err != nil {
+		return err
+	}
+	switch {
+	case line.IsNegative():
+		return fmt.Errorf("%w: credit line %s is below 0", ErrAway, line)
+	case a == AwayAccept && !line.IsPositive():
+		return fmt.Errorf("%w: accept while away needs a credit line above 0 (refuse accepts nothing)", ErrAway)
+	case a == AwayRefuse && !line.IsZero():
+		return fmt.Errorf("%w: a credit line of %s goes with accept while away, not refuse", ErrAway, line)
+	}
+	return nil
 }
 
 // Public is the peer as shown: its key's id and dates, not the sealed
@@ -49,12 +99,26 @@ func (p Peer) Public() Peer {
 	return p
 }
 
-// Spec is a new peer.
+// Spec is a new peer. An empty WhenAway is refuse.
 type Spec struct {
-	Name     string   `json:"name"`
-	URL      string   `json:"url"`
-	CAFile   string   `json:"ca_file,omitempty"`
-	Projects []string `json:"projects,omitempty"`
+	Name       string          `json:"name"`
+	URL        string          `json:"url"`
+	CAFile     string          `json:"ca_file,omitempty"`
+	Projects   []string        `json:"projects,omitempty"`
+	WhenAway   Away            `json:"when_away,omitempty"`
+	CreditLine decimal.Decimal `json:"credit_line,omitzero"`
+}
+
+// Change changes a peer (Modify): each field set changes, the others stay.
+// CAFile "" goes back to the system's authorities. AddProjects and
+// RemoveProjects change the agreement: the projects the peer may act on.
+type Change struct {
+	URL            *string          `json:"url,omitempty"`
+	CAFile         *string          `json:"ca_file,omitempty"`
+	WhenAway       *Away            `json:"when_away,omitempty"`
+	CreditLine     *decimal.Decimal `json:"credit_line,omitempty"`
+	AddProjects    []string         `json:"add_projects,omitempty"`
+	RemoveProjects []string         `json:"remove_projects,omitempty"`
 }
 
 // Registry is the bank's peers, their keys sealed by the bank's client
@@ -107,6 +171,10 @@ func (r *Registry) Add(ctx context.Context, req ledger.Request, spec Spec, peerK
 	if err := CheckURL(spec.URL); err != nil {
 		return Peer{}, auth.Key{}, err
 	}
+	spec.WhenAway = cmp.Or(spec.WhenAway, AwayRefuse)
+	if err := checkAway(spec.WhenAway, spec.CreditLine); err != nil {
+		return Peer{}, auth.Key{}, err
+	}
 	key, sealed, err := r.clients.NewSealedKey(spec.Name)
 	if err != nil {
 		return Peer{}, auth.Key{}, err
@@ -134,11 +202,14 @@ func (r *Registry) Add(ctx context.Context, req ledger.Request, spec Spec, peerK
 		} else if ok {
 			return added{}, fmt.Errorf("%w: peer %q", ledger.ErrExists, spec.Name)
 		}
+		if err := notRemoved(w.Tx(), r.clients, spec.Name); err != nil {
+			return added{}, err
+		}
 		c, err := r.clients.AddWithin(w, clients.Spec{Name: spec.Name, Role: clients.RolePeer, Scope: spec.Projects}, key.ID, sealed)
 		if err != nil {
 			return added{}, err
 		}
-		p := Peer{Name: spec.Name, URL: spec.URL, CAFile: spec.CAFile, Created: w.Now()}
+		p := Peer{Name: spec.Name, URL: spec.URL, CAFile: spec.CAFile, Created: w.Now(), WhenAway: spec.WhenAway, CreditLine: spec.CreditLine}
 		if stored != nil {
 			k := *stored
 			k.Created = w.Now()
@@ -165,6 +236,100 @@ func (r *Registry) Add(ctx context.Context, req ledger.Request, spec Spec, peerK
 		_, made, err = r.clients.MadeKey(c, key)
 	}
 	return a.Peer, made, err
+}
+
+// notRemoved refuses the name of a peer that was removed: its client
+// stays, revoked, and the journal, its transactions and the other bank's
+// records name it, so a new peer of that name would be taken for it.
+func notRemoved(tx ledger.Tx, reg *clients.Registry, name string) error {
+	c, err := reg.Get(tx, name)
+	if errors.Is(err, ledger.ErrNotFound) || err == nil && c.Role != clients.RolePeer {
+		return nil // none, or another client's name, which AddWithin refuses
+	}
+	if err != nil {
+		return err
+	}
+	removed := time.Time{}
+	for _, k := range c.Keys {
+		if k.Revoked.After(removed) {
+			removed = k.Revoked
+		}
+	}
+	return fmt.Errorf("%w: peer %q was removed at %s: a peer's name is not used again, since this bank's journal and transactions and the other bank's records name it; add the bank again under another name", ledger.ErrExists, name, removed.Format(time.RFC3339))
+}
+
+// Modify changes a peer's URL, CA file, away policy and agreement, in one
+// journaled change; its keys stay as they are.
+func (r *Registry) Modify(ctx context.Context, req ledger.Request, name string, ch Change) (Peer, error) {
+	if ch.URL != nil {
+		if err := CheckURL(*ch.URL); err != nil {
+			return Peer{}, err
+		}
+	}
+	content := struct {
+		Name   string `json:"name"`
+		Change Change `json:"change"`
+	}{name, ch}
+	defer r.clients.Changed()
+	return ledger.Mutate(ctx, r.l, req, ledger.KindRecord, content, func(w *ledger.Writer) (Peer, error) {
+		p, err := get(w.Tx(), name)
+		if err != nil {
+			return Peer{}, err
+		}
+		if ch.URL != nil {
+			p.URL = *ch.URL
+		}
+		if ch.CAFile != nil {
+			p.CAFile = *ch.CAFile
+		}
+		if ch.WhenAway != nil {
+			p.WhenAway = *ch.WhenAway
+			if p.WhenAway == AwayRefuse && ch.CreditLine == nil {
+				p.CreditLine = decimal.Zero
+			}
+		}
+		if ch.CreditLine != nil {
+			p.CreditLine = *ch.CreditLine
+		}
+		if err := checkAway(p.WhenAway, p.CreditLine); err != nil {
+			return Peer{}, fmt.Errorf("peer %s: %w", name, err)
+		}
+		if len(ch.AddProjects)+len(ch.RemoveProjects) > 0 {
+			if err := r.changeAgreement(w, name, ch.AddProjects, ch.RemoveProjects); err != nil {
+				return Peer{}, err
+			}
+		}
+		if err := put(w, p, "peer modified"); err != nil {
+			return Peer{}, err
+		}
+		return r.withProjects(w.Tx(), p)
+	})
+}
+
+// changeAgreement adds projects to the peer's agreement (its client's
+// scope) and removes others, refusing a project named twice, added that
+// the agreement names already or removed that it does not.
+func (r *Registry) changeAgreement(w *ledger.Writer, name string, add, remove []string) error {
+	c, err := r.clients.Get(w.Tx(), name)
+	if err != nil {
+		return fmt.Errorf("peer %s: %w", name, err)
+	}
+	scope := slices.Clone(c.Scope)
+	for _, p := range add {
+		if slices.Contains(scope, p) {
+			return fmt.Errorf("%w: peer %s: its agreement names %s already", ledger.ErrExists, name, p)
+		}
+		scope = append(scope, p)
+	}
+	for _, p := range remove {
+		i := slices.Index(scope, p)
+		if i < 0 {
+			return fmt.Errorf("%w: peer %s: its agreement does not name %s", ledger.ErrNotFound, name, p)
+		}
+		scope = slices.Delete(scope, i, i+1)
+	}
+	_, err = r.clients.SetScopeWithin(w, name, scope)
+	return err
 }
 
 // SetKey stores the key this bank signs its requests to the peer with:
@@ -314,5 +479,6 @@ func decode(rec ledger.Record) (Peer, error) {
 	if err := json.Unmarshal(rec.Value, &p); err != nil {
 		return Peer{}, fmt.Errorf("%w: peer %s: %v", ledger.ErrCorrupt, rec.Key, err)
 	}
+	p.WhenAway = cmp.Or(p.WhenAway, AwayRefuse)
 	return p, nil
 }

@@ -80,6 +80,10 @@ func mismatch(h, t *Exchanged) string {
 	if h.Direction == Received {
 		h, t = t, h // the asking bank's record first
 		switch {
+		case t.State == StateWithdrawn && (h == nil || h.State == StateWithdrawn):
+			return "" // not applied, or undone: withdrawn on both sides
+		case t.State == StateWithdrawn:
+			return fmt.Sprintf("withdrawn here; %s at the peer", h.State)
 		case t.State == StateRefused && (h == nil || h.State == StateRefused):
 			return "" // nothing applied on either side
 		case t.State == StateRefused && h.State == StatePending:
@@ -92,11 +96,17 @@ func mismatch(h, t *Exchanged) string {
 			return "applied here; still pending at the peer (its answer not recorded there yet)"
 		case h.State == StateRefused:
 			return "applied here; the peer recorded a refusal"
+		case h.State == StateWithdrawn:
+			return "applied here; withdrawn at the peer (its withdrawal not applied here yet)"
 		}
 		return sameContent(h, t)
 	}
-	refusedThere := t != nil && t.State == StateRefused
+	refusedThere := t != nil && (t.State == StateRefused || t.State == StateWithdrawn)
 	switch {
+	case h.State == StateWithdrawn && !refusedThere && t != nil:
+		return "withdrawn here; applied at the peer (the withdrawal not applied there yet)"
+	case h.State == StateWithdrawn:
+		return "" // never applied at the peer, or undone there
 	case h.State == StatePending && t == nil:
 		return "pending: not applied at the peer yet"
 	case h.State == StatePending && refusedThere:
@@ -120,13 +130,13 @@ func mismatch(h, t *Exchanged) string {
 // of a transaction either bank began: nothing was applied).
 func missingHere(t *Exchanged) string {
 	switch {
-	case t.Direction == Received && t.State == StateRefused:
+	case t.Direction == Received && (t.State == StateRefused || t.State == StateWithdrawn):
 		return ""
 	case t.Direction == Received:
 		return "applied at the peer; no record here of beginning it"
 	case t.State == StatePending:
 		return "pending at the peer: not applied here yet"
-	case t.State == StateRefused:
+	case t.State == StateRefused || t.State == StateWithdrawn:
 		return ""
 	}
 	return "done at the peer; no record here of applying it"

@@ -11,7 +11,7 @@ import (
 // Statement is what two banks did for each other in a period, as this
 // bank recorded it: per direction and operation, the transactions done
 // (applied by the other bank) and what they came to, the pending ones,
-// and the refused. Totals are per direction: Sent what this bank asked of
+// and the refused (or withdrawn: nothing applied either way). Totals are per direction: Sent what this bank asked of
 // the peer and the peer applied (credits granted there, usage reported
 // to it, jobs charged to a home project there), Received what the peer
 // asked of this bank and this bank applied. Holds (Op.Holds) are listed
@@ -41,9 +41,9 @@ type StatementLine struct {
 }
 
 // Holds says whether an operation only holds credits or lets them go (a
-// traceback lien, its release), moving none: the charge that ends the
-// hold moves them.
-func (o Op) Holds() bool { return o == OpLien || o == OpRelease }
+// traceback lien, its release or withdrawal), moving none: the charge
+// that ends the hold moves them.
+func (o Op) Holds() bool { return o == OpLien || o == OpRelease || o == OpWithdraw }
 
 // Returns says whether an operation gives back what another moved (a
 // traceback refund of a job's charges).
@@ -69,7 +69,7 @@ func (r *Registry) Statement(ctx context.Context, peerName string, p Period) (St
 		case StatePending:
 			l.Pending++
 			l.PendingAmount = l.PendingAmount.Add(x.Amount)
-		case StateRefused:
+		case StateRefused, StateWithdrawn:
 			l.Refused++
 		default:
 			l.Count++

@@ -96,11 +96,31 @@ func HomeAmount(amount decimal.Decimal, h ledger.Home, places int32) decimal.Dec
 // a scheduler's request:
 // a retry of the request (actor and id) finds the transaction the first
 // try began, as it is now, whatever it now prices; another operation
-// under the same id is a request conflict. A request without an id
-// begins a transaction each time. A job's lien, or its charge when no lien
-// was forwarded, also records the job's home (recordHome), which HomedJob
+// under the same id is a request conflict. Once that transaction is
+// withdrawn and the peer has answered its withdrawal, so that it is never
+// applied there from then on, the request begins anew: a transaction of
+// its own request, "after-" and the withdrawn one's id, which a retry
+// finds the same way. A request without an id begins a transaction each
+// time. local is what the operation costs in this bank's credits
+// (Transaction.Local). A job's lien, or its charge when no lien was
+// forwarded, also records the job's home (recordHome), which HomedJob
 // reads. The answers Answered kept are journaled in the same change.
-func (r *Registry) BeginOnce(ctx context.Context, req ledger.Request, home ledger.Home, op Op, body JobOp, amount decimal.Decimal) (Transaction, error) {
+func (r *Registry) BeginOnce(ctx context.Context, req ledger.Request, home ledger.Home, op Op, body JobOp, local decimal.Decimal) (Transaction, error) {
+	for {
+		t, err := r.beginOnce(ctx, req, home, op, body, local)
+		if err != nil || req.ID == "" || t.State != StateWithdrawn {
+			return t, err
+		}
+		wd, err := r.Transaction(ctx, t.Withdrawal)
+		if err != nil || wd.State == StatePending {
+			return t, err
+		}
+		req.ID = "after-" + t.ID
+	}
+}
+
+// beginOnce is BeginOnce for one request id.
+func (r *Registry) beginOnce(ctx context.Context, req ledger.Request, home ledger.Home, op Op, body JobOp, local decimal.Decimal) (Transaction, error) {
 	peerName := home.Peer
 	raw, err := json.Marshal(body)
 	if err != nil {
@@ -132,7 +152,7 @@ func (r *Registry) BeginOnce(ctx context.Context, req ledger.Request, home ledge
 		if _, err := get(w.Tx(), peerName); err != nil {
 			return Transaction{}, err
 		}
-		t := Transaction{ID: newTxID(), Peer: peerName, Op: op, Body: raw, Amount: amount, State: StatePending, Created: w.Now()}
+		t := Transaction{ID: newTxID(), Peer: peerName, Op: op, Body: raw, Amount: body.Amount, Local: local, State: StatePending, Created: w.Now()}
 		if err := putTx(w, t, fmt.Sprintf("%s of job %s at %s begun", op, body.JobID, peerName)); err != nil {
 			return t, err
 		}
@@ -346,30 +366,138 @@ func (r *Registry) Behind(ctx context.Context, t Transaction, body JobOp) (bool,
 	return false, nil
 }
 
-// WithinCreditLine says whether the liens and charges pending with a
-// project's home bank (their amounts in the home bank's credits) are
-// within the project's credit line: what this bank may accept while the
-// home bank cannot be reached. A zero credit line accepts nothing.
-func (r *Registry) WithinCreditLine(ctx context.Context, home ledger.Home) (bool, error) {
-	if !home.CreditLine.IsPositive() {
-		return false, nil
-	}
-	pending, err := r.Transactions(ctx, true)
-	if err != nil {
-		return false, err
-	}
-	owed := decimal.Zero
-	for _, t := range pending {
-		if t.Peer != home.Peer || !t.Op.Owes() || r.kept(t.ID) {
-			continue
+// AwayAccepts says whether this bank may accept a lien or charge of a
+// project homed at a peer (home) while the peer cannot be reached: the
+// peer's away policy accepts; the liens and charges pending with the peer
+// (this one included; an answer kept, Answered, is no longer pending)
+// cost no more than its credit line, in this bank's credits, whatever
+// project they are of; and, if the project has a credit line of its own,
+// those of its home project come to no more than that, in the peer's
+// credits.
+func (r *Registry) AwayAccepts(ctx context.Context, home ledger.Home) (bool, error) {
+	var ok bool
+	err := r.l.View(ctx, func(tx ledger.Tx) error {
+		p, err := get(tx, home.Peer)
+		if err != nil || p.WhenAway != AwayAccept {
+			return err
+		}
+		pending, err := pendingTxs(tx)
+		if err != nil {
+			return err
+		}
+		owed, owedHome := decimal.Zero, decimal.Zero
+		for _, t := range pending {
+			if t.Peer != home.Peer || !t.Op.Owes() || r.kept(t.ID) {
+				continue
+			}
+			owed = owed.Add(t.Local)
+			var j JobOp
+			if err := json.Unmarshal(t.Body, &j); err != nil {
+				return fmt.Errorf("%w: peer transaction %s: %v", ledger.ErrCorrupt, t.ID, err)
+			}
+			if j.Project == home.Project {
+				owedHome = owedHome.Add(t.Amount)
+			}
+		}
+		ok = owed.LessThanOrEqual(p.CreditLine) && (home.CreditLine == nil || owedHome.LessThanOrEqual(*home.CreditLine))
+		return nil
+	})
+	return ok, err
+}
+
+// OpWithdraw withdraws a lien this bank forwarded to the peer and then
+// refused (a Withdrawal): Registry.Withdraw begins it, Withdrawn applies
+// it at the peer.
+const OpWithdraw Op = "withdraw"
+
+// Withdrawal is the body of OpWithdraw: the transaction withdrawn, by its
+// id and the SHA-256 of its body (what the peer received, if it did), and
+// its job, whose lien the peer releases if that transaction placed it.
+type Withdrawal struct {
+	ID     string `json:"id"`
+	Digest string `json:"digest"`
+	Lien   JobOp  `json:"lien"`
+}
+
+// Withdraw withdraws a lien forwarded to a peer that this bank refused
+// while the peer could not be reached (beyond what its away policy
+// accepts): in one change the lien's transaction is withdrawn, no longer
+// pending and never sent again, and a transaction that withdraws it at
+// the peer (OpWithdraw) is begun, pending, for the outbox to send once the
+// peer is back. The peer may have applied the lien already, its answer
+// lost: then it releases it; if it has not, it records the lien
+// withdrawn, so that a sending of it still on its way applies nothing.
+// A transaction answered meanwhile (an answer kept, or journaled by
+// another sender) is not withdrawn: Withdraw returns it as answered.
+func (r *Registry) Withdraw(ctx context.Context, actor, id string) (Transaction, error) {
+	batch := r.answered.take()
+	t, err := ledger.Mutate(ctx, r.l, ledger.Request{Actor: actor}, ledger.KindRecord, nil, func(w *ledger.Writer) (Transaction, error) {
+		if err := settleWithin(w, batch); err != nil {
+			return Transaction{}, err
+		}
+		t, err := getTx(w.Tx(), id)
+		if err != nil || t.State != StatePending {
+			return t, err
 		}
 		var j JobOp
-		if err := json.Unmarshal(t.Body, &j); err != nil {
-			return false, fmt.Errorf("%w: peer transaction %s: %v", ledger.ErrCorrupt, t.ID, err)
+		if err := json.Unmarshal(t.Body, &j); err != nil || t.Op != OpLien {
+			return t, fmt.Errorf("%w: transaction %s: only a lien is withdrawn, not this %s (%v)", ledger.ErrInvalid, id, t.Op, err)
 		}
-		if j.Project == home.Project {
-			owed = owed.Add(t.Amount)
+		raw, err := json.Marshal(Withdrawal{ID: t.ID, Digest: digest(t.Body), Lien: j})
+		if err != nil {
+			return t, fmt.Errorf("peer: encode withdrawal of %s: %w", t.ID, err)
+		}
+		wd := Transaction{ID: newTxID(), Peer: t.Peer, Op: OpWithdraw, Body: raw, Amount: decimal.Zero, State: StatePending, Created: w.Now()}
+		if err := putTx(w, wd, fmt.Sprintf("withdrawal of %s at %s begun", t.ID, t.Peer)); err != nil {
+			return t, err
+		}
+		t.State, t.Answered, t.Withdrawal = StateWithdrawn, w.Now(), wd.ID
+		return t, putTx(w, t, fmt.Sprintf("%s of job %s at %s withdrawn", t.Op, j.JobID, t.Peer))
+	})
+	if err != nil {
+		r.answered.give(batch)
+	}
+	return t, err
+}
+
+// Withdrawn applies a peer's withdrawal of a lien it began, within the
+// change that receives the withdrawal (Receive), so that the two cannot
+// cross: if the lien was applied here, release releases it (the bank
+// releases the job's lien if it is still the one the lien placed, at the
+// time given) and the lien's record says withdrawn; if it was not, it is
+// recorded withdrawn, so that a sending of it that arrives later applies
+// nothing and gets ErrWithdrawn (refusals.Keep), as a kept refusal is
+// given.
+func Withdrawn(w *ledger.Writer, peerName string, wd Withdrawal, refusals Refusals, release func(placed time.Time) error) error {
+	answer, ok := refusals.Keep(fmt.Errorf("%w: %s withdrew transaction %s", ErrWithdrawn, peerName, ledger.Excerpt(wd.ID)))
+	if !ok {
+		return fmt.Errorf("peer: %w is not kept as a final answer", ErrWithdrawn)
+	}
+	rec, found, err := w.Tx().Record(recordReceived, receivedKey(peerName, wd.ID))
+	if err != nil {
+		return err
+	}
+	var x refused
+	if found {
+		if err := json.Unmarshal(rec.Value, &x); err != nil {
+			return fmt.Errorf("%w: received transaction %s: %v", ledger.ErrCorrupt, rec.Key, err)
 		}
 	}
-	return owed.LessThanOrEqual(home.CreditLine), nil
+	switch {
+	case found && x.Digest != wd.Digest:
+		return fmt.Errorf("%w: the withdrawal of transaction %s names another body than the one received", ledger.ErrRequestConflict, ledger.Excerpt(wd.ID))
+	case found && x.Op != OpLien:
+		return fmt.Errorf("%w: transaction %s is a %s: only a lien is withdrawn", ledger.ErrInvalid, ledger.Excerpt(wd.ID), x.Op)
+	case found && x.State != StateDone:
+		return nil // refused or withdrawn already: nothing was applied
+	case found:
+		if err := release(x.Recorded); err != nil {
+			return err
+		}
+	default:
+		x.Exchanged = Exchanged{ID: wd.ID, Peer: peerName, Direction: Received, Op: OpLien, Amount: decimal.Zero,
+			Digest: wd.Digest, Began: BeganAt(wd.ID, w.Now()), Recorded: w.Now()}
+	}
+	x.State, x.Answer = StateWithdrawn, answer
+	return appendReceived(w, x.Exchanged, x, "withdrawn")
 }

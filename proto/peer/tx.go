@@ -40,11 +40,14 @@ const (
 type State string
 
 // The states: pending until the peer answers, then done (applied there)
-// or refused (the peer's answer says why; nothing was applied there).
+// or refused (the peer's answer says why; nothing was applied there); or
+// withdrawn by this bank before the peer answered (Registry.Withdraw):
+// never sent again, and undone at the peer if it was applied there.
 const (
-	StatePending State = "pending"
-	StateDone    State = "done"
-	StateRefused State = "refused"
+	StatePending   State = "pending"
+	StateDone      State = "done"
+	StateRefused   State = "refused"
+	StateWithdrawn State = "withdrawn"
 )
 
 // Transaction is one cross-bank operation started here: its id, chosen
@@ -58,9 +61,16 @@ type Transaction struct {
 	// Amount is what the transaction moves, in this bank's credits as the
 	// body states it (a deposit's amount): what reconcile compares with
 	// what the peer applied, and statements add up.
-	Amount  decimal.Decimal `json:"amount"`
+	Amount decimal.Decimal `json:"amount"`
+	// Local is what a forwarded job's operation costs in this bank's
+	// credits (Amount is in the home bank's): what the peer's credit line
+	// counts.
+	Local   decimal.Decimal `json:"local,omitzero"`
 	State   State           `json:"state"`
 	Created time.Time       `json:"created"`
+	// Withdrawal is the id of the transaction that withdraws this one
+	// (OpWithdraw), once it is withdrawn.
+	Withdrawal string `json:"withdrawal,omitempty"`
 	// Answered is when the peer's answer was recorded; Answer is that
 	// answer (for a refusal, its API error).
 	Answered time.Time       `json:"answered,omitzero"`

@@ -184,6 +184,10 @@ func (s *Server) removePeer(c *call, n api.NameRequest) (peer.Peer, error) {
 	return s.peers.Remove(c.r.Context(), c.req, n.Name)
 }
 
+func (s *Server) modifyPeer(c *call, m api.PeerModifyRequest) (peer.Peer, error) {
+	return s.peers.Modify(c.r.Context(), c.req, m.Name, m.Change)
+}
+
 func (s *Server) peerDeposit(c *call, pd api.PeerDepositRequest) (peer.Transaction, error) {
 	return s.peers.Deposit(c.r.Context(), c.req, pd.Peer, pd.Deposit)
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
+	"time"
 
 	"github.com/shopspring/decimal"
 
@@ -24,7 +25,7 @@ import (
 func (s *Server) forwardLien(c *call, h *lien.HomedError) (lien.LienResult, error) {
 	body := s.jobOp(h)
 	body.Expires = h.Expires
-	if _, err := s.forward(c, h.Home, peer.OpLien, body); err != nil {
+	if _, err := s.forward(c, h.Home, peer.OpLien, body, h.Amount.Credits); err != nil {
 		return lien.LienResult{}, err
 	}
 	l, err := h.ForwardedLien(s.ledger.Now())
@@ -36,7 +37,7 @@ func (s *Server) forwardLien(c *call, h *lien.HomedError) (lien.LienResult, erro
 func (s *Server) forwardCharge(c *call, h *lien.HomedError) (lien.ChargeResult, error) {
 	body := s.jobOp(h)
 	body.Final = h.Final
-	t, err := s.forward(c, h.Home, peer.OpCharge, body)
+	t, err := s.forward(c, h.Home, peer.OpCharge, body, h.Amount.Credits)
 	if err != nil {
 		return lien.ChargeResult{}, err
 	}
@@ -61,7 +62,7 @@ func (s *Server) forwardRelease(c *call, job api.ReleaseRequest, notHere error) 
 		return ledger.Lien{}, errors.Join(notHere, err)
 	}
 	body := peer.JobOp{Project: home.Project, Machine: job.Machine, JobID: job.ID, Amount: decimal.Zero}
-	if _, err := s.forward(c, home, peer.OpRelease, body); err != nil {
+	if _, err := s.forward(c, home, peer.OpRelease, body, decimal.Zero); err != nil {
 		return ledger.Lien{}, err
 	}
 	return ledger.Lien{JobRef: ledger.JobRef{JobID: job.ID, Machine: job.Machine}, Amount: decimal.Zero, Holds: []ledger.Hold{}, Charged: decimal.Zero, State: ledger.LienReleased}, nil
@@ -78,7 +79,7 @@ func (s *Server) forwardRefund(c *call, spec api.JobRefundRequest, notHere error
 	}
 	places := s.ledger.Settings().Precision
 	body := peer.JobOp{Project: home.Project, Machine: spec.Machine, JobID: spec.ID, Amount: peer.HomeAmount(spec.Amount, home, places), Description: spec.Description}
-	t, err := s.forward(c, home, peer.OpRefund, body)
+	t, err := s.forward(c, home, peer.OpRefund, body, spec.Amount)
 	if err != nil {
 		return lien.JobRefund{}, err
 	}
@@ -94,12 +95,29 @@ func (s *Server) jobOp(h *lien.HomedError) peer.JobOp {
 
 // forward sends a job's operation to its home bank and says how it
 // answered: done, or an error naming the home bank and its reason. While
-// the home bank cannot be reached, a lien or charge is accepted if the
-// project's credit line holds it with the others pending, and refused
-// otherwise, and a release is accepted; either way it stays pending, and
-// is sent when the bank is back.
-func (s *Server) forward(c *call, home ledger.Home, op peer.Op, body peer.JobOp) (peer.Transaction, error) {
-	t, err := outbox.Forward(c.r.Context(), s.peers, &s.links, c.req, home, op, body, 0)
+// the home bank cannot be reached, a release is accepted, and a lien or
+// charge is accepted if the home's peer's away policy accepts it
+// (peer.Registry.AwayAccepts); then it stays pending, and is sent when
+// the bank is back. Else it is refused: a charge stays pending all the
+// same (the job ran: its usage is owed), a lien is withdrawn
+// (peer.Registry.Withdraw), so that nothing holds credits at home for a
+// job that does not run.
+func (s *Server) forward(c *call, home ledger.Home, op peer.Op, body peer.JobOp, local decimal.Decimal) (peer.Transaction, error) {
+	ctx := c.r.Context()
+	t, err := outbox.Forward(ctx, s.peers, &s.links, c.req, home, op, body, local, 0)
+	if t.ID != "" && t.State == peer.StatePending && op.Owes() {
+		accepted, aerr := s.peers.AwayAccepts(ctx, home)
+		switch {
+		case aerr != nil:
+			return t, aerr
+		case accepted:
+			return t, nil
+		case op == peer.OpLien:
+			if t, aerr = s.peers.Withdraw(ctx, c.req.Actor, t.ID); aerr != nil {
+				return t, aerr
+			}
+		}
+	}
 	switch {
 	case t.State == peer.StateDone:
 		return t, nil
@@ -115,11 +133,9 @@ func (s *Server) forward(c *call, home ledger.Home, op peer.Op, body peer.JobOp)
 		// A release or refund only gives credits back: accepted, and
 		// sent when it can be.
 		return t, nil
-	}
-	if within, lerr := s.peers.WithinCreditLine(c.r.Context(), home); lerr != nil {
-		return t, lerr
-	} else if within {
-		return t, nil
+	case t.State == peer.StateWithdrawn:
+		return t, api.Errorf(api.CodeUnavailable, "home bank %s cannot be reached for the %s of job %s (transaction %s withdrawn: it is not placed there; a retry asks again once the bank is back): %v",
+			home.Peer, op, body.JobID, t.ID, err)
 	}
 	return t, api.Errorf(api.CodeUnavailable, "home bank %s cannot be reached for the %s of job %s (transaction %s, pending: it is sent when the bank is back): %v",
 		home.Peer, op, body.JobID, t.ID, err)
@@ -170,6 +186,29 @@ func (s *Server) exchangeRefund(c *call, op peer.JobOp) (lien.JobRefund, error) 
 		}
 		r, err := s.bank.RefundFor(w, op.JobRef(c.client.Name), op.Amount, op.Description)
 		return r, r.Refunded, err
+	})
+}
+
+// exchangeWithdrawal withdraws a lien a peer forwarded here and then
+// withdrew (peer.Withdrawn): its lien released if it was placed and is
+// still the one it placed, else it is never placed. The job is the
+// peer's own (its machine prefixed with the peer's name), so a withdrawal
+// frees only what the peer's own lien held.
+func (s *Server) exchangeWithdrawal(c *call, wd peer.Withdrawal) (peer.Withdrawal, error) {
+	return peer.Receive(c.r.Context(), s.ledger, c.req, c.client.Name, peer.OpWithdraw, c.body, outbox.Refusals{}, func(w *ledger.Writer) (peer.Withdrawal, decimal.Decimal, error) {
+		if err := wd.Lien.Check(peer.OpLien); err != nil {
+			return wd, decimal.Zero, err
+		}
+		ref := wd.Lien.JobRef(c.client.Name)
+		err := peer.Withdrawn(w, c.client.Name, wd, outbox.Refusals{}, func(placed time.Time) error {
+			l, ok, err := w.Tx().JobLien(ref.Machine, ref.JobID)
+			if err != nil || !ok || l.State != ledger.LienActive || l.Project != ref.Project || !l.Created.Equal(placed) {
+				return err
+			}
+			_, err = s.bank.ReleaseFor(w, lien.Job{Machine: ref.Machine, ID: ref.JobID})
+			return err
+		})
+		return wd, decimal.Zero, err
 	})
 }
 

@@ -231,6 +231,7 @@ func (s *Server) table() []route {
 		change(api.PathPeers, adminOnly, endpoint(s.addPeer)),
 		change(api.PathPeerKey, adminOnly, endpoint(s.setPeerKey)),
 		change(api.PathPeerRemove, adminOnly, endpoint(s.removePeer)),
+		change(api.PathPeerModify, adminOnly, endpoint(s.modifyPeer)),
 		change(api.PathPeerDeposits, adminOnly, endpoint(s.peerDeposit)),
 		read(get, api.PathPeerTransactions, adminOnly, endpoint(s.peerTransactions)),
 		read(get, api.PathPeerReconcile, adminOnly, endpoint(s.peerReconcile)),
@@ -242,6 +243,7 @@ func (s *Server) table() []route {
 		bankAnswered(change(api.PathExchangeCharges, peers, endpoint(s.exchangeCharge))),
 		bankAnswered(change(api.PathExchangeReleases, peers, endpoint(s.exchangeRelease))),
 		bankAnswered(change(api.PathExchangeRefunds, peers, endpoint(s.exchangeRefund))),
+		change(api.PathExchangeWithdrawals, peers, endpoint(s.exchangeWithdrawal)),
 	}
 	if s.page != nil {
 		// A link changes nothing in the bank, so it needs no request id;

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/shopspring/decimal"
+
 	"github.com/ingot-hpc/ingot/ledger"
 	"github.com/ingot-hpc/ingot/proto/api"
 	"github.com/ingot-hpc/ingot/proto/client"
@@ -19,12 +21,13 @@ import (
 
 // paths are the peer's endpoints of each operation.
 var paths = map[peer.Op]string{
-	peer.OpDeposit: api.PathExchangeDeposits,
-	peer.OpUsage:   api.PathExchangeUsage,
-	peer.OpLien:    api.PathExchangeLiens,
-	peer.OpCharge:  api.PathExchangeCharges,
-	peer.OpRelease: api.PathExchangeReleases,
-	peer.OpRefund:  api.PathExchangeRefunds,
+	peer.OpDeposit:  api.PathExchangeDeposits,
+	peer.OpUsage:    api.PathExchangeUsage,
+	peer.OpLien:     api.PathExchangeLiens,
+	peer.OpCharge:   api.PathExchangeCharges,
+	peer.OpRelease:  api.PathExchangeReleases,
+	peer.OpRefund:   api.PathExchangeRefunds,
+	peer.OpWithdraw: api.PathExchangeWithdrawals,
 }
 
 // Outbox sends the pending transactions of a bank's peers.
@@ -331,10 +334,14 @@ func (o *Outbox) failed(name string, err error) {
 // which sends them in order. A
 // transaction still pending after it (the peer unreachable, or its answer
 // lost) is the outbox's to send again, and a retry of the request sends
-// it again too: the peer applies it once, under its id.
-func Forward(ctx context.Context, peers *peer.Registry, links *link.Cache, req ledger.Request, home ledger.Home, op peer.Op, body peer.JobOp, timeout time.Duration) (peer.Transaction, error) {
-	t, err := peers.BeginOnce(ctx, req, home, op, body, body.Amount)
-	if err != nil || t.State != peer.StatePending {
+// it again too: the peer applies it once, under its id. A retry of a
+// request whose transaction was withdrawn sends the withdrawal first: once
+// the peer has it, the request begins anew; until then Forward returns
+// the transaction withdrawn. local is the operation's cost in this bank's
+// credits.
+func Forward(ctx context.Context, peers *peer.Registry, links *link.Cache, req ledger.Request, home ledger.Home, op peer.Op, body peer.JobOp, local decimal.Decimal, timeout time.Duration) (peer.Transaction, error) {
+	t, err := peers.BeginOnce(ctx, req, home, op, body, local)
+	if err != nil || t.State != peer.StatePending && t.State != peer.StateWithdrawn {
 		return t, err
 	}
 	if !op.Owes() {
@@ -347,6 +354,18 @@ func Forward(ctx context.Context, peers *peer.Registry, links *link.Cache, req l
 	c, err := links.Open(ctx, peers, home.Peer)
 	if err != nil {
 		return t, err
+	}
+	if t.State == peer.StateWithdrawn {
+		wd, err := peers.Transaction(ctx, t.Withdrawal)
+		if err != nil {
+			return t, err
+		}
+		if _, err := send(ctx, peers, c, wd, timeout, false); err != nil {
+			return t, err
+		}
+		if t, err = peers.BeginOnce(ctx, req, home, op, body, local); err != nil || t.State != peer.StatePending {
+			return t, err
+		}
 	}
 	return send(ctx, peers, c, t, timeout, true)
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http/httptest"
@@ -32,7 +33,9 @@ import (
 // its agreement with the site naming chem.lab) and a site whose project
 // visit.chem is homed at central:chem.lab at a rate ratio of 2, each
 // behind its server; sched is the site's scheduler, link the way from the
-// site to the home bank, home a client signing as the site.
+// site to the home bank, home a client signing as the site. The site
+// accepts what central's credit line holds while central is away, in the
+// site's credits ("0": it refuses).
 type tracebackPair struct {
 	site, central *bank
 	link          *wire
@@ -46,7 +49,7 @@ func newTracebackPair(t testing.TB, open ledgertest.OpenStore, creditLine string
 	central := newBank(t, open, "chem", "chem.lab", "bio", "bio.lab")
 	central.MustDeposit("chem", "1000", ledgertest.Epoch.AddDate(1, 0, 0))
 	central.MustDeposit("bio", "1000", ledgertest.Epoch.AddDate(1, 0, 0))
-	site := newBank(t, onFile, "visit")
+	site := newBank(t, open, "visit")
 	serve := func(b *bank) *httptest.Server {
 		srv := server.New(b.Ledger, lien.New(b.Ledger), b.clients, &auth.Verifier{Lookup: server.KeyLookup(b.clients)}, log)
 		b.peers = srv.Peers() // the registry that keeps its answers
@@ -64,10 +67,14 @@ func newTracebackPair(t testing.TB, open ledgertest.OpenStore, creditLine string
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := site.peers.Add(ctx, site.Req(), peer.Spec{Name: "central", URL: toCentral.URL}, &siteKey); err != nil {
+	spec := peer.Spec{Name: "central", URL: toCentral.URL, WhenAway: peer.AwayAccept, CreditLine: ledgertest.Dec(t, creditLine)}
+	if spec.CreditLine.IsZero() {
+		spec.WhenAway = peer.AwayRefuse
+	}
+	if _, _, err := site.peers.Add(ctx, site.Req(), spec, &siteKey); err != nil {
 		t.Fatal(err)
 	}
-	home := &ledger.Home{Peer: "central", Project: "chem.lab", RateRatio: decimal.NewFromInt(2), CreditLine: ledgertest.Dec(t, creditLine)}
+	home := &ledger.Home{Peer: "central", Project: "chem.lab", RateRatio: decimal.NewFromInt(2)}
 	if _, err := site.CreateNode(ctx, site.Req(), ledger.NodeSpec{Name: "visit.chem", Home: home}); err != nil {
 		t.Fatal(err)
 	}
@@ -184,9 +191,12 @@ func traceback(t *testing.T, open ledgertest.OpenStore) {
 	if got := p.central.MustBalance("chem").Reserved; !got.IsZero() {
 		t.Fatalf("home bank still holds %s after the release", got)
 	}
+	// The first lien, its answer lost, was withdrawn (the site's peer
+	// refuses while away) and released at home by its withdrawal, which
+	// the retry sent before it began the lien anew.
 	txs, err := p.site.peers.Transactions(ctx, false)
-	if err != nil || len(txs) != 5 {
-		t.Fatalf("site's transactions: %d %v, want 5 (lien, charge, refused lien, lien, release)", len(txs), err)
+	if err != nil || len(txs) != 7 {
+		t.Fatalf("site's transactions: %d %v, want 7 (lien withdrawn, its withdrawal, lien, charge, refused lien, lien, release)", len(txs), err)
 	}
 	agreeingBanks(t, p)
 }
@@ -228,25 +238,25 @@ func agreeingBanks(t *testing.T, p *tracebackPair) {
 		t.Fatal(err)
 	}
 	rec, err := link.Reconcile(context.Background(), p.site.peers, "central", time.Time{}, time.Time{})
-	if err != nil || len(rec.Differences) != 0 || rec.Matched != 5 {
+	if err != nil || len(rec.Differences) != 0 || rec.Matched != 7 {
 		t.Fatalf("reconcile: %+v %v", rec, err)
 	}
-	// The statement counts the charge, lists the liens and the release
-	// as holds, out of its totals.
+	// The statement counts the charge, lists the liens, the release and
+	// the withdrawal as holds, out of its totals.
 	st, err := p.site.peers.Statement(context.Background(), "central", peer.Period{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	charged := decimal.Zero
 	for _, l := range st.Lines {
-		if l.Hold != (l.Op == peer.OpLien || l.Op == peer.OpRelease) || l.Direction != peer.Sent {
+		if l.Hold != (l.Op != peer.OpCharge) || l.Direction != peer.Sent {
 			t.Errorf("statement line %+v", l)
 		}
 		if l.Op == peer.OpCharge {
 			charged = l.Amount
 		}
 	}
-	if len(st.Lines) != 3 || charged.IsZero() || !st.Sent.Equal(charged) || !st.Received.IsZero() {
+	if len(st.Lines) != 4 || charged.IsZero() || !st.Sent.Equal(charged) || !st.Received.IsZero() {
 		t.Fatalf("statement: %+v", st)
 	}
 }
@@ -332,19 +342,29 @@ func TestTracebackAgreement(t *testing.T) {
 	}
 }
 
-// TestTracebackHomeAway: with the home bank away, a project without a
-// credit line is refused with the home bank named, and one with a credit
-// line is accepted up to it; once the bank is back, the outbox applies
-// what was pending there, once.
+// TestTracebackHomeAway: with the home bank away, a site whose peer
+// refuses while away refuses a homed lien, the home bank named; one whose
+// peer accepts takes liens and charges up to its credit line, in its own
+// credits, and withdraws a lien beyond it: once the bank is back, the
+// outbox applies there what was pending, once, and the withdrawn lien
+// holds nothing there. (Before liens were withdrawn, it stayed pending and
+// was placed at home once the bank was back: 400 held for a job that
+// never ran.) Both banks on each engine in turn.
 func TestTracebackHomeAway(t *testing.T) {
+	onEachEngine(t, homeAway)
+}
+
+func homeAway(t *testing.T, open ledgertest.OpenStore) {
 	ctx := context.Background()
-	p := newTracebackPair(t, onFile, "0")
+	p := newTracebackPair(t, open, "0")
 	p.link.mode.Store("down")
 	if _, err := p.sched.PlaceLien(ctx, "r1", placeSpec("j1", "", 1)); !isCode(err, api.CodeUnavailable) || !strings.Contains(err.Error(), "home bank central cannot be reached") {
-		t.Fatalf("a lien with the home bank away and no credit line: %v", err)
+		t.Fatalf("a lien with the home bank away and its peer refusing: %v", err)
 	}
 
-	q := newTracebackPair(t, onFile, "300")
+	// 150 of the site's credits: j1's lien (100 here, 200 at home) and
+	// charge (50, 100), not j2's lien (200 more).
+	q := newTracebackPair(t, open, "150")
 	q.link.mode.Store("down")
 	if _, err := q.sched.PlaceLien(ctx, "r1", placeSpec("j1", "", 1)); err != nil {
 		t.Fatalf("a lien within the credit line: %v", err)
@@ -352,8 +372,21 @@ func TestTracebackHomeAway(t *testing.T) {
 	if _, err := q.sched.Charge(ctx, "r2", finalCharge("j1", 1)); err != nil {
 		t.Fatalf("a charge within the credit line: %v", err)
 	}
-	if _, err := q.sched.PlaceLien(ctx, "r3", placeSpec("j2", "", 2)); !isCode(err, api.CodeUnavailable) {
+	_, err := q.sched.PlaceLien(ctx, "r3", placeSpec("j2", "", 2))
+	if !isCode(err, api.CodeUnavailable) || !strings.Contains(err.Error(), "withdrawn") {
 		t.Fatalf("a lien beyond the credit line: %v", err)
+	}
+	states := map[peer.Op][]peer.State{}
+	all, err := q.site.peers.Transactions(ctx, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, x := range all {
+		states[x.Op] = append(states[x.Op], x.State)
+	}
+	want := map[peer.Op][]peer.State{peer.OpLien: {peer.StatePending, peer.StateWithdrawn}, peer.OpCharge: {peer.StatePending}, peer.OpWithdraw: {peer.StatePending}}
+	if fmt.Sprint(states) != fmt.Sprint(want) {
+		t.Fatalf("site's transactions: %v, want %v", states, want)
 	}
 	// The bank back: a refund of j1, whose lien and charge are still
 	// pending here, waits for them (sent first, it would find nothing
@@ -372,12 +405,112 @@ func TestTracebackHomeAway(t *testing.T) {
 		t.Fatalf("drain: %d pending, %v", pending, err)
 	}
 	// j1 charged there (50 s of 1 processor, × 2: 100) and 10 × 2 of it
-	// refunded, and j2's lien (refused here, since the bank might have
-	// applied it, yet begun) held (400), each once.
+	// refunded, once; j2's lien never placed.
 	central := q.central.MustBalance("chem")
-	if !central.Amount.Equal(decimal.NewFromInt(920)) || !central.Reserved.Equal(decimal.NewFromInt(400)) {
-		t.Fatalf("home bank after the drain: %+v, want 920 and 400 held", central)
+	if !central.Amount.Equal(decimal.NewFromInt(920)) || !central.Reserved.IsZero() {
+		t.Fatalf("home bank after the drain: %+v, want 920 and nothing held", central)
 	}
+	rec, err := link.Reconcile(ctx, q.site.peers, "central", time.Time{}, time.Time{})
+	if err != nil || len(rec.Differences) != 0 || rec.Matched != 5 {
+		t.Fatalf("reconcile: %+v %v", rec, err)
+	}
+	q.central.MustAudit()
+	q.site.MustAudit()
+}
+
+// TestTracebackWithdrawnAfterApplied: a lien that reached the home bank,
+// its answer lost, is withdrawn at the site (its peer refuses while away):
+// once the bank is back, the withdrawal releases it there, and a sending
+// of the lien that arrives after gets the withdrawal as its answer and
+// holds nothing. The scheduler's retry of the request, once the home bank
+// has the withdrawal, begins the lien anew and it is held once. A lien
+// withdrawn before it reached home is never placed there, whenever it
+// arrives. Reconcile agrees throughout. Both banks on each engine.
+func TestTracebackWithdrawnAfterApplied(t *testing.T) {
+	onEachEngine(t, withdrawnAfterApplied)
+}
+
+func withdrawnAfterApplied(t *testing.T, open ledgertest.OpenStore) {
+	ctx := context.Background()
+	p := newTracebackPair(t, open, "0")
+	p.link.mode.Store("losing") // applied at home, the answer lost
+	if _, err := p.sched.PlaceLien(ctx, "r1", placeSpec("j1", "", 1)); !isCode(err, api.CodeUnavailable) || !strings.Contains(err.Error(), "withdrawn") {
+		t.Fatalf("a lien whose answer is lost: %v", err)
+	}
+	if held := p.central.MustBalance("chem").Reserved; !held.Equal(decimal.NewFromInt(200)) {
+		t.Fatalf("home bank holds %s, want the lien it applied (200)", held)
+	}
+	txs, err := p.site.peers.Transactions(ctx, false)
+	if err != nil || len(txs) != 2 || txs[0].State != peer.StateWithdrawn || txs[1].Op != peer.OpWithdraw || txs[0].Withdrawal != txs[1].ID {
+		t.Fatalf("site's transactions: %+v %v, want the lien withdrawn by the second", txs, err)
+	}
+	lienTx := txs[0]
+	// A retry while the bank is away gets the withdrawal again.
+	p.link.mode.Store("down")
+	if _, err := p.sched.PlaceLien(ctx, "r1", placeSpec("j1", "", 1)); !isCode(err, api.CodeUnavailable) || !strings.Contains(err.Error(), "withdrawn") {
+		t.Fatalf("the request again, the bank away: %v", err)
+	}
+	p.link.mode.Store("up")
+	o := &outbox.Outbox{Peers: p.site.peers, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Pause: 1}
+	if pending, err := o.Drain(ctx); err != nil || pending != 0 {
+		t.Fatalf("drain: %d pending, %v", pending, err)
+	}
+	if held := p.central.MustBalance("chem").Reserved; !held.IsZero() {
+		t.Fatalf("home bank holds %s after the withdrawal", held)
+	}
+	rec, err := link.Reconcile(ctx, p.site.peers, "central", time.Time{}, time.Time{})
+	if err != nil || len(rec.Differences) != 0 || rec.Matched != 2 {
+		t.Fatalf("reconcile after the withdrawal: %+v %v", rec, err)
+	}
+	// The lien sent again (a second server of the site, or a copy on its
+	// way): the first answer, nothing held again.
+	if _, err := p.home.Exchange(ctx, lienTx.ID, api.PathExchangeLiens, lienTx.Body); err != nil {
+		t.Fatalf("the withdrawn lien sent again: %v", err)
+	}
+	if held := p.central.MustBalance("chem").Reserved; !held.IsZero() {
+		t.Fatalf("home bank holds %s after the withdrawn lien came again", held)
+	}
+
+	// The scheduler's retry, the bank back: the lien begins anew, held once.
+	if _, err := p.sched.PlaceLien(ctx, "r1", placeSpec("j1", "", 1)); err != nil {
+		t.Fatalf("the request again, the bank back: %v", err)
+	}
+	if held := p.central.MustBalance("chem").Reserved; !held.Equal(decimal.NewFromInt(200)) {
+		t.Fatalf("home bank holds %s, want the new lien's 200", held)
+	}
+
+	// Withdrawn before it reached home: a late copy is refused for good.
+	p.link.mode.Store("down")
+	if _, err := p.sched.PlaceLien(ctx, "r2", placeSpec("j2", "", 1)); !isCode(err, api.CodeUnavailable) {
+		t.Fatalf("a lien with the bank away: %v", err)
+	}
+	p.link.mode.Store("up")
+	if pending, err := o.Drain(ctx); err != nil || pending != 0 {
+		t.Fatalf("drain: %d pending, %v", pending, err)
+	}
+	txs, err = p.site.peers.Transactions(ctx, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	late := txs[len(txs)-2]
+	if late.State != peer.StateWithdrawn {
+		t.Fatalf("j2's lien: %+v", late)
+	}
+	if _, err := p.home.Exchange(ctx, late.ID, api.PathExchangeLiens, late.Body); !isCode(err, api.CodeInactive) || !strings.Contains(err.Error(), "withdrew") {
+		t.Fatalf("a withdrawn lien arriving late: %v", err)
+	}
+	if held := p.central.MustBalance("chem").Reserved; !held.Equal(decimal.NewFromInt(200)) {
+		t.Fatalf("home bank holds %s, want j1's 200 alone", held)
+	}
+	if err := p.site.peers.RecordAnswers(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rec, err = link.Reconcile(ctx, p.site.peers, "central", time.Time{}, time.Time{})
+	if err != nil || len(rec.Differences) != 0 || rec.Matched != 5 {
+		t.Fatalf("reconcile: %+v %v", rec, err)
+	}
+	p.central.MustAudit()
+	p.site.MustAudit()
 }
 
 // TestTracebackRefusalFinal: a forwarded lien the home bank refused for
