@@ -84,3 +84,57 @@ func TestHomedProject(t *testing.T) {
 	b.refused(t, exitNotFound, "no active lien", "lien", "release", "j2", "--machine", "hpc1")
 	b.refused(t, exitNotFound, "job j2 on hpc1 has no charges", "refund", "--job", "j2", "--machine", "hpc1")
 }
+
+// TestPeerModify: a peer's away policy is set when it is added and
+// changed with its URL, CA file and agreement by peer modify, on the
+// bank's file and through the server alike, its keys kept; peer show says
+// the policy; a policy that cannot be is refused and changes nothing; a
+// removed peer's name is not used again, and the refusal says why.
+func TestPeerModify(t *testing.T) {
+	for name, b := range map[string]*cliBank{"file": newCLIBank(t), "server": newRemoteSite(t).cliBank} {
+		t.Run(name, func(t *testing.T) {
+			keys := t.TempDir()
+			b.ok("account", "create", "chem")
+			b.ok("project", "create", "chem.lab")
+			b.ok("project", "create", "chem.visit")
+			b.refused(t, exitUsage, "credit line above 0", "peer", "add", "central", "--url", "http://127.0.0.1:8090", "--key-out", filepath.Join(keys, "x.key"), "--when-away", "accept")
+			b.refused(t, exitUsage, "want refuse or accept", "peer", "add", "central", "--url", "http://127.0.0.1:8090", "--key-out", filepath.Join(keys, "x.key"), "--when-away", "maybe")
+			b.ok("peer", "add", "central", "--url", "http://127.0.0.1:8090", "--key-out", filepath.Join(keys, "c.key"), "--project", "chem.lab",
+				"--when-away", "accept", "--credit-line", "500")
+			var list []peer.Peer
+			b.json(&list, "peer", "show", "central")
+			if len(list) != 1 || list[0].WhenAway != peer.AwayAccept || list[0].CreditLine.String() != "500" {
+				t.Fatalf("peer show: %+v", list)
+			}
+			if out := b.ok("peer", "show", "central"); !strings.Contains(out, "accept up to 500") {
+				t.Fatalf("peer show:\n%s", out)
+			}
+			signsWith := list[0].Key
+
+			b.refused(t, exitUsage, "goes with accept", "peer", "modify", "central", "--when-away", "refuse", "--credit-line", "5")
+			b.refused(t, exitUsage, "nothing to change", "peer", "modify", "central")
+			b.refused(t, exitUsage, "plain http only to a loopback", "peer", "modify", "central", "--url", "http://bank.example.org")
+			b.refused(t, exitRefused, "names chem.lab already", "peer", "modify", "central", "--add-project", "chem.lab")
+			b.refused(t, exitNotFound, "does not name chem.visit", "peer", "modify", "central", "--remove-project", "chem.visit")
+			b.ok("peer", "modify", "central", "--url", "https://bank.central.example:8443", "--peer-ca-file", "/etc/ingot/central-ca.pem",
+				"--add-project", "chem.visit", "--remove-project", "chem.lab", "--credit-line", "80")
+			list = nil
+			b.json(&list, "peer", "show", "central")
+			p := list[0]
+			if p.URL != "https://bank.central.example:8443" || p.CAFile != "/etc/ingot/central-ca.pem" || strings.Join(p.Projects, ",") != "chem.visit" ||
+				p.WhenAway != peer.AwayAccept || p.CreditLine.String() != "80" || (p.Key == nil) != (signsWith == nil) {
+				t.Fatalf("after modify: %+v", p)
+			}
+			b.ok("peer", "modify", "central", "--when-away", "refuse")
+			list = nil
+			b.json(&list, "peer", "show", "central")
+			if list[0].WhenAway != peer.AwayRefuse || !list[0].CreditLine.IsZero() {
+				t.Fatalf("after --when-away refuse: %+v", list[0])
+			}
+
+			b.ok("peer", "remove", "central", "--yes")
+			b.refused(t, exitRefused, "a peer's name is not used again", "peer", "add", "central", "--url", "http://127.0.0.1:8090", "--key-out", filepath.Join(keys, "c2.key"))
+			b.refused(t, exitNotFound, "no peer named", "peer", "modify", "central", "--url", "http://127.0.0.1:8091")
+		})
+	}
+}

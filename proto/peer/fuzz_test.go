@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shopspring/decimal"
+
 	"github.com/ingot-hpc/ingot/ledger"
 	"github.com/ingot-hpc/ingot/proto/api"
 	"github.com/ingot-hpc/ingot/proto/peer"
@@ -113,5 +115,69 @@ func FuzzJobOp(f *testing.F) {
 				t.Fatalf("%s %q: %+v", op, s, ref)
 			}
 		}
+	})
+}
+
+// FuzzReceiveWithdrawal: any body a peer sends as a withdrawal is
+// refused, with nothing written but the refusal kept, the same when sent
+// again; or the lien it names, never received here, is recorded
+// withdrawn, nothing released, and the withdrawal sent again gets the
+// first answer.
+func FuzzReceiveWithdrawal(f *testing.F) {
+	digest := strings.Repeat("ab", 32)
+	f.Add([]byte(`{"id":"tx-18bc7a3f0e5d2c00aabbccddeeff0011","digest":"` + digest + `","lien":{"project":"chem.lab","machine":"hpc1","job_id":"42","amount":"1.5","expires":"2026-11-28T10:00:00Z"}}`))
+	f.Add([]byte(`{"id":"","digest":"` + digest + `","lien":{}}`))
+	f.Add([]byte(`{"id":"tx-1","digest":"zz","lien":{"project":"chem.lab","machine":"hpc1","job_id":"42","amount":"1","expires":"2026-11-28T10:00:00Z"}}`))
+	fx := newFixture(f)
+	ctx := context.Background()
+	n := 0
+	length := func(t *testing.T) uint64 {
+		n, err := fx.JournalLength(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		var wd peer.Withdrawal
+		if json.Unmarshal(body, &wd) != nil {
+			return
+		}
+		n++
+		req := ledger.Request{Actor: "client:siteb", ID: fmt.Sprintf("tx-fuzzw-%d", n)}
+		receive := func() error {
+			_, err := peer.Receive(ctx, fx.Ledger, req, "siteb", peer.OpWithdraw, body, outbox.Refusals{}, func(w *ledger.Writer) (peer.Withdrawal, decimal.Decimal, error) {
+				return wd, decimal.Zero, peer.Withdrawn(w, "siteb", wd, outbox.Refusals{}, func(time.Time) error {
+					t.Fatalf("%s: released a lien never applied", body)
+					return nil
+				})
+			})
+			return err
+		}
+		before := length(t)
+		err := receive()
+		after := length(t)
+		if err != nil {
+			if after > before+1 {
+				t.Fatalf("refused (%v), yet journaled more than its refusal", err)
+			}
+			if again := receive(); again == nil || api.FromError(again).Message != api.FromError(err).Message || length(t) != after {
+				t.Fatalf("refused (%v), sent again: %v", err, again)
+			}
+			return
+		}
+		if again := receive(); again != nil || length(t) != after {
+			t.Fatalf("applied, sent again: %v", again)
+		}
+		xs, err := fx.peers.Exchanged(ctx, "siteb", time.Time{}, time.Time{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, x := range xs {
+			if x.ID == wd.ID && x.State == peer.StateWithdrawn && x.Op == peer.OpLien && x.Digest == wd.Digest {
+				return
+			}
+		}
+		t.Fatalf("%s applied; its lien not recorded withdrawn: %+v", body, xs)
 	})
 }

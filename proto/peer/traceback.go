@@ -2,6 +2,8 @@ package peer
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -419,6 +421,15 @@ type Withdrawal struct {
 	Lien   JobOp  `json:"lien"`
 }
 
+// check refuses a withdrawal a peer could not have meant: one naming no
+// transaction, or no SHA-256 of a body, or a lien no peer sends.
+func (wd Withdrawal) check() error {
+	if _, err := hex.DecodeString(wd.Digest); wd.ID == "" || err != nil || len(wd.Digest) != 2*sha256.Size {
+		return fmt.Errorf("%w: withdrawal: id and digest (the hex SHA-256 of the lien's body) are needed", ledger.ErrInvalid)
+	}
+	return wd.Lien.Check(OpLien)
+}
+
 // Withdraw withdraws a lien forwarded to a peer that this bank refused
 // while the peer could not be reached (beyond what its away policy
 // accepts): in one change the lien's transaction is withdrawn, no longer
@@ -469,6 +480,9 @@ func (r *Registry) Withdraw(ctx context.Context, actor, id string) (Transaction,
 // nothing and gets ErrWithdrawn (refusals.Keep), as a kept refusal is
 // given.
 func Withdrawn(w *ledger.Writer, peerName string, wd Withdrawal, refusals Refusals, release func(placed time.Time) error) error {
+	if err := wd.check(); err != nil {
+		return err
+	}
 	answer, ok := refusals.Keep(fmt.Errorf("%w: %s withdrew transaction %s", ErrWithdrawn, peerName, ledger.Excerpt(wd.ID)))
 	if !ok {
 		return fmt.Errorf("peer: %w is not kept as a final answer", ErrWithdrawn)

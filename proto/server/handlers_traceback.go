@@ -196,9 +196,6 @@ func (s *Server) exchangeRefund(c *call, op peer.JobOp) (lien.JobRefund, error) 
 // frees only what the peer's own lien held.
 func (s *Server) exchangeWithdrawal(c *call, wd peer.Withdrawal) (peer.Withdrawal, error) {
 	return peer.Receive(c.r.Context(), s.ledger, c.req, c.client.Name, peer.OpWithdraw, c.body, outbox.Refusals{}, func(w *ledger.Writer) (peer.Withdrawal, decimal.Decimal, error) {
-		if err := wd.Lien.Check(peer.OpLien); err != nil {
-			return wd, decimal.Zero, err
-		}
 		ref := wd.Lien.JobRef(c.client.Name)
 		err := peer.Withdrawn(w, c.client.Name, wd, outbox.Refusals{}, func(placed time.Time) error {
 			l, ok, err := w.Tx().JobLien(ref.Machine, ref.JobID)
