@@ -59,14 +59,8 @@ func FuzzReceiveUsage(f *testing.F) {
 	f.Add([]byte(`{"period":"2026-11-28","from":"2026-11-28T00:00:00Z","to":"2026-11-29T00:00:00Z","lines":[{"account":"chem","allocation":1,"grant":"tx-1","charges":1,"charged":"5","refunded":"0","net":"5"}]}`))
 	f.Add([]byte(`{"period":"2026-11","from":"2026-11-01T00:00:00Z","to":"2026-12-01T00:00:00Z"}`))
 	fx := newFixture(f)
+	length := fx.length
 	n := 0
-	length := func(t *testing.T) uint64 {
-		n, err := fx.JournalLength(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		var u peer.UsageReport
 		if json.Unmarshal(body, &u) != nil {
@@ -91,6 +85,15 @@ func FuzzReceiveUsage(f *testing.F) {
 			t.Fatalf("recorded %+v of %s", got, body)
 		}
 	})
+}
+
+// length is the number of entries in the fixture's journal.
+func (fx *fixture) length(t *testing.T) uint64 {
+	n, err := fx.JournalLength(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
 
 // FuzzJobOp: a forwarded job's body is refused or read as one whose
@@ -130,14 +133,8 @@ func FuzzReceiveWithdrawal(f *testing.F) {
 	f.Add([]byte(`{"id":"tx-1","digest":"zz","lien":{"project":"chem.lab","machine":"hpc1","job_id":"42","amount":"1","expires":"2026-11-28T10:00:00Z"}}`))
 	fx := newFixture(f)
 	ctx := context.Background()
+	length := fx.length
 	n := 0
-	length := func(t *testing.T) uint64 {
-		n, err := fx.JournalLength(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		var wd peer.Withdrawal
 		if json.Unmarshal(body, &wd) != nil {

@@ -231,16 +231,26 @@ func forwardedChargeAnswer(t *testing.T, charged lien.ChargeResult) {
 	}
 }
 
-// agreeingBanks: reconcile finds both banks' records the same, once the
-// last answer kept is journaled (as the outbox does).
-func agreeingBanks(t *testing.T, p *tracebackPair) {
+// reconciled: reconcile finds matched transactions and both banks'
+// records the same, once the last answer kept is journaled (as the
+// outbox does); both banks' audits pass.
+func reconciled(t *testing.T, p *tracebackPair, matched int) {
+	t.Helper()
 	if err := p.site.peers.RecordAnswers(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	rec, err := link.Reconcile(context.Background(), p.site.peers, "central", time.Time{}, time.Time{})
-	if err != nil || len(rec.Differences) != 0 || rec.Matched != 7 {
-		t.Fatalf("reconcile: %+v %v", rec, err)
+	if err != nil || len(rec.Differences) != 0 || rec.Matched != matched {
+		t.Fatalf("reconcile: %+v %v, want %d agreeing", rec, err, matched)
 	}
+	p.central.MustAudit()
+	p.site.MustAudit()
+}
+
+// agreeingBanks: reconcile finds both banks' records the same, and the
+// site's statement says what was done.
+func agreeingBanks(t *testing.T, p *tracebackPair) {
+	reconciled(t, p, 7)
 	// The statement counts the charge, lists the liens, the release and
 	// the withdrawal as holds, out of its totals.
 	st, err := p.site.peers.Statement(context.Background(), "central", peer.Period{})
@@ -410,12 +420,7 @@ func homeAway(t *testing.T, open ledgertest.OpenStore) {
 	if !central.Amount.Equal(decimal.NewFromInt(920)) || !central.Reserved.IsZero() {
 		t.Fatalf("home bank after the drain: %+v, want 920 and nothing held", central)
 	}
-	rec, err := link.Reconcile(ctx, q.site.peers, "central", time.Time{}, time.Time{})
-	if err != nil || len(rec.Differences) != 0 || rec.Matched != 5 {
-		t.Fatalf("reconcile: %+v %v", rec, err)
-	}
-	q.central.MustAudit()
-	q.site.MustAudit()
+	reconciled(t, q, 5)
 }
 
 // TestTracebackWithdrawnAfterApplied: a lien that reached the home bank,
@@ -458,10 +463,7 @@ func withdrawnAfterApplied(t *testing.T, open ledgertest.OpenStore) {
 	if held := p.central.MustBalance("chem").Reserved; !held.IsZero() {
 		t.Fatalf("home bank holds %s after the withdrawal", held)
 	}
-	rec, err := link.Reconcile(ctx, p.site.peers, "central", time.Time{}, time.Time{})
-	if err != nil || len(rec.Differences) != 0 || rec.Matched != 2 {
-		t.Fatalf("reconcile after the withdrawal: %+v %v", rec, err)
-	}
+	reconciled(t, p, 2)
 	// The lien sent again (a second server of the site, or a copy on its
 	// way): the first answer, nothing held again.
 	if _, err := p.home.Exchange(ctx, lienTx.ID, api.PathExchangeLiens, lienTx.Body); err != nil {
@@ -502,15 +504,7 @@ func withdrawnAfterApplied(t *testing.T, open ledgertest.OpenStore) {
 	if held := p.central.MustBalance("chem").Reserved; !held.Equal(decimal.NewFromInt(200)) {
 		t.Fatalf("home bank holds %s, want j1's 200 alone", held)
 	}
-	if err := p.site.peers.RecordAnswers(ctx); err != nil {
-		t.Fatal(err)
-	}
-	rec, err = link.Reconcile(ctx, p.site.peers, "central", time.Time{}, time.Time{})
-	if err != nil || len(rec.Differences) != 0 || rec.Matched != 5 {
-		t.Fatalf("reconcile: %+v %v", rec, err)
-	}
-	p.central.MustAudit()
-	p.site.MustAudit()
+	reconciled(t, p, 5)
 }
 
 // TestTracebackRefusalFinal: a forwarded lien the home bank refused for
