@@ -80,16 +80,12 @@ func mismatch(h, t *Exchanged) string {
 	if h.Direction == Received {
 		h, t = t, h // the asking bank's record first
 		switch {
-		case t.State == StateWithdrawn && (h == nil || h.State == StateWithdrawn):
-			return "" // not applied, or undone: withdrawn on both sides
-		case t.State == StateWithdrawn:
-			return fmt.Sprintf("withdrawn here; %s at the peer", h.State)
-		case t.State == StateRefused && (h == nil || h.State == StateRefused):
-			return "" // nothing applied on either side
-		case t.State == StateRefused && h.State == StatePending:
-			return "refused here; still pending at the peer (its answer not recorded there yet)"
-		case t.State == StateRefused:
-			return "refused here; done at the peer"
+		case t.State.unapplied() && (h == nil || h.State.unapplied()):
+			return "" // nothing applied on either side, or undone
+		case t.State.unapplied() && h.State == StatePending:
+			return fmt.Sprintf("%s here; still pending at the peer (its answer not recorded there yet)", t.State)
+		case t.State.unapplied():
+			return fmt.Sprintf("%s here; done at the peer", t.State)
 		case h == nil:
 			return "applied here; the peer has no record of beginning it"
 		case h.State == StatePending:
@@ -101,12 +97,12 @@ func mismatch(h, t *Exchanged) string {
 		}
 		return sameContent(h, t)
 	}
-	refusedThere := t != nil && (t.State == StateRefused || t.State == StateWithdrawn)
+	refusedThere := t != nil && t.State.unapplied()
 	switch {
-	case h.State == StateWithdrawn && !refusedThere && t != nil:
+	case h.State == StateWithdrawn && t != nil && !refusedThere:
 		return "withdrawn here; applied at the peer (the withdrawal not applied there yet)"
 	case h.State == StateWithdrawn:
-		return "" // never applied at the peer, or undone there
+		return "" // never applied at the peer, refused there, or undone there
 	case h.State == StatePending && t == nil:
 		return "pending: not applied at the peer yet"
 	case h.State == StatePending && refusedThere:
@@ -125,18 +121,23 @@ func mismatch(h, t *Exchanged) string {
 	return sameContent(h, t)
 }
 
+// unapplied says whether a transaction in this state left nothing applied
+// at the bank that recorded it: refused, or withdrawn (never applied
+// there, or undone).
+func (s State) unapplied() bool { return s == StateRefused || s == StateWithdrawn }
+
 // missingHere says what a record of the peer's that this bank has no
 // record of means, "" if nothing is amiss (a refusal the peer recorded,
 // of a transaction either bank began: nothing was applied).
 func missingHere(t *Exchanged) string {
 	switch {
-	case t.Direction == Received && (t.State == StateRefused || t.State == StateWithdrawn):
+	case t.Direction == Received && t.State.unapplied():
 		return ""
 	case t.Direction == Received:
 		return "applied at the peer; no record here of beginning it"
 	case t.State == StatePending:
 		return "pending at the peer: not applied here yet"
-	case t.State == StateRefused || t.State == StateWithdrawn:
+	case t.State.unapplied():
 		return ""
 	}
 	return "done at the peer; no record here of applying it"

@@ -17,7 +17,7 @@ func TestCompare(t *testing.T) {
 		return peer.Exchanged{ID: id, Peer: "p", Direction: dir, Op: "any", State: state, Amount: decimal.NewFromInt(amount), Digest: "d", Began: at}
 	}
 	sent, recv := peer.Sent, peer.Received
-	done, pending, refused := peer.StateDone, peer.StatePending, peer.StateRefused
+	done, pending, refused, withdrawn := peer.StateDone, peer.StatePending, peer.StateRefused, peer.StateWithdrawn
 	other := x("a", recv, done, 10)
 	other.Digest = "e"
 	for _, c := range []struct {
@@ -47,6 +47,16 @@ func TestCompare(t *testing.T) {
 		{"pending, refused there", []peer.Exchanged{x("a", sent, pending, 10)}, []peer.Exchanged{x("a", recv, refused, 0)}, "pending here; refused at the peer (its answer not recorded here yet)"},
 		{"done, refused there", []peer.Exchanged{x("a", sent, done, 10)}, []peer.Exchanged{x("a", recv, refused, 0)}, "done here; the peer recorded a refusal"},
 		{"refused there, unknown here", nil, []peer.Exchanged{x("a", recv, refused, 0)}, ""},
+		{"withdrawn, nothing there", []peer.Exchanged{x("a", sent, withdrawn, 10)}, nil, ""},
+		{"withdrawn, withdrawn there", []peer.Exchanged{x("a", sent, withdrawn, 10)}, []peer.Exchanged{x("a", recv, withdrawn, 10)}, ""},
+		{"withdrawn, refused there", []peer.Exchanged{x("a", sent, withdrawn, 10)}, []peer.Exchanged{x("a", recv, refused, 0)}, ""},
+		{"withdrawn, applied there", []peer.Exchanged{x("a", sent, withdrawn, 10)}, []peer.Exchanged{x("a", recv, done, 10)}, "withdrawn here; applied at the peer (the withdrawal not applied there yet)"},
+		{"refused here, withdrawn there", []peer.Exchanged{x("a", recv, refused, 0)}, []peer.Exchanged{x("a", sent, withdrawn, 10)}, ""},
+		{"withdrawn here, withdrawn there", []peer.Exchanged{x("a", recv, withdrawn, 0)}, []peer.Exchanged{x("a", sent, withdrawn, 10)}, ""},
+		{"withdrawn here, unknown there", []peer.Exchanged{x("a", recv, withdrawn, 0)}, nil, ""},
+		{"withdrawn here, done there", []peer.Exchanged{x("a", recv, withdrawn, 0)}, []peer.Exchanged{x("a", sent, done, 10)}, "withdrawn here; done at the peer"},
+		{"applied here, withdrawn there", []peer.Exchanged{x("a", recv, done, 10)}, []peer.Exchanged{x("a", sent, withdrawn, 10)}, "applied here; withdrawn at the peer (its withdrawal not applied here yet)"},
+		{"withdrawn there, unknown here", nil, []peer.Exchanged{x("a", recv, withdrawn, 0)}, ""},
 		{"both sent", []peer.Exchanged{x("a", sent, done, 10)}, []peer.Exchanged{x("a", sent, done, 10)}, "both banks record it as sent"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
