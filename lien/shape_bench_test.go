@@ -26,7 +26,10 @@ import (
 // large one (users: 100,000), for each dimension of shapes. For each
 // operation it times the large bank and reports, beside its rate, the
 // small bank's rate measured in the same run just before (small_ops/s)
-// and the cost ratio, large over small (x_small: the bar is 1.3):
+// and the cost ratio, large over small (x_small: the bar is 1.3), and the
+// same of the process's CPU time an operation took (small_cpu_us/op,
+// x_small_cpu), which a machine busy with other work moves less (on
+// PostgreSQL it leaves out the server's):
 //
 //   - cycle: a job's lien and final charge on chem.lab1, each durable, 16
 //     goroutines;
@@ -94,12 +97,14 @@ func BenchmarkShape(b *testing.B) {
 				small, large := shapeBank(b, open, shape.grow, 10), shapeBank(b, open, shape.grow, shape.large)
 				for _, o := range ops {
 					b.Run(fmt.Sprintf("%s/%s=%d", o.name, shape.name, shape.large), func(b *testing.B) {
-						baseline := ledgertest.RateOf(b, o.workers, func() { o.op(b, small) })
-						ledgertest.Parallel(b, o.workers, func() { o.op(b, large) })
+						baseline, baselineCPU := ledgertest.CostOf(b, o.workers, func() { o.op(b, small) })
+						cpu := ledgertest.Parallel(b, o.workers, func() { o.op(b, large) })
 						rate := float64(b.N) / b.Elapsed().Seconds()
 						b.ReportMetric(rate, "ops/s")
 						b.ReportMetric(baseline, "small_ops/s")
 						b.ReportMetric(baseline/rate, "x_small")
+						b.ReportMetric(baselineCPU, "small_cpu_us/op")
+						b.ReportMetric(cpu/baselineCPU, "x_small_cpu")
 					})
 				}
 			}

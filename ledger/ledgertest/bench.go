@@ -89,6 +89,16 @@ func RateOf(b *testing.B, n int, op func()) float64 {
 	return RatesOf(b, n, 1, op)[0]
 }
 
+// CostOf is RateOf with the process's CPU time an operation took, in
+// microseconds (Parallel's cpu_us/op): a baseline that a busy machine
+// moves less than the rate.
+func CostOf(b *testing.B, n int, op func()) (rate, cpuPerOp float64) {
+	cpu := processCPU()
+	rate = RateOf(b, n, op)
+	used := processCPU().minus(cpu)
+	return rate, float64((used.user + used.system).Microseconds()) / float64(b.N)
+}
+
 // RatesOf runs each op b.N times over n goroutines, outside the timed
 // part, in turns (rounds of b.N/rounds runs of each op, one op after the
 // other), and returns how many of each ran a second. Measured in turns,
