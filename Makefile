@@ -149,7 +149,8 @@ bench-history:
 # balance, a quote and a preemption answer on a bank whose account has 10
 # allocations and on one where it has 10,000, 9,990 of them ended; each
 # line's x_small is the cost at 10,000 over the cost at 10, in the same
-# run (bar 1.3). On bbolt, and on PostgreSQL too with POSTGRES=1 (or
+# run (bar 1.3), x_small_cpu the same of this process's CPU time (which a
+# busy machine moves less; PostgreSQL's own is not in it). On bbolt, and on PostgreSQL too with POSTGRES=1 (or
 # INGOT_E2E=1): a server of its own, as e2e-postgres starts. About half a
 # minute on two cores, two with PostgreSQL.
 POSTGRES ?=

@@ -64,8 +64,8 @@
 //	                       since schema 13); an allocation that starts after it was made is listed here only once a
 //	                       change of its account finds it started (ActiveAllocations)
 //	allocations_upcoming   account NUL start ‖ id -> (empty): start in Unix ns, for an allocation that starts after it
-//	                       was made, until a change of its account finds it started (ActiveAllocations, NextStart; since
-//	                       schema 17)
+//	                       was made, until a change of its account finds it started (ActiveAllocations, NextStart,
+//	                       UpcomingAllocations; since schema 17)
 //	balance_history        id ‖ seq -> ledger.Allocation after entry seq, as in allocations
 //	journal                seq -> SHA-256 ‖ time (Unix ns) ‖ the entry's bytes (ledger.StoredEntry), packed;
 //	                       before schema 10, SHA-256 ‖ the bytes
