@@ -416,8 +416,10 @@ func (a *auditor) replay(d decodedEntry) error {
 			return err
 		}
 	}
-	if r := e.Record; r != nil {
-		a.records[r.Kind+"/"+r.Key] = *r
+	if e.Record != nil {
+		for _, r := range e.Record.Writes() {
+			a.records[r.Kind+"/"+r.Key] = r
+		}
 	}
 	return a.moveAllocations(e)
 }

@@ -97,9 +97,11 @@ func copyJournal(ctx context.Context, src, dst Tx, rep *CopyReport, progress fun
 			}
 		}
 		if e.Record != nil {
-			kinds[e.Record.Kind] = true
-			if err := putRecordDigest(dst, *e.Record); err != nil {
-				return false, err
+			for _, r := range e.Record.Writes() {
+				kinds[r.Kind] = true
+				if err := putRecordDigest(dst, r); err != nil {
+					return false, err
+				}
 			}
 		}
 		if err := copyHistory(src, dst, e); err != nil {

@@ -58,3 +58,59 @@ func TestRecordDigests(t *testing.T) {
 	digestIn(bank.Store, "")
 	bank.MustAudit()
 }
+
+// TestRecordReplaces: a journaled record that replaces another kind's of
+// the same key deletes that one, and its digest, in its own entry; the
+// audit replays it so, and a copy of the bank holds the new one alone.
+func TestRecordReplaces(t *testing.T) {
+	ctx := context.Background()
+	bank := ledgertest.NewBank(t, bolttest.Open)
+	put := func(r ledger.Record) {
+		t.Helper()
+		_, err := ledger.Mutate(ctx, bank.Ledger, bank.Req(), ledger.KindRecord, r, func(w *ledger.Writer) (bool, error) {
+			_, err := w.Append(ledger.Entry{Kind: ledger.KindRecord, Record: &r, Description: "test record"})
+			return err == nil, err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	put(ledger.Record{Kind: "test.pending", Key: "k", Value: []byte(`1`)})
+	n := bank.JournalLen()
+	put(ledger.Record{Kind: "test.done", Key: "k", Value: []byte(`2`), Replaces: "test.pending"})
+	if got := bank.JournalLen() - n; got != 1 {
+		t.Fatalf("the replacing record took %d entries, want 1", got)
+	}
+	holds := func(store ledger.Store) {
+		t.Helper()
+		err := store.View(ctx, func(tx ledger.Tx) error {
+			if r, ok, err := tx.Record("test.pending", "k"); err != nil || ok {
+				t.Errorf("the replaced record is still there: %+v %v", r, err)
+			}
+			if d, ok, err := ledger.RecordDigest(tx, "test.pending", "k"); err != nil || ok {
+				t.Errorf("the replaced record's digest is still there: %s %v", d, err)
+			}
+			if r, ok, err := tx.Record("test.done", "k"); err != nil || !ok || string(r.Value) != `2` {
+				t.Errorf("the replacing record: %+v %v %v", r, ok, err)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	holds(bank.Store)
+	copied := bolttest.Open(t)
+	if _, err := ledger.Copy(ctx, bank.Store, copied, ledger.CopyOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	holds(copied)
+	l, err := ledger.Open(ctx, copied)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := l.Audit(ctx, ledger.AuditOptions{Full: true}); err != nil || len(rep.Problems) > 0 {
+		t.Fatalf("the copy's audit: %+v %v", rep, err)
+	}
+	bank.MustAudit()
+}

@@ -387,10 +387,7 @@ func (w *Writer) Append(e Entry, changed ...Allocation) (Entry, error) {
 		}
 	}
 	if e.Record != nil {
-		if err := w.tx.PutRecord(*e.Record); err != nil {
-			return Entry{}, err
-		}
-		if err := putRecordDigest(w.tx, *e.Record); err != nil {
+		if err := w.putRecord(*e.Record); err != nil {
 			return Entry{}, err
 		}
 	}
@@ -414,15 +411,25 @@ func (w *Writer) AppendRecord(e Entry, r Record) (Entry, error) {
 		e.Record = &r
 		return w.Append(e)
 	}
-	if err := w.tx.PutRecord(r); err != nil {
-		return Entry{}, err
-	}
-	if err := putRecordDigest(w.tx, r); err != nil {
+	if err := w.putRecord(r); err != nil {
 		return Entry{}, err
 	}
 	last := &w.pending[len(w.pending)-1]
 	last.Record = &r
 	return *last, nil
+}
+
+// putRecord stores what an entry's record writes, and its digests.
+func (w *Writer) putRecord(rec Record) error {
+	for _, r := range rec.Writes() {
+		if err := w.tx.PutRecord(r); err != nil {
+			return err
+		}
+		if err := putRecordDigest(w.tx, r); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // flush seals and stores the pending entries in order, the last one

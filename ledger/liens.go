@@ -85,6 +85,22 @@ type Record struct {
 	Key     string          `json:"key"`
 	Value   json.RawMessage `json:"value,omitempty"`
 	Deleted bool            `json:"deleted,omitempty"`
+	// Replaces, in a journal entry, is the kind of a record of the same
+	// key that this one takes the place of: it is deleted as this one is
+	// written, in the same entry (a record that moves from one kind to
+	// another, as a transaction from pending to answered, costs one entry).
+	Replaces string `json:"replaces,omitempty"`
+}
+
+// Writes are the records an entry's record writes: itself, and the
+// deletion of the one it replaces, if any.
+func (r Record) Writes() []Record {
+	replaces := r.Replaces
+	r.Replaces = ""
+	if replaces == "" {
+		return []Record{r}
+	}
+	return []Record{r, {Kind: replaces, Key: r.Key, Deleted: true}}
 }
 
 // NetDebits is what the charge took from each allocation, less refunds (an

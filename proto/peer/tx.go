@@ -204,9 +204,9 @@ func allTxs(tx ledger.Tx) ([]Transaction, error) {
 	return out, nil
 }
 
-// putTx journals a transaction's state: a pending one once, as its
-// recordPending; an answered one as its recordTx, its recordPending
-// deleted.
+// putTx journals a transaction's state, in one entry: a pending one as
+// its recordPending; an answered one as its recordTx, which replaces its
+// recordPending.
 func putTx(w *ledger.Writer, t Transaction, what string) error {
 	raw, err := json.Marshal(t)
 	if err != nil {
@@ -217,12 +217,8 @@ func putTx(w *ledger.Writer, t Transaction, what string) error {
 			Record: &ledger.Record{Kind: recordPending, Key: t.ID, Value: raw}})
 		return err
 	}
-	if _, err := w.Append(ledger.Entry{Kind: ledger.KindRecord, Ref: t.Peer, Description: what,
-		Record: &ledger.Record{Kind: recordTx, Key: t.ID, Value: raw}}); err != nil {
-		return err
-	}
 	_, err = w.Append(ledger.Entry{Kind: ledger.KindRecord, Ref: t.Peer, Description: what,
-		Record: &ledger.Record{Kind: recordPending, Key: t.ID, Deleted: true}})
+		Record: &ledger.Record{Kind: recordTx, Key: t.ID, Value: raw, Replaces: recordPending}})
 	return err
 }
 
