@@ -23,8 +23,11 @@ const (
 // and waits until no bank has a transaction pending; it notes how many
 // were pending then and how long the drain took. Every charge is
 // journaled by then: it waits for each site's usage report of the
-// period the drain ended in to reach the central bank (awaitReports), and
-// for the banks to drain again.
+// period the drain ended in to reach the central bank (awaitReports).
+// Then, so that no report is begun while the banks are compared, each
+// site's server is started again reporting daily (a change of period
+// across a restart: its next report is of the time from the end of the
+// last to midnight UTC, due then), and the banks drain again.
 func (r *run) heal(rep *Report) {
 	t := r.t
 	for _, l := range r.links {
@@ -42,8 +45,16 @@ func (r *run) heal(rep *Report) {
 	rep.Drain = time.Since(start)
 	drained := time.Now()
 	r.awaitReports(drained)
-	r.drain()
 	rep.ReportsIn = time.Since(drained)
+	for _, site := range sites {
+		b := r.banks[site]
+		if err := b.srv.Stop(); err != nil {
+			t.Fatalf("stopping %s: %v\n%s", site, err, b.srv.LogTail())
+		}
+		b.srv.Flags = b.serveFlags(24 * time.Hour)
+		b.srv.MustStart(t)
+	}
+	r.drain()
 }
 
 // drain waits until no bank has a transaction pending, and returns how

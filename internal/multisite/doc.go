@@ -36,8 +36,10 @@
 // Once the load has stopped, every link is healed and every bank is
 // running; the time until no bank has a transaction pending is the time
 // to drain. Every charge is journaled then: the run waits for each site's
-// usage report of a period that ends after it to reach the central bank,
-// and for the banks to drain again. Then:
+// usage report of a period that ends after it to reach the central bank;
+// then each site's server is started again reporting daily, so that no
+// report is begun while the banks are compared (unless the run crosses
+// midnight UTC then), and the banks drain again. Then:
 //
 //   - every acknowledged deposit is one transaction of the central bank,
 //     done (a transaction the central bank holds that no acknowledged

@@ -98,6 +98,11 @@ type bank struct {
 	schedKey  string // a site's scheduler client's key file
 }
 
+// serveFlags are b's server's flags, reporting usage every period.
+func (b *bank) serveFlags(period time.Duration) []string {
+	return []string{"--server-key", b.serverKey, "--usage-report-period", period.String()}
+}
+
 // link is the way one bank calls another: through a proxy of its own,
 // whose address is the callee's URL in the caller's peer record.
 type link struct {
@@ -228,7 +233,7 @@ func (r *run) setUp() {
 		}
 		b.cli = ingotproc.Command{Bin: r.cfg.Binary, Global: global}
 		b.srv = &ingotproc.Server{Name: name, Bin: r.cfg.Binary, Global: global, Addr: freeAddr(t),
-			Flags: []string{"--server-key", b.serverKey, "--usage-report-period", r.cfg.ReportPeriod.String()}, Log: filepath.Join(r.dir, name+".log")}
+			Flags: b.serveFlags(r.cfg.ReportPeriod), Log: filepath.Join(r.dir, name+".log")}
 		b.cli.Must(t, "init")
 		b.cli.Must(t, "client", "add", admin, "--role", "admin", "--key-out", b.adminKey, "--server-key", b.serverKey)
 		r.banks[name] = b
