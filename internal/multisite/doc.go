@@ -17,7 +17,8 @@
 // want of credits, before the grants arrive, is a job not run), in turn
 // on the account the grants feed and on the visitors' project, homed at
 // the other site's account (traceback): the site forwards the visitors'
-// liens, charges and releases there. Every site's server reports the
+// liens and charges there. The site's admin refunds a part of a job's
+// charge now and then, a visitor's refund forwarded to its home too. Every site's server reports the
 // usage of the central bank's grants every few seconds (ingot serve
 // --usage-report-period, Config.ReportPeriod), so reports are begun, sent
 // and answered under the faults too. The load is bounded in time and in
@@ -52,12 +53,13 @@
 //     request id, and no other charge of its scheduler's; no lien is left
 //     active;
 //   - each transaction of a visitor's job is done or refused at the
-//     visiting site, as many charges done as it acknowledged, each done
-//     one applied once at the home site under its id and nothing else of
-//     the visiting site's; the home's charges are the figures sent;
+//     visiting site, as many charges and refunds done as it
+//     acknowledged, each done one applied once at the home site under its
+//     id and nothing else of the visiting site's; the home's charges and
+//     refunds are the figures sent;
 //   - credits are conserved: each site's account holds exactly the sum
 //     of the deposits acknowledged for it less the charges of its own
-//     jobs and of the other site's visitors;
+//     jobs and of the other site's visitors, net of their refunds;
 //   - the usage reports the central bank received from each site follow
 //     each other from the site's first grant on, with no gap (lost) or
 //     overlap (doubled), each a report the site began and holds done,

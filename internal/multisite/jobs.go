@@ -120,27 +120,33 @@ func (r *run) runJobs(site string, rng *rand.Rand, stop <-chan struct{}) {
 		r.mu.Lock()
 		r.charges = append(r.charges, ch)
 		r.mu.Unlock()
-		if home == "" && rng.IntN(refundOneIn) == 0 {
-			if !r.refund(b, res.Charge, rng) {
-				return
-			}
+		if rng.IntN(refundOneIn) == 0 && !r.refund(b, job, home, res.Charge, rng) {
+			return
 		}
 		time.Sleep(10*time.Millisecond + time.Duration(rng.Int64N(int64(40*time.Millisecond))))
 	}
 }
 
 // refund refunds a part of a job's charge at site b, as its admin, sent
-// until acknowledged; false if it was refused.
-func (r *run) refund(b *bank, c ledger.Charge, rng *rand.Rand) bool {
+// until acknowledged; false if it was refused. A visitor's job (home is
+// its home bank) has no charge at the site: it is refunded by job, and
+// the refund forwarded to its home bank.
+func (r *run) refund(b *bank, job lien.Job, home string, c ledger.Charge, rng *rand.Rand) bool {
 	part := c.Amount.Mul(decimal.NewFromInt(1 + rng.Int64N(4))).Div(decimal.NewFromInt(4)).RoundDown(2)
 	if !part.IsPositive() {
 		return true
 	}
-	ref := charged{requestID: client.NewRequestID(), site: b.name, amount: part.Neg()}
-	if _, err := untilAcked(func(ctx context.Context) (ledger.Charge, error) {
+	ref := charged{requestID: client.NewRequestID(), site: b.name, home: home, amount: part.Neg()}
+	send := func(ctx context.Context) (any, error) {
 		return b.admin.Refund(ctx, ref.requestID, api.RefundRequest{Charge: c.ID, Amount: part})
-	}); err != nil {
-		r.t.Errorf("%s: refund of %s of charge %d (request %s): %v", b.name, part, c.ID, ref.requestID, err)
+	}
+	if home != "" {
+		send = func(ctx context.Context) (any, error) {
+			return b.admin.RefundJob(ctx, ref.requestID, lien.JobRefundSpec{Job: job, Amount: part})
+		}
+	}
+	if _, err := untilAcked(send); err != nil {
+		r.t.Errorf("%s: refund of %s of job %s (request %s): %v", b.name, part, job.ID, ref.requestID, err)
 		return false
 	}
 	r.mu.Lock()

@@ -131,6 +131,9 @@ type run struct {
 	mu           sync.Mutex
 	acked        []deposit // the deposits the central bank acknowledged
 	charges      []charged // the jobs' final charges the sites acknowledged
+	// visitorsRefunded is what the refunds of the other site's visitors'
+	// jobs returned at each site, in its credits (checkTraceback).
+	visitorsRefunded map[string]decimal.Decimal
 }
 
 // Report is what a run did and found.
@@ -144,12 +147,13 @@ type Report struct {
 	// the jobs a site refused for want of credits.
 	Charges, Refunds, LiensRefused int
 	// VisitorCharges are the visitors' jobs' charges the sites
-	// acknowledged; Forwarded and ForwardRefused, the transactions of
-	// visitors' jobs (liens, charges, releases, withdrawals) their home
-	// banks applied and refused; Withdrawn, the liens the sites withdrew
+	// acknowledged, VisitorRefunds the refunds of parts of them;
+	// Forwarded and ForwardRefused, the transactions of visitors' jobs
+	// (liens, charges, releases, refunds, withdrawals) their home banks
+	// applied and refused; Withdrawn, the liens the sites withdrew
 	// (refused while the home bank was away).
-	VisitorCharges, Forwarded, ForwardRefused, Withdrawn int
-	Faults                                               map[string]int
+	VisitorCharges, VisitorRefunds, Forwarded, ForwardRefused, Withdrawn int
+	Faults                                                               map[string]int
 	// Struck is how many times a link's fault acted on a connection (a
 	// connection closed or reset, bytes delayed or held).
 	Struck  int
@@ -181,7 +185,7 @@ type Report struct {
 func Run(tb testing.TB, cfg Config) *Report {
 	tb.Helper()
 	cfg.defaults()
-	r := &run{t: tb, cfg: cfg, dir: tb.TempDir(), banks: map[string]*bank{}}
+	r := &run{t: tb, cfg: cfg, dir: tb.TempDir(), banks: map[string]*bank{}, visitorsRefunded: map[string]decimal.Decimal{}}
 	if cfg.Binary == "" {
 		r.cfg.Binary = ingotproc.Build(tb, tb.TempDir())
 	}
@@ -326,8 +330,8 @@ func (r *run) report(rep *Report) {
 		total += n
 	}
 	p("multisite e2e (%s), seed %d: %s of load and faults", engines, r.cfg.Seed, rep.Load.Round(time.Second))
-	p("  operations:      %d deposits at the sites acknowledged (sitea %d, siteb %d); %d jobs charged at the sites on their own account (%d of them refunded in part), %d visitors' jobs charged to the other site (%d of their liens, charges, releases and withdrawals applied there, %d refused, %d liens withdrawn); %d liens refused for want of credits",
-		rep.Operations, rep.PerSite[siteA], rep.PerSite[siteB], rep.Charges, rep.Refunds, rep.VisitorCharges, rep.Forwarded, rep.ForwardRefused, rep.Withdrawn, rep.LiensRefused)
+	p("  operations:      %d deposits at the sites acknowledged (sitea %d, siteb %d); %d jobs charged at the sites on their own account (%d of them refunded in part), %d visitors' jobs charged to the other site (%d of them refunded in part; %d of their liens, charges, refunds and withdrawals applied there, %d refused, %d liens withdrawn); %d liens refused for want of credits",
+		rep.Operations, rep.PerSite[siteA], rep.PerSite[siteB], rep.Charges, rep.Refunds, rep.VisitorCharges, rep.VisitorRefunds, rep.Forwarded, rep.ForwardRefused, rep.Withdrawn, rep.LiensRefused)
 	p("  faults injected: %d: %s; the links' faults struck %d times", total, formatCounts(rep.Faults), rep.Struck)
 	p("  lost:            %d", rep.Lost)
 	p("  doubled:         %d", rep.Doubled)

@@ -39,11 +39,11 @@ func (r *run) homeVisitors(b *bank) {
 
 // checkTraceback checks the jobs of visitor's visitors, forwarded to home:
 // every transaction visitor began with home answered (done or refused);
-// as many charges done as visitor acknowledged (fewer: lost; more:
-// doubled); each done transaction applied once at home under its id, by
-// visitor's peer client, and nothing else of it; the charges home applied
-// the figures visitor sent. It returns what they took from home's
-// account.
+// as many charges and refunds done as visitor acknowledged (fewer: lost;
+// more: doubled); each done transaction applied once at home under its
+// id, by visitor's peer client, and nothing else of it; the charges and
+// refunds home applied the figures visitor sent. It returns what they
+// took from home's account, net.
 func (r *run) checkTraceback(rep *Report, visitor, home string) decimal.Decimal {
 	t := r.t
 	ctx := context.Background()
@@ -52,7 +52,7 @@ func (r *run) checkTraceback(rep *Report, visitor, home string) decimal.Decimal 
 		t.Fatal(err)
 	}
 	done, withdrawn := map[string]peer.Transaction{}, map[string]peer.Transaction{}
-	charges, sent := 0, decimal.Zero
+	charges, refunds, sent, returned := 0, 0, decimal.Zero, decimal.Zero
 	for _, x := range txs {
 		if x.Peer != home {
 			continue
@@ -60,9 +60,13 @@ func (r *run) checkTraceback(rep *Report, visitor, home string) decimal.Decimal 
 		switch x.State {
 		case peer.StateDone:
 			done[x.ID] = x
-			if x.Op == peer.OpCharge {
+			switch x.Op {
+			case peer.OpCharge:
 				charges++
 				sent = sent.Add(x.Amount)
+			case peer.OpRefund:
+				refunds++
+				returned = returned.Add(x.Amount)
 			}
 			rep.Forwarded++
 		case peer.StateRefused:
@@ -74,24 +78,34 @@ func (r *run) checkTraceback(rep *Report, visitor, home string) decimal.Decimal 
 			t.Errorf("%s: %s of a visitor's job to %s (transaction %s) is %s", visitor, x.Op, home, x.ID, x.State)
 		}
 	}
-	acked := 0
+	acked, refundsAcked := 0, 0
 	for _, ch := range r.charges {
-		if ch.site == visitor && ch.home == home {
+		switch {
+		case ch.site != visitor || ch.home != home:
+		case ch.amount.IsNegative():
+			refundsAcked++
+		default:
 			acked++
 		}
 	}
 	rep.VisitorCharges += acked
-	switch {
-	case charges < acked:
-		rep.Lost += acked - charges
-		t.Errorf("%s: %d visitors' charges acknowledged, %d forwarded to %s and done", visitor, acked, charges, home)
-	case charges > acked:
-		rep.Doubled += charges - acked
-		t.Errorf("%s: %d visitors' charges acknowledged, %d forwarded to %s and done", visitor, acked, charges, home)
+	rep.VisitorRefunds += refundsAcked
+	for _, c := range []struct {
+		what      string
+		done, ack int
+	}{{"charges", charges, acked}, {"refunds", refunds, refundsAcked}} {
+		switch {
+		case c.done < c.ack:
+			rep.Lost += c.ack - c.done
+			t.Errorf("%s: %d visitors' %s acknowledged, %d forwarded to %s and done", visitor, c.ack, c.what, c.done, home)
+		case c.done > c.ack:
+			rep.Doubled += c.done - c.ack
+			t.Errorf("%s: %d visitors' %s acknowledged, %d forwarded to %s and done", visitor, c.ack, c.what, c.done, home)
+		}
 	}
 
 	entries, err := r.banks[home].admin.Journal(ctx, ledger.JournalFilter{Node: account,
-		Kinds: []ledger.Kind{ledger.KindLienPlace, ledger.KindCharge, ledger.KindLienRelease}})
+		Kinds: []ledger.Kind{ledger.KindLienPlace, ledger.KindCharge, ledger.KindLienRelease, ledger.KindRefund}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +115,12 @@ func (r *run) checkTraceback(rep *Report, visitor, home string) decimal.Decimal 
 			continue
 		}
 		applied[e.RequestID]++
-		if e.Charge != nil {
+		switch {
+		case e.Kind == ledger.KindRefund:
+			for _, d := range e.Deltas {
+				took = took.Sub(d.Amount)
+			}
+		case e.Charge != nil:
 			took = took.Add(e.Charge.Amount)
 		}
 	}
@@ -132,8 +151,11 @@ func (r *run) checkTraceback(rep *Report, visitor, home string) decimal.Decimal 
 				home, visitor, id, x.Op, x.State, x.Answered, x.Answer)
 		}
 	}
-	if !took.Equal(sent) {
-		t.Errorf("%s: visitors' charges of %s took %s; %s sent %s", home, visitor, took, visitor, sent)
+	r.mu.Lock()
+	r.visitorsRefunded[home] = returned
+	r.mu.Unlock()
+	if sent = sent.Sub(returned); !took.Equal(sent) {
+		t.Errorf("%s: visitors' charges of %s less their refunds took %s; %s sent %s", home, visitor, took, visitor, sent)
 	}
 	return took
 }

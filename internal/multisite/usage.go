@@ -130,11 +130,15 @@ func (r *run) checkUsage(rep *Report, done map[string]peer.Transaction, spent ma
 	}
 }
 
-// refunded is what the refunds acknowledged at site came to.
+// refunded is what the refunds of the site's own jobs acknowledged there
+// came to, with what the other site's visitors' refunds, forwarded here,
+// returned (in the site's credits).
 func (r *run) refunded(site string) decimal.Decimal {
-	total := decimal.Zero
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	total := r.visitorsRefunded[site]
 	for _, ch := range r.charges {
-		if ch.site == site && ch.amount.IsNegative() {
+		if ch.site == site && ch.home == "" && ch.amount.IsNegative() {
 			total = total.Sub(ch.amount)
 		}
 	}
