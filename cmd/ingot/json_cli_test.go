@@ -74,7 +74,7 @@ func TestEveryCommandHonoursJSON(t *testing.T) {
 		"client add sched --role scheduler --scope hpc1 --key-out " + filepath.Join(dir, "s.key"),
 		"client list", "client rotate sched --key-out " + filepath.Join(dir, "s2.key"), "client revoke sched KEYID",
 		"peer add central --url http://127.0.0.1:1 --project chem.lab1 --key-out " + filepath.Join(dir, "p.key"),
-		"peer key central " + filepath.Join(dir, "s.key"), "peer list", "peer show central",
+		"peer key central " + filepath.Join(dir, "s.key"), "peer modify central --when-away accept --credit-line 5", "peer list", "peer show central",
 		"deposit chem 1 --at central", "peer transactions --pending", "peer reconcile central",
 		"peer statement central --period 2026-11", "peer remove central",
 		"version", "upgrade",
