@@ -52,6 +52,10 @@ type LienResult struct {
 	// Existing says the job already had this active lien; nothing changed.
 	Existing bool          `json:"existing,omitempty"`
 	Quote    charge.Amount `json:"quote"`
+	// Home, for a job of a project homed at a peer bank, is where the
+	// lien was placed and the home bank's answer (its lien, in its
+	// credits).
+	Home *Forwarded `json:"home,omitempty"`
 }
 
 // DetailOf decodes a lien's Detail.

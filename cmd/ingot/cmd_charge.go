@@ -126,7 +126,7 @@ func showChargeResult(c *cli.Context, b bank, r lien.ChargeResult) error {
 	if r.Charge.Final && r.Lien != nil {
 		t.add("Released", amount(r.Released, p))
 	}
-	if err := homeRows(&t, r.Home); err != nil {
+	if err := homeRows(&t, r.Home, &lien.ChargeResult{}); err != nil {
 		return err
 	}
 	explained, err := lien.ExplanationOf(r.Charge)
@@ -136,10 +136,11 @@ func showChargeResult(c *cli.Context, b bank, r lien.ChargeResult) error {
 	return showExplained(c, t, charge.Amount{Credits: r.Charge.Amount, Explanation: explained})
 }
 
-// homeRows say where a charge of a job homed at a peer bank was made
-// (nothing when f is nil), and what the home bank charged, in its credits
-// (precision as it answered it).
-func homeRows(t *table, f *lien.Forwarded) error {
+// homeRows say where the lien or charge of a job homed at a peer bank was
+// made (nothing when f is nil), and what the home bank held or charged,
+// in its credits, with its id of the lien or charge; what is the home
+// bank's answer decoded (a *ledger.Lien or a *lien.ChargeResult).
+func homeRows(t *table, f *lien.Forwarded, answer any) error {
 	if f == nil {
 		return nil
 	}
@@ -147,11 +148,15 @@ func homeRows(t *table, f *lien.Forwarded) error {
 	if len(f.Answer) == 0 {
 		return nil
 	}
-	var home lien.ChargeResult
-	if err := json.Unmarshal(f.Answer, &home); err != nil {
+	if err := json.Unmarshal(f.Answer, answer); err != nil {
 		return fmt.Errorf("home bank %s's answer: %w", f.Peer, err)
 	}
-	t.add("Charged at the home bank", fmt.Sprintf("%s of %s's credits (its charge %d)", home.Charge.Amount, f.Peer, home.Charge.ID))
+	switch home := answer.(type) {
+	case *ledger.Lien:
+		t.add("Held at the home bank", fmt.Sprintf("%s of %s's credits (its lien %d)", home.Amount, f.Peer, home.ID))
+	case *lien.ChargeResult:
+		t.add("Charged at the home bank", fmt.Sprintf("%s of %s's credits (its charge %d)", home.Charge.Amount, f.Peer, home.Charge.ID))
+	}
 	return nil
 }
 

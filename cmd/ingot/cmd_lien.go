@@ -519,6 +519,9 @@ func showLienResult(c *cli.Context, b bank, r lien.LienResult) error {
 	if err := lienRows(&t, r.Lien, p); err != nil {
 		return err
 	}
+	if err := homeRows(&t, r.Home, &ledger.Lien{}); err != nil {
+		return err
+	}
 	return showExplained(c, t, r.Quote)
 }
 

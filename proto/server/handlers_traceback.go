@@ -25,11 +25,13 @@ import (
 func (s *Server) forwardLien(c *call, h *lien.HomedError) (lien.LienResult, error) {
 	body := s.jobOp(h)
 	body.Expires = h.Expires
-	if _, err := s.forward(c, h.Home, peer.OpLien, body, h.Amount.Credits); err != nil {
+	t, err := s.forward(c, h.Home, peer.OpLien, body, h.Amount.Credits)
+	if err != nil {
 		return lien.LienResult{}, err
 	}
 	l, err := h.ForwardedLien(s.ledger.Now())
-	return lien.LienResult{Lien: l, Project: h.Job.Project, Requested: h.Job.Project, Quote: h.Amount}, err
+	f := forwarded(h.Home, t)
+	return lien.LienResult{Lien: l, Project: h.Job.Project, Requested: h.Job.Project, Quote: h.Amount, Home: &f}, err
 }
 
 // forwardCharge forwards the charge the bank declined for its homed

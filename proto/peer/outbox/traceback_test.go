@@ -142,6 +142,10 @@ func traceback(t *testing.T, open ledgertest.OpenStore) {
 	if placed.Project != "visit.chem" || !placed.Lien.Amount.Equal(here) {
 		t.Fatalf("lien answered %+v, want %s on visit.chem", placed, here)
 	}
+	var homeLien ledger.Lien
+	if h := placed.Home; h == nil || h.State != "done" || h.Peer != "central" || json.Unmarshal(h.Answer, &homeLien) != nil || !homeLien.Amount.Equal(here.Mul(decimal.NewFromInt(2))) {
+		t.Fatalf("the lien's home: %+v, want central's lien of %s × 2", placed.Home, here)
+	}
 	held := p.central.MustBalance("chem").Reserved
 	if want := here.Mul(decimal.NewFromInt(2)); !held.Equal(want) {
 		t.Fatalf("home bank holds %s, want %s (once, × 2)", held, want)
