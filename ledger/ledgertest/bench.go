@@ -86,7 +86,7 @@ func gcCPU() time.Duration {
 // returns how many ran a second: a baseline done as often as the measured
 // operation, in the same run.
 func RateOf(b *testing.B, n int, op func()) float64 {
-	return RatesOf(b, n, 1, Turn{Op: op})[0]
+	return RatesOf(b, n, 1, op)[0]
 }
 
 // CostOf is RateOf with the process's CPU time an operation took, in
@@ -99,39 +99,26 @@ func CostOf(b *testing.B, n int, op func()) (rate, cpuPerOp float64) {
 	return rate, float64((used.user + used.system).Microseconds()) / float64(b.N)
 }
 
-// Turn is an operation RatesOf measures: Op, with Start, if set, run
-// before each of its turns, outside the time taken, and the function it
-// returns after the turn (a load the operation is measured beside).
-type Turn struct {
-	Op    func()
-	Start func() (stop func())
-}
-
-// RatesOf runs each turn's op b.N times over n goroutines, outside the
-// timed part, in turns (rounds of b.N/rounds runs of each op, one op
-// after the other), and returns how many of each ran a second. Measured
-// in turns, the ops share the machine's other load as it comes and goes,
-// so that their ratio holds on a busy machine where two measures one
-// after the other would each catch a different load.
-func RatesOf(b *testing.B, n, rounds int, turns ...Turn) []float64 {
+// RatesOf runs each op b.N times over n goroutines, outside the timed
+// part, in turns (rounds of b.N/rounds runs of each op, one op after the
+// other), and returns how many of each ran a second. Measured in turns,
+// the ops share the machine's other load as it comes and goes, so that
+// their ratio holds on a busy machine where two measures one after the
+// other would each catch a different load.
+func RatesOf(b *testing.B, n, rounds int, ops ...func()) []float64 {
 	b.StopTimer()
 	defer b.StartTimer()
-	took := make([]time.Duration, len(turns))
+	took := make([]time.Duration, len(ops))
 	for r := range rounds {
 		count := b.N / rounds
 		if r < b.N%rounds { // the remainder, one a round
 			count++
 		}
-		for i, t := range turns {
-			stop := func() {}
-			if t.Start != nil {
-				stop = t.Start()
-			}
-			took[i] += timeRuns(n, count, t.Op)
-			stop()
+		for i, op := range ops {
+			took[i] += timeRuns(n, count, op)
 		}
 	}
-	rates := make([]float64, len(turns))
+	rates := make([]float64, len(ops))
 	for i, d := range took {
 		rates[i] = float64(b.N) / d.Seconds()
 	}

@@ -69,8 +69,8 @@ func BenchmarkPeerAway(b *testing.B) {
 // schedulers keep asking liens of the homed project of a home bank that
 // black-holes them (each held until the send gives up) and the outbox
 // tries it; its baseline the same local cycles, 16 at a time, with the
-// home bank up and idle (normal_cycles/s), in turns with them too; the
-// ratio is x_normal (bar: at least 0.9).
+// home bank up and idle (normal_cycles/s); the ratio is x_normal (bar: at
+// least 0.9).
 func BenchmarkTraceback(b *testing.B) {
 	ctx := context.Background()
 	p := newTracebackPair(b, onFile, "0")
@@ -91,12 +91,12 @@ func BenchmarkTraceback(b *testing.B) {
 			}
 		}
 	}
-	// What is compared is measured in turns, so that the ratio holds
-	// while the machine's other load moves.
+	// The local and the homed cycles are measured in turns, so that
+	// their ratio holds while the machine's other load moves.
 	const rounds = 4
 	for _, jobs := range []int{1, 16} {
 		b.Run(fmt.Sprintf("cycle/jobs=%d", jobs), func(b *testing.B) {
-			rates := ledgertest.RatesOf(b, jobs, rounds, ledgertest.Turn{Op: cycle("visit.local")}, ledgertest.Turn{Op: cycle("visit.chem")})
+			rates := ledgertest.RatesOf(b, jobs, rounds, cycle("visit.local"), cycle("visit.chem"))
 			local, homed := rates[0], rates[1]
 			b.ReportMetric(local, "local_cycles/s")
 			b.ReportMetric(homed, "homed_cycles/s")
@@ -104,31 +104,24 @@ func BenchmarkTraceback(b *testing.B) {
 		})
 	}
 	b.Run("home_away", func(b *testing.B) {
-		// Each turn of the away cycles has the home bank black-holed, 4
-		// schedulers asking liens of the homed project and an outbox
-		// trying it; the normal turns have the home bank up and idle.
-		blackHoled := func() (stop func()) {
-			p.link.mode.Store("hole")
-			awayCtx, cancel := context.WithCancel(ctx)
-			var wg sync.WaitGroup
-			for range 4 {
-				wg.Go(func() {
-					for awayCtx.Err() == nil {
-						_, _ = p.sched.PlaceLien(awayCtx, "", placeSpec(fmt.Sprintf("away%d", n.Add(1)), "visit.chem", 1))
-					}
-				})
-			}
+		normal := ledgertest.RateOf(b, 16, cycle("visit.local"))
+		p.link.mode.Store("hole")
+		defer p.link.mode.Store("up")
+		awayCtx, stop := context.WithCancel(ctx)
+		var wg sync.WaitGroup
+		for range 4 {
 			wg.Go(func() {
-				(&outbox.Outbox{Peers: p.site.peers, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Timeout: 50 * time.Millisecond, Pause: time.Millisecond}).Run(awayCtx)
+				for awayCtx.Err() == nil {
+					_, _ = p.sched.PlaceLien(awayCtx, "", placeSpec(fmt.Sprintf("away%d", n.Add(1)), "visit.chem", 1))
+				}
 			})
-			return func() {
-				cancel()
-				wg.Wait()
-				p.link.mode.Store("up")
-			}
 		}
-		rates := ledgertest.RatesOf(b, 16, rounds, ledgertest.Turn{Op: cycle("visit.local")}, ledgertest.Turn{Op: cycle("visit.local"), Start: blackHoled})
-		normal, away := rates[0], rates[1]
+		wg.Go(func() {
+			(&outbox.Outbox{Peers: p.site.peers, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Timeout: 50 * time.Millisecond, Pause: time.Millisecond}).Run(awayCtx)
+		})
+		away := ledgertest.RateOf(b, 16, cycle("visit.local"))
+		stop()
+		wg.Wait()
 		b.ReportMetric(normal, "normal_cycles/s")
 		b.ReportMetric(away, "away_cycles/s")
 		b.ReportMetric(away/normal, "x_normal")
