@@ -23,16 +23,31 @@ type accountState struct {
 	// Reserved sums the holds of the account's active liens, per project
 	// and allocation, whether or not they have reached their expiry.
 	Reserved ByProject `json:"reserved,omitempty"`
-	// Charged sums what the account's charges took, less refunds.
+	// Charged sums what the account's charges took, less refunds, of
+	// the allocations that are not used up (UsedUp has the others').
 	Charged ByProject `json:"charged,omitempty"`
+	// UsedUp sums what the charges took of the account's used-up
+	// allocations (Allocation.UsedUp), per end and project, in end order:
+	// it counts in the HFS pool until the allocations end, and keeping
+	// it per allocation would make every change read and write a sum for
+	// each. Each allocation's part is in its own record (usedUpKind).
+	UsedUp []usedUpSums `json:"used_up,omitempty"`
+	// Apart says that Charged holds no sum of a used-up allocation; the
+	// state of a bank made before they were kept apart has them there,
+	// and readAccountState moves them.
+	Apart bool `json:"apart,omitempty"`
+	// spent are the usedUpKind records this change set (nil: removed),
+	// written with the state.
+	spent map[uint64]*spentSums
 }
 
 func readAccountState(tx Tx, account string) (*accountState, error) {
-	st := &accountState{Reserved: ByProject{}, Charged: ByProject{}}
+	st := &accountState{Reserved: ByProject{}, Charged: ByProject{}, Apart: true}
 	r, ok, err := tx.Record(accountStateKind, account)
 	if err != nil || !ok {
 		return st, err
 	}
+	st.Apart = false
 	if err := json.Unmarshal(r.Value, st); err != nil {
 		return nil, fmt.Errorf("%w: running sums of account %s: %v", ErrCorrupt, account, err)
 	}
@@ -42,12 +57,20 @@ func readAccountState(tx Tx, account string) (*accountState, error) {
 	if st.Charged == nil {
 		st.Charged = ByProject{}
 	}
+	if !st.Apart {
+		if err := st.setApart(tx); err != nil {
+			return nil, err
+		}
+	}
 	return st, nil
 }
 
 func writeAccountState(tx Tx, account string, st *accountState) error {
 	st.Reserved.prune()
 	st.Charged.prune()
+	if err := st.writeSpent(tx); err != nil {
+		return err
+	}
 	raw, err := json.Marshal(st)
 	if err != nil {
 		return fmt.Errorf("ledger: encode running sums of account %s: %w", account, err)
@@ -105,9 +128,10 @@ func (w *Writer) account(account string) (*accountState, error) {
 }
 
 // moveAccount brings account's sums and version past entry e, which
-// replaced oldLien and oldCharge (nil if new), and keeps the plan cache in
+// replaced oldLien and oldCharge (nil if new) and stored changed (revived:
+// those of them that were used up before), and keeps the plan cache in
 // step.
-func (w *Writer) moveAccount(account string, e Entry, oldLien *Lien, oldCharge *Charge) error {
+func (w *Writer) moveAccount(account string, e Entry, oldLien *Lien, oldCharge *Charge, changed []Allocation, revived map[uint64]bool) error {
 	st, err := w.account(account)
 	if err != nil {
 		return err
@@ -129,6 +153,19 @@ func (w *Writer) moveAccount(account string, e Entry, oldLien *Lien, oldCharge *
 	if c := e.Charge; c != nil && c.Account == account {
 		addHolds(st.Charged, c.Project, c.NetDebits(), 1)
 	}
+	for _, a := range changed {
+		var err error
+		switch {
+		case a.Account != account:
+		case a.UsedUp():
+			err = st.setAside(w.tx, a)
+		case revived[a.ID]:
+			err = st.bringBack(w.tx, a)
+		}
+		if err != nil {
+			return err
+		}
+	}
 	prev := st.Version
 	st.Version = newVersion()
 	if w.plans != nil {
@@ -140,10 +177,15 @@ func (w *Writer) moveAccount(account string, e Entry, oldLien *Lien, oldCharge *
 	return writeAccountState(w.tx, account, st)
 }
 
-// activeAllocations are the account's allocations active now
-// (Tx.ActiveAllocations), whose ids the change keeps for dropEnded.
+// activeAllocations are the account's allocations active now that it may
+// take from or must count (activeAndHeld), whose ids the change keeps for
+// dropEnded.
 func (w *Writer) activeAllocations(account string) ([]Allocation, error) {
-	live, err := w.tx.ActiveAllocations(account, w.now)
+	st, err := w.account(account)
+	if err != nil {
+		return nil, err
+	}
+	live, err := activeAndHeld(w.tx, st, account, w.now)
 	if err != nil {
 		return nil, err
 	}
@@ -167,6 +209,7 @@ func (w *Writer) activeAllocations(account string) ([]Allocation, error) {
 // sums; it finds a stored sum on an allocation that had ended by the
 // journal's last entry either absent or right.
 func (w *Writer) dropEnded(account string, st *accountState) error {
+	st.dropEndedUsedUp(w.now)
 	if len(st.Charged) == 0 {
 		return nil
 	}
@@ -279,7 +322,7 @@ func rebuildAccountStates(tx Tx, charged map[string]ByProject) error {
 	states := map[string]*accountState{}
 	state := func(account string) *accountState {
 		if states[account] == nil {
-			states[account] = &accountState{Version: newVersion(), Reserved: ByProject{}, Charged: ByProject{}}
+			states[account] = &accountState{Version: newVersion(), Reserved: ByProject{}, Charged: ByProject{}, Apart: true}
 		}
 		return states[account]
 	}
@@ -316,6 +359,9 @@ func rebuildAccountStates(tx Tx, charged map[string]ByProject) error {
 		return err
 	}
 	for account, st := range states {
+		if err := st.setApart(tx); err != nil {
+			return err
+		}
 		if err := writeAccountState(tx, account, st); err != nil {
 			return err
 		}

@@ -13,6 +13,7 @@ import (
 	"hash/maphash"
 	"maps"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -195,6 +196,11 @@ type auditor struct {
 	// ended are the allocations that had ended by the last entry's time,
 	// whose charged sums a change may have dropped (Writer.dropEnded).
 	ended map[uint64]bool
+	// usedUp are the allocations stored used up, whose charged sums are
+	// kept apart (accountState.UsedUp).
+	usedUp map[uint64]Allocation
+	// usedUpOf lists them per account, in id order.
+	usedUpOf map[string][]uint64
 	// liens and charges count those the journal made (full audits).
 	liens, charges, maxLien, maxCharge uint64
 	progress                           func(entries uint64)
@@ -815,12 +821,19 @@ func (a *auditor) compareAllocations() error {
 	if a.now.Before(last) {
 		a.now = last
 	}
-	liveAt, activeAt, upcoming, nextStart := map[string][]uint64{}, map[string][]uint64{}, map[string][]uint64{}, map[string]time.Time{}
-	a.ended = map[uint64]bool{}
+	liveAt, activeAt, usedUpAt, upcoming, nextStart := map[string][]uint64{}, map[string][]uint64{}, map[string][]uint64{}, map[string][]uint64{}, map[string]time.Time{}
+	a.ended, a.usedUp, a.usedUpOf = map[uint64]bool{}, map[uint64]Allocation{}, map[string][]uint64{}
 	for _, s := range allocs {
 		byAccount[s.Account] = append(byAccount[s.Account], s.ID)
-		if s.ActiveAt(last) {
+		switch {
+		case s.ActiveAt(last) && s.UsedUp():
+			usedUpAt[s.Account] = append(usedUpAt[s.Account], s.ID)
+		case s.ActiveAt(last):
 			activeAt[s.Account] = append(activeAt[s.Account], s.ID)
+		}
+		if s.UsedUp() {
+			a.usedUp[s.ID] = s
+			a.usedUpOf[s.Account] = append(a.usedUpOf[s.Account], s.ID)
 		}
 		if s.Start.After(a.now) {
 			upcoming[s.Account] = append(upcoming[s.Account], s.ID)
@@ -892,6 +905,17 @@ func (a *auditor) compareAllocations() error {
 		}
 		if !slices.Equal(got, activeAt[account]) {
 			a.problem("account %s: its indexes list %v as active at %s, its allocations are %v", account, got, last.Format(time.RFC3339Nano), activeAt[account])
+		}
+		usedUp, err := a.tx.UsedUpAllocations(account, last, -1)
+		if err != nil {
+			return err
+		}
+		got = got[:0]
+		for _, al := range usedUp {
+			got = append(got, al.ID)
+		}
+		if !slices.Equal(got, usedUpAt[account]) {
+			a.problem("account %s: its indexes list %v as used up at %s, its allocations are %v", account, got, last.Format(time.RFC3339Nano), usedUpAt[account])
 		}
 		next, ok, err := a.tx.NextStart(account, a.now)
 		if err != nil {
@@ -974,13 +998,108 @@ func (a *auditor) compareAccount(account string) error {
 				if c.what == "charged" && !stored && a.ended[id] {
 					continue // dropped once the allocation ended (Writer.dropEnded)
 				}
+				if _, usedUp := a.usedUp[id]; c.what == "charged" && usedUp {
+					if stored {
+						a.problem("account %s: allocation %d is used up, yet its charged sum of %s is kept with the others'", account, id, project)
+					}
+					continue // kept apart: compareUsedUp
+				}
 				if !c.got[project][id].Equal(c.want[project][id]) {
 					a.problem("account %s: the %s sum of %s on allocation %d is %s, %s %s", account, c.what, project, id, c.got[project][id], c.by, c.want[project][id])
 				}
 			}
 		}
 	}
+	return a.compareUsedUp(account, st, charged)
+}
+
+// compareUsedUp checks what the account's running sums keep apart of its
+// used-up allocations against what the journal says their charges took
+// (charged): each one's record, and the sums per end of those not ended
+// by the last entry (those that have ended: absent or right).
+func (a *auditor) compareUsedUp(account string, st *accountState, charged ByProject) error {
+	want := map[string]map[string]decimal.Decimal{} // per end (RFC 3339), per project
+	endOf := func(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+	for _, id := range a.usedUpOf[account] {
+		al := a.usedUp[id]
+		took := map[string]decimal.Decimal{}
+		for project, sums := range charged {
+			if v, ok := sums[id]; ok && !v.IsZero() {
+				took[project] = v
+			}
+		}
+		s, err := st.spentOf(a.tx, id)
+		if err != nil {
+			a.problem("account %s: %v", account, err)
+			continue
+		}
+		var kept map[string]decimal.Decimal
+		if s != nil {
+			kept = s.Charged
+		}
+		if !sameSums(kept, took) {
+			a.problem("account %s: the record of used-up allocation %d holds %v, the journal says its charges took %v", account, id, kept, took)
+		}
+		if want[endOf(al.End)] == nil {
+			want[endOf(al.End)] = map[string]decimal.Decimal{}
+		}
+		for project, v := range took {
+			want[endOf(al.End)][project] = want[endOf(al.End)][project].Add(v)
+		}
+	}
+	last := a.prev.Time
+	stored := map[string]bool{}
+	for _, g := range st.UsedUp {
+		stored[endOf(g.End)] = true
+		if !sameSums(g.Charged, want[endOf(g.End)]) {
+			a.problem("account %s: the sums of its used-up allocations ending %s are %v, the journal says their charges took %v", account, endOf(g.End), g.Charged, want[endOf(g.End)])
+		}
+	}
+	for _, g := range slices.Sorted(maps.Keys(want)) {
+		end, _ := time.Parse(time.RFC3339Nano, g)
+		if !stored[g] && len(want[g]) > 0 && (end.IsZero() || end.After(last)) {
+			a.problem("account %s: its running sums lack those of its used-up allocations ending %s: %v", account, g, want[g])
+		}
+	}
+	if !a.full {
+		return nil
+	}
+	records, err := a.tx.Records(usedUpKind)
+	if err != nil {
+		return err
+	}
+	for _, r := range records {
+		var s spentSums
+		if err := json.Unmarshal(r.Value, &s); err != nil {
+			a.problem("record %s/%s: %v", usedUpKind, r.Key, err)
+			continue
+		}
+		if s.Account != account {
+			continue
+		}
+		if id, err := strconv.ParseUint(r.Key, 10, 64); err != nil || r.Key != usedUpKey(id) {
+			a.problem("record %s/%s: not the key of an allocation", usedUpKind, r.Key)
+		} else if _, ok := a.usedUp[id]; !ok {
+			a.problem("account %s: allocation %d is not used up, yet a record keeps its charged sums apart", account, id)
+		}
+	}
 	return nil
+}
+
+// sameSums reports whether two sums per project are equal, a missing
+// one being zero.
+func sameSums(a, b map[string]decimal.Decimal) bool {
+	for k, v := range a {
+		if !v.Equal(b[k]) {
+			return false
+		}
+	}
+	for k, v := range b {
+		if !v.Equal(a[k]) {
+			return false
+		}
+	}
+	return true
 }
 
 // compareRecords compares the records journaled since the audit's start

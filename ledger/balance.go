@@ -34,16 +34,26 @@ type NodeBalance struct {
 	// Allocations are, in id order, the account's allocations that
 	// existed at At and had not ended by then: those active, and the first
 	// UpcomingListed of those yet to start, by start (every one in
-	// BalanceWithUpcoming); only the active ones count in Balance. Those
-	// that had ended are left out, however many an account gathers:
-	// statements, the journal and a balance at a time before their end
-	// show them.
+	// BalanceWithUpcoming); only the active ones count in Balance. Of the
+	// active ones used up (Allocation.UsedUp: nothing left to give, and
+	// nothing in Balance unless a lien holds some of it) a balance now
+	// lists those liens hold and the first UsedUpListed to end (every one
+	// in BalanceWithUpcoming). Those that had ended are left out, however
+	// many an account gathers: statements, the journal and a balance at a
+	// time before their end show them.
 	Allocations []AllocationStatus `json:"allocations"`
 	// UpcomingLeftOut says that more allocations start later than
 	// Allocations lists: what a balance shows coming is bounded, however
 	// many an account has preset.
 	UpcomingLeftOut bool `json:"upcoming_left_out,omitempty"`
+	// UsedUpLeftOut says that more allocations are used up than
+	// Allocations lists, however many an account has used up.
+	UsedUpLeftOut bool `json:"used_up_left_out,omitempty"`
 }
+
+// UsedUpListed is how many of the allocations used up a balance lists:
+// those that end first.
+const UsedUpListed = 10
 
 // UpcomingListed is how many of the allocations yet to start a balance
 // lists: those that start next.
@@ -83,7 +93,8 @@ func (l *Ledger) BalanceAt(ctx context.Context, name string, at time.Time) (Node
 	return l.balanceAt(ctx, name, at, UpcomingListed)
 }
 
-// BalanceWithUpcoming is BalanceAt listing every allocation yet to start.
+// BalanceWithUpcoming is BalanceAt listing every allocation yet to start
+// or used up.
 func (l *Ledger) BalanceWithUpcoming(ctx context.Context, name string, at time.Time) (NodeBalance, error) {
 	return l.balanceAt(ctx, name, at, -1)
 }
@@ -102,7 +113,7 @@ func (l *Ledger) balanceAt(ctx context.Context, name string, at time.Time, upcom
 			return err
 		}
 		var allocs []Allocation
-		var leftOut bool
+		var leftOut, usedUpLeftOut bool
 		var reserved map[uint64]decimal.Decimal
 		var seq uint64
 		var st *accountState
@@ -123,10 +134,10 @@ func (l *Ledger) balanceAt(ctx context.Context, name string, at time.Time, upcom
 				return err
 			}
 			seq = head.Seq
-			if allocs, leftOut, err = liveNow(tx, account, at, upcoming); err != nil {
+			if st, err = readAccountState(tx, account); err != nil {
 				return err
 			}
-			if st, err = readAccountState(tx, account); err != nil {
+			if allocs, leftOut, usedUpLeftOut, err = liveNow(tx, st, account, at, upcoming); err != nil {
 				return err
 			}
 			reserved, err = reservedAt(tx, st, account, at, nil)
@@ -134,7 +145,7 @@ func (l *Ledger) balanceAt(ctx context.Context, name string, at time.Time, upcom
 		if err != nil {
 			return err
 		}
-		nb = NodeBalance{Node: name, At: at, Seq: seq, Allocations: make([]AllocationStatus, len(allocs)), UpcomingLeftOut: leftOut}
+		nb = NodeBalance{Node: name, At: at, Seq: seq, Allocations: make([]AllocationStatus, len(allocs)), UpcomingLeftOut: leftOut, UsedUpLeftOut: usedUpLeftOut}
 		for i, a := range allocs {
 			nb.Allocations[i] = AllocationStatus{Allocation: a, Reserved: reserved[a.ID], Active: a.ActiveAt(at)}
 		}
@@ -152,13 +163,15 @@ func (l *Ledger) balanceAt(ctx context.Context, name string, at time.Time, upcom
 	return nb, err
 }
 
-// liveNow is, in id order, the account's allocations active now and the
-// first upcoming of those yet to start (every one if upcoming < 0), read
-// by the indexes: as many as it lists, however many are preset; leftOut
-// says more start later.
-func liveNow(tx Tx, account string, now time.Time, upcoming int) (allocs []Allocation, leftOut bool, err error) {
-	if allocs, err = tx.ActiveAllocations(account, now); err != nil {
-		return nil, false, err
+// liveNow is, in id order, the account's allocations active now (st's
+// state: those not used up and the used-up ones liens hold,
+// activeAndHeld), the first upcoming of those yet to start and of the
+// other used-up ones those that end first (every one if upcoming < 0),
+// read by the indexes: as many as it lists, however many are preset or
+// used up; leftOut and usedUpLeftOut say it left some out.
+func liveNow(tx Tx, st *accountState, account string, now time.Time, upcoming int) (allocs []Allocation, leftOut, usedUpLeftOut bool, err error) {
+	if allocs, err = activeAndHeld(tx, st, account, now); err != nil {
+		return nil, false, false, err
 	}
 	n := upcoming
 	if n >= 0 {
@@ -166,14 +179,34 @@ func liveNow(tx Tx, account string, now time.Time, upcoming int) (allocs []Alloc
 	}
 	later, err := tx.UpcomingAllocations(account, now, n)
 	if err != nil {
-		return nil, false, err
+		return nil, false, false, err
 	}
 	if leftOut = upcoming >= 0 && len(later) > upcoming; leftOut {
 		later = later[:upcoming]
 	}
+	usedUp, err := tx.UsedUpAllocations(account, now, n)
+	if err != nil {
+		return nil, false, false, err
+	}
+	if usedUpLeftOut = upcoming >= 0 && len(usedUp) > upcoming; usedUpLeftOut {
+		usedUp = firstToEnd(usedUp, upcoming)
+	}
 	allocs = append(allocs, later...)
+	for _, a := range usedUp {
+		if !slices.ContainsFunc(allocs, func(b Allocation) bool { return b.ID == a.ID }) {
+			allocs = append(allocs, a)
+		}
+	}
 	slices.SortFunc(allocs, func(a, b Allocation) int { return cmp.Compare(a.ID, b.ID) })
-	return allocs, leftOut, nil
+	return allocs, leftOut, usedUpLeftOut, nil
+}
+
+// firstToEnd is, of allocations, the n that end first (those with the
+// same end by id).
+func firstToEnd(allocs []Allocation, n int) []Allocation {
+	allocs = slices.Clone(allocs)
+	slices.SortFunc(allocs, func(a, b Allocation) int { return cmp.Or(compareEnds(a.End, b.End), cmp.Compare(a.ID, b.ID)) })
+	return allocs[:n]
 }
 
 // firstUpcoming keeps, of allocations not ended by at (in id order), the
@@ -203,7 +236,8 @@ func (l *Ledger) Balances(ctx context.Context, at time.Time) ([]NodeBalance, err
 	return l.balances(ctx, at, UpcomingListed)
 }
 
-// BalancesWithUpcoming is Balances listing every allocation yet to start.
+// BalancesWithUpcoming is Balances listing every allocation yet to start
+// or used up.
 func (l *Ledger) BalancesWithUpcoming(ctx context.Context, at time.Time) ([]NodeBalance, error) {
 	return l.balances(ctx, at, -1)
 }

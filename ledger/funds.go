@@ -200,8 +200,19 @@ func (l *Ledger) Transfer(ctx context.Context, req Request, spec TransferSpec) (
 		}
 		var terms []AllocationTerms
 		changed := slices.Clone(sources)
+		usedUpRead := false
 		for i, src := range sources {
 			j := slices.IndexFunc(targets, func(t Allocation) bool { return sameWindow(t.AllocationTerms, src.AllocationTerms) })
+			if j < 0 && !usedUpRead {
+				// A used-up allocation of the window is topped up too:
+				// read only when no other has it.
+				usedUp, err := w.tx.UsedUpAllocations(spec.To, w.now, -1)
+				if err != nil {
+					return Receipt{}, err
+				}
+				targets, usedUpRead = append(targets, usedUp...), true
+				j = slices.IndexFunc(targets, func(t Allocation) bool { return sameWindow(t.AllocationTerms, src.AllocationTerms) })
+			}
 			if j < 0 {
 				id, err := w.tx.NextAllocationID()
 				if err != nil {

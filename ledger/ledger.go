@@ -371,7 +371,19 @@ func (w *Writer) Append(e Entry, changed ...Allocation) (Entry, error) {
 			oldCharge = &c
 		}
 	}
+	var revived map[uint64]bool
 	for _, a := range changed {
+		if !a.UsedUp() {
+			// Was it used up? Its sums come back to Charged (moveAccount).
+			if old, ok, err := w.tx.Allocation(a.ID); err != nil {
+				return Entry{}, err
+			} else if ok && old.UsedUp() {
+				if revived == nil {
+					revived = map[uint64]bool{}
+				}
+				revived[a.ID] = true
+			}
+		}
 		if err := w.tx.PutAllocation(a, e.Seq); err != nil {
 			return Entry{}, err
 		}
@@ -392,7 +404,7 @@ func (w *Writer) Append(e Entry, changed ...Allocation) (Entry, error) {
 		}
 	}
 	for _, account := range touchedAccounts(e, oldLien) {
-		if err := w.moveAccount(account, e, oldLien, oldCharge); err != nil {
+		if err := w.moveAccount(account, e, oldLien, oldCharge, changed, revived); err != nil {
 			return Entry{}, err
 		}
 	}

@@ -245,6 +245,14 @@ type Allocation struct {
 	Deposited decimal.Decimal `json:"deposited"`
 }
 
+// UsedUp reports whether the allocation has nothing left to give: no
+// amount and no credit limit. Such an allocation adds nothing to what an
+// account can spend, so the hot paths do not read it (Tx.ActiveAllocations
+// leaves it out); what charges took of it still counts in the account's
+// HFS pool until it ends (accountState.UsedUp). A deposit, a refund or a
+// credit limit raised makes it usable again.
+func (a Allocation) UsedUp() bool { return a.Amount.IsZero() && a.CreditLimit.IsZero() }
+
 // ActiveAt reports whether the allocation counts at time t.
 func (a AllocationTerms) ActiveAt(t time.Time) bool {
 	return !t.Before(a.Start) && (a.End.IsZero() || t.Before(a.End))

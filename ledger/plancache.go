@@ -277,14 +277,16 @@ func (s *shareState) validUntil(tx Tx, account string, now time.Time) (time.Time
 		until = next
 	}
 	// An allocation that has ended has no start or end ahead; one that
-	// has not started ends after its start.
-	allocs, err := tx.ActiveAllocations(account, now)
-	if err != nil {
-		return time.Time{}, err
-	}
-	for _, a := range allocs {
+	// has not started ends after its start. The pool counts the active
+	// ones (funds) and the used-up ones until their ends.
+	for _, a := range s.funds.Allocations {
 		if !a.End.IsZero() && a.End.Before(until) {
 			until = a.End
+		}
+	}
+	for _, end := range s.usedUpEnds {
+		if end.Before(until) {
+			until = end
 		}
 	}
 	if next, ok, err := tx.NextStart(account, now); err != nil {
@@ -328,10 +330,15 @@ func (c *planCache) afterAppend(account, prev, version string, e Entry, oldLien 
 		return
 	}
 	change := map[string]decimal.Decimal{}
+	// A charge or refund of an allocation the entry did not list may be
+	// of a used-up one, which the pool counts: the plan is made again.
+	uncounted := false
 	counted := func(holds []Hold, project string, sign int64) {
 		for _, h := range holds {
 			if ce.active[h.Allocation] {
 				change[project] = change[project].Add(h.Amount.Mul(decimal.NewFromInt(sign)))
+			} else if e.Charge != nil {
+				uncounted = true
 			}
 		}
 	}
@@ -355,6 +362,10 @@ func (c *planCache) afterAppend(account, prev, version string, e Entry, oldLien 
 	}
 	if ch := e.Charge; ch != nil && ch.Account == account {
 		counted(ch.NetDebits(), ch.Project, 1)
+	}
+	if uncounted {
+		delete(c.entries, account)
+		return
 	}
 	for project, d := range change {
 		if d.IsZero() {

@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -48,6 +49,14 @@ type Funds struct {
 	Account     string
 	Allocations []Allocation
 	Reserved    map[uint64]decimal.Decimal
+	// usedUp, if set, reads the used-up allocations usable here that
+	// Allocations leave out (they give nothing): a debit beyond what the
+	// others hold goes to the first allocation in debit order, which may
+	// be one of them.
+	usedUp func() ([]Allocation, error)
+	// owned are the allocations the lien being charged holds, first in
+	// debit order.
+	owned map[uint64]bool
 }
 
 // Funds gathers the account's allocations usable on machine ("" = any
@@ -96,6 +105,11 @@ func (w *Writer) funds(account string, usable func(Allocation) bool, own *Lien) 
 		}
 	}
 	DebitOrder(f.Allocations, held)
+	f.owned = held
+	f.usedUp = func() ([]Allocation, error) {
+		all, err := w.tx.UsedUpAllocations(account, w.now, -1)
+		return slices.DeleteFunc(all, func(a Allocation) bool { return listed[a.ID] || !usable(a) }), err
+	}
 	st, err := w.account(account)
 	if err != nil {
 		return Funds{}, err
@@ -163,12 +177,12 @@ func (f Funds) Hold(amount decimal.Decimal) ([]Hold, error) {
 // from the first one in debit order, driving it below its credit limit,
 // and returned as overdrawn. It fails only when there is no allocation.
 func (f Funds) Debit(amount decimal.Decimal) (debits []Hold, overdrawn decimal.Decimal, err error) {
-	if len(f.Allocations) == 0 {
-		return nil, decimal.Zero, fmt.Errorf("%w: account %s has no active allocation for this machine", ErrNoAllocation, f.Account)
-	}
 	debits, overdrawn = f.take(amount)
-	if overdrawn.IsPositive() {
-		first := f.Allocations[0].ID
+	if overdrawn.IsPositive() || len(f.Allocations) == 0 {
+		first, err := f.first()
+		if err != nil || !overdrawn.IsPositive() {
+			return debits, overdrawn, err
+		}
 		i := 0
 		for i < len(debits) && debits[i].Allocation != first {
 			i++
@@ -180,6 +194,30 @@ func (f Funds) Debit(amount decimal.Decimal) (debits []Hold, overdrawn decimal.D
 		debits[i].Amount = decimals.Add(debits[i].Amount, overdrawn)
 	}
 	return debits, overdrawn, nil
+}
+
+// first is the id of the first allocation in debit order, the used-up
+// ones among them; ErrNoAllocation if there is none.
+func (f Funds) first() (uint64, error) {
+	var held bool
+	if len(f.Allocations) > 0 {
+		// Allocations are in debit order, those own holds first: one of
+		// those is first whatever the used-up ones.
+		held = f.owned[f.Allocations[0].ID]
+	}
+	candidates := f.Allocations[:min(len(f.Allocations), 1)]
+	if !held && f.usedUp != nil {
+		more, err := f.usedUp()
+		if err != nil {
+			return 0, err
+		}
+		candidates = append(slices.Clone(candidates), more...)
+		DebitOrder(candidates, nil)
+	}
+	if len(candidates) == 0 {
+		return 0, fmt.Errorf("%w: account %s has no active allocation for this machine", ErrNoAllocation, f.Account)
+	}
+	return candidates[0].ID, nil
 }
 
 // startOfReserved is where a replay of the liens up to entry seq starts,

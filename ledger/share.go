@@ -114,6 +114,9 @@ type shareState struct {
 	used     map[string]decimal.Decimal
 	reserved map[string]decimal.Decimal
 	funds    Funds // all active allocations, any machine
+	// usedUpEnds are the ends after t of the used-up allocations the pool
+	// counts: each changes the split when it comes.
+	usedUpEnds []time.Time
 }
 
 // loadShares reads an account's state at time t; own's holds (a lien being
@@ -134,7 +137,7 @@ func loadShares(tx Tx, st *accountState, account string, t time.Time, own *Lien,
 	for _, n := range nodes {
 		s.hfsOn = s.hfsOn || n.Policy.hasPolicy()
 	}
-	allocs, err := tx.ActiveAllocations(account, t)
+	allocs, err := activeAndHeld(tx, st, account, t)
 	if err != nil {
 		return nil, err
 	}
@@ -163,6 +166,15 @@ func loadShares(tx Tx, st *accountState, account string, t time.Time, own *Lien,
 			if active[id] {
 				s.reserved[project] = s.reserved[project].Add(v)
 			}
+		}
+	}
+	for project, v := range st.usedUpAt(t) {
+		s.used[project] = s.used[project].Add(v)
+		s.pool = s.pool.Add(v)
+	}
+	for _, g := range st.UsedUp {
+		if !g.End.IsZero() && g.End.After(t) {
+			s.usedUpEnds = append(s.usedUpEnds, g.End)
 		}
 	}
 	return s, nil
@@ -291,11 +303,11 @@ func (l *Ledger) Available(ctx context.Context, project string) (decimal.Decimal
 		}
 		now := l.Now()
 		account := AccountOf(project)
-		allocs, err := tx.ActiveAllocations(account, now)
+		st, err := readAccountState(tx, account)
 		if err != nil {
 			return err
 		}
-		st, err := readAccountState(tx, account)
+		allocs, err := activeAndHeld(tx, st, account, now)
 		if err != nil {
 			return err
 		}

@@ -119,10 +119,18 @@ type Tx interface {
 	// an account gathers (an allocation's start and end never change).
 	LiveAllocations(account string, t time.Time) ([]Allocation, error)
 	// ActiveAllocations lists, in id order, the account's allocations
-	// active at t: started by t and not ended. The hot paths read these
-	// alone, so that neither the allocations that have ended nor those
-	// that start later (an account may have thousands preset) cost them.
+	// active at t (started by t and not ended) that are not used up
+	// (Allocation.UsedUp, as stored; an allocation stored used up before
+	// it started may be listed). The hot paths read these alone, so that
+	// neither the allocations that have ended, nor those that start later
+	// (an account may have thousands preset), nor those used up cost them.
 	ActiveAllocations(account string, t time.Time) ([]Allocation, error)
+	// UsedUpAllocations lists, in id order, the account's allocations
+	// active at t that ActiveAllocations leaves out as used up: the n
+	// that end first (every one if n < 0; those with the same end by id),
+	// for a balance, a charge beyond what the others hold, a transfer's
+	// search for an allocation of the same window, and the audit.
+	UsedUpAllocations(account string, t time.Time, n int) ([]Allocation, error)
 	// NextStart is the earliest start after t among the account's
 	// allocations, ok false if none starts after t: when time alone brings
 	// one into ActiveAllocations. t is at or after the last change's time

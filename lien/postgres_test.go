@@ -60,6 +60,9 @@ func TestOnPostgres(t *testing.T) {
 		{"Archive", TestArchive},
 		{"EndedAllocationsLeaveTheHotPath", TestEndedAllocationsLeaveTheHotPath},
 		{"ChargeAfterItsAllocationEnded", TestChargeAfterItsAllocationEnded},
+		{"UsedUpAllocationsLeaveTheHotPath", TestUsedUpAllocationsLeaveTheHotPath},
+		{"OverdraftOfUsedUpAllocation", TestOverdraftOfUsedUpAllocation},
+		{"AuditFindsUsedUpSumsAltered", TestAuditFindsUsedUpSumsAltered},
 		{"ArchiveOfRecordsKeptWhole", TestArchiveOfRecordsKeptWhole},
 	} {
 		t.Run(tc.name, tc.run)

@@ -2,6 +2,8 @@ package lien_test
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -56,6 +58,18 @@ func (t countingTx) AccountAllocations(account string) ([]ledger.Allocation, err
 
 func (t countingTx) LiveAllocations(account string, at time.Time) ([]ledger.Allocation, error) {
 	as, err := t.Tx.LiveAllocations(account, at)
+	t.r.allocations.Add(int64(len(as)))
+	return as, err
+}
+
+func (t countingTx) ActiveAllocations(account string, at time.Time) ([]ledger.Allocation, error) {
+	as, err := t.Tx.ActiveAllocations(account, at)
+	t.r.allocations.Add(int64(len(as)))
+	return as, err
+}
+
+func (t countingTx) UsedUpAllocations(account string, at time.Time, n int) ([]ledger.Allocation, error) {
+	as, err := t.Tx.UsedUpAllocations(account, at, n)
 	t.r.allocations.Add(int64(len(as)))
 	return as, err
 }
@@ -202,6 +216,171 @@ func TestEndedAllocationsLeaveTheHotPath(t *testing.T) {
 	}
 }
 
+// TestUsedUpAllocationsLeaveTheHotPath: in an account whose 300
+// allocations not ended were all used up by a charge, a lien, a charge, a
+// quote, an availability check, a preemption answer, a deposit, a
+// withdrawal and a transfer each read the live allocation and the ones
+// they change, not the used-up ones, nor a running sum for each (issue
+// 41); the HFS pool still counts what the charge took of them until they
+// end, a refund makes some usable again, balances now and at a past time
+// stay exact, and the audit (at the end) finds the bank consistent.
+func TestUsedUpAllocationsLeaveTheHotPath(t *testing.T) {
+	base := bolttest.Open
+	if strings.HasPrefix(t.Name(), onPostgres+"/") {
+		base = pgstoretest.Open
+	}
+	r := &reads{}
+	s := newSiteOn(t, func(tb testing.TB) ledger.Store { return countingStore{base(tb), r} })
+	ctx := context.Background()
+	policy := ledger.Policy{QuotaKind: ledger.QuotaDynamic, Quota: dec("0.5"), AcceptSurplus: true}
+	if _, err := s.ModifyNode(ctx, s.Req(), "chem.lab1", ledger.NodeChange{Policy: &policy}); err != nil {
+		t.Fatal(err)
+	}
+	const usedUp = 300
+	ends := s.Clock.Now().Add(3 * time.Hour)
+	for range usedUp {
+		s.MustDeposit("chem", "1", ends)
+	}
+	// One job uses them all: 1 processor for 300 s at the default rate.
+	now := s.Clock.Now()
+	if _, err := s.lb.Place(ctx, s.Req(), lien.PlaceSpec{Job: job("old"), User: "amy", Request: withStart(request(1, usedUp), now)}); err != nil {
+		t.Fatal(err)
+	}
+	old := charge.Usage{Resources: charge.Resources{Processors: 1}, WallclockSeconds: usedUp, WallclockLimitSeconds: usedUp, State: charge.Completed, Start: now}
+	oldCharge, err := s.lb.Charge(ctx, s.Req(), lien.ChargeSpec{Job: job("old"), Usage: old})
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := s.MustDeposit("chem", "100000", s.Clock.Now().AddDate(1, 0, 0))
+	pool := func(want string) {
+		t.Helper()
+		sh, err := s.Shares(ctx, "chem")
+		if err != nil || !sh.Pool.Equal(dec(want)) {
+			t.Errorf("chem's HFS pool: %s, %v; want %s", sh.Pool, err, want)
+		}
+	}
+	// The live allocation and what the job took of the used-up ones.
+	pool("100300")
+
+	now = s.Clock.Now()
+	ops := []struct {
+		name string
+		op   func() error
+	}{
+		{"lien", func() error {
+			_, err := s.lb.Place(ctx, s.Req(), lien.PlaceSpec{Job: job("new"), User: "amy", Request: withStart(request(2, 3600), now)})
+			return err
+		}},
+		{"charge", func() error {
+			u := charge.Usage{Resources: charge.Resources{Processors: 2}, WallclockSeconds: 1800, WallclockLimitSeconds: 3600, State: charge.Completed, Start: now}
+			_, err := s.lb.Charge(ctx, s.Req(), lien.ChargeSpec{Job: job("new"), Usage: u})
+			return err
+		}},
+		{"quote", func() error {
+			_, err := s.lb.Quote(ctx, lien.QuoteSpec{Machine: "hpc1", User: "amy", Request: request(4, 3600)})
+			return err
+		}},
+		{"available", func() error { _, err := s.Available(ctx, "chem.lab1"); return err }},
+		{"preempt", func() error { _, err := s.Preempt(ctx, "chem.lab1", "hpc1", dec("10")); return err }},
+		{"deposit", func() error {
+			_, err := s.Deposit(ctx, s.Req(), ledger.DepositSpec{Account: "chem", Amount: dec("5"), Allocation: live})
+			return err
+		}},
+		{"withdraw", func() error {
+			_, err := s.Withdraw(ctx, s.Req(), ledger.WithdrawSpec{Account: "chem", Amount: dec("5")})
+			return err
+		}},
+		{"transfer", func() error {
+			_, err := s.Transfer(ctx, s.Req(), ledger.TransferSpec{From: "chem", To: "bio", Amount: dec("10")})
+			return err
+		}},
+		// It lists the first ledger.UsedUpListed used up besides.
+		{"balance", func() error { _, err := s.BalanceAt(ctx, "chem.lab1", time.Time{}); return err }},
+	}
+	for _, o := range ops {
+		r.allocations.Store(0)
+		r.sums.Store(0)
+		if err := o.op(); err != nil {
+			t.Fatalf("%s: %v", o.name, err)
+		}
+		most := int64(12)
+		if o.name == "balance" {
+			most += 2 * ledger.UsedUpListed
+		}
+		if n := r.allocations.Load(); n > most {
+			t.Errorf("%s read %d allocations; the account has 1 live and %d used up", o.name, n, usedUp)
+		}
+		if n := r.sums.Load(); n > 2000 {
+			t.Errorf("%s read %d bytes of running sums", o.name, n)
+		}
+	}
+	// 100,000 + 5 - 5 - 10 to bio - 3,600 charged for the new job (2
+	// processors, 1,800 s) left; the pool adds what the charges took.
+	if nb := s.MustBalance("chem"); !nb.Amount.Equal(dec("96390")) {
+		t.Errorf("chem: amount %s, want 96390", nb.Amount)
+	}
+	pool("100290")
+	// A refund gives 10 back to the used-up allocations: they count in
+	// the amount, and the pool is as it was.
+	if _, err := s.lb.Refund(ctx, s.Req(), lien.RefundSpec{Charge: oldCharge.Charge.ID, Amount: dec("10")}); err != nil {
+		t.Fatal(err)
+	}
+	if nb := s.MustBalance("chem"); !nb.Amount.Equal(dec("96400")) {
+		t.Errorf("chem after the refund: amount %s, want 96400", nb.Amount)
+	}
+	pool("100290")
+	before := s.Clock.Now()
+	// Once they have ended, the pool is the live allocation's.
+	s.Clock.Advance(4 * time.Hour)
+	pool("99990")
+	if _, err := s.Deposit(ctx, s.Req(), ledger.DepositSpec{Account: "chem", Amount: dec("1"), Allocation: live}); err != nil {
+		t.Fatal(err)
+	}
+	pool("99991")
+	if nb, err := s.BalanceAt(ctx, "chem", before); err != nil || !nb.Amount.Equal(dec("96400")) {
+		t.Errorf("chem before they ended: amount %s, %v; want 96400", nb.Amount, err)
+	}
+}
+
+// TestOverdraftOfUsedUpAllocation: a charge beyond what the account holds,
+// with no lien, overdraws the first allocation in debit order, the one
+// ending first, though it is used up and changes no longer read it with
+// the others; with every allocation used up, a charge still overdraws
+// one (it fails only when there is none).
+func TestOverdraftOfUsedUpAllocation(t *testing.T) {
+	s := newSite(t)
+	ctx := context.Background()
+	now := s.Clock.Now()
+	first := s.MustDeposit("chem", "100", now.Add(time.Hour))
+	later := s.MustDeposit("chem", "50", now.Add(2*time.Hour))
+	u := func(seconds int64) charge.Usage {
+		return charge.Usage{Resources: charge.Resources{Processors: 1}, WallclockSeconds: seconds, WallclockLimitSeconds: seconds, State: charge.Completed, Start: now}
+	}
+	debits := func(id string, seconds int64) []ledger.Hold {
+		t.Helper()
+		c, err := s.lb.Charge(ctx, s.Req(), lien.ChargeSpec{Job: job(id), User: "amy", Usage: u(seconds)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c.Charge.Debits
+	}
+	if d := debits("a", 100); len(d) != 1 || d[0].Allocation != first {
+		t.Fatalf("debits %+v, want allocation %d alone", d, first)
+	}
+	// 50 from the later one, 10 overdrawn from the first, used up.
+	d := debits("b", 60)
+	if len(d) != 2 || d[0].Allocation != first || !d[0].Amount.Equal(dec("10")) || d[1].Allocation != later || !d[1].Amount.Equal(dec("50")) {
+		t.Errorf("debits %+v, want 10 from allocation %d and 50 from %d", d, first, later)
+	}
+	// Both used up: the first takes it all.
+	if _, err := s.Deposit(ctx, s.Req(), ledger.DepositSpec{Account: "chem", Amount: dec("10"), Allocation: first}); err != nil {
+		t.Fatal(err)
+	}
+	if d := debits("c", 5); len(d) != 1 || d[0].Allocation != first || !d[0].Amount.Equal(dec("5")) {
+		t.Errorf("debits %+v, want 5 from allocation %d", d, first)
+	}
+}
+
 // TestChargeAfterItsAllocationEnded: a job admitted against an allocation
 // that ends while it runs is charged to that allocation first, as its
 // lien held it (DESIGN section 3), though the allocation is no longer
@@ -237,4 +416,81 @@ func TestChargeAfterItsAllocationEnded(t *testing.T) {
 	if err != nil || !a.Amount.Equal(dec("12800")) {
 		t.Errorf("allocation %d after the charge: %+v %v, want 12800 left", first, a, err)
 	}
+}
+
+// TestAuditFindsUsedUpSumsAltered: what the running sums keep apart of
+// used-up allocations is checked against the journal by the audit, full
+// or not: a record of one that is wrong, the sums of their end that are
+// wrong, and (full) a record of an allocation that is not used up.
+func TestAuditFindsUsedUpSumsAltered(t *testing.T) {
+	s := newSite(t)
+	ctx := context.Background()
+	now := s.Clock.Now()
+	spent := s.MustDeposit("chem", "30", now.Add(time.Hour))
+	live := s.MustDeposit("chem", "1000", time.Time{})
+	u := charge.Usage{Resources: charge.Resources{Processors: 1}, WallclockSeconds: 30, WallclockLimitSeconds: 30, State: charge.Completed, Start: now}
+	if _, err := s.lb.Charge(ctx, s.Req(), lien.ChargeSpec{Job: job("a"), User: "amy", Usage: u}); err != nil {
+		t.Fatal(err)
+	}
+	s.MustAudit()
+	record := func(kind, key string) ledger.Record {
+		t.Helper()
+		var r ledger.Record
+		if err := s.Store.View(ctx, func(tx ledger.Tx) error {
+			var ok bool
+			var err error
+			if r, ok, err = tx.Record(kind, key); err == nil && !ok {
+				t.Fatalf("no record %s/%s", kind, key)
+			}
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	put := func(rs ...ledger.Record) {
+		t.Helper()
+		if err := s.Store.Update(ctx, func(tx ledger.Tx) error {
+			for _, r := range rs {
+				if err := tx.PutRecord(r); err != nil {
+					return err
+				}
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	key := func(id uint64) string { return fmt.Sprintf("%020d", id) }
+	sums, kept := record("ledger.account", "chem"), record("ledger.used-up", key(spent))
+	end := now.Add(time.Hour).UTC().Format(time.RFC3339Nano)
+	if want := fmt.Sprintf(`"used_up":[{"end":%q,"charged":{"chem.lab1":"30"}}]`, end); !strings.Contains(string(sums.Value), want) {
+		t.Fatalf("chem's running sums: %s, want them to hold %s", sums.Value, want)
+	}
+	altered := sums
+	altered.Value = []byte(strings.Replace(string(sums.Value), `"chem.lab1":"30"}}]`, `"chem.lab1":"31"}}]`, 1))
+	wrong := kept
+	wrong.Value = []byte(strings.Replace(string(kept.Value), `"30"`, `"29"`, 1))
+	stray := ledger.Record{Kind: "ledger.used-up", Key: key(live), Value: []byte(`{"account":"chem","charged":{"chem.lab1":"1"}}`)}
+	put(altered, wrong, stray)
+	for _, full := range []bool{false, true} {
+		rep, err := s.Audit(ctx, ledger.AuditOptions{Full: full})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wants := []string{
+			fmt.Sprintf("account chem: the record of used-up allocation %d holds map[chem.lab1:29], the journal says its charges took map[chem.lab1:30]", spent),
+			fmt.Sprintf("account chem: the sums of its used-up allocations ending %s are map[chem.lab1:31], the journal says their charges took map[chem.lab1:30]", end),
+		}
+		if full {
+			wants = append(wants, fmt.Sprintf("account chem: allocation %d is not used up, yet a record keeps its charged sums apart", live))
+		}
+		for _, want := range wants {
+			if !slices.Contains(rep.Problems, want) {
+				t.Errorf("audit (full %v): %q, want %q among them", full, rep.Problems, want)
+			}
+		}
+	}
+	stray.Deleted = true
+	put(sums, kept, stray)
 }

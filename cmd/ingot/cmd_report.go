@@ -36,8 +36,8 @@ func reportCommands() []*cli.Command {
 			ArgsUsage: "[NODE...]",
 			Flags: []cli.Flag{
 				&cli.StringFlag{Name: "at", Usage: "as of `TIME` (now-2h, 2026-11-01, \"2026-11-01 14:30\", RFC 3339); only Gold's line: HFS shares are known only now"},
-				&cli.BoolFlag{Name: "allocations", Usage: "list the allocations behind each balance: those active and the next " + strconv.Itoa(ledger.UpcomingListed) + " to start"},
-				&cli.BoolFlag{Name: "all-allocations", Usage: "--allocations with every allocation yet to start"},
+				&cli.BoolFlag{Name: "allocations", Usage: "list the allocations behind each balance: those active (of those used up, the " + strconv.Itoa(ledger.UsedUpListed) + " that end first and those liens hold) and the next " + strconv.Itoa(ledger.UpcomingListed) + " to start"},
+				&cli.BoolFlag{Name: "all-allocations", Usage: "--allocations with every allocation yet to start or used up"},
 				&cli.BoolFlag{Name: "upcoming", Usage: "the periods of the allocation schedules that start within a year (allocation schedule): of the nodes' accounts, else of every account you read"},
 				&cli.BoolFlag{Name: "forecast", Usage: "the burn rate over the last 7 and 30 days (charges less their refunds) and when the available credits run out at it, beside the allocations' end; of the nodes named, else of every node you read"},
 			},
@@ -177,8 +177,8 @@ func balance(c *cli.Context) error {
 }
 
 // noteLeftOut says on standard error (not in --json, whose balances say
-// upcoming_left_out) which accounts have more allocations to start than
-// the table lists.
+// upcoming_left_out and used_up_left_out) which accounts have more
+// allocations to start, or used up, than the table lists.
 func noteLeftOut(c *cli.Context, nbs []ledger.NodeBalance) error {
 	if f, err := outputFormat(c); err != nil || f == formatJSON {
 		return err
@@ -186,6 +186,9 @@ func noteLeftOut(c *cli.Context, nbs []ledger.NodeBalance) error {
 	for _, nb := range nbs {
 		if nb.UpcomingLeftOut {
 			fmt.Fprintf(c.App.ErrWriter, "%s: more allocations start later than the %d listed: --all-allocations lists them\n", nb.Node, ledger.UpcomingListed)
+		}
+		if nb.UsedUpLeftOut {
+			fmt.Fprintf(c.App.ErrWriter, "%s: more allocations are used up than the %d listed: --all-allocations lists them\n", nb.Node, ledger.UsedUpListed)
 		}
 	}
 	return nil

@@ -69,7 +69,8 @@ type bankService interface {
 	Balances(ctx context.Context, at time.Time) ([]ledger.NodeBalance, error)
 	BalanceAt(ctx context.Context, node string, at time.Time) (ledger.NodeBalance, error)
 	// BalancesWithUpcoming and BalanceWithUpcoming list every allocation
-	// yet to start, not only the first ledger.UpcomingListed.
+	// yet to start or used up, not only the first ledger.UpcomingListed
+	// and ledger.UsedUpListed.
 	BalancesWithUpcoming(ctx context.Context, at time.Time) ([]ledger.NodeBalance, error)
 	BalanceWithUpcoming(ctx context.Context, node string, at time.Time) (ledger.NodeBalance, error)
 	Shares(ctx context.Context, account string, with ...ledger.QuotaChange) (ledger.AccountShares, error)

@@ -66,6 +66,9 @@
 //	allocations_upcoming   account NUL start ‖ id -> (empty): start in Unix ns, for an allocation that starts after it
 //	                       was made, until a change of its account finds it started (ActiveAllocations, NextStart,
 //	                       UpcomingAllocations; since schema 17)
+//	allocations_used_up    account NUL end ‖ id -> (empty), as allocations_by_end, for a started allocation while it is
+//	                       used up (ledger.Allocation.UsedUp), which is then not in allocations_by_end: LiveAllocations
+//	                       reads both, ActiveAllocations the other alone (UsedUpAllocations; since schema 18)
 //	balance_history        id ‖ seq -> ledger.Allocation after entry seq, as in allocations
 //	journal                seq -> SHA-256 ‖ time (Unix ns) ‖ the entry's bytes (ledger.StoredEntry), packed;
 //	                       before schema 10, SHA-256 ‖ the bytes

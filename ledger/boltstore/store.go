@@ -23,7 +23,7 @@ import (
 // one and upgrades oldestUpgradable and later (upgrade.go). Schema 1, the
 // first ingots', hashed its journal entries in a form no later ingot reads.
 const (
-	schemaVersion    = 17
+	schemaVersion    = 18
 	oldestUpgradable = 2
 )
 

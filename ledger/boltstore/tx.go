@@ -30,6 +30,7 @@ var (
 	bucketByAccount   = []byte("allocations_by_account")
 	bucketByEnd       = []byte("allocations_by_end")
 	bucketUpcoming    = []byte("allocations_upcoming")
+	bucketUsedUp      = []byte("allocations_used_up")
 	bucketHistory     = []byte("balance_history")
 	bucketJournal     = []byte("journal")
 	bucketRequests    = []byte("requests")
@@ -44,7 +45,7 @@ var (
 
 	bucketNames = [][]byte{bucketMeta, bucketNodes, bucketUsers, bucketMachines, bucketAllocations,
 		bucketByAccount, bucketHistory, bucketJournal, bucketRequests, bucketLiens, bucketLiensByJob,
-		bucketLiensActive, bucketCharges, bucketChargesJob, bucketRecords, bucketByNode, bucketByEnd, bucketLarge, bucketUpcoming}
+		bucketLiensActive, bucketCharges, bucketChargesJob, bucketRecords, bucketByNode, bucketByEnd, bucketLarge, bucketUpcoming, bucketUsedUp}
 )
 
 var (
@@ -365,7 +366,36 @@ func (t *tx) PutAllocation(a ledger.Allocation, seq uint64) error {
 	if err := t.indexTimes(a.AllocationTerms); err != nil {
 		return err
 	}
+	if err := t.sortUsedUp(a); err != nil {
+		return err
+	}
 	return t.putRaw(bucketHistory, idKey(nil, a.ID, seq), raw)
+}
+
+// has reports whether bucket holds key. Get cannot say for the empty
+// values of the indexes: bbolt gives nil for one written in the same
+// transaction.
+func (t *tx) has(bucket, key []byte) bool {
+	k, _ := t.bucket(bucket).Cursor().Seek(key)
+	return bytes.Equal(k, key)
+}
+
+// sortUsedUp lists a started allocation (one listed by end) in
+// allocations_used_up while it is used up, in allocations_by_end
+// otherwise: its state decides at each change.
+func (t *tx) sortUsedUp(a ledger.Allocation) error {
+	from, to := bucketByEnd, bucketUsedUp
+	if !a.UsedUp() {
+		from, to = bucketUsedUp, bucketByEnd
+	}
+	k := endKey(a.AllocationTerms)
+	if !t.has(from, k) {
+		return nil
+	}
+	if err := t.delete(from, k); err != nil {
+		return err
+	}
+	return t.putRaw(to, k, nil)
 }
 
 // startKey is an allocation's key in allocations_upcoming: its account, a
@@ -389,7 +419,7 @@ func timeKey(at time.Time) uint64 {
 // end never change, and an upcoming one moves to allocations_by_end when
 // a change finds it started (ActiveAllocations).
 func (t *tx) indexTimes(a ledger.AllocationTerms) error {
-	if t.bucket(bucketByEnd).Get(endKey(a)) != nil || t.bucket(bucketUpcoming).Get(startKey(a)) != nil {
+	if t.has(bucketByEnd, endKey(a)) || t.has(bucketUsedUp, endKey(a)) || t.has(bucketUpcoming, startKey(a)) {
 		return nil
 	}
 	if !a.Created.IsZero() && a.Start.After(a.Created) {
@@ -423,7 +453,7 @@ func endTime(t time.Time) uint64 {
 
 // indexEnd lists an allocation in allocations_by_end, once.
 func (t *tx) indexEnd(a ledger.AllocationTerms) error {
-	if k := endKey(a); t.bucket(bucketByEnd).Get(k) == nil {
+	if k := endKey(a); !t.has(bucketByEnd, k) {
 		return t.putRaw(bucketByEnd, k, nil)
 	}
 	return nil
@@ -434,14 +464,19 @@ func (t *tx) AccountAllocations(account string) ([]ledger.Allocation, error) {
 	return indexed(t, bucketByAccount, prefix, prefix, 0, t.Allocation, nil)
 }
 
-// LiveAllocations reads allocations_by_end from t's end on, and every
-// allocation in allocations_upcoming.
+// LiveAllocations reads allocations_by_end and allocations_used_up from
+// t's end on, and every allocation in allocations_upcoming.
 func (t *tx) LiveAllocations(account string, at time.Time) ([]ledger.Allocation, error) {
 	prefix := append([]byte(account), 0)
-	listed, err := t.notEnded(prefix, at)
+	listed, err := t.notEnded(bucketByEnd, prefix, at)
 	if err != nil {
 		return nil, err
 	}
+	usedUp, err := t.notEnded(bucketUsedUp, prefix, at)
+	if err != nil {
+		return nil, err
+	}
+	listed = append(listed, usedUp...)
 	upcoming, err := indexed(t, bucketUpcoming, prefix, prefix, 8, t.Allocation, nil)
 	if err != nil {
 		return nil, err
@@ -451,14 +486,15 @@ func (t *tx) LiveAllocations(account string, at time.Time) ([]ledger.Allocation,
 
 // ActiveAllocations reads allocations_by_end from t's end on, and
 // allocations_upcoming up to t. A change (a writable transaction) moves
-// the upcoming ones that have started to allocations_by_end, so that
+// the upcoming ones that have started to allocations_by_end (or, used up,
+// to allocations_used_up), so that
 // allocations_upcoming holds those not started yet, give or take the
 // ones that started since the account's last change. The move is not a
 // write of the call's (wrote): the index says the same either way, and a
 // call that fails need not undo it.
 func (t *tx) ActiveAllocations(account string, at time.Time) ([]ledger.Allocation, error) {
 	prefix := append([]byte(account), 0)
-	listed, err := t.notEnded(prefix, at)
+	listed, err := t.notEnded(bucketByEnd, prefix, at)
 	if err != nil {
 		return nil, err
 	}
@@ -478,12 +514,59 @@ func (t *tx) ActiveAllocations(account string, at time.Time) ([]ledger.Allocatio
 			if err := t.bucket(bucketUpcoming).Delete(k); err != nil {
 				return nil, fmt.Errorf("boltstore: delete from %s: %w", bucketUpcoming, err)
 			}
-			if err := t.bucket(bucketByEnd).Put(endKey(upcoming[i].AllocationTerms), nil); err != nil {
-				return nil, fmt.Errorf("boltstore: write %s: %w", bucketByEnd, err)
+			to := bucketByEnd
+			if upcoming[i].UsedUp() {
+				to = bucketUsedUp
+			}
+			if err := t.bucket(to).Put(endKey(upcoming[i].AllocationTerms), nil); err != nil {
+				return nil, fmt.Errorf("boltstore: write %s: %w", to, err)
 			}
 		}
 	}
-	return byID(append(listed, upcoming...), func(a ledger.Allocation) bool { return a.ActiveAt(at) }), nil
+	return byID(append(listed, upcoming...), func(a ledger.Allocation) bool { return a.ActiveAt(at) && !a.UsedUp() }), nil
+}
+
+// UsedUpAllocations reads allocations_used_up from t's end on, in end
+// order, until it has n that have not ended, and allocations_upcoming up
+// to t (a read finds there the used-up ones that started since their
+// account's last change; a change has moved them).
+func (t *tx) UsedUpAllocations(account string, at time.Time, n int) ([]ledger.Allocation, error) {
+	prefix := append([]byte(account), 0)
+	seek := binary.BigEndian.AppendUint64(bytes.Clone(prefix), timeKey(at))
+	// The clamps of endTime may list a few that have ended: only those
+	// not ended count towards n.
+	counted := 0
+	get := func(id uint64) (ledger.Allocation, bool, error) {
+		a, ok, err := t.Allocation(id)
+		if ok && a.ActiveAt(at) {
+			counted++
+		}
+		return a, ok, err
+	}
+	usedUp, err := indexed(t, bucketUsedUp, prefix, seek, 8, get, func([]byte, int) bool { return n >= 0 && counted >= n })
+	if err != nil {
+		return nil, err
+	}
+	started, err := indexed(t, bucketUpcoming, prefix, prefix, 8, t.Allocation, func(k []byte, _ int) bool {
+		return decodeUint(k[len(prefix):]) > timeKey(at)
+	})
+	if err != nil {
+		return nil, err
+	}
+	usedUp = slices.DeleteFunc(append(usedUp, started...), func(a ledger.Allocation) bool { return !a.ActiveAt(at) || !a.UsedUp() })
+	return firstEnding(usedUp, n), nil
+}
+
+// firstEnding is, in id order, the n of as that end first (every one if n
+// < 0; those with the same end by id).
+func firstEnding(as []ledger.Allocation, n int) []ledger.Allocation {
+	if n >= 0 && len(as) > n {
+		slices.SortFunc(as, func(a, b ledger.Allocation) int {
+			return cmp.Or(cmp.Compare(endTime(a.End), endTime(b.End)), cmp.Compare(a.ID, b.ID))
+		})
+		as = as[:n]
+	}
+	return byID(as, func(ledger.Allocation) bool { return true })
 }
 
 // NextStart reads the first key of allocations_upcoming after t: an
@@ -522,11 +605,12 @@ func (t *tx) UpcomingAllocations(account string, at time.Time, n int) ([]ledger.
 	return indexed(t, bucketUpcoming, prefix, seek, 8, t.Allocation, func(_ []byte, listed int) bool { return n >= 0 && listed == n })
 }
 
-// notEnded reads the allocations allocations_by_end lists under prefix
-// from at's end on (the clamps of endTime may list a few that have ended).
-func (t *tx) notEnded(prefix []byte, at time.Time) ([]ledger.Allocation, error) {
+// notEnded reads the allocations index (allocations_by_end or
+// allocations_used_up) lists under prefix from at's end on (the clamps of
+// endTime may list a few that have ended).
+func (t *tx) notEnded(index, prefix []byte, at time.Time) ([]ledger.Allocation, error) {
 	seek := binary.BigEndian.AppendUint64(bytes.Clone(prefix), timeKey(at))
-	return indexed(t, bucketByEnd, prefix, seek, 8, t.Allocation, nil)
+	return indexed(t, index, prefix, seek, 8, t.Allocation, nil)
 }
 
 // byID is the allocations keep accepts, in id order.

@@ -166,7 +166,8 @@ func syncDir(dir string) error {
 // without its digest, refuses it. Schema 16 keeps the large journaled
 // records in records_large: those there are moved. Schema 17 indexes the allocations
 // that start after they were made by start (allocations_upcoming): those
-// are moved out of the index by end.
+// are moved out of the index by end. Schema 18 lists the allocations used
+// up apart (allocations_used_up): those are moved out of the index by end.
 func (s *Store) upgrade(from uint64, report func(step string, done, total int64)) error {
 	return s.update(func(btx *bolt.Tx) error {
 		// The steps of the earliest schemas write records, which may go to
@@ -209,6 +210,11 @@ func (s *Store) upgrade(from uint64, report func(step string, done, total int64)
 		}
 		if from != 0 && from < 17 {
 			if err := indexUpcoming(&tx{btx: btx}); err != nil {
+				return err
+			}
+		}
+		if from != 0 && from < 18 {
+			if err := indexUsedUp(&tx{btx: btx}); err != nil {
 				return err
 			}
 		}
@@ -287,6 +293,23 @@ func indexUpcoming(t *tx) error {
 			return err
 		}
 		if err := t.putRaw(bucketUpcoming, startKey(a.AllocationTerms), nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// indexUsedUp moves each allocation used up from allocations_by_end to
+// allocations_used_up (schema 18), as PutAllocation does. The account's
+// running sums keep what charges took of them apart when the ledger
+// next reads them (ledger's accountState.Apart).
+func indexUsedUp(t *tx) error {
+	allocs, err := t.Allocations()
+	if err != nil {
+		return fmt.Errorf("upgrade: %w", err)
+	}
+	for _, a := range allocs {
+		if err := t.sortUsedUp(a); err != nil {
 			return err
 		}
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/ingot-hpc/ingot/ledger"
 	"github.com/ingot-hpc/ingot/ledger/boltstore"
 	"github.com/ingot-hpc/ingot/ledger/boltstore/bolttest"
+	"github.com/ingot-hpc/ingot/lien"
 )
 
 // upgrades lists the banks of earlier schemas under testdata (README.md
@@ -33,6 +34,9 @@ var upgrades = []struct {
 	// gets its first answer: the engine of schema 8 kept answers this
 	// one reads. Earlier ones are refused, never applied again.
 	answered bool
+	// usedUp says the bank has an account phys whose one allocation a
+	// charge used up (mkbank.sh's usedup).
+	usedUp bool
 }{
 	{file: "schema1-clean.db", schema: 1, refused: "git worktree add /tmp/ingot-schema1 7640d43 && go -C /tmp/ingot-schema1 build ./cmd/ingot && /tmp/ingot-schema1/ingot --db "},
 	{file: "schema2-clean.db", schema: 2},
@@ -50,6 +54,7 @@ var upgrades = []struct {
 	{file: "schema13-clean.db", schema: 13, answered: true},
 	{file: "schema14-clean.db", schema: 14, answered: true},
 	{file: "schema16-clean.db", schema: 16, answered: true},
+	{file: "schema17-clean.db", schema: 17, answered: true, usedUp: true},
 }
 
 // wantBalances are those of every upgradable bank while job-2 ran, from
@@ -107,6 +112,9 @@ func TestUpgrades(t *testing.T) {
 				return
 			}
 			checkUpgrade(t, path, before, u.schema, u.answered)
+			if u.usedUp {
+				checkUsedUp(t, path)
+			}
 		})
 	}
 }
@@ -376,5 +384,39 @@ func onlyFiles(t *testing.T, dir string, names ...string) {
 	slices.Sort(names)
 	if !slices.Equal(got, names) {
 		t.Errorf("%s holds %v, want %v", dir, got, names)
+	}
+}
+
+// checkUsedUp checks phys of an upgraded bank of mkbank.sh's usedup
+// (checkUpgrade has audited it in full, its used-up allocation among
+// those indexed apart): its allocation, used up by job-3's charge of 60,
+// lists with the account's, and a refund of 20 makes it usable again,
+// what the charge took kept with the others' sums; the audit finds both
+// changes right.
+func checkUsedUp(t *testing.T, path string) {
+	ctx := context.Background()
+	store, err := boltstore.Open(path, boltstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := ledger.Open(ctx, store)
+	if err != nil {
+		store.Close()
+		t.Fatal(err)
+	}
+	defer l.Close()
+	b, err := l.BalanceAt(ctx, "phys", time.Time{})
+	if err != nil || len(b.Allocations) != 1 || !b.Allocations[0].UsedUp() || !b.Amount.IsZero() {
+		t.Fatalf("phys after the upgrade: %+v, %v; want its one allocation, used up", b, err)
+	}
+	// job-3's charge is the bank's second.
+	if _, err := lien.New(l).Refund(ctx, ledger.Request{Actor: "t", ID: "revive"}, lien.RefundSpec{Charge: 2, Amount: decimal.NewFromInt(20)}); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := l.BalanceAt(ctx, "phys", time.Time{}); err != nil || !b.Amount.Equal(decimal.NewFromInt(20)) {
+		t.Errorf("phys after a refund of 20: %v, %v", b.Amount, err)
+	}
+	if rep, err := l.Audit(ctx, ledger.AuditOptions{Full: true}); err != nil || len(rep.Problems) > 0 {
+		t.Fatalf("audit after the refund: %v %v", rep.Problems, err)
 	}
 }

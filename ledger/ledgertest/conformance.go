@@ -37,10 +37,12 @@ func Conformance(t *testing.T, open OpenStore) {
 		{"ExpiredAllocationsDoNotCount", testExpired},
 		{"LiveAllocations", testLiveAllocations},
 		{"ActiveAllocations", testActiveAllocations},
+		{"UsedUpAllocations", testUsedUpAllocations},
 		{"Transfer", testTransfer},
 		{"MoveRefusals", testMoveRefusals},
 		{"BalanceAtTime", testBalanceAtTime},
 		{"BalanceListsTheNextUpcoming", testBalanceUpcoming},
+		{"BalanceListsTheFirstUsedUp", testBalanceUsedUp},
 		{"ProjectBalanceIsItsShare", testProjectBalanceIsItsShare},
 		{"Statement", testStatement},
 		{"JournalFilter", testJournalFilter},
@@ -760,6 +762,101 @@ func testActiveAllocations(t *testing.T, open OpenStore) {
 // errRollBack ends a change that must leave nothing.
 var errRollBack = errors.New("roll back")
 
+// testUsedUpAllocations: an allocation with no amount and no credit limit
+// left is listed as used up and not as active, and back among the active
+// ones once a deposit gives it credits, in a read and in a change (where
+// it is stored used up and usable again in the same transaction); every
+// one not ended is live; one that has ended is in neither list; the audit
+// (NewBank's cleanup) agrees.
+func testUsedUpAllocations(t *testing.T, open OpenStore) {
+	b := NewBank(t, open)
+	b.MustNode("chem")
+	ctx := context.Background()
+	now := b.Clock.Now()
+	brief := b.MustDeposit("chem", "1", now.Add(time.Hour))
+	lasting := b.MustDeposit("chem", "5", time.Time{})
+	r, err := b.Deposit(ctx, b.Req(), ledger.DepositSpec{Account: "chem", Amount: Dec(t, "1"), Start: now.Add(2 * time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	upcoming := r.Allocations[0].ID
+	withdraw := func(amount string, id uint64) {
+		t.Helper()
+		if _, err := b.Withdraw(ctx, b.Req(), ledger.WithdrawSpec{Account: "chem", Amount: Dec(t, amount), Allocation: id}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ids := func(as []ledger.Allocation, err error) []uint64 {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := []uint64{}
+		for _, a := range as {
+			out = append(out, a.ID)
+		}
+		return out
+	}
+	check := func(what string, tx ledger.Tx, active, usedUp, live []uint64) {
+		t.Helper()
+		at := b.Clock.Now()
+		for _, c := range []struct {
+			list      string
+			got, want []uint64
+		}{
+			{"active", ids(tx.ActiveAllocations("chem", at)), active},
+			{"used up", ids(tx.UsedUpAllocations("chem", at, -1)), usedUp},
+			{"live", ids(tx.LiveAllocations("chem", at)), live},
+		} {
+			if !slices.Equal(c.got, c.want) {
+				t.Errorf("%s: %s %v, want %v", what, c.list, c.got, c.want)
+			}
+		}
+	}
+	both := func(what string, active, usedUp, live []uint64) {
+		t.Helper()
+		if err := b.Store.View(ctx, func(tx ledger.Tx) error { check(what+", read", tx, active, usedUp, live); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		err := b.Store.Update(ctx, func(tx ledger.Tx) error { check(what+", in a change", tx, active, usedUp, live); return errRollBack })
+		if !errors.Is(err, errRollBack) {
+			t.Fatal(err)
+		}
+	}
+	all := []uint64{brief, lasting, upcoming}
+	both("none used up", []uint64{brief, lasting}, []uint64{}, all)
+	withdraw("1", brief)
+	both("one used up", []uint64{lasting}, []uint64{brief}, all)
+	if _, err := b.Deposit(ctx, b.Req(), ledger.DepositSpec{Account: "chem", Amount: Dec(t, "2"), Allocation: brief}); err != nil {
+		t.Fatal(err)
+	}
+	both("topped up again", []uint64{brief, lasting}, []uint64{}, all)
+	withdraw("2", brief)
+	err = b.Store.Update(ctx, func(tx ledger.Tx) error {
+		a, ok, err := tx.Allocation(brief)
+		if err != nil || !ok {
+			t.Fatalf("allocation %d: %v, %v", brief, ok, err)
+		}
+		check("used up again", tx, []uint64{lasting}, []uint64{brief}, all)
+		a.Amount = Dec(t, "3")
+		if err := tx.PutAllocation(a, 0); err != nil {
+			return err
+		}
+		check("stored usable in the change", tx, []uint64{brief, lasting}, []uint64{}, all)
+		a.Amount = decimal.Zero
+		if err := tx.PutAllocation(a, 0); err != nil {
+			return err
+		}
+		check("stored used up in the same change", tx, []uint64{lasting}, []uint64{brief}, all)
+		return errRollBack
+	})
+	if !errors.Is(err, errRollBack) {
+		t.Fatal(err)
+	}
+	b.Clock.Advance(time.Hour)
+	both("once it has ended", []uint64{lasting}, []uint64{}, []uint64{lasting, upcoming})
+}
+
 func testTransfer(t *testing.T, open OpenStore) {
 	b := NewBank(t, open)
 	b.MustNode("chem", "bio")
@@ -868,6 +965,52 @@ func testBalanceAtTime(t *testing.T, open OpenStore) {
 				t.Errorf("allocations = %d, want %d", len(nb.Allocations), tc.allocs)
 			}
 		})
+	}
+}
+
+// testBalanceUsedUp: a balance now lists, of the active allocations used
+// up, the first ledger.UsedUpListed to end, saying it left some out; the
+// balance with every allocation lists them all; the figures are the same
+// either way.
+func testBalanceUsedUp(t *testing.T, open OpenStore) {
+	b := NewBank(t, open)
+	b.MustNode("chem")
+	ctx, now := context.Background(), b.Clock.Now()
+	live := b.MustDeposit("chem", "100", time.Time{})
+	// The one ending last is made first: the balance picks by end.
+	var usedUp []uint64
+	for i := range ledger.UsedUpListed + 2 {
+		id := b.MustDeposit("chem", "1", now.Add(time.Duration(ledger.UsedUpListed+2-i)*24*time.Hour))
+		if _, err := b.Withdraw(ctx, b.Req(), ledger.WithdrawSpec{Account: "chem", Amount: Dec(t, "1"), Allocation: id}); err != nil {
+			t.Fatal(err)
+		}
+		usedUp = append(usedUp, id)
+	}
+	ids := func(nb ledger.NodeBalance) []uint64 {
+		var out []uint64
+		for _, a := range nb.Allocations {
+			out = append(out, a.ID)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name    string
+		balance func(context.Context, string, time.Time) (ledger.NodeBalance, error)
+		want    []uint64
+		leftOut bool
+	}{
+		{"now", b.BalanceAt, append([]uint64{live}, usedUp[2:]...), true},
+		{"with every one", b.BalanceWithUpcoming, append([]uint64{live}, usedUp...), false},
+	} {
+		nb, err := tc.balance(ctx, "chem", time.Time{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := ids(nb); !slices.Equal(got, tc.want) || nb.UsedUpLeftOut != tc.leftOut {
+			t.Errorf("%s: allocations %v, used up left out %v; want %v, %v", tc.name, got, nb.UsedUpLeftOut, tc.want, tc.leftOut)
+		}
+		wantAmount(t, tc.name+": amount", nb.Amount, "100")
+		wantAmount(t, tc.name+": available", nb.Available, "100")
 	}
 }
 

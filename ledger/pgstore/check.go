@@ -65,6 +65,9 @@ func (s *Store) Check(ctx context.Context) ([]string, error) {
 					FROM allocations WHERE starts_ns IS NOT NULL AND abs(starts_ns::numeric - CASE
 						WHEN (doc->>'start')::timestamptz >= '2262-04-11T00:00:00Z' THEN 9223372036854775806
 						ELSE (extract(epoch FROM (doc->>'start')::timestamptz) * 1000000)::bigint * 1000 END) >= 1000
+				UNION ALL SELECT 'allocation ' || id || CASE WHEN used_up THEN ' is listed as used up' ELSE ' is listed as not used up' END ||
+					', its record says amount ' || coalesce(doc->>'amount', 'none') || ' and credit limit ' || coalesce(doc->>'credit_limit', 'none')
+					FROM allocations WHERE used_up IS DISTINCT FROM ((doc->>'amount')::numeric = 0 AND (doc->>'credit_limit')::numeric = 0)
 				UNION ALL SELECT 'charge ' || id || ' is listed under job ' || job || ' on ' || machine || ', its record says ' || coalesce(doc->>'job_id', 'none') || ' on ' || coalesce(doc->>'machine', 'none')
 					FROM charges WHERE doc IS NOT NULL AND (doc->>'job_id' IS DISTINCT FROM job OR doc->>'machine' IS DISTINCT FROM machine OR (doc->>'id')::numeric IS DISTINCT FROM id)
 				LIMIT 10`},

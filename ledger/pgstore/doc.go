@@ -111,10 +111,12 @@
 //	counters         allocations, liens, charges -> the last id given
 //	nodes, users, machines  name -> the record
 //	allocations      id, account, end (Unix ns; since schema 4), start (Unix ns, since schema 7; NULL unless
-//	                 it starts after it was made and no change has found it started) -> ledger.Allocation,
-//	                 indexed by account and end where the start is NULL, by account and start where it is not:
-//	                 the allocations active now (ActiveAllocations), those that have not ended (LiveAllocations),
-//	                 those that start later, the next first (NextStart, UpcomingAllocations)
+//	                 it starts after it was made and no change has found it started), used_up (since schema 8:
+//	                 ledger.Allocation.UsedUp) -> ledger.Allocation, indexed by account and end where the start
+//	                 is NULL (apart for those used up), by account and start where it is not: the allocations
+//	                 active now (ActiveAllocations), those used up (UsedUpAllocations), those that have not
+//	                 ended (LiveAllocations), those that start later, the next first (NextStart,
+//	                 UpcomingAllocations)
 //	balance_history  allocation, seq -> the allocation after entry seq
 //	journal          seq -> time, SHA-256, the entry's bytes as hashed
 //	journal_nodes    node, seq: the entries that concern each node, and (since schema 5) each job and

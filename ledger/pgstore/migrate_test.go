@@ -265,6 +265,65 @@ func TestUpgradeAllocationStarts(t *testing.T) {
 	}
 }
 
+// TestUpgradeAllocationsUsedUp: the upgrade to schema 8 marks the
+// allocations used up (no amount, no credit limit), after which a read
+// lists them apart from the active ones, and Check finds the column in
+// step with the documents, and a column set wrong.
+func TestUpgradeAllocationsUsedUp(t *testing.T) {
+	ctx := context.Background()
+	url, conn := bankOfSchema(t, 7)
+	for id, amounts := range map[int][2]string{1: {"0", "0"}, 2: {"0.50", "0"}, 3: {"0.00", "10"}, 4: {"0.00", "0.00"}} {
+		doc := fmt.Sprintf(`{"id": %d, "account": "chem", "credit_limit": %q, "start": "2026-01-01T00:00:00Z", "created": "2026-01-01T00:00:00Z", "amount": %q, "deposited": "1"}`, id, amounts[1], amounts[0])
+		if _, err := conn.Exec(ctx, `INSERT INTO allocations (id, account, ends_ns, doc) VALUES ($1, 'chem', 9223372036854775807, $2)`, id, doc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := conn.Exec(ctx, `UPDATE counters SET value = 4 WHERE name = 'allocations'`); err != nil {
+		t.Fatal(err)
+	}
+	s, err := open(ctx, url, Options{}, bankMigrations)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	at := time.Date(2026, 2, 1, 0, 0, 0, 0, time.UTC)
+	err = s.View(ctx, func(tx ledger.Tx) error {
+		for _, c := range []struct {
+			what string
+			list func(string, time.Time) ([]ledger.Allocation, error)
+			want []uint64
+		}{{"active", tx.ActiveAllocations, []uint64{2, 3}}, {"used up", func(account string, at time.Time) ([]ledger.Allocation, error) {
+			return tx.UsedUpAllocations(account, at, -1)
+		}, []uint64{1, 4}}, {"live", tx.LiveAllocations, []uint64{1, 2, 3, 4}}} {
+			as, err := c.list("chem", at)
+			if err != nil {
+				return err
+			}
+			var got []uint64
+			for _, a := range as {
+				got = append(got, a.ID)
+			}
+			if !slices.Equal(got, c.want) {
+				t.Errorf("%s: %v, want %v", c.what, got, c.want)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if problems, err := s.Check(ctx); err != nil || len(problems) > 0 {
+		t.Errorf("check after the upgrade: %v %v", problems, err)
+	}
+	if _, err := conn.Exec(ctx, `UPDATE allocations SET used_up = false WHERE id = 4`); err != nil {
+		t.Fatal(err)
+	}
+	problems, err := s.Check(ctx)
+	if err != nil || len(problems) != 1 || !strings.Contains(problems[0], "allocation 4 is listed as not used up, its record says amount 0.00 and credit limit 0.00") {
+		t.Errorf("check of a wrong mark: %v %v", problems, err)
+	}
+}
+
 // bankOfSchema is a new bank made by the first n migrations, and a
 // connection to it to write what an ingot of that schema would have.
 func bankOfSchema(t *testing.T, n int) (string, *pgx.Conn) {

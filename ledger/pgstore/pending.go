@@ -55,7 +55,7 @@ var tables = [tableCount]*table{
 	nodesTable:        {name: "nodes", cols: []string{"name text", "doc json"}, conflict: "name"},
 	usersTable:        {name: "users", cols: []string{"name text", "doc json"}, conflict: "name"},
 	machinesTable:     {name: "machines", cols: []string{"name text", "doc json"}, conflict: "name"},
-	allocationsTable: {name: "allocations", cols: []string{"id bigint", "account text", "ends_ns bigint", "starts_ns bigint", "doc json"}, conflict: "id",
+	allocationsTable: {name: "allocations", cols: []string{"id bigint", "account text", "ends_ns bigint", "starts_ns bigint", "used_up boolean", "doc json"}, conflict: "id",
 		// Once NULL (the allocation found started), starts_ns stays so.
 		update: map[string]string{"starts_ns": "CASE WHEN allocations.starts_ns IS NOT NULL THEN EXCLUDED.starts_ns END"}},
 	historyTable: {name: "balance_history", cols: []string{"allocation bigint", "seq bigint", "doc json"}, conflict: "allocation, seq"},

@@ -413,10 +413,12 @@ func (t *tx) PutAllocation(a ledger.Allocation, seq uint64) error {
 	if l, ok := t.known(live); !ok {
 		t.forget(live)
 	} else if l := l.(liveList); !l.has(e) && e.end > l.from {
-		t.written(live, l.with(e, upcoming(a) != nil))
+		t.written(live, l.with(e, upcoming(a) != nil, a.UsedUp()))
+	} else if moved, ok := l.sorted(e, a.UsedUp()); ok {
+		t.written(live, moved)
 	}
 	what := fmt.Sprintf("allocation %d", a.ID)
-	if err := putDoc(t, what, allocationsTable, cacheKey("allocations", a.ID), a, []any{bigint(a.ID), a.Account, endNanos(a.End), upcoming(a)}, list, live); err != nil {
+	if err := putDoc(t, what, allocationsTable, cacheKey("allocations", a.ID), a, []any{bigint(a.ID), a.Account, endNanos(a.End), upcoming(a), a.UsedUp()}, list, live); err != nil {
 		return err
 	}
 	return putDoc(t, what+"'s history", historyTable, cacheKey("history", a.ID, seq), a, []any{bigint(a.ID), bigint(seq)})
@@ -497,10 +499,13 @@ func upcoming(a ledger.Allocation) any {
 // that a change walks the allocations started and looks at the first of
 // those to start alone, however many an account has preset. It is never
 // changed in place (the cache hands out copies of the struct alone).
+// Those listed by end that are used up (used_up) are in a third list,
+// which no change walks: an account may have thousands.
 type liveList struct {
 	from     int64
 	ends     []idEnd // in id order
 	upcoming []idEnd // by start, then id
+	usedUp   []idEnd // in id order
 }
 
 type idEnd struct {
@@ -518,18 +523,47 @@ func (l liveList) has(e idEnd) bool {
 	if _, ok := slices.BinarySearchFunc(l.ends, e.id, byID); ok {
 		return true
 	}
+	if _, ok := slices.BinarySearchFunc(l.usedUp, e.id, byID); ok {
+		return true
+	}
 	_, ok := slices.BinarySearchFunc(l.upcoming, e, byStart)
 	return ok
 }
 
-// with is l with e added, among those to start if upcoming.
-func (l liveList) with(e idEnd, upcoming bool) liveList {
-	if upcoming {
+// with is l with e added, among those to start if upcoming, else among
+// those used up if usedUp.
+func (l liveList) with(e idEnd, upcoming, usedUp bool) liveList {
+	switch {
+	case upcoming:
 		k, _ := slices.BinarySearchFunc(l.upcoming, e, byStart)
-		return liveList{from: l.from, ends: l.ends, upcoming: slices.Insert(slices.Clone(l.upcoming), k, e)}
+		l.upcoming = slices.Insert(slices.Clone(l.upcoming), k, e)
+	case usedUp:
+		k, _ := slices.BinarySearchFunc(l.usedUp, e.id, byID)
+		l.usedUp = slices.Insert(slices.Clone(l.usedUp), k, e)
+	default:
+		k, _ := slices.BinarySearchFunc(l.ends, e.id, byID)
+		l.ends = slices.Insert(slices.Clone(l.ends), k, e)
 	}
-	k, _ := slices.BinarySearchFunc(l.ends, e.id, byID)
-	return liveList{from: l.from, ends: slices.Insert(slices.Clone(l.ends), k, e), upcoming: l.upcoming}
+	return l
+}
+
+// sorted is l with e, listed by end, moved to those used up or back as
+// usedUp says; ok is false if it is where it belongs (or not listed by
+// end).
+func (l liveList) sorted(e idEnd, usedUp bool) (liveList, bool) {
+	from, to := &l.ends, &l.usedUp
+	if !usedUp {
+		from, to = to, from
+	}
+	i, ok := slices.BinarySearchFunc(*from, e.id, byID)
+	if !ok {
+		return l, false
+	}
+	moved := (*from)[i]
+	*from = slices.Delete(slices.Clone(*from), i, i+1)
+	k, _ := slices.BinarySearchFunc(*to, e.id, byID)
+	*to = slices.Insert(slices.Clone(*to), k, moved)
+	return l, true
 }
 
 // started is how many of l's allocations to start have started by at
@@ -555,7 +589,8 @@ func (t *tx) LiveAllocations(account string, at time.Time) ([]ledger.Allocation,
 		from = math.MinInt64
 	}
 	return listDocsWhere(t, account, func(a ledger.Allocation) bool { return a.End.IsZero() || a.End.After(at) },
-		`SELECT doc FROM allocations WHERE account = $1 AND starts_ns IS NULL AND ends_ns > $2
+		`SELECT doc FROM allocations WHERE account = $1 AND starts_ns IS NULL AND NOT used_up AND ends_ns > $2
+			UNION ALL SELECT doc FROM allocations WHERE account = $1 AND starts_ns IS NULL AND used_up AND ends_ns > $2
 			UNION ALL SELECT doc FROM allocations WHERE account = $1 AND starts_ns IS NOT NULL AND ends_ns > $2`, account, from)
 }
 
@@ -589,21 +624,22 @@ func (t *tx) live(account string, at time.Time) (liveList, error) {
 		}
 		if ended > 64 && ended > len(ends) {
 			// Most of the list has ended: keep the rest, from now on.
-			t.cache.Remember(key, liveList{from: asked, ends: ends, upcoming: list.upcoming}, t.layers()...)
+			t.cache.Remember(key, liveList{from: asked, ends: ends, upcoming: list.upcoming, usedUp: list.usedUp}, t.layers()...)
 		}
-		return liveList{from: list.from, ends: ends, upcoming: list.upcoming}, nil
+		return liveList{from: list.from, ends: ends, upcoming: list.upcoming, usedUp: list.usedUp}, nil
 	}
 	type row struct {
-		doc      []byte
-		end      int64
-		upcoming bool
+		doc              []byte
+		end              int64
+		upcoming, usedUp bool
 	}
 	from := max(asked, math.MinInt64+endSlack) - endSlack
 	rows, err := query(t, key, "the allocations of "+account+" that have not ended", func(r pgx.CollectableRow) (row, error) {
 		var v row
-		return v, r.Scan(&v.doc, &v.end, &v.upcoming)
-	}, `SELECT doc, ends_ns, false FROM allocations WHERE account = $1 AND starts_ns IS NULL AND ends_ns > $2
-		UNION ALL SELECT doc, ends_ns, true FROM allocations WHERE account = $1 AND starts_ns IS NOT NULL AND ends_ns > $2`, account, from)
+		return v, r.Scan(&v.doc, &v.end, &v.upcoming, &v.usedUp)
+	}, `SELECT doc, ends_ns, false, false FROM allocations WHERE account = $1 AND starts_ns IS NULL AND NOT used_up AND ends_ns > $2
+		UNION ALL SELECT doc, ends_ns, false, true FROM allocations WHERE account = $1 AND starts_ns IS NULL AND used_up AND ends_ns > $2
+		UNION ALL SELECT doc, ends_ns, true, false FROM allocations WHERE account = $1 AND starts_ns IS NOT NULL AND ends_ns > $2`, account, from)
 	if err != nil {
 		return liveList{}, err
 	}
@@ -614,15 +650,20 @@ func (t *tx) live(account string, at time.Time) (liveList, error) {
 			return liveList{}, fmt.Errorf("%w: the allocations of %s: %v", ledger.ErrCorrupt, account, err)
 		}
 		e := idEnd{id: a.ID, end: r.end, start: startNanos(a.Start)}
-		if r.upcoming {
+		switch {
+		case r.upcoming:
 			// Read when it starts: the cache keeps the allocations in use.
 			list.upcoming = append(list.upcoming, e)
-			continue
+		case r.usedUp:
+			// Read when asked for: no change takes from them.
+			list.usedUp = append(list.usedUp, e)
+		default:
+			t.cache.Remember(cacheKey("allocations", a.ID), a, t.layers()...)
+			list.ends = append(list.ends, e)
 		}
-		t.cache.Remember(cacheKey("allocations", a.ID), a, t.layers()...)
-		list.ends = append(list.ends, e)
 	}
 	slices.SortFunc(list.ends, func(a, b idEnd) int { return cmp.Compare(a.id, b.id) })
+	slices.SortFunc(list.usedUp, func(a, b idEnd) int { return cmp.Compare(a.id, b.id) })
 	slices.SortFunc(list.upcoming, byStart)
 	t.cache.Remember(key, list, t.layers()...)
 	return list, nil
@@ -652,13 +693,14 @@ func (t *tx) allocationsOf(account string, listed []idEnd, keep func(ledger.Allo
 // by at, whose rows it marks as listed by end (starts_ns NULL), so that
 // reads find them there: the index by start then lists those not started
 // yet, give or take the ones that started since the account's last
-// change. A read, which has no cache, asks both indexes for the
-// allocations started by at and not ended.
+// change; a used-up one among them goes to those used up. A read, which
+// has no cache, asks both indexes for the allocations started by at and
+// not ended.
 func (t *tx) ActiveAllocations(account string, at time.Time) ([]ledger.Allocation, error) {
-	active := func(a ledger.Allocation) bool { return a.ActiveAt(at) }
+	active := func(a ledger.Allocation) bool { return a.ActiveAt(at) && !a.UsedUp() }
 	asked := startNanos(at)
 	if t.cache == nil {
-		return listDocsWhere(t, account, active, `SELECT doc FROM allocations WHERE account = $1 AND starts_ns IS NULL AND ends_ns > $2
+		return listDocsWhere(t, account, active, `SELECT doc FROM allocations WHERE account = $1 AND starts_ns IS NULL AND NOT used_up AND ends_ns > $2
 			UNION ALL SELECT doc FROM allocations WHERE account = $1 AND starts_ns IS NOT NULL AND starts_ns <= $3 AND ends_ns > $2`,
 			account, max(asked, math.MinInt64+endSlack)-endSlack, asked)
 	}
@@ -684,20 +726,67 @@ func (t *tx) ActiveAllocations(account string, at time.Time) ([]ledger.Allocatio
 	}
 	list := cached.(liveList)
 	k = list.started(asked)
-	ends := slices.Clone(list.ends)
+	moved := liveList{from: list.from, ends: list.ends, upcoming: list.upcoming[k:], usedUp: list.usedUp}
 	for _, e := range list.upcoming[:k] {
 		a, ok, err := t.Allocation(e.id)
 		if err != nil || !ok {
 			return nil, fmt.Errorf("%w: allocation %d of %s is missing (%v)", ledger.ErrCorrupt, e.id, account, err)
 		}
 		if err := putDoc(t, fmt.Sprintf("allocation %d", a.ID), allocationsTable, cacheKey("allocations", a.ID), a,
-			[]any{bigint(a.ID), a.Account, endNanos(a.End), nil}, key); err != nil {
+			[]any{bigint(a.ID), a.Account, endNanos(a.End), nil, a.UsedUp()}, key); err != nil {
 			return nil, err
 		}
-		i, _ := slices.BinarySearchFunc(ends, e.id, byID)
-		ends = slices.Insert(ends, i, e)
+		moved = moved.with(e, false, a.UsedUp())
 	}
-	t.written(key, liveList{from: list.from, ends: ends, upcoming: list.upcoming[k:]})
+	t.written(key, moved)
+	return out, nil
+}
+
+// UsedUpAllocations answers a change from the cache's list (live): those
+// used up, and any of those to start that has started by at and is used
+// up; a read asks the index of those used up.
+func (t *tx) UsedUpAllocations(account string, at time.Time, n int) ([]ledger.Allocation, error) {
+	active := func(a ledger.Allocation) bool { return a.ActiveAt(at) && a.UsedUp() }
+	asked := startNanos(at)
+	var out []ledger.Allocation
+	if t.cache == nil {
+		// In the order of the index of those used up, so that a limit
+		// reads as many: a few more than n, as the slack of ends_ns may
+		// list some that have ended.
+		sql := `SELECT doc FROM (SELECT doc, ends_ns, id FROM allocations WHERE account = $1 AND starts_ns IS NULL AND used_up AND ends_ns > $2
+			UNION ALL SELECT doc, ends_ns, id FROM allocations WHERE account = $1 AND starts_ns IS NOT NULL AND starts_ns <= $3 AND used_up AND ends_ns > $2) u
+			ORDER BY ends_ns, id`
+		args := []any{account, max(asked, math.MinInt64+endSlack) - endSlack, asked}
+		if n >= 0 {
+			sql, args = sql+` LIMIT $4`, append(args, n+8)
+		}
+		as, err := listDocsWhere(t, account, active, sql, args...)
+		if err != nil {
+			return nil, err
+		}
+		out = as
+	} else {
+		l, err := t.live(account, at)
+		if err != nil {
+			return nil, err
+		}
+		listed := slices.DeleteFunc(slices.Clone(l.usedUp), func(e idEnd) bool { return e.end <= endNanos(at)-endSlack })
+		if n >= 0 && len(listed) > n+8 {
+			slices.SortFunc(listed, func(a, b idEnd) int { return cmp.Or(cmp.Compare(a.end, b.end), cmp.Compare(a.id, b.id)) })
+			listed = listed[:n+8]
+		}
+		listed = append(listed, l.upcoming[:l.started(asked)]...)
+		if out, err = t.allocationsOf(account, listed, active); err != nil {
+			return nil, err
+		}
+	}
+	if n >= 0 && len(out) > n {
+		slices.SortFunc(out, func(a, b ledger.Allocation) int {
+			return cmp.Or(cmp.Compare(endNanos(a.End), endNanos(b.End)), cmp.Compare(a.ID, b.ID))
+		})
+		out = out[:n]
+	}
+	slices.SortFunc(out, func(a, b ledger.Allocation) int { return cmp.Compare(a.ID, b.ID) })
 	return out, nil
 }
 

@@ -293,8 +293,9 @@ type (
 		To   time.Time `query:"to"`
 	}
 	// BalancesQuery and BalanceQuery ask for balances at At (zero: now);
-	// AllUpcoming lists every allocation yet to start, not only the first
-	// ledger.UpcomingListed (Gold's allocation query).
+	// AllUpcoming lists every allocation yet to start or used up, not only
+	// the first ledger.UpcomingListed and ledger.UsedUpListed (Gold's
+	// allocation query).
 	BalancesQuery struct {
 		At          time.Time `query:"at"`
 		AllUpcoming bool      `query:"all_upcoming"`

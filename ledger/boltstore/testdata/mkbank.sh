@@ -1,8 +1,10 @@
 #!/bin/sh
-# mkbank.sh INGOT FILE [funds]: makes the small bank the schemaN-clean.db
-# files hold (README.md), with the ingot binary INGOT, by local commands
-# on FILE, each of which closes the file cleanly. With "funds", only the
-# commands an ingot without liens and charges has (schema 1).
+# mkbank.sh INGOT FILE [funds|usedup]: makes the small bank the
+# schemaN-clean.db files hold (README.md), with the ingot binary INGOT, by
+# local commands on FILE, each of which closes the file cleanly. With
+# "funds", only the commands an ingot without liens and charges has
+# (schema 1); with "usedup", then an account phys whose one allocation a
+# job's charge uses up.
 set -eux
 i() { "$INGOT" --db "$FILE" "$@" >/dev/null; }
 INGOT=$1 FILE=$2
@@ -29,4 +31,11 @@ i --request-id legacy-req-1 deposit bio 7
 if [ "${3:-}" != funds ]; then
 	i refund 1 10
 	i rate add NBM QualityOfService=premium 2
+fi
+if [ "${3:-}" = usedup ]; then
+	i account create phys
+	i user add bob --member phys --default-project phys
+	i deposit phys 60
+	i lien place job-3 --user bob --procs 1 --wallclock 60s
+	i charge job-3 --procs 1 --wallclock-used 60s
 fi
