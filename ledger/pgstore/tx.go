@@ -770,7 +770,7 @@ func (t *tx) UsedUpAllocations(account string, at time.Time, n int) ([]ledger.Al
 		if err != nil {
 			return nil, err
 		}
-		listed := slices.DeleteFunc(slices.Clone(l.usedUp), func(e idEnd) bool { return e.end <= endNanos(at)-endSlack })
+		listed := slices.DeleteFunc(slices.Clone(l.usedUp), func(e idEnd) bool { return e.end <= max(asked, math.MinInt64+endSlack)-endSlack })
 		if n >= 0 && len(listed) > n+8 {
 			slices.SortFunc(listed, func(a, b idEnd) int { return cmp.Or(cmp.Compare(a.end, b.end), cmp.Compare(a.id, b.id)) })
 			listed = listed[:n+8]
