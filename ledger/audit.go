@@ -893,29 +893,27 @@ func (a *auditor) compareAllocations() error {
 				a.problem("account %s: its index by end lists %v as not ended by %s, its allocations are %v", account, got, c.at.Format(time.RFC3339Nano), c.want)
 			}
 		}
-		// The index by start: those active by the last entry, and the
-		// next start after the audit's time.
-		active, err := a.tx.ActiveAllocations(account, last)
-		if err != nil {
-			return err
-		}
-		got = got[:0]
-		for _, al := range active {
-			got = append(got, al.ID)
-		}
-		if !slices.Equal(got, activeAt[account]) {
-			a.problem("account %s: its indexes list %v as active at %s, its allocations are %v", account, got, last.Format(time.RFC3339Nano), activeAt[account])
-		}
-		usedUp, err := a.tx.UsedUpAllocations(account, last, -1)
-		if err != nil {
-			return err
-		}
-		got = got[:0]
-		for _, al := range usedUp {
-			got = append(got, al.ID)
-		}
-		if !slices.Equal(got, usedUpAt[account]) {
-			a.problem("account %s: its indexes list %v as used up at %s, its allocations are %v", account, got, last.Format(time.RFC3339Nano), usedUpAt[account])
+		// The index by start: those active by the last entry, apart
+		// from those used up, and the next start after the audit's time.
+		for _, c := range []struct {
+			what string
+			list func(string, time.Time) ([]Allocation, error)
+			want []uint64
+		}{
+			{"active", a.tx.ActiveAllocations, activeAt[account]},
+			{"used up", func(account string, t time.Time) ([]Allocation, error) { return a.tx.UsedUpAllocations(account, t, -1) }, usedUpAt[account]},
+		} {
+			listed, err := c.list(account, last)
+			if err != nil {
+				return err
+			}
+			got = got[:0]
+			for _, al := range listed {
+				got = append(got, al.ID)
+			}
+			if !slices.Equal(got, c.want) {
+				a.problem("account %s: its indexes list %v as %s at %s, its allocations are %v", account, got, c.what, last.Format(time.RFC3339Nano), c.want)
+			}
 		}
 		next, ok, err := a.tx.NextStart(account, a.now)
 		if err != nil {

@@ -112,14 +112,11 @@ func (t countingTx) ChargeCarrier(id uint64) (uint64, bool, error) {
 	return 0, false, nil
 }
 
-// TestEndedAllocationsLeaveTheHotPath: in an account whose 300 allocations
-// that have ended were all used by a charge, a lien, a charge, a quote, a
-// balance, an availability check, a preemption answer, a deposit, a
-// withdrawal and a transfer each read the live allocation and the one
-// they change, not the ended ones, nor a running sum for each (issue 41:
-// every change read every allocation of the account); the figures stay
-// exact, and the audit (at the end) finds the bank consistent.
-func TestEndedAllocationsLeaveTheHotPath(t *testing.T) {
+// usedBank is a site whose store counts what it reads in r, with chem.lab1
+// split by HFS and n allocations of chem of 1 credit each, ending after
+// lasting, all used up by one job's charge (1 processor for n seconds at
+// the default rate), which it returns.
+func usedBank(t *testing.T, n int64, lasting time.Duration) (*site, *reads, lien.ChargeResult) {
 	base := bolttest.Open
 	if strings.HasPrefix(t.Name(), onPostgres+"/") {
 		base = pgstoretest.Open
@@ -131,19 +128,32 @@ func TestEndedAllocationsLeaveTheHotPath(t *testing.T) {
 	if _, err := s.ModifyNode(ctx, s.Req(), "chem.lab1", ledger.NodeChange{Policy: &policy}); err != nil {
 		t.Fatal(err)
 	}
-	const ended = 300
-	for range ended {
-		s.MustDeposit("chem", "1", s.Clock.Now().Add(time.Hour))
+	for range n {
+		s.MustDeposit("chem", "1", s.Clock.Now().Add(lasting))
 	}
-	// One job uses them all: 1 processor for 300 s at the default rate.
 	now := s.Clock.Now()
-	if _, err := s.lb.Place(ctx, s.Req(), lien.PlaceSpec{Job: job("old"), User: "amy", Request: withStart(request(1, ended), now)}); err != nil {
+	if _, err := s.lb.Place(ctx, s.Req(), lien.PlaceSpec{Job: job("old"), User: "amy", Request: withStart(request(1, n), now)}); err != nil {
 		t.Fatal(err)
 	}
-	old := charge.Usage{Resources: charge.Resources{Processors: 1}, WallclockSeconds: ended, WallclockLimitSeconds: ended, State: charge.Completed, Start: now}
-	if _, err := s.lb.Charge(ctx, s.Req(), lien.ChargeSpec{Job: job("old"), Usage: old}); err != nil {
+	old := charge.Usage{Resources: charge.Resources{Processors: 1}, WallclockSeconds: n, WallclockLimitSeconds: n, State: charge.Completed, Start: now}
+	c, err := s.lb.Charge(ctx, s.Req(), lien.ChargeSpec{Job: job("old"), Usage: old})
+	if err != nil {
 		t.Fatal(err)
 	}
+	return s, r, c
+}
+
+// TestEndedAllocationsLeaveTheHotPath: in an account whose 300 allocations
+// that have ended were all used by a charge, a lien, a charge, a quote, a
+// balance, an availability check, a preemption answer, a deposit, a
+// withdrawal and a transfer each read the live allocation and the one
+// they change, not the ended ones, nor a running sum for each (issue 41:
+// every change read every allocation of the account); the figures stay
+// exact, and the audit (at the end) finds the bank consistent.
+func TestEndedAllocationsLeaveTheHotPath(t *testing.T) {
+	const ended = 300
+	s, r, _ := usedBank(t, ended, time.Hour)
+	ctx := context.Background()
 	live := s.MustDeposit("chem", "100000", s.Clock.Now().AddDate(1, 0, 0))
 	s.Clock.Advance(2 * time.Hour)
 	// The first change after they ended drops their charged sums.
@@ -151,55 +161,7 @@ func TestEndedAllocationsLeaveTheHotPath(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	now = s.Clock.Now()
-	ops := []struct {
-		name string
-		op   func() error
-	}{
-		{"lien", func() error {
-			_, err := s.lb.Place(ctx, s.Req(), lien.PlaceSpec{Job: job("new"), User: "amy", Request: withStart(request(2, 3600), now)})
-			return err
-		}},
-		{"charge", func() error {
-			u := charge.Usage{Resources: charge.Resources{Processors: 2}, WallclockSeconds: 1800, WallclockLimitSeconds: 3600, State: charge.Completed, Start: now}
-			_, err := s.lb.Charge(ctx, s.Req(), lien.ChargeSpec{Job: job("new"), Usage: u})
-			return err
-		}},
-		{"quote", func() error {
-			_, err := s.lb.Quote(ctx, lien.QuoteSpec{Machine: "hpc1", User: "amy", Request: request(4, 3600)})
-			return err
-		}},
-		{"balance", func() error { _, err := s.BalanceAt(ctx, "chem.lab1", time.Time{}); return err }},
-		{"available", func() error { _, err := s.Available(ctx, "chem.lab1"); return err }},
-		{"preempt", func() error { _, err := s.Preempt(ctx, "chem.lab1", "hpc1", dec("10")); return err }},
-		{"deposit", func() error {
-			_, err := s.Deposit(ctx, s.Req(), ledger.DepositSpec{Account: "chem", Amount: dec("5"), Allocation: live})
-			return err
-		}},
-		{"withdraw", func() error {
-			_, err := s.Withdraw(ctx, s.Req(), ledger.WithdrawSpec{Account: "chem", Amount: dec("5")})
-			return err
-		}},
-		{"transfer", func() error {
-			_, err := s.Transfer(ctx, s.Req(), ledger.TransferSpec{From: "chem", To: "bio", Amount: dec("10")})
-			return err
-		}},
-	}
-	for _, o := range ops {
-		r.allocations.Store(0)
-		r.sums.Store(0)
-		if err := o.op(); err != nil {
-			t.Fatalf("%s: %v", o.name, err)
-		}
-		// A handful: the live allocation, read again by each step that
-		// needs it, and the ones the change writes.
-		if n := r.allocations.Load(); n > 12 {
-			t.Errorf("%s read %d allocations; the account has 1 live and %d that have ended", o.name, n, ended)
-		}
-		if n := r.sums.Load(); n > 2000 {
-			t.Errorf("%s read %d bytes of running sums", o.name, n)
-		}
-	}
+	hotPathReads(t, s, r, live, func(string) int64 { return 12 }, fmt.Sprintf("1 live and %d that have ended", ended))
 	// 300 + 100,000 + 1 deposited; 300 charged of the ended ones; 3,600
 	// charged for the new job (2 processors, 1,800 s); 5 + 5 in and out,
 	// 10 to bio.
@@ -225,32 +187,9 @@ func TestEndedAllocationsLeaveTheHotPath(t *testing.T) {
 // end, a refund makes some usable again, balances now and at a past time
 // stay exact, and the audit (at the end) finds the bank consistent.
 func TestUsedUpAllocationsLeaveTheHotPath(t *testing.T) {
-	base := bolttest.Open
-	if strings.HasPrefix(t.Name(), onPostgres+"/") {
-		base = pgstoretest.Open
-	}
-	r := &reads{}
-	s := newSiteOn(t, func(tb testing.TB) ledger.Store { return countingStore{base(tb), r} })
-	ctx := context.Background()
-	policy := ledger.Policy{QuotaKind: ledger.QuotaDynamic, Quota: dec("0.5"), AcceptSurplus: true}
-	if _, err := s.ModifyNode(ctx, s.Req(), "chem.lab1", ledger.NodeChange{Policy: &policy}); err != nil {
-		t.Fatal(err)
-	}
 	const usedUp = 300
-	ends := s.Clock.Now().Add(3 * time.Hour)
-	for range usedUp {
-		s.MustDeposit("chem", "1", ends)
-	}
-	// One job uses them all: 1 processor for 300 s at the default rate.
-	now := s.Clock.Now()
-	if _, err := s.lb.Place(ctx, s.Req(), lien.PlaceSpec{Job: job("old"), User: "amy", Request: withStart(request(1, usedUp), now)}); err != nil {
-		t.Fatal(err)
-	}
-	old := charge.Usage{Resources: charge.Resources{Processors: 1}, WallclockSeconds: usedUp, WallclockLimitSeconds: usedUp, State: charge.Completed, Start: now}
-	oldCharge, err := s.lb.Charge(ctx, s.Req(), lien.ChargeSpec{Job: job("old"), Usage: old})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, r, oldCharge := usedBank(t, usedUp, 3*time.Hour)
+	ctx := context.Background()
 	live := s.MustDeposit("chem", "100000", s.Clock.Now().AddDate(1, 0, 0))
 	pool := func(want string) {
 		t.Helper()
@@ -262,58 +201,14 @@ func TestUsedUpAllocationsLeaveTheHotPath(t *testing.T) {
 	// The live allocation and what the job took of the used-up ones.
 	pool("100300")
 
-	now = s.Clock.Now()
-	ops := []struct {
-		name string
-		op   func() error
-	}{
-		{"lien", func() error {
-			_, err := s.lb.Place(ctx, s.Req(), lien.PlaceSpec{Job: job("new"), User: "amy", Request: withStart(request(2, 3600), now)})
-			return err
-		}},
-		{"charge", func() error {
-			u := charge.Usage{Resources: charge.Resources{Processors: 2}, WallclockSeconds: 1800, WallclockLimitSeconds: 3600, State: charge.Completed, Start: now}
-			_, err := s.lb.Charge(ctx, s.Req(), lien.ChargeSpec{Job: job("new"), Usage: u})
-			return err
-		}},
-		{"quote", func() error {
-			_, err := s.lb.Quote(ctx, lien.QuoteSpec{Machine: "hpc1", User: "amy", Request: request(4, 3600)})
-			return err
-		}},
-		{"available", func() error { _, err := s.Available(ctx, "chem.lab1"); return err }},
-		{"preempt", func() error { _, err := s.Preempt(ctx, "chem.lab1", "hpc1", dec("10")); return err }},
-		{"deposit", func() error {
-			_, err := s.Deposit(ctx, s.Req(), ledger.DepositSpec{Account: "chem", Amount: dec("5"), Allocation: live})
-			return err
-		}},
-		{"withdraw", func() error {
-			_, err := s.Withdraw(ctx, s.Req(), ledger.WithdrawSpec{Account: "chem", Amount: dec("5")})
-			return err
-		}},
-		{"transfer", func() error {
-			_, err := s.Transfer(ctx, s.Req(), ledger.TransferSpec{From: "chem", To: "bio", Amount: dec("10")})
-			return err
-		}},
-		// It lists the first ledger.UsedUpListed used up besides.
-		{"balance", func() error { _, err := s.BalanceAt(ctx, "chem.lab1", time.Time{}); return err }},
+	// A balance lists the first ledger.UsedUpListed used up besides.
+	most := func(op string) int64 {
+		if op == "balance" {
+			return 12 + 2*ledger.UsedUpListed
+		}
+		return 12
 	}
-	for _, o := range ops {
-		r.allocations.Store(0)
-		r.sums.Store(0)
-		if err := o.op(); err != nil {
-			t.Fatalf("%s: %v", o.name, err)
-		}
-		most := int64(12)
-		if o.name == "balance" {
-			most += 2 * ledger.UsedUpListed
-		}
-		if n := r.allocations.Load(); n > most {
-			t.Errorf("%s read %d allocations; the account has 1 live and %d used up", o.name, n, usedUp)
-		}
-		if n := r.sums.Load(); n > 2000 {
-			t.Errorf("%s read %d bytes of running sums", o.name, n)
-		}
-	}
+	hotPathReads(t, s, r, live, most, fmt.Sprintf("1 live and %d used up", usedUp))
 	// 100,000 + 5 - 5 - 10 to bio - 3,600 charged for the new job (2
 	// processors, 1,800 s) left; the pool adds what the charges took.
 	if nb := s.MustBalance("chem"); !nb.Amount.Equal(dec("96390")) {
@@ -493,4 +388,62 @@ func TestAuditFindsUsedUpSumsAltered(t *testing.T) {
 	}
 	stray.Deleted = true
 	put(sums, kept, stray)
+}
+
+// hotPathReads runs on s, whose store counts what it reads in r, a lien
+// and a charge of a new job, a quote, a balance, an availability check, a
+// preemption answer, a deposit into live, a withdrawal and a transfer,
+// and checks that each read most(its name) allocations at the most (a
+// handful: the live allocation, read again by each step that needs it,
+// and the ones the change writes) and 2,000 bytes of running sums; the
+// account has beside besides.
+func hotPathReads(t *testing.T, s *site, r *reads, live uint64, most func(op string) int64, beside string) {
+	t.Helper()
+	ctx, now := context.Background(), s.Clock.Now()
+	ops := []struct {
+		name string
+		op   func() error
+	}{
+		{"lien", func() error {
+			_, err := s.lb.Place(ctx, s.Req(), lien.PlaceSpec{Job: job("new"), User: "amy", Request: withStart(request(2, 3600), now)})
+			return err
+		}},
+		{"charge", func() error {
+			u := charge.Usage{Resources: charge.Resources{Processors: 2}, WallclockSeconds: 1800, WallclockLimitSeconds: 3600, State: charge.Completed, Start: now}
+			_, err := s.lb.Charge(ctx, s.Req(), lien.ChargeSpec{Job: job("new"), Usage: u})
+			return err
+		}},
+		{"quote", func() error {
+			_, err := s.lb.Quote(ctx, lien.QuoteSpec{Machine: "hpc1", User: "amy", Request: request(4, 3600)})
+			return err
+		}},
+		{"balance", func() error { _, err := s.BalanceAt(ctx, "chem.lab1", time.Time{}); return err }},
+		{"available", func() error { _, err := s.Available(ctx, "chem.lab1"); return err }},
+		{"preempt", func() error { _, err := s.Preempt(ctx, "chem.lab1", "hpc1", dec("10")); return err }},
+		{"deposit", func() error {
+			_, err := s.Deposit(ctx, s.Req(), ledger.DepositSpec{Account: "chem", Amount: dec("5"), Allocation: live})
+			return err
+		}},
+		{"withdraw", func() error {
+			_, err := s.Withdraw(ctx, s.Req(), ledger.WithdrawSpec{Account: "chem", Amount: dec("5")})
+			return err
+		}},
+		{"transfer", func() error {
+			_, err := s.Transfer(ctx, s.Req(), ledger.TransferSpec{From: "chem", To: "bio", Amount: dec("10")})
+			return err
+		}},
+	}
+	for _, o := range ops {
+		r.allocations.Store(0)
+		r.sums.Store(0)
+		if err := o.op(); err != nil {
+			t.Fatalf("%s: %v", o.name, err)
+		}
+		if n := r.allocations.Load(); n > most(o.name) {
+			t.Errorf("%s read %d allocations; the account has %s", o.name, n, beside)
+		}
+		if n := r.sums.Load(); n > 2000 {
+			t.Errorf("%s read %d bytes of running sums", o.name, n)
+		}
+	}
 }
