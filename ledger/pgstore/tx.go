@@ -750,21 +750,24 @@ func (t *tx) UsedUpAllocations(account string, at time.Time, n int) ([]ledger.Al
 	asked := startNanos(at)
 	var out []ledger.Allocation
 	if t.cache == nil {
-		// In the order of the index of those used up, so that a limit
-		// reads as many: a few more than n, as the slack of ends_ns may
-		// list some that have ended.
-		sql := `SELECT doc FROM (SELECT doc, ends_ns, id FROM allocations WHERE account = $1 AND starts_ns IS NULL AND used_up AND ends_ns > $2
-			UNION ALL SELECT doc, ends_ns, id FROM allocations WHERE account = $1 AND starts_ns IS NOT NULL AND starts_ns <= $3 AND used_up AND ends_ns > $2) u
-			ORDER BY ends_ns, id`
-		args := []any{account, max(asked, math.MinInt64+endSlack) - endSlack, asked}
+		// The index of those used up in its order, so that a limit reads
+		// as many (a few more than n: the slack of ends_ns may list some
+		// that have ended), then those listed by start that have started.
+		from := max(asked, math.MinInt64+endSlack) - endSlack
+		sql, args := `SELECT doc FROM allocations WHERE account = $1 AND starts_ns IS NULL AND used_up AND ends_ns > $2 ORDER BY ends_ns, id`, []any{account, from}
 		if n >= 0 {
-			sql, args = sql+` LIMIT $4`, append(args, n+8)
+			sql, args = sql+` LIMIT $3`, append(args, n+8)
 		}
-		as, err := listDocsWhere(t, account, active, sql, args...)
+		listed, err := listDocsWhere(t, account, active, sql, args...)
 		if err != nil {
 			return nil, err
 		}
-		out = as
+		begun, err := listDocsWhere(t, account, active, `SELECT doc FROM allocations WHERE account = $1 AND starts_ns IS NOT NULL AND starts_ns <= $3 AND used_up AND ends_ns > $2`,
+			account, from, asked)
+		if err != nil {
+			return nil, err
+		}
+		out = append(listed, begun...)
 	} else {
 		l, err := t.live(account, at)
 		if err != nil {
