@@ -63,6 +63,7 @@ func TestOnPostgres(t *testing.T) {
 		{"UsedUpAllocationsLeaveTheHotPath", TestUsedUpAllocationsLeaveTheHotPath},
 		{"OverdraftOfUsedUpAllocation", TestOverdraftOfUsedUpAllocation},
 		{"AuditFindsUsedUpSumsAltered", TestAuditFindsUsedUpSumsAltered},
+		{"UsedUpAllocationRevivedByItsLimit", TestUsedUpAllocationRevivedByItsLimit},
 		{"ArchiveOfRecordsKeptWhole", TestArchiveOfRecordsKeptWhole},
 	} {
 		t.Run(tc.name, tc.run)

@@ -447,3 +447,46 @@ func hotPathReads(t *testing.T, s *site, r *reads, live uint64, most func(op str
 		}
 	}
 }
+
+// TestUsedUpAllocationRevivedByItsLimit: a credit limit given to a used-up
+// allocation makes it usable again, what the charge took of it back with
+// the other sums: a lien may take the credit, the HFS pool counts the
+// credit besides what was taken, and taking the limit away again sets
+// the allocation apart once more; the audit (at the end) agrees with each
+// step.
+func TestUsedUpAllocationRevivedByItsLimit(t *testing.T) {
+	s, _, _ := usedBank(t, 1, 3*time.Hour)
+	ctx := context.Background()
+	spent := uint64(1)
+	if a, err := s.Allocation(ctx, spent); err != nil || !a.UsedUp() {
+		t.Fatalf("allocation %d: %+v, %v; want it used up", spent, a, err)
+	}
+	pool := func(want string) {
+		t.Helper()
+		if sh, err := s.Shares(ctx, "chem"); err != nil || !sh.Pool.Equal(dec(want)) {
+			t.Errorf("chem's HFS pool: %s, %v; want %s", sh.Pool, err, want)
+		}
+	}
+	pool("1")
+	limit := func(v string) {
+		t.Helper()
+		l := dec(v)
+		if _, err := s.ModifyAllocation(ctx, s.Req(), spent, ledger.AllocationChange{CreditLimit: &l}); err != nil {
+			t.Fatal(err)
+		}
+		s.MustAudit()
+	}
+	limit("50")
+	pool("51")
+	if _, err := s.place("after", 1, 40); err != nil {
+		t.Fatalf("a lien on the credit given: %v", err)
+	}
+	if _, err := s.lb.Release(ctx, s.Req(), job("after")); err != nil {
+		t.Fatal(err)
+	}
+	limit("0")
+	pool("1")
+	if nb := s.MustBalance("chem"); !nb.Available.IsZero() {
+		t.Errorf("chem's available with its one allocation used up again: %s", nb.Available)
+	}
+}
