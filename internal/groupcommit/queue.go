@@ -2,6 +2,7 @@ package groupcommit
 
 import (
 	"context"
+	"time"
 
 	"github.com/ingot-hpc/ingot/ledger"
 )
@@ -49,10 +50,25 @@ func (q *Queue) Submit(ctx context.Context, fn func(ledger.Tx) error, closed err
 	return <-c.result
 }
 
+// commitDelay and commitSiblings are the committer's wait for company,
+// as PostgreSQL's commit_delay and commit_siblings: when the last group
+// had at least commitSiblings calls, several callers are at work, and
+// those not yet queued are likely on their way (a request being read or
+// priced, a peer's answer coming back); Run waits up to commitDelay for
+// them, so that they share this commit's sync instead of queueing for the
+// next one, which would cost them a whole sync more. A caller alone never
+// waits.
+const (
+	commitDelay    = time.Millisecond
+	commitSiblings = 2
+)
+
 // Run is the committer's loop: until Stop, it takes the calls waiting, at
-// most max of them, and passes them to commit, which must answer each.
+// most max of them, waits for more as commitDelay says, and passes them to
+// commit, which must answer each.
 func (q *Queue) Run(max int, commit func([]*Call)) {
 	defer close(q.done)
+	last := 0
 	for {
 		var group []*Call
 		select {
@@ -61,16 +77,42 @@ func (q *Queue) Run(max int, commit func([]*Call)) {
 		case <-q.quit:
 			return
 		}
-	gather:
-		for len(group) < max {
-			select {
-			case c := <-q.calls:
-				group = append(group, c)
-			default:
-				break gather
-			}
+		if last >= commitSiblings {
+			q.wait(&group, max)
+		} else {
+			q.gather(&group, max)
 		}
+		last = len(group)
 		commit(group)
+	}
+}
+
+// gather adds the calls waiting, up to max in the group.
+func (q *Queue) gather(group *[]*Call, max int) {
+	for len(*group) < max {
+		select {
+		case c := <-q.calls:
+			*group = append(*group, c)
+		default:
+			return
+		}
+	}
+}
+
+// wait adds calls as they come until the group has max of them, for at
+// most commitDelay, or until Stop.
+func (q *Queue) wait(group *[]*Call, max int) {
+	timer := time.NewTimer(commitDelay)
+	defer timer.Stop()
+	for len(*group) < max {
+		select {
+		case c := <-q.calls:
+			*group = append(*group, c)
+		case <-timer.C:
+			return
+		case <-q.quit:
+			return
+		}
 	}
 }
 
