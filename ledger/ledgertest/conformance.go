@@ -583,11 +583,7 @@ func testLiveAllocations(t *testing.T, open OpenStore) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var got []uint64
-		for _, a := range as {
-			got = append(got, a.ID)
-		}
-		return got
+		return allocationIDs(as)
 	}
 	for _, tc := range []struct {
 		name string
@@ -676,10 +672,7 @@ func testActiveAllocations(t *testing.T, open OpenStore) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var got []uint64
-		for _, a := range as {
-			got = append(got, a.ID)
-		}
+		got := allocationIDs(as)
 		next, ok, err := tx.NextStart("chem", at)
 		if err != nil || ok == next.IsZero() {
 			t.Fatalf("next start after %s: %s, %v, %v", at, next, ok, err)
@@ -692,11 +685,7 @@ func testActiveAllocations(t *testing.T, open OpenStore) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got := []uint64{}
-		for _, a := range as {
-			got = append(got, a.ID)
-		}
-		return got
+		return allocationIDs(as)
 	}
 	for _, tc := range []struct {
 		name     string
@@ -791,11 +780,7 @@ func testUsedUpAllocations(t *testing.T, open OpenStore) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		out := []uint64{}
-		for _, a := range as {
-			out = append(out, a.ID)
-		}
-		return out
+		return allocationIDs(as)
 	}
 	check := func(what string, tx ledger.Tx, active, usedUp, live []uint64) {
 		t.Helper()
@@ -986,13 +971,7 @@ func testBalanceUsedUp(t *testing.T, open OpenStore) {
 		}
 		usedUp = append(usedUp, id)
 	}
-	ids := func(nb ledger.NodeBalance) []uint64 {
-		var out []uint64
-		for _, a := range nb.Allocations {
-			out = append(out, a.ID)
-		}
-		return out
-	}
+	ids := func(nb ledger.NodeBalance) []uint64 { return allocationIDs(nb.Allocations) }
 	for _, tc := range []struct {
 		name    string
 		balance func(context.Context, string, time.Time) (ledger.NodeBalance, error)
@@ -1039,13 +1018,7 @@ func testBalanceUpcoming(t *testing.T, open OpenStore) {
 		}
 	}
 	b.Clock.Advance(time.Hour)
-	ids := func(nb ledger.NodeBalance) []uint64 {
-		var out []uint64
-		for _, a := range nb.Allocations {
-			out = append(out, a.ID)
-		}
-		return out
-	}
+	ids := func(nb ledger.NodeBalance) []uint64 { return allocationIDs(nb.Allocations) }
 	all := append([]uint64{active}, upcoming...)
 	listed := append([]uint64{active}, upcoming[2:]...)
 	for _, tc := range []struct {
@@ -1794,4 +1767,19 @@ func testCopy(t *testing.T, open OpenStore) {
 	if _, err := ledger.Copy(ctx, b.Store, dst, ledger.CopyOptions{}); !errors.Is(err, ledger.ErrExists) {
 		t.Errorf("a copy onto a bank: %v, want ErrExists", err)
 	}
+}
+
+// allocationIDs are the ids of as (allocations, or a balance's
+// allocations with their status), in their order; empty, not nil, for none.
+func allocationIDs[A ledger.Allocation | ledger.AllocationStatus](as []A) []uint64 {
+	out := []uint64{}
+	for _, a := range as {
+		switch a := any(a).(type) {
+		case ledger.Allocation:
+			out = append(out, a.ID)
+		case ledger.AllocationStatus:
+			out = append(out, a.ID)
+		}
+	}
+	return out
 }
