@@ -579,11 +579,7 @@ func testLiveAllocations(t *testing.T, open OpenStore) {
 	ids = append(ids, r.Allocations[0].ID)
 	live := func(tx ledger.Tx, at time.Time) []uint64 {
 		t.Helper()
-		as, err := tx.LiveAllocations("chem", at)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return allocationIDs(as)
+		return mustAllocationIDs(t)(tx.LiveAllocations("chem", at))
 	}
 	for _, tc := range []struct {
 		name string
@@ -668,11 +664,7 @@ func testActiveAllocations(t *testing.T, open OpenStore) {
 	}
 	ask := func(tx ledger.Tx, at time.Time) ([]uint64, time.Time) {
 		t.Helper()
-		as, err := tx.ActiveAllocations("chem", at)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := allocationIDs(as)
+		got := mustAllocationIDs(t)(tx.ActiveAllocations("chem", at))
 		next, ok, err := tx.NextStart("chem", at)
 		if err != nil || ok == next.IsZero() {
 			t.Fatalf("next start after %s: %s, %v, %v", at, next, ok, err)
@@ -681,11 +673,7 @@ func testActiveAllocations(t *testing.T, open OpenStore) {
 	}
 	upcoming := func(tx ledger.Tx, at time.Time, n int) []uint64 {
 		t.Helper()
-		as, err := tx.UpcomingAllocations("chem", at, n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return allocationIDs(as)
+		return mustAllocationIDs(t)(tx.UpcomingAllocations("chem", at, n))
 	}
 	for _, tc := range []struct {
 		name     string
@@ -775,13 +763,7 @@ func testUsedUpAllocations(t *testing.T, open OpenStore) {
 			t.Fatal(err)
 		}
 	}
-	ids := func(as []ledger.Allocation, err error) []uint64 {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return allocationIDs(as)
-	}
+	ids := mustAllocationIDs(t)
 	check := func(what string, tx ledger.Tx, active, usedUp, live []uint64) {
 		t.Helper()
 		at := b.Clock.Now()
@@ -1766,6 +1748,18 @@ func testCopy(t *testing.T, open OpenStore) {
 	}
 	if _, err := ledger.Copy(ctx, b.Store, dst, ledger.CopyOptions{}); !errors.Is(err, ledger.ErrExists) {
 		t.Errorf("a copy onto a bank: %v, want ErrExists", err)
+	}
+}
+
+// mustAllocationIDs gives the ids of the allocations a read of the store
+// answers, failing t on its error.
+func mustAllocationIDs(t testing.TB) func([]ledger.Allocation, error) []uint64 {
+	return func(as []ledger.Allocation, err error) []uint64 {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return allocationIDs(as)
 	}
 }
 
