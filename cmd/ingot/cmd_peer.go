@@ -405,7 +405,11 @@ func showTransactions(c *cli.Context, list []peer.Transaction) error {
 		if !x.Answered.IsZero() {
 			answered = localTime(x.Answered)
 		}
-		t.add(x.ID, x.Peer, string(x.Op), x.Amount.String(), string(x.State), localTime(x.Created), answered, string(x.Answer))
+		state := string(x.State)
+		if x.NotSent {
+			state += ", not sent"
+		}
+		t.add(x.ID, x.Peer, string(x.Op), x.Amount.String(), state, localTime(x.Created), answered, string(x.Answer))
 	}
 	return show(c, t)
 }

@@ -151,9 +151,11 @@ type Report struct {
 	// Forwarded and ForwardRefused, the transactions of visitors' jobs
 	// (liens, charges, releases, refunds, withdrawals) their home banks
 	// applied and refused; Withdrawn, the liens the sites withdrew
-	// (refused while the home bank was away).
-	VisitorCharges, VisitorRefunds, Forwarded, ForwardRefused, Withdrawn int
-	Faults                                                               map[string]int
+	// (sent, unanswered, and beyond the credit line while the home bank
+	// was away); NotSent, those they refused without sending (beyond the
+	// credit line while the home bank was known away).
+	VisitorCharges, VisitorRefunds, Forwarded, ForwardRefused, Withdrawn, NotSent int
+	Faults                                                                        map[string]int
 	// Struck is how many times a link's fault acted on a connection (a
 	// connection closed or reset, bytes delayed or held).
 	Struck  int
@@ -330,8 +332,8 @@ func (r *run) report(rep *Report) {
 		total += n
 	}
 	p("multisite e2e (%s), seed %d: %s of load and faults", engines, r.cfg.Seed, rep.Load.Round(time.Second))
-	p("  operations:      %d deposits at the sites acknowledged (sitea %d, siteb %d); %d jobs charged at the sites on their own account (%d of them refunded in part), %d visitors' jobs charged to the other site (%d of them refunded in part; %d of their liens, charges, refunds and withdrawals applied there, %d refused, %d liens withdrawn); %d liens refused for want of credits",
-		rep.Operations, rep.PerSite[siteA], rep.PerSite[siteB], rep.Charges, rep.Refunds, rep.VisitorCharges, rep.VisitorRefunds, rep.Forwarded, rep.ForwardRefused, rep.Withdrawn, rep.LiensRefused)
+	p("  operations:      %d deposits at the sites acknowledged (sitea %d, siteb %d); %d jobs charged at the sites on their own account (%d of them refunded in part), %d visitors' jobs charged to the other site (%d of them refunded in part; %d of their liens, charges, refunds and withdrawals applied there, %d refused, %d liens withdrawn, %d refused at the site while it was away, not sent); %d liens refused for want of credits",
+		rep.Operations, rep.PerSite[siteA], rep.PerSite[siteB], rep.Charges, rep.Refunds, rep.VisitorCharges, rep.VisitorRefunds, rep.Forwarded, rep.ForwardRefused, rep.Withdrawn, rep.NotSent, rep.LiensRefused)
 	p("  faults injected: %d: %s; the links' faults struck %d times", total, formatCounts(rep.Faults), rep.Struck)
 	p("  lost:            %d", rep.Lost)
 	p("  doubled:         %d", rep.Doubled)

@@ -70,7 +70,11 @@ func (r *run) checkTraceback(rep *Report, visitor, home string) decimal.Decimal 
 			}
 			rep.Forwarded++
 		case peer.StateRefused:
-			rep.ForwardRefused++
+			if x.NotSent {
+				rep.NotSent++
+			} else {
+				rep.ForwardRefused++
+			}
 		case peer.StateWithdrawn:
 			rep.Withdrawn++
 			withdrawn[x.ID] = x

@@ -106,19 +106,43 @@ func CostOf(b *testing.B, n int, op func()) (rate, cpuPerOp float64) {
 // their ratio holds on a busy machine where two measures one after the
 // other would each catch a different load.
 func RatesOf(b *testing.B, n, rounds int, ops ...func()) []float64 {
+	turns := make([]Turn, len(ops))
+	for i, op := range ops {
+		turns[i].Op = op
+	}
+	return RatesIn(b, n, rounds, turns...)
+}
+
+// A Turn is what RatesIn measures in turns: Op, run in the state that
+// Enter sets up and Leave ends (nil: none), each called at every round,
+// untimed.
+type Turn struct {
+	Enter, Leave func()
+	Op           func()
+}
+
+// RatesIn is RatesOf for ops each run in a state of its own: the same op
+// with a peer up and away, say.
+func RatesIn(b *testing.B, n, rounds int, turns ...Turn) []float64 {
 	b.StopTimer()
 	defer b.StartTimer()
-	took := make([]time.Duration, len(ops))
+	took := make([]time.Duration, len(turns))
 	for r := range rounds {
 		count := b.N / rounds
 		if r < b.N%rounds { // the remainder, one a round
 			count++
 		}
-		for i, op := range ops {
-			took[i] += timeRuns(n, count, op)
+		for i, turn := range turns {
+			if turn.Enter != nil {
+				turn.Enter()
+			}
+			took[i] += timeRuns(n, count, turn.Op)
+			if turn.Leave != nil {
+				turn.Leave()
+			}
 		}
 	}
-	rates := make([]float64, len(ops))
+	rates := make([]float64, len(turns))
 	for i, d := range took {
 		rates[i] = float64(b.N) / d.Seconds()
 	}

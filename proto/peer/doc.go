@@ -23,4 +23,6 @@
 //
 // Peers are records of the ledger: every engine stores them with no
 // schema of its own, and the audit checks them like the other records.
+// What the registry knows of which peers answer now (Registry.Away) is
+// memory, not ledger: it only spares callers waiting on a peer away.
 package peer

@@ -129,6 +129,8 @@ type Registry struct {
 	// answered are peers' answers not journaled yet (Answered), by
 	// transaction id.
 	answered answers
+	// reach is what this process knows of which peers answer (Away).
+	reach reach
 }
 
 // New returns the peers of a bank.

@@ -107,7 +107,22 @@ func HomeAmount(amount decimal.Decimal, h ledger.Home, places int32) decimal.Dec
 // (Transaction.Local). A job's lien, or its charge when no lien was
 // forwarded, also records the job's home (recordHome), which HomedJob
 // reads. The answers Answered kept are journaled in the same change.
-func (r *Registry) BeginOnce(ctx context.Context, req ledger.Request, home ledger.Home, op Op, body JobOp, local decimal.Decimal) (Transaction, error) {
+//
+// awayRefusal is nil unless the peer is known away (Registry.Away); then
+// a lien its away policy does not accept (AwayAccepts), of a request not
+// asked before (a retry gets its first answer), is refused here,
+// never sent, with awayRefusal as its answer (Transaction.NotSent), and
+// not recorded as the request's answer: a retry asks again. Nothing is
+// held at the peer, so nothing needs withdrawing there, and nothing was
+// applied anywhere, so the refusal is kept to be journaled with the next
+// change (as Answered keeps answers), not in a change of its own: a bank
+// stopped before that loses its record of the refusal, never a credit.
+func (r *Registry) BeginOnce(ctx context.Context, req ledger.Request, home ledger.Home, op Op, body JobOp, local decimal.Decimal, awayRefusal json.RawMessage) (Transaction, error) {
+	if awayRefusal != nil && op == OpLien {
+		if t, refused, err := r.refuseAway(ctx, req, home, body, local, awayRefusal); err != nil || refused {
+			return t, err
+		}
+	}
 	for {
 		t, err := r.beginOnce(ctx, req, home, op, body, local)
 		if err != nil || req.ID == "" || t.State != StateWithdrawn {
@@ -119,6 +134,39 @@ func (r *Registry) BeginOnce(ctx context.Context, req ledger.Request, home ledge
 		}
 		req.ID = "after-" + t.ID
 	}
+}
+
+// refuseAway refuses a lien of a job homed at a peer known away, if the
+// peer's away policy does not accept it (BeginOnce), and keeps the
+// refusal to be journaled.
+func (r *Registry) refuseAway(ctx context.Context, req ledger.Request, home ledger.Home, body JobOp, local decimal.Decimal, answer json.RawMessage) (Transaction, bool, error) {
+	raw, err := json.Marshal(body)
+	if err != nil {
+		return Transaction{}, false, fmt.Errorf("peer: encode %s: %w", OpLien, err)
+	}
+	now := r.l.Now()
+	t := Transaction{ID: newTxID(), Peer: home.Peer, Op: OpLien, Body: raw, Amount: body.Amount, Local: local, State: StatePending, Created: now}
+	refuse := false
+	err = r.l.View(ctx, func(tx ledger.Tx) error {
+		if req.ID != "" {
+			_, asked, err := tx.Request(ledger.RequestKey{Client: req.Actor, ID: req.ID})
+			if err != nil || asked {
+				return err
+			}
+			if _, asked, err = begunBefore(tx, req); err != nil || asked {
+				return err
+			}
+		}
+		accepted, err := r.awayAccepts(tx, home, t)
+		refuse = !accepted
+		return err
+	})
+	if err != nil || !refuse {
+		return t, false, err
+	}
+	t.State, t.NotSent, t.Answered, t.Answer = StateRefused, true, now, answer
+	r.answered.give(map[string]Transaction{t.ID: t})
+	return t, true, nil
 }
 
 // beginOnce is BeginOnce for one request id.
@@ -215,8 +263,9 @@ func recordHome(w *ledger.Writer, home ledger.Home, op Op, body JobOp) error {
 	return err
 }
 
-// answers are peers' answers to transactions, kept until a change
-// journals them.
+// answers are peers' answers to transactions, and this bank's refusals
+// of those it did not send (refuseAway), kept until a change journals
+// them.
 type answers struct {
 	mu   sync.Mutex
 	byID map[string]Transaction
@@ -269,7 +318,8 @@ func (r *Registry) Answered(t Transaction, state State, answer json.RawMessage) 
 	return t
 }
 
-// RecordAnswers journals the answers Answered kept.
+// RecordAnswers journals the answers Answered kept, and the refusals
+// BeginOnce kept.
 func (r *Registry) RecordAnswers(ctx context.Context) error {
 	batch := r.answered.take()
 	if len(batch) == 0 {
@@ -284,11 +334,17 @@ func (r *Registry) RecordAnswers(ctx context.Context) error {
 	return err
 }
 
-// settleWithin journals answers to the transactions still pending, in
-// id order.
+// settleWithin journals answers to the transactions still pending, and
+// the refusals of those never sent (refuseAway), in id order.
 func settleWithin(w *ledger.Writer, batch map[string]Transaction) error {
 	for _, id := range slices.Sorted(maps.Keys(batch)) {
 		a := batch[id]
+		if a.NotSent {
+			if err := putTx(w, a, fmt.Sprintf("%s at %s refused here, not sent: the peer is away", a.Op, a.Peer)); err != nil {
+				return err
+			}
+			continue
+		}
 		t, err := getTx(w.Tx(), id)
 		if err != nil {
 			return err
@@ -379,32 +435,42 @@ func (r *Registry) Behind(ctx context.Context, t Transaction, body JobOp) (bool,
 func (r *Registry) AwayAccepts(ctx context.Context, home ledger.Home) (bool, error) {
 	var ok bool
 	err := r.l.View(ctx, func(tx ledger.Tx) error {
-		p, err := get(tx, home.Peer)
-		if err != nil || p.WhenAway != AwayAccept {
-			return err
-		}
-		pending, err := pendingTxs(tx)
-		if err != nil {
-			return err
-		}
-		owed, owedHome := decimal.Zero, decimal.Zero
-		for _, t := range pending {
-			if t.Peer != home.Peer || !t.Op.Owes() || r.kept(t.ID) {
-				continue
-			}
-			owed = owed.Add(t.Local)
-			var j JobOp
-			if err := json.Unmarshal(t.Body, &j); err != nil {
-				return fmt.Errorf("%w: peer transaction %s: %v", ledger.ErrCorrupt, t.ID, err)
-			}
-			if j.Project == home.Project {
-				owedHome = owedHome.Add(t.Amount)
-			}
-		}
-		ok = owed.LessThanOrEqual(p.CreditLine) && (home.CreditLine == nil || owedHome.LessThanOrEqual(*home.CreditLine))
-		return nil
+		var err error
+		ok, err = r.awayAccepts(tx, home, Transaction{})
+		return err
 	})
 	return ok, err
+}
+
+// awayAccepts is AwayAccepts within tx, with adding (zero: none), a
+// transaction not begun yet, counted as pending.
+func (r *Registry) awayAccepts(tx ledger.Tx, home ledger.Home, adding Transaction) (bool, error) {
+	p, err := get(tx, home.Peer)
+	if err != nil || p.WhenAway != AwayAccept {
+		return false, err
+	}
+	pending, err := pendingTxs(tx)
+	if err != nil {
+		return false, err
+	}
+	if adding.ID != "" {
+		pending = append(pending, adding)
+	}
+	owed, owedHome := decimal.Zero, decimal.Zero
+	for _, t := range pending {
+		if t.Peer != home.Peer || !t.Op.Owes() || r.kept(t.ID) {
+			continue
+		}
+		owed = owed.Add(t.Local)
+		var j JobOp
+		if err := json.Unmarshal(t.Body, &j); err != nil {
+			return false, fmt.Errorf("%w: peer transaction %s: %v", ledger.ErrCorrupt, t.ID, err)
+		}
+		if j.Project == home.Project {
+			owedHome = owedHome.Add(t.Amount)
+		}
+	}
+	return owed.LessThanOrEqual(p.CreditLine) && (home.CreditLine == nil || owedHome.LessThanOrEqual(*home.CreditLine)), nil
 }
 
 // OpWithdraw withdraws a lien this bank forwarded to the peer and then

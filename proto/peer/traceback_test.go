@@ -27,7 +27,7 @@ func TestBeginOnce(t *testing.T) {
 	job := peer.JobOp{Project: "chem.lab", Machine: "hpc1", JobID: "j1", Amount: ledgertest.Dec(t, "10"), Expires: time.Now().Add(time.Hour)}
 	req := ledger.Request{Actor: "slurm", ID: "r1"}
 	central := ledger.Home{Peer: "central", Project: "chem.lab", RateRatio: ledgertest.Dec(t, "2")}
-	first, err := f.peers.BeginOnce(ctx, req, central, peer.OpLien, job, job.Amount)
+	first, err := f.peers.BeginOnce(ctx, req, central, peer.OpLien, job, job.Amount, nil)
 	if err != nil || first.State != peer.StatePending {
 		t.Fatalf("begin: %+v %v", first, err)
 	}
@@ -37,19 +37,19 @@ func TestBeginOnce(t *testing.T) {
 	}
 	n := f.JournalLen()
 	job.Amount = ledgertest.Dec(t, "12")
-	again, err := f.peers.BeginOnce(ctx, req, central, peer.OpLien, job, job.Amount)
+	again, err := f.peers.BeginOnce(ctx, req, central, peer.OpLien, job, job.Amount, nil)
 	if err != nil || again.ID != first.ID || again.State != peer.StateDone || !again.Amount.Equal(first.Amount) {
 		t.Fatalf("the request again: %+v %v; want transaction %s, done", again, err, first.ID)
 	}
 	if f.JournalLen() != n {
 		t.Fatalf("the request again journaled %d entries", f.JournalLen()-n)
 	}
-	if _, err := f.peers.BeginOnce(ctx, req, central, peer.OpCharge, job, job.Amount); !errors.Is(err, ledger.ErrRequestConflict) {
+	if _, err := f.peers.BeginOnce(ctx, req, central, peer.OpCharge, job, job.Amount, nil); !errors.Is(err, ledger.ErrRequestConflict) {
 		t.Fatalf("a charge under the lien's request id: %v", err)
 	}
 
 	// An earlier ingot's record of the request's transaction.
-	old, err := f.peers.BeginOnce(ctx, ledger.Request{Actor: "slurm"}, central, peer.OpCharge, job, job.Amount)
+	old, err := f.peers.BeginOnce(ctx, ledger.Request{Actor: "slurm"}, central, peer.OpCharge, job, job.Amount, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +61,7 @@ func TestBeginOnce(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	found, err := f.peers.BeginOnce(ctx, ledger.Request{Actor: "slurm", ID: "r0"}, central, peer.OpCharge, job, job.Amount)
+	found, err := f.peers.BeginOnce(ctx, ledger.Request{Actor: "slurm", ID: "r0"}, central, peer.OpCharge, job, job.Amount, nil)
 	if err != nil || found.ID != old.ID {
 		t.Fatalf("a request an earlier ingot recorded: %+v %v; want transaction %s", found, err, old.ID)
 	}
@@ -80,7 +80,7 @@ func TestPendingJournaledOnce(t *testing.T) {
 	job := peer.JobOp{Project: "chem.lab", Machine: "hpc1", JobID: "j1", Amount: ledgertest.Dec(t, "10")}
 	central := ledger.Home{Peer: "central", Project: "chem.lab", RateRatio: ledgertest.Dec(t, "2")}
 	n := f.JournalLen()
-	begun, err := f.peers.BeginOnce(ctx, ledger.Request{Actor: "slurm", ID: "r1"}, central, peer.OpCharge, job, job.Amount)
+	begun, err := f.peers.BeginOnce(ctx, ledger.Request{Actor: "slurm", ID: "r1"}, central, peer.OpCharge, job, job.Amount, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +90,7 @@ func TestPendingJournaledOnce(t *testing.T) {
 	}
 	n = f.JournalLen()
 	job.JobID = "j1b"
-	released, err := f.peers.BeginOnce(ctx, ledger.Request{Actor: "slurm", ID: "r1b"}, central, peer.OpRelease, job, job.Amount)
+	released, err := f.peers.BeginOnce(ctx, ledger.Request{Actor: "slurm", ID: "r1b"}, central, peer.OpRelease, job, job.Amount, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

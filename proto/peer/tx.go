@@ -42,7 +42,9 @@ type State string
 // The states: pending until the peer answers, then done (applied there)
 // or refused (the peer's answer says why; nothing was applied there); or
 // withdrawn by this bank before the peer answered (Registry.Withdraw):
-// never sent again, and undone at the peer if it was applied there.
+// never sent again, and undone at the peer if it was applied there. A
+// lien this bank refused itself, the peer known away and its away policy
+// refusing, is refused and never sent (Transaction.NotSent).
 const (
 	StatePending   State = "pending"
 	StateDone      State = "done"
@@ -71,6 +73,10 @@ type Transaction struct {
 	// Withdrawal is the id of the transaction that withdraws this one
 	// (OpWithdraw), once it is withdrawn.
 	Withdrawal string `json:"withdrawal,omitempty"`
+	// NotSent says this bank refused it itself, never sending it: the
+	// peer was away and its away policy refused (BeginOnce). The peer has
+	// no record of it; Answer is this bank's refusal.
+	NotSent bool `json:"not_sent,omitempty"`
 	// Answered is when the peer's answer was recorded; Answer is that
 	// answer (for a refusal, its API error).
 	Answered time.Time       `json:"answered,omitzero"`

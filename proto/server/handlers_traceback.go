@@ -101,9 +101,10 @@ func (s *Server) jobOp(h *lien.HomedError) peer.JobOp {
 // charge is accepted if the home's peer's away policy accepts it
 // (peer.Registry.AwayAccepts); then it stays pending, and is sent when
 // the bank is back. Else it is refused: a charge stays pending all the
-// same (the job ran: its usage is owed), a lien is withdrawn
-// (peer.Registry.Withdraw), so that nothing holds credits at home for a
-// job that does not run.
+// same (the job ran: its usage is owed); a lien sent and not answered is
+// withdrawn (peer.Registry.Withdraw), so that nothing holds credits at
+// home for a job that does not run, and one asked while the bank is known
+// away is refused without being sent (outbox.Forward).
 func (s *Server) forward(c *call, home ledger.Home, op peer.Op, body peer.JobOp, local decimal.Decimal) (peer.Transaction, error) {
 	ctx := c.r.Context()
 	t, err := outbox.Forward(ctx, s.peers, &s.links, c.req, home, op, body, local, 0)
@@ -127,6 +128,10 @@ func (s *Server) forward(c *call, home ledger.Home, op peer.Op, body peer.JobOp,
 		var refusal api.Error
 		if jerr := json.Unmarshal(t.Answer, &refusal); jerr != nil {
 			refusal = api.Error{Code: api.CodeInternal, Message: string(t.Answer)}
+		}
+		if t.NotSent {
+			return t, api.Errorf(refusal.Code, "home bank %s cannot be reached for the %s of job %s (transaction %s refused here, not sent; a retry asks again once the bank is back): %s",
+				home.Peer, op, body.JobID, t.ID, refusal.Message)
 		}
 		return t, api.Errorf(refusal.Code, "home bank %s refused the %s of job %s (transaction %s): %s", home.Peer, op, body.JobID, t.ID, refusal.Message)
 	case t.ID == "":

@@ -24,4 +24,8 @@
 // The outbox never holds a lock the bank's requests need: it reads the
 // pending transactions in a read transaction and records each answer in
 // a change of its own, so local requests go on while a peer is away.
+// Every sending, the outbox's or a forwarded operation's (Forward), tells
+// the registry whether the peer answered (peer.Registry.Reached,
+// Unreachable): while a peer is known away, Forward sends nothing but a
+// try now and then, so that no scheduler waits on it at every job.
 package outbox

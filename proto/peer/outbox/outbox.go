@@ -57,6 +57,9 @@ type Outbox struct {
 // maxPause is the longest pause between two tries of an unreachable peer.
 const maxPause = time.Minute
 
+// defaultTimeout bounds one sending when the caller gives no timeout.
+const defaultTimeout = 10 * time.Second
+
 // Run sends until ctx ends.
 func (o *Outbox) Run(ctx context.Context) {
 	interval := o.Interval
@@ -78,6 +81,10 @@ func (o *Outbox) Run(ctx context.Context) {
 		}
 		select {
 		case <-ctx.Done():
+			// What is kept to journal is journaled as the server stops.
+			if err := o.Peers.RecordAnswers(context.WithoutCancel(ctx)); err != nil {
+				o.Log.Warn("peer outbox", "error", err.Error())
+			}
 			return
 		case <-time.After(interval):
 		}
@@ -195,8 +202,12 @@ func send(ctx context.Context, peers *peer.Registry, c *client.Client, t peer.Tr
 	defer release()
 	state, answer, err := exchange(ctx, c, t, timeout)
 	if err != nil {
+		if ctx.Err() == nil { // else the caller gave up: that says nothing of the peer
+			peers.Unreachable(t.Peer)
+		}
 		return t, err
 	}
+	peers.Reached(t.Peer)
 	if forwarded && state == peer.StateDone {
 		return peers.Answered(t, state, answer), nil
 	}
@@ -214,10 +225,7 @@ func exchange(ctx context.Context, c *client.Client, t peer.Transaction, timeout
 	if !ok {
 		return "", nil, fmt.Errorf("transaction %s: unknown operation %q", t.ID, t.Op)
 	}
-	if timeout == 0 {
-		timeout = 10 * time.Second
-	}
-	sendCtx, cancel := context.WithTimeout(ctx, timeout)
+	sendCtx, cancel := context.WithTimeout(ctx, cmp.Or(timeout, defaultTimeout))
 	answer, err := c.Exchange(sendCtx, t.ID, path, t.Body)
 	cancel()
 	if err == nil {
@@ -338,9 +346,25 @@ func (o *Outbox) failed(name string, err error) {
 // request whose transaction was withdrawn sends the withdrawal first: once
 // the peer has it, the request begins anew; until then Forward returns
 // the transaction withdrawn. local is the operation's cost in this bank's
-// credits.
+// credits; timeout bounds the sending (0: 10 s).
+//
+// While the peer is known away (peer.Registry.Away: its last sending got
+// no answer, a second ago or less, or another caller is trying it now),
+// nothing is sent, so that a scheduler does not wait out the timeout at
+// every job: the operation is begun pending and ErrAway returned, or a
+// lien the peer's away policy does not accept is refused here, never sent
+// (peer.Registry.BeginOnce).
 func Forward(ctx context.Context, peers *peer.Registry, links *link.Cache, req ledger.Request, home ledger.Home, op peer.Op, body peer.JobOp, local decimal.Decimal, timeout time.Duration) (peer.Transaction, error) {
-	t, err := peers.BeginOnce(ctx, req, home, op, body, local)
+	timeout = cmp.Or(timeout, defaultTimeout)
+	away := peers.Away(home.Peer, timeout)
+	var awayRefusal json.RawMessage
+	if away {
+		var err error
+		if awayRefusal, err = json.Marshal(api.Error{Code: api.CodeUnavailable, Message: awayMessage(home.Peer) + "; its away policy refuses"}); err != nil {
+			return peer.Transaction{}, fmt.Errorf("peer: encode a refusal: %w", err)
+		}
+	}
+	t, err := peers.BeginOnce(ctx, req, home, op, body, local, awayRefusal)
 	if err != nil || t.State != peer.StatePending && t.State != peer.StateWithdrawn {
 		return t, err
 	}
@@ -350,6 +374,9 @@ func Forward(ctx context.Context, peers *peer.Registry, links *link.Cache, req l
 		if behind, err := peers.Behind(ctx, t, body); err != nil || behind {
 			return t, err
 		}
+	}
+	if away {
+		return t, fmt.Errorf("%w: %s", ErrAway, awayMessage(home.Peer))
 	}
 	c, err := links.Open(ctx, peers, home.Peer)
 	if err != nil {
@@ -363,11 +390,20 @@ func Forward(ctx context.Context, peers *peer.Registry, links *link.Cache, req l
 		if _, err := send(ctx, peers, c, wd, timeout, false); err != nil {
 			return t, err
 		}
-		if t, err = peers.BeginOnce(ctx, req, home, op, body, local); err != nil || t.State != peer.StatePending {
+		if t, err = peers.BeginOnce(ctx, req, home, op, body, local, nil); err != nil || t.State != peer.StatePending {
 			return t, err
 		}
 	}
 	return send(ctx, peers, c, t, timeout, true)
+}
+
+// ErrAway is Forward's error for an operation it did not send, its peer
+// known away.
+var ErrAway = errors.New("not sent")
+
+// awayMessage says why nothing is sent to a peer known away.
+func awayMessage(name string) string {
+	return fmt.Sprintf("%s did not answer its last sending; it is tried again within %s", name, peer.AwayRetry)
 }
 
 // Refusals tells and keeps the final refusals of the transactions a

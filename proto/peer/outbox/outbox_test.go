@@ -85,9 +85,12 @@ func newRegistry(tb testing.TB, b *ledgertest.Bank) *peer.Registry {
 type wire struct {
 	h    http.Handler
 	mode atomic.Value
+	// sent counts the requests that came to it, whatever its mode.
+	sent atomic.Int64
 }
 
 func (l *wire) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	l.sent.Add(1)
 	mode, _ := l.mode.Load().(string)
 	if mode == "hole" { // held open, never answered, until the sender gives up or the link is mended
 		tick := time.NewTicker(10 * time.Millisecond)

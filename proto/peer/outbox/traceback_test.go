@@ -43,6 +43,14 @@ type tracebackPair struct {
 	centralURL    string
 }
 
+// mend brings the link to the home bank back up, and the site knows it
+// is (peer.Registry.Reached), as once its outbox, or a try after
+// peer.AwayRetry, has had an answer.
+func (p *tracebackPair) mend() {
+	p.link.mode.Store("up")
+	p.site.peers.Reached("central")
+}
+
 func newTracebackPair(t testing.TB, open ledgertest.OpenStore, creditLine string) *tracebackPair {
 	ctx := context.Background()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -134,7 +142,7 @@ func traceback(t *testing.T, open ledgertest.OpenStore) {
 	if _, err := p.sched.PlaceLien(ctx, "req-1", placeSpec("j1", "", 2)); err == nil {
 		t.Fatal("a lost answer answered")
 	}
-	p.link.mode.Store("up")
+	p.mend()
 	placed, err := p.sched.PlaceLien(ctx, "req-1", placeSpec("j1", "", 2))
 	if err != nil {
 		t.Fatalf("lien on the homed project, sent again: %v", err)
@@ -166,7 +174,7 @@ func traceback(t *testing.T, open ledgertest.OpenStore) {
 	if _, err := p.sched.Charge(ctx, "req-3", finalCharge("j1", 2)); err == nil {
 		t.Fatal("a lost answer answered")
 	}
-	p.link.mode.Store("up")
+	p.mend()
 	charged, err := p.sched.Charge(ctx, "req-3", finalCharge("j1", 2))
 	if err != nil {
 		t.Fatalf("charge: %v", err)
@@ -357,13 +365,19 @@ func TestTracebackAgreement(t *testing.T) {
 }
 
 // TestTracebackHomeAway: with the home bank away, a site whose peer
-// refuses while away refuses a homed lien, the home bank named; one whose
-// peer accepts takes liens and charges up to its credit line, in its own
-// credits, and withdraws a lien beyond it: once the bank is back, the
-// outbox applies there what was pending, once, and the withdrawn lien
-// holds nothing there. (Before liens were withdrawn, it stayed pending and
-// was placed at home once the bank was back: 400 held for a job that
-// never ran.) Both banks on each engine in turn.
+// refuses while away refuses a homed lien, the home bank named: the first,
+// sent and unanswered, is withdrawn; while the bank is known away the
+// next are refused at once, not sent (a scheduler waited out the send's
+// timeout at every job), and a retry of
+// the request once the bank is back places it there; the refusals are
+// journaled with the next change, not each in a change of its own. A site whose peer
+// accepts takes liens and charges up to its credit line, in its own
+// credits, without sending them while the bank is known away, and refuses
+// a lien beyond it: once the bank is back, the outbox applies there what
+// was pending, once, and the refused lien holds nothing there. (Before
+// liens were withdrawn, it stayed pending and was placed at home once the
+// bank was back: 400 held for a job that never ran.) Both banks on each
+// engine in turn.
 func TestTracebackHomeAway(t *testing.T) {
 	onEachEngine(t, homeAway)
 }
@@ -371,50 +385,105 @@ func TestTracebackHomeAway(t *testing.T) {
 func homeAway(t *testing.T, open ledgertest.OpenStore) {
 	ctx := context.Background()
 	p := newTracebackPair(t, open, "0")
+	p.site.peers.SetAwayRetry(time.Hour) // known away until mended
 	p.link.mode.Store("down")
-	if _, err := p.sched.PlaceLien(ctx, "r1", placeSpec("j1", "", 1)); !isCode(err, api.CodeUnavailable) || !strings.Contains(err.Error(), "home bank central cannot be reached") {
+	if _, err := p.sched.PlaceLien(ctx, "r1", placeSpec("j1", "", 1)); !isCode(err, api.CodeUnavailable) || !strings.Contains(err.Error(), "home bank central cannot be reached") || !strings.Contains(err.Error(), "withdrawn") {
 		t.Fatalf("a lien with the home bank away and its peer refusing: %v", err)
 	}
+	sent, entries := p.link.sent.Load(), p.site.JournalLen()
+	_, err := p.sched.PlaceLien(ctx, "r2", placeSpec("j2", "", 1))
+	if !isCode(err, api.CodeUnavailable) || !strings.Contains(err.Error(), "home bank central cannot be reached") || !strings.Contains(err.Error(), "not sent") {
+		t.Fatalf("a lien with the home bank known away: %v", err)
+	}
+	if n := p.link.sent.Load() - sent; n != 0 {
+		t.Fatalf("%d requests sent to the home bank known away, want none", n)
+	}
+	_, again := p.sched.PlaceLien(ctx, "r2", placeSpec("j2", "", 1))
+	if !isCode(again, api.CodeUnavailable) || !strings.Contains(again.Error(), "not sent") || p.link.sent.Load() != sent {
+		t.Fatalf("the request again, still away: %v", again)
+	}
+	// The refusals are kept to be journaled with the next change, not
+	// each in a change of its own.
+	if n := p.site.JournalLen() - entries; n != 0 {
+		t.Fatalf("%d journal entries for the liens refused while the home bank is known away, want them kept", n)
+	}
+	if err := p.site.peers.RecordAnswers(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := p.site.JournalLen() - entries; n != 2 {
+		t.Fatalf("%d journal entries for the two refusals, want 2", n)
+	}
+	all, err := p.site.peers.Transactions(ctx, false)
+	if err != nil || len(all) != 4 || !all[2].NotSent || !all[3].NotSent || all[3].State != peer.StateRefused {
+		t.Fatalf("the site's transactions: %+v %v, want j1's lien withdrawn, its withdrawal, and j2's two refused, not sent", all, err)
+	}
+	p.mend()
+	if _, err := p.sched.PlaceLien(ctx, "r2", placeSpec("j2", "", 1)); err != nil {
+		t.Fatalf("the request again, the home bank back: %v", err)
+	}
+	o := &outbox.Outbox{Peers: p.site.peers, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Pause: 1}
+	if pending, err := o.Drain(ctx); err != nil || pending != 0 {
+		t.Fatalf("drain: %d pending, %v", pending, err)
+	}
+	if held := p.central.MustBalance("chem").Reserved; !held.Equal(decimal.NewFromInt(200)) {
+		t.Fatalf("home bank holds %s, want j2's lien alone (200)", held)
+	}
+	// j1's lien withdrawn and its withdrawal; j2's refused here twice,
+	// and begun anew.
+	reconciled(t, p, 5)
 
 	// 150 of the site's credits: j1's lien (100 here, 200 at home) and
 	// charge (50, 100), not j2's lien (200 more).
 	q := newTracebackPair(t, open, "150")
+	q.site.peers.SetAwayRetry(time.Hour)
 	q.link.mode.Store("down")
 	if _, err := q.sched.PlaceLien(ctx, "r1", placeSpec("j1", "", 1)); err != nil {
 		t.Fatalf("a lien within the credit line: %v", err)
 	}
+	sent = q.link.sent.Load()
 	if _, err := q.sched.Charge(ctx, "r2", finalCharge("j1", 1)); err != nil {
 		t.Fatalf("a charge within the credit line: %v", err)
 	}
-	_, err := q.sched.PlaceLien(ctx, "r3", placeSpec("j2", "", 2))
-	if !isCode(err, api.CodeUnavailable) || !strings.Contains(err.Error(), "withdrawn") {
+	// The credit line is used up, and a retry of the lien's request still
+	// gets its first answer.
+	if _, err := q.sched.PlaceLien(ctx, "r1", placeSpec("j1", "", 1)); err != nil {
+		t.Fatalf("the request of a lien accepted while away, again: %v", err)
+	}
+	_, err = q.sched.PlaceLien(ctx, "r3", placeSpec("j2", "", 2))
+	if !isCode(err, api.CodeUnavailable) || !strings.Contains(err.Error(), "not sent") {
 		t.Fatalf("a lien beyond the credit line: %v", err)
 	}
+	if n := q.link.sent.Load() - sent; n != 0 {
+		t.Fatalf("%d requests sent to the home bank known away, want none", n)
+	}
 	states := map[peer.Op][]peer.State{}
-	all, err := q.site.peers.Transactions(ctx, false)
+	if err := q.site.peers.RecordAnswers(ctx); err != nil {
+		t.Fatal(err)
+	}
+	all, err = q.site.peers.Transactions(ctx, false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, x := range all {
 		states[x.Op] = append(states[x.Op], x.State)
 	}
-	want := map[peer.Op][]peer.State{peer.OpLien: {peer.StatePending, peer.StateWithdrawn}, peer.OpCharge: {peer.StatePending}, peer.OpWithdraw: {peer.StatePending}}
+	want := map[peer.Op][]peer.State{peer.OpLien: {peer.StatePending, peer.StateRefused}, peer.OpCharge: {peer.StatePending}}
 	if fmt.Sprint(states) != fmt.Sprint(want) {
 		t.Fatalf("site's transactions: %v, want %v", states, want)
 	}
 	// The bank back: a refund of j1, whose lien and charge are still
 	// pending here, waits for them (sent first, it would find nothing
 	// to refund there and be refused for good).
-	q.link.mode.Store("up")
+	q.mend()
 	refund, err := q.sched.RefundJob(ctx, "r4", lien.JobRefundSpec{Job: lien.Job{Machine: "hpc1", ID: "j1"}, Amount: decimal.NewFromInt(10)})
 	if err != nil || refund.Home == nil || refund.Home.State != "pending" {
 		t.Fatalf("a refund behind the job's pending charge: %+v %v", refund, err)
 	}
 	txs, err := q.site.peers.Transactions(ctx, true)
-	if err != nil || len(txs) != 4 {
-		t.Fatalf("pending: %d %v, want 4", len(txs), err)
+	if err != nil || len(txs) != 3 {
+		t.Fatalf("pending: %d %v, want 3", len(txs), err)
 	}
-	o := &outbox.Outbox{Peers: q.site.peers, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Pause: 1}
+	o = &outbox.Outbox{Peers: q.site.peers, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Pause: 1}
 	if pending, err := o.Drain(ctx); err != nil || pending != 0 {
 		t.Fatalf("drain: %d pending, %v", pending, err)
 	}
@@ -424,7 +493,7 @@ func homeAway(t *testing.T, open ledgertest.OpenStore) {
 	if !central.Amount.Equal(decimal.NewFromInt(920)) || !central.Reserved.IsZero() {
 		t.Fatalf("home bank after the drain: %+v, want 920 and nothing held", central)
 	}
-	reconciled(t, q, 5)
+	reconciled(t, q, 4)
 }
 
 // TestTracebackWithdrawnAfterApplied: a lien that reached the home bank,
@@ -459,7 +528,7 @@ func withdrawnAfterApplied(t *testing.T, open ledgertest.OpenStore) {
 	if _, err := p.sched.PlaceLien(ctx, "r1", placeSpec("j1", "", 1)); !isCode(err, api.CodeUnavailable) || !strings.Contains(err.Error(), "withdrawn") {
 		t.Fatalf("the request again, the bank away: %v", err)
 	}
-	p.link.mode.Store("up")
+	p.mend()
 	o := &outbox.Outbox{Peers: p.site.peers, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Pause: 1}
 	if pending, err := o.Drain(ctx); err != nil || pending != 0 {
 		t.Fatalf("drain: %d pending, %v", pending, err)
@@ -490,7 +559,7 @@ func withdrawnAfterApplied(t *testing.T, open ledgertest.OpenStore) {
 	if _, err := p.sched.PlaceLien(ctx, "r2", placeSpec("j2", "", 1)); !isCode(err, api.CodeUnavailable) {
 		t.Fatalf("a lien with the bank away: %v", err)
 	}
-	p.link.mode.Store("up")
+	p.mend()
 	if pending, err := o.Drain(ctx); err != nil || pending != 0 {
 		t.Fatalf("drain: %d pending, %v", pending, err)
 	}
@@ -588,7 +657,7 @@ func tracebackRefund(t *testing.T, open ledgertest.OpenStore) {
 	if r, err := refund("req-3", "30"); err != nil || r.Home == nil || r.Home.State != "pending" || !r.Refunded.Equal(decimal.NewFromInt(30)) {
 		t.Fatalf("a refund whose answer was lost: %+v %v", r, err)
 	}
-	p.link.mode.Store("up")
+	p.mend()
 	r, err := refund("req-3", "30")
 	if err != nil || !r.Refunded.Equal(decimal.NewFromInt(30)) || r.Home == nil || r.Home.State != "done" || r.Home.Peer != "central" {
 		t.Fatalf("refund of 30: %+v %v", r, err)
