@@ -102,7 +102,9 @@ func (fx *fixture) length(t *testing.T) uint64 {
 func FuzzJobOp(f *testing.F) {
 	for _, s := range []string{`{"project":"chem.lab","machine":"hpc1","job_id":"42","amount":"1.5","expires":"2026-11-28T10:00:00Z"}`,
 		`{"project":"chem.lab","machine":"sitec:hpc1","job_id":"1","amount":"1"}`, `{"amount":"-1"}`, `{}`, `[]`,
-		`{"project":"chem.lab","machine":"hpc1","job_id":"42","amount":"0","description":"node failure"}`} {
+		`{"project":"chem.lab","machine":"hpc1","job_id":"42","amount":"0","description":"node failure"}`,
+		`{"project":"chem.lab","machine":"hpc1","job_id":"42","amount":"1","expires":"2026-11-28T10:00:00Z","withdraws":[{"id":"tx-1","digest":"ab"}]}`,
+		`{"project":"chem.lab","machine":"hpc1","job_id":"42","amount":"1","withdraws":[{}]}`} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -116,6 +118,14 @@ func FuzzJobOp(f *testing.F) {
 			}
 			if ref := j.JobRef("siteb"); !strings.HasPrefix(ref.Machine, "siteb:") || strings.Count(ref.Machine, ":") != 1 || j.Amount.IsNegative() {
 				t.Fatalf("%s %q: %+v", op, s, ref)
+			}
+			if op != peer.OpLien && len(j.Withdraws) > 0 {
+				t.Fatalf("%s %q: withdrawals accepted on a %s", op, s, op)
+			}
+			for i, wd := range j.Withdrawals() {
+				if wd.ID != j.Withdraws[i].ID || wd.Lien.JobID != j.JobID || wd.Lien.Machine != j.Machine || len(wd.Lien.Withdraws) != 0 {
+					t.Fatalf("%s %q: withdrawal %d: %+v", op, s, i, wd)
+				}
 			}
 		}
 	})

@@ -62,6 +62,34 @@ type JobOp struct {
 	Final bool `json:"final,omitempty"`
 	// Description says why a refund was made (a refund's only).
 	Description string `json:"description,omitempty"`
+	// Withdraws are the job's earlier liens the forwarding bank withdrew
+	// and whose withdrawals it has not had answered yet (a lien's only):
+	// the home bank applies each withdrawal (Withdrawn) in the change that
+	// places this lien, before it, so that a copy of a withdrawn lien that
+	// arrives after can neither place the job's lien again nor have its
+	// withdrawal release this one, whatever request id the scheduler
+	// placed this one under.
+	Withdraws []WithdrawnLien `json:"withdraws,omitempty"`
+}
+
+// WithdrawnLien is a lien transaction withdrawn, by its id and the hex
+// SHA-256 of its body (JobOp.Withdraws).
+type WithdrawnLien struct {
+	ID     string `json:"id"`
+	Digest string `json:"digest"`
+}
+
+// Withdrawals are the withdrawals of the liens a lien's body names
+// (Withdraws), each of this lien's job, for the home bank to apply
+// (Withdrawn) before it places it.
+func (j JobOp) Withdrawals() []Withdrawal {
+	job := j
+	job.Withdraws = nil
+	out := make([]Withdrawal, len(j.Withdraws))
+	for i, wl := range j.Withdraws {
+		out[i] = Withdrawal{ID: wl.ID, Digest: wl.Digest, Lien: job}
+	}
+	return out
 }
 
 // Check refuses a body a peer could not have meant.
@@ -75,6 +103,8 @@ func (j JobOp) Check(op Op) error {
 		return fmt.Errorf("%w: %s: amount %s is below 0", ledger.ErrInvalid, op, j.Amount)
 	case op == OpLien && j.Expires.IsZero():
 		return fmt.Errorf("%w: lien: expires is needed", ledger.ErrInvalid)
+	case op != OpLien && len(j.Withdraws) > 0:
+		return fmt.Errorf("%w: %s: withdraws is a lien's only", ledger.ErrInvalid, op)
 	}
 	return nil
 }
@@ -172,10 +202,6 @@ func (r *Registry) refuseAway(ctx context.Context, req ledger.Request, home ledg
 // beginOnce is BeginOnce for one request id.
 func (r *Registry) beginOnce(ctx context.Context, req ledger.Request, home ledger.Home, op Op, body JobOp, local decimal.Decimal) (Transaction, error) {
 	peerName := home.Peer
-	raw, err := json.Marshal(body)
-	if err != nil {
-		return Transaction{}, fmt.Errorf("peer: encode %s: %w", op, err)
-	}
 	// The request's id is kept by the ledger with its answer, the
 	// transaction begun (no journal entry of its own); what the request
 	// asks leaves out the amount, which a retry may price otherwise.
@@ -202,6 +228,16 @@ func (r *Registry) beginOnce(ctx context.Context, req ledger.Request, home ledge
 		if _, err := get(w.Tx(), peerName); err != nil {
 			return Transaction{}, err
 		}
+		if op == OpLien {
+			var err error
+			if body.Withdraws, err = withdrawing(w.Tx(), peerName, body); err != nil {
+				return Transaction{}, err
+			}
+		}
+		raw, err := json.Marshal(body)
+		if err != nil {
+			return Transaction{}, fmt.Errorf("peer: encode %s: %w", op, err)
+		}
 		t := Transaction{ID: newTxID(), Peer: peerName, Op: op, Body: raw, Amount: body.Amount, Local: local, State: StatePending, Created: w.Now()}
 		if err := putTx(w, t, fmt.Sprintf("%s of job %s at %s begun", op, body.JobID, peerName)); err != nil {
 			return t, err
@@ -216,6 +252,30 @@ func (r *Registry) beginOnce(ctx context.Context, req ledger.Request, home ledge
 	}
 	// A retry: the ledger gave the transaction as the first try began it.
 	return r.Transaction(ctx, t.ID)
+}
+
+// withdrawing are the liens of a job (body) withdrawn at a peer whose
+// withdrawals are still pending: a new lien of the job names them
+// (JobOp.Withdraws).
+func withdrawing(tx ledger.Tx, peerName string, body JobOp) ([]WithdrawnLien, error) {
+	pending, err := pendingTxs(tx)
+	if err != nil {
+		return nil, err
+	}
+	var out []WithdrawnLien
+	for _, t := range pending {
+		if t.Peer != peerName || t.Op != OpWithdraw {
+			continue
+		}
+		var wd Withdrawal
+		if err := json.Unmarshal(t.Body, &wd); err != nil {
+			return nil, fmt.Errorf("%w: peer transaction %s: %v", ledger.ErrCorrupt, t.ID, err)
+		}
+		if wd.Lien.Machine == body.Machine && wd.Lien.JobID == body.JobID {
+			out = append(out, WithdrawnLien{ID: wd.ID, Digest: wd.Digest})
+		}
+	}
+	return out, nil
 }
 
 // begunBefore is the transaction a request began when this bank kept its

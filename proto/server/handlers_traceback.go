@@ -148,11 +148,18 @@ func (s *Server) forward(c *call, home ledger.Home, op peer.Op, body peer.JobOp,
 		home.Peer, op, body.JobID, t.ID, err)
 }
 
-// exchangeLien places the lien of a peer's job on a project homed here.
+// exchangeLien places the lien of a peer's job on a project homed here,
+// after the withdrawals of the job's earlier liens that it names
+// (peer.JobOp.Withdraws).
 func (s *Server) exchangeLien(c *call, op peer.JobOp) (ledger.Lien, error) {
 	return peer.Receive(c.r.Context(), s.ledger, c.req, c.client.Name, peer.OpLien, c.body, outbox.Refusals{}, func(w *ledger.Writer) (ledger.Lien, decimal.Decimal, error) {
 		if err := s.mayTrace(c, peer.OpLien, op); err != nil {
 			return ledger.Lien{}, decimal.Zero, err
+		}
+		for _, wd := range op.Withdrawals() {
+			if err := peer.Withdrawn(w, c.client.Name, wd, outbox.Refusals{}, s.releaseWithdrawn(w, c.client.Name, wd)); err != nil {
+				return ledger.Lien{}, decimal.Zero, err
+			}
 		}
 		l, err := s.bank.HoldFor(w, op.JobRef(c.client.Name), op.Amount, op.Expires)
 		return l, op.Amount, err
@@ -203,17 +210,24 @@ func (s *Server) exchangeRefund(c *call, op peer.JobOp) (lien.JobRefund, error) 
 // frees only what the peer's own lien held.
 func (s *Server) exchangeWithdrawal(c *call, wd peer.Withdrawal) (peer.Withdrawal, error) {
 	return peer.Receive(c.r.Context(), s.ledger, c.req, c.client.Name, peer.OpWithdraw, c.body, outbox.Refusals{}, func(w *ledger.Writer) (peer.Withdrawal, decimal.Decimal, error) {
-		ref := wd.Lien.JobRef(c.client.Name)
-		err := peer.Withdrawn(w, c.client.Name, wd, outbox.Refusals{}, func(placed time.Time) error {
-			l, ok, err := w.Tx().JobLien(ref.Machine, ref.JobID)
-			if err != nil || !ok || l.State != ledger.LienActive || l.Project != ref.Project || !l.Created.Equal(placed) {
-				return err
-			}
-			_, err = s.bank.ReleaseFor(w, lien.Job{Machine: ref.Machine, ID: ref.JobID})
-			return err
-		})
+		err := peer.Withdrawn(w, c.client.Name, wd, outbox.Refusals{}, s.releaseWithdrawn(w, c.client.Name, wd))
 		return wd, decimal.Zero, err
 	})
+}
+
+// releaseWithdrawn releases the lien of a peer's job that the lien
+// transaction withdrawn (wd) placed at the time given, if it is still that
+// one: active, on the same project, not placed again since.
+func (s *Server) releaseWithdrawn(w *ledger.Writer, peerName string, wd peer.Withdrawal) func(placed time.Time) error {
+	ref := wd.Lien.JobRef(peerName)
+	return func(placed time.Time) error {
+		l, ok, err := w.Tx().JobLien(ref.Machine, ref.JobID)
+		if err != nil || !ok || l.State != ledger.LienActive || l.Project != ref.Project || !l.Created.Equal(placed) {
+			return err
+		}
+		_, err = s.bank.ReleaseFor(w, lien.Job{Machine: ref.Machine, ID: ref.JobID})
+		return err
+	}
 }
 
 // mayTrace refuses a peer a job's operation on a project its agreement

@@ -580,6 +580,50 @@ func withdrawnAfterApplied(t *testing.T, open ledgertest.OpenStore) {
 	reconciled(t, p, 5)
 }
 
+// TestTracebackLateCopyOfWithdrawn: a lien withdrawn at the site, its
+// withdrawal not sent yet, and the job's lien placed again under a new
+// request id once the home bank is back: the new lien names the withdrawn
+// one (peer.JobOp.Withdraws), so that a copy of the withdrawn lien that
+// arrives after it places nothing, and its withdrawal, sent after, does
+// not release the new lien. (Before, the late copy placed the job's lien
+// again as its own, and the withdrawal then released it: the job ran with
+// nothing held at home.) Both banks on each engine.
+func TestTracebackLateCopyOfWithdrawn(t *testing.T) {
+	onEachEngine(t, lateCopyOfWithdrawn)
+}
+
+func lateCopyOfWithdrawn(t *testing.T, open ledgertest.OpenStore) {
+	ctx := context.Background()
+	p := newTracebackPair(t, open, "0")
+	p.link.mode.Store("down") // dropped unread: a copy may still be on its way
+	if _, err := p.sched.PlaceLien(ctx, "r1", placeSpec("j1", "", 1)); !isCode(err, api.CodeUnavailable) || !strings.Contains(err.Error(), "withdrawn") {
+		t.Fatalf("a lien with the bank away: %v", err)
+	}
+	txs, err := p.site.peers.Transactions(ctx, false)
+	if err != nil || len(txs) != 2 || txs[0].State != peer.StateWithdrawn {
+		t.Fatalf("site's transactions: %+v %v, want j1's lien withdrawn and its withdrawal", txs, err)
+	}
+	withdrawn := txs[0]
+	p.mend()
+	if _, err := p.sched.PlaceLien(ctx, "r2", placeSpec("j1", "", 1)); err != nil {
+		t.Fatalf("the job's lien under a new request id, the bank back: %v", err)
+	}
+	if held := p.central.MustBalance("chem").Reserved; !held.Equal(decimal.NewFromInt(200)) {
+		t.Fatalf("home bank holds %s, want the new lien's 200", held)
+	}
+	if _, err := p.home.Exchange(ctx, withdrawn.ID, api.PathExchangeLiens, withdrawn.Body); !isCode(err, api.CodeInactive) || !strings.Contains(err.Error(), "withdrew") {
+		t.Fatalf("the withdrawn lien arriving after the new one: %v", err)
+	}
+	o := &outbox.Outbox{Peers: p.site.peers, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Pause: 1}
+	if pending, err := o.Drain(ctx); err != nil || pending != 0 {
+		t.Fatalf("drain: %d pending, %v", pending, err)
+	}
+	if held := p.central.MustBalance("chem").Reserved; !held.Equal(decimal.NewFromInt(200)) {
+		t.Fatalf("home bank holds %s after the withdrawal, want the new lien's 200", held)
+	}
+	reconciled(t, p, 3)
+}
+
 // TestTracebackRefusalFinal: a forwarded lien the home bank refused for
 // lack of credits is refused for good there: sent again after a deposit
 // (as a second server of the site would, which recorded nothing yet), it
