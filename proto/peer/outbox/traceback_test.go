@@ -51,6 +51,16 @@ func (p *tracebackPair) mend() {
 	p.site.peers.Reached("central")
 }
 
+// drained has the site's outbox send what is pending, once, and fails
+// the test unless nothing is left.
+func (p *tracebackPair) drained(t *testing.T) {
+	t.Helper()
+	o := &outbox.Outbox{Peers: p.site.peers, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Pause: 1}
+	if pending, err := o.Drain(context.Background()); err != nil || pending != 0 {
+		t.Fatalf("drain: %d pending, %v", pending, err)
+	}
+}
+
 func newTracebackPair(t testing.TB, open ledgertest.OpenStore, creditLine string) *tracebackPair {
 	ctx := context.Background()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -421,10 +431,7 @@ func homeAway(t *testing.T, open ledgertest.OpenStore) {
 	if _, err := p.sched.PlaceLien(ctx, "r2", placeSpec("j2", "", 1)); err != nil {
 		t.Fatalf("the request again, the home bank back: %v", err)
 	}
-	o := &outbox.Outbox{Peers: p.site.peers, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Pause: 1}
-	if pending, err := o.Drain(ctx); err != nil || pending != 0 {
-		t.Fatalf("drain: %d pending, %v", pending, err)
-	}
+	p.drained(t)
 	if held := p.central.MustBalance("chem").Reserved; !held.Equal(decimal.NewFromInt(200)) {
 		t.Fatalf("home bank holds %s, want j2's lien alone (200)", held)
 	}
@@ -483,10 +490,7 @@ func homeAway(t *testing.T, open ledgertest.OpenStore) {
 	if err != nil || len(txs) != 3 {
 		t.Fatalf("pending: %d %v, want 3", len(txs), err)
 	}
-	o = &outbox.Outbox{Peers: q.site.peers, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Pause: 1}
-	if pending, err := o.Drain(ctx); err != nil || pending != 0 {
-		t.Fatalf("drain: %d pending, %v", pending, err)
-	}
+	q.drained(t)
 	// j1 charged there (50 s of 1 processor, × 2: 100) and 10 × 2 of it
 	// refunded, once; j2's lien never placed.
 	central := q.central.MustBalance("chem")
@@ -529,10 +533,7 @@ func withdrawnAfterApplied(t *testing.T, open ledgertest.OpenStore) {
 		t.Fatalf("the request again, the bank away: %v", err)
 	}
 	p.mend()
-	o := &outbox.Outbox{Peers: p.site.peers, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Pause: 1}
-	if pending, err := o.Drain(ctx); err != nil || pending != 0 {
-		t.Fatalf("drain: %d pending, %v", pending, err)
-	}
+	p.drained(t)
 	if held := p.central.MustBalance("chem").Reserved; !held.IsZero() {
 		t.Fatalf("home bank holds %s after the withdrawal", held)
 	}
@@ -560,9 +561,7 @@ func withdrawnAfterApplied(t *testing.T, open ledgertest.OpenStore) {
 		t.Fatalf("a lien with the bank away: %v", err)
 	}
 	p.mend()
-	if pending, err := o.Drain(ctx); err != nil || pending != 0 {
-		t.Fatalf("drain: %d pending, %v", pending, err)
-	}
+	p.drained(t)
 	txs, err = p.site.peers.Transactions(ctx, false)
 	if err != nil {
 		t.Fatal(err)
@@ -614,10 +613,7 @@ func lateCopyOfWithdrawn(t *testing.T, open ledgertest.OpenStore) {
 	if _, err := p.home.Exchange(ctx, withdrawn.ID, api.PathExchangeLiens, withdrawn.Body); !isCode(err, api.CodeInactive) || !strings.Contains(err.Error(), "withdrew") {
 		t.Fatalf("the withdrawn lien arriving after the new one: %v", err)
 	}
-	o := &outbox.Outbox{Peers: p.site.peers, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Pause: 1}
-	if pending, err := o.Drain(ctx); err != nil || pending != 0 {
-		t.Fatalf("drain: %d pending, %v", pending, err)
-	}
+	p.drained(t)
 	if held := p.central.MustBalance("chem").Reserved; !held.Equal(decimal.NewFromInt(200)) {
 		t.Fatalf("home bank holds %s after the withdrawal, want the new lien's 200", held)
 	}
