@@ -112,7 +112,7 @@ func (c *Cluster) stop() error {
 	for _, d := range slices.Backward(c.daemons) {
 		errs = append(errs, d.stop())
 	}
-	left, err := c.processes()
+	left, err := c.lingering()
 	errs = append(errs, err)
 	if len(left) > 0 {
 		errs = append(errs, fmt.Errorf("still running after the daemons stopped, killed: %s", strings.Join(left, "; ")))
@@ -160,6 +160,32 @@ func (c *Cluster) cancelJobs() error {
 		}
 		time.Sleep(pollInterval)
 	}
+}
+
+// lingerGrace is how long the cluster's processes may take to go once
+// the daemons have stopped: a job's slurmstepd may still be ending its
+// job's processes as slurmd stops (a job's `sleep 60` was seen alive just
+// after, once in a few dozen stops).
+const lingerGrace = 10 * time.Second
+
+// lingering lists the cluster's processes still alive lingerGrace after
+// the daemons stopped, or none as soon as none is.
+func (c *Cluster) lingering() ([]string, error) {
+	var left []string
+	err := poll("the cluster's processes to end", lingerGrace, func() error {
+		var err error
+		if left, err = c.processes(); err != nil {
+			return fmt.Errorf("%w: %w", errGaveUp, err)
+		}
+		if len(left) > 0 {
+			return fmt.Errorf("%d left", len(left))
+		}
+		return nil
+	})
+	if len(left) > 0 {
+		return left, nil // Stop says which, and kills them
+	}
+	return nil, err
 }
 
 // processes lists the live processes of the cluster (pid and command line):
