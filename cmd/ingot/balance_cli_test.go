@@ -21,7 +21,7 @@ func TestBalanceListsTheNextUpcoming(t *testing.T) {
 	}
 	rows := func(out string) int { return strings.Count(out, "\nchem ") }
 	out, errOut, code := b.runSplit("balance", "chem", "--allocations")
-	if code != exitOK || rows(out) != 1+ledger.UpcomingListed || strings.Contains(out, "preset 0") || strings.Contains(out, "preset 1 ") ||
+	if code != exitOK || rows(out) != 1+ledger.UpcomingListed || strings.Contains(out, "preset 0") || strings.Contains(out, "preset 1\n") ||
 		!strings.Contains(out, "preset 2") || errOut != fmt.Sprintf("chem: more allocations start later than the %d listed: --all-allocations lists them\n", ledger.UpcomingListed) {
 		t.Errorf("balance --allocations: exit %d\n%s%s", code, out, errOut)
 	}

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/ingot-hpc/ingot/proto/clients"
 	"github.com/ingot-hpc/ingot/proto/peer"
 )
 
@@ -109,21 +111,48 @@ func TestPeerModify(t *testing.T) {
 			if out := b.ok("peer", "show", "central"); !strings.Contains(out, "accept up to 500") {
 				t.Fatalf("peer show:\n%s", out)
 			}
+			// The key this bank signs with at central (any key file will
+			// do here), and the one central signs with here (its client's).
+			b.ok("client", "add", "x", "--role", "admin", "--key-out", filepath.Join(keys, "x.key"))
+			b.ok("peer", "key", "central", filepath.Join(keys, "x.key"))
+			before := b.ok("peer", "show", "central", "--json")
+			list = nil
+			b.json(&list, "peer", "show", "central")
 			signsWith := list[0].Key
+			centralKeys := func() string {
+				var cs []clients.Client
+				b.json(&cs, "client", "list")
+				for _, c := range cs {
+					if c.Name == "central" {
+						return fmt.Sprint(c.Keys)
+					}
+				}
+				return ""
+			}
+			answersTo := centralKeys()
+			if signsWith == nil || answersTo == "" {
+				t.Fatalf("central's keys: signs with %+v, answers to %q", signsWith, answersTo)
+			}
 
 			b.refused(t, exitUsage, "goes with accept", "peer", "modify", "central", "--when-away", "refuse", "--credit-line", "5")
 			b.refused(t, exitUsage, "nothing to change", "peer", "modify", "central")
 			b.refused(t, exitUsage, "plain http only to a loopback", "peer", "modify", "central", "--url", "http://bank.example.org")
 			b.refused(t, exitRefused, "names chem.lab already", "peer", "modify", "central", "--add-project", "chem.lab")
 			b.refused(t, exitNotFound, "does not name chem.visit", "peer", "modify", "central", "--remove-project", "chem.visit")
+			if after := b.ok("peer", "show", "central", "--json"); after != before {
+				t.Fatalf("the refused modifies changed central:\n%s\nnow\n%s", before, after)
+			}
 			b.ok("peer", "modify", "central", "--url", "https://bank.central.example:8443", "--peer-ca-file", "/etc/ingot/central-ca.pem",
 				"--add-project", "chem.visit", "--remove-project", "chem.lab", "--credit-line", "80")
 			list = nil
 			b.json(&list, "peer", "show", "central")
 			p := list[0]
 			if p.URL != "https://bank.central.example:8443" || p.CAFile != "/etc/ingot/central-ca.pem" || strings.Join(p.Projects, ",") != "chem.visit" ||
-				p.WhenAway != peer.AwayAccept || p.CreditLine.String() != "80" || (p.Key == nil) != (signsWith == nil) {
+				p.WhenAway != peer.AwayAccept || p.CreditLine.String() != "80" || p.Key == nil || p.Key.ID != signsWith.ID {
 				t.Fatalf("after modify: %+v", p)
+			}
+			if got := centralKeys(); got != answersTo {
+				t.Fatalf("central's client keys after modify: %s, want %s", got, answersTo)
 			}
 			b.ok("peer", "modify", "central", "--when-away", "refuse")
 			list = nil

@@ -1,6 +1,7 @@
 package peer
 
 import (
+	"encoding/json"
 	"testing"
 	"time"
 )
@@ -20,6 +21,13 @@ func FuzzDecodePeriod(f *testing.F) {
 		}
 		if !p.From.Before(p.To) {
 			t.Fatalf("%q: %+v", raw, p)
+		}
+		var name string
+		if json.Unmarshal(raw, &name) != nil {
+			return
+		}
+		if day, err := time.Parse(time.DateOnly, name); err == nil && (!p.From.Equal(day) || !p.To.Equal(day.AddDate(0, 0, 1)) || p.Name != name) {
+			t.Fatalf("%q: %+v, want the day %s", raw, p, day)
 		}
 	})
 }

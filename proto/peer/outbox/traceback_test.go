@@ -539,9 +539,16 @@ func withdrawnAfterApplied(t *testing.T, open ledgertest.OpenStore) {
 	}
 	reconciled(t, p, 2)
 	// The lien sent again (a second server of the site, or a copy on its
-	// way): the first answer, nothing held again.
-	if _, err := p.home.Exchange(ctx, lienTx.ID, api.PathExchangeLiens, lienTx.Body); err != nil {
-		t.Fatalf("the withdrawn lien sent again: %v", err)
+	// way): the first answer (the lien as it was placed), nothing
+	// journaled, nothing held again.
+	entries := p.central.JournalLen()
+	again, err := p.home.Exchange(ctx, lienTx.ID, api.PathExchangeLiens, lienTx.Body)
+	var first ledger.Lien
+	if err != nil || json.Unmarshal(again, &first) != nil || first.JobID != "j1" || !first.Amount.Equal(decimal.NewFromInt(200)) {
+		t.Fatalf("the withdrawn lien sent again: %s %v, want its first answer, j1's lien of 200", again, err)
+	}
+	if n := p.central.JournalLen() - entries; n != 0 {
+		t.Fatalf("the withdrawn lien sent again journaled %d entries at home", n)
 	}
 	if held := p.central.MustBalance("chem").Reserved; !held.IsZero() {
 		t.Fatalf("home bank holds %s after the withdrawn lien came again", held)
