@@ -1,13 +1,16 @@
 package server_test
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/ingot-hpc/ingot/proto/api"
 	"github.com/ingot-hpc/ingot/proto/auth"
+	"github.com/ingot-hpc/ingot/proto/peer"
 )
 
 // mutating are the endpoints whose bodies the server decodes.
@@ -15,7 +18,12 @@ var mutating = []string{"/v1/deposits", "/v1/transfers", "/v1/quotes", "/v1/lien
 	"/v1/withdrawals", "/v1/nodes", "/v1/nodes/modify", "/v1/nodes/deactivate", "/v1/nodes/reactivate", "/v1/users", "/v1/users/modify",
 	"/v1/machines", "/v1/machines/modify", "/v1/rates", "/v1/config", "/v1/quotes/guarantee", "/v1/liens/extend",
 	"/v1/liens/sweep", "/v1/refunds", "/v1/reservations", "/v1/reservations/flush", "/v1/clients", "/v1/clients/rotate",
-	"/v1/clients/revoke", "/v1/batch"}
+	"/v1/clients/revoke", "/v1/batch", "/v1/refunds/job", "/v1/peers", "/v1/peers/modify", "/v1/peers/key", "/v1/peers/remove",
+	"/v1/peers/deposits", "/v1/contacts"}
+
+// exchanged are the endpoints a peer bank posts its transactions to.
+var exchanged = []string{api.PathExchangeDeposits, api.PathExchangeUsage, api.PathExchangeLiens, api.PathExchangeCharges,
+	api.PathExchangeReleases, api.PathExchangeRefunds, api.PathExchangeWithdrawals}
 
 // reading are the endpoints whose queries the server decodes.
 var reading = []string{"/v1/settings", "/v1/balances", "/v1/balance", "/v1/available", "/v1/shares", "/v1/fairshare",
@@ -78,6 +86,38 @@ func FuzzRequestBodies(f *testing.F) {
 	f.Fuzz(func(t *testing.T, which uint8, body []byte) {
 		s := newSite(t)
 		wantListedAnswer(t, s.do(exchange{key: s.keys["root"], method: http.MethodPost, target: mutating[int(which)%len(mutating)], body: body, requestID: "fuzz"}))
+	})
+}
+
+// FuzzExchangeBodies sends arbitrary bodies, signed by a peer whose
+// agreement names chem.lab1, to every endpoint of the exchange, each twice
+// under the same transaction id: the server must answer JSON (a result,
+// or an error with a listed code), never panic, answer the second sending
+// as the first, and leave a bank that passes the audit (at cleanup).
+func FuzzExchangeBodies(f *testing.F) {
+	digest := strings.Repeat("ab", 32)
+	f.Add(uint8(0), []byte(`{"account":"chem","amount":"10"}`))
+	f.Add(uint8(1), []byte(`{"period":"2026-11-28","from":"2026-11-28T00:00:00Z","to":"2026-11-29T00:00:00Z","lines":[{"account":"chem","allocation":1,"grant":"tx-1","charges":1,"charged":"5","refunded":"0","net":"5"}]}`))
+	f.Add(uint8(2), []byte(`{"project":"chem.lab1","machine":"hpc1","job_id":"42","amount":"1.5","expires":"2099-11-28T10:00:00Z"}`))
+	f.Add(uint8(2), []byte(`{"project":"chem.lab1","machine":"hpc1","job_id":"42","amount":"1","expires":"2099-11-28T10:00:00Z","withdraws":[{"id":"tx-0","digest":"`+digest+`"}]}`))
+	f.Add(uint8(2), []byte(`{"project":"bio.lab1","machine":"hpc1","job_id":"42","amount":"1","expires":"2099-11-28T10:00:00Z"}`))
+	f.Add(uint8(3), []byte(`{"project":"chem.lab1","machine":"hpc1","job_id":"42","amount":"7","final":true}`))
+	f.Add(uint8(4), []byte(`{"project":"chem.lab1","machine":"hpc1","job_id":"42","amount":"0"}`))
+	f.Add(uint8(5), []byte(`{"project":"chem.lab1","machine":"hpc1","job_id":"42","amount":"1e400","description":"x"}`))
+	f.Add(uint8(6), []byte(`{"id":"tx-1","digest":"`+digest+`","lien":{"project":"chem.lab1","machine":"hpc1","job_id":"42","amount":"1","expires":"2099-11-28T10:00:00Z"}}`))
+	f.Add(uint8(6), []byte(`[`))
+	f.Fuzz(func(t *testing.T, which uint8, body []byte) {
+		s := newSite(t)
+		_, key, err := s.srv.Peers().Add(context.Background(), s.Req(), peer.Spec{Name: "central", URL: "http://127.0.0.1:1", Projects: []string{"chem", "chem.lab1"}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := exchange{key: key, method: http.MethodPost, target: exchanged[int(which)%len(exchanged)], body: body, requestID: "tx-fuzz"}
+		first := s.do(e)
+		wantListedAnswer(t, first)
+		if again := s.do(e); again.Code != first.Code {
+			t.Fatalf("sent again: status %d, first %d:\n%s\n%s", again.Code, first.Code, again.Body, first.Body)
+		}
 	})
 }
 
