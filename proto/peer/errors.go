@@ -25,6 +25,10 @@ var (
 	ErrReportPeriod = fmt.Errorf("%w: peer: usage report period", ledger.ErrInvalid)
 	// ErrAway marks an away policy or credit line that cannot be.
 	ErrAway = fmt.Errorf("%w: peer: bad away policy", ledger.ErrInvalid)
+	// ErrBadAnswer marks a peer's answer this bank cannot record
+	// (CheckAnswer): not the peer's last word, the transaction is sent
+	// again.
+	ErrBadAnswer = errors.New("peer: an answer this bank cannot record")
 	// ErrWithdrawn marks a transaction the bank that began it withdrew
 	// (Registry.Withdraw): the answer every later sending of it gets.
 	ErrWithdrawn = fmt.Errorf("%w: peer: transaction withdrawn", ledger.ErrInactive)

@@ -7,8 +7,9 @@ import (
 )
 
 // reach is what this process knows of which peers answer: a peer whose
-// last sending got no answer (Unreachable) is away until one gets an
-// answer (Reached), and is tried again now and then meanwhile (Away).
+// last sending got no answer (Unreachable: no connection, or none in
+// time) is away until one gets an answer, any answer (Reached), and is
+// tried again now and then meanwhile (Away).
 // It is memory, not ledger: a bank restarted tries every peer at once.
 type reach struct {
 	mu sync.Mutex
@@ -27,24 +28,34 @@ type reach struct {
 const AwayRetry = time.Second
 
 // Away says whether an operation forwarded to peer name now should not be
-// sent, the peer being known away: its last sending got no answer, and no
+// sent, the peer being known away: a sending to it got no answer, and no
 // new try is due. When one is due, the caller asking is told false, to
 // send and so try the peer, and the others are still told true for up to
-// probe (the try's timeout) and AwayRetry more, so that one caller at a
-// time waits on a peer that does not answer.
-func (r *Registry) Away(name string, probe time.Duration) bool {
+// probe (the try's timeout) and the retry more, so that one caller at a
+// time waits on a peer that does not answer. untried gives the try back
+// to the next caller: the caller calls it if it ends without a sending
+// that told Reached or Unreachable (a retry answered already, a caller
+// that gave up).
+func (r *Registry) Away(name string, probe time.Duration) (away bool, untried func()) {
 	r.reach.mu.Lock()
 	defer r.reach.mu.Unlock()
-	due, away := r.reach.due[name]
-	if !away {
-		return false
-	}
+	due, known := r.reach.due[name]
 	now := time.Now()
-	if now.Before(due) {
-		return true
+	switch {
+	case !known:
+		return false, func() {}
+	case now.Before(due):
+		return true, func() {}
 	}
-	r.reach.due[name] = now.Add(probe + r.reach.wait())
-	return false
+	claimed := now.Add(probe + r.reach.wait())
+	r.reach.due[name] = claimed
+	return false, func() {
+		r.reach.mu.Lock()
+		defer r.reach.mu.Unlock()
+		if d, ok := r.reach.due[name]; ok && d.Equal(claimed) {
+			r.reach.due[name] = time.Now()
+		}
+	}
 }
 
 // SetAwayRetry sets how long after a peer's sending got no answer the

@@ -124,6 +124,14 @@ func HomeAmount(amount decimal.Decimal, h ledger.Home, places int32) decimal.Dec
 	return amount.Mul(h.RateRatio).RoundCeil(places)
 }
 
+// HomeRefund converts a refund of this bank's credits into the home
+// bank's: × the rate ratio, rounded down, so that refunds of parts of a
+// job's charge never come to more than the charge converted (HomeAmount,
+// rounded up) and the last of them is not refused for it.
+func HomeRefund(amount decimal.Decimal, h ledger.Home, places int32) decimal.Decimal {
+	return amount.Mul(h.RateRatio).RoundFloor(places)
+}
+
 // BeginOnce begins a forwarded operation of a job homed at home, once for
 // a scheduler's request:
 // a retry of the request (actor and id) finds the transaction the first
@@ -425,6 +433,26 @@ func settleWithin(w *ledger.Writer, batch map[string]Transaction) error {
 	return nil
 }
 
+// CheckAnswer refuses a peer's answer that this bank could not record as
+// t's: a refund of all that was left (its amount zero) whose answer does
+// not say how much was refunded (refunded), which the transaction's
+// record takes as its amount. Refused, the answer is never kept nor
+// journaled, so that it holds up no other answer; t stays pending.
+func CheckAnswer(t Transaction, answer json.RawMessage) error {
+	if t.Op != OpRefund || !t.Amount.IsZero() {
+		return nil
+	}
+	t.Answer = answer
+	amount, err := refunded(t)
+	if err == nil && amount.IsNegative() {
+		err = fmt.Errorf("peer transaction %s: answer: refunded %s, below 0", t.ID, amount)
+	}
+	if err != nil {
+		return fmt.Errorf("%w: %s answered a refund with what it cannot have refunded: %v", ErrBadAnswer, t.Peer, err)
+	}
+	return nil
+}
+
 // refunded is what the peer's answer to refund t (of all that was left)
 // says it refunded: the transaction's amount once it is done, as the peer
 // records it.
@@ -455,17 +483,18 @@ func (r *Registry) HomedJob(ctx context.Context, machine, job string) (ledger.Ho
 	return h, found, err
 }
 
-// Behind says whether transaction t of a job (body) comes after another of
-// the job's with the same peer that is still pending, its answer not
-// kept: a release or refund sent before the lien or charge it follows
-// would find nothing at the peer to release or refund, and be refused
-// for good. Such a one is left to the outbox, which sends each peer's
-// transactions in the order they began.
-func (r *Registry) Behind(ctx context.Context, t Transaction, body JobOp) (bool, error) {
+// Earlier are the job's (body's) transactions with t's peer that began
+// before t and are still pending, their answers not kept, in the order
+// they began: to be sent before t, since a charge, release or refund sent
+// ahead of the job's lien or charge would find nothing at the peer to
+// charge against, release or refund, and a lien ahead of an earlier one
+// would be placed over by it.
+func (r *Registry) Earlier(ctx context.Context, t Transaction, body JobOp) ([]Transaction, error) {
 	pending, err := r.Transactions(ctx, true)
 	if err != nil {
-		return false, err
+		return nil, err
 	}
+	var out []Transaction
 	for _, p := range pending {
 		if p.ID >= t.ID {
 			break // in the order they began
@@ -475,13 +504,13 @@ func (r *Registry) Behind(ctx context.Context, t Transaction, body JobOp) (bool,
 		}
 		var j JobOp
 		if err := json.Unmarshal(p.Body, &j); err != nil {
-			return false, fmt.Errorf("%w: peer transaction %s: %v", ledger.ErrCorrupt, p.ID, err)
+			return nil, fmt.Errorf("%w: peer transaction %s: %v", ledger.ErrCorrupt, p.ID, err)
 		}
 		if j.Machine == body.Machine && j.JobID == body.JobID {
-			return true, nil
+			out = append(out, p)
 		}
 	}
-	return false, nil
+	return out, nil
 }
 
 // AwayAccepts says whether this bank may accept a lien or charge of a

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shopspring/decimal"
+
 	"github.com/ingot-hpc/ingot/ledger"
 	"github.com/ingot-hpc/ingot/ledger/ledgertest"
 	"github.com/ingot-hpc/ingot/proto/peer"
@@ -146,5 +148,31 @@ func TestPendingJournaledOnce(t *testing.T) {
 	want = []string{begun.ID + " done", released.ID + " done", "tx-old done"}
 	if got := ids(false); !slices.Equal(got, want) {
 		t.Fatalf("all once answered: %q, want %q", got, want)
+	}
+}
+
+// TestCheckAnswer: a refund of all that was left is recorded by what the
+// home bank's answer says it refunded, so an answer that does not say it
+// (or says less than nothing) is refused as one this bank cannot record,
+// and kept out of the answers journaled with the next change, where it
+// would have failed every change that took them; other answers are not
+// read here.
+func TestCheckAnswer(t *testing.T) {
+	all := peer.Transaction{ID: "tx-1", Peer: "central", Op: peer.OpRefund, Amount: decimal.Zero}
+	if err := peer.CheckAnswer(all, json.RawMessage(`{"refunded":"12.50","charges":[]}`)); err != nil {
+		t.Errorf("a refund's answer: %v", err)
+	}
+	for _, bad := range []string{`{"refunded":"x"}`, `[]`, `{"refunded":"-1"}`, `nonsense`} {
+		if err := peer.CheckAnswer(all, json.RawMessage(bad)); !errors.Is(err, peer.ErrBadAnswer) {
+			t.Errorf("answer %s: %v, want ErrBadAnswer", bad, err)
+		}
+	}
+	part := all
+	part.Amount = decimal.NewFromInt(5)
+	lienTx := peer.Transaction{ID: "tx-2", Peer: "central", Op: peer.OpLien, Amount: decimal.NewFromInt(5)}
+	for _, x := range []peer.Transaction{part, lienTx} {
+		if err := peer.CheckAnswer(x, json.RawMessage(`[]`)); err != nil {
+			t.Errorf("%s of %s: %v", x.Op, x.Amount, err)
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"slices"
@@ -80,7 +81,7 @@ func (s *Server) forwardRefund(c *call, spec api.JobRefundRequest, notHere error
 		return lien.JobRefund{}, errors.Join(notHere, err)
 	}
 	places := s.ledger.Settings().Precision
-	body := peer.JobOp{Project: home.Project, Machine: spec.Machine, JobID: spec.ID, Amount: peer.HomeAmount(spec.Amount, home, places), Description: spec.Description}
+	body := peer.JobOp{Project: home.Project, Machine: spec.Machine, JobID: spec.ID, Amount: peer.HomeRefund(spec.Amount, home, places), Description: spec.Description}
 	t, err := s.forward(c, home, peer.OpRefund, body, spec.Amount)
 	if err != nil {
 		return lien.JobRefund{}, err
@@ -106,8 +107,12 @@ func (s *Server) jobOp(h *lien.HomedError) peer.JobOp {
 // home for a job that does not run, and one asked while the bank is known
 // away is refused without being sent (outbox.Forward).
 func (s *Server) forward(c *call, home ledger.Home, op peer.Op, body peer.JobOp, local decimal.Decimal) (peer.Transaction, error) {
-	ctx := c.r.Context()
-	t, err := outbox.Forward(ctx, s.peers, &s.links, c.req, home, op, body, local, 0)
+	t, err := outbox.Forward(c.r.Context(), s.peers, &s.links, c.req, home, op, body, local, 0)
+	// What a sending left undone is finished even if the scheduler has
+	// given up meanwhile (often why the sending failed): a lien neither
+	// accepted nor withdrawn would be sent later, and held at home for a
+	// job that does not run.
+	ctx := context.WithoutCancel(c.r.Context())
 	if t.ID != "" && t.State == peer.StatePending && op.Owes() {
 		accepted, aerr := s.peers.AwayAccepts(ctx, home)
 		switch {
@@ -222,7 +227,7 @@ func (s *Server) releaseWithdrawn(w *ledger.Writer, peerName string, wd peer.Wit
 	ref := wd.Lien.JobRef(peerName)
 	return func(placed time.Time) error {
 		l, ok, err := w.Tx().JobLien(ref.Machine, ref.JobID)
-		if err != nil || !ok || l.State != ledger.LienActive || l.Project != ref.Project || !l.Created.Equal(placed) {
+		if err != nil || !ok || l.State != ledger.LienActive || l.Project != ref.Project || !l.Created.Equal(placed) || !l.Charged.IsZero() {
 			return err
 		}
 		_, err = s.bank.ReleaseFor(w, lien.Job{Machine: ref.Machine, ID: ref.JobID})

@@ -201,13 +201,15 @@ func send(ctx context.Context, peers *peer.Registry, c *client.Client, t peer.Tr
 	}
 	defer release()
 	state, answer, err := exchange(ctx, c, t, timeout)
+	switch _, answered := errors.AsType[*api.Error](err); {
+	case err == nil || answered || errors.Is(err, peer.ErrBadAnswer):
+		peers.Reached(t.Peer) // it answered, if not for good
+	case ctx.Err() == nil: // else the caller gave up: that says nothing of the peer
+		peers.Unreachable(t.Peer)
+	}
 	if err != nil {
-		if ctx.Err() == nil { // else the caller gave up: that says nothing of the peer
-			peers.Unreachable(t.Peer)
-		}
 		return t, err
 	}
-	peers.Reached(t.Peer)
 	if forwarded && state == peer.StateDone {
 		return peers.Answered(t, state, answer), nil
 	}
@@ -229,6 +231,9 @@ func exchange(ctx context.Context, c *client.Client, t peer.Transaction, timeout
 	answer, err := c.Exchange(sendCtx, t.ID, path, t.Body)
 	cancel()
 	if err == nil {
+		if err := peer.CheckAnswer(t, answer); err != nil {
+			return "", nil, fmt.Errorf("transaction %s: %w", t.ID, err)
+		}
 		return peer.StateDone, answer, nil
 	}
 	apiErr, isAPI := errors.AsType[*api.Error](err)
@@ -337,26 +342,33 @@ func (o *Outbox) failed(name string, err error) {
 // the scheduler's request (peer.Registry.BeginOnce), and sends it at
 // once, since the scheduler waits for the home bank's answer: a refusal
 // journaled at once, a done one with the next change
-// (peer.Registry.Answered). A release or refund behind the job's lien or
-// charge still pending (peer.Registry.Behind) is left to the outbox,
-// which sends them in order. A
-// transaction still pending after it (the peer unreachable, or its answer
-// lost) is the outbox's to send again, and a retry of the request sends
-// it again too: the peer applies it once, under its id. A retry of a
-// request whose transaction was withdrawn sends the withdrawal first: once
-// the peer has it, the request begins anew; until then Forward returns
-// the transaction withdrawn. local is the operation's cost in this bank's
-// credits; timeout bounds the sending (0: 10 s).
+// (peer.Registry.Answered). The job's earlier transactions with the peer
+// still pending (peer.Registry.Earlier) are sent first, in the order they
+// began: a charge sent ahead of the job's lien would be made without it,
+// and the lien, arriving after, would hold credits for a job that is
+// over. A transaction still pending after it (the peer unreachable, or
+// its answer lost) is the outbox's to send again, and a retry of the
+// request sends it again too: the peer applies it once, under its id. A
+// retry of a request whose transaction was withdrawn sends the withdrawal
+// first: once the peer has it, the request begins anew; until then
+// Forward returns the transaction withdrawn. local is the operation's
+// cost in this bank's credits; timeout bounds each sending (0: 10 s).
 //
-// While the peer is known away (peer.Registry.Away: its last sending got
-// no answer, a second ago or less, or another caller is trying it now),
+// While the peer is known away (peer.Registry.Away: a sending to it got
+// no answer a second ago or less, or another caller is trying it now),
 // nothing is sent, so that a scheduler does not wait out the timeout at
-// every job: the operation is begun pending and ErrAway returned, or a
+// every job: the operation is begun pending and ErrNotSent returned, or a
 // lien the peer's away policy does not accept is refused here, never sent
 // (peer.Registry.BeginOnce).
 func Forward(ctx context.Context, peers *peer.Registry, links *link.Cache, req ledger.Request, home ledger.Home, op peer.Op, body peer.JobOp, local decimal.Decimal, timeout time.Duration) (peer.Transaction, error) {
 	timeout = cmp.Or(timeout, defaultTimeout)
-	away := peers.Away(home.Peer, timeout)
+	away, untried := peers.Away(home.Peer, timeout)
+	tried := false
+	defer func() {
+		if !tried {
+			untried() // the next caller tries the peer
+		}
+	}()
 	var awayRefusal json.RawMessage
 	if away {
 		var err error
@@ -368,38 +380,47 @@ func Forward(ctx context.Context, peers *peer.Registry, links *link.Cache, req l
 	if err != nil || t.State != peer.StatePending && t.State != peer.StateWithdrawn {
 		return t, err
 	}
-	if !op.Owes() {
-		// Nobody waits for a release's or refund's answer: one behind
-		// the job's lien or charge still pending waits for the outbox.
-		if behind, err := peers.Behind(ctx, t, body); err != nil || behind {
-			return t, err
-		}
-	}
 	if away {
-		return t, fmt.Errorf("%w: %s", ErrAway, awayMessage(home.Peer))
+		return t, fmt.Errorf("%w: %s", ErrNotSent, awayMessage(home.Peer))
 	}
 	c, err := links.Open(ctx, peers, home.Peer)
 	if err != nil {
 		return t, err
+	}
+	// sent sends one transaction; tried says whether a sending has told
+	// the registry whether the peer answered.
+	sent := func(x peer.Transaction, forwarded bool) (peer.Transaction, error) {
+		x, err := send(ctx, peers, c, x, timeout, forwarded)
+		tried = tried || ctx.Err() == nil
+		return x, err
 	}
 	if t.State == peer.StateWithdrawn {
 		wd, err := peers.Transaction(ctx, t.Withdrawal)
 		if err != nil {
 			return t, err
 		}
-		if _, err := send(ctx, peers, c, wd, timeout, false); err != nil {
+		if _, err := sent(wd, false); err != nil {
 			return t, err
 		}
 		if t, err = peers.BeginOnce(ctx, req, home, op, body, local, nil); err != nil || t.State != peer.StatePending {
 			return t, err
 		}
 	}
-	return send(ctx, peers, c, t, timeout, true)
+	earlier, err := peers.Earlier(ctx, t, body)
+	if err != nil {
+		return t, err
+	}
+	for _, e := range earlier {
+		if _, err := sent(e, false); err != nil {
+			return t, err
+		}
+	}
+	return sent(t, true)
 }
 
-// ErrAway is Forward's error for an operation it did not send, its peer
-// known away.
-var ErrAway = errors.New("not sent")
+// ErrNotSent is Forward's error for an operation it did not send, its
+// peer known away.
+var ErrNotSent = errors.New("not sent")
 
 // awayMessage says why nothing is sent to a peer known away.
 func awayMessage(name string) string {

@@ -479,16 +479,18 @@ func homeAway(t *testing.T, open ledgertest.OpenStore) {
 		t.Fatalf("site's transactions: %v, want %v", states, want)
 	}
 	// The bank back: a refund of j1, whose lien and charge are still
-	// pending here, waits for them (sent first, it would find nothing
-	// to refund there and be refused for good).
+	// pending here, sends them first, in order (sent first, it would find
+	// nothing to refund there and be refused for good).
 	q.mend()
 	refund, err := q.sched.RefundJob(ctx, "r4", lien.JobRefundSpec{Job: lien.Job{Machine: "hpc1", ID: "j1"}, Amount: decimal.NewFromInt(10)})
-	if err != nil || refund.Home == nil || refund.Home.State != "pending" {
+	if err != nil || refund.Home == nil || refund.Home.State != "done" {
 		t.Fatalf("a refund behind the job's pending charge: %+v %v", refund, err)
 	}
-	txs, err := q.site.peers.Transactions(ctx, true)
-	if err != nil || len(txs) != 3 {
-		t.Fatalf("pending: %d %v, want 3", len(txs), err)
+	if err := q.site.peers.RecordAnswers(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if txs, err := q.site.peers.Transactions(ctx, true); err != nil || len(txs) != 0 {
+		t.Fatalf("pending: %+v %v, want none", txs, err)
 	}
 	q.drained(t)
 	// j1 charged there (50 s of 1 processor, × 2: 100) and 10 × 2 of it
@@ -498,6 +500,36 @@ func homeAway(t *testing.T, open ledgertest.OpenStore) {
 		t.Fatalf("home bank after the drain: %+v, want 920 and nothing held", central)
 	}
 	reconciled(t, q, 4)
+}
+
+// TestTracebackChargeAfterPendingLien: a job's lien accepted while the
+// home bank was away, still pending, and the job's charge once the bank
+// is back: the lien is sent first, then the charge, which settles it, so
+// nothing stays held at home. (Sent at once, the charge was made without
+// the lien, and the lien, sent after by the outbox, held credits at home
+// for a job that was over.) Both banks on each engine.
+func TestTracebackChargeAfterPendingLien(t *testing.T) {
+	onEachEngine(t, chargeAfterPendingLien)
+}
+
+func chargeAfterPendingLien(t *testing.T, open ledgertest.OpenStore) {
+	ctx := context.Background()
+	p := newTracebackPair(t, open, "1000")
+	p.link.mode.Store("down")
+	if _, err := p.sched.PlaceLien(ctx, "r1", placeSpec("j1", "", 1)); err != nil {
+		t.Fatalf("a lien within the credit line: %v", err)
+	}
+	p.mend()
+	charged, err := p.sched.Charge(ctx, "r2", finalCharge("j1", 1))
+	if err != nil || charged.Home == nil || charged.Home.State != "done" {
+		t.Fatalf("the job's charge, the bank back: %+v %v", charged, err)
+	}
+	p.drained(t)
+	central := p.central.MustBalance("chem")
+	if !central.Reserved.IsZero() || !central.Amount.Equal(decimal.NewFromInt(900)) {
+		t.Fatalf("home bank: %+v, want 100 charged (50 × 2) and nothing held", central)
+	}
+	reconciled(t, p, 2)
 }
 
 // TestTracebackWithdrawnAfterApplied: a lien that reached the home bank,
