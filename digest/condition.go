@@ -100,7 +100,8 @@ func conditions(ctx context.Context, l *ledger.Ledger, r Rules, from time.Time) 
 	var out []Condition
 	for _, f := range fs {
 		// Now, with the HFS share (AccountAvailable), and every allocation
-		// to start: next says which follows one that ends.
+		// to start or used up: next says which follows one that ends, and
+		// the deposits and the conditions of running out count every one.
 		nb, err := l.BalanceWithUpcoming(ctx, f.Node, time.Time{})
 		if err != nil {
 			return nil, fmt.Errorf("digest: balance of %s: %w", f.Node, err)

@@ -196,12 +196,14 @@ func rate(days int, used, available decimal.Decimal, now time.Time, end *time.Ti
 	return r
 }
 
-// allocationsEnd is the latest end of the allocations active at now; nil
-// if one never ends or none is active.
+// allocationsEnd is the latest end of the allocations active at now that
+// still hold credits (a used-up one gives none, and the balance lists
+// only the used-up ones that end first); nil if one never ends or none is
+// active.
 func allocationsEnd(nb ledger.NodeBalance, now time.Time) *time.Time {
 	var end time.Time
 	for _, a := range nb.Allocations {
-		if !a.Active {
+		if !a.Active || a.UsedUp() {
 			continue
 		}
 		if a.End.IsZero() {

@@ -195,3 +195,28 @@ func TestRunOut(t *testing.T) {
 		want{charged: "300", perDay: "42.8571", runway: 0},
 		want{charged: "300", perDay: "10", runway: 0})
 }
+
+// TestAllocationsEndLeavesOutUsedUp: the allocations' end a runway is
+// measured against is that of the allocations that still hold credits:
+// one used up (withdrawn to nothing here), whatever its end (none, or
+// later), does not count, however many others are used up. (It counted
+// when the balance listed it, and the balance lists the used-up ones
+// that end first: the figure changed with how many there were.)
+func TestAllocationsEndLeavesOutUsedUp(t *testing.T) {
+	s := newSite(t)
+	ctx := context.Background()
+	end := ledgertest.Epoch.Add(120 * day)
+	s.MustDeposit("chem", "10000", end)
+	for i := range int64(ledger.UpcomingListed + 1) {
+		for _, ends := range []time.Time{ledgertest.Epoch.Add((60 + time.Duration(i)) * day), {}, ledgertest.Epoch.Add(400 * day)} {
+			id := s.MustDeposit("chem", "1", ends)
+			if _, err := s.Withdraw(ctx, s.Req(), ledger.WithdrawSpec{Account: "chem", Amount: decimal.NewFromInt(1), Allocation: id}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		f, err := forecast.Of(ctx, s.Ledger, []string{"chem"})
+		if err != nil || len(f) != 1 || f[0].AllocationsEnd == nil || !f[0].AllocationsEnd.Equal(end) {
+			t.Fatalf("with %d used up: %+v %v, want the allocations to end at %s", 3*(i+1), f, err, end)
+		}
+	}
+}

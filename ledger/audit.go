@@ -1013,12 +1013,18 @@ func (a *auditor) compareAccount(account string) error {
 
 // compareUsedUp checks what the account's running sums keep apart of its
 // used-up allocations against what the journal says their charges took
-// (charged): each one's record, and the sums per end of those not ended
-// by the last entry (those that have ended: absent or right).
+// (charged): each one's record, and the sums per end, of those not ended
+// by the last entry (those that have ended are never read again).
 func (a *auditor) compareUsedUp(account string, st *accountState, charged ByProject) error {
 	want := map[string]map[string]decimal.Decimal{} // per end (RFC 3339), per project
 	endOf := func(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
 	for _, id := range a.usedUpOf[account] {
+		if a.ended[id] {
+			// Never read again, as its charged sums (Writer.dropEnded):
+			// one ended before it was used up has only what was charged
+			// after its end set aside, or nothing.
+			continue
+		}
 		al := a.usedUp[id]
 		took := map[string]decimal.Decimal{}
 		for project, sums := range charged {
@@ -1049,6 +1055,9 @@ func (a *auditor) compareUsedUp(account string, st *accountState, charged ByProj
 	stored := map[string]bool{}
 	for _, g := range st.UsedUp {
 		stored[endOf(g.End)] = true
+		if !g.End.IsZero() && !g.End.After(last) {
+			continue // ended: dropped at the account's next change, never read (usedUpAt)
+		}
 		if !sameSums(g.Charged, want[endOf(g.End)]) {
 			a.problem("account %s: the sums of its used-up allocations ending %s are %v, the journal says their charges took %v", account, endOf(g.End), g.Charged, want[endOf(g.End)])
 		}

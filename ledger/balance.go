@@ -165,31 +165,35 @@ func (l *Ledger) balanceAt(ctx context.Context, name string, at time.Time, upcom
 
 // liveNow is, in id order, the account's allocations active now (st's
 // state: those not used up and the used-up ones liens hold,
-// activeAndHeld), the first upcoming of those yet to start and of the
-// other used-up ones those that end first (every one if upcoming < 0),
-// read by the indexes: as many as it lists, however many are preset or
-// used up; leftOut and usedUpLeftOut say it left some out.
+// activeAndHeld), the first upcoming of those yet to start and, of the
+// other used-up ones, the UsedUpListed that end first (every one of both
+// if upcoming < 0), read by the indexes: as many as it lists, however
+// many are preset or used up; leftOut and usedUpLeftOut say it left some
+// out.
 func liveNow(tx Tx, st *accountState, account string, now time.Time, upcoming int) (allocs []Allocation, leftOut, usedUpLeftOut bool, err error) {
 	if allocs, err = activeAndHeld(tx, st, account, now); err != nil {
 		return nil, false, false, err
 	}
-	n := upcoming
-	if n >= 0 {
-		n++
-	}
-	later, err := tx.UpcomingAllocations(account, now, n)
+	// oneMore is how many to read to know whether more than listed are
+	// there (every one: -1).
+	oneMore := func(listed int) int { return listed + min(listed+1, 1) }
+	later, err := tx.UpcomingAllocations(account, now, oneMore(upcoming))
 	if err != nil {
 		return nil, false, false, err
 	}
 	if leftOut = upcoming >= 0 && len(later) > upcoming; leftOut {
 		later = later[:upcoming]
 	}
-	usedUp, err := tx.UsedUpAllocations(account, now, n)
+	usedUpN := -1
+	if upcoming >= 0 {
+		usedUpN = UsedUpListed
+	}
+	usedUp, err := tx.UsedUpAllocations(account, now, oneMore(usedUpN))
 	if err != nil {
 		return nil, false, false, err
 	}
-	if usedUpLeftOut = upcoming >= 0 && len(usedUp) > upcoming; usedUpLeftOut {
-		usedUp = firstToEnd(usedUp, upcoming)
+	if usedUpLeftOut = usedUpN >= 0 && len(usedUp) > usedUpN; usedUpLeftOut {
+		usedUp = firstToEnd(usedUp, usedUpN)
 	}
 	allocs = append(allocs, later...)
 	for _, a := range usedUp {

@@ -120,8 +120,7 @@ type Tx interface {
 	LiveAllocations(account string, t time.Time) ([]Allocation, error)
 	// ActiveAllocations lists, in id order, the account's allocations
 	// active at t (started by t and not ended) that are not used up
-	// (Allocation.UsedUp, as stored; an allocation stored used up before
-	// it started may be listed). The hot paths read these alone, so that
+	// (Allocation.UsedUp, as stored). The hot paths read these alone, so that
 	// neither the allocations that have ended, nor those that start later
 	// (an account may have thousands preset), nor those used up cost them.
 	ActiveAllocations(account string, t time.Time) ([]Allocation, error)

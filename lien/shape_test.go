@@ -313,6 +313,41 @@ func TestChargeAfterItsAllocationEnded(t *testing.T) {
 	}
 }
 
+// TestUsedUpAfterItsAllocationEnded: an allocation that ended with a
+// lien still holding the rest of it, used up when that lien is charged
+// after the end, leaves a bank the audit passes, full or not. (The running
+// sums drop an allocation's charged sums once it has ended; the audit
+// compared what was set aside of it, used up, with everything its charges
+// ever took, and found a problem in every audit after.)
+func TestUsedUpAfterItsAllocationEnded(t *testing.T) {
+	s := newSite(t)
+	ctx := context.Background()
+	start := s.Clock.Now()
+	ending := s.MustDeposit("chem", "100", start.Add(time.Hour))
+	s.MustDeposit("chem", "1000", time.Time{})
+	u := charge.Usage{Resources: charge.Resources{Processors: 1}, WallclockSeconds: 40, WallclockLimitSeconds: 40, State: charge.Completed, Start: start}
+	if _, err := s.lb.Charge(ctx, s.Req(), lien.ChargeSpec{Job: job("early"), User: "amy", Usage: u}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := s.lb.Place(ctx, s.Req(), lien.PlaceSpec{Job: job("late"), User: "amy", Request: withStart(request(1, 60), start)})
+	if err != nil || len(r.Lien.Holds) != 1 || r.Lien.Holds[0].Allocation != ending {
+		t.Fatalf("the lien: %+v %v, want it to hold the rest of allocation %d", r.Lien, err, ending)
+	}
+	s.Clock.Advance(2 * time.Hour)
+	s.MustDeposit("chem", "1", time.Time{}) // a change after the end: the ended allocation's sums dropped
+	u = charge.Usage{Resources: charge.Resources{Processors: 1}, WallclockSeconds: 60, WallclockLimitSeconds: 60, State: charge.Completed, Start: start}
+	if _, err := s.lb.Charge(ctx, s.Req(), lien.ChargeSpec{Job: job("late"), Usage: u}); err != nil {
+		t.Fatal(err)
+	}
+	if a, err := s.Allocation(ctx, ending); err != nil || !a.UsedUp() {
+		t.Fatalf("allocation %d after the charge: %+v %v, want it used up", ending, a, err)
+	}
+	s.MustAudit()
+	if rep, err := s.Audit(ctx, ledger.AuditOptions{}); err != nil || len(rep.Problems) > 0 {
+		t.Fatalf("audit: %v %v", rep.Problems, err)
+	}
+}
+
 // TestAuditFindsUsedUpSumsAltered: what the running sums keep apart of
 // used-up allocations is checked against the journal by the audit, full
 // or not: a record of one that is wrong, the sums of their end that are

@@ -56,8 +56,8 @@ func (q *Queue) Submit(ctx context.Context, fn func(ledger.Tx) error, closed err
 // those not yet queued are likely on their way (a request being read or
 // priced, a peer's answer coming back); Run waits up to commitDelay for
 // them, so that they share this commit's sync instead of queueing for the
-// next one, which would cost them a whole sync more. A caller alone never
-// waits.
+// next one, which would cost them a whole sync more. A caller alone, once
+// its own last group was alone too, never waits.
 const (
 	commitDelay    = time.Millisecond
 	commitSiblings = 2

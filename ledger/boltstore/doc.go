@@ -62,7 +62,8 @@
 //	allocations_by_account account NUL id -> (empty)
 //	allocations_by_end     account NUL end ‖ id -> (empty): end in Unix ns, 2^64-1 for none (LiveAllocations;
 //	                       since schema 13); an allocation that starts after it was made is listed here only once a
-//	                       change of its account finds it started (ActiveAllocations)
+//	                       change of its account finds it started (ActiveAllocations), or in allocations_used_up
+//	                       if it is used up then
 //	allocations_upcoming   account NUL start ‖ id -> (empty): start in Unix ns, for an allocation that starts after it
 //	                       was made, until a change of its account finds it started (ActiveAllocations, NextStart,
 //	                       UpcomingAllocations; since schema 17)
