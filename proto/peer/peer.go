@@ -318,6 +318,9 @@ func (r *Registry) changeAgreement(w *ledger.Writer, name string, add, remove []
 	}
 	scope := slices.Clone(c.Scope)
 	for _, p := range add {
+		if slices.Contains(remove, p) {
+			return fmt.Errorf("%w: peer %s: %s both added and removed", ledger.ErrInvalid, name, p)
+		}
 		if slices.Contains(scope, p) {
 			return fmt.Errorf("%w: peer %s: its agreement names %s already", ledger.ErrExists, name, p)
 		}

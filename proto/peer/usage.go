@@ -336,8 +336,10 @@ func decodePeriod(raw []byte) (Period, error) {
 }
 
 // ReceiveUsage records a site's usage report, under its transaction's id:
-// once per peer and day, of allocations this bank granted to that peer
-// (a deposit at it, done), each line naming the account it deposited in.
+// once per peer and period (a day at most; periods of one peer never
+// overlap), of allocations this bank granted to that peer (a deposit at
+// it, done: one whose answer is not recorded here yet is ErrGrantPending,
+// not final), each line naming the account it deposited in.
 func ReceiveUsage(ctx context.Context, l *ledger.Ledger, req ledger.Request, peerName string, body []byte, refusals Refusals, u UsageReport) (ReceivedUsage, error) {
 	if !u.From.Before(u.To) || u.To.Sub(u.From) > 24*time.Hour || u.Period != Span(u.From, u.To).Name {
 		return ReceivedUsage{}, fmt.Errorf("%w: usage report: period %s from %s to %s: want a period of a day at most, named %s",
@@ -448,7 +450,7 @@ func checkGrant(tx ledger.Tx, peerName string, line UsageLine) error {
 	return nil
 }
 
-// Reported are the usage reports peers sent this bank for the days that
+// Reported are the usage reports peers sent this bank for the periods that
 // begin in [from, to) (zero bounds: open), of every peer ("") or of one.
 // They need no key: a bank's reports are read like its other records.
 func Reported(ctx context.Context, l *ledger.Ledger, peerName string, from, to time.Time) ([]ReceivedUsage, error) {
