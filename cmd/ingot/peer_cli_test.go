@@ -139,6 +139,7 @@ func TestPeerModify(t *testing.T) {
 			b.refused(t, exitUsage, "plain http only to a loopback", "peer", "modify", "central", "--url", "http://bank.example.org")
 			b.refused(t, exitRefused, "names chem.lab already", "peer", "modify", "central", "--add-project", "chem.lab")
 			b.refused(t, exitNotFound, "does not name chem.visit", "peer", "modify", "central", "--remove-project", "chem.visit")
+			b.refused(t, exitUsage, "chem.visit both added and removed", "peer", "modify", "central", "--add-project", "chem.visit", "--remove-project", "chem.visit")
 			if after := b.ok("peer", "show", "central", "--json"); after != before {
 				t.Fatalf("the refused modifies changed central:\n%s\nnow\n%s", before, after)
 			}
