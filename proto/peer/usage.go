@@ -206,7 +206,10 @@ func usage(w *ledger.Writer, grants []Grant, p Period) ([]UsageLine, error) {
 // covers a time twice: the first period after it ends at the next
 // multiple of the new length). Each is begun once: the last period
 // reported to the peer is recorded in the change that begins its report.
-// The outbox sends them as it sends every transaction.
+// At most ReportsAtOnce are begun for a peer at a call, the rest at the
+// next (a backlog of short periods would otherwise hold up the outbox,
+// which calls it before it sends, for a change each). The outbox sends
+// them as it sends every transaction.
 func (r *Registry) ReportDue(ctx context.Context, every time.Duration) ([]Transaction, error) {
 	if err := CheckReportPeriod(every); err != nil {
 		return nil, err
@@ -236,7 +239,9 @@ func (r *Registry) ReportDue(ctx context.Context, every time.Duration) ([]Transa
 		if from.IsZero() {
 			from = slices.MinFunc(grants, func(a, b Grant) int { return a.Received.Compare(b.Received) }).Received.UTC().Truncate(every)
 		}
-		for span := Span(from, from.Truncate(every).Add(every)); !span.To.After(now) && live(grants, span.From); span = Span(span.To, span.To.Add(every)) {
+		n := 0
+		for span := Span(from, from.Truncate(every).Add(every)); n < ReportsAtOnce && !span.To.After(now) && live(grants, span.From); span = Span(span.To, span.To.Add(every)) {
+			n++
 			t, err := r.report(ctx, p.Name, span, last)
 			if errors.Is(err, errReported) {
 				break // another reporter got there first
@@ -249,6 +254,10 @@ func (r *Registry) ReportDue(ctx context.Context, every time.Duration) ([]Transa
 	}
 	return begun, nil
 }
+
+// ReportsAtOnce is how many usage reports ReportDue begins for a peer at
+// a call.
+const ReportsAtOnce = 100
 
 // errReported marks a period reported since the reporter read the last
 // one, or not over by the clock of the change that would report it.

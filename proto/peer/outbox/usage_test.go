@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -325,6 +326,22 @@ func usageReportPeriods(t *testing.T, open ledgertest.OpenStore) {
 	next := peer.UsageReport{Period: peer.Span(at(24, 15), at(24, 20)).Name, From: at(24, 15), To: at(24, 20), Lines: []peer.UsageLine{}}
 	if _, err := c.Exchange(ctx, "tx-next", api.PathExchangeUsage, mustJSON(t, next)); err != nil {
 		t.Fatalf("the next period: %v", err)
+	}
+}
+
+// TestUsageReportBacklog: a backlog of periods due is begun
+// peer.ReportsAtOnce at a time, each call going on where the last ended,
+// so that the outbox, which begins them before it sends, is not held up
+// by thousands of changes; every period is begun once.
+func TestUsageReportBacklog(t *testing.T) {
+	g := grantAtSite(t, onFile)
+	g.site.Clock.Advance(time.Duration(2*peer.ReportsAtOnce+50) * time.Minute)
+	var got []int
+	for range 4 {
+		got = append(got, len(g.reportDue(t, time.Minute)))
+	}
+	if want := []int{peer.ReportsAtOnce, peer.ReportsAtOnce, 50, 0}; !slices.Equal(got, want) {
+		t.Fatalf("reports begun by each call: %v, want %v", got, want)
 	}
 }
 
