@@ -51,6 +51,15 @@ func (p *tracebackPair) mend() {
 	p.site.peers.Reached("central")
 }
 
+// heldAtHome fails the test unless the home bank's chem holds want in
+// liens; why says when (its %s the amount held).
+func (p *tracebackPair) heldAtHome(t *testing.T, want int64, why string) {
+	t.Helper()
+	if held := p.central.MustBalance("chem").Reserved; !held.Equal(decimal.NewFromInt(want)) {
+		t.Fatalf(why, held)
+	}
+}
+
 // drained has the site's outbox send what is pending, once, and fails
 // the test unless nothing is left.
 func (p *tracebackPair) drained(t *testing.T) {
@@ -210,9 +219,7 @@ func traceback(t *testing.T, open ledgertest.OpenStore) {
 			t.Fatalf("release: %v", err)
 		}
 	}
-	if got := p.central.MustBalance("chem").Reserved; !got.IsZero() {
-		t.Fatalf("home bank still holds %s after the release", got)
-	}
+	p.heldAtHome(t, 0, "home bank still holds %s after the release")
 	// The first lien, its answer lost, was withdrawn (the site's peer
 	// refuses while away) and released at home by its withdrawal, which
 	// the retry sent before it began the lien anew.
@@ -315,9 +322,7 @@ func TestTracebackAgreement(t *testing.T) {
 	if _, err := p.home.Exchange(ctx, "tx-b", api.PathExchangeLiens, body("chem.lab", "x1", "900")); !isCode(err, api.CodeRequestConflict) {
 		t.Fatalf("a forged body under a used id: %v", err)
 	}
-	if got := p.central.MustBalance("chem").Reserved; !got.Equal(decimal.NewFromInt(10)) {
-		t.Fatalf("home holds %s, want 10 (once)", got)
-	}
+	p.heldAtHome(t, 10, "home holds %s, want 10 (once)")
 	// Another peer, whose agreement names chem.lab too, cannot release or
 	// charge the site's job: its jobs are its own.
 	_, otherKey, err := p.central.peers.Add(ctx, p.central.Req(), peer.Spec{Name: "sitec", URL: "http://127.0.0.1:2", Projects: []string{"chem.lab"}}, nil)
@@ -334,9 +339,7 @@ func TestTracebackAgreement(t *testing.T) {
 	if _, err := other.Exchange(ctx, "tx-b", api.PathExchangeLiens, body("chem.lab", "x1", "10")); err != nil {
 		t.Fatalf("another peer's own transaction under the same id: %v", err)
 	}
-	if got := p.central.MustBalance("chem").Reserved; !got.Equal(decimal.NewFromInt(20)) {
-		t.Fatalf("home holds %s, want 20: each peer's job its own", got)
-	}
+	p.heldAtHome(t, 20, "home holds %s, want 20: each peer's job its own")
 	bad := json.RawMessage(`{"project":"chem.lab","machine":"sitec:hpc1","job_id":"x1","amount":"1","expires":"2026-01-05T10:00:00Z"}`)
 	if _, err := p.home.Exchange(ctx, "tx-d", api.PathExchangeReleases, bad); !isCode(err, api.CodeInvalid) {
 		t.Fatalf("a machine naming another peer's: %v", err)
@@ -432,9 +435,7 @@ func homeAway(t *testing.T, open ledgertest.OpenStore) {
 		t.Fatalf("the request again, the home bank back: %v", err)
 	}
 	p.drained(t)
-	if held := p.central.MustBalance("chem").Reserved; !held.Equal(decimal.NewFromInt(200)) {
-		t.Fatalf("home bank holds %s, want j2's lien alone (200)", held)
-	}
+	p.heldAtHome(t, 200, "home bank holds %s, want j2's lien alone (200)")
 	// j1's lien withdrawn and its withdrawal; j2's refused here twice,
 	// and begun anew.
 	reconciled(t, p, 5)
@@ -551,9 +552,7 @@ func withdrawnAfterApplied(t *testing.T, open ledgertest.OpenStore) {
 	if _, err := p.sched.PlaceLien(ctx, "r1", placeSpec("j1", "", 1)); !isCode(err, api.CodeUnavailable) || !strings.Contains(err.Error(), "withdrawn") {
 		t.Fatalf("a lien whose answer is lost: %v", err)
 	}
-	if held := p.central.MustBalance("chem").Reserved; !held.Equal(decimal.NewFromInt(200)) {
-		t.Fatalf("home bank holds %s, want the lien it applied (200)", held)
-	}
+	p.heldAtHome(t, 200, "home bank holds %s, want the lien it applied (200)")
 	txs, err := p.site.peers.Transactions(ctx, false)
 	if err != nil || len(txs) != 2 || txs[0].State != peer.StateWithdrawn || txs[1].Op != peer.OpWithdraw || txs[0].Withdrawal != txs[1].ID {
 		t.Fatalf("site's transactions: %+v %v, want the lien withdrawn by the second", txs, err)
@@ -566,9 +565,7 @@ func withdrawnAfterApplied(t *testing.T, open ledgertest.OpenStore) {
 	}
 	p.mend()
 	p.drained(t)
-	if held := p.central.MustBalance("chem").Reserved; !held.IsZero() {
-		t.Fatalf("home bank holds %s after the withdrawal", held)
-	}
+	p.heldAtHome(t, 0, "home bank holds %s after the withdrawal")
 	reconciled(t, p, 2)
 	// The lien sent again (a second server of the site, or a copy on its
 	// way): the first answer (the lien as it was placed), nothing
@@ -582,17 +579,13 @@ func withdrawnAfterApplied(t *testing.T, open ledgertest.OpenStore) {
 	if n := p.central.JournalLen() - entries; n != 0 {
 		t.Fatalf("the withdrawn lien sent again journaled %d entries at home", n)
 	}
-	if held := p.central.MustBalance("chem").Reserved; !held.IsZero() {
-		t.Fatalf("home bank holds %s after the withdrawn lien came again", held)
-	}
+	p.heldAtHome(t, 0, "home bank holds %s after the withdrawn lien came again")
 
 	// The scheduler's retry, the bank back: the lien begins anew, held once.
 	if _, err := p.sched.PlaceLien(ctx, "r1", placeSpec("j1", "", 1)); err != nil {
 		t.Fatalf("the request again, the bank back: %v", err)
 	}
-	if held := p.central.MustBalance("chem").Reserved; !held.Equal(decimal.NewFromInt(200)) {
-		t.Fatalf("home bank holds %s, want the new lien's 200", held)
-	}
+	p.heldAtHome(t, 200, "home bank holds %s, want the new lien's 200")
 
 	// Withdrawn before it reached home: a late copy is refused for good.
 	p.link.mode.Store("down")
@@ -612,9 +605,7 @@ func withdrawnAfterApplied(t *testing.T, open ledgertest.OpenStore) {
 	if _, err := p.home.Exchange(ctx, late.ID, api.PathExchangeLiens, late.Body); !isCode(err, api.CodeInactive) || !strings.Contains(err.Error(), "withdrew") {
 		t.Fatalf("a withdrawn lien arriving late: %v", err)
 	}
-	if held := p.central.MustBalance("chem").Reserved; !held.Equal(decimal.NewFromInt(200)) {
-		t.Fatalf("home bank holds %s, want j1's 200 alone", held)
-	}
+	p.heldAtHome(t, 200, "home bank holds %s, want j1's 200 alone")
 	reconciled(t, p, 5)
 }
 
@@ -646,16 +637,12 @@ func lateCopyOfWithdrawn(t *testing.T, open ledgertest.OpenStore) {
 	if _, err := p.sched.PlaceLien(ctx, "r2", placeSpec("j1", "", 1)); err != nil {
 		t.Fatalf("the job's lien under a new request id, the bank back: %v", err)
 	}
-	if held := p.central.MustBalance("chem").Reserved; !held.Equal(decimal.NewFromInt(200)) {
-		t.Fatalf("home bank holds %s, want the new lien's 200", held)
-	}
+	p.heldAtHome(t, 200, "home bank holds %s, want the new lien's 200")
 	if _, err := p.home.Exchange(ctx, withdrawn.ID, api.PathExchangeLiens, withdrawn.Body); !isCode(err, api.CodeInactive) || !strings.Contains(err.Error(), "withdrew") {
 		t.Fatalf("the withdrawn lien arriving after the new one: %v", err)
 	}
 	p.drained(t)
-	if held := p.central.MustBalance("chem").Reserved; !held.Equal(decimal.NewFromInt(200)) {
-		t.Fatalf("home bank holds %s after the withdrawal, want the new lien's 200", held)
-	}
+	p.heldAtHome(t, 200, "home bank holds %s after the withdrawal, want the new lien's 200")
 	reconciled(t, p, 3)
 }
 
@@ -688,9 +675,7 @@ func refusalFinal(t *testing.T, open ledgertest.OpenStore) {
 	if !strings.Contains(first.Error(), api.FromError(again).Message) {
 		t.Fatalf("sent again: %q, not the first refusal %q", again, first)
 	}
-	if held := p.central.MustBalance("chem").Reserved; !held.IsZero() {
-		t.Fatalf("home bank holds %s for a lien it refused", held)
-	}
+	p.heldAtHome(t, 0, "home bank holds %s for a lien it refused")
 	// Another body under the refused transaction's id is a conflict.
 	other := bytes.Replace(txs[0].Body, []byte(`"j1"`), []byte(`"j2"`), 1)
 	if _, err := p.home.Exchange(ctx, txs[0].ID, api.PathExchangeLiens, other); !isCode(err, api.CodeRequestConflict) {
