@@ -60,6 +60,15 @@ func (p *tracebackPair) heldAtHome(t *testing.T, want int64, why string) {
 	}
 }
 
+// settledAtHome fails the test unless the home bank's chem has amount
+// left and nothing held; when says when.
+func (p *tracebackPair) settledAtHome(t *testing.T, amount decimal.Decimal, when string) {
+	t.Helper()
+	if b := p.central.MustBalance("chem"); !b.Amount.Equal(amount) || !b.Reserved.IsZero() {
+		t.Fatalf("home bank %s: %+v, want %s and nothing held", when, b, amount)
+	}
+}
+
 // drained has the site's outbox send what is pending, once, and fails
 // the test unless nothing is left.
 func (p *tracebackPair) drained(t *testing.T) {
@@ -198,10 +207,7 @@ func traceback(t *testing.T, open ledgertest.OpenStore) {
 	if err != nil {
 		t.Fatalf("charge: %v", err)
 	}
-	central := p.central.MustBalance("chem")
-	if want := decimal.NewFromInt(1000).Sub(charged.Charge.Amount.Mul(decimal.NewFromInt(2))); !central.Amount.Equal(want) || !central.Reserved.IsZero() {
-		t.Fatalf("home bank after the charge: %+v, want %s and nothing held", central, want)
-	}
+	p.settledAtHome(t, decimal.NewFromInt(1000).Sub(charged.Charge.Amount.Mul(decimal.NewFromInt(2))), "after the charge")
 	forwardedChargeAnswer(t, charged)
 
 	// Refused at home: more than chem.lab holds. The scheduler is told why,
@@ -496,10 +502,7 @@ func homeAway(t *testing.T, open ledgertest.OpenStore) {
 	q.drained(t)
 	// j1 charged there (50 s of 1 processor, × 2: 100) and 10 × 2 of it
 	// refunded, once; j2's lien never placed.
-	central := q.central.MustBalance("chem")
-	if !central.Amount.Equal(decimal.NewFromInt(920)) || !central.Reserved.IsZero() {
-		t.Fatalf("home bank after the drain: %+v, want 920 and nothing held", central)
-	}
+	q.settledAtHome(t, decimal.NewFromInt(920), "after the drain")
 	reconciled(t, q, 4)
 }
 
@@ -526,10 +529,7 @@ func chargeAfterPendingLien(t *testing.T, open ledgertest.OpenStore) {
 		t.Fatalf("the job's charge, the bank back: %+v %v", charged, err)
 	}
 	p.drained(t)
-	central := p.central.MustBalance("chem")
-	if !central.Reserved.IsZero() || !central.Amount.Equal(decimal.NewFromInt(900)) {
-		t.Fatalf("home bank: %+v, want 100 charged (50 × 2) and nothing held", central)
-	}
+	p.settledAtHome(t, decimal.NewFromInt(900), "after the charge (100: 50 × 2)")
 	reconciled(t, p, 2)
 }
 
